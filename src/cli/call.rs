@@ -1,0 +1,282 @@
+//! `mcpscope call`: handshake, one request, the result as JSON on stdout.
+
+use super::ServerArgs;
+use super::trace;
+use crate::client::{Client, ClientError};
+use crate::event::Event;
+use crate::handshake::{self, HandshakeOptions};
+use crate::session::SessionOptions;
+use clap::Args;
+use serde_json::{Map, Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit statuses, as documented in the README.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_RPC_ERROR: u8 = 1;
+pub const EXIT_TOOL_ERROR: u8 = 2;
+pub const EXIT_NO_CONNECTION: u8 = 3;
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// The JSON-RPC method, e.g. tools/list (defaults to tools/call with --tool-name).
+    #[arg(long, required_unless_present = "tool_name")]
+    pub method: Option<String>,
+
+    /// The request's params as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub params: Option<String>,
+
+    /// Call this tool (tools/call).
+    #[arg(long, value_name = "NAME")]
+    pub tool_name: Option<String>,
+
+    /// A tool argument (repeatable); the value is parsed as JSON where it parses, else taken as a string.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
+    pub tool_arg: Vec<(String, String)>,
+
+    /// The protocol version to offer in initialize (any string, to test counter-offers).
+    #[arg(long, default_value = handshake::DEFAULT_VERSION)]
+    pub protocol_version: String,
+
+    /// Timeout for each request, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: u64,
+
+    /// Append every event to this JSONL capture file.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+
+    /// Print every frame on stderr: → sent, ← received, server stderr and anomalies marked.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Declare the roots capability and answer roots/list with this URI or path (repeatable).
+    #[arg(long, value_name = "URI")]
+    pub root: Vec<String>,
+
+    /// Send the request without the initialize handshake.
+    #[arg(long)]
+    pub no_handshake: bool,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// `--tool-arg` values: JSON where they parse, strings otherwise.
+pub fn tool_arg_value(raw: &str) -> Value {
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+fn root_uri(root: &str) -> String {
+    if root.contains("://") {
+        return root.to_owned();
+    }
+    let path = std::fs::canonicalize(root).unwrap_or_else(|_| PathBuf::from(root));
+    format!("file://{}", path.display())
+}
+
+/// Builds the method and params from the arguments.
+pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String> {
+    let mut params = match &args.params {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => Some(v),
+            Ok(_) => return Err("--params must be a JSON object".into()),
+            Err(e) => return Err(format!("--params is not valid JSON: {e}")),
+        },
+    };
+    let method = match (&args.method, &args.tool_name) {
+        (Some(m), _) => m.clone(),
+        (None, Some(_)) => "tools/call".to_owned(),
+        (None, None) => return Err("give --method or --tool-name".into()),
+    };
+    if let Some(name) = &args.tool_name {
+        let p = params.get_or_insert_with(|| json!({}));
+        p["name"] = Value::from(name.clone());
+    }
+    if !args.tool_arg.is_empty() {
+        let p = params.get_or_insert_with(|| json!({}));
+        let mut arguments = match p.get("arguments") {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        for (k, v) in &args.tool_arg {
+            arguments.insert(k.clone(), tool_arg_value(v));
+        }
+        p["arguments"] = Value::Object(arguments);
+    }
+    Ok((method, params))
+}
+
+fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
+    eprintln!("mcpscope: {reason}");
+    ExitCode::from(code)
+}
+
+fn print_json(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, v);
+    let _ = writeln!(out);
+}
+
+pub fn run(args: CallArgs) -> ExitCode {
+    let (method, params) = match build_request(&args) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let options = SessionOptions {
+        request_timeout: Some(timeout),
+        capture: args.capture.clone(),
+        ..SessionOptions::default()
+    };
+    let tracing = args.trace;
+    let observer = Box::new(move |ev: &Event| {
+        if tracing {
+            for line in trace::event_lines(ev) {
+                eprintln!("{line}");
+            }
+        } else if let Event::Frame(f) = ev
+            && let Some(w) = trace::anomaly_warning(f)
+        {
+            eprintln!("{w}");
+        } else if let Event::Note { text, .. } = ev
+            && text.starts_with("capture")
+        {
+            eprintln!("mcpscope: {text}");
+        }
+    });
+    let mut client = Client::start(args.server.spec(), options, observer);
+    let roots: Vec<Value> = args
+        .root
+        .iter()
+        .map(|r| json!({"uri": root_uri(r), "name": r}))
+        .collect();
+    let mut capabilities = json!({});
+    if !roots.is_empty() {
+        capabilities["roots"] = json!({"listChanged": false});
+        client = client.with_roots(roots);
+    }
+
+    let code = call(&mut client, &args, &method, params, capabilities, timeout);
+    let exit = client.close();
+    match code {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let mut reason = e.to_string();
+            if let (ClientError::TimedOut { .. } | ClientError::Closed { .. }, Some(status)) = (&e, exit) {
+                reason.push_str(&format!(" (the server {status})"));
+            }
+            fail(EXIT_NO_CONNECTION, reason)
+        }
+    }
+}
+
+fn call(
+    client: &mut Client,
+    args: &CallArgs,
+    method: &str,
+    params: Option<Value>,
+    capabilities: Value,
+    timeout: Duration,
+) -> Result<u8, ClientError> {
+    client.wait_spawned(Duration::from_secs(10))?;
+    if !args.no_handshake {
+        let hs = HandshakeOptions {
+            protocol_version: args.protocol_version.clone(),
+            capabilities,
+            ..HandshakeOptions::default()
+        };
+        match client.initialize(&hs, timeout)? {
+            Err(e) => {
+                eprintln!("mcpscope: initialize was refused: {e}");
+                let supported = handshake::supported_from_error(&e);
+                if !supported.is_empty() {
+                    eprintln!("mcpscope: the server supports: {}", supported.join(", "));
+                }
+                return Ok(EXIT_NO_CONNECTION);
+            }
+            Ok(h) if !h.usable() => {
+                eprintln!("mcpscope: handshake failed: {}", h.verdict_text());
+                return Ok(EXIT_NO_CONNECTION);
+            }
+            Ok(h) => {
+                if args.trace || h.verdict != handshake::VersionVerdict::Accepted {
+                    eprintln!("mcpscope: {} ({})", h.verdict_text(), h.server_name());
+                }
+            }
+        }
+    }
+    let resp = client.request(method, params, timeout)?;
+    let tool_error = resp.is_tool_error();
+    match resp.outcome {
+        Ok(result) => {
+            print_json(&result);
+            if tool_error {
+                eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
+                Ok(EXIT_TOOL_ERROR)
+            } else {
+                Ok(EXIT_OK)
+            }
+        }
+        Err(e) => {
+            print_json(&e.to_json());
+            eprintln!("mcpscope: {method} failed with JSON-RPC error {e}");
+            Ok(EXIT_RPC_ERROR)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> CallArgs {
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: CallArgs,
+        }
+        W::parse_from(std::iter::once("x").chain(args.iter().copied())).a
+    }
+
+    #[test]
+    fn tool_args_parse_as_json_or_string() {
+        let a = parse(&[
+            "--tool-name",
+            "add",
+            "--tool-arg",
+            "a=1",
+            "--tool-arg",
+            "b=[1,2]",
+            "--tool-arg",
+            "s=hello world",
+            "--tool-arg",
+            "t=true",
+            "--tool-arg",
+            "q=\"1\"",
+            "--",
+            "srv",
+        ]);
+        let (m, p) = build_request(&a).unwrap();
+        assert_eq!(m, "tools/call");
+        assert_eq!(
+            p.unwrap(),
+            json!({"name":"add","arguments":{"a":1,"b":[1,2],"s":"hello world","t":true,"q":"1"}})
+        );
+    }
+
+    #[test]
+    fn params_must_be_an_object() {
+        let a = parse(&["--method", "x", "--params", "[1]", "--", "srv"]);
+        assert!(build_request(&a).unwrap_err().contains("object"));
+        let a = parse(&["--method", "x", "--params", "{", "--", "srv"]);
+        assert!(build_request(&a).unwrap_err().contains("not valid JSON"));
+        let a = parse(&["--method", "resources/read", "--params", r#"{"uri":"x"}"#, "--", "srv"]);
+        assert_eq!(build_request(&a).unwrap().1.unwrap(), json!({"uri":"x"}));
+    }
+}

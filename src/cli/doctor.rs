@@ -1,0 +1,51 @@
+//! `mcpscope doctor`: the checklist as a report.
+
+use super::ServerArgs;
+use crate::doctor::{self, DoctorOptions};
+use crate::handshake;
+use clap::Args;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// How long to wait for each answer, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub timeout_ms: u64,
+
+    /// The protocol version to offer.
+    #[arg(long, default_value = handshake::DEFAULT_VERSION)]
+    pub protocol_version: String,
+
+    /// Skip starting the server a second time to test handshake enforcement.
+    #[arg(long)]
+    pub no_enforcement_probe: bool,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+pub fn run(args: DoctorArgs) -> ExitCode {
+    let spec = args.server.spec();
+    let options = DoctorOptions {
+        timeout: Duration::from_millis(args.timeout_ms),
+        protocol_version: args.protocol_version,
+        probe_enforcement: !args.no_enforcement_probe,
+        ..DoctorOptions::default()
+    };
+    println!("mcpscope doctor: {}", spec.display());
+    let report = doctor::diagnose(&spec, &options);
+    for check in &report.checks {
+        println!("[{}] {}", check.status.mark(), check.title);
+        for d in &check.details {
+            println!("       {d}");
+        }
+    }
+    if report.healthy() {
+        println!("Healthy: the server speaks MCP over stdio as expected.");
+        ExitCode::SUCCESS
+    } else {
+        println!("Not healthy: see the FAIL lines above.");
+        ExitCode::from(1)
+    }
+}
