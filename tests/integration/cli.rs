@@ -1,0 +1,282 @@
+//! The `mcpscope` binary: call, proxy and doctor, as a user runs them.
+
+use crate::support::*;
+use mcpscope::capture;
+use mcpscope::classify::Kind;
+use mcpscope::event::Event;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+
+fn mcpscope(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("running mcpscope")
+}
+
+fn call_faulty(mode: &str, extra: &[&str]) -> Output {
+    let faulty = faulty_path();
+    let mut args = vec!["call"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "python3", &faulty, "--mode", mode]);
+    mcpscope(&args)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn call_prints_result_json_and_exits_zero() {
+    let out = call_faulty("normal", &["--method", "tools/list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tools"][0]["name"], "echo");
+}
+
+#[test]
+fn call_tool_with_args() {
+    let out = call_faulty("normal", &["--tool-name", "echo", "--tool-arg", "message=hello world"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["content"][0]["text"], "hello world");
+}
+
+#[test]
+fn call_exit_statuses() {
+    let out = call_faulty("tool-error", &["--tool-name", "echo", "--tool-arg", "message=x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("isError"), "{}", text(&out.stderr));
+
+    let out = call_faulty("normal", &["--method", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("-32601"), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], -32601);
+
+    let out = call_faulty("hang", &["--method", "tools/list", "--timeout-ms", "2000"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().filter(|l| l.starts_with("mcpscope:")).count(), 1, "{err}");
+    assert!(err.contains("tools/list got no response within 2000 ms"), "{err}");
+
+    let out = mcpscope(&[
+        "call",
+        "--method",
+        "tools/list",
+        "--",
+        "npx-not-installed-xyz",
+        "-y",
+        "pkg",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("npx-not-installed-xyz: not found in PATH"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = call_faulty("bogus-version", &["--method", "tools/list"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("1999-01-01"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn call_trace_marks_directions_stderr_and_anomalies() {
+    let out = call_faulty("stdout-log", &["--method", "tools/list", "--trace"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(r#"→ {"jsonrpc":"2.0","id":1,"method":"initialize""#),
+        "{err}"
+    );
+    assert!(err.contains("← Server started on stdio"), "{err}");
+    assert!(err.contains("! not-json"), "{err}");
+    assert!(err.contains("[stderr]"), "{err}");
+    // Without --trace the stray line is still reported.
+    let out = call_faulty("stdout-log", &["--method", "tools/list"]);
+    assert!(text(&out.stderr).contains("Server started on stdio"));
+}
+
+#[test]
+fn call_against_server_everything_with_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("e.jsonl");
+    let spec = everything();
+    let out = Command::new(bin())
+        .args(["call", "--tool-name", "echo", "--tool-arg", "message=hi42", "--capture"])
+        .arg(&cap)
+        .arg("--")
+        .arg(&spec.program)
+        .args(&spec.args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["content"][0]["text"].as_str().unwrap().contains("hi42"));
+    let loaded = capture::load(&cap).unwrap();
+    let methods: Vec<_> = loaded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f) if f.kind() == Kind::Request => f.class.method.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(methods[..2], ["initialize".to_owned(), "tools/call".to_owned()]);
+}
+
+#[test]
+fn proxy_forwards_bytes_unchanged_and_records_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("p.jsonl");
+    let mut child = Command::new(bin())
+        .args(["proxy", "--capture"])
+        .arg(&cap)
+        .args(["--", "python3", &faulty_path(), "--mode", "crlf"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    stdin.write_all(init.as_bytes()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    let mut line = Vec::new();
+    stdout.read_until(b'\n', &mut line).unwrap();
+    assert!(
+        line.ends_with(b"\r\n"),
+        "CRLF passed through unchanged: {:?}",
+        text(&line)
+    );
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    line.clear();
+    stdout.read_until(b'\n', &mut line).unwrap();
+    assert!(text(&line).contains("\"echo\""));
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let loaded = capture::load(&cap).unwrap();
+    assert_eq!(loaded.header.mode, "proxy");
+    let frames: Vec<_> = loaded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(frames.len(), 4);
+    assert_eq!(frames[0].raw, init.as_bytes());
+    assert!(frames[1].link.is_some(), "responses correlated in the capture");
+    assert!(loaded.events.iter().any(|e| matches!(e, Event::Stderr(_))));
+}
+
+#[test]
+fn proxy_passes_the_exit_status_on() {
+    let mut child = Command::new(bin())
+        .args(["proxy", "--", "python3", &faulty_path(), "--mode", "crash"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("Traceback"), "server stderr passed through");
+}
+
+#[test]
+fn doctor_healthy_and_unhealthy() {
+    let faulty = faulty_path();
+    let out = mcpscope(&[
+        "doctor",
+        "--timeout-ms",
+        "5000",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "normal",
+    ]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(report.contains("tools/list: 1 tool(s)"), "{report}");
+    assert!(report.contains("Handshake not enforced"), "{report}");
+
+    let out = mcpscope(&[
+        "doctor",
+        "--timeout-ms",
+        "5000",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "stdout-log",
+    ]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(report.contains("Server started on stdio"), "{report}");
+    assert!(report.contains("stderr"), "{report}");
+
+    let out = mcpscope(&["doctor", "--", "npx-not-installed-xyz"]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(report.contains("not found in PATH"), "{report}");
+    assert!(report.contains("which npx-not-installed-xyz"), "{report}");
+
+    let out = mcpscope(&[
+        "doctor",
+        "--timeout-ms",
+        "1000",
+        "--no-enforcement-probe",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "hang",
+    ]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(report.contains("[ok  ] initialize answered"), "{report}");
+    assert!(report.contains("[FAIL] tools/list got no answer"), "{report}");
+
+    let out = mcpscope(&[
+        "doctor",
+        "--timeout-ms",
+        "5000",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "enforce",
+    ]);
+    assert!(
+        text(&out.stdout).contains("Handshake enforced"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn doctor_on_real_python_server() {
+    let spec = py_server();
+    let out = Command::new(bin())
+        .args(["doctor", "--"])
+        .arg(&spec.program)
+        .args(&spec.args)
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(report.contains("tools/list:"), "{report}");
+}

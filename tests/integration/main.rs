@@ -1,0 +1,12 @@
+//! Integration tests against real processes: the project's faulty servers,
+//! real SDK servers installed by scripts/setup-test-peers, and the binary.
+//! One test binary so the heavy dependencies link once.
+
+mod support;
+
+mod capture_roundtrip;
+mod cli;
+mod faulty_servers;
+mod real_servers;
+mod ui;
+mod vectors;

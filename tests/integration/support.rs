@@ -1,0 +1,192 @@
+#![allow(dead_code)]
+
+use crossbeam_channel::RecvTimeoutError;
+use mcpscope::event::Event;
+use mcpscope::frame::{Direction, Frame};
+use mcpscope::process::ServerSpec;
+use mcpscope::session::{Session, SessionOptions};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcpscope"))
+}
+
+fn need(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup-test-peers first",
+        path.display()
+    );
+    path
+}
+
+pub fn faulty_path() -> String {
+    repo().join("tests/servers/faulty_server.py").display().to_string()
+}
+
+/// The project's misbehaving server in one of its modes.
+pub fn faulty(mode: &str) -> ServerSpec {
+    faulty_with(mode, &[])
+}
+
+pub fn faulty_with(mode: &str, extra: &[&str]) -> ServerSpec {
+    let mut args = vec![faulty_path(), "--mode".into(), mode.into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    ServerSpec::new("python3", args)
+}
+
+pub fn everything() -> ServerSpec {
+    let entry = need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    ServerSpec::new("node", [entry.display().to_string(), "stdio".into()])
+}
+
+pub fn py_server() -> ServerSpec {
+    let python = need(repo().join("tests/peers/.venv/bin/python"));
+    ServerSpec::new(
+        python.display().to_string(),
+        [repo().join("tests/servers/py_server.py").display().to_string()],
+    )
+}
+
+pub fn node_zod_server() -> ServerSpec {
+    need(repo().join("tests/peers/node_modules/@modelcontextprotocol/sdk/package.json"));
+    ServerSpec::new(
+        "node",
+        [repo().join("tests/servers/node_zod_server.mjs").display().to_string()],
+    )
+}
+
+/// Session options with short shutdown graces so tests stay quick.
+pub fn quick() -> SessionOptions {
+    SessionOptions {
+        request_timeout: Some(Duration::from_secs(20)),
+        stdin_close_grace: Duration::from_millis(500),
+        term_grace: Duration::from_millis(500),
+        ..SessionOptions::default()
+    }
+}
+
+/// Receives events until `stop` says so (the matching event included) or the time is up.
+pub fn collect_until(session: &Session, timeout: Duration, mut stop: impl FnMut(&Event) -> bool) -> Vec<Event> {
+    let deadline = Instant::now() + timeout;
+    let mut out = Vec::new();
+    loop {
+        match session
+            .events()
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            Ok(ev) => {
+                let done = stop(&ev);
+                out.push(ev);
+                if done {
+                    return out;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let kinds: Vec<String> = out.iter().map(describe).collect();
+                panic!(
+                    "condition not met within {timeout:?}; events so far:\n{}",
+                    kinds.join("\n")
+                );
+            }
+            Err(RecvTimeoutError::Disconnected) => return out,
+        }
+    }
+}
+
+pub fn describe(e: &Event) -> String {
+    match e {
+        Event::Frame(f) => format!("{} {} {:?}", f.direction.arrow(), f.text(), f.anomalies()),
+        other => format!("{other:?}").chars().take(200).collect(),
+    }
+}
+
+pub fn frames(events: &[Event]) -> Vec<&Frame> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn received(events: &[Event]) -> Vec<&Frame> {
+    frames(events)
+        .into_iter()
+        .filter(|f| f.direction == Direction::In)
+        .collect()
+}
+
+pub fn sent(events: &[Event]) -> Vec<&Frame> {
+    frames(events)
+        .into_iter()
+        .filter(|f| f.direction == Direction::Out)
+        .collect()
+}
+
+pub fn stderr_text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Stderr(s) => Some(format!("{}\n", s.text())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether any process of the group is still alive.
+pub fn group_alive(pgid: u32) -> bool {
+    mcpscope::process::group_alive(pgid)
+}
+
+pub fn pid_of(events: &[Event]) -> u32 {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::Spawned { pid, .. } => Some(*pid),
+            _ => None,
+        })
+        .expect("a Spawned event")
+}
+
+/// Waits (bounded) for a process group to disappear.
+pub fn wait_group_gone(pgid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if !group_alive(pgid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !group_alive(pgid)
+}
+
+pub type Sink = std::sync::Arc<std::sync::Mutex<Vec<Event>>>;
+
+/// A blocking client whose events are all kept in the returned sink.
+pub fn client(spec: ServerSpec) -> (mcpscope::client::Client, Sink) {
+    client_with(spec, quick())
+}
+
+pub fn client_with(spec: ServerSpec, options: SessionOptions) -> (mcpscope::client::Client, Sink) {
+    let sink: Sink = Default::default();
+    let s = sink.clone();
+    let c = mcpscope::client::Client::start(
+        spec,
+        options,
+        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
+    );
+    (c, sink)
+}
+
+pub fn snapshot(sink: &Sink) -> Vec<Event> {
+    sink.lock().unwrap().clone()
+}
+
+pub const T: Duration = Duration::from_secs(20);
