@@ -1,0 +1,207 @@
+//! One session shown in the app: a live server (driven through the engine's
+//! session thread) or a capture opened offline. The UI calls [`Inspection::drain`]
+//! once per frame; nothing here blocks.
+
+use crate::capture;
+use crate::classify::Kind;
+use crate::event::Event;
+use crate::frame::{Direction, Frame};
+use crate::handshake::HandshakeOptions;
+use crate::message::{ErrorObject, RequestId, error_code};
+use crate::model::{SessionModel, Source};
+use crate::process::ServerSpec;
+use crate::session::{Session, SessionOptions, Waker};
+use anyhow::{Context as _, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long one frame may spend applying events before it draws.
+const DRAIN_BUDGET: Duration = Duration::from_millis(8);
+
+/// What the app sends by itself in reaction to the server.
+enum Reply {
+    Initialized,
+    ListTools,
+    Refuse(RequestId, ErrorObject),
+}
+
+pub struct Inspection {
+    pub model: SessionModel,
+    session: Option<Session>,
+    /// The capture this inspection writes (live) or was loaded from (offline).
+    pub capture_path: Option<PathBuf>,
+    pub spec: Option<ServerSpec>,
+    pub protocol_version: String,
+    /// When the live session started, for the uptime shown in the status bar.
+    pub started: Option<Instant>,
+    /// Problems reading a capture, shown once.
+    pub load_warnings: Vec<String>,
+    initialized_sent: bool,
+    tools_listed: bool,
+}
+
+fn temp_capture_path() -> PathBuf {
+    let dir = std::env::temp_dir().join("mcpscope");
+    let _ = std::fs::create_dir_all(&dir);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    dir.join(format!("capture-{stamp}-{}.jsonl", std::process::id()))
+}
+
+impl Inspection {
+    /// Starts a server, records it to a fresh capture file, and begins the handshake.
+    pub fn launch(spec: ServerSpec, protocol_version: &str, waker: Option<Waker>) -> Inspection {
+        let capture_path = temp_capture_path();
+        let options = SessionOptions {
+            capture: Some(capture_path.clone()),
+            waker,
+            ..SessionOptions::default()
+        };
+        let session = Session::start(spec.clone(), options);
+        let hs = HandshakeOptions {
+            protocol_version: protocol_version.to_owned(),
+            ..HandshakeOptions::default()
+        };
+        session.request("initialize", Some(hs.params()));
+        Inspection {
+            model: SessionModel::new(Source::Live {
+                command_line: spec.display(),
+            }),
+            session: Some(session),
+            capture_path: Some(capture_path),
+            spec: Some(spec),
+            protocol_version: protocol_version.to_owned(),
+            started: Some(Instant::now()),
+            load_warnings: Vec::new(),
+            initialized_sent: false,
+            tools_listed: false,
+        }
+    }
+
+    /// Opens a capture offline.
+    pub fn open_capture(path: &Path) -> Result<Inspection> {
+        let loaded = capture::load(path)?;
+        let mut i = Inspection::offline(SessionModel::from_capture(path.to_owned(), &loaded));
+        i.capture_path = Some(path.to_owned());
+        i.load_warnings = loaded.warnings;
+        Ok(i)
+    }
+
+    /// Shows a model that is already complete (no process behind it).
+    pub fn offline(model: SessionModel) -> Inspection {
+        Inspection {
+            model,
+            session: None,
+            capture_path: None,
+            spec: None,
+            protocol_version: String::new(),
+            started: None,
+            load_warnings: Vec::new(),
+            initialized_sent: true,
+            tools_listed: true,
+        }
+    }
+
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// Applies waiting events for at most one frame's budget.
+    /// Returns true when events remain (the caller should repaint again).
+    pub fn drain(&mut self) -> bool {
+        let Some(session) = self.session.take() else {
+            return false;
+        };
+        let deadline = Instant::now() + DRAIN_BUDGET;
+        let mut replies = Vec::new();
+        let mut applied = 0usize;
+        while let Ok(ev) = session.events().try_recv() {
+            if let Event::Frame(f) = &ev {
+                replies.extend(self.autopilot(f));
+            }
+            self.model.apply(&ev);
+            applied += 1;
+            // Check the clock every few events: a flood has many tiny ones.
+            if applied.is_multiple_of(64) && Instant::now() >= deadline {
+                break;
+            }
+        }
+        for reply in replies {
+            match reply {
+                Reply::Initialized => session.notify("notifications/initialized", None),
+                Reply::ListTools => {
+                    session.request("tools/list", None);
+                }
+                Reply::Refuse(id, error) => session.respond(id, Err(error)),
+            }
+        }
+        let more = !session.events().is_empty();
+        self.session = Some(session);
+        more
+    }
+
+    /// What the app does by itself in reaction to a frame: finish the
+    /// handshake, list the tools, refuse server requests it cannot answer.
+    fn autopilot(&mut self, f: &Frame) -> Vec<Reply> {
+        let mut out = Vec::new();
+        if f.direction != Direction::In {
+            return out;
+        }
+        let is_init_response = f.link.as_ref().is_some_and(|l| l.method == "initialize");
+        if is_init_response && !self.initialized_sent && f.kind() == Kind::Result {
+            self.initialized_sent = true;
+            let result = f.json().map(|v| v["result"].clone()).unwrap_or(Value::Null);
+            let usable = crate::handshake::Handshake::judge(&self.protocol_version, &result, Duration::ZERO).usable();
+            if usable {
+                out.push(Reply::Initialized);
+                if !self.tools_listed && result["capabilities"].get("tools").is_some() {
+                    self.tools_listed = true;
+                    out.push(Reply::ListTools);
+                }
+            }
+        }
+        if f.kind() == Kind::Request
+            && let (Some(id), Some(method)) = (f.class.id.clone(), f.class.method.as_deref())
+            && method != "ping"
+        {
+            let error = ErrorObject::new(
+                error_code::METHOD_NOT_FOUND,
+                format!("mcpscope does not answer {method} in this session"),
+            );
+            out.push(Reply::Refuse(id, error));
+        }
+        out
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(s) = &self.session {
+            s.shutdown();
+        }
+    }
+
+    /// Copies the capture to `to` (it is already complete on disk up to the last event).
+    pub fn save_capture(&self, to: &Path) -> Result<()> {
+        let from = self.capture_path.as_ref().context("this session has no capture")?;
+        if from != to {
+            std::fs::copy(from, to).with_context(|| format!("cannot write {}", to.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Sends a request from the app (e.g. a ping or a re-list).
+    pub fn request(&self, method: &str, params: Option<Value>) {
+        if let Some(s) = &self.session {
+            s.request(method, params);
+        }
+    }
+
+    pub fn uptime(&self) -> Option<Duration> {
+        match (self.started, self.model.exit) {
+            (_, Some((at, _))) => Some(at.saturating_sub(self.model.started_at.unwrap_or_default())),
+            (Some(t), None) if self.model.running() => Some(t.elapsed()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! mcpscope: an inspector and debugger for MCP servers.
+//!
+//! The engine (framing, classification, correlation, sessions, captures) is
+//! shared by the desktop app and the headless CLI.
+
+pub mod app;
+pub mod capture;
+pub mod classify;
+pub mod cli;
+pub mod client;
+pub mod correlation;
+pub mod doctor;
+pub mod event;
+pub mod frame;
+pub mod framing;
+pub mod handshake;
+pub mod message;
+pub mod model;
+pub mod process;
+pub mod proxy;
+pub mod recorder;
+pub mod server_config;
+pub mod session;
+pub mod store;
+pub mod text;

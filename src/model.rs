@@ -1,0 +1,404 @@
+//! What the inspector knows about one session, live or loaded from a capture:
+//! every row, the process's state, and the judged handshake. Pure logic fed
+//! by [`Event`]s, so the UI only draws it.
+
+use crate::classify::Kind;
+use crate::event::Event;
+use crate::frame::Frame;
+use crate::handshake::{self, Handshake, VersionVerdict};
+use crate::process::{ExitInfo, SpawnError};
+use crate::store::{FrameStore, Lane};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Ok,
+    Info,
+    Warning,
+    Error,
+}
+
+/// The handshake as observed, with findings.
+#[derive(Clone, Debug, Default)]
+pub struct HandshakeView {
+    pub initialize_row: Option<usize>,
+    pub offered: Option<String>,
+    pub response_row: Option<usize>,
+    pub judged: Option<Handshake>,
+    /// The server refused initialize with a JSON-RPC error.
+    pub refused: Option<String>,
+    pub initialized_row: Option<usize>,
+    /// Client requests (other than ping) sent before the initialize response.
+    pub early_requests: Vec<usize>,
+    /// Server requests (other than ping) sent before `notifications/initialized`.
+    pub early_server_requests: Vec<usize>,
+}
+
+impl HandshakeView {
+    /// Rows that belong to the handshake group.
+    pub fn rows(&self) -> impl Iterator<Item = usize> + '_ {
+        [self.initialize_row, self.response_row, self.initialized_row]
+            .into_iter()
+            .flatten()
+    }
+
+    pub fn contains(&self, row: usize) -> bool {
+        self.rows().any(|r| r == row)
+    }
+
+    /// Judgements a person reads, most severe first.
+    pub fn findings(&self, closed: bool) -> Vec<(Severity, String)> {
+        let mut out = Vec::new();
+        match (&self.initialize_row, &self.judged, &self.refused) {
+            (None, _, _) => {
+                if !self.early_requests.is_empty() {
+                    out.push((
+                        Severity::Warning,
+                        format!(
+                            "{} request(s) sent without initialize (the handshake is required up to 2025-11-25)",
+                            self.early_requests.len()
+                        ),
+                    ));
+                } else {
+                    out.push((Severity::Info, "no initialize sent yet".into()));
+                }
+            }
+            (Some(_), None, None) => out.push((
+                if closed { Severity::Error } else { Severity::Info },
+                "initialize has no response".into(),
+            )),
+            (Some(_), _, Some(err)) => out.push((Severity::Error, format!("initialize refused: {err}"))),
+            (Some(_), Some(h), None) => {
+                let sev = match h.verdict {
+                    VersionVerdict::Accepted => Severity::Ok,
+                    VersionVerdict::CounterOffer => Severity::Warning,
+                    VersionVerdict::Unsupported | VersionVerdict::Missing => Severity::Error,
+                };
+                out.push((sev, h.verdict_text()));
+                if !h.missing_fields.is_empty() {
+                    out.push((
+                        Severity::Error,
+                        format!("initialize result lacks {}", h.missing_fields.join(", ")),
+                    ));
+                }
+                if self.initialized_row.is_none() && h.usable() {
+                    out.push((Severity::Warning, "notifications/initialized not sent".into()));
+                }
+            }
+        }
+        if let (Some(init), Some(resp)) = (self.initialized_row, self.response_row)
+            && init < resp
+        {
+            out.push((
+                Severity::Warning,
+                "notifications/initialized sent before the initialize response".into(),
+            ));
+        }
+        if self.initialize_row.is_some() && !self.early_requests.is_empty() {
+            out.push((
+                Severity::Warning,
+                format!(
+                    "{} request(s) sent before the initialize response",
+                    self.early_requests.len()
+                ),
+            ));
+        }
+        if !self.early_server_requests.is_empty() {
+            out.push((
+                Severity::Warning,
+                format!(
+                    "the server sent {} request(s) before notifications/initialized",
+                    self.early_server_requests.len()
+                ),
+            ));
+        }
+        out.sort_by_key(|f| std::cmp::Reverse(f.0));
+        out
+    }
+}
+
+/// Where the session's rows come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    Live { command_line: String },
+    Capture { path: PathBuf, command_line: String },
+}
+
+/// One session as the inspector shows it.
+pub struct SessionModel {
+    pub source: Source,
+    pub store: FrameStore,
+    pub pid: Option<u32>,
+    pub program: Option<PathBuf>,
+    pub spawn_error: Option<SpawnError>,
+    /// When the process started and ended, in session time.
+    pub started_at: Option<Duration>,
+    pub exit: Option<(Duration, ExitInfo)>,
+    pub closed: bool,
+    pub handshake: HandshakeView,
+    /// The latest time seen on any event.
+    pub last_at: Duration,
+    /// Rows of stderr lines, for the console.
+    pub stderr_rows: Vec<usize>,
+    /// Rows with anomalies, for quick navigation.
+    pub anomaly_rows: Vec<usize>,
+    pub counts: KindCounts,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KindCounts {
+    pub requests: usize,
+    pub notifications: usize,
+    pub results: usize,
+    pub errors: usize,
+    pub tool_errors: usize,
+    pub not_jsonrpc: usize,
+    pub stderr: usize,
+}
+
+impl SessionModel {
+    pub fn new(source: Source) -> Self {
+        Self {
+            source,
+            store: FrameStore::new(),
+            pid: None,
+            program: None,
+            spawn_error: None,
+            started_at: None,
+            exit: None,
+            closed: false,
+            handshake: HandshakeView::default(),
+            last_at: Duration::ZERO,
+            stderr_rows: Vec::new(),
+            anomaly_rows: Vec::new(),
+            counts: KindCounts::default(),
+        }
+    }
+
+    pub fn command_line(&self) -> &str {
+        match &self.source {
+            Source::Live { command_line } | Source::Capture { command_line, .. } => command_line,
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        matches!(self.source, Source::Live { .. })
+    }
+
+    /// Whether the server process is running right now.
+    pub fn running(&self) -> bool {
+        self.is_live() && self.pid.is_some() && self.exit.is_none() && !self.closed
+    }
+
+    pub fn apply(&mut self, ev: &Event) {
+        self.last_at = self.last_at.max(ev.at());
+        match ev {
+            Event::Spawned { at, pid, program, .. } => {
+                self.pid = Some(*pid);
+                self.program = Some(program.clone());
+                self.started_at = Some(*at);
+            }
+            Event::SpawnFailed { error, .. } => self.spawn_error = Some(error.clone()),
+            Event::Exited { at, status } => self.exit = Some((*at, *status)),
+            Event::Closed { .. } => self.closed = true,
+            _ => {}
+        }
+        let row = self.store.len();
+        if !self.store.push_event(ev) {
+            return;
+        }
+        match ev {
+            Event::Frame(f) => self.on_frame(row, f),
+            Event::Stderr(_) => {
+                self.stderr_rows.push(row);
+                self.counts.stderr += 1;
+            }
+            _ => {}
+        }
+    }
+
+    fn on_frame(&mut self, row: usize, f: &Frame) {
+        if !f.anomalies().is_empty() {
+            self.anomaly_rows.push(row);
+        }
+        let c = &mut self.counts;
+        match f.kind() {
+            Kind::Request => c.requests += 1,
+            Kind::Notification => c.notifications += 1,
+            Kind::Result => {
+                c.results += 1;
+                if f.class.tool_error {
+                    c.tool_errors += 1;
+                }
+            }
+            Kind::Error => c.errors += 1,
+            Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => c.not_jsonrpc += 1,
+        }
+        let method = f.class.method.as_deref();
+        let hs = &mut self.handshake;
+        let outgoing = f.direction == crate::frame::Direction::Out;
+        match (outgoing, f.kind(), method) {
+            (true, Kind::Request, Some("initialize")) if hs.initialize_row.is_none() => {
+                hs.initialize_row = Some(row);
+                hs.offered = f
+                    .json()
+                    .and_then(|v| v["params"]["protocolVersion"].as_str().map(str::to_owned));
+            }
+            (true, Kind::Request, Some(m)) if m != "ping" && hs.response_row.is_none() => {
+                hs.early_requests.push(row);
+            }
+            (true, Kind::Notification, Some("notifications/initialized")) if hs.initialized_row.is_none() => {
+                hs.initialized_row = Some(row);
+            }
+            (false, Kind::Result | Kind::Error, _)
+                if hs.response_row.is_none()
+                    && hs.initialize_row.is_some()
+                    && self.store.get(row).and_then(|r| r.link()).map(|(req, _)| req) == hs.initialize_row =>
+            {
+                hs.response_row = Some(row);
+                let v = f.json().unwrap_or(Value::Null);
+                if f.kind() == Kind::Error {
+                    hs.refused = Some(
+                        crate::message::ErrorObject::from_json(&v["error"])
+                            .map_or_else(|| "malformed error".to_owned(), |e| e.to_string()),
+                    );
+                } else {
+                    let latency = f.link.as_ref().map_or(Duration::ZERO, |l| l.latency);
+                    let offered = hs.offered.clone().unwrap_or_default();
+                    hs.judged = Some(Handshake::judge(&offered, &v["result"], latency));
+                }
+            }
+            (false, Kind::Request, Some(m)) if m != "ping" && hs.initialized_row.is_none() => {
+                hs.early_server_requests.push(row);
+            }
+            _ => {}
+        }
+    }
+
+    /// Applies every event of a loaded capture.
+    pub fn from_capture(path: PathBuf, loaded: &crate::capture::Loaded) -> Self {
+        let mut m = SessionModel::new(Source::Capture {
+            path,
+            command_line: loaded.header.command_line.clone(),
+        });
+        for ev in &loaded.events {
+            m.apply(ev);
+        }
+        m.closed = true;
+        m
+    }
+
+    pub fn server_info(&self) -> Option<&Value> {
+        self.handshake.judged.as_ref()?.server_info.as_ref()
+    }
+
+    pub fn negotiated_version(&self) -> Option<&str> {
+        self.handshake.judged.as_ref()?.version()
+    }
+
+    /// Rows that are stderr (for the console) in order.
+    pub fn stderr_lines(&self) -> impl Iterator<Item = crate::store::RowRef<'_>> {
+        self.stderr_rows.iter().filter_map(|&r| self.store.get(r))
+    }
+
+    pub fn is_stderr(&self, row: usize) -> bool {
+        self.store.get(row).is_some_and(|r| r.lane() == Lane::Stderr)
+    }
+
+    pub fn supported_versions() -> &'static [&'static str] {
+        &handshake::SUPPORTED_VERSIONS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Limits;
+    use crate::frame::Direction;
+    use crate::framing::{LineEnding, RawLine};
+    use crate::recorder::Recorder;
+
+    fn feed(lines: &[(Direction, &str)]) -> SessionModel {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut m = SessionModel::new(Source::Live {
+            command_line: "x".into(),
+        });
+        for (i, (d, l)) in lines.iter().enumerate() {
+            let f = rec.frame_at(
+                *d,
+                RawLine {
+                    bytes: l.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::from_millis(i as u64),
+                None,
+            );
+            m.apply(&Event::Frame(f));
+        }
+        m
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+    #[test]
+    fn clean_handshake_is_grouped_and_ok() {
+        let m = feed(&[
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            ),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+            ),
+            (
+                Direction::Out,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ),
+        ]);
+        let hs = &m.handshake;
+        assert_eq!(hs.rows().collect::<Vec<_>>(), [0, 2, 3]);
+        let f = hs.findings(false);
+        assert_eq!(f[0].0, Severity::Ok, "{f:?}");
+        assert_eq!(m.negotiated_version(), Some("2025-11-25"));
+    }
+
+    #[test]
+    fn counter_offer_missing_initialized_and_early_requests() {
+        let m = feed(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#),
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+            ),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":"r","method":"roots/list"}"#),
+        ]);
+        let f = m.handshake.findings(true);
+        let text: Vec<_> = f.iter().map(|(_, t)| t.as_str()).collect();
+        assert!(
+            text.iter().any(|t| t.contains("counter-offered 2024-11-05")),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|t| t.contains("initialized not sent")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("1 request(s) sent before")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("server sent 1 request")), "{text:?}");
+    }
+
+    #[test]
+    fn refused_initialize() {
+        let m = feed(&[
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}"#,
+            ),
+        ]);
+        let f = m.handshake.findings(true);
+        assert_eq!(f[0].0, Severity::Error);
+        assert!(f[0].1.contains("-32602"), "{f:?}");
+    }
+}

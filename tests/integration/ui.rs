@@ -1,0 +1,182 @@
+//! egui_kittest drives the real app: launch real servers, wait for the
+//! handshake, select frames, import a config file, open a capture.
+
+use crate::support::*;
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable as _;
+use mcpscope::app::{McpscopeApp, StartupArgs};
+use std::time::{Duration, Instant};
+
+fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
+    Harness::builder()
+        .with_size([1440.0, 900.0])
+        .build_eframe(move |cc| McpscopeApp::new(cc, args))
+}
+
+/// For servers whose own text (instructions, tool descriptions) uses
+/// characters the test fonts lack; the app's own glyphs are checked by the
+/// other tests.
+fn harness_any_glyphs(args: StartupArgs) -> Harness<'static, McpscopeApp> {
+    Harness::builder()
+        .with_size([1440.0, 900.0])
+        .allow_missing_glyphs()
+        .build_eframe(move |cc| McpscopeApp::new(cc, args))
+}
+
+/// Steps the app (which repaints while a session runs) until `done` holds.
+fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.step();
+    h.step();
+}
+
+fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
+    h.query_all_by_label_contains(text).next().is_some()
+}
+
+fn handshake_done(app: &McpscopeApp) -> bool {
+    app.inspection
+        .as_ref()
+        .is_some_and(|i| i.model.handshake.judged.is_some() && i.model.handshake.initialized_row.is_some())
+}
+
+fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
+    app.inspection.as_ref().is_some_and(|i| {
+        i.model
+            .store
+            .iter()
+            .any(|r| pred(&mcpscope::app::timeline::row_label(&i.model.store, &r)))
+    })
+}
+
+#[test]
+fn launch_server_everything_from_the_form_and_inspect_initialize() {
+    let spec = everything();
+    let mut h = harness_any_glyphs(StartupArgs::default());
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command")
+        .type_text(&spec.program);
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments")
+        .type_text(&spec.args.join(" "));
+    h.step();
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "handshake and tools/list", |app| {
+        handshake_done(app) && has_row(app, |l| l.starts_with("result #2 (tools/list)"))
+    });
+    // The handshake strip judges the answer.
+    assert!(shows(&h, "offered 2025-11-25, server accepted it"));
+    h.get_by_label_contains("result #1 (initialize)").click();
+    h.step();
+    h.step();
+    let app = h.state();
+    let selected = app.timeline.selected.expect("a selected row");
+    let model = &app.inspection.as_ref().unwrap().model;
+    assert_eq!(model.handshake.response_row, Some(selected));
+    // The detail shows the tree of the initialize result.
+    assert!(
+        shows(&h, r#"name: "mcp-servers/everything""#),
+        "serverInfo shown in the tree"
+    );
+    assert!(shows(&h, "Go to request"));
+    // Keyboard: down moves to the next frame.
+    h.key_press(egui::Key::ArrowDown);
+    h.step();
+    h.step();
+    assert_eq!(h.state().timeline.selected, Some(selected + 1));
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn faulty_server_stdout_line_is_loud_and_explained() {
+    let faulty = faulty("stdout-log");
+    let mut launch = vec![faulty.program.clone()];
+    launch.extend(faulty.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the stray line", |app| {
+        has_row(app, |l| l.contains("NOT JSON: Server started on stdio"))
+    });
+    step_until(&mut h, "the handshake", handshake_done);
+    h.get_by_label_contains("NOT JSON: Server started on stdio").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "‼ not-json"));
+    assert!(shows(&h, "logs belong on stderr"));
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn import_a_config_file_and_launch_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claude_desktop_config.json");
+    let faulty = faulty_path();
+    std::fs::write(
+        &path,
+        serde_json::json!({"mcpServers": {
+            "faulty-normal": {"command": "python3", "args": [faulty, "--mode", "normal"], "env": {"API_KEY": "secret"}},
+            "remote": {"url": "https://example.invalid/mcp"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.state_mut().import_config(&path);
+    h.step();
+    h.step();
+    h.get_by_label("faulty-normal").click();
+    h.step();
+    assert_eq!(h.state().launcher.form.command, "python3");
+    assert_eq!(h.state().launcher.form.env[0].key, "API_KEY");
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "the handshake", handshake_done);
+    h.state_mut().inspection = None;
+
+    // A broken file gets a message that names the problem.
+    let bad = dir.path().join("broken.json");
+    std::fs::write(&bad, "{\"mcpServers\": {\"x\": {\"command\": \"a\"\n").unwrap();
+    h.state_mut().import_config(&bad);
+    h.step();
+    let (_, msg) = h.state().message.clone().unwrap();
+    assert!(msg.contains("not valid JSON at line 2"), "{msg}");
+}
+
+#[test]
+fn open_a_capture_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let out = std::process::Command::new(bin())
+        .args(["call", "--method", "tools/list", "--capture"])
+        .arg(&cap)
+        .args(["--", "python3", &faulty_path(), "--mode", "tool-error"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut h = harness(StartupArgs {
+        open: Some(cap),
+        ..StartupArgs::default()
+    });
+    h.step();
+    h.step();
+    let app = h.state();
+    let model = &app.inspection.as_ref().unwrap().model;
+    assert!(!model.is_live());
+    assert!(model.handshake.judged.is_some());
+    h.get_by_label_contains("result #2 (tools/list)").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "\"echo\""), "tools/list result in the tree");
+    assert!(shows(&h, "offline capture"));
+}
