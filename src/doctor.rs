@@ -3,13 +3,15 @@
 //! Each step becomes a [`Check`] with a verdict and sentences a newcomer
 //! understands: did it start, did stdout carry anything but JSON-RPC, did
 //! `initialize` answer, which version, what does the server offer, does it
-//! enforce the handshake, what did it say on stderr.
+//! enforce the handshake, what does the protocol lint find, what did it say
+//! on stderr.
 
 use crate::classify::Kind;
 use crate::client::{Client, ClientError};
 use crate::event::Event;
 use crate::frame::Direction;
 use crate::handshake::{HandshakeOptions, VersionVerdict};
+use crate::model::Severity;
 use crate::process::ServerSpec;
 use crate::session::SessionOptions;
 use serde_json::{Value, json};
@@ -257,7 +259,10 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
         checks.push(probe_enforcement(spec, options.timeout.min(Duration::from_secs(5))));
     }
 
-    // 6. stderr tail.
+    // 6. The protocol lint over everything the main session saw.
+    checks.push(lint_check(&evs));
+
+    // 7. stderr tail.
     checks.push(stderr_check(&evs, options.stderr_tail));
 
     report.checks = checks;
@@ -358,6 +363,26 @@ fn stdout_check(events: &[Event]) -> Check {
              anything else. Send logs to stderr (console.error in Node, print(..., file=sys.stderr) \
              or logging in Python).",
         );
+    }
+    c
+}
+
+fn lint_check(events: &[Event]) -> Check {
+    // Info findings are heuristics; the checklist stays about real problems.
+    let findings: Vec<_> = crate::lint::lint(events, &crate::lint::LintOptions::default())
+        .into_iter()
+        .filter(|f| f.severity >= Severity::Warning)
+        .collect();
+    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = findings.len() - errors;
+    let (status, title) = match (errors, warnings) {
+        (0, 0) => (Status::Pass, "Protocol lint: no problems found".to_owned()),
+        (0, w) => (Status::Warn, format!("Protocol lint: {w} warning(s)")),
+        (e, w) => (Status::Fail, format!("Protocol lint: {e} error(s), {w} warning(s)")),
+    };
+    let mut c = Check::new(status, title);
+    for f in &findings {
+        c = c.detail(f.line());
     }
     c
 }

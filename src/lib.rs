@@ -14,6 +14,7 @@ pub mod event;
 pub mod frame;
 pub mod framing;
 pub mod handshake;
+pub mod lint;
 pub mod message;
 pub mod model;
 pub mod process;

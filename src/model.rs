@@ -20,6 +20,17 @@ pub enum Severity {
     Error,
 }
 
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
 /// The handshake as observed, with findings.
 #[derive(Clone, Debug, Default)]
 pub struct HandshakeView {

@@ -1,8 +1,9 @@
 //! The `mcpscope` command line: the desktop app's entry points and the
-//! headless subcommands (`call`, `proxy`, `doctor`) that share its engine.
+//! headless subcommands (`call`, `proxy`, `doctor`, `lint`) that share its engine.
 
 mod call;
 mod doctor;
+mod lint;
 mod proxy;
 mod trace;
 
@@ -44,6 +45,8 @@ pub enum Cmd {
     Proxy(proxy::ProxyArgs),
     /// Check a server step by step and explain what is wrong.
     Doctor(doctor::DoctorArgs),
+    /// Check a saved capture against the protocol's rules; exit 1 on any error-level finding.
+    Lint(lint::LintArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
@@ -92,6 +95,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Call(args)) => call::run(args),
         Some(Cmd::Proxy(args)) => proxy::run(args),
         Some(Cmd::Doctor(args)) => doctor::run(args),
+        Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Open { capture }) => crate::app::run(crate::app::StartupArgs {
             open: Some(capture),
             ..Default::default()

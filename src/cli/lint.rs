@@ -1,0 +1,64 @@
+//! `mcpscope lint`: the protocol lint rules over a saved capture.
+
+use crate::capture;
+use crate::lint::{self, LintOptions, Severity};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct LintArgs {
+    /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
+    pub capture: PathBuf,
+
+    /// Print the findings as a JSON array instead of one line each.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Report responses slower than this many milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub slow_ms: u64,
+}
+
+/// Exit status: 0 without error-level findings, 1 with some, 2 when the
+/// capture cannot be read.
+pub fn run(args: LintArgs) -> ExitCode {
+    let loaded = match capture::load(&args.capture) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mcpscope lint: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    // On stderr, so that --json output stays parseable.
+    for w in &loaded.warnings {
+        eprintln!("mcpscope lint: {}: skipped {w}", args.capture.display());
+    }
+    let options = LintOptions {
+        slow_response: Duration::from_millis(args.slow_ms),
+    };
+    let findings = lint::lint(&loaded.events, &options);
+    if args.json {
+        let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
+        println!("{}", serde_json::to_string_pretty(&array).expect("findings serialise"));
+    } else {
+        for f in &findings {
+            println!("{}", f.line());
+        }
+        let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+        println!(
+            "{}: {} error(s), {} warning(s), {} info in {} event(s)",
+            args.capture.display(),
+            count(Severity::Error),
+            count(Severity::Warning),
+            count(Severity::Info),
+            loaded.events.len()
+        );
+    }
+    if lint::has_errors(&findings) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
