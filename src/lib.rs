@@ -22,5 +22,6 @@ pub mod proxy;
 pub mod recorder;
 pub mod server_config;
 pub mod session;
+pub mod session_diff;
 pub mod store;
 pub mod text;

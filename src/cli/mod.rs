@@ -2,6 +2,7 @@
 //! headless subcommands (`call`, `proxy`, `doctor`, `lint`) that share its engine.
 
 mod call;
+mod diff;
 mod doctor;
 mod lint;
 mod proxy;
@@ -47,6 +48,8 @@ pub enum Cmd {
     Doctor(doctor::DoctorArgs),
     /// Check a saved capture against the protocol's rules; exit 1 on any error-level finding.
     Lint(lint::LintArgs),
+    /// Compare two captures of the same session against different servers, method by method.
+    Diff(diff::DiffArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
@@ -96,6 +99,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Proxy(args)) => proxy::run(args),
         Some(Cmd::Doctor(args)) => doctor::run(args),
         Some(Cmd::Lint(args)) => lint::run(args),
+        Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Open { capture }) => crate::app::run(crate::app::StartupArgs {
             open: Some(capture),
             ..Default::default()

@@ -280,3 +280,55 @@ fn doctor_on_real_python_server() {
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert!(report.contains("tools/list:"), "{report}");
 }
+
+fn capture_call(spec: &mcpscope::process::ServerSpec, path: &std::path::Path, args: &[&str]) {
+    let out = Command::new(bin())
+        .arg("call")
+        .args(args)
+        .arg("--capture")
+        .arg(path)
+        .arg("--")
+        .arg(&spec.program)
+        .args(&spec.args)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn diff_the_same_session_against_node_and_python_sdks() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("node.jsonl");
+    let b = dir.path().join("python.jsonl");
+    let call = ["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"];
+    capture_call(&node_zod_server(), &a, &call);
+    capture_call(&py_server(), &b, &call);
+
+    let same = mcpscope(&["diff", a.to_str().unwrap(), a.to_str().unwrap()]);
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stdout));
+    assert!(
+        text(&same.stdout).contains("2 exchange(s) compared, 0 differ"),
+        "{}",
+        text(&same.stdout)
+    );
+
+    let out = mcpscope(&["diff", "--all", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let report = text(&out.stdout);
+    assert!(report.contains("initialize #1"), "{report}");
+    assert!(report.contains("tools/call add #1"), "{report}");
+    // The two SDKs name themselves differently in serverInfo.
+    assert!(report.contains("result.serverInfo.name"), "{report}");
+    assert_eq!(out.status.code(), Some(1));
+
+    let json = mcpscope(&["diff", "--json", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v.as_array().unwrap().iter().any(|e| e["verdict"] == "differs"));
+
+    let missing = mcpscope(&["diff", "/nonexistent/a.jsonl", a.to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("cannot open capture"),
+        "{}",
+        text(&missing.stderr)
+    );
+}

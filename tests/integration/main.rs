@@ -9,5 +9,6 @@ mod cli;
 mod faulty_servers;
 mod lint;
 mod real_servers;
+mod screenshots;
 mod ui;
 mod vectors;

@@ -180,3 +180,69 @@ fn open_a_capture_offline() {
     assert!(shows(&h, "\"echo\""), "tools/list result in the tree");
     assert!(shows(&h, "offline capture"));
 }
+
+#[test]
+fn config_and_server_arguments_launch_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(
+        &path,
+        serde_json::json!({"mcpServers": {"crlf": {"command": "python3", "args": [faulty_path(), "--mode", "crlf"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut h = harness(StartupArgs {
+        config: Some(path.clone()),
+        server: Some("crlf".into()),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the handshake", handshake_done);
+    assert!(shows(&h, "offered 2025-11-25, server accepted it"));
+    h.state_mut().inspection = None;
+
+    let mut h = harness(StartupArgs {
+        config: Some(path),
+        server: Some("missing".into()),
+        ..StartupArgs::default()
+    });
+    h.step();
+    assert!(shows(&h, "no server named \"missing\""));
+}
+
+#[test]
+fn multi_megabyte_payload_opens_without_blocking_the_ui() {
+    let faulty = faulty("big-line");
+    let mut launch = vec![faulty.program.clone()];
+    launch.extend(faulty.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the handshake", handshake_done);
+    h.state_mut().inspection.as_ref().unwrap().request(
+        "tools/call",
+        Some(serde_json::json!({"name":"echo","arguments":{"message":"x"}})),
+    );
+    step_until(&mut h, "the 5 MB result", |app| {
+        has_row(app, |l| l.starts_with("result #3"))
+    });
+    let row = {
+        let app = h.state();
+        let model = &app.inspection.as_ref().unwrap().model;
+        model.store.iter().find(|r| r.raw().len() > 5_000_000).unwrap().index()
+    };
+    let started = Instant::now();
+    h.get_by_label_contains("result #3").click();
+    h.step();
+    // The click returns at once: the parse runs on a worker while frames keep coming.
+    assert!(started.elapsed() < Duration::from_secs(2));
+    step_until(&mut h, "the parsed tree", |app| {
+        app.detail.row() == Some(row) && !app.detail.busy()
+    });
+    assert!(shows(&h, "(5000000 chars)"), "the long string is shown shortened");
+    assert!(
+        shows(&h, "‼ oversize"),
+        "over the 4 MB default limit, kept whole and flagged"
+    );
+    h.state_mut().inspection = None;
+}

@@ -1,0 +1,78 @@
+//! `mcpscope diff A.jsonl B.jsonl`: the same session against two servers.
+
+use crate::capture;
+use crate::session_diff::{self, Verdict};
+use clap::Args;
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The first capture.
+    pub a: PathBuf,
+    /// The second capture.
+    pub b: PathBuf,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list exchanges that are the same.
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(args: DiffArgs) -> ExitCode {
+    let load = |p: &PathBuf| capture::load(p).map_err(|e| format!("{e:#}"));
+    let (a, b) = match (load(&args.a), load(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("mcpscope diff: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let entries = session_diff::diff(&a.events, &b.events);
+    let differing = entries.iter().filter(|e| e.verdict != Verdict::Same).count();
+    if args.json {
+        let list: Vec<_> = entries
+            .iter()
+            .filter(|e| args.all || e.verdict != Verdict::Same)
+            .map(|e| {
+                let (verdict, details) = match &e.verdict {
+                    Verdict::Same => ("same", vec![]),
+                    Verdict::OnlyInA => ("only-in-a", vec![]),
+                    Verdict::OnlyInB => ("only-in-b", vec![]),
+                    Verdict::Differs(d) => ("differs", d.clone()),
+                };
+                json!({"exchange": e.key, "verdict": verdict, "details": details})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+    } else {
+        println!("A: {} ({})", args.a.display(), a.header.command_line);
+        println!("B: {} ({})", args.b.display(), b.header.command_line);
+        for e in &entries {
+            match &e.verdict {
+                Verdict::Same if args.all => println!("  same       {}", e.key),
+                Verdict::Same => {}
+                Verdict::OnlyInA => println!("  only in A  {}", e.key),
+                Verdict::OnlyInB => println!("  only in B  {}", e.key),
+                Verdict::Differs(lines) => {
+                    println!("  differs    {}", e.key);
+                    for l in lines {
+                        println!("             {l}");
+                    }
+                }
+            }
+        }
+        println!(
+            "{} exchange(s) compared, {} differ (ids, key order and timing ignored)",
+            entries.len(),
+            differing
+        );
+    }
+    if differing == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

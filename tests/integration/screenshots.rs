@@ -1,0 +1,155 @@
+//! Regenerates screenshots/*.png from the real app, rendered on the CPU by
+//! wgpu (lavapipe or llvmpipe). Run by `scripts/screenshots`; ignored in the
+//! normal test run because it needs a Vulkan or GL driver.
+
+use crate::support::*;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable as _;
+use mcpscope::app::launcher::SavedServer;
+use mcpscope::app::{McpscopeApp, StartupArgs};
+use std::time::{Duration, Instant};
+
+fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
+    Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .allow_missing_glyphs()
+        .wgpu()
+        .build_eframe(move |cc| McpscopeApp::new(cc, args))
+}
+
+fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+}
+
+fn save(h: &mut Harness<'static, McpscopeApp>, name: &str) {
+    let image = h
+        .render()
+        .expect("rendering the app (is mesa-vulkan-drivers installed?)");
+    let path = repo().join("screenshots").join(format!("{name}.png"));
+    image.save(&path).unwrap();
+    eprintln!("wrote {}", path.display());
+}
+
+fn rows_with(app: &McpscopeApp, text: &str) -> Option<usize> {
+    let model = &app.inspection.as_ref()?.model;
+    model
+        .store
+        .iter()
+        .find(|r| mcpscope::app::timeline::row_label(&model.store, r).contains(text))
+        .map(|r| r.index())
+}
+
+#[test]
+#[ignore = "writes screenshots/; run scripts/screenshots"]
+fn regenerate_screenshots() {
+    std::fs::create_dir_all(repo().join("screenshots")).unwrap();
+
+    // 1. The launcher, with recent servers and an imported config.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {
+            "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]},
+            "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "env": {"API_KEY": "sk-123"}},
+            "remote-search": {"type": "http", "url": "https://mcp.example.com/mcp"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.state_mut().import_config(&config);
+    h.state_mut().launcher.recent = vec![
+        SavedServer {
+            name: "notes".into(),
+            program: "uv".into(),
+            args: vec!["run".into(), "notes-server".into()],
+            ..SavedServer::default()
+        },
+        SavedServer {
+            name: "everything".into(),
+            program: "node".into(),
+            args: vec!["dist/index.js".into(), "stdio".into()],
+            ..SavedServer::default()
+        },
+    ];
+    h.get_by_label("everything").click();
+    h.step();
+    h.step();
+    save(&mut h, "launcher");
+
+    // 2. A handshake timeline against the reference server, initialize result selected.
+    let spec = everything();
+    let mut launch = vec![spec.program.clone()];
+    launch.extend(spec.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "tools/list", |app| {
+        rows_with(app, "result #2 (tools/list)").is_some()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..10 {
+        h.step();
+    }
+    let init = rows_with(h.state(), "result #1 (initialize)").unwrap();
+    h.state_mut().timeline.select(init);
+    {
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(init));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+    save(&mut h, "handshake-timeline");
+
+    // 3. A frame's JSON tree: the tools/list result, expanded.
+    let list = rows_with(h.state(), "result #2 (tools/list)").unwrap();
+    h.state_mut().timeline.select(list);
+    {
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(list));
+        app.detail.tree.expand_all();
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+    save(&mut h, "json-tree");
+    h.state_mut().inspection = None;
+
+    // 4. A faulty server's log line on stdout.
+    let faulty = faulty("stdout-log");
+    let mut launch = vec![faulty.program.clone()];
+    launch.extend(faulty.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "tools/list", |app| {
+        rows_with(app, "result #2 (tools/list)").is_some()
+    });
+    let bad = rows_with(h.state(), "NOT JSON").unwrap();
+    h.state_mut().timeline.select(bad);
+    {
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(bad));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+    assert!(h.query_all_by_label_contains("not-json").next().is_some());
+    save(&mut h, "faulty-stdout-line");
+    h.state_mut().inspection = None;
+}
