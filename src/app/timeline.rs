@@ -456,7 +456,7 @@ impl Geometry {
         Self {
             client_x: left,
             server_x: right,
-            stderr_x: right + 16.0,
+            stderr_x: right + 30.0,
         }
     }
 }

@@ -81,7 +81,8 @@ fn regenerate_screenshots() {
             ..SavedServer::default()
         },
     ];
-    h.get_by_label("everything").click();
+    let everything_saved = h.state().launcher.imported.as_ref().unwrap().1[1].saved.clone().unwrap();
+    h.state_mut().launcher.form = mcpscope::app::launcher::LaunchForm::from_saved(&everything_saved);
     h.step();
     h.step();
     save(&mut h, "launcher");
