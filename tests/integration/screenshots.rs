@@ -81,7 +81,10 @@ fn regenerate_screenshots() {
             ..SavedServer::default()
         },
     ];
-    let everything_saved = h.state().launcher.imported.as_ref().unwrap().1[1].saved.clone().unwrap();
+    let everything_saved = h.state().launcher.imported.as_ref().unwrap().1[1]
+        .saved
+        .clone()
+        .unwrap();
     h.state_mut().launcher.form = mcpscope::app::launcher::LaunchForm::from_saved(&everything_saved);
     h.step();
     h.step();
