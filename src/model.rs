@@ -6,9 +6,11 @@ use crate::classify::Kind;
 use crate::event::Event;
 use crate::frame::Frame;
 use crate::handshake::{self, Handshake, VersionVerdict};
+use crate::message::RequestId;
 use crate::process::{ExitInfo, SpawnError};
 use crate::store::{FrameStore, Lane};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -156,6 +158,11 @@ pub struct SessionModel {
     /// Rows with anomalies, for quick navigation.
     pub anomaly_rows: Vec<usize>,
     pub counts: KindCounts,
+    /// Row of the latest result to each method the client asked (e.g. the
+    /// current `tools/list`), for the composer.
+    pub latest_results: HashMap<String, usize>,
+    /// Client request ids someone waits for, with the row of their response.
+    watched: HashMap<RequestId, Option<usize>>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -185,6 +192,8 @@ impl SessionModel {
             stderr_rows: Vec::new(),
             anomaly_rows: Vec::new(),
             counts: KindCounts::default(),
+            latest_results: HashMap::new(),
+            watched: HashMap::new(),
         }
     }
 
@@ -246,6 +255,30 @@ impl SessionModel {
             }
             Kind::Error => c.errors += 1,
             Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => c.not_jsonrpc += 1,
+        }
+        if f.direction == crate::frame::Direction::In
+            && f.kind().is_response()
+            && let Some(req) = self.store.get(row).and_then(|r| r.link()).map(|(req, _)| req)
+            && let Some(request) = self.store.get(req)
+        {
+            let duplicate = f.anomalies().contains(crate::classify::Anomalies::DUPLICATE_RESPONSE);
+            if f.kind() == Kind::Result
+                && !duplicate
+                && let Some(m) = request.method()
+            {
+                match self.latest_results.get_mut(m) {
+                    Some(r) => *r = row,
+                    None => {
+                        self.latest_results.insert(m.to_owned(), row);
+                    }
+                }
+            }
+            if let Some(id) = request.id()
+                && let Some(slot) = self.watched.get_mut(&id)
+                && slot.is_none()
+            {
+                *slot = Some(row);
+            }
         }
         let method = f.class.method.as_deref();
         let hs = &mut self.handshake;
@@ -316,6 +349,23 @@ impl SessionModel {
 
     pub fn is_stderr(&self, row: usize) -> bool {
         self.store.get(row).is_some_and(|r| r.lane() == Lane::Stderr)
+    }
+
+    /// Remembers a client request id so its response row can be found (see [`Self::response_to`]).
+    pub fn watch(&mut self, id: RequestId) {
+        self.watched.entry(id).or_insert(None);
+    }
+
+    /// The row answering a watched request, once it arrived.
+    pub fn response_to(&self, id: &RequestId) -> Option<usize> {
+        self.watched.get(id).copied().flatten()
+    }
+
+    /// The latest result of `method` as JSON (e.g. `tools/list`'s `result`).
+    pub fn latest_result(&self, method: &str) -> Option<(usize, Value)> {
+        let row = *self.latest_results.get(method)?;
+        let v: Value = serde_json::from_slice(self.store.get(row)?.raw()).ok()?;
+        Some((row, v.get("result")?.clone()))
     }
 
     pub fn supported_versions() -> &'static [&'static str] {
@@ -397,6 +447,42 @@ mod tests {
         assert!(text.iter().any(|t| t.contains("initialized not sent")), "{text:?}");
         assert!(text.iter().any(|t| t.contains("1 request(s) sent before")), "{text:?}");
         assert!(text.iter().any(|t| t.contains("server sent 1 request")), "{text:?}");
+    }
+
+    #[test]
+    fn latest_results_and_watched_responses() {
+        let mut m = feed(&[]);
+        m.watch(RequestId::Number(3));
+        let mut rec = Recorder::replay(Limits::default());
+        for (d, l) in [
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"}]}}"#,
+            ),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}"#,
+            ),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":3,"result":{"late":true}}"#),
+        ] {
+            let f = rec.frame_at(
+                d,
+                RawLine {
+                    bytes: l.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::ZERO,
+                None,
+            );
+            m.apply(&Event::Frame(f));
+        }
+        let (row, result) = m.latest_result("tools/list").unwrap();
+        assert_eq!(row, 3);
+        assert_eq!(result["tools"][0]["name"], "b");
+        assert_eq!(m.response_to(&RequestId::Number(3)), Some(3), "the first answer counts");
+        assert_eq!(m.response_to(&RequestId::Number(2)), None, "not watched");
     }
 
     #[test]

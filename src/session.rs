@@ -108,6 +108,11 @@ impl Session {
         &self.events
     }
 
+    /// The timeout requests get unless told otherwise.
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.default_timeout
+    }
+
     /// A fresh request id (integers counting up from 1).
     pub fn next_id(&self) -> RequestId {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))

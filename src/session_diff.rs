@@ -106,45 +106,88 @@ pub fn exchanges(events: &[Event]) -> Vec<Exchange> {
     out
 }
 
-/// Compares two sessions.
-pub fn diff(a: &[Event], b: &[Event]) -> Vec<DiffEntry> {
+/// One aligned pair of exchanges and how they compare.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aligned {
+    pub key: String,
+    pub verdict: Verdict,
+    /// Positions in [`Comparison::a`] and [`Comparison::b`].
+    pub a: Option<usize>,
+    pub b: Option<usize>,
+}
+
+/// Both sessions' exchanges and their alignment, for a side-by-side view.
+#[derive(Clone, Debug, Default)]
+pub struct Comparison {
+    pub a: Vec<Exchange>,
+    pub b: Vec<Exchange>,
+    pub entries: Vec<Aligned>,
+}
+
+impl Comparison {
+    pub fn differing(&self) -> usize {
+        self.entries.iter().filter(|e| e.verdict != Verdict::Same).count()
+    }
+}
+
+/// Compares two sessions, keeping the exchanges.
+pub fn compare(a: &[Event], b: &[Event]) -> Comparison {
     let ea = exchanges(a);
     let eb = exchanges(b);
-    let mut b_by_key: BTreeMap<&str, &Exchange> = eb.iter().map(|e| (e.key.as_str(), e)).collect();
-    let mut out = Vec::new();
-    for x in &ea {
+    let mut b_by_key: BTreeMap<&str, usize> = eb.iter().enumerate().map(|(i, e)| (e.key.as_str(), i)).collect();
+    let mut entries = Vec::new();
+    for (ia, x) in ea.iter().enumerate() {
         match b_by_key.remove(x.key.as_str()) {
-            None => out.push(DiffEntry {
+            None => entries.push(Aligned {
                 key: x.key.clone(),
                 verdict: Verdict::OnlyInA,
+                a: Some(ia),
+                b: None,
             }),
-            Some(y) => {
+            Some(ib) => {
+                let y = &eb[ib];
                 let mut lines = Vec::new();
                 if x.method != "initialize" {
                     // initialize params differ only by clientInfo when the same client ran.
                     compare_values("params", x.params.as_ref(), y.params.as_ref(), &mut lines);
                 }
                 compare_outcomes(&x.outcome, &y.outcome, &mut lines);
-                out.push(DiffEntry {
+                entries.push(Aligned {
                     key: x.key.clone(),
                     verdict: if lines.is_empty() {
                         Verdict::Same
                     } else {
                         Verdict::Differs(lines)
                     },
+                    a: Some(ia),
+                    b: Some(ib),
                 });
             }
         }
     }
-    for y in &eb {
+    for (ib, y) in eb.iter().enumerate() {
         if b_by_key.contains_key(y.key.as_str()) {
-            out.push(DiffEntry {
+            entries.push(Aligned {
                 key: y.key.clone(),
                 verdict: Verdict::OnlyInB,
+                a: None,
+                b: Some(ib),
             });
         }
     }
-    out
+    Comparison { a: ea, b: eb, entries }
+}
+
+/// Compares two sessions.
+pub fn diff(a: &[Event], b: &[Event]) -> Vec<DiffEntry> {
+    compare(a, b)
+        .entries
+        .into_iter()
+        .map(|e| DiffEntry {
+            key: e.key,
+            verdict: e.verdict,
+        })
+        .collect()
 }
 
 fn compare_outcomes(a: &Outcome, b: &Outcome, out: &mut Vec<String>) {
@@ -342,6 +385,35 @@ mod tests {
         assert_eq!(d[2].verdict, Verdict::OnlyInA);
         assert_eq!(d[3].key, "tools/list #1");
         assert_eq!(d[3].verdict, Verdict::OnlyInB);
+    }
+
+    #[test]
+    fn comparison_keeps_both_sides_for_a_side_by_side_view() {
+        let a = session(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+        ]);
+        let b = session(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":5,"method":"resources/list"}"#),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":6,"result":{"extra":1}}"#),
+        ]);
+        let c = compare(&a, &b);
+        assert_eq!(c.a.len(), 2);
+        assert_eq!(c.b.len(), 2);
+        let sides: Vec<_> = c.entries.iter().map(|e| (e.key.as_str(), e.a, e.b)).collect();
+        assert_eq!(
+            sides,
+            [
+                ("ping #1", Some(0), Some(1)),
+                ("tools/list #1", Some(1), None),
+                ("resources/list #1", None, Some(0))
+            ]
+        );
+        assert_eq!(c.differing(), 3);
+        assert_eq!(c.a[1].outcome, Outcome::NoResponse);
+        assert_eq!(c.b[1].outcome, Outcome::Result(serde_json::json!({"extra": 1})));
     }
 
     #[test]

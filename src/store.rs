@@ -96,6 +96,10 @@ pub struct FrameStore {
     strings: Interner,
     /// Event seq -> row index, to resolve links (seq counts events we may not store).
     seq_to_row: HashMap<u64, u32>,
+    /// `(seq, row)` at every break in the run of consecutive seqs, so any
+    /// frame or stderr line can be found by seq without a map entry per row.
+    seq_runs: Vec<(u64, u32)>,
+    last_seq: Option<u64>,
     raw_bytes: u64,
 }
 
@@ -192,6 +196,15 @@ impl FrameStore {
             None => (NONE, 0),
         };
         let index = self.rows.len() as u32;
+        if seq != u64::MAX {
+            if self.last_seq.is_none_or(|last| seq != last + 1) {
+                self.seq_runs.push((seq, index));
+            }
+            self.last_seq = Some(seq);
+        } else {
+            // A meta row breaks the run: the next seq starts a new one.
+            self.last_seq = None;
+        }
         if matches!(kind, Kind::Request) && lane.direction().is_some() {
             self.seq_to_row.insert(seq, index);
         }
@@ -240,6 +253,24 @@ impl FrameStore {
             other => self.push_meta(other.at(), &other.summary()),
         }
         true
+    }
+
+    /// The row holding the frame or stderr line with event sequence number `seq`
+    /// (what lint findings and captures refer to).
+    pub fn row_of_seq(&self, seq: u64) -> Option<usize> {
+        let run = match self.seq_runs.binary_search_by_key(&seq, |&(s, _)| s) {
+            Ok(i) => i,
+            Err(0) => return None,
+            Err(i) => i - 1,
+        };
+        let (start_seq, start_row) = self.seq_runs[run];
+        let row = start_row as u64 + (seq - start_seq);
+        let end = self
+            .seq_runs
+            .get(run + 1)
+            .map_or(self.rows.len() as u64, |&(_, r)| r as u64);
+        let row = usize::try_from(row).ok()?;
+        (row < end as usize && self.rows[row].lane != Lane::Meta).then_some(row)
     }
 
     pub fn get(&self, index: usize) -> Option<RowRef<'_>> {
@@ -437,5 +468,30 @@ mod tests {
         }
         // Small lines did not each get a chunk of their own.
         assert!(store.chunks.len() <= 8, "{}", store.chunks.len());
+    }
+
+    #[test]
+    fn rows_are_found_by_seq_across_meta_rows_and_gaps() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        let mut seqs = Vec::new();
+        for i in 0..6 {
+            if i == 2 {
+                store.push_meta(Duration::ZERO, "sent SIGTERM");
+            }
+            if i == 4 {
+                // A seq the store never sees (e.g. an event that is not a row).
+                rec.stderr_at(line(b"skipped"), Duration::ZERO);
+            }
+            let f = rec.frame_at(Direction::In, line(b"{}"), Duration::ZERO, None);
+            seqs.push(f.seq);
+            store.push_frame(&f);
+        }
+        store.push_meta(Duration::ZERO, "exited");
+        let rows: Vec<_> = seqs.iter().map(|&s| store.row_of_seq(s)).collect();
+        assert_eq!(rows, [Some(0), Some(1), Some(3), Some(4), Some(5), Some(6)]);
+        assert_eq!(store.row_of_seq(seqs[3] + 1), None, "the skipped seq has no row");
+        assert_eq!(store.row_of_seq(seqs[5] + 1), None, "past the end");
+        assert_eq!(store.row_of_seq(u64::MAX), None);
     }
 }

@@ -23,7 +23,59 @@ const DRAIN_BUDGET: Duration = Duration::from_millis(8);
 enum Reply {
     Initialized,
     ListTools,
-    Refuse(RequestId, ErrorObject),
+    /// Re-fetch a list the server said changed (`tools/list`, …).
+    Refetch(&'static str),
+    Answer(RequestId, Result<Value, ErrorObject>),
+}
+
+/// A request from the server that waits for the user (elicitation, sampling).
+#[derive(Clone, Debug)]
+pub struct ServerRequest {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Value,
+    /// Its row on the timeline.
+    pub row: usize,
+}
+
+/// Something the user composed, to send as it is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outgoing {
+    /// A request; `id` None takes the next free id.
+    Request {
+        method: String,
+        params: Option<Value>,
+        id: Option<RequestId>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// Bytes sent as they are (a newline is appended), even if malformed.
+    Raw(Vec<u8>),
+}
+
+/// The capabilities the app offers: it answers roots itself and lets the
+/// user answer sampling and elicitation.
+pub fn client_capabilities() -> Value {
+    serde_json::json!({
+        "roots": {"listChanged": true},
+        "sampling": {},
+        "elicitation": {},
+    })
+}
+
+/// The default root offered to servers: the directory they run in.
+pub fn default_roots(spec: &ServerSpec) -> Vec<Value> {
+    let dir = spec
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let name = dir
+        .file_name()
+        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    vec![serde_json::json!({"uri": format!("file://{}", dir.display()), "name": name})]
 }
 
 pub struct Inspection {
@@ -39,6 +91,10 @@ pub struct Inspection {
     pub load_warnings: Vec<String>,
     initialized_sent: bool,
     tools_listed: bool,
+    /// Roots answered to `roots/list`.
+    pub roots: Vec<Value>,
+    /// Server requests waiting for the user, oldest first.
+    pub server_requests: Vec<ServerRequest>,
 }
 
 fn temp_capture_path() -> PathBuf {
@@ -62,6 +118,7 @@ impl Inspection {
         let session = Session::start(spec.clone(), options);
         let hs = HandshakeOptions {
             protocol_version: protocol_version.to_owned(),
+            capabilities: client_capabilities(),
             ..HandshakeOptions::default()
         };
         session.request("initialize", Some(hs.params()));
@@ -71,12 +128,14 @@ impl Inspection {
             }),
             session: Some(session),
             capture_path: Some(capture_path),
+            roots: default_roots(&spec),
             spec: Some(spec),
             protocol_version: protocol_version.to_owned(),
             started: Some(Instant::now()),
             load_warnings: Vec::new(),
             initialized_sent: false,
             tools_listed: false,
+            server_requests: Vec::new(),
         }
     }
 
@@ -101,6 +160,8 @@ impl Inspection {
             load_warnings: Vec::new(),
             initialized_sent: true,
             tools_listed: true,
+            roots: Vec::new(),
+            server_requests: Vec::new(),
         }
     }
 
@@ -118,8 +179,9 @@ impl Inspection {
         let mut replies = Vec::new();
         let mut applied = 0usize;
         while let Ok(ev) = session.events().try_recv() {
+            let row = self.model.store.len();
             if let Event::Frame(f) = &ev {
-                replies.extend(self.autopilot(f));
+                replies.extend(self.autopilot(f, row));
             }
             self.model.apply(&ev);
             applied += 1;
@@ -134,7 +196,14 @@ impl Inspection {
                 Reply::ListTools => {
                     session.request("tools/list", None);
                 }
-                Reply::Refuse(id, error) => session.respond(id, Err(error)),
+                Reply::Refetch(method) => {
+                    session.request(method, None);
+                    self.model.apply(&Event::Note {
+                        at: self.model.last_at,
+                        text: format!("mcpscope re-fetches {method}: the server said the list changed"),
+                    });
+                }
+                Reply::Answer(id, outcome) => session.respond(id, outcome),
             }
         }
         let more = !session.events().is_empty();
@@ -143,8 +212,9 @@ impl Inspection {
     }
 
     /// What the app does by itself in reaction to a frame: finish the
-    /// handshake, list the tools, refuse server requests it cannot answer.
-    fn autopilot(&mut self, f: &Frame) -> Vec<Reply> {
+    /// handshake, list the tools, answer roots, queue sampling and
+    /// elicitation for the user, refuse server requests it cannot answer.
+    fn autopilot(&mut self, f: &Frame, row: usize) -> Vec<Reply> {
         let mut out = Vec::new();
         if f.direction != Direction::In {
             return out;
@@ -162,17 +232,92 @@ impl Inspection {
                 }
             }
         }
+        if f.kind() == Kind::Notification {
+            let list = match f.class.method.as_deref() {
+                Some("notifications/tools/list_changed") => Some("tools/list"),
+                Some("notifications/prompts/list_changed") => Some("prompts/list"),
+                Some("notifications/resources/list_changed") => Some("resources/list"),
+                _ => None,
+            };
+            // Only lists fetched before: the others are fetched when wanted.
+            if let Some(list) = list
+                && self.initialized_sent
+                && (self.model.latest_results.contains_key(list) || (list == "tools/list" && self.tools_listed))
+            {
+                out.push(Reply::Refetch(list));
+            }
+        }
         if f.kind() == Kind::Request
             && let (Some(id), Some(method)) = (f.class.id.clone(), f.class.method.as_deref())
             && method != "ping"
         {
-            let error = ErrorObject::new(
-                error_code::METHOD_NOT_FOUND,
-                format!("mcpscope does not answer {method} in this session"),
-            );
-            out.push(Reply::Refuse(id, error));
+            match method {
+                "roots/list" => out.push(Reply::Answer(id, Ok(serde_json::json!({"roots": self.roots})))),
+                "sampling/createMessage" | "elicitation/create" => self.server_requests.push(ServerRequest {
+                    id,
+                    method: method.to_owned(),
+                    params: f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null),
+                    row,
+                }),
+                _ => out.push(Reply::Answer(
+                    id,
+                    Err(ErrorObject::new(
+                        error_code::METHOD_NOT_FOUND,
+                        format!("mcpscope does not answer {method}"),
+                    )),
+                )),
+            }
         }
         out
+    }
+
+    /// Answers a server request the user dealt with.
+    pub fn answer(&mut self, id: &RequestId, outcome: Result<Value, ErrorObject>) {
+        self.server_requests.retain(|r| &r.id != id);
+        if let Some(s) = &self.session {
+            s.respond(id.clone(), outcome);
+        }
+    }
+
+    /// Sends what the user composed; returns the request id to watch.
+    pub fn send(&mut self, out: Outgoing) -> Option<RequestId> {
+        let s = self.session.as_ref()?;
+        match out {
+            Outgoing::Request { method, params, id } => {
+                let id = s.request_with(id, &method, params, s.default_timeout());
+                self.model.watch(id.clone());
+                Some(id)
+            }
+            Outgoing::Notification { method, params } => {
+                s.notify(&method, params);
+                None
+            }
+            Outgoing::Raw(line) => {
+                // Watch the id if the line has one, so the answer can be shown.
+                let id = serde_json::from_slice::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(RequestId::from_json));
+                s.send_raw(line);
+                if let Some(id) = &id {
+                    self.model.watch(id.clone());
+                }
+                id
+            }
+        }
+    }
+
+    /// Asks the server to cancel one of our requests.
+    pub fn cancel(&self, id: &RequestId) {
+        if let Some(s) = &self.session {
+            s.cancel(id.clone(), Some("cancelled in mcpscope".into()));
+        }
+    }
+
+    /// Tells the server the roots changed (after the user edited them).
+    pub fn roots_changed(&self) {
+        if let Some(s) = &self.session {
+            s.notify("notifications/roots/list_changed", None);
+        }
     }
 
     pub fn stop(&mut self) {

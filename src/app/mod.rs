@@ -2,6 +2,8 @@
 //! `ui` only draws and collects [`Command`]s, applied once drawing is done.
 
 pub mod detail;
+pub mod diff_view;
+pub mod expert;
 pub mod inspection;
 pub mod json_tree;
 pub mod launcher;
@@ -9,6 +11,8 @@ pub mod theme;
 pub mod timeline;
 
 use self::detail::{DetailAction, DetailPanel};
+use self::diff_view::{DiffAction, DiffView, Side};
+use self::expert::{ExpertAction, ExpertPanel};
 use self::inspection::Inspection;
 use self::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::timeline::{TimelineAction, TimelinePanel};
@@ -28,6 +32,8 @@ pub struct StartupArgs {
     pub server: Option<String>,
     pub launch: Vec<String>,
     pub open: Option<PathBuf>,
+    /// Two captures to compare side by side.
+    pub diff: Option<(PathBuf, PathBuf)>,
 }
 
 pub fn run(args: StartupArgs) -> ExitCode {
@@ -60,6 +66,7 @@ enum DialogPurpose {
     SaveCapture,
     ImportConfig,
     WorkingDirectory,
+    DiffSide(Side),
 }
 
 /// Side effects asked for while drawing.
@@ -73,6 +80,15 @@ enum Command {
     ImportConfig(PathBuf),
     Pick(DialogPurpose),
     Select(usize),
+    /// Select several rows at once (a lint finding's frames); the first is shown.
+    SelectRows(Vec<usize>),
+}
+
+/// The tabs of the bottom panel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BottomTab {
+    Stderr,
+    Expert,
 }
 
 pub struct McpscopeApp {
@@ -80,7 +96,11 @@ pub struct McpscopeApp {
     pub inspection: Option<Inspection>,
     pub timeline: TimelinePanel,
     pub detail: DetailPanel,
+    pub expert: ExpertPanel,
+    pub diff: DiffView,
     pub console_open: bool,
+    pub bottom_tab: BottomTab,
+    marks_generation: u64,
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
@@ -110,7 +130,11 @@ impl McpscopeApp {
             inspection: None,
             timeline: TimelinePanel::default(),
             detail: DetailPanel::default(),
+            expert: ExpertPanel::default(),
+            diff: DiffView::default(),
             console_open: true,
+            bottom_tab: BottomTab::Stderr,
+            marks_generation: 0,
             message: None,
             dialog: None,
             last_launch: None,
@@ -119,6 +143,10 @@ impl McpscopeApp {
     }
 
     pub fn startup(&mut self, args: StartupArgs) {
+        if let Some((a, b)) = args.diff {
+            self.diff.a = Some(a);
+            self.diff.set(Side::B, b, &self.waker);
+        }
         if let Some(path) = args.open {
             self.apply(Command::OpenCapture(path));
         } else if let (Some(config), Some(name)) = (args.config, args.server) {
@@ -213,6 +241,7 @@ impl McpscopeApp {
                     std::thread::spawn(move || drop(old));
                 }
                 self.timeline.reset();
+                self.expert.reset();
                 self.detail.show_row_none();
                 self.launcher.remember(&saved);
                 self.inspection = Some(Inspection::launch(
@@ -240,6 +269,7 @@ impl McpscopeApp {
                         std::thread::spawn(move || drop(old));
                     }
                     self.timeline.reset();
+                    self.expert.reset();
                     self.detail.show_row_none();
                     self.message = Some(if i.load_warnings.is_empty() {
                         (Severity::Info, format!("opened {}", path.display()))
@@ -264,7 +294,14 @@ impl McpscopeApp {
             },
             Command::ImportConfig(path) => self.import_config(&path),
             Command::Pick(purpose) => self.pick(purpose),
+            Command::SelectRows(rows) => {
+                if let Some(&first) = rows.first() {
+                    self.apply(Command::Select(first));
+                }
+                self.timeline.highlighted = rows;
+            }
             Command::Select(row) => {
+                self.timeline.highlighted.clear();
                 self.timeline.select(row);
                 if let Some(i) = &self.inspection {
                     self.detail.show_row(&i.model, Some(row));
@@ -291,6 +328,7 @@ impl McpscopeApp {
                         .set_file_name("capture.jsonl")
                         .save_file(),
                     DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
+                    DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
                     DialogPurpose::WorkingDirectory => dialog.pick_folder(),
                 };
                 let _ = tx.send(path);
@@ -311,6 +349,7 @@ impl McpscopeApp {
                 DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
                 DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
                 DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
+                DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
             }
         }
     }
@@ -318,9 +357,16 @@ impl McpscopeApp {
     /// Applies waiting events; returns true when more work remains.
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
+        self.diff.poll();
         let mut more = false;
         if let Some(i) = &mut self.inspection {
             more = i.drain();
+            // The lint worker wakes the UI itself when it finishes.
+            self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
+            if self.expert.generation != self.marks_generation {
+                self.marks_generation = self.expert.generation;
+                self.timeline.finding_marks = self.expert.marks.clone();
+            }
         }
         more || self.detail.busy()
     }
@@ -343,13 +389,22 @@ impl McpscopeApp {
                     commands.push(Command::Pick(DialogPurpose::ImportConfig));
                     ui.close();
                 }
+                if ui.button("Compare two captures…").clicked() {
+                    self.diff.open = true;
+                    ui.close();
+                }
                 ui.separator();
                 if ui.button("Quit").clicked() {
                     ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
                 }
             });
             ui.menu_button("View", |ui| {
-                ui.checkbox(&mut self.console_open, "Stderr console");
+                ui.checkbox(&mut self.console_open, "Bottom panel (stderr, Expert)");
+                if ui.button("Expert: lint findings").clicked() {
+                    self.console_open = true;
+                    self.bottom_tab = BottomTab::Expert;
+                    ui.close();
+                }
             });
             ui.separator();
             if let Some(i) = &self.inspection {
@@ -467,13 +522,40 @@ impl McpscopeApp {
         }
     }
 
+    fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.inspection else { return };
+        ui.horizontal(|ui| {
+            let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
+            let (e, w) = (
+                self.expert.count(Severity::Error),
+                self.expert.count(Severity::Warning),
+            );
+            let expert = if e + w == 0 {
+                RichText::new("Expert")
+            } else {
+                RichText::new(format!("Expert ({e} errors, {w} warnings)"))
+                    .color(theme::severity_color(if e > 0 { Severity::Error } else { Severity::Warning }))
+            };
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+        });
+        ui.separator();
+        match self.bottom_tab {
+            BottomTab::Stderr => self.console_ui(ui, commands),
+            BottomTab::Expert => {
+                if let Some(i) = &self.inspection
+                    && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
+                {
+                    commands.push(Command::SelectRows(rows));
+                }
+            }
+        }
+    }
+
     fn console_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
         let m = &i.model;
-        ui.horizontal(|ui| {
-            ui.strong(format!("stderr ({} lines)", m.stderr_rows.len()));
-            ui.weak("servers log here; click a line to find it on the timeline");
-        });
+        ui.weak("servers log here; click a line to find it on the timeline");
         let row_h = ui.text_style_height(&egui::TextStyle::Monospace);
         egui::ScrollArea::vertical()
             .id_salt("console")
@@ -548,8 +630,8 @@ impl eframe::App for McpscopeApp {
         if self.console_open && self.inspection.is_some() {
             egui::Panel::bottom("console")
                 .resizable(true)
-                .default_size(150.0)
-                .show(ui, |ui| self.console_ui(ui, &mut commands));
+                .default_size(170.0)
+                .show(ui, |ui| self.bottom_ui(ui, &mut commands));
         }
         egui::Panel::right("detail")
             .resizable(true)
@@ -579,6 +661,16 @@ impl eframe::App for McpscopeApp {
                 }
             }
         });
+        let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        match self.diff.window(ui.ctx(), session_capture.is_some()) {
+            Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
+            Some(DiffAction::UseSession(side)) => {
+                if let Some(p) = session_capture {
+                    self.diff.set(side, p, &self.waker);
+                }
+            }
+            None => {}
+        }
         for c in commands {
             self.apply(c);
         }

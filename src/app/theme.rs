@@ -92,6 +92,7 @@ impl RowKind {
 }
 
 pub const SELECTED_BG: Color32 = Color32::from_rgba_premultiplied(60, 90, 140, 120);
+pub const FINDING_BG: Color32 = Color32::from_rgba_premultiplied(120, 80, 20, 90);
 pub const LINKED_BG: Color32 = Color32::from_rgba_premultiplied(50, 70, 50, 90);
 pub const HANDSHAKE_MARK: Color32 = Color32::from_rgb(0x5a, 0xa9, 0xff);
 pub const ANOMALY_MARK: Color32 = Color32::from_rgb(0xff, 0x2d, 0x9a);

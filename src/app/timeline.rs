@@ -3,10 +3,10 @@
 //! index that is extended incrementally as rows arrive.
 
 use super::theme::{self, RowKind};
-use crate::model::SessionModel;
+use crate::model::{SessionModel, Severity};
 use crate::store::{FrameStore, Lane, RowRef};
 use egui::{Align2, FontId, Key, Pos2, Rect, Sense, Stroke, Ui, Vec2};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 pub const ROW_HEIGHT: f32 = 22.0;
 
@@ -140,6 +140,10 @@ pub struct TimelinePanel {
     linked: Vec<usize>,
     linked_for: Option<usize>,
     scroll_to_selection: bool,
+    /// The most severe lint finding per row (from the Expert panel).
+    pub finding_marks: HashMap<usize, Severity>,
+    /// Rows of the finding selected in the Expert panel.
+    pub highlighted: Vec<usize>,
 }
 
 impl Default for TimelinePanel {
@@ -152,6 +156,8 @@ impl Default for TimelinePanel {
             linked: Vec::new(),
             linked_for: None,
             scroll_to_selection: false,
+            finding_marks: HashMap::new(),
+            highlighted: Vec::new(),
         }
     }
 }
@@ -162,6 +168,8 @@ impl TimelinePanel {
         self.selected = None;
         self.linked.clear();
         self.linked_for = None;
+        self.finding_marks.clear();
+        self.highlighted.clear();
     }
 
     pub fn select(&mut self, row: usize) {
@@ -331,8 +339,12 @@ impl TimelinePanel {
         let idx = row.index();
         let kind = RowKind::of(row);
         let label = row_label(&model.store, row);
+        let mark = self.finding_marks.get(&idx).copied();
         let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), ROW_HEIGHT), Sense::click());
-        response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}")));
+        response.widget_info(|| {
+            let lint = mark.map(|s| format!(" [lint {}]", s.as_str())).unwrap_or_default();
+            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}"))
+        });
         if !ui.is_rect_visible(rect) {
             return response.clicked();
         }
@@ -340,6 +352,8 @@ impl TimelinePanel {
         let geo = Geometry::new(rect);
         if self.selected == Some(idx) {
             p.rect_filled(rect, 2.0, theme::SELECTED_BG);
+        } else if self.highlighted.contains(&idx) {
+            p.rect_filled(rect, 2.0, theme::FINDING_BG);
         } else if self.linked.contains(&idx) {
             p.rect_filled(rect, 2.0, theme::LINKED_BG);
         } else if response.hovered() {
@@ -355,6 +369,14 @@ impl TimelinePanel {
         }
         if !row.anomalies().is_empty() {
             p.circle_filled(Pos2::new(rect.left() + 9.0, rect.center().y), 3.5, theme::ANOMALY_MARK);
+        }
+        if let Some(sev) = mark {
+            // Lint findings: a bar on the right edge, coloured by severity.
+            p.rect_filled(
+                Rect::from_min_size(rect.right_top() - Vec2::new(5.0, 0.0), Vec2::new(5.0, rect.height())),
+                1.0,
+                theme::severity_color(sev),
+            );
         }
         let mono = FontId::monospace(12.0);
         let text_color = ui.visuals().text_color();

@@ -19,9 +19,18 @@ pub struct DiffArgs {
     /// Also list exchanges that are the same.
     #[arg(long)]
     pub all: bool,
+    /// Show the comparison side by side in the desktop app instead.
+    #[arg(long, conflicts_with = "json")]
+    pub app: bool,
 }
 
 pub fn run(args: DiffArgs) -> ExitCode {
+    if args.app {
+        return crate::app::run(crate::app::StartupArgs {
+            diff: Some((args.a, args.b)),
+            ..Default::default()
+        });
+    }
     let load = |p: &PathBuf| capture::load(p).map_err(|e| format!("{e:#}"));
     let (a, b) = match (load(&args.a), load(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),

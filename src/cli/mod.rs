@@ -108,7 +108,7 @@ pub fn main() -> ExitCode {
             config: cli.config,
             server: cli.server,
             launch: cli.launch,
-            open: None,
+            ..Default::default()
         }),
     }
 }

@@ -246,3 +246,88 @@ fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     );
     h.state_mut().inspection = None;
 }
+
+#[test]
+fn expert_panel_lists_live_findings_and_selects_their_frames() {
+    let faulty = faulty("stdout-log");
+    let mut launch = vec![faulty.program.clone()];
+    launch.extend(faulty.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the handshake", handshake_done);
+    step_until(&mut h, "a not-json finding from the live capture", |app| {
+        app.expert
+            .findings
+            .iter()
+            .any(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+    });
+    h.get_by_label_contains("Expert (").click();
+    h.step();
+    h.step();
+    let rows = h
+        .state()
+        .expert
+        .findings
+        .iter()
+        .find(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+        .unwrap()
+        .rows
+        .clone();
+    h.get_by_label_contains("[not-json]").click();
+    h.step();
+    h.step();
+    let app = h.state();
+    assert_eq!(app.timeline.selected, Some(rows[0]), "the finding's frame is selected");
+    assert_eq!(app.timeline.highlighted, rows);
+    let model = &app.inspection.as_ref().unwrap().model;
+    let label = mcpscope::app::timeline::row_label(&model.store, &model.store.get(rows[0]).unwrap());
+    assert!(label.starts_with("NOT JSON: Server started"), "{label}");
+    // The row is marked on the timeline and the detail shows it.
+    assert!(shows(&h, &format!("row {}: NOT JSON", rows[0])));
+    assert!(h.query_all_by_label_contains("[lint ").next().is_some());
+    assert!(shows(&h, "logs belong on stderr"));
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn side_by_side_diff_of_two_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |mode: &str| {
+        let cap = dir.path().join(format!("{mode}.jsonl"));
+        let out = std::process::Command::new(bin())
+            .args(["call", "--tool-name", "echo", "--tool-arg", "message=hi", "--capture"])
+            .arg(&cap)
+            .args(["--", "python3", &faulty_path(), "--mode", mode])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some(), "{out:?}");
+        cap
+    };
+    let (a, b) = (capture("normal"), capture("tool-error"));
+    let mut h = harness(StartupArgs {
+        diff: Some((a.clone(), b)),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the comparison", |app| {
+        app.diff.result.is_some() || app.diff.error.is_some()
+    });
+    assert_eq!(h.state().diff.error, None);
+    assert!(shows(&h, "differ (ids, key order and timing ignored)"));
+    // The first differing exchange is selected and shown side by side.
+    h.get_by_label_contains("tools/call echo #1 (differs)").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "tool failure: A isError=false, B isError=true"));
+    assert!(shows(&h, "tool failure (isError: true)"), "B's side says what it is");
+    assert!(shows(&h, &a.display().to_string()));
+    // Only differences hides the same ones.
+    let same = h.state().diff.result.as_ref().unwrap().comparison.entries.len()
+        - h.state().diff.result.as_ref().unwrap().comparison.differing();
+    assert!(same > 0, "initialize and tools/list should compare the same");
+    h.get_by_label("Only differences").click();
+    h.step();
+    h.step();
+    assert!(h.query_all_by_label_contains("(same)").next().is_none());
+}
