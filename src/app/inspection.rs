@@ -95,6 +95,9 @@ pub struct Inspection {
     pub roots: Vec<Value>,
     /// Server requests waiting for the user, oldest first.
     pub server_requests: Vec<ServerRequest>,
+    /// Lists being re-fetched after list_changed, with the request's id:
+    /// a burst of notifications causes one re-fetch, not one each.
+    refetching: Vec<(&'static str, RequestId)>,
 }
 
 fn temp_capture_path() -> PathBuf {
@@ -135,6 +138,7 @@ impl Inspection {
             load_warnings: Vec::new(),
             initialized_sent: false,
             tools_listed: false,
+            refetching: Vec::new(),
             server_requests: Vec::new(),
         }
     }
@@ -162,6 +166,7 @@ impl Inspection {
             tools_listed: true,
             roots: Vec::new(),
             server_requests: Vec::new(),
+            refetching: Vec::new(),
         }
     }
 
@@ -197,7 +202,14 @@ impl Inspection {
                     session.request("tools/list", None);
                 }
                 Reply::Refetch(method) => {
-                    session.request(method, None);
+                    let model = &self.model;
+                    self.refetching.retain(|(_, id)| model.response_to(id).is_none());
+                    if self.refetching.iter().any(|(m, _)| *m == method) {
+                        continue;
+                    }
+                    let id = session.request(method, None);
+                    self.model.watch(id.clone());
+                    self.refetching.push((method, id));
                     self.model.apply(&Event::Note {
                         at: self.model.last_at,
                         text: format!("mcpscope re-fetches {method}: the server said the list changed"),

@@ -1,15 +1,19 @@
 //! The desktop app. `logic` drains the session's channel within a time budget;
 //! `ui` only draws and collects [`Command`]s, applied once drawing is done.
 
+pub mod composer;
 pub mod detail;
 pub mod diff_view;
 pub mod expert;
+pub mod form_view;
 pub mod inspection;
 pub mod json_tree;
 pub mod launcher;
+pub mod result_view;
 pub mod theme;
 pub mod timeline;
 
+use self::composer::{ComposerAction, ComposerPanel};
 use self::detail::{DetailAction, DetailPanel};
 use self::diff_view::{DiffAction, DiffView, Side};
 use self::expert::{ExpertAction, ExpertPanel};
@@ -82,6 +86,14 @@ enum Command {
     Select(usize),
     /// Select several rows at once (a lint finding's frames); the first is shown.
     SelectRows(Vec<usize>),
+    Compose(ComposerAction),
+}
+
+/// The tabs of the right panel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RightTab {
+    Frame,
+    Compose,
 }
 
 /// The tabs of the bottom panel.
@@ -98,6 +110,10 @@ pub struct McpscopeApp {
     pub detail: DetailPanel,
     pub expert: ExpertPanel,
     pub diff: DiffView,
+    pub composer: ComposerPanel,
+    pub right_tab: RightTab,
+    /// Server requests already announced (to switch to the composer once).
+    seen_server_requests: usize,
     pub console_open: bool,
     pub bottom_tab: BottomTab,
     marks_generation: u64,
@@ -132,6 +148,9 @@ impl McpscopeApp {
             detail: DetailPanel::default(),
             expert: ExpertPanel::default(),
             diff: DiffView::default(),
+            composer: ComposerPanel::default(),
+            right_tab: RightTab::Frame,
+            seen_server_requests: 0,
             console_open: true,
             bottom_tab: BottomTab::Stderr,
             marks_generation: 0,
@@ -242,6 +261,8 @@ impl McpscopeApp {
                 }
                 self.timeline.reset();
                 self.expert.reset();
+                self.composer.reset();
+                self.seen_server_requests = 0;
                 self.detail.show_row_none();
                 self.launcher.remember(&saved);
                 self.inspection = Some(Inspection::launch(
@@ -270,6 +291,8 @@ impl McpscopeApp {
                     }
                     self.timeline.reset();
                     self.expert.reset();
+                    self.composer.reset();
+                    self.seen_server_requests = 0;
                     self.detail.show_row_none();
                     self.message = Some(if i.load_warnings.is_empty() {
                         (Severity::Info, format!("opened {}", path.display()))
@@ -300,12 +323,41 @@ impl McpscopeApp {
                 }
                 self.timeline.highlighted = rows;
             }
+            Command::Compose(action) => self.compose(action),
             Command::Select(row) => {
                 self.timeline.highlighted.clear();
                 self.timeline.select(row);
                 if let Some(i) = &self.inspection {
                     self.detail.show_row(&i.model, Some(row));
                 }
+            }
+        }
+    }
+
+    /// Carries out what the composer asked for.
+    fn compose(&mut self, action: ComposerAction) {
+        let Some(i) = &mut self.inspection else {
+            self.message = Some((Severity::Warning, "no session to send to".into()));
+            return;
+        };
+        match action {
+            ComposerAction::Send(out) => {
+                if !i.model.running() {
+                    self.message = Some((Severity::Warning, "the server is not running".into()));
+                    return;
+                }
+                let id = i.send(out.clone());
+                self.composer.sent(out, id);
+            }
+            ComposerAction::Cancel(id) => i.cancel(&id),
+            ComposerAction::Answer(id, outcome) => i.answer(&id, outcome),
+            ComposerAction::RootsChanged(roots) => {
+                i.roots = roots;
+                i.roots_changed();
+                self.message = Some((
+                    Severity::Info,
+                    format!("{} root(s) offered; server notified", i.roots.len()),
+                ));
             }
         }
     }
@@ -363,6 +415,12 @@ impl McpscopeApp {
             more = i.drain();
             // The lint worker wakes the UI itself when it finishes.
             self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
+            self.composer.sync(&i.model);
+            // A server request waiting for the user brings the composer forward.
+            if i.server_requests.len() > self.seen_server_requests {
+                self.right_tab = RightTab::Compose;
+            }
+            self.seen_server_requests = i.server_requests.len();
             if self.expert.generation != self.marks_generation {
                 self.marks_generation = self.expert.generation;
                 self.timeline.finding_marks = self.expert.marks.clone();
@@ -527,15 +585,15 @@ impl McpscopeApp {
         ui.horizontal(|ui| {
             let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
-            let (e, w) = (
-                self.expert.count(Severity::Error),
-                self.expert.count(Severity::Warning),
-            );
+            let (e, w) = (self.expert.count(Severity::Error), self.expert.count(Severity::Warning));
             let expert = if e + w == 0 {
                 RichText::new("Expert")
             } else {
-                RichText::new(format!("Expert ({e} errors, {w} warnings)"))
-                    .color(theme::severity_color(if e > 0 { Severity::Error } else { Severity::Warning }))
+                RichText::new(format!("Expert ({e} errors, {w} warnings)")).color(theme::severity_color(if e > 0 {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                }))
             };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
         });
@@ -639,10 +697,38 @@ impl eframe::App for McpscopeApp {
             .show(ui, |ui| {
                 self.server_info_ui(ui);
                 ui.separator();
-                if let Some(i) = &self.inspection
-                    && let Some(DetailAction::Select(r)) = self.detail.ui(ui, &i.model)
-                {
-                    commands.push(Command::Select(r));
+                let asks = self.inspection.as_ref().map_or(0, |i| i.server_requests.len());
+                ui.horizontal(|ui| {
+                    ui.selectable_value(&mut self.right_tab, RightTab::Frame, "Frame");
+                    let compose = if asks > 0 {
+                        RichText::new(format!("Compose ({asks} waiting)")).color(theme::WARN)
+                    } else {
+                        RichText::new("Compose")
+                    };
+                    ui.selectable_value(&mut self.right_tab, RightTab::Compose, compose);
+                });
+                ui.separator();
+                match self.right_tab {
+                    RightTab::Frame => {
+                        if let Some(i) = &self.inspection
+                            && let Some(DetailAction::Select(r)) = self.detail.ui(ui, &i.model)
+                        {
+                            commands.push(Command::Select(r));
+                        }
+                    }
+                    RightTab::Compose => match &self.inspection {
+                        None => {
+                            ui.weak("Launch a server to compose requests.");
+                        }
+                        Some(i) => {
+                            let live = i.model.running();
+                            egui::ScrollArea::vertical().id_salt("composer-scroll").show(ui, |ui| {
+                                for a in self.composer.ui(ui, &i.model, live, &i.server_requests, &i.roots) {
+                                    commands.push(Command::Compose(a));
+                                }
+                            });
+                        }
+                    },
                 }
             });
         egui::CentralPanel::default().show(ui, |ui| match &self.inspection {

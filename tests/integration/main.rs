@@ -9,6 +9,7 @@ mod cli;
 mod faulty_servers;
 mod lint;
 mod real_servers;
+mod schema_form;
 mod screenshots;
 mod ui;
 mod vectors;

@@ -258,6 +258,12 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
     });
     step_until(&mut h, "the handshake", handshake_done);
     step_until(&mut h, "a not-json finding from the live capture", |app| {
+        eprintln!(
+            "expert: error {:?}, busy {}, {:?}",
+            app.expert.error,
+            app.expert.busy(),
+            app.expert.findings.iter().map(|f| f.finding.rule).collect::<Vec<_>>()
+        );
         app.expert
             .findings
             .iter()
@@ -330,4 +336,176 @@ fn side_by_side_diff_of_two_captures() {
     h.step();
     h.step();
     assert!(h.query_all_by_label_contains("(same)").next().is_none());
+}
+
+fn launch_everything() -> Harness<'static, McpscopeApp> {
+    let spec = everything();
+    let mut launch = vec![spec.program.clone()];
+    launch.extend(spec.args.clone());
+    let mut h = harness_any_glyphs(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the handshake", handshake_done);
+    h
+}
+
+fn wait_for_tool(h: &mut Harness<'static, McpscopeApp>, name: &str) {
+    step_until(h, &format!("tool {name} in the composer"), |app| {
+        app.composer.tools.iter().any(|t| t.name == name)
+    });
+}
+
+/// The text of the composer's current answer, once it arrived.
+fn answer_text(app: &McpscopeApp) -> Option<String> {
+    let p = app.composer.pending.as_ref()?;
+    let model = &app.inspection.as_ref()?.model;
+    let row = model.response_to(&p.id)?;
+    Some(model.store.get(row)?.text().into_owned())
+}
+
+fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_role_and_label(Role::ComboBox, "tool").click();
+    h.step();
+    h.step();
+    // The list may be longer than the popup: accesskit clicks reach rows scrolled out of view.
+    h.get_by_label(&format!("{name} ({title})")).click_accesskit();
+    h.step();
+    h.step();
+    assert_eq!(h.state().composer.tool.as_deref(), Some(name));
+}
+
+#[test]
+fn compose_a_tool_call_from_its_schema_and_see_the_result() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    choose_tool(&mut h, "echo", "Echo Tool");
+    h.get_by_role_and_label(Role::TextInput, "message").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "message")
+        .type_text("hello from kittest");
+    h.step();
+    h.step();
+    assert!(h.state().composer.errors.is_empty(), "{:?}", h.state().composer.errors);
+    assert!(
+        h.state().composer.args_text.contains("hello from kittest"),
+        "JSON view follows the form"
+    );
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+    step_until(&mut h, "the echo result", |app| answer_text(app).is_some());
+    let text = answer_text(h.state()).unwrap();
+    assert!(text.contains("Echo: hello from kittest"), "{text}");
+    assert!(shows(&h, "✔ Tool result"));
+    assert!(shows(&h, "Echo: hello from kittest"));
+    // The same call is on the timeline, and in the history to send again.
+    assert!(has_row(h.state(), |l| l.contains("(tools/call)")));
+    assert_eq!(h.state().composer.history.len(), 1);
+    h.get_by_label_contains("History (1)").click();
+    h.step();
+    h.get_by_label("Re-send").click();
+    h.step();
+    step_until(&mut h, "the second echo", |app| {
+        app.composer.history.len() == 2 && answer_text(app).is_some_and(|t| t.contains("Echo: hello from kittest"))
+    });
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn tool_failure_and_protocol_error_look_different() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_label("Raw").click();
+    h.step();
+    // A call to a tool that does not exist.
+    let c = &mut h.state_mut().composer;
+    c.raw.method = "tools/call".into();
+    c.raw.params = r#"{"name": "no-such-tool", "arguments": {}}"#.into();
+    h.step();
+    h.get_by_label("Send").click();
+    step_until(&mut h, "the answer to the unknown tool", |app| {
+        answer_text(app).is_some()
+    });
+    let text = answer_text(h.state()).unwrap();
+    if text.contains("\"error\"") {
+        assert!(shows(&h, "✖ Protocol error"), "{text}");
+    } else {
+        assert!(shows(&h, "⚠ Tool failure (isError: true)"), "{text}");
+    }
+    // A method the server does not have is a protocol error, never a tool failure.
+    h.state_mut().composer.raw.method = "no/such/method".into();
+    h.state_mut().composer.raw.params.clear();
+    h.step();
+    h.get_by_label("Send").click();
+    step_until(&mut h, "the -32601", |app| {
+        answer_text(app).is_some_and(|t| t.contains("-32601"))
+    });
+    h.step();
+    assert!(shows(&h, "✖ Protocol error -32601 (Method not found)"));
+    // A raw line goes out exactly as typed, even when it is not JSON.
+    h.get_by_label("raw line").click();
+    h.step();
+    h.state_mut().composer.raw.line = "{this is not json".into();
+    h.step();
+    h.get_by_label("Send").click();
+    step_until(&mut h, "the malformed line on the timeline", |app| {
+        has_row(app, |l| l.contains("NOT JSON: {this is not json"))
+    });
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn elicitation_and_sampling_are_answered_by_the_user() {
+    let mut h = launch_everything();
+    // Registered only because the app declares elicitation and sampling.
+    wait_for_tool(&mut h, "trigger-elicitation-request");
+    wait_for_tool(&mut h, "trigger-sampling-request");
+    choose_tool(
+        &mut h,
+        "trigger-elicitation-request",
+        "Trigger Elicitation Request Tool",
+    );
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the elicitation request", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+    });
+    assert!(shows(&h, "The server asks: elicitation/create"));
+    h.get_by_role_and_label(Role::TextInput, "name").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "name")
+        .type_text("Ada Lovelace");
+    h.step();
+    h.step();
+    h.get_by_label("Accept").click_accesskit();
+    step_until(&mut h, "the tool result after accepting", |app| {
+        answer_text(app).is_some_and(|t| t.contains("Name: Ada Lovelace"))
+    });
+    let text = answer_text(h.state()).unwrap();
+    // Defaults from the requested schema were sent along (SEP-1034).
+    assert!(text.contains("pet-1") || text.contains("Pet Type"), "{text}");
+
+    choose_tool(&mut h, "trigger-sampling-request", "Trigger Sampling Request Tool");
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt").focus();
+    h.step();
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt")
+        .type_text("what is six times seven");
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the sampling request", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+    });
+    assert!(shows(&h, "what is six times seven"));
+    h.get_by_role_and_label(Role::MultilineTextInput, "reply").focus();
+    h.step();
+    h.get_by_role_and_label(Role::MultilineTextInput, "reply")
+        .type_text("forty-two");
+    h.step();
+    h.get_by_label("Send reply").click_accesskit();
+    step_until(&mut h, "the sampling result", |app| {
+        answer_text(app).is_some_and(|t| t.contains("forty-two"))
+    });
+    h.state_mut().inspection = None;
 }

@@ -22,7 +22,7 @@ const { z } = await load("zod");
 
 const server = new McpServer(
   { name: "mcpscope-node-zod-server", version: "0.1.0" },
-  { instructions: "Test server for mcpscope: add, echo, create_order, fail." },
+  { instructions: "Test server for mcpscope: add, echo, create_order, schedule, fail." },
 );
 
 server.registerTool(
@@ -77,6 +77,29 @@ server.registerTool(
       ],
     };
   },
+);
+
+server.registerTool(
+  "schedule",
+  {
+    description: "Schedule a job (union, record, nullable, literal, formats, bounded numbers).",
+    inputSchema: {
+      version: z.literal("v1"),
+      when: z.string().datetime().describe("Start (ISO 8601)"),
+      notify: z.string().email().nullable().describe("Who to tell, or null"),
+      trigger: z.discriminatedUnion("type", [
+        z.object({ type: z.literal("cron"), expression: z.string().min(9) }),
+        z.object({ type: z.literal("interval"), seconds: z.number().int().positive().max(86400) }),
+      ]),
+      labels: z.record(z.string(), z.string()).optional(),
+      weight: z.number().min(0).max(1).default(0.5),
+      tags: z.array(z.string().min(1)).max(3).optional(),
+      retries: z.number().int().min(0).max(5).optional(),
+    },
+  },
+  async ({ trigger, when }) => ({
+    content: [{ type: "text", text: `scheduled ${trigger.type} at ${when}` }],
+  }),
 );
 
 server.registerTool(

@@ -8,6 +8,9 @@ Run (after scripts/setup-test-peers):
 Speaks MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr.
 """
 
+from enum import Enum
+from typing import Annotated, Literal
+
 from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import MCPServer
@@ -15,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 server = MCPServer(
     name="mcpscope-py-server",
     version="0.1.0",
-    instructions="Test server for mcpscope: add, echo, describe_person, fail.",
+    instructions="Test server for mcpscope: add, echo, describe_person, plan_trip, fail.",
 )
 
 
@@ -60,6 +63,49 @@ def describe_person(person: Person, shout: bool = False) -> str:
     if person.tags:
         text += f", tags: {', '.join(person.tags)}"
     return text.upper() if shout else text
+
+
+class Transport(str, Enum):
+    """How to get to a stop (an enum -> $defs entry referenced by $ref)."""
+
+    TRAIN = "train"
+    PLANE = "plane"
+    CAR = "car"
+
+
+class Stop(BaseModel):
+    city: str
+    nights: int = Field(ge=1, le=30, description="Nights at this stop")
+    transport: Transport = Transport.TRAIN
+
+
+class Card(BaseModel):
+    method: Literal["card"]
+    last4: str = Field(pattern=r"^[0-9]{4}$")
+
+
+class Cash(BaseModel):
+    method: Literal["cash"]
+    currency: str = Field(default="EUR", min_length=3, max_length=3)
+
+
+class Trip(BaseModel):
+    """A trip: list of models, enum via $ref, Optional, dict, Literal, discriminated union."""
+
+    traveller: Person
+    stops: list[Stop] = Field(min_length=1)
+    budget: float | None = Field(default=None, gt=0)
+    notes: dict[str, str] = Field(default_factory=dict)
+    mode: Literal["solo", "group"] = "solo"
+    payment: Annotated[Card | Cash, Field(discriminator="method")]
+
+
+@server.tool()
+def plan_trip(trip: Trip, preferred: Transport | None = None) -> str:
+    """Plan a trip (pydantic models: nested, list of models, enum, Optional, union)."""
+    route = " -> ".join(f"{s.city} ({s.nights}n, {s.transport.value})" for s in trip.stops)
+    pay = trip.payment.method
+    return f"{trip.traveller.name}: {route}; pays by {pay}; preferred {preferred.value if preferred else '-'}"
 
 
 @server.tool()
