@@ -623,7 +623,7 @@ fn a_response_stream_cut_short_is_resumed_with_last_event_id() {
 }
 
 #[test]
-fn cli_call_over_http_masks_headers() {
+fn cli_call_and_doctor_over_http() {
     let server = HttpServer::start("streamableHttp");
     let out = Command::new(bin())
         .args([
@@ -647,6 +647,44 @@ fn cli_call_over_http_masks_headers() {
     assert!(stderr.contains("HTTP POST"), "{stderr}");
     assert!(stderr.contains("HTTP DELETE"), "{stderr}");
     assert!(!stderr.contains("cli-s3cret") && !stdout.contains("cli-s3cret"));
+
+    // The doctor's checklist over HTTP.
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            "--server-url",
+            &server.url("/mcp"),
+            "-H",
+            "X-Api-Key: doc-s3cret",
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("Healthy: the server speaks MCP over Streamable HTTP"),
+        "{report}"
+    );
+    assert!(report.contains("HTTP responses carried only JSON-RPC"), "{report}");
+    assert!(report.contains("session id: "), "{report}");
+    assert!(
+        report.contains("X-Api-Key: ****") && !report.contains("doc-s3cret"),
+        "{report}"
+    );
+    let out = Command::new(bin())
+        .args([
+            "doctor",
+            "--server-url",
+            &format!("http://127.0.0.1:{}/mcp", free_port()),
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("[FAIL] initialize failed over HTTP") && report.contains("connection refused"),
+        "{report}"
+    );
 
     // Over HTTP+SSE, and a refused connection as an exit status and a sentence.
     let sse = HttpServer::start("sse");
