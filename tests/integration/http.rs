@@ -722,3 +722,93 @@ fn cli_call_and_doctor_over_http() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--server-url"));
 }
+
+#[test]
+fn the_get_stream_reconnects_with_last_event_id() {
+    let server = TinyServer::start(|req| match (req.method.as_str(), req.rpc_method().as_deref()) {
+        ("POST", Some("initialize")) => response(
+            "200 OK",
+            &[("Content-Type", "application/json"), ("Mcp-Session-Id", "g")],
+            &init_result(&req.rpc_id()),
+        ),
+        ("GET", _) => match req.header("last-event-id") {
+            None => sse_response(
+                "retry: 30\nid: g1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+            ),
+            Some("g1") => sse_response(
+                "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n",
+            ),
+            Some(_) => response("405 Method Not Allowed", &[], b""),
+        },
+        _ => response("202 Accepted", &[], b""),
+    });
+    let (mut c, sink) = connect(HttpTarget::streamable(&server.url), options());
+    c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline
+        && !methods_in(&snapshot(&sink))
+            .iter()
+            .any(|m| m == "notifications/prompts/list_changed")
+    {
+        c.pump_for(Duration::from_millis(50));
+    }
+    c.close();
+    let evs = snapshot(&sink);
+    let methods = methods_in(&evs);
+    assert!(
+        methods.iter().any(|m| m == "notifications/tools/list_changed"),
+        "{methods:?}"
+    );
+    assert!(
+        methods.iter().any(|m| m == "notifications/prompts/list_changed"),
+        "{methods:?}"
+    );
+    let gets: Vec<_> = server.seen().into_iter().filter(|r| r.method == "GET").collect();
+    assert!(gets.len() >= 2, "{gets:?}");
+    assert_eq!(gets[1].header("last-event-id"), Some("g1"));
+    assert_eq!(gets[1].header("mcp-session-id"), Some("g"));
+    let http = http_events(&evs);
+    assert!(
+        http.iter()
+            .any(|h| h.text.contains("reconnecting in 30 ms with Last-Event-ID: g1")),
+        "{http:#?}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_times_out_and_closing_does_not_hang() {
+    let server = TinyServer::start(|req| match req.rpc_method().as_deref() {
+        Some("initialize") => {
+            std::thread::sleep(Duration::from_secs(30));
+            Vec::new()
+        }
+        _ => response("202 Accepted", &[], b""),
+    });
+    let (mut c, sink) = connect(
+        HttpTarget::streamable(&server.url),
+        SessionOptions {
+            request_timeout: Some(Duration::from_millis(500)),
+            ..options()
+        },
+    );
+    let err = c
+        .initialize(&HandshakeOptions::default(), Duration::from_millis(500))
+        .unwrap_err();
+    assert!(matches!(err, ClientError::TimedOut { .. }), "{err:?}");
+    let started = Instant::now();
+    c.close();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "closing took {:?}",
+        started.elapsed()
+    );
+    let evs = snapshot(&sink);
+    assert!(evs.iter().any(|e| matches!(e, Event::TimedOut { .. })));
+    // The timed-out request was cancelled, as over stdio.
+    assert!(
+        sent(&evs)
+            .iter()
+            .any(|f| f.class.method.as_deref() == Some("notifications/cancelled"))
+    );
+    assert!(matches!(evs.last(), Some(Event::Closed { .. })));
+}
