@@ -897,7 +897,8 @@ fn read_sse<R: std::io::BufRead>(ctx: &Ctx, reader: &mut SseReader<R>, waiting_f
             Ok(Some(ev)) => {
                 o.events += 1;
                 note_ids(&mut o, &ev);
-                if ev.has_data() && ev.kind() == "message" {
+                // Any event with data is kept: a server may name its events otherwise.
+                if ev.has_data() {
                     if waiting_for.is_some_and(|id| answers(&ev.data, id)) {
                         o.answered = true;
                     }
