@@ -10,7 +10,7 @@
 
 use crate::classify::Limits;
 use crate::correlation::TimedOut;
-use crate::event::Event;
+use crate::event::{Event, HttpInfo};
 use crate::frame::{Direction, Frame};
 use crate::framing::{LineEnding, RawLine};
 use crate::message::RequestId;
@@ -40,6 +40,12 @@ pub struct Header {
     pub env_keys: Vec<String>,
     /// `session` (mcpscope drove the server) or `proxy` (a real client did).
     pub mode: String,
+    /// `stdio` (also when empty, as in older captures), `http` or `sse`.
+    pub transport: String,
+    /// The server's URL, for the HTTP transports.
+    pub url: Option<String>,
+    /// Names of the extra HTTP headers sent: values often hold tokens.
+    pub header_keys: Vec<String>,
 }
 
 impl Header {
@@ -54,6 +60,26 @@ impl Header {
             cwd: spec.cwd.as_ref().map(|p| p.display().to_string()),
             env_keys: spec.env.iter().map(|(k, _)| k.clone()).collect(),
             mode: mode.to_owned(),
+            transport: "stdio".into(),
+            ..Self::default()
+        }
+    }
+
+    /// The header for a session over any transport.
+    pub fn for_target(target: &crate::transport::Target, mode: &str) -> Self {
+        match target {
+            crate::transport::Target::Stdio(spec) => Self::for_spec(spec, mode),
+            crate::transport::Target::Http(h) => Self {
+                started_unix_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                command_line: h.display(),
+                mode: mode.to_owned(),
+                transport: h.kind.as_str().into(),
+                url: Some(h.url.clone()),
+                header_keys: h.headers.iter().map(|(k, _)| k.clone()).collect(),
+                ..Self::default()
+            },
         }
     }
 
@@ -69,6 +95,9 @@ impl Header {
             "args": self.args,
             "cwd": self.cwd,
             "env_keys": self.env_keys,
+            "transport": if self.transport.is_empty() { "stdio" } else { &self.transport },
+            "url": self.url,
+            "header_keys": self.header_keys,
         })
     }
 
@@ -93,6 +122,13 @@ impl Header {
                 .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
                 .unwrap_or_default(),
             mode: s("mode").unwrap_or_default(),
+            transport: s("transport").unwrap_or_else(|| "stdio".into()),
+            url: s("url"),
+            header_keys: v
+                .get("header_keys")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
         })
     }
 }
@@ -233,6 +269,20 @@ fn meta_json(e: &Event) -> Value {
             "line": String::from_utf8_lossy(line),
         }),
         Event::Note { text, .. } => json!({"event": "note", "text": text}),
+        Event::Http(h) => {
+            let pairs = |hs: &[(String, String)]| -> Vec<Value> { hs.iter().map(|(k, v)| json!([k, v])).collect() };
+            json!({
+                "event": "http",
+                "method": h.method,
+                "url": h.url,
+                "status": h.status,
+                "sent": pairs(&h.sent),
+                "received": pairs(&h.received),
+                "request_id": h.request_id.as_ref().map(RequestId::to_json),
+                "text": h.text,
+                "error": h.error,
+            })
+        }
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
@@ -366,6 +416,31 @@ fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<
                     line: s("line").into_bytes(),
                 },
                 "note" => Event::Note { at, text: s("text") },
+                "http" => {
+                    let pairs = |k: &str| -> Vec<(String, String)> {
+                        v.get(k)
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|p| {
+                                        Some((p.get(0)?.as_str()?.to_owned(), p.get(1)?.as_str()?.to_owned()))
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    Event::Http(HttpInfo {
+                        at,
+                        method: s("method"),
+                        url: s("url"),
+                        status: v.get("status").and_then(Value::as_u64).map(|c| c as u16),
+                        sent: pairs("sent"),
+                        received: pairs("received"),
+                        request_id: v.get("request_id").and_then(RequestId::from_json),
+                        text: s("text"),
+                        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+                    })
+                }
                 "exited" => Event::Exited {
                     at,
                     status: ExitInfo {

@@ -11,6 +11,7 @@ use crate::handshake::{Handshake, HandshakeOptions};
 use crate::message::{ErrorObject, RequestId, error_code};
 use crate::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::session::{Session, SessionOptions};
+use crate::transport::Target;
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::{Value, json};
 use std::fmt;
@@ -20,10 +21,27 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientError {
     SpawnFailed(SpawnError),
-    TimedOut { method: String, after: Duration },
-    ServerExited { method: String, status: ExitInfo },
-    Closed { method: String },
-    WriteFailed { method: String, error: String },
+    TimedOut {
+        method: String,
+        after: Duration,
+    },
+    ServerExited {
+        method: String,
+        status: ExitInfo,
+    },
+    Closed {
+        method: String,
+    },
+    WriteFailed {
+        method: String,
+        error: String,
+    },
+    /// The HTTP exchange carrying the request failed (connection refused, an
+    /// error status, a body that is not the response, an expired session).
+    Http {
+        method: String,
+        error: String,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -38,6 +56,7 @@ impl fmt::Display for ClientError {
             }
             ClientError::Closed { method } => write!(f, "the session ended before {method} was answered"),
             ClientError::WriteFailed { method, error } => write!(f, "could not send {method}: {error}"),
+            ClientError::Http { method, error } => write!(f, "{method} failed over HTTP: {error}"),
         }
     }
 }
@@ -65,6 +84,8 @@ pub type Observer = Box<dyn FnMut(&Event) + Send>;
 
 pub struct Client {
     session: Session,
+    /// Over HTTP there is no process to wait for.
+    remote: bool,
     observer: Observer,
     /// Answer `roots/list` with these roots; refuse it when `None`.
     roots: Option<Vec<Value>>,
@@ -76,8 +97,16 @@ pub struct Client {
 
 impl Client {
     pub fn start(spec: ServerSpec, options: SessionOptions, observer: Observer) -> Client {
+        Self::connect(Target::Stdio(spec), options, observer)
+    }
+
+    /// A client for a server over any transport (stdio, Streamable HTTP, HTTP+SSE).
+    pub fn connect(target: impl Into<Target>, options: SessionOptions, observer: Observer) -> Client {
+        let target = target.into();
+        let remote = matches!(target, Target::Http(_));
         Client {
-            session: Session::start(spec, options),
+            session: Session::connect(target, options),
+            remote,
             observer,
             roots: None,
             pid: None,
@@ -103,6 +132,20 @@ impl Client {
 
     pub fn exit_status(&self) -> Option<ExitInfo> {
         self.exited
+    }
+
+    /// Waits until the server can be spoken to: started (stdio) or at once
+    /// (HTTP, where a server that cannot be reached fails the first request).
+    pub fn wait_started(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        if self.remote {
+            return Ok(());
+        }
+        self.wait_spawned(timeout).map(|_| ())
+    }
+
+    /// Whether the server is reached over HTTP.
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// Waits until the server has started (or failed to).
@@ -254,6 +297,12 @@ impl Client {
                     });
                 }
                 Event::SpawnFailed { error, .. } => return Err(ClientError::SpawnFailed(error.clone())),
+                Event::Http(h) if h.request_id.as_ref() == Some(id) && h.error.is_some() => {
+                    return Err(ClientError::Http {
+                        method: method.into(),
+                        error: h.error.clone().unwrap_or_default(),
+                    });
+                }
                 // A response may still be in the stdout pipe when the exit is
                 // noticed: give the reader a moment before giving up.
                 Event::Exited { .. } => exit_grace = Some(Instant::now() + Duration::from_millis(300)),

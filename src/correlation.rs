@@ -153,6 +153,19 @@ impl Correlator {
     }
 
     /// Marks an outgoing request as cancelled; its response, if any, is flagged.
+    /// Stops the clock on an outgoing request whose transport failed (an
+    /// HTTP error, a refused connection): it will get no response, and it
+    /// must not time out and be cancelled on top of that.
+    pub fn abandon(&mut self, id: &RequestId) -> bool {
+        match self.client.pending.get_mut(id) {
+            Some(p) => {
+                p.deadline = None;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn on_cancel(&mut self, id: &RequestId) -> bool {
         match self.client.pending.get_mut(id) {
             Some(p) => {

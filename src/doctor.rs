@@ -14,6 +14,7 @@ use crate::handshake::{HandshakeOptions, VersionVerdict};
 use crate::model::Severity;
 use crate::process::ServerSpec;
 use crate::session::SessionOptions;
+use crate::transport::Target;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,7 +97,7 @@ impl Default for DoctorOptions {
     }
 }
 
-fn collecting_client(spec: &ServerSpec, timeout: Duration) -> (Client, Arc<Mutex<Vec<Event>>>) {
+fn collecting_client(target: &Target, timeout: Duration) -> (Client, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     let options = SessionOptions {
@@ -105,8 +106,8 @@ fn collecting_client(spec: &ServerSpec, timeout: Duration) -> (Client, Arc<Mutex
         term_grace: Duration::from_secs(1),
         ..SessionOptions::default()
     };
-    let client = Client::start(
-        spec.clone(),
+    let client = Client::connect(
+        target.clone(),
         options,
         Box::new(move |ev: &Event| sink.lock().expect("event sink").push(ev.clone())),
     );
@@ -126,45 +127,67 @@ fn spawn_hint(message: &str, program: &str) -> Option<String> {
     }
 }
 
-/// Runs the checklist.
+/// Runs the checklist against a server started over stdio.
 pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
-    let mut report = Report::default();
-    let (mut client, events) = collecting_client(spec, options.timeout);
-    let mut checks = Vec::new();
+    diagnose_target(&Target::Stdio(spec.clone()), options)
+}
 
-    // 1. Start.
-    match client.wait_spawned(Duration::from_secs(10)) {
-        Ok(pid) => {
-            let program = events
-                .lock()
-                .expect("events")
-                .iter()
-                .find_map(|e| match e {
-                    Event::Spawned { program, .. } => Some(program.display().to_string()),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            checks.push(Check::new(
-                Status::Pass,
-                format!("Process started: {program} (pid {pid})"),
-            ));
-        }
-        Err(ClientError::SpawnFailed(e)) => {
-            let mut c = Check::new(Status::Fail, "Process did not start").detail(e.to_string());
-            if let Some(h) = spawn_hint(&e.message, &e.program) {
-                c = c.detail(h);
+/// Runs the checklist against a server over any transport.
+pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
+    let mut report = Report::default();
+    let (mut client, events) = collecting_client(target, options.timeout);
+    let mut checks = Vec::new();
+    let http = match target {
+        Target::Http(h) => Some(h),
+        Target::Stdio(_) => None,
+    };
+
+    // 1. Start (stdio) or where the server is (HTTP: reached with the first request).
+    if let Some(h) = http {
+        checks.push(
+            Check::new(Status::Info, format!("Server URL: {} ({})", h.url, h.kind.label())).detail(
+                if h.headers.is_empty() {
+                    "no extra headers".to_owned()
+                } else {
+                    let shown: Vec<String> = h.masked_headers().iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                    format!("extra headers: {}", shown.join(", "))
+                },
+            ),
+        );
+    } else {
+        match client.wait_spawned(Duration::from_secs(10)) {
+            Ok(pid) => {
+                let program = events
+                    .lock()
+                    .expect("events")
+                    .iter()
+                    .find_map(|e| match e {
+                        Event::Spawned { program, .. } => Some(program.display().to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                checks.push(Check::new(
+                    Status::Pass,
+                    format!("Process started: {program} (pid {pid})"),
+                ));
             }
-            checks.push(c);
-            client.close();
-            report.checks = checks;
-            report.events = events.lock().expect("events").clone();
-            return report;
-        }
-        Err(e) => {
-            checks.push(Check::new(Status::Fail, "Process did not start").detail(e.to_string()));
-            client.close();
-            report.checks = checks;
-            return report;
+            Err(ClientError::SpawnFailed(e)) => {
+                let mut c = Check::new(Status::Fail, "Process did not start").detail(e.to_string());
+                if let Some(h) = spawn_hint(&e.message, &e.program) {
+                    c = c.detail(h);
+                }
+                checks.push(c);
+                client.close();
+                report.checks = checks;
+                report.events = events.lock().expect("events").clone();
+                return report;
+            }
+            Err(e) => {
+                checks.push(Check::new(Status::Fail, "Process did not start").detail(e.to_string()));
+                client.close();
+                report.checks = checks;
+                return report;
+            }
         }
     }
 
@@ -220,6 +243,13 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
             }
             checks.push(c);
         }
+        Err(ClientError::Http { error, .. }) => {
+            let mut c = Check::new(Status::Fail, "initialize failed over HTTP").detail(error.clone());
+            if error.contains("connection refused") {
+                c = c.detail("Start the server first, and check the host and port of the URL.");
+            }
+            checks.push(c);
+        }
         Err(e) => {
             let mut c = Check::new(Status::Fail, "initialize got no answer").detail(e.to_string());
             if matches!(e, ClientError::TimedOut { .. }) {
@@ -245,8 +275,11 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
     client.close();
     let evs = events.lock().expect("events").clone();
 
-    // 4. stdout hygiene.
-    checks.insert(1, stdout_check(&evs));
+    // 4. stdout (or HTTP body) hygiene, and for HTTP what the transport showed.
+    checks.insert(1, stdout_check(&evs, http.is_some()));
+    if http.is_some() {
+        checks.push(http_check(&evs));
+    }
     if let Some(status) = exit_during_checks {
         checks.push(Check::new(
             Status::Fail,
@@ -256,14 +289,16 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
 
     // 5. Handshake enforcement, in a fresh process.
     if options.probe_enforcement && matches!(&handshake, Ok(Ok(_))) {
-        checks.push(probe_enforcement(spec, options.timeout.min(Duration::from_secs(5))));
+        checks.push(probe_enforcement(target, options.timeout.min(Duration::from_secs(5))));
     }
 
     // 6. The protocol lint over everything the main session saw.
     checks.push(lint_check(&evs));
 
-    // 7. stderr tail.
-    checks.push(stderr_check(&evs, options.stderr_tail));
+    // 7. stderr tail (a server reached over HTTP has none we can see).
+    if http.is_none() {
+        checks.push(stderr_check(&evs, options.stderr_tail));
+    }
 
     report.checks = checks;
     report.events = evs;
@@ -324,7 +359,55 @@ fn list_tools(client: &mut Client, timeout: Duration, advertised: bool) -> Check
     c
 }
 
-fn stdout_check(events: &[Event]) -> Check {
+/// What the HTTP exchanges showed: session, protocol version header, GET
+/// stream, DELETE, and any failed exchange.
+fn http_check(events: &[Event]) -> Check {
+    let http: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Http(h) => Some(h),
+            _ => None,
+        })
+        .collect();
+    let failures: Vec<_> = http.iter().filter(|h| h.error.is_some()).collect();
+    let mut c = Check::new(
+        if failures.is_empty() {
+            Status::Pass
+        } else {
+            Status::Warn
+        },
+        format!(
+            "HTTP: {} exchange(s), {} failed",
+            http.iter().filter(|h| h.method != "SSE").count(),
+            failures.len()
+        ),
+    );
+    let session = http.iter().find_map(|h| h.received_header("mcp-session-id"));
+    c = c.detail(match session {
+        Some(s) => format!("session id: {s}"),
+        None => "no Mcp-Session-Id: the server keeps no session".into(),
+    });
+    if let Some(v) = http.iter().find_map(|h| h.sent_header("MCP-Protocol-Version")) {
+        c = c.detail(format!("sent MCP-Protocol-Version: {v} after the handshake"));
+    }
+    for h in http
+        .iter()
+        .filter(|h| h.method == "GET" || h.method == "DELETE" || h.text.starts_with("endpoint"))
+    {
+        c = c.detail(h.summary());
+    }
+    for f in failures.iter().take(5) {
+        c = c.detail(f.summary());
+    }
+    c
+}
+
+fn stdout_check(events: &[Event], over_http: bool) -> Check {
+    let (channel, unit) = if over_http {
+        ("HTTP responses", "message(s)")
+    } else {
+        ("stdout", "line(s)")
+    };
     let received: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
@@ -339,7 +422,7 @@ fn stdout_check(events: &[Event]) -> Check {
     if bad.is_empty() {
         return Check::new(
             Status::Pass,
-            format!("stdout carried only JSON-RPC ({} line(s))", received.len()),
+            format!("{channel} carried only JSON-RPC ({} {unit})", received.len()),
         );
     }
     let fatal = bad
@@ -347,7 +430,7 @@ fn stdout_check(events: &[Event]) -> Check {
         .any(|f| matches!(f.kind(), Kind::NotJson | Kind::NotJsonRpc | Kind::Batch));
     let mut c = Check::new(
         if fatal { Status::Fail } else { Status::Warn },
-        format!("stdout carried {} problem line(s)", bad.len()),
+        format!("{channel} carried {} problem {unit}", bad.len()),
     );
     for f in bad.iter().take(5) {
         let codes: Vec<_> = f.anomalies().codes().collect();
@@ -357,7 +440,7 @@ fn stdout_check(events: &[Event]) -> Check {
             codes.join(", ")
         ));
     }
-    if bad.iter().any(|f| f.kind() == Kind::NotJson) {
+    if !over_http && bad.iter().any(|f| f.kind() == Kind::NotJson) {
         c = c.detail(
             "Over stdio, stdout is reserved for JSON-RPC messages; a client fails or disconnects on \
              anything else. Send logs to stderr (console.error in Node, print(..., file=sys.stderr) \
@@ -405,9 +488,9 @@ fn stderr_check(events: &[Event], tail: usize) -> Check {
     c
 }
 
-fn probe_enforcement(spec: &ServerSpec, timeout: Duration) -> Check {
-    let (mut client, _events) = collecting_client(spec, timeout);
-    if client.wait_spawned(Duration::from_secs(10)).is_err() {
+fn probe_enforcement(target: &Target, timeout: Duration) -> Check {
+    let (mut client, _events) = collecting_client(target, timeout);
+    if client.wait_started(Duration::from_secs(10)).is_err() {
         client.close();
         return Check::new(
             Status::Info,
@@ -428,6 +511,11 @@ fn probe_enforcement(spec: &ServerSpec, timeout: Duration) -> Check {
             )
             .detail(e.to_string()),
         },
+        Err(ClientError::Http { error, .. }) => Check::new(
+            Status::Info,
+            "Handshake enforced: tools/list before initialize was refused over HTTP",
+        )
+        .detail(error),
         Err(e) => Check::new(
             Status::Info,
             "Handshake enforcement: no answer to tools/list before initialize",

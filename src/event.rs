@@ -23,6 +23,71 @@ impl StderrLine {
     }
 }
 
+/// What happened at the HTTP level: one exchange (`POST`, `GET`, `DELETE`)
+/// or a fact about an SSE stream (`SSE`: ended, reconnecting, endpoint).
+///
+/// Header values given by the user (e.g. `Authorization`) are masked before
+/// they get here, so timelines, captures and logs never hold secrets.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct HttpInfo {
+    pub at: Duration,
+    /// `POST`, `GET`, `DELETE`, or `SSE` for a fact about a stream.
+    pub method: String,
+    pub url: String,
+    /// The response status; `None` when no response came (connection refused…).
+    pub status: Option<u16>,
+    /// Request headers sent (masked where they are the user's).
+    pub sent: Vec<(String, String)>,
+    /// Response headers that matter (content type, session id, protocol version…).
+    pub received: Vec<(String, String)>,
+    /// The JSON-RPC request this exchange carried, if it carried one.
+    pub request_id: Option<RequestId>,
+    /// What this means, for a person.
+    pub text: String,
+    /// Set when the exchange failed; a request it carried will get no response.
+    pub error: Option<String>,
+}
+
+impl HttpInfo {
+    /// A response header by name (case-insensitive).
+    pub fn received_header(&self, name: &str) -> Option<&str> {
+        header_value(&self.received, name)
+    }
+
+    /// A request header by name (case-insensitive).
+    pub fn sent_header(&self, name: &str) -> Option<&str> {
+        header_value(&self.sent, name)
+    }
+
+    pub fn summary(&self) -> String {
+        let mut s = format!("HTTP {} {}", self.method, self.url);
+        match self.status {
+            Some(code) => s.push_str(&format!(" → {code}")),
+            None if self.method != "SSE" => s.push_str(" → no response"),
+            None => {}
+        }
+        if let Some(ct) = self.received_header("content-type") {
+            s.push_str(&format!(" ({ct})"));
+        }
+        if !self.text.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.text);
+        }
+        if let Some(e) = &self.error {
+            s.push_str(" — ");
+            s.push_str(e);
+        }
+        s
+    }
+}
+
+fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
 /// Everything a session tells its owner, in the order it happened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -55,6 +120,9 @@ pub enum Event {
         error: String,
         line: Vec<u8>,
     },
+    /// An HTTP exchange or a fact about an HTTP stream (HTTP transports only):
+    /// status code and the headers that matter, on the same timeline as frames.
+    Http(HttpInfo),
     /// Something the session did or noticed that is not a frame, e.g. a
     /// shutdown step ("sent SIGTERM to process group 123") or a capture
     /// write failure.
@@ -77,6 +145,7 @@ impl Event {
         match self {
             Event::Frame(f) => f.at,
             Event::Stderr(s) => s.at,
+            Event::Http(h) => h.at,
             Event::Spawned { at, .. }
             | Event::SpawnFailed { at, .. }
             | Event::TimedOut { at, .. }
@@ -104,6 +173,7 @@ impl Event {
             Event::Cancelled { id, .. } => format!("cancelled request #{id}"),
             Event::WriteFailed { error, .. } => format!("write to stdin failed: {error}"),
             Event::Note { text, .. } => text.clone(),
+            Event::Http(h) => h.summary(),
             Event::Exited { status, .. } => format!("server {status}"),
             Event::Closed { .. } => "session closed".into(),
         }

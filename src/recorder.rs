@@ -88,6 +88,11 @@ impl Recorder {
         self.correlator.on_cancel(id)
     }
 
+    /// See [`Correlator::abandon`].
+    pub fn abandon(&mut self, id: &RequestId) -> bool {
+        self.correlator.abandon(id)
+    }
+
     /// Marks a request as timed out while replaying a capture.
     pub fn replay_timeout(&mut self, id: &RequestId) {
         self.correlator.expire_one(id, Duration::ZERO);

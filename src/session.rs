@@ -1,4 +1,5 @@
-//! A live session with one stdio server, owned by a background thread.
+//! A live session with one server, owned by a background thread: a child
+//! process over stdio (this file) or a URL over HTTP ([`crate::http`]).
 //!
 //! The owner (the desktop UI or the CLI) talks to the session only through two
 //! channels: [`Command`]s in, [`Event`]s out. Separate threads write the
@@ -13,6 +14,7 @@ use crate::framing::{LineSplitter, RawLine, read_lines};
 use crate::message::{ErrorObject, Message, RequestId};
 use crate::process::{self, ExitInfo, ServerSpec};
 use crate::recorder::Recorder;
+use crate::transport::Target;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded, select};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -34,7 +36,8 @@ pub struct SessionOptions {
     pub cancel_on_timeout: bool,
     /// Where to append the JSONL capture.
     pub capture: Option<PathBuf>,
-    /// How long to wait for the server to exit after its stdin is closed.
+    /// How long to wait for the server to exit after its stdin is closed
+    /// (over HTTP: for the exchanges in flight, then for the DELETE).
     pub stdin_close_grace: Duration,
     /// How long to wait after SIGTERM before SIGKILL.
     pub term_grace: Duration,
@@ -88,12 +91,24 @@ impl Session {
     /// Starts the server on a background thread. Never fails: a spawn failure
     /// arrives as [`Event::SpawnFailed`] followed by [`Event::Closed`].
     pub fn start(spec: ServerSpec, options: SessionOptions) -> Session {
+        Self::connect(Target::Stdio(spec), options)
+    }
+
+    /// Starts a session with a server over any transport: a child process
+    /// (stdio) or a URL (Streamable HTTP, HTTP+SSE). Never fails: a server
+    /// that cannot be reached shows as events (`SpawnFailed`, or an
+    /// [`Event::Http`] with an error for each message that could not be sent).
+    pub fn connect(target: impl Into<Target>, options: SessionOptions) -> Session {
+        let target = target.into();
         let (cmd_tx, cmd_rx) = bounded(1024);
         let (ev_tx, ev_rx) = bounded(options.event_capacity.max(16));
         let default_timeout = options.request_timeout;
         let thread = std::thread::Builder::new()
             .name("mcpscope-session".into())
-            .spawn(move || run(spec, options, cmd_rx, ev_tx))
+            .spawn(move || match target {
+                Target::Stdio(spec) => run(spec, options, cmd_rx, ev_tx),
+                Target::Http(http) => crate::http::run(http, options, cmd_rx, ev_tx),
+            })
             .expect("spawning the session thread");
         Session {
             commands: cmd_tx,

@@ -1,6 +1,6 @@
 //! `mcpscope call`: handshake, one request, the result as JSON on stdout.
 
-use super::ServerArgs;
+use super::TargetArgs;
 use super::trace;
 use crate::client::{Client, ClientError};
 use crate::event::Event;
@@ -62,7 +62,7 @@ pub struct CallArgs {
     pub no_handshake: bool,
 
     #[command(flatten)]
-    pub server: ServerArgs,
+    pub server: TargetArgs,
 }
 
 /// `--tool-arg` values: JSON where they parse, strings otherwise.
@@ -127,6 +127,10 @@ pub fn run(args: CallArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(EXIT_NO_CONNECTION, e),
     };
+    let target = match args.server.target() {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+    };
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
         request_timeout: Some(timeout),
@@ -147,9 +151,15 @@ pub fn run(args: CallArgs) -> ExitCode {
             && text.starts_with("capture")
         {
             eprintln!("mcpscope: {text}");
+        } else if let Event::Http(h) = ev
+            && h.error.is_some()
+            && h.request_id.is_none()
+        {
+            // Failures of a request are reported with it; these are the others.
+            eprintln!("mcpscope: {}", h.summary());
         }
     });
-    let mut client = Client::start(args.server.spec(), options, observer);
+    let mut client = Client::connect(target, options, observer);
     let roots: Vec<Value> = args
         .root
         .iter()
@@ -183,7 +193,7 @@ fn call(
     capabilities: Value,
     timeout: Duration,
 ) -> Result<u8, ClientError> {
-    client.wait_spawned(Duration::from_secs(10))?;
+    client.wait_started(Duration::from_secs(10))?;
     if !args.no_handshake {
         let hs = HandshakeOptions {
             protocol_version: args.protocol_version.clone(),

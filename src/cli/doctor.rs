@@ -1,6 +1,6 @@
 //! `mcpscope doctor`: the checklist as a report.
 
-use super::ServerArgs;
+use super::TargetArgs;
 use crate::doctor::{self, DoctorOptions};
 use crate::handshake;
 use clap::Args;
@@ -22,19 +22,25 @@ pub struct DoctorArgs {
     pub no_enforcement_probe: bool,
 
     #[command(flatten)]
-    pub server: ServerArgs,
+    pub server: TargetArgs,
 }
 
 pub fn run(args: DoctorArgs) -> ExitCode {
-    let spec = args.server.spec();
+    let target = match args.server.target() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcpscope doctor: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let options = DoctorOptions {
         timeout: Duration::from_millis(args.timeout_ms),
         protocol_version: args.protocol_version,
         probe_enforcement: !args.no_enforcement_probe,
         ..DoctorOptions::default()
     };
-    println!("mcpscope doctor: {}", spec.display());
-    let report = doctor::diagnose(&spec, &options);
+    println!("mcpscope doctor: {}", target.display());
+    let report = doctor::diagnose_target(&target, &options);
     for check in &report.checks {
         println!("[{}] {}", check.status.mark(), check.title);
         for d in &check.details {
@@ -42,7 +48,13 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         }
     }
     if report.healthy() {
-        println!("Healthy: the server speaks MCP over stdio as expected.");
+        println!(
+            "Healthy: the server speaks MCP over {} as expected.",
+            match &target {
+                crate::transport::Target::Stdio(_) => "stdio",
+                crate::transport::Target::Http(h) => h.kind.label(),
+            }
+        );
         ExitCode::SUCCESS
     } else {
         println!("Not healthy: see the FAIL lines above.");

@@ -9,6 +9,7 @@ mod proxy;
 mod trace;
 
 use crate::process::ServerSpec;
+use crate::transport::{HttpKind, HttpTarget, Target};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,6 +86,94 @@ impl ServerArgs {
     }
 }
 
+/// How a subcommand reaches its server: a command to start (stdio, the
+/// default), or a URL (`--transport http|sse --server-url URL`).
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// How to reach the server: stdio (start COMMAND), http (Streamable HTTP)
+    /// or sse (the older HTTP+SSE transport). Defaults to http with --server-url.
+    #[arg(long, value_enum, value_name = "TRANSPORT")]
+    pub transport: Option<TransportArg>,
+
+    /// The server's URL: the MCP endpoint (http), or the SSE endpoint (sse).
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+
+    /// An HTTP header sent with every request (repeatable), e.g.
+    /// "Authorization: Bearer …". Values are masked in traces and captures.
+    #[arg(short = 'H', long = "header", value_name = "NAME:VALUE", value_parser = crate::transport::parse_header)]
+    pub headers: Vec<(String, String)>,
+
+    /// Streamable HTTP: do not open the GET stream for server-initiated messages.
+    #[arg(long)]
+    pub no_get_stream: bool,
+
+    /// Environment variable for the server (repeatable), added to the inherited environment.
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub env: Vec<(String, String)>,
+
+    /// Working directory for the server.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// The server command and its arguments, after `--` (stdio only).
+    #[arg(last = true, value_name = "COMMAND ARGS")]
+    pub command: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportArg {
+    Stdio,
+    Http,
+    Sse,
+}
+
+impl TargetArgs {
+    /// What to connect to, or why the arguments do not say.
+    pub fn target(&self) -> Result<Target, String> {
+        let transport = self.transport.unwrap_or(if self.server_url.is_some() {
+            TransportArg::Http
+        } else {
+            TransportArg::Stdio
+        });
+        let kind = match transport {
+            TransportArg::Stdio => {
+                if self.server_url.is_some() || !self.headers.is_empty() {
+                    return Err("--server-url and --header need --transport http or sse".into());
+                }
+                if self.command.is_empty() {
+                    return Err("give the server command after `--` (or --transport http|sse --server-url URL)".into());
+                }
+                let mut parts = self.command.iter();
+                return Ok(Target::Stdio(ServerSpec {
+                    program: parts.next().cloned().unwrap_or_default(),
+                    args: parts.cloned().collect(),
+                    env: self.env.clone(),
+                    cwd: self.cwd.clone(),
+                }));
+            }
+            TransportArg::Http => HttpKind::StreamableHttp,
+            TransportArg::Sse => HttpKind::Sse,
+        };
+        let Some(url) = &self.server_url else {
+            return Err(format!("--transport {} needs --server-url URL", kind.as_str()));
+        };
+        if !self.command.is_empty() {
+            return Err(format!(
+                "--transport {} connects to a running server: drop the command after `--`",
+                kind.as_str()
+            ));
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!("--server-url must start with http:// or https://, got {url:?}"));
+        }
+        let mut t = HttpTarget::new(url.clone(), kind);
+        t.headers = self.headers.clone();
+        t.open_get_stream = !self.no_get_stream;
+        Ok(Target::Http(t))
+    }
+}
+
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
@@ -128,5 +217,49 @@ mod tests {
         assert_eq!(parse_key_value("A=b=c").unwrap(), ("A".into(), "b=c".into()));
         assert!(parse_key_value("=x").is_err());
         assert!(parse_key_value("novalue").is_err());
+    }
+
+    fn target(args: &[&str]) -> Result<Target, String> {
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: TargetArgs,
+        }
+        W::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?
+            .a
+            .target()
+    }
+
+    #[test]
+    fn targets_from_arguments() {
+        let Target::Stdio(spec) = target(&["--", "node", "s.js"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(spec.program, "node");
+        let Target::Http(h) = target(&[
+            "--server-url",
+            "http://127.0.0.1:9/mcp",
+            "-H",
+            "Authorization: Bearer t",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(h.kind, HttpKind::StreamableHttp);
+        assert_eq!(h.headers, vec![("Authorization".into(), "Bearer t".into())]);
+        let Target::Http(h) = target(&["--transport", "sse", "--server-url", "http://h/sse"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(h.kind, HttpKind::Sse);
+        assert!(target(&[]).unwrap_err().contains("after `--`"));
+        assert!(target(&["--transport", "http"]).unwrap_err().contains("--server-url"));
+        assert!(
+            target(&["--server-url", "http://h/", "--", "node"])
+                .unwrap_err()
+                .contains("drop the command")
+        );
+        assert!(target(&["--transport", "stdio", "--server-url", "http://h/", "--", "x"]).is_err());
+        assert!(target(&["--server-url", "ftp://h/"]).is_err());
     }
 }

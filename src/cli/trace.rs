@@ -42,7 +42,7 @@ pub fn anomaly_warning(f: &Frame) -> Option<String> {
     let codes: Vec<&str> = f.anomalies().codes().collect();
     let first = f.anomalies().descriptions().next().map(|(_, d)| d).unwrap_or_default();
     Some(format!(
-        "mcpscope: warning: server stdout line {} [{}]: {}",
+        "mcpscope: warning: from the server: {} [{}]: {}",
         shorten(&format!("{:?}", f.text())),
         codes.join(", "),
         first

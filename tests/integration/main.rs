@@ -7,6 +7,7 @@ mod support;
 mod capture_roundtrip;
 mod cli;
 mod faulty_servers;
+mod http;
 mod lint;
 mod real_servers;
 mod schema_form;
