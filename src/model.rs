@@ -163,6 +163,43 @@ pub struct SessionModel {
     pub latest_results: HashMap<String, usize>,
     /// Client request ids someone waits for, with the row of their response.
     watched: HashMap<RequestId, Option<usize>>,
+    /// Rows of `notifications/message` from the server, for the log view.
+    pub log_rows: Vec<usize>,
+    /// Latest `notifications/progress` per progress token (as JSON text).
+    pub progress: HashMap<String, Progress>,
+    /// `notifications/resources/updated` per URI.
+    pub resource_updates: HashMap<String, ResourceUpdates>,
+    /// Response latencies in microseconds by request method (both directions).
+    pub latencies: HashMap<String, Vec<u32>>,
+    /// The server is reached over HTTP (there is no process).
+    pub remote: bool,
+}
+
+/// The latest progress reported for one token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+    pub row: usize,
+    /// How many progress notifications came for the token.
+    pub count: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceUpdates {
+    pub count: usize,
+    pub last_row: usize,
+}
+
+/// Latency summary of one method.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencySummary {
+    pub method: String,
+    pub count: usize,
+    pub p50: Duration,
+    pub p95: Duration,
+    pub max: Duration,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,6 +231,11 @@ impl SessionModel {
             counts: KindCounts::default(),
             latest_results: HashMap::new(),
             watched: HashMap::new(),
+            log_rows: Vec::new(),
+            progress: HashMap::new(),
+            resource_updates: HashMap::new(),
+            latencies: HashMap::new(),
+            remote: false,
         }
     }
 
@@ -207,9 +249,10 @@ impl SessionModel {
         matches!(self.source, Source::Live { .. })
     }
 
-    /// Whether the server process is running right now.
+    /// Whether the server can be talked to right now: its process runs, or
+    /// (remote servers have no process) the session is open.
     pub fn running(&self) -> bool {
-        self.is_live() && self.pid.is_some() && self.exit.is_none() && !self.closed
+        self.is_live() && (self.pid.is_some() || self.remote) && self.exit.is_none() && !self.closed
     }
 
     pub fn apply(&mut self, ev: &Event) {
@@ -255,6 +298,52 @@ impl SessionModel {
             }
             Kind::Error => c.errors += 1,
             Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => c.not_jsonrpc += 1,
+        }
+        if f.kind().is_response()
+            && let Some((req, latency)) = self.store.get(row).and_then(|r| r.link())
+            && let Some(m) = self.store.get(req).and_then(|r| r.method())
+        {
+            let us = latency.as_micros().min(u32::MAX as u128) as u32;
+            match self.latencies.get_mut(m) {
+                Some(v) => v.push(us),
+                None => {
+                    self.latencies.insert(m.to_owned(), vec![us]);
+                }
+            }
+        }
+        if f.direction == crate::frame::Direction::In && f.kind() == Kind::Notification {
+            match f.class.method.as_deref() {
+                Some("notifications/message") => self.log_rows.push(row),
+                Some("notifications/progress") => {
+                    if let Some(p) = f.json().and_then(|v| v.get("params").cloned())
+                        && let Some(token) = p.get("progressToken")
+                    {
+                        let entry = self.progress.entry(token.to_string()).or_insert(Progress {
+                            progress: 0.0,
+                            total: None,
+                            message: None,
+                            row,
+                            count: 0,
+                        });
+                        entry.progress = p.get("progress").and_then(Value::as_f64).unwrap_or(entry.progress);
+                        entry.total = p.get("total").and_then(Value::as_f64);
+                        entry.message = p.get("message").and_then(Value::as_str).map(str::to_owned);
+                        entry.row = row;
+                        entry.count += 1;
+                    }
+                }
+                Some("notifications/resources/updated") => {
+                    if let Some(uri) = f
+                        .json()
+                        .and_then(|v| v.pointer("/params/uri").and_then(Value::as_str).map(str::to_owned))
+                    {
+                        let e = self.resource_updates.entry(uri).or_default();
+                        e.count += 1;
+                        e.last_row = row;
+                    }
+                }
+                _ => {}
+            }
         }
         if f.direction == crate::frame::Direction::In
             && f.kind().is_response()
@@ -349,6 +438,38 @@ impl SessionModel {
 
     pub fn is_stderr(&self, row: usize) -> bool {
         self.store.get(row).is_some_and(|r| r.lane() == Lane::Stderr)
+    }
+
+    /// Count, p50, p95 and max latency per method, most used first.
+    pub fn latency_summary(&self) -> Vec<LatencySummary> {
+        let mut out: Vec<LatencySummary> = self
+            .latencies
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(m, v)| {
+                let mut sorted = v.clone();
+                sorted.sort_unstable();
+                let at = |q: f64| {
+                    // Nearest rank: the smallest value with at least q of the samples at or below it.
+                    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+                    Duration::from_micros(u64::from(sorted[rank - 1]))
+                };
+                LatencySummary {
+                    method: m.clone(),
+                    count: sorted.len(),
+                    p50: at(0.50),
+                    p95: at(0.95),
+                    max: Duration::from_micros(u64::from(*sorted.last().expect("not empty"))),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.method.cmp(&b.method)));
+        out
+    }
+
+    /// Progress reported for a token (given as the JSON value sent).
+    pub fn progress_for(&self, token: &Value) -> Option<&Progress> {
+        self.progress.get(&token.to_string())
     }
 
     /// Remembers a client request id so its response row can be found (see [`Self::response_to`]).
@@ -483,6 +604,47 @@ mod tests {
         assert_eq!(result["tools"][0]["name"], "b");
         assert_eq!(m.response_to(&RequestId::Number(3)), Some(3), "the first answer counts");
         assert_eq!(m.response_to(&RequestId::Number(2)), None, "not watched");
+    }
+
+    #[test]
+    fn logs_progress_updates_and_latency_percentiles() {
+        let mut lines = vec![];
+        for i in 0..20 {
+            lines.push((
+                Direction::Out,
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#),
+            ));
+            lines.push((Direction::In, format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#)));
+        }
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1,"total":4}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":3,"total":4,"message":"almost"}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://1"}}"#.into(),
+        ));
+        let refs: Vec<(Direction, &str)> = lines.iter().map(|(d, l)| (*d, l.as_str())).collect();
+        let m = feed(&refs);
+        assert_eq!(m.log_rows, [40]);
+        let p = m.progress_for(&serde_json::json!("t1")).unwrap();
+        assert_eq!((p.progress, p.total, p.count), (3.0, Some(4.0), 2));
+        assert_eq!(p.message.as_deref(), Some("almost"));
+        assert_eq!(m.resource_updates["test://1"].count, 1);
+        // Each response came 1 ms after its request (feed spaces lines 1 ms apart).
+        let s = m.latency_summary();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].method.as_str(), s[0].count), ("ping", 20));
+        assert_eq!(s[0].p50, Duration::from_millis(1));
+        assert_eq!(s[0].max, Duration::from_millis(1));
     }
 
     #[test]

@@ -179,6 +179,10 @@ pub struct Pending {
     pub method: String,
     /// The tool's outputSchema, to check structuredContent against.
     pub output_schema: Option<Value>,
+    /// `params._meta.progressToken`, to show `notifications/progress` for it.
+    pub progress_token: Option<Value>,
+    /// The user cancelled it (`notifications/cancelled` was sent).
+    pub cancelled: bool,
 }
 
 /// Raw composer state.
@@ -285,6 +289,12 @@ pub struct ComposerPanel {
     pub resources: Vec<Value>,
     pub templates: Vec<Value>,
     lists_from: BTreeMap<&'static str, usize>,
+    /// `nextCursor` of the last page of each list, while more pages remain.
+    pub next_cursor: BTreeMap<&'static str, String>,
+    /// Pages fetched so far per list.
+    pub pages: BTreeMap<&'static str, usize>,
+    /// Ask for progress notifications on tool calls.
+    pub with_progress: bool,
     pub tool: Option<String>,
     pub form: Option<Form>,
     pub errors: Vec<FieldError>,
@@ -318,6 +328,9 @@ impl Default for ComposerPanel {
             resources: Vec::new(),
             templates: Vec::new(),
             lists_from: BTreeMap::new(),
+            next_cursor: BTreeMap::new(),
+            pages: BTreeMap::new(),
+            with_progress: true,
             tool: None,
             form: None,
             errors: Vec::new(),
@@ -371,7 +384,30 @@ impl ComposerPanel {
                 continue;
             };
             let items = |key: &str| result.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+            // A page fetched with a cursor extends the list; one without starts it over.
+            let continued = model
+                .store
+                .get(row)
+                .and_then(|r| r.link())
+                .and_then(|(req, _)| model.store.get(req))
+                .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
+                .is_some_and(|v| v.pointer("/params/cursor").is_some());
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => self.next_cursor.insert(method, c.to_owned()),
+                None => self.next_cursor.remove(method),
+            };
+            let pages = self.pages.entry(method).or_default();
+            *pages = if continued { *pages + 1 } else { 1 };
             match method {
+                "tools/list" if continued => {
+                    self.tools.extend(items("tools").iter().filter_map(ToolDef::from_json));
+                }
+                "prompts/list" if continued => {
+                    self.prompts
+                        .extend(items("prompts").iter().filter_map(PromptDef::from_json));
+                }
+                "resources/list" if continued => self.resources.extend(items("resources")),
+                "resources/templates/list" if continued => self.templates.extend(items("resourceTemplates")),
                 "tools/list" => {
                     self.tools = items("tools").iter().filter_map(ToolDef::from_json).collect();
                     // Keep the form when the chosen tool's schema did not change.
@@ -438,9 +474,13 @@ impl ComposerPanel {
     pub fn tool_call(&self) -> Option<Outgoing> {
         let def = self.tool_def()?;
         let arguments = self.form.as_ref().map_or_else(|| json!({}), Form::value);
+        let mut params = json!({"name": def.name, "arguments": arguments});
+        if self.with_progress {
+            params["_meta"] = json!({ "progressToken": format!("mcpscope-{}", self.history.len() + 1) });
+        }
         Some(Outgoing::Request {
             method: "tools/call".into(),
-            params: Some(json!({"name": def.name, "arguments": arguments})),
+            params: Some(params),
             id: None,
         })
     }
@@ -500,10 +540,16 @@ impl ComposerPanel {
             if is_completion {
                 self.completion.pending = Some(id.clone());
             } else {
+                let progress_token = match &outgoing {
+                    Outgoing::Request { params: Some(p), .. } => p.pointer("/_meta/progressToken").cloned(),
+                    _ => None,
+                };
                 self.pending = Some(Pending {
                     id: id.clone(),
                     method,
                     output_schema,
+                    progress_token,
+                    cancelled: false,
                 });
                 self.result.reset();
             }
@@ -661,6 +707,19 @@ impl ComposerPanel {
                         id: None,
                     }));
                 }
+                if let Some(cursor) = self.next_cursor.get(list) {
+                    let page = self.pages.get(list).copied().unwrap_or(1);
+                    if ui
+                        .add_enabled(live, egui::Button::new(format!("Load page {} (nextCursor)", page + 1)))
+                        .clicked()
+                    {
+                        actions.push(ComposerAction::Send(Outgoing::Request {
+                            method: list.into(),
+                            params: Some(json!({ "cursor": cursor })),
+                            id: None,
+                        }));
+                    }
+                }
                 if self.mode == Mode::Resource
                     && ui
                         .add_enabled(live, egui::Button::new("Fetch resources/templates/list"))
@@ -679,7 +738,10 @@ impl ComposerPanel {
         match self.mode {
             Mode::Tool => self.tool_ui(ui, live, &mut actions),
             Mode::Prompt => self.prompt_ui(ui, live, completions, &mut actions),
-            Mode::Resource => self.resource_ui(ui, live, completions, &mut actions),
+            Mode::Resource => {
+                self.resource_ui(ui, live, completions, &mut actions);
+                self.updates_ui(ui, model, live, &mut actions);
+            }
             Mode::Logging => self.logging_ui(ui, live, &mut actions),
             Mode::Raw => self.raw_ui(ui, live, &mut actions),
         }
@@ -783,6 +845,7 @@ impl ComposerPanel {
                 .color(theme::WARN),
             );
         }
+        ui.checkbox(&mut self.with_progress, "ask for progress (send a progressToken)");
         if self.send_row(ui, live, true, "Send tools/call")
             && let Some(out) = self.tool_call()
         {
@@ -1038,6 +1101,29 @@ impl ComposerPanel {
         });
     }
 
+    /// `notifications/resources/updated` seen so far, by URI.
+    fn updates_ui(&mut self, ui: &mut Ui, model: &SessionModel, live: bool, actions: &mut Vec<ComposerAction>) {
+        if model.resource_updates.is_empty() {
+            return;
+        }
+        ui.strong("Updated resources (notifications/resources/updated)");
+        let mut updates: Vec<_> = model.resource_updates.iter().collect();
+        updates.sort_by_key(|u| std::cmp::Reverse(u.1.last_row));
+        for (uri, u) in updates.into_iter().take(50) {
+            ui.horizontal(|ui| {
+                ui.monospace(uri);
+                ui.label(format!("{} update(s), last at row {}", u.count, u.last_row));
+                if ui.add_enabled(live, egui::Button::new("Read").small()).clicked() {
+                    actions.push(ComposerAction::Send(Outgoing::Request {
+                        method: "resources/read".into(),
+                        params: Some(json!({ "uri": uri })),
+                        id: None,
+                    }));
+                }
+            });
+        }
+    }
+
     fn logging_ui(&mut self, ui: &mut Ui, live: bool, actions: &mut Vec<ComposerAction>) {
         let label = ui.label("level");
         egui::ComboBox::from_id_salt("composer-log-level")
@@ -1118,17 +1204,41 @@ impl ComposerPanel {
             ui.weak("The answer to what you send shows here.");
             return;
         };
+        let progress = p.progress_token.as_ref().and_then(|t| model.progress_for(t));
         match model.response_to(&p.id) {
+            None if p.cancelled => {
+                ui.label(
+                    RichText::new(format!(
+                        "{} #{} cancelled: notifications/cancelled sent, the server should not answer",
+                        p.method, p.id
+                    ))
+                    .color(theme::WARN),
+                );
+            }
             None => {
                 ui.horizontal(|ui| {
                     ui.spinner();
                     ui.label(format!("waiting for the answer to {} #{}", p.method, p.id));
                     if live && ui.button("Cancel").clicked() {
                         actions.push(ComposerAction::Cancel(p.id.clone()));
+                        if let Some(p) = &mut self.pending {
+                            p.cancelled = true;
+                        }
                     }
                 });
+                if let Some(pr) = progress {
+                    progress_ui(ui, pr);
+                }
             }
-            Some(row) => self.result.ui(ui, model, row, &p.method, p.output_schema.as_ref()),
+            Some(row) => {
+                if p.cancelled {
+                    ui.label(RichText::new("answered although it was cancelled").color(theme::WARN));
+                }
+                if let Some(pr) = progress {
+                    progress_ui(ui, pr);
+                }
+                self.result.ui(ui, model, row, &p.method, p.output_schema.as_ref())
+            }
         }
     }
 
@@ -1353,6 +1463,18 @@ impl ComposerPanel {
     }
 }
 
+fn progress_ui(ui: &mut Ui, p: &crate::model::Progress) {
+    let text = match (p.total, &p.message) {
+        (Some(t), Some(m)) => format!("{} / {t} · {m}", p.progress),
+        (Some(t), None) => format!("{} / {t}", p.progress),
+        (None, Some(m)) => format!("{} · {m}", p.progress),
+        (None, None) => format!("{} (no total)", p.progress),
+    };
+    let fraction = p.total.filter(|t| *t > 0.0).map_or(0.0, |t| (p.progress / t) as f32);
+    let bar = egui::ProgressBar::new(fraction.clamp(0.0, 1.0)).text(format!("progress {text}"));
+    ui.add(if p.total.is_some() { bar } else { bar.animate(true) });
+}
+
 /// Parses the roots editor: one `file://` URI per line, then an optional name.
 pub fn parse_roots(text: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
@@ -1444,6 +1566,7 @@ mod tests {
                 input_schema: schema,
                 output_schema: Some(json!({"type": "object"})),
             }],
+            with_progress: false,
             ..ComposerPanel::default()
         };
         c.choose_tool("echo");
@@ -1511,6 +1634,29 @@ mod tests {
         assert_eq!(c.mode, Mode::Raw);
         assert_eq!(c.raw.kind, RawKind::Notification);
         assert_eq!(c.raw.method, "notifications/x");
+    }
+
+    #[test]
+    fn tool_calls_carry_a_progress_token_the_result_view_follows() {
+        let mut c = composer_with_tool(json!({"type": "object"}));
+        c.with_progress = true;
+        let out = c.tool_call().unwrap();
+        let Outgoing::Request { params: Some(p), .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(p["_meta"]["progressToken"], "mcpscope-1");
+        c.sent(out, Some(RequestId::Number(9)));
+        assert_eq!(c.pending.as_ref().unwrap().progress_token, Some(json!("mcpscope-1")));
+        assert_eq!(
+            c.tool_call()
+                .and_then(|o| match o {
+                    Outgoing::Request { params, .. } => params,
+                    _ => None,
+                })
+                .unwrap()["_meta"]["progressToken"],
+            "mcpscope-2",
+            "a fresh token per call"
+        );
     }
 
     #[test]

@@ -9,8 +9,8 @@ use crate::frame::{Direction, Frame};
 use crate::handshake::HandshakeOptions;
 use crate::message::{ErrorObject, RequestId, error_code};
 use crate::model::{SessionModel, Source};
-use crate::process::ServerSpec;
 use crate::session::{Session, SessionOptions, Waker};
+use crate::transport::Target;
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -66,10 +66,12 @@ pub fn client_capabilities() -> Value {
 }
 
 /// The default root offered to servers: the directory they run in.
-pub fn default_roots(spec: &ServerSpec) -> Vec<Value> {
-    let dir = spec
-        .cwd
-        .clone()
+pub fn default_roots(target: &Target) -> Vec<Value> {
+    let cwd = match target {
+        Target::Stdio(spec) => spec.cwd.clone(),
+        Target::Http(_) => None,
+    };
+    let dir = cwd
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
     let name = dir
@@ -83,7 +85,7 @@ pub struct Inspection {
     session: Option<Session>,
     /// The capture this inspection writes (live) or was loaded from (offline).
     pub capture_path: Option<PathBuf>,
-    pub spec: Option<ServerSpec>,
+    pub target: Option<Target>,
     pub protocol_version: String,
     /// When the live session started, for the uptime shown in the status bar.
     pub started: Option<Instant>,
@@ -111,28 +113,30 @@ fn temp_capture_path() -> PathBuf {
 
 impl Inspection {
     /// Starts a server, records it to a fresh capture file, and begins the handshake.
-    pub fn launch(spec: ServerSpec, protocol_version: &str, waker: Option<Waker>) -> Inspection {
+    pub fn launch(target: Target, protocol_version: &str, waker: Option<Waker>) -> Inspection {
         let capture_path = temp_capture_path();
         let options = SessionOptions {
             capture: Some(capture_path.clone()),
             waker,
             ..SessionOptions::default()
         };
-        let session = Session::start(spec.clone(), options);
+        let session = Session::connect(target.clone(), options);
         let hs = HandshakeOptions {
             protocol_version: protocol_version.to_owned(),
             capabilities: client_capabilities(),
             ..HandshakeOptions::default()
         };
         session.request("initialize", Some(hs.params()));
+        let mut model = SessionModel::new(Source::Live {
+            command_line: target.display(),
+        });
+        model.remote = matches!(target, Target::Http(_));
         Inspection {
-            model: SessionModel::new(Source::Live {
-                command_line: spec.display(),
-            }),
+            model,
             session: Some(session),
             capture_path: Some(capture_path),
-            roots: default_roots(&spec),
-            spec: Some(spec),
+            roots: default_roots(&target),
+            target: Some(target),
             protocol_version: protocol_version.to_owned(),
             started: Some(Instant::now()),
             load_warnings: Vec::new(),
@@ -158,7 +162,7 @@ impl Inspection {
             model,
             session: None,
             capture_path: None,
-            spec: None,
+            target: None,
             protocol_version: String::new(),
             started: None,
             load_warnings: Vec::new(),

@@ -3,12 +3,14 @@
 
 use crate::handshake;
 use crate::process::{ServerSpec, shell_quote};
+use crate::transport::{HttpKind, HttpTarget, Target};
 use egui::{RichText, Ui};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// A server as remembered across runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SavedServer {
     pub name: String,
     pub program: String,
@@ -16,9 +18,45 @@ pub struct SavedServer {
     pub env: Vec<(String, String)>,
     pub cwd: Option<String>,
     pub protocol_version: String,
+    /// Empty or "stdio": a child process; "http" or "sse": `url`.
+    pub transport: String,
+    pub url: String,
+    /// HTTP headers (e.g. Authorization); values are masked on screen.
+    pub headers: Vec<(String, String)>,
 }
 
 impl SavedServer {
+    /// An HTTP server entry.
+    pub fn http(name: &str, url: &str, kind: HttpKind, headers: Vec<(String, String)>) -> Self {
+        SavedServer {
+            name: name.to_owned(),
+            transport: kind.as_str().to_owned(),
+            url: url.to_owned(),
+            headers,
+            protocol_version: handshake::DEFAULT_VERSION.to_owned(),
+            ..SavedServer::default()
+        }
+    }
+
+    pub fn http_kind(&self) -> Option<HttpKind> {
+        match self.transport.as_str() {
+            "http" => Some(HttpKind::StreamableHttp),
+            "sse" => Some(HttpKind::Sse),
+            _ => None,
+        }
+    }
+
+    /// What a session connects to.
+    pub fn target(&self) -> Target {
+        match self.http_kind() {
+            Some(kind) => Target::Http(HttpTarget {
+                headers: self.headers.clone(),
+                ..HttpTarget::new(self.url.clone(), kind)
+            }),
+            None => Target::Stdio(self.spec()),
+        }
+    }
+
     pub fn spec(&self) -> ServerSpec {
         ServerSpec {
             program: self.program.clone(),
@@ -29,7 +67,7 @@ impl SavedServer {
     }
 
     pub fn command_line(&self) -> String {
-        self.spec().display()
+        self.target().display()
     }
 }
 
@@ -44,6 +82,11 @@ pub struct EnvRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchForm {
     pub name: String,
+    /// "stdio", "http" or "sse".
+    pub transport: String,
+    pub url: String,
+    /// HTTP headers, masked like environment values.
+    pub headers: Vec<EnvRow>,
     pub command: String,
     pub args: String,
     pub env: Vec<EnvRow>,
@@ -55,6 +98,9 @@ impl Default for LaunchForm {
     fn default() -> Self {
         Self {
             name: String::new(),
+            transport: "stdio".into(),
+            url: String::new(),
+            headers: Vec::new(),
             command: String::new(),
             args: String::new(),
             env: Vec::new(),
@@ -68,6 +114,21 @@ impl LaunchForm {
     pub fn from_saved(s: &SavedServer) -> Self {
         Self {
             name: s.name.clone(),
+            transport: if s.transport.is_empty() {
+                "stdio".into()
+            } else {
+                s.transport.clone()
+            },
+            url: s.url.clone(),
+            headers: s
+                .headers
+                .iter()
+                .map(|(k, v)| EnvRow {
+                    key: k.clone(),
+                    value: v.clone(),
+                    revealed: false,
+                })
+                .collect(),
             command: s.program.clone(),
             args: s.args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
             env: s
@@ -90,6 +151,42 @@ impl LaunchForm {
 
     /// Validates the form into something to launch, or says what is wrong.
     pub fn to_saved(&self) -> Result<SavedServer, String> {
+        let version = self.protocol_version.trim();
+        let version = if version.is_empty() {
+            handshake::DEFAULT_VERSION.to_owned()
+        } else {
+            version.to_owned()
+        };
+        if let Some(kind) = match self.transport.as_str() {
+            "http" => Some(HttpKind::StreamableHttp),
+            "sse" => Some(HttpKind::Sse),
+            _ => None,
+        } {
+            let url = self.url.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err("Enter the server's URL (http:// or https://).".into());
+            }
+            let mut headers = Vec::new();
+            for (i, row) in self.headers.iter().enumerate() {
+                let key = row.key.trim();
+                if key.is_empty() && row.value.is_empty() {
+                    continue;
+                }
+                if key.is_empty() || key.contains([':', ' ']) {
+                    return Err(format!("Header row {}: the name {:?} is not valid", i + 1, row.key));
+                }
+                headers.push((key.to_owned(), row.value.clone()));
+            }
+            let name = if self.name.trim().is_empty() {
+                url
+            } else {
+                self.name.trim()
+            };
+            return Ok(SavedServer {
+                protocol_version: version,
+                ..SavedServer::http(name, url, kind, headers)
+            });
+        }
         let command = self.command.trim();
         if command.is_empty() {
             return Err("Enter a command to run (e.g. npx, node, python3, uv).".into());
@@ -118,7 +215,6 @@ impl LaunchForm {
             }
             env.push((key.to_owned(), row.value.clone()));
         }
-        let version = self.protocol_version.trim();
         Ok(SavedServer {
             name: if self.name.trim().is_empty() {
                 program.rsplit('/').next().unwrap_or(&program).to_owned()
@@ -129,11 +225,8 @@ impl LaunchForm {
             args,
             env,
             cwd: Some(self.cwd.trim().to_owned()).filter(|c| !c.is_empty()),
-            protocol_version: if version.is_empty() {
-                handshake::DEFAULT_VERSION.to_owned()
-            } else {
-                version.to_owned()
-            },
+            protocol_version: version,
+            ..SavedServer::default()
         })
     }
 }
@@ -202,7 +295,7 @@ pub fn split_args(s: &str) -> Result<Vec<String>, String> {
 /// What the launcher asks of the app.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LauncherAction {
-    Launch(SavedServer),
+    Launch(Box<SavedServer>),
     Stop,
     Restart,
     PickCwd,
@@ -231,8 +324,13 @@ const RECENT_LIMIT: usize = 12;
 impl LauncherPanel {
     /// Remembers a launched server at the top of the recent list.
     pub fn remember(&mut self, s: &SavedServer) {
-        self.recent
-            .retain(|r| !(r.program == s.program && r.args == s.args && r.cwd == s.cwd));
+        self.recent.retain(|r| {
+            !(r.program == s.program
+                && r.args == s.args
+                && r.cwd == s.cwd
+                && r.url == s.url
+                && r.transport == s.transport)
+        });
         self.recent.insert(0, s.clone());
         self.recent.truncate(RECENT_LIMIT);
     }
@@ -252,35 +350,53 @@ impl LauncherPanel {
                 )
                 .labelled_by(label.id);
                 ui.end_row();
-                let label = ui.label("Command");
-                ui.add(
-                    egui::TextEdit::singleline(&mut self.form.command)
-                        .hint_text("npx, node, python3, uv…")
-                        .desired_width(f32::INFINITY),
-                )
-                .labelled_by(label.id);
-                ui.end_row();
-                let label = ui.label("Arguments");
-                ui.add(
-                    egui::TextEdit::singleline(&mut self.form.args)
-                        .hint_text("-y @modelcontextprotocol/server-everything")
-                        .desired_width(f32::INFINITY),
-                )
-                .labelled_by(label.id);
-                ui.end_row();
-                let label = ui.label("Directory");
+                ui.label("Transport");
                 ui.horizontal(|ui| {
-                    ui.add(
-                        egui::TextEdit::singleline(&mut self.form.cwd)
-                            .hint_text("inherit")
-                            .desired_width(160.0),
-                    )
-                    .labelled_by(label.id);
-                    if ui.button("Choose…").clicked() {
-                        action = Some(LauncherAction::PickCwd);
-                    }
+                    ui.selectable_value(&mut self.form.transport, "stdio".to_owned(), "stdio");
+                    ui.selectable_value(&mut self.form.transport, "http".to_owned(), "Streamable HTTP");
+                    ui.selectable_value(&mut self.form.transport, "sse".to_owned(), "HTTP+SSE");
                 });
                 ui.end_row();
+                if self.form.transport == "stdio" {
+                    let label = ui.label("Command");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.command)
+                            .hint_text("npx, node, python3, uv…")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    let label = ui.label("Arguments");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.args)
+                            .hint_text("-y @modelcontextprotocol/server-everything")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    let label = ui.label("Directory");
+                    ui.horizontal(|ui| {
+                        ui.add(
+                            egui::TextEdit::singleline(&mut self.form.cwd)
+                                .hint_text("inherit")
+                                .desired_width(160.0),
+                        )
+                        .labelled_by(label.id);
+                        if ui.button("Choose…").clicked() {
+                            action = Some(LauncherAction::PickCwd);
+                        }
+                    });
+                    ui.end_row();
+                } else {
+                    let label = ui.label("URL");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.url)
+                            .hint_text("http://localhost:3001/mcp")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                }
                 let label = ui.label("Protocol");
                 ui.horizontal(|ui| {
                     ui.add(egui::TextEdit::singleline(&mut self.form.protocol_version).desired_width(100.0))
@@ -300,13 +416,19 @@ impl LauncherPanel {
                 });
                 ui.end_row();
             });
-        ui.collapsing(format!("Environment ({})", self.form.env.len()), |ui| {
+        let http = self.form.transport != "stdio";
+        let (title, rows) = if http {
+            (format!("Headers ({})", self.form.headers.len()), &mut self.form.headers)
+        } else {
+            (format!("Environment ({})", self.form.env.len()), &mut self.form.env)
+        };
+        ui.collapsing(title, |ui| {
             let mut remove = None;
-            for (i, row) in self.form.env.iter_mut().enumerate() {
+            for (i, row) in rows.iter_mut().enumerate() {
                 ui.horizontal(|ui| {
                     ui.add(
                         egui::TextEdit::singleline(&mut row.key)
-                            .hint_text("NAME")
+                            .hint_text(if http { "Authorization" } else { "NAME" })
                             .desired_width(90.0),
                     );
                     ui.add(
@@ -317,7 +439,7 @@ impl LauncherPanel {
                     );
                     if ui
                         .small_button(if row.revealed { "hide" } else { "show" })
-                        .on_hover_text("Values are masked: they often hold API keys")
+                        .on_hover_text("Values are masked: they often hold API keys and tokens")
                         .clicked()
                     {
                         row.revealed = !row.revealed;
@@ -328,10 +450,10 @@ impl LauncherPanel {
                 });
             }
             if let Some(i) = remove {
-                self.form.env.remove(i);
+                rows.remove(i);
             }
-            if ui.button("Add variable").clicked() {
-                self.form.env.push(EnvRow::default());
+            if ui.button(if http { "Add header" } else { "Add variable" }).clicked() {
+                rows.push(EnvRow::default());
             }
         });
         ui.horizontal(|ui| {
@@ -339,7 +461,7 @@ impl LauncherPanel {
                 match self.form.to_saved() {
                     Ok(s) => {
                         self.error = None;
-                        action = Some(LauncherAction::Launch(s));
+                        action = Some(LauncherAction::Launch(Box::new(s)));
                     }
                     Err(e) => self.error = Some(e),
                 }
@@ -458,6 +580,37 @@ mod tests {
                 .unwrap_err()
                 .contains("Enter a command")
         );
+    }
+
+    #[test]
+    fn http_servers_need_a_url_and_keep_their_headers() {
+        let mut f = LaunchForm {
+            transport: "http".into(),
+            ..LaunchForm::default()
+        };
+        assert!(f.to_saved().unwrap_err().contains("URL"));
+        f.url = "http://127.0.0.1:3001/mcp".into();
+        f.headers.push(EnvRow {
+            key: "Authorization".into(),
+            value: "Bearer t0ken".into(),
+            revealed: false,
+        });
+        let s = f.to_saved().unwrap();
+        assert_eq!(s.http_kind(), Some(HttpKind::StreamableHttp));
+        assert_eq!(s.name, "http://127.0.0.1:3001/mcp");
+        match s.target() {
+            Target::Http(h) => assert_eq!(h.headers, [("Authorization".to_owned(), "Bearer t0ken".to_owned())]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(LaunchForm::from_saved(&s).to_saved().unwrap(), s);
+        // Older saved entries without the new fields still load.
+        let old: SavedServer = serde_json::from_str(
+            r#"{"name":"x","program":"node","args":[],"env":[],"cwd":null,"protocol_version":"2025-11-25"}"#,
+        )
+        .unwrap();
+        assert!(matches!(old.target(), Target::Stdio(_)));
+        f.headers[0].key = "Bad Name".into();
+        assert!(f.to_saved().unwrap_err().contains("Header row 1"));
     }
 
     #[test]

@@ -9,7 +9,9 @@ pub mod form_view;
 pub mod inspection;
 pub mod json_tree;
 pub mod launcher;
+pub mod log_view;
 pub mod result_view;
+pub mod stats_view;
 pub mod theme;
 pub mod timeline;
 
@@ -19,7 +21,10 @@ use self::diff_view::{DiffAction, DiffView, Side};
 use self::expert::{ExpertAction, ExpertPanel};
 use self::inspection::Inspection;
 use self::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
+use self::log_view::{LogAction, LogPanel};
+use self::stats_view::StatsPanel;
 use self::timeline::{TimelineAction, TimelinePanel};
+use crate::message::RequestId;
 use crate::model::Severity;
 use crate::server_config::{self, Transport};
 use crossbeam_channel::{Receiver, bounded};
@@ -87,6 +92,7 @@ enum Command {
     /// Select several rows at once (a lint finding's frames); the first is shown.
     SelectRows(Vec<usize>),
     Compose(ComposerAction),
+    Ping,
 }
 
 /// The tabs of the right panel.
@@ -101,6 +107,8 @@ pub enum RightTab {
 pub enum BottomTab {
     Stderr,
     Expert,
+    Log,
+    Latency,
 }
 
 pub struct McpscopeApp {
@@ -111,6 +119,10 @@ pub struct McpscopeApp {
     pub expert: ExpertPanel,
     pub diff: DiffView,
     pub composer: ComposerPanel,
+    pub log: LogPanel,
+    pub stats: StatsPanel,
+    /// The last ping sent from the app, to show its round trip.
+    pub ping: Option<RequestId>,
     pub right_tab: RightTab,
     /// Server requests already announced (to switch to the composer once).
     seen_server_requests: usize,
@@ -149,6 +161,9 @@ impl McpscopeApp {
             expert: ExpertPanel::default(),
             diff: DiffView::default(),
             composer: ComposerPanel::default(),
+            log: LogPanel::default(),
+            stats: StatsPanel::default(),
+            ping: None,
             right_tab: RightTab::Frame,
             seen_server_requests: 0,
             console_open: true,
@@ -216,16 +231,15 @@ impl McpscopeApp {
                                 env: spec.env,
                                 cwd: spec.cwd.map(|c| c.display().to_string()),
                                 protocol_version: crate::handshake::DEFAULT_VERSION.to_owned(),
+                                ..SavedServer::default()
                             }),
                             name: s.name,
                             notes: s.notes,
                         },
-                        Transport::Http { url, .. } => ImportedServer {
-                            saved: None,
+                        Transport::Http { url, headers, kind } => ImportedServer {
+                            saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
                             name: s.name,
-                            notes: std::iter::once(format!("{url}: HTTP servers are not supported yet"))
-                                .chain(s.notes)
-                                .collect(),
+                            notes: s.notes,
                         },
                     })
                     .collect::<Vec<_>>();
@@ -262,11 +276,14 @@ impl McpscopeApp {
                 self.timeline.reset();
                 self.expert.reset();
                 self.composer.reset();
+                self.log.reset();
+                self.stats.reset();
+                self.ping = None;
                 self.seen_server_requests = 0;
                 self.detail.show_row_none();
                 self.launcher.remember(&saved);
                 self.inspection = Some(Inspection::launch(
-                    saved.spec(),
+                    saved.target(),
                     &saved.protocol_version,
                     Some(Arc::clone(&self.waker)),
                 ));
@@ -292,6 +309,9 @@ impl McpscopeApp {
                     self.timeline.reset();
                     self.expert.reset();
                     self.composer.reset();
+                    self.log.reset();
+                    self.stats.reset();
+                    self.ping = None;
                     self.seen_server_requests = 0;
                     self.detail.show_row_none();
                     self.message = Some(if i.load_warnings.is_empty() {
@@ -324,6 +344,15 @@ impl McpscopeApp {
                 self.timeline.highlighted = rows;
             }
             Command::Compose(action) => self.compose(action),
+            Command::Ping => {
+                if let Some(i) = &mut self.inspection {
+                    self.ping = i.send(inspection::Outgoing::Request {
+                        method: "ping".into(),
+                        params: None,
+                        id: None,
+                    });
+                }
+            }
             Command::Select(row) => {
                 self.timeline.highlighted.clear();
                 self.timeline.select(row);
@@ -486,6 +515,8 @@ impl McpscopeApp {
                         ui.label(RichText::new(format!("could not start: {e}")).color(theme::ERROR));
                     } else if let Some(pid) = m.pid {
                         ui.label(format!("pid {pid}"));
+                    } else if m.remote {
+                        ui.label("remote server (HTTP)");
                     }
                     if let Some(up) = i.uptime() {
                         ui.label(format!("uptime {}", format_duration(up)));
@@ -530,7 +561,7 @@ impl McpscopeApp {
         });
     }
 
-    fn server_info_ui(&mut self, ui: &mut Ui) {
+    fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
         let Some(h) = &i.model.handshake.judged else {
             ui.weak("No initialize result yet.");
@@ -542,6 +573,27 @@ impl McpscopeApp {
                 ui.label(format!("protocol {v}"));
             }
             ui.label(format!("initialize took {}", timeline::format_latency(h.latency)));
+            if ui
+                .add_enabled(i.model.running(), egui::Button::new("Ping").small())
+                .clicked()
+            {
+                commands.push(Command::Ping);
+            }
+            if let Some(id) = &self.ping {
+                match i.model.response_to(id).and_then(|r| i.model.store.get(r)) {
+                    Some(r) => {
+                        let rtt = r.link().map(|(_, l)| timeline::format_latency(l)).unwrap_or_default();
+                        if r.kind() == crate::classify::Kind::Error {
+                            ui.label(RichText::new(format!("ping answered with an error ({rtt})")).color(theme::ERROR));
+                        } else {
+                            ui.label(format!("ping {rtt}"));
+                        }
+                    }
+                    None => {
+                        ui.weak("ping…");
+                    }
+                }
+            }
         });
         if let Some(caps) = &h.capabilities {
             let caps: Vec<String> = caps
@@ -596,6 +648,9 @@ impl McpscopeApp {
                 }))
             };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let logs = format!("Log ({})", i.model.log_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
         });
         ui.separator();
         match self.bottom_tab {
@@ -605,6 +660,18 @@ impl McpscopeApp {
                     && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Log => {
+                if let Some(i) = &self.inspection
+                    && let Some(LogAction::Select(row)) = self.log.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
+                }
+            }
+            BottomTab::Latency => {
+                if let Some(i) = &self.inspection {
+                    self.stats.ui(ui, &i.model);
                 }
             }
         }
@@ -676,7 +743,7 @@ impl eframe::App for McpscopeApp {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
                     if let Some(a) = self.launcher.ui(ui, running) {
                         commands.push(match a {
-                            LauncherAction::Launch(s) => Command::Launch(s),
+                            LauncherAction::Launch(s) => Command::Launch(*s),
                             LauncherAction::Stop => Command::Stop,
                             LauncherAction::Restart => Command::Restart,
                             LauncherAction::PickCwd => Command::Pick(DialogPurpose::WorkingDirectory),
@@ -695,7 +762,7 @@ impl eframe::App for McpscopeApp {
             .resizable(true)
             .default_size(560.0)
             .show(ui, |ui| {
-                self.server_info_ui(ui);
+                self.server_info_ui(ui, &mut commands);
                 ui.separator();
                 let asks = self.inspection.as_ref().map_or(0, |i| i.server_requests.len());
                 ui.horizontal(|ui| {

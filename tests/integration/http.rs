@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 
 /// `server-everything` in an HTTP mode, killed (its whole process group)
 /// when dropped, also when the test fails.
-struct HttpServer {
+pub struct HttpServer {
     child: Child,
     port: u16,
 }
 
 impl HttpServer {
-    fn start(mode: &str) -> HttpServer {
+    pub fn start(mode: &str) -> HttpServer {
         let entry = repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         assert!(
             entry.exists(),
@@ -56,7 +56,7 @@ impl HttpServer {
         server
     }
 
-    fn url(&self, path: &str) -> String {
+    pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 }

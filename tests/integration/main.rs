@@ -9,6 +9,7 @@ mod cli;
 mod faulty_servers;
 mod http;
 mod lint;
+mod protocol_features;
 mod real_servers;
 mod schema_form;
 mod screenshots;

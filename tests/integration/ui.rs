@@ -509,3 +509,95 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     });
     h.state_mut().inspection = None;
 }
+
+#[test]
+fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
+    let server = crate::http::HttpServer::start("streamableHttp");
+    let mut h = harness_any_glyphs(StartupArgs::default());
+    h.step();
+    h.get_by_label("Streamable HTTP").click();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "URL").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "URL")
+        .type_text(&server.url("/mcp"));
+    h.step();
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "the handshake over HTTP", handshake_done);
+    wait_for_tool(&mut h, "trigger-long-running-operation");
+
+    // Ping shows its round trip.
+    h.get_by_label("Ping").click();
+    h.step();
+    assert!(h.state().ping.is_some(), "the ping was sent");
+    step_until(&mut h, "the ping answer", |app| {
+        let (Some(id), Some(i)) = (&app.ping, &app.inspection) else {
+            return false;
+        };
+        i.model.response_to(id).is_some()
+    });
+    h.step();
+    assert!(shows(&h, " ms") && h.query_all_by_label_contains("ping ").next().is_some());
+
+    // A long operation with a progress token: the bar moves, Cancel stops it.
+    choose_tool(
+        &mut h,
+        "trigger-long-running-operation",
+        "Trigger Long Running Operation Tool",
+    );
+    {
+        let c = &mut h.state_mut().composer;
+        c.args_text = r#"{"duration": 8, "steps": 8}"#.into();
+        c.args_text_changed();
+    }
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "progress for our token", |app| {
+        let Some(p) = &app.composer.pending else { return false };
+        let model = &app.inspection.as_ref().unwrap().model;
+        p.progress_token.as_ref().and_then(|t| model.progress_for(t)).is_some()
+    });
+    assert!(h.query_all_by_label_contains("progress 1 / 8").next().is_some() || shows(&h, "progress "));
+    h.get_by_label("Cancel").click_accesskit();
+    step_until(&mut h, "notifications/cancelled on the timeline", |app| {
+        has_row(app, |l| l.starts_with("notifications/cancelled"))
+    });
+    assert!(shows(&h, "cancelled: notifications/cancelled sent"));
+
+    // Logging: setLevel from the composer, messages in the Log tab.
+    h.get_by_label("Logging").click();
+    h.step();
+    h.state_mut().composer.log_level = "debug".into();
+    h.get_by_label("Send logging/setLevel").click_accesskit();
+    step_until(&mut h, "setLevel answered", |app| answer_text(app).is_some());
+    h.get_by_label("Tool").click();
+    h.step();
+    choose_tool(&mut h, "toggle-simulated-logging", "Toggle Simulated Logging");
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "a log message", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.model.log_rows.is_empty())
+    });
+    h.get_by_label_contains("Log (").click();
+    h.step();
+    h.step();
+    assert_eq!(
+        h.state().log.lines().len(),
+        h.state().inspection.as_ref().unwrap().model.log_rows.len()
+    );
+    assert!(shows(&h, "everything-server"), "the logger name is shown");
+
+    // Latency: per-method summary and chart.
+    h.get_by_label("Latency").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "tools/call"));
+    assert!(h.query_by_label("latency chart").is_some());
+    assert!(
+        h.state()
+            .stats
+            .summary
+            .iter()
+            .any(|s| s.method == "ping" && s.count == 1)
+    );
+    h.state_mut().inspection = None;
+}

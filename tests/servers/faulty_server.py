@@ -18,7 +18,7 @@ Baseline behaviour (mode `normal`, and every mode unless it says otherwise):
 
 Modes: normal stdout-log invalid-utf8 not-jsonrpc bad-jsonrpc crlf partial-eof big-line crash
 hang no-read out-of-order counter-offer bogus-version enforce tool-error ping grandchild
-flood stderr-flood.  See tests/servers/README.md for what each one does exactly.
+flood stderr-flood paginate.  See tests/servers/README.md for what each one does exactly.
 """
 
 import argparse
@@ -34,7 +34,7 @@ import traceback
 MODES = [
     "normal", "stdout-log", "invalid-utf8", "not-jsonrpc", "bad-jsonrpc", "crlf", "partial-eof",
     "big-line", "crash", "hang", "no-read", "out-of-order", "counter-offer", "bogus-version",
-    "enforce", "tool-error", "ping", "grandchild", "flood", "stderr-flood",
+    "enforce", "tool-error", "ping", "grandchild", "flood", "stderr-flood", "paginate",
 ]
 
 ECHO_TOOL = {
@@ -193,6 +193,15 @@ class Server:
                 return
             if self.mode == "out-of-order":
                 self.decorate()
+            if self.mode == "paginate":
+                # Five tools, two per page: cursors "2" and "4", then no nextCursor.
+                start = int((params or {}).get("cursor") or 0)
+                tools = [dict(ECHO_TOOL, name=f"echo{i}") for i in range(start, min(start + 2, 5))]
+                page = {"tools": tools}
+                if start + 2 < 5:
+                    page["nextCursor"] = str(start + 2)
+                send(result(id_, page))
+                return
             send(result(id_, {"tools": [ECHO_TOOL]}))
         elif method == "tools/call":
             if self.mode == "out-of-order":
