@@ -156,4 +156,99 @@ fn regenerate_screenshots() {
     assert!(h.query_all_by_label_contains("not-json").next().is_some());
     save(&mut h, "faulty-stdout-line");
     h.state_mut().inspection = None;
+
+    // 5. The Expert panel on the same faulty session: the finding selected, its frame marked.
+    let mut h = harness(StartupArgs {
+        launch: {
+            let f = crate::support::faulty("stdout-log");
+            let mut l = vec![f.program.clone()];
+            l.extend(f.args.clone());
+            l
+        },
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "lint findings", |app| {
+        app.expert
+            .findings
+            .iter()
+            .any(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+    });
+    h.state_mut().bottom_tab = mcpscope::app::BottomTab::Expert;
+    let pos = h
+        .state()
+        .expert
+        .findings
+        .iter()
+        .position(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+        .unwrap();
+    if let Some(mcpscope::app::expert::ExpertAction::SelectRows(rows)) = h.state_mut().expert.select(pos) {
+        let app = h.state_mut();
+        app.timeline.select(rows[0]);
+        app.timeline.highlighted = rows.clone();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(rows[0]));
+    }
+    for _ in 0..6 {
+        h.step();
+    }
+    save(&mut h, "expert-panel");
+    h.state_mut().inspection = None;
+
+    // 6. The composer: a zod schema with nested objects, enums and unions as a form, and its answer.
+    let zod = node_zod_server();
+    let mut launch = vec![zod.program.clone()];
+    launch.extend(zod.args.clone());
+    let mut h = harness(StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the tools", |app| {
+        app.composer.tools.iter().any(|t| t.name == "schedule")
+    });
+    h.state_mut().right_tab = mcpscope::app::RightTab::Compose;
+    h.state_mut().composer.choose_tool("schedule");
+    if let Some(form) = &mut h.state_mut().composer.form {
+        form.fill_sample();
+    }
+    h.state_mut().composer.form_changed();
+    for _ in 0..4 {
+        h.step();
+    }
+    save(&mut h, "composer-form");
+    h.state_mut().inspection = None;
+
+    // 7. The side-by-side diff of the same call against the Node and Python SDK servers.
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |name: &str, spec: mcpscope::process::ServerSpec| {
+        let cap = dir.path().join(format!("{name}.jsonl"));
+        let out = std::process::Command::new(bin())
+            .args([
+                "call",
+                "--tool-name",
+                "add",
+                "--tool-arg",
+                "a=2",
+                "--tool-arg",
+                "b=3",
+                "--capture",
+            ])
+            .arg(&cap)
+            .arg("--")
+            .arg(&spec.program)
+            .args(&spec.args)
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some());
+        cap
+    };
+    let a = capture("node", node_zod_server());
+    let b = capture("python", py_server());
+    let mut h = harness(StartupArgs {
+        diff: Some((a, b)),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the comparison", |app| {
+        app.diff.result.is_some() || app.diff.error.is_some()
+    });
+    save(&mut h, "session-diff");
 }

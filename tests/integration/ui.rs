@@ -601,3 +601,57 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     );
     h.state_mut().inspection = None;
 }
+
+#[test]
+fn images_render_and_prompt_arguments_get_completions() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "get-tiny-image");
+    choose_tool(&mut h, "get-tiny-image", "Get Tiny Image Tool");
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the image result", |app| answer_text(app).is_some());
+    h.step();
+    h.step();
+    assert!(shows(&h, "image (image/png)"), "the block is named by type");
+    assert!(shows(&h, " px, "), "the PNG was decoded into a texture");
+
+    // Prompts: the server offers completions; typing asks for suggestions.
+    h.get_by_label("Prompt").click();
+    h.step();
+    h.get_by_label("Fetch prompts/list").click_accesskit();
+    step_until(&mut h, "the prompts", |app| {
+        app.composer.prompts.iter().any(|p| p.name == "completable-prompt")
+    });
+    h.get_by_role_and_label(Role::ComboBox, "prompt").click();
+    h.step();
+    h.step();
+    h.get_by_label("completable-prompt").click_accesskit();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "department *").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "department *")
+        .type_text("Eng");
+    h.step();
+    step_until(&mut h, "a suggestion", |app| {
+        app.inspection.as_ref().is_some_and(|i| {
+            i.model
+                .store
+                .iter()
+                .any(|r| r.lane() == mcpscope::store::Lane::In && r.text().contains("\"Engineering\""))
+        })
+    });
+    h.step();
+    h.step();
+    h.get_by_label("Engineering").click_accesskit();
+    h.step();
+    assert_eq!(
+        h.state().composer.prompt_args.get("department").map(String::as_str),
+        Some("Engineering")
+    );
+    // The suggestions row is gone on the next frame: query the button after it.
+    h.step();
+    h.get_by_label("Send prompts/get").click_accesskit();
+    step_until(&mut h, "the prompt", |app| {
+        answer_text(app).is_some_and(|t| t.contains("Engineering"))
+    });
+    h.state_mut().inspection = None;
+}
