@@ -53,6 +53,11 @@ const RELEVANT: &[&str] = &[
 ];
 
 /// What the worker threads tell the session thread.
+/// The gate id of the GET stream's first answer (POST workers count up from 0).
+const GET_WORKER: u64 = u64::MAX;
+/// How long `notifications/initialized` waits for the GET stream to open.
+const GET_WAIT: Duration = Duration::from_secs(2);
+
 enum Internal {
     /// An HTTP fact for the timeline. `worker` is set for a POST's response
     /// headers (which open the ordering gate).
@@ -358,6 +363,21 @@ impl Runner {
             return; // HTTP+SSE: waiting for the endpoint event.
         };
         while let Some(out) = self.queue.pop_front() {
+            if out.method.as_deref() == Some("notifications/initialized")
+                && self.ctx.target.kind == HttpKind::StreamableHttp
+                && self.ctx.target.open_get_stream
+                && !self.get_started
+                && self.session_id.is_some()
+                && self.phase == Phase::Running
+            {
+                // Open the GET stream first: servers often announce things
+                // (tools/list_changed, log messages) the moment they see
+                // `initialized`, and with no stream open those are lost.
+                self.queue.push_front(out);
+                self.start_get_stream();
+                self.gate = Some((GET_WORKER, Instant::now() + GET_WAIT));
+                return;
+            }
             let worker = self.next_worker;
             self.next_worker += 1;
             self.in_flight += 1;
@@ -493,15 +513,19 @@ impl Runner {
             self.dispatch();
         }
         if self.get_after == Some(worker) && !self.get_started && self.phase == Phase::Running {
-            self.get_started = true;
             self.get_after = None;
-            let ctx = self.ctx.clone();
-            let session_id = self.session_id.clone();
-            let protocol_version = self.protocol_version.clone();
-            spawn_named("mcpscope-get-stream", move || {
-                get_stream(ctx, session_id, protocol_version)
-            });
+            self.start_get_stream();
         }
+    }
+
+    fn start_get_stream(&mut self) {
+        self.get_started = true;
+        let ctx = self.ctx.clone();
+        let session_id = self.session_id.clone();
+        let protocol_version = self.protocol_version.clone();
+        spawn_named("mcpscope-get-stream", move || {
+            get_stream(ctx, session_id, protocol_version)
+        });
     }
 
     fn on_tick(&mut self) {
@@ -1135,10 +1159,13 @@ fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<Str
             sent: headers.shown.clone(),
             ..HttpInfo::default()
         };
+        // The first answer (open, refused or failed) releases the POST of
+        // `notifications/initialized`, which waits for the stream to exist.
+        let first = last_id.is_none() && failures == 0;
         let http = |info: HttpInfo| Internal::Http {
             info,
             at: Instant::now(),
-            worker: None,
+            worker: first.then_some(GET_WORKER),
             new_session: None,
         };
         let outcome = match req.call() {

@@ -256,38 +256,13 @@ fn list_changed_refetches_once_over_stdio() {
     list_changed_refetch(Target::Stdio(everything()));
 }
 
-/// Over Streamable HTTP server-everything registers its capability-dependent
-/// tools before the first tools/list is answered and sends its list_changed
-/// while no stream is open to carry it (seen here: no such notification
-/// arrives), so the app's first list must already be complete.
+/// The GET stream opens before `notifications/initialized` is posted, so the
+/// list_changed server-everything sends the moment it sees `initialized`
+/// reaches us over HTTP too.
 #[test]
-fn capability_dependent_tools_are_listed_over_streamable_http() {
+fn list_changed_refetches_once_over_streamable_http() {
     let server = HttpServer::start("streamableHttp");
-    let mut i = Inspection::launch(
-        Target::Http(HttpTarget::streamable(server.url("/mcp"))),
-        "2025-11-25",
-        None,
-    );
-    let deadline = Instant::now() + T;
-    while !i.model.latest_results.contains_key("tools/list") {
-        assert!(Instant::now() < deadline, "no tools/list result");
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (_, tools) = i.model.latest_result("tools/list").unwrap();
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    for t in [
-        "trigger-elicitation-request",
-        "trigger-sampling-request",
-        "get-roots-list",
-    ] {
-        assert!(names.contains(&t), "{t} missing from {names:?}");
-    }
+    list_changed_refetch(Target::Http(HttpTarget::streamable(server.url("/mcp"))));
 }
 
 #[test]
