@@ -5,12 +5,15 @@
 //! requests so that a server waiting on them does not stall the session.
 
 use crate::classify::Kind;
+use crate::era::{self, Envelope, Era, EraChoice, EraDecision, ProbeVerdict};
 use crate::event::Event;
 use crate::frame::{Direction, Frame};
-use crate::handshake::{Handshake, HandshakeOptions};
+use crate::handshake::{self, Handshake, HandshakeOptions};
 use crate::message::{ErrorObject, RequestId, error_code};
+use crate::mrtr::{self, Conversations, InputPolicy, InputRequired};
 use crate::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::session::{Session, SessionOptions};
+use crate::tasks::{self, Flavor, Status, Task};
 use crate::transport::Target;
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::{Value, json};
@@ -87,8 +90,12 @@ pub struct Client {
     /// Over HTTP there is no process to wait for.
     remote: bool,
     observer: Observer,
-    /// Answer `roots/list` with these roots; refuse it when `None`.
-    roots: Option<Vec<Value>>,
+    /// How the server's requests (legacy) and input requests (modern) are answered.
+    policy: InputPolicy,
+    /// Set once the session speaks the modern era: every request carries it.
+    envelope: Option<Envelope>,
+    era: Option<EraDecision>,
+    conversations: Conversations,
     pid: Option<u32>,
     spawn_error: Option<SpawnError>,
     exited: Option<ExitInfo>,
@@ -108,7 +115,10 @@ impl Client {
             session: Session::connect(target, options),
             remote,
             observer,
-            roots: None,
+            policy: InputPolicy::default(),
+            envelope: None,
+            era: None,
+            conversations: Conversations::default(),
             pid: None,
             spawn_error: None,
             exited: None,
@@ -118,8 +128,39 @@ impl Client {
 
     /// Answer `roots/list` with these roots (URIs like `file:///home/me/project`).
     pub fn with_roots(mut self, roots: Vec<Value>) -> Self {
-        self.roots = Some(roots);
+        self.policy.roots = Some(roots);
         self
+    }
+
+    /// Answer roots, elicitation and sampling (server requests in the legacy
+    /// era, input requests in the modern one) as this policy says.
+    pub fn with_policy(mut self, policy: InputPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn policy(&self) -> &InputPolicy {
+        &self.policy
+    }
+
+    /// The era the session settled on ([`Client::establish`]), if it did.
+    pub fn era(&self) -> Option<&EraDecision> {
+        self.era.as_ref()
+    }
+
+    /// The modern envelope every request carries, once the era is modern.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
+    }
+
+    /// Speak the modern era from now on: every request carries this envelope.
+    pub fn set_envelope(&mut self, envelope: Option<Envelope>) {
+        self.envelope = envelope;
+    }
+
+    /// Request id -> first request of its multi round-trip chain.
+    pub fn conversations(&self) -> &Conversations {
+        &self.conversations
     }
 
     pub fn session(&self) -> &Session {
@@ -205,15 +246,23 @@ impl Client {
         let (Some(id), Some(method)) = (f.class.id.clone(), f.class.method.as_deref()) else {
             return;
         };
+        let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
+        let declared = match method {
+            "roots/list" => self.policy.roots.is_some(),
+            "elicitation/create" => self.policy.elicit.is_some(),
+            "sampling/createMessage" => self.policy.sample_reply.is_some(),
+            _ => false,
+        };
         let outcome = match method {
             "ping" => return, // the session answers pings itself
-            "roots/list" => match &self.roots {
-                Some(roots) => Ok(json!({ "roots": roots })),
-                None => Err(ErrorObject::new(
-                    error_code::METHOD_NOT_FOUND,
-                    "mcpscope does not expose roots in this session (pass --root to answer roots/list)",
-                )),
-            },
+            m if declared => self
+                .policy
+                .answer(m, &params)
+                .map_err(|why| ErrorObject::new(error_code::INTERNAL_ERROR, why)),
+            "roots/list" => Err(ErrorObject::new(
+                error_code::METHOD_NOT_FOUND,
+                "mcpscope does not expose roots in this session (pass --root to answer roots/list)",
+            )),
             "sampling/createMessage" => Err(ErrorObject::new(
                 error_code::METHOD_NOT_FOUND,
                 "mcpscope did not declare the sampling capability and cannot run a model",
@@ -230,8 +279,43 @@ impl Client {
         self.session.respond(id, outcome);
     }
 
-    /// Sends a request and waits for its response.
+    /// Sends a request and waits for its response. Once the session is
+    /// modern the params carry the envelope, and a -32022 is answered by
+    /// retrying (with a new id) with a version both sides speak.
     pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Response, ClientError> {
+        let Some(env) = self.envelope.clone() else {
+            return self.request_as_is(method, params, timeout);
+        };
+        let resp = self.request_as_is(method, Some(env.wrap(params.clone())), timeout)?;
+        if let Err(e) = &resp.outcome
+            && e.code == error_code::UNSUPPORTED_PROTOCOL_VERSION
+        {
+            let supported = era::supported_versions(e);
+            if let Some(v) = era::pick_versions(&era::MODERN_VERSIONS, &supported)
+                .into_iter()
+                .find(|v| *v != env.protocol_version)
+            {
+                self.session
+                    .note(era::retry_note(method, &env.protocol_version, &supported, &v));
+                let env = Envelope {
+                    protocol_version: v,
+                    ..env
+                };
+                let retry = self.request_as_is(method, Some(env.wrap(params)), timeout);
+                self.envelope = Some(env);
+                return retry;
+            }
+        }
+        Ok(resp)
+    }
+
+    /// Sends a request exactly as given (no envelope) and waits for its response.
+    pub fn request_as_is(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Response, ClientError> {
         let id = self.session.request_with(None, method, params, Some(timeout));
         self.wait_response(method, &id, timeout)
     }
@@ -362,5 +446,388 @@ pub fn response_outcome(f: &Frame) -> Result<Value, ErrorObject> {
             .unwrap_or_else(|| ErrorObject::new(0, "malformed error object")))
     } else {
         Ok(v.get("result").cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// Why no era could be settled on.
+#[derive(Clone, Debug)]
+pub enum EraFailure {
+    /// `initialize` was refused with a JSON-RPC error (a modern-only server
+    /// names its versions in `data.supported`).
+    InitializeRefused(ErrorObject),
+    /// `initialize` answered with a version mcpscope cannot use.
+    Handshake(Box<Handshake>),
+    /// The modern era was asked for and the server does not speak it, or
+    /// refused `server/discover`; the string says why.
+    NotModern(String),
+}
+
+impl fmt::Display for EraFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EraFailure::InitializeRefused(e) => {
+                write!(f, "initialize was refused: {e}")?;
+                let supported = handshake::supported_from_error(e);
+                if !supported.is_empty() {
+                    write!(f, "; the server supports: {}", supported.join(", "))?;
+                    if supported.iter().any(|v| Era::of_version(v) == Some(Era::Modern)) {
+                        write!(f, " (a modern server: try --era modern or --era auto)")?;
+                    }
+                }
+                Ok(())
+            }
+            EraFailure::Handshake(h) => write!(f, "handshake failed: {}", h.verdict_text()),
+            EraFailure::NotModern(why) => write!(f, "the server does not speak the modern era: {why}"),
+        }
+    }
+}
+
+/// What a multi round-trip request came to.
+#[derive(Clone, Debug)]
+pub struct InputOutcome {
+    /// The last response (complete, an error, or the input_required that could not be answered).
+    pub response: Response,
+    /// Every `input_required` answer on the way, with the id of the request it answered.
+    pub rounds: Vec<(RequestId, InputRequired)>,
+    /// Why the chain stopped before a final answer (an input request mcpscope cannot answer).
+    pub stopped: Option<String>,
+}
+
+/// What running a tool as a task came to.
+#[derive(Clone, Debug)]
+pub struct TaskRun {
+    /// `None` when the server answered the call directly (no task was created).
+    pub flavor: Option<Flavor>,
+    /// Every distinct status seen, in order.
+    pub transitions: Vec<Task>,
+    /// The tool's result or error (from `tasks/result`, or inlined by `tasks/get`).
+    pub outcome: Result<Value, ErrorObject>,
+    /// Set when polling gave up and the task was cancelled.
+    pub cancelled: bool,
+}
+
+impl Client {
+    /// Settles on an era as `choice` says and gets the session ready:
+    /// * legacy: `initialize` (+ `notifications/initialized`), as [`Client::initialize`];
+    /// * modern: `server/discover` with the envelope; a -32022 is answered by
+    ///   retrying with a version both speak (noted on the timeline); from then
+    ///   on every request carries the envelope;
+    /// * auto: `server/discover` first; anything but a modern answer (an
+    ///   error such as -32601, a timeout) falls back to `initialize`.
+    ///
+    /// The decision, and why, is returned, kept ([`Client::era`]) and noted
+    /// on the timeline. `hs.protocol_version` is used in the era it belongs
+    /// to (an unknown string is offered to both, to test refusals).
+    pub fn establish(
+        &mut self,
+        choice: EraChoice,
+        hs: &HandshakeOptions,
+        timeout: Duration,
+    ) -> Result<Result<EraDecision, EraFailure>, ClientError> {
+        let asked = Era::of_version(&hs.protocol_version);
+        let mut notes = Vec::new();
+        if choice != EraChoice::Legacy {
+            let mut env = Envelope::from_handshake(hs);
+            if asked == Some(Era::Legacy) {
+                env.protocol_version = era::DEFAULT_MODERN_VERSION.to_owned();
+            }
+            // A legacy server may ignore the probe: do not wait long for it.
+            let probe_timeout = match choice {
+                EraChoice::Auto => timeout.min(Duration::from_secs(5)),
+                _ => timeout,
+            };
+            let mut attempts = 0;
+            let verdict = loop {
+                attempts += 1;
+                let (outcome, why) =
+                    match self.request_as_is("server/discover", Some(env.discover_params()), probe_timeout) {
+                        Ok(resp) => (Some(resp.outcome), String::new()),
+                        Err(e @ (ClientError::TimedOut { .. } | ClientError::Http { .. })) => (None, e.to_string()),
+                        Err(e) => return Err(e),
+                    };
+                let verdict = ProbeVerdict::judge(&env.protocol_version, outcome.as_ref(), &why);
+                match &verdict {
+                    ProbeVerdict::UnsupportedVersion {
+                        requested,
+                        supported,
+                        retry_with: Some(v),
+                    } if attempts < 3 => {
+                        let note = era::retry_note("server/discover", requested, supported, v);
+                        self.session.note(note.clone());
+                        notes.push(note);
+                        env.protocol_version = v.clone();
+                    }
+                    _ => break verdict,
+                }
+            };
+            let legacy_reason = match verdict {
+                ProbeVerdict::Modern(d) => {
+                    let decision = EraDecision {
+                        choice,
+                        era: Era::Modern,
+                        version: env.protocol_version.clone(),
+                        reason: format!(
+                            "server/discover answered (supportedVersions: {}): modern server",
+                            d.supported_versions.join(", ")
+                        ),
+                        notes,
+                        discovery: Some(d),
+                        handshake: None,
+                    };
+                    self.envelope = Some(env);
+                    self.session.note(format!("era: {}", decision.summary()));
+                    self.era = Some(decision.clone());
+                    return Ok(Ok(decision));
+                }
+                ProbeVerdict::UnsupportedVersion {
+                    requested, supported, ..
+                } => {
+                    let legacy_ok = supported.iter().any(|v| handshake::is_supported(v));
+                    let why = format!(
+                        "-32022 to server/discover with {requested}; the server supports {}",
+                        supported.join(", ")
+                    );
+                    if choice == EraChoice::Modern || !legacy_ok {
+                        return Ok(Err(EraFailure::NotModern(format!(
+                            "{why}, and no modern version mcpscope speaks ({})",
+                            era::MODERN_VERSIONS.join(", ")
+                        ))));
+                    }
+                    format!("{why}: only legacy versions in common")
+                }
+                ProbeVerdict::ModernError(e) => {
+                    return Ok(Err(EraFailure::NotModern(format!(
+                        "server/discover was refused with {e} (a modern error: the server is modern but refused the probe)"
+                    ))));
+                }
+                ProbeVerdict::Legacy(why) => {
+                    if choice == EraChoice::Modern {
+                        return Ok(Err(EraFailure::NotModern(why)));
+                    }
+                    why
+                }
+            };
+            let note = format!("era: auto: {legacy_reason}; falling back to initialize");
+            self.session.note(note.clone());
+            notes.push(note);
+            let mut hs = hs.clone();
+            if asked == Some(Era::Modern) {
+                hs.protocol_version = handshake::DEFAULT_VERSION.to_owned();
+            }
+            return self.establish_legacy(choice, &hs, timeout, legacy_reason, notes);
+        }
+        self.establish_legacy(choice, hs, timeout, "--era legacy: initialize handshake".into(), notes)
+    }
+
+    fn establish_legacy(
+        &mut self,
+        choice: EraChoice,
+        hs: &HandshakeOptions,
+        timeout: Duration,
+        reason: String,
+        notes: Vec<String>,
+    ) -> Result<Result<EraDecision, EraFailure>, ClientError> {
+        match self.initialize(hs, timeout)? {
+            Err(e) => Ok(Err(EraFailure::InitializeRefused(e))),
+            Ok(h) if !h.usable() => Ok(Err(EraFailure::Handshake(Box::new(h)))),
+            Ok(h) => {
+                let decision = EraDecision {
+                    choice,
+                    era: Era::Legacy,
+                    version: h.version().unwrap_or_default().to_owned(),
+                    reason,
+                    notes,
+                    discovery: None,
+                    handshake: Some(h),
+                };
+                self.envelope = None;
+                self.era = Some(decision.clone());
+                Ok(Ok(decision))
+            }
+        }
+    }
+
+    /// Sends a request and follows its multi round-trip chain: every
+    /// `input_required` answer is answered by the [`InputPolicy`] and the
+    /// request sent again with `inputResponses`, the echoed `requestState`
+    /// and a new id (linked in [`Client::conversations`]).
+    pub fn request_with_input(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<InputOutcome, ClientError> {
+        let original = params.clone().unwrap_or_else(|| json!({}));
+        let mut resp = self.request(method, params, timeout)?;
+        let mut rounds = Vec::new();
+        while let Ok(result) = &resp.outcome {
+            let Some(ir) = InputRequired::from_result(result) else {
+                break;
+            };
+            let prev = resp.frame.class.id.clone();
+            let answers = self.policy.answer_all(&ir);
+            if let Some(id) = &prev {
+                rounds.push((id.clone(), ir.clone()));
+            }
+            let answers = match answers {
+                Ok(a) => a,
+                Err(why) => {
+                    return Ok(InputOutcome {
+                        response: resp,
+                        rounds,
+                        stopped: Some(why),
+                    });
+                }
+            };
+            if rounds.len() >= mrtr::MAX_ROUNDS {
+                return Ok(InputOutcome {
+                    response: resp,
+                    rounds,
+                    stopped: Some(format!("gave up after {} input_required rounds", mrtr::MAX_ROUNDS)),
+                });
+            }
+            let retry = mrtr::retry_params(&original, &answers, ir.request_state.as_deref());
+            resp = self.request(method, Some(retry), timeout)?;
+            if let (Some(prev), Some(new)) = (prev, resp.frame.class.id.clone()) {
+                self.conversations.link(new, &prev);
+            }
+        }
+        Ok(InputOutcome {
+            response: resp,
+            rounds,
+            stopped: None,
+        })
+    }
+
+    /// Runs `tools/call` as a task in the form of the session's era and
+    /// polls it until it ends (or `give_up` passes: then it is cancelled),
+    /// telling `on_status` about every change; then fetches the result.
+    pub fn run_task(
+        &mut self,
+        params: Value,
+        timeout: Duration,
+        give_up: Duration,
+        on_status: &mut dyn FnMut(&Task),
+    ) -> Result<TaskRun, ClientError> {
+        let era = self.era.as_ref().map_or(Era::Legacy, |d| d.era);
+        let flavor = Flavor::for_era(era);
+        let resp = self.request("tools/call", Some(tasks::call_params(params, flavor, None)), timeout)?;
+        let result = match resp.outcome {
+            Err(e) => {
+                return Ok(TaskRun {
+                    flavor: None,
+                    transitions: Vec::new(),
+                    outcome: Err(e),
+                    cancelled: false,
+                });
+            }
+            Ok(r) => r,
+        };
+        let Some((flavor, mut task)) = tasks::Task::created(&result) else {
+            return Ok(TaskRun {
+                flavor: None,
+                transitions: Vec::new(),
+                outcome: Ok(result),
+                cancelled: false,
+            });
+        };
+        let deadline = Instant::now() + give_up;
+        let mut transitions = vec![task.clone()];
+        on_status(&task);
+        let mut cancelled = false;
+        while !task.status.is_terminal() {
+            if Instant::now() >= deadline {
+                let r = self.request("tasks/cancel", Some(tasks::task_params(&task.task_id)), timeout)?;
+                cancelled = true;
+                if let Ok(v) = &r.outcome
+                    && let Some(t) = Task::from_value(v)
+                {
+                    task = t;
+                } else {
+                    break;
+                }
+                if task.status != transitions.last().map_or(Status::Working, |t| t.status.clone()) {
+                    on_status(&task);
+                    transitions.push(task.clone());
+                }
+                break;
+            }
+            // Experimental tasks that wait for input deliver the server's
+            // requests through tasks/result: go there at once.
+            if flavor == Flavor::Experimental && task.status == tasks::Status::InputRequired {
+                break;
+            }
+            let wait = task
+                .poll_interval
+                .unwrap_or(Duration::from_millis(500))
+                .clamp(Duration::from_millis(50), Duration::from_secs(5));
+            self.pump_for(wait);
+            let r = self.request("tasks/get", Some(tasks::task_params(&task.task_id)), timeout)?;
+            let v = match r.outcome {
+                Ok(v) => v,
+                Err(e) => {
+                    return Ok(TaskRun {
+                        flavor: Some(flavor),
+                        transitions,
+                        outcome: Err(e),
+                        cancelled,
+                    });
+                }
+            };
+            let Some(t) = Task::from_value(&v) else { break };
+            let changed = transitions
+                .last()
+                .is_none_or(|p| p.status != t.status || p.status_message != t.status_message);
+            task = t;
+            if changed {
+                on_status(&task);
+                transitions.push(task.clone());
+            }
+            if flavor == Flavor::Extension
+                && task.status == tasks::Status::InputRequired
+                && let Some(reqs) = &task.input_requests
+            {
+                let ir = InputRequired::from_result(&json!({"resultType": "input_required", "inputRequests": reqs}))
+                    .expect("built as input_required");
+                match self.policy.answer_all(&ir) {
+                    Ok(answers) => {
+                        self.request(
+                            "tasks/update",
+                            Some(json!({"taskId": task.task_id, "inputResponses": answers})),
+                            timeout,
+                        )?;
+                    }
+                    Err(why) => {
+                        return Ok(TaskRun {
+                            flavor: Some(flavor),
+                            transitions,
+                            outcome: Err(ErrorObject::new(0, why)),
+                            cancelled,
+                        });
+                    }
+                }
+            }
+        }
+        let outcome = match flavor {
+            Flavor::Experimental if !cancelled => {
+                self.request("tasks/result", Some(tasks::task_params(&task.task_id)), give_up)?
+                    .outcome
+            }
+            _ => match (&task.result, &task.error) {
+                (Some(r), _) => Ok(r.clone()),
+                (None, Some(e)) => Err(ErrorObject::from_json(e)
+                    .unwrap_or_else(|| ErrorObject::new(0, crate::text::shorten(&e.to_string(), 200)))),
+                (None, None) => Err(ErrorObject::new(
+                    0,
+                    format!("the task ended {} without a result", task.status_line()),
+                )),
+            },
+        };
+        Ok(TaskRun {
+            flavor: Some(flavor),
+            transitions,
+            outcome,
+            cancelled,
+        })
     }
 }

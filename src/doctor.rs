@@ -7,10 +7,12 @@
 //! on stderr.
 
 use crate::classify::Kind;
+use crate::client::EraFailure;
 use crate::client::{Client, ClientError};
+use crate::era::{Era, EraChoice, EraDecision};
 use crate::event::Event;
 use crate::frame::Direction;
-use crate::handshake::{HandshakeOptions, VersionVerdict};
+use crate::handshake::{Handshake, HandshakeOptions, VersionVerdict};
 use crate::model::Severity;
 use crate::process::ServerSpec;
 use crate::session::SessionOptions;
@@ -81,6 +83,9 @@ impl Report {
 pub struct DoctorOptions {
     pub timeout: Duration,
     pub protocol_version: String,
+    /// Which era to speak; auto (the default) probes with `server/discover`
+    /// and falls back to `initialize`, and the report says which it found and why.
+    pub era: EraChoice,
     /// Start the server a second time to see whether it answers before `initialize`.
     pub probe_enforcement: bool,
     pub stderr_tail: usize,
@@ -91,6 +96,7 @@ impl Default for DoctorOptions {
         Self {
             timeout: Duration::from_secs(10),
             protocol_version: crate::handshake::DEFAULT_VERSION.to_owned(),
+            era: EraChoice::Auto,
             probe_enforcement: true,
             stderr_tail: 10,
         }
@@ -196,50 +202,65 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
         protocol_version: options.protocol_version.clone(),
         ..HandshakeOptions::default()
     };
-    let handshake = client.initialize(&hs_options, options.timeout);
+    let established = client.establish(options.era, &hs_options, options.timeout);
     let mut server_caps: Option<Value> = None;
-    match &handshake {
-        Ok(Ok(h)) => {
-            checks.push(Check::new(
-                Status::Pass,
-                format!("initialize answered in {} ms", h.latency.as_millis()),
-            ));
-            let status = match h.verdict {
-                VersionVerdict::Accepted | VersionVerdict::CounterOffer => Status::Pass,
-                _ => Status::Fail,
-            };
-            let mut c = Check::new(
-                status,
-                format!(
-                    "Protocol version: {}",
-                    h.answered.clone().unwrap_or_else(|| "(none)".into())
-                ),
-            )
-            .detail(h.verdict_text());
-            if !h.missing_fields.is_empty() {
-                c = c.detail(format!(
-                    "the initialize result lacks required field(s): {}",
-                    h.missing_fields.join(", ")
-                ));
-                c.status = Status::Fail;
+    match &established {
+        Ok(Ok(d)) => {
+            checks.push(era_check(d));
+            match (&d.handshake, &d.discovery) {
+                (Some(h), _) => server_caps = handshake_checks(h, &mut checks),
+                (None, Some(disc)) => {
+                    let mut c = Check::new(
+                        if disc.missing_fields.is_empty() {
+                            Status::Pass
+                        } else {
+                            Status::Fail
+                        },
+                        format!("Protocol version: {} (sent in every request's _meta)", d.version),
+                    )
+                    .detail(format!(
+                        "server/discover lists supportedVersions: {}",
+                        disc.supported_versions.join(", ")
+                    ));
+                    if !disc.missing_fields.is_empty() {
+                        c = c.detail(format!(
+                            "the server/discover result lacks required field(s): {}",
+                            disc.missing_fields.join(", ")
+                        ));
+                    }
+                    checks.push(c);
+                    let mut info = Check::new(Status::Info, format!("Server: {}", disc.server_name()));
+                    if let Some(caps) = &disc.capabilities {
+                        info = info.detail(format!("capabilities: {}", compact(caps)));
+                    }
+                    match &disc.instructions {
+                        Some(i) => info = info.detail(format!("instructions: {}", crate::text::shorten(i, 300))),
+                        None => info = info.detail("instructions: (none)"),
+                    }
+                    checks.push(info);
+                    server_caps = disc.capabilities.clone();
+                }
+                (None, None) => {}
             }
-            checks.push(c);
-            let mut info = Check::new(Status::Info, format!("Server: {}", h.server_name()));
-            if let Some(caps) = &h.capabilities {
-                info = info.detail(format!("capabilities: {}", compact(caps)));
-            }
-            match &h.instructions {
-                Some(i) => info = info.detail(format!("instructions: {}", crate::text::shorten(i, 300))),
-                None => info = info.detail("instructions: (none)"),
-            }
-            checks.push(info);
-            server_caps = h.capabilities.clone();
         }
-        Ok(Err(e)) => {
+        Ok(Err(EraFailure::Handshake(h))) => {
+            handshake_checks(h, &mut checks);
+        }
+        Ok(Err(EraFailure::NotModern(why))) => {
+            checks.push(
+                Check::new(Status::Fail, "The server does not speak the modern era (2026-07-28)")
+                    .detail(why.clone())
+                    .detail("Try --era legacy (initialize handshake) or --era auto."),
+            );
+        }
+        Ok(Err(EraFailure::InitializeRefused(e))) => {
             let mut c = Check::new(Status::Fail, "initialize was refused").detail(e.to_string());
             let supported = crate::handshake::supported_from_error(e);
             if !supported.is_empty() {
                 c = c.detail(format!("the server supports: {}", supported.join(", ")));
+                if supported.iter().any(|v| Era::of_version(v) == Some(Era::Modern)) {
+                    c = c.detail("It names a modern version: try --era modern or --era auto.");
+                }
             }
             checks.push(c);
         }
@@ -264,7 +285,11 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     }
 
     // 3. tools/list, following pagination.
-    if matches!(&handshake, Ok(Ok(h)) if h.usable()) {
+    let era = match &established {
+        Ok(Ok(d)) => Some(d.era),
+        _ => None,
+    };
+    if era.is_some() {
         let advertised = server_caps.as_ref().is_some_and(|c| c.get("tools").is_some());
         checks.push(list_tools(&mut client, options.timeout, advertised));
     }
@@ -288,8 +313,13 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     }
 
     // 5. Handshake enforcement, in a fresh process.
-    if options.probe_enforcement && matches!(&handshake, Ok(Ok(_))) {
-        checks.push(probe_enforcement(target, options.timeout.min(Duration::from_secs(5))));
+    let answered = matches!(&established, Ok(Ok(_)) | Ok(Err(EraFailure::Handshake(_))));
+    if options.probe_enforcement && answered {
+        let t = options.timeout.min(Duration::from_secs(5));
+        checks.push(match era {
+            Some(Era::Modern) => probe_envelope(target, t),
+            _ => probe_enforcement(target, t),
+        });
     }
 
     // 6. The protocol lint over everything the main session saw.
@@ -303,6 +333,98 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     report.checks = checks;
     report.events = evs;
     report
+}
+
+/// Which era the session speaks, and why.
+fn era_check(d: &EraDecision) -> Check {
+    let mut c = Check::new(
+        Status::Info,
+        format!("Era: {} {} (--era {})", d.era, d.version, d.choice),
+    )
+    .detail(d.reason.clone())
+    .detail(d.era.label());
+    for n in d.notes.iter().filter(|n| !n.starts_with("era:")) {
+        c = c.detail(n.clone());
+    }
+    c
+}
+
+/// The checks about an `initialize` answer; returns the server's capabilities.
+fn handshake_checks(h: &Handshake, checks: &mut Vec<Check>) -> Option<Value> {
+    checks.push(Check::new(
+        Status::Pass,
+        format!("initialize answered in {} ms", h.latency.as_millis()),
+    ));
+    let status = match h.verdict {
+        VersionVerdict::Accepted | VersionVerdict::CounterOffer => Status::Pass,
+        _ => Status::Fail,
+    };
+    let mut c = Check::new(
+        status,
+        format!(
+            "Protocol version: {}",
+            h.answered.clone().unwrap_or_else(|| "(none)".into())
+        ),
+    )
+    .detail(h.verdict_text());
+    if !h.missing_fields.is_empty() {
+        c = c.detail(format!(
+            "the initialize result lacks required field(s): {}",
+            h.missing_fields.join(", ")
+        ));
+        c.status = Status::Fail;
+    }
+    checks.push(c);
+    let mut info = Check::new(Status::Info, format!("Server: {}", h.server_name()));
+    if let Some(caps) = &h.capabilities {
+        info = info.detail(format!("capabilities: {}", compact(caps)));
+    }
+    match &h.instructions {
+        Some(i) => info = info.detail(format!("instructions: {}", crate::text::shorten(i, 300))),
+        None => info = info.detail("instructions: (none)"),
+    }
+    checks.push(info);
+    if h.usable() { h.capabilities.clone() } else { None }
+}
+
+/// Modern era: does the server refuse a request without the `_meta` envelope?
+fn probe_envelope(target: &Target, timeout: Duration) -> Check {
+    let (mut client, _events) = collecting_client(target, timeout);
+    if client.wait_started(Duration::from_secs(10)).is_err() {
+        client.close();
+        return Check::new(
+            Status::Info,
+            "Envelope enforcement: could not start a second process to check",
+        );
+    }
+    let result = client.request_as_is("tools/list", None, timeout);
+    client.close();
+    match result {
+        Ok(resp) => match resp.outcome {
+            Ok(_) => Check::new(
+                Status::Warn,
+                "Envelope not enforced: the server answered tools/list without _meta",
+            )
+            .detail(
+                "In 2026-07-28 a request without io.modelcontextprotocol/protocolVersion and clientCapabilities \
+                 must be refused with -32602.",
+            ),
+            Err(e) => Check::new(
+                if e.code == crate::message::error_code::INVALID_PARAMS {
+                    Status::Pass
+                } else {
+                    Status::Warn
+                },
+                "Envelope enforced: tools/list without _meta was refused",
+            )
+            .detail(e.to_string()),
+        },
+        Err(e) => Check::new(
+            Status::Info,
+            "Envelope enforcement: no answer to tools/list without _meta",
+        )
+        .detail(e.to_string()),
+    }
 }
 
 fn compact(v: &Value) -> String {

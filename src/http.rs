@@ -300,6 +300,7 @@ impl Runner {
                 self.send(line, None);
             }
             Command::Shutdown => self.begin_shutdown(),
+            Command::Note { text } => self.note(text),
         }
     }
 

@@ -75,6 +75,9 @@ pub enum Command {
     Cancel { id: RequestId, reason: Option<String> },
     /// Close stdin, wait, SIGTERM, SIGKILL, as the stdio transport prescribes.
     Shutdown,
+    /// Put a note on the timeline (and in the capture), in order with the
+    /// frames: e.g. why a request is retried with another protocol version.
+    Note { text: String },
 }
 
 /// The owner's handle on a session. Dropping it shuts the server down and
@@ -185,6 +188,11 @@ impl Session {
 
     pub fn cancel(&self, id: RequestId, reason: Option<String>) {
         self.command(Command::Cancel { id, reason });
+    }
+
+    /// Puts a note on the timeline, after everything sent so far.
+    pub fn note(&self, text: impl Into<String>) {
+        self.command(Command::Note { text: text.into() });
     }
 
     /// Starts shutting down; events keep arriving until [`Event::Closed`].
@@ -520,6 +528,7 @@ impl Runner {
                 self.send_line(line, None);
             }
             Command::Shutdown => self.begin_shutdown(),
+            Command::Note { text } => self.note(text),
         }
     }
 

@@ -3,8 +3,10 @@
 use super::TargetArgs;
 use super::trace;
 use crate::client::{Client, ClientError};
+use crate::era::{Era, EraChoice};
 use crate::event::Event;
 use crate::handshake::{self, HandshakeOptions};
+use crate::mrtr::{ElicitAnswer, InputPolicy};
 use crate::session::SessionOptions;
 use clap::Args;
 use serde_json::{Map, Value, json};
@@ -37,9 +39,42 @@ pub struct CallArgs {
     #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
     pub tool_arg: Vec<(String, String)>,
 
-    /// The protocol version to offer in initialize (any string, to test counter-offers).
-    #[arg(long, default_value = handshake::DEFAULT_VERSION)]
-    pub protocol_version: String,
+    /// The protocol version to offer in initialize, or to send in every
+    /// request's _meta (modern era). Any string, to test counter-offers and
+    /// -32022. Defaults to 2025-11-25 (legacy) or 2026-07-28 (modern).
+    #[arg(long)]
+    pub protocol_version: Option<String>,
+
+    /// Which protocol era to speak: legacy (initialize handshake), modern
+    /// (stateless, _meta envelope, server/discover) or auto (probe with
+    /// server/discover, fall back to initialize). Default: the era of
+    /// --protocol-version when it names a modern version, else legacy.
+    #[arg(long, value_enum)]
+    pub era: Option<super::EraArg>,
+
+    /// Answer elicitations (legacy elicitation/create requests, modern
+    /// input requests) by declining: the default in the modern era.
+    #[arg(long, conflicts_with = "elicit_accept")]
+    pub elicit_decline: bool,
+
+    /// Answer elicitations by accepting with this content (a JSON object).
+    #[arg(long, value_name = "JSON")]
+    pub elicit_accept: Option<String>,
+
+    /// Declare sampling and answer every sampling request with this text
+    /// (without it sampling is refused).
+    #[arg(long, value_name = "TEXT")]
+    pub sample_reply: Option<String>,
+
+    /// Run the tool as a task: 2025-11-25 experimental tasks (legacy) or the
+    /// io.modelcontextprotocol/tasks extension (modern); poll until it ends,
+    /// printing status changes on stderr and the result on stdout.
+    #[arg(long, requires = "tool_name")]
+    pub task: bool,
+
+    /// With --task: cancel the task (tasks/cancel) when it has not ended after this many milliseconds.
+    #[arg(long, default_value_t = 300_000)]
+    pub task_timeout_ms: u64,
 
     /// Timeout for each request, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
@@ -165,13 +200,18 @@ pub fn run(args: CallArgs) -> ExitCode {
         .iter()
         .map(|r| json!({"uri": root_uri(r), "name": r}))
         .collect();
-    let mut capabilities = json!({});
-    if !roots.is_empty() {
-        capabilities["roots"] = json!({"listChanged": false});
-        client = client.with_roots(roots);
+    let choice = era_choice(&args);
+    let policy = match input_policy(&args, roots, choice) {
+        Ok(p) => p,
+        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+    };
+    let mut capabilities = policy.capabilities();
+    if args.task && choice != EraChoice::Legacy {
+        capabilities = crate::tasks::client_capabilities(capabilities, crate::tasks::Flavor::Extension);
     }
+    client = client.with_policy(policy);
 
-    let code = call(&mut client, &args, &method, params, capabilities, timeout);
+    let code = call(&mut client, &args, choice, &method, params, capabilities, timeout);
     let exit = client.close();
     match code {
         Ok(code) => ExitCode::from(code),
@@ -185,9 +225,40 @@ pub fn run(args: CallArgs) -> ExitCode {
     }
 }
 
+/// `--era`, or the one `--protocol-version` implies (legacy by default).
+pub fn era_choice(args: &CallArgs) -> EraChoice {
+    match (args.era, &args.protocol_version) {
+        (Some(e), _) => e.into(),
+        (None, Some(v)) => EraChoice::implied_by_version(v),
+        (None, None) => EraChoice::Legacy,
+    }
+}
+
+/// How input requests are answered. Elicitation is declared when asked
+/// for, and by default (declining) when the modern era may be spoken: a
+/// modern server only asks for what the client declared.
+pub fn input_policy(args: &CallArgs, roots: Vec<Value>, choice: EraChoice) -> Result<InputPolicy, String> {
+    let elicit = match (&args.elicit_accept, args.elicit_decline) {
+        (Some(text), _) => match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => Some(ElicitAnswer::Accept(v)),
+            Ok(_) => return Err("--elicit-accept must be a JSON object".into()),
+            Err(e) => return Err(format!("--elicit-accept is not valid JSON: {e}")),
+        },
+        (None, true) => Some(ElicitAnswer::Decline),
+        (None, false) if choice != EraChoice::Legacy => Some(ElicitAnswer::Decline),
+        (None, false) => None,
+    };
+    Ok(InputPolicy {
+        roots: (!roots.is_empty()).then_some(roots),
+        elicit,
+        sample_reply: args.sample_reply.clone(),
+    })
+}
+
 fn call(
     client: &mut Client,
     args: &CallArgs,
+    choice: EraChoice,
     method: &str,
     params: Option<Value>,
     capabilities: Value,
@@ -195,32 +266,115 @@ fn call(
 ) -> Result<u8, ClientError> {
     client.wait_started(Duration::from_secs(10))?;
     if !args.no_handshake {
+        let protocol_version = args.protocol_version.clone().unwrap_or_else(|| {
+            match choice {
+                EraChoice::Modern => crate::era::DEFAULT_MODERN_VERSION,
+                _ => handshake::DEFAULT_VERSION,
+            }
+            .to_owned()
+        });
         let hs = HandshakeOptions {
-            protocol_version: args.protocol_version.clone(),
+            protocol_version,
             capabilities,
             ..HandshakeOptions::default()
         };
-        match client.initialize(&hs, timeout)? {
+        match client.establish(choice, &hs, timeout)? {
             Err(e) => {
-                eprintln!("mcpscope: initialize was refused: {e}");
-                let supported = handshake::supported_from_error(&e);
-                if !supported.is_empty() {
-                    eprintln!("mcpscope: the server supports: {}", supported.join(", "));
+                eprintln!("mcpscope: {e}");
+                return Ok(EXIT_NO_CONNECTION);
+            }
+            Ok(d) => {
+                let accepted = d
+                    .handshake
+                    .as_ref()
+                    .is_none_or(|h| h.verdict == handshake::VersionVerdict::Accepted);
+                if choice != EraChoice::Legacy && (args.trace || !d.notes.is_empty() || choice == EraChoice::Auto) {
+                    eprintln!("mcpscope: era: {} ({})", d.summary(), d.server_name());
+                    for n in d.notes.iter().filter(|n| !n.starts_with("era:")) {
+                        eprintln!("mcpscope: {n}");
+                    }
                 }
-                return Ok(EXIT_NO_CONNECTION);
-            }
-            Ok(h) if !h.usable() => {
-                eprintln!("mcpscope: handshake failed: {}", h.verdict_text());
-                return Ok(EXIT_NO_CONNECTION);
-            }
-            Ok(h) => {
-                if args.trace || h.verdict != handshake::VersionVerdict::Accepted {
+                if let Some(h) = &d.handshake
+                    && (args.trace || !accepted)
+                {
                     eprintln!("mcpscope: {} ({})", h.verdict_text(), h.server_name());
                 }
             }
         }
     }
-    let resp = client.request(method, params, timeout)?;
+    if args.task {
+        let give_up = Duration::from_millis(args.task_timeout_ms);
+        let mut on_status = |t: &crate::tasks::Task| eprintln!("mcpscope: task {}: {}", t.task_id, t.status_line());
+        let run = client.run_task(params.unwrap_or_else(|| json!({})), timeout, give_up, &mut on_status)?;
+        match run.flavor {
+            None => eprintln!("mcpscope: the server answered at once, without creating a task"),
+            Some(f) => eprintln!(
+                "mcpscope: {} ended {}{}",
+                f.label(),
+                run.transitions.last().map_or("?".into(), |t| t.status.to_string()),
+                if run.cancelled {
+                    " (cancelled after --task-timeout-ms)"
+                } else {
+                    ""
+                }
+            ),
+        }
+        return Ok(match run.outcome {
+            Ok(result) => {
+                print_json(&result);
+                if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                    eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
+                    EXIT_TOOL_ERROR
+                } else if run.cancelled {
+                    EXIT_RPC_ERROR
+                } else {
+                    EXIT_OK
+                }
+            }
+            Err(e) => {
+                print_json(&e.to_json());
+                eprintln!("mcpscope: the task failed: {e}");
+                EXIT_RPC_ERROR
+            }
+        });
+    }
+    let modern = client.era().is_some_and(|d| d.era == Era::Modern);
+    let resp = if modern && crate::mrtr::may_require_input(method) {
+        let out = client.request_with_input(method, params, timeout)?;
+        for (id, ir) in &out.rounds {
+            let what: Vec<String> = ir.requests.iter().map(|r| r.summary()).collect();
+            eprintln!(
+                "mcpscope: #{id} answered input_required ({}){}",
+                if what.is_empty() {
+                    "no input requests".to_owned()
+                } else {
+                    what.join("; ")
+                },
+                if ir.request_state.is_some() {
+                    ", with requestState"
+                } else {
+                    ""
+                }
+            );
+        }
+        if let Some(root) = out.rounds.first().map(|(id, _)| id)
+            && let Some(last) = &out.response.frame.class.id
+            && last != root
+        {
+            eprintln!(
+                "mcpscope: answered and retried as #{last} (one conversation with #{root}, {} round(s))",
+                out.rounds.len() + 1
+            );
+        }
+        if let Some(why) = &out.stopped {
+            print_json(out.response.outcome.as_ref().unwrap_or(&Value::Null));
+            eprintln!("mcpscope: stopped: {why}");
+            return Ok(EXIT_RPC_ERROR);
+        }
+        out.response
+    } else {
+        client.request(method, params, timeout)?
+    };
     let tool_error = resp.is_tool_error();
     match resp.outcome {
         Ok(result) => {

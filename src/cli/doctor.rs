@@ -17,6 +17,12 @@ pub struct DoctorArgs {
     #[arg(long, default_value = handshake::DEFAULT_VERSION)]
     pub protocol_version: String,
 
+    /// Which protocol era to speak: auto (default) probes with server/discover
+    /// and falls back to the initialize handshake; the report says which it
+    /// found and why.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub era: super::EraArg,
+
     /// Skip starting the server a second time to test handshake enforcement.
     #[arg(long)]
     pub no_enforcement_probe: bool,
@@ -36,6 +42,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let options = DoctorOptions {
         timeout: Duration::from_millis(args.timeout_ms),
         protocol_version: args.protocol_version,
+        era: args.era.into(),
         probe_enforcement: !args.no_enforcement_probe,
         ..DoctorOptions::default()
     };

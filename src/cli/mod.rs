@@ -121,6 +121,27 @@ pub struct TargetArgs {
     pub command: Vec<String>,
 }
 
+/// `--era`: which protocol era to speak.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EraArg {
+    /// The initialize handshake (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// Stateless requests with the _meta envelope (2026-07-28).
+    Modern,
+    /// Probe with server/discover, fall back to initialize.
+    Auto,
+}
+
+impl From<EraArg> for crate::era::EraChoice {
+    fn from(a: EraArg) -> Self {
+        match a {
+            EraArg::Legacy => crate::era::EraChoice::Legacy,
+            EraArg::Modern => crate::era::EraChoice::Modern,
+            EraArg::Auto => crate::era::EraChoice::Auto,
+        }
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransportArg {
     Stdio,
