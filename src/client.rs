@@ -831,3 +831,77 @@ impl Client {
         })
     }
 }
+
+impl Client {
+    /// Opens a `subscriptions/listen` stream (modern era) and waits for its
+    /// acknowledgement: returns the listen request's id (= the subscription
+    /// id every notification on the stream carries) and the filter the server
+    /// honours. The request stays open (no timeout); notifications arrive as
+    /// events, [`crate::subscriptions::subscriptions`] groups them, and
+    /// [`Client::stop_listening`] ends the stream.
+    pub fn listen(
+        &mut self,
+        filter: &crate::subscriptions::Filter,
+        timeout: Duration,
+    ) -> Result<Result<(RequestId, Value), ErrorObject>, ClientError> {
+        let params = filter.listen_params();
+        let params = match &self.envelope {
+            Some(env) => env.wrap(Some(params)),
+            None => params,
+        };
+        let method = crate::subscriptions::LISTEN;
+        let id = self.session.request_with(None, method, Some(params), None);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let ev = match self.session.events().recv_timeout(wait) {
+                Ok(ev) => ev,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(ClientError::TimedOut {
+                        method: method.into(),
+                        after: timeout,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.closed = true;
+                    return Err(ClientError::Closed { method: method.into() });
+                }
+            };
+            self.handle(&ev);
+            (self.observer)(&ev);
+            let Event::Frame(f) = &ev else {
+                if let Event::Closed { .. } = ev {
+                    return Err(ClientError::Closed { method: method.into() });
+                }
+                continue;
+            };
+            if f.direction != Direction::In {
+                continue;
+            }
+            if f.class.kind.is_response() && f.class.id.as_ref() == Some(&id) {
+                return match response_outcome(f) {
+                    Err(e) => Ok(Err(e)),
+                    Ok(v) => Ok(Err(ErrorObject::new(
+                        0,
+                        format!(
+                            "the stream closed at once: {}",
+                            crate::text::shorten(&v.to_string(), 200)
+                        ),
+                    ))),
+                };
+            }
+            if f.class.method.as_deref() == Some(crate::subscriptions::ACKNOWLEDGED)
+                && let Some(v) = f.json()
+                && crate::subscriptions::subscription_id(&v).as_ref() == Some(&id)
+            {
+                let honoured = v.pointer("/params/notifications").cloned().unwrap_or(Value::Null);
+                return Ok(Ok((id, honoured)));
+            }
+        }
+    }
+
+    /// Ends a listen stream (`notifications/cancelled` for its request).
+    pub fn stop_listening(&mut self, id: RequestId) {
+        self.session.cancel(id, Some("mcpscope stopped listening".into()));
+    }
+}

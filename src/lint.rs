@@ -83,6 +83,14 @@ rules! {
     STDERR_ERROR = "stderr-error", "stderr lines that look like an error or a traceback.";
     SLOW_RESPONSE = "slow-response", "A response slower than the threshold.";
     EXITED_DURING_REQUEST = "exited-during-request", "The server exited while a client request was waiting for its answer.";
+    INITIALIZE_TO_MODERN_SERVER = "initialize-to-modern-server", "initialize sent to a server that speaks only the modern (2026-07-28) era.";
+    MODERN_META_MISSING = "modern-meta-missing", "A modern-era request without protocolVersion or clientCapabilities in params._meta.";
+    RESULT_TYPE_MISSING = "result-type-missing", "A modern-era result without resultType, or with one nobody defined.";
+    CACHE_FIELDS_MISSING = "cache-fields-missing", "A modern-era list, read or discover result without ttlMs and cacheScope.";
+    INPUT_REQUIRED_NOT_ALLOWED = "input-required-not-allowed", "input_required answered by a method other than tools/call, resources/read and prompts/get.";
+    RETRY_REUSED_ID = "retry-reused-id", "A multi round-trip retry that reuses the JSON-RPC id of the request it retries.";
+    REQUEST_STATE_NOT_ECHOED = "request-state-not-echoed", "A multi round-trip retry whose requestState is not exactly the one the server gave.";
+    LEGACY_METHOD_IN_MODERN_ERA = "legacy-method-in-modern-era", "A method removed in 2026-07-28 (ping, logging/setLevel, resources/subscribe …) used with a modern server.";
 }
 
 /// One problem found in a session.
@@ -173,9 +181,11 @@ pub fn lint(events: &[Event], options: &LintOptions) -> Vec<Finding> {
     for f in &frames {
         frame_rules(f, &hs, &split, &mut out);
     }
-    correlation_rules(&frames, &mut out);
+    correlation_rules(&frames, &hs, &mut out);
     pending_rules(events, &mut out);
     lifecycle_rules(&frames, &hs, &mut out);
+    era_rules(&frames, &hs, &mut out);
+    mrtr_rules(&frames, &mut out);
     capability_rules(&frames, &hs, &mut out);
     tool_rules(&frames, &mut out);
     stderr_rules(events, &mut out);
@@ -251,6 +261,10 @@ struct HandshakeFacts {
     initialized: Option<u64>,
     /// The client speaks the stateless 2026-07-28 revision, which has no handshake.
     modern: bool,
+    /// The first `server/discover` result: its seq and what it says.
+    discovery: Option<(u64, crate::era::Discovery)>,
+    /// Why the server is known to speak only the modern era (its own words), if it is.
+    modern_only: Option<String>,
 }
 
 impl HandshakeFacts {
@@ -289,16 +303,58 @@ impl HandshakeFacts {
                 _ => {}
             }
         }
-        if h.init_req.is_none() {
+        for f in frames {
+            if f.direction == Direction::In
+                && f.kind() == Kind::Result
+                && f.link.as_ref().is_some_and(|l| l.method == "server/discover")
+                && h.discovery.is_none()
+                && let Some(d) = f
+                    .json()
+                    .and_then(|v| v.get("result").and_then(crate::era::Discovery::from_result))
+            {
+                h.discovery = Some((f.seq, d));
+            }
+        }
+        let all_modern = |v: &[String]| {
+            !v.is_empty()
+                && v.iter()
+                    .all(|x| crate::era::Era::of_version(x) == Some(crate::era::Era::Modern))
+        };
+        if let Some((_, d)) = &h.discovery
+            && all_modern(&d.supported_versions)
+        {
+            h.modern_only = Some(format!(
+                "its server/discover lists only {}",
+                d.supported_versions.join(", ")
+            ));
+        }
+        if h.modern_only.is_none()
+            && let Some(resp) = h.init_resp
+            && let Some(f) = frames.iter().find(|f| f.seq == resp && f.kind() == Kind::Error)
+            && let Some(e) = f
+                .json()
+                .and_then(|v| v.get("error").and_then(crate::message::ErrorObject::from_json))
+        {
+            let supported = handshake::supported_from_error(&e);
+            if all_modern(&supported) {
+                h.modern_only = Some(format!(
+                    "it refused initialize naming only {} as supported",
+                    supported.join(", ")
+                ));
+            }
+        }
+        if h.negotiated().is_none() {
             // Only worth parsing params when there is no handshake to go by.
-            h.modern = frames.iter().any(|f| {
-                is_request(f, Direction::Out)
-                    && (f.class.method.as_deref() == Some("server/discover")
-                        || f.json().is_some_and(|v| {
-                            v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-                                .is_some()
-                        }))
-            });
+            h.modern = h.discovery.is_some()
+                || frames.iter().any(|f| {
+                    is_request(f, Direction::Out)
+                        && f.class.method.as_deref() != Some("initialize")
+                        && f.json().is_some_and(|v| {
+                            v.get("params")
+                                .and_then(crate::era::request_version)
+                                .is_some_and(|ver| crate::era::Era::of_version(ver) == Some(crate::era::Era::Modern))
+                        })
+                });
         }
         h
     }
@@ -713,9 +769,12 @@ fn message_rules(f: &Frame, push: &mut impl FnMut(&'static str, Severity, String
 // ---------------------------------------------------------------------------
 // Requests and responses.
 
-fn correlation_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
+fn correlation_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding>) {
     // First use of each id per sender, and first response per request.
     let mut first_use: HashMap<(Direction, RequestId), u64> = HashMap::new();
+    // Requests answered so far, per sender and id: in 2026-07-28 an id only
+    // must not match one still waiting for its response.
+    let mut answered: HashSet<(Direction, RequestId)> = HashSet::new();
     let mut first_response: HashMap<u64, u64> = HashMap::new();
     for f in frames {
         let a = f.anomalies();
@@ -724,7 +783,8 @@ fn correlation_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
             Kind::Request => {
                 let Some(id) = f.class.id.clone() else { continue };
                 let earlier = *first_use.entry((f.direction, id.clone())).or_insert(f.seq);
-                if a.contains(Anomalies::DUPLICATE_REQUEST_ID) {
+                let reuse_allowed = hs.modern && answered.remove(&(f.direction, id.clone()));
+                if a.contains(Anomalies::DUPLICATE_REQUEST_ID) && !reuse_allowed {
                     out.push(Finding::new(
                         rule::DUPLICATE_REQUEST_ID,
                         Severity::Error,
@@ -738,6 +798,9 @@ fn correlation_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
                 }
             }
             Kind::Result | Kind::Error => {
+                if let Some(i) = &f.class.id {
+                    answered.insert((f.direction.opposite(), i.clone()));
+                }
                 let id = f.class.id.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string);
                 if a.contains(Anomalies::UNKNOWN_RESPONSE_ID) {
                     out.push(Finding::new(
@@ -858,8 +921,15 @@ fn pending_rules(events: &[Event], out: &mut Vec<Finding>) {
             _ => {}
         }
     }
+    let fell_back = events.iter().any(|e| {
+        matches!(e, Event::Frame(f) if f.direction == Direction::Out && f.class.method.as_deref() == Some("initialize"))
+    });
     for p in pending {
         if p.reported || (p.cancelled && !p.timed_out) {
+            continue;
+        }
+        if fell_back && p.frame.class.method.as_deref() == Some("server/discover") {
+            // The era probe: no answer is how a legacy server may say it is one.
             continue;
         }
         let f = p.frame;
@@ -926,7 +996,10 @@ fn lifecycle_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding
         .filter(|f| {
             is_request(f, Direction::Out)
                 && f.seq < init_resp
-                && !matches!(f.class.method.as_deref(), Some("ping" | "initialize"))
+                && !matches!(
+                    f.class.method.as_deref(),
+                    Some("ping" | "initialize" | "server/discover")
+                )
         })
         .collect();
     if !early.is_empty() {
@@ -1064,6 +1137,198 @@ fn lifecycle_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding
                 list_labels(&labels)
             ),
         ));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The modern era (2026-07-28): what it requires and what it removed.
+
+fn era_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding>) {
+    use crate::era::{self, CACHEABLE_METHODS, LEGACY_ONLY_METHODS};
+    if let (Some(why), Some(init)) = (&hs.modern_only, hs.init_req) {
+        out.push(Finding::new(
+            rule::INITIALIZE_TO_MODERN_SERVER,
+            Severity::Error,
+            vec![init],
+            format!(
+                "The client sent initialize to a server that speaks only the modern era: {why}. 2026-07-28 has no \
+                 handshake; probe with server/discover and send protocolVersion and clientCapabilities in every \
+                 request's _meta instead."
+            ),
+        ));
+    }
+    if !hs.modern {
+        return;
+    }
+    let mut legacy: Vec<(String, Vec<u64>)> = Vec::new();
+    for f in frames {
+        let Some(m) = f.class.method.as_deref() else {
+            if f.direction == Direction::In && f.kind() == Kind::Result {
+                result_rules(f, out);
+            }
+            continue;
+        };
+        if f.direction != Direction::Out || !matches!(f.kind(), Kind::Request | Kind::Notification) {
+            continue;
+        }
+        if m == "initialize" {
+            continue;
+        }
+        if LEGACY_ONLY_METHODS.contains(&m) {
+            match legacy.iter_mut().find(|(x, _)| x == m) {
+                Some(e) => e.1.push(f.seq),
+                None => legacy.push((m.to_owned(), vec![f.seq])),
+            }
+            continue;
+        }
+        if f.kind() == Kind::Request {
+            let params = f.json().and_then(|v| v.get("params").cloned());
+            let missing = era::missing_envelope(params.as_ref());
+            if !missing.is_empty() {
+                out.push(Finding::new(
+                    rule::MODERN_META_MISSING,
+                    Severity::Error,
+                    vec![f.seq],
+                    format!(
+                        "The client sent {} without {} in params._meta. In 2026-07-28 every request carries the \
+                         protocol version and the client's capabilities; a server answers -32602 without them.",
+                        request_label(f),
+                        missing.join(" and ")
+                    ),
+                ));
+            }
+        }
+    }
+    for (m, seqs) in legacy {
+        let times = if seqs.len() == 1 {
+            String::new()
+        } else {
+            format!(" ({} times)", seqs.len())
+        };
+        out.push(Finding::new(
+            rule::LEGACY_METHOD_IN_MODERN_ERA,
+            Severity::Warning,
+            seqs,
+            format!(
+                "The client used {m}{times} with a server of the modern era; 2026-07-28 removed it (ping, \
+                 logging/setLevel, resources/subscribe and resources/unsubscribe, roots and elicitation \
+                 notifications, tasks/list and tasks/result are gone), so expect -32601."
+            ),
+        ));
+    }
+
+    fn result_rules(f: &Frame, out: &mut Vec<Finding>) {
+        let Some(link) = &f.link else { return };
+        if LEGACY_ONLY_METHODS.contains(&link.method.as_str()) {
+            return;
+        }
+        let Some(result) = f.json().and_then(|v| v.get("result").cloned()) else {
+            return;
+        };
+        let label = format!(
+            "{} #{}",
+            link.method,
+            f.class.id.as_ref().map_or("?".into(), ToString::to_string)
+        );
+        match result.get("resultType") {
+            None => out.push(Finding::new(
+                rule::RESULT_TYPE_MISSING,
+                Severity::Error,
+                vec![f.seq],
+                format!(
+                    "The server answered {label} without resultType. In 2026-07-28 every result says what it is \
+                     (\"complete\", \"input_required\", …); clients treat a missing one as complete only to cope \
+                     with older servers."
+                ),
+            )),
+            Some(Value::String(t)) if matches!(t.as_str(), "complete" | "input_required" | "task") => {}
+            Some(other) => out.push(Finding::new(
+                rule::RESULT_TYPE_MISSING,
+                Severity::Error,
+                vec![f.seq],
+                format!(
+                    "The server answered {label} with resultType {other}, which neither the protocol nor a known \
+                     extension defines; a client must treat the result as invalid."
+                ),
+            )),
+        }
+        let rt = era::result_type(&result);
+        if rt == "input_required" && !crate::mrtr::may_require_input(&link.method) {
+            out.push(Finding::new(
+                rule::INPUT_REQUIRED_NOT_ALLOWED,
+                Severity::Error,
+                vec![link.request_seq, f.seq],
+                format!(
+                    "The server answered {label} with input_required; only tools/call, resources/read and \
+                     prompts/get may ask for input (multi round-trip requests)."
+                ),
+            ));
+        }
+        if rt == "complete" && CACHEABLE_METHODS.contains(&link.method.as_str()) {
+            let missing: Vec<&str> = ["ttlMs", "cacheScope"]
+                .into_iter()
+                .filter(|k| result.get(*k).is_none())
+                .collect();
+            if !missing.is_empty() {
+                out.push(Finding::new(
+                    rule::CACHE_FIELDS_MISSING,
+                    Severity::Error,
+                    vec![f.seq],
+                    format!(
+                        "The server answered {label} without {}. In 2026-07-28 list, read and discover results say \
+                         how long they may be cached (ttlMs, 0 for not at all) and by whom (cacheScope: public or \
+                         private).",
+                        missing.join(" and ")
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Multi round-trip chains: a new id for every retry, the state echoed exactly.
+fn mrtr_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
+    for chain in crate::mrtr::chains(frames) {
+        for pair in chain.rounds.windows(2) {
+            let (prev, next) = (&pair[0], &pair[1]);
+            if prev.outcome.as_deref() != Some("input_required") {
+                continue;
+            }
+            if next.id.is_some() && next.id == prev.id {
+                out.push(Finding::new(
+                    rule::RETRY_REUSED_ID,
+                    Severity::Error,
+                    vec![prev.request_seq, next.request_seq],
+                    format!(
+                        "The client retried {} #{} with inputResponses under the same JSON-RPC id; every retry of a \
+                         multi round-trip request must use a new id.",
+                        chain.method,
+                        next.id.as_ref().map_or("?".into(), ToString::to_string)
+                    ),
+                ));
+            }
+            if next.sent_state != prev.given_state {
+                let what = match (&prev.given_state, &next.sent_state) {
+                    (Some(_), None) => "without the requestState the server gave".to_owned(),
+                    (None, Some(_)) => "with a requestState although the server gave none".to_owned(),
+                    _ => "with a requestState that differs from the one the server gave".to_owned(),
+                };
+                let seqs = [Some(prev.request_seq), prev.response_seq, Some(next.request_seq)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                out.push(Finding::new(
+                    rule::REQUEST_STATE_NOT_ECHOED,
+                    Severity::Error,
+                    seqs,
+                    format!(
+                        "The client retried {} {what}. The requestState is opaque: it must be echoed exactly, and \
+                         left out when none was given.",
+                        chain.method
+                    ),
+                ));
+            }
+        }
     }
 }
 

@@ -648,10 +648,12 @@ fn cli_call_and_doctor_over_http() {
     assert!(stderr.contains("HTTP DELETE"), "{stderr}");
     assert!(!stderr.contains("cli-s3cret") && !stdout.contains("cli-s3cret"));
 
-    // The doctor's checklist over HTTP.
+    // The doctor's checklist over HTTP (legacy era: the checks of the handshake).
     let out = Command::new(bin())
         .args([
             "doctor",
+            "--era",
+            "legacy",
             "--server-url",
             &server.url("/mcp"),
             "-H",
@@ -671,6 +673,19 @@ fn cli_call_and_doctor_over_http() {
         report.contains("X-Api-Key: ****") && !report.contains("doc-s3cret"),
         "{report}"
     );
+    // By default the doctor probes with server/discover: the TS SDK server
+    // refuses it (HTTP 400), so it is found to be a legacy server.
+    let out = Command::new(bin())
+        .args(["doctor", "--server-url", &server.url("/mcp")])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("[info] Era: legacy 2025-11-25 (--era auto)"),
+        "{report}"
+    );
+    assert!(report.contains("legacy server"), "{report}");
     let out = Command::new(bin())
         .args([
             "doctor",

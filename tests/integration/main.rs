@@ -6,6 +6,7 @@ mod support;
 
 mod capture_roundtrip;
 mod cli;
+mod eras;
 mod faulty_servers;
 mod http;
 mod lint;

@@ -53,6 +53,15 @@ pub fn py_server() -> ServerSpec {
     )
 }
 
+/// The Python SDK server exercising the 2026-07-28 era (MRTR, listen).
+pub fn py_modern_server() -> ServerSpec {
+    let python = need(repo().join("tests/peers/.venv/bin/python"));
+    ServerSpec::new(
+        python.display().to_string(),
+        [repo().join("tests/servers/py_modern_server.py").display().to_string()],
+    )
+}
+
 pub fn node_zod_server() -> ServerSpec {
     need(repo().join("tests/peers/node_modules/@modelcontextprotocol/sdk/package.json"));
     ServerSpec::new(
