@@ -2366,8 +2366,21 @@ mod tests {
     fn modern_sessions_have_no_handshake_to_check() {
         let mut s = S::new();
         s.out(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#)
-            .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}"#);
+            .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}"#);
         assert_eq!(s.lint(), vec![]);
+    }
+
+    #[test]
+    fn modern_results_carry_result_type_and_cache_fields() {
+        let mut s = S::new();
+        s.out(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#)
+            .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}"#)
+            .out(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#)
+            .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"weird","ttlMs":0,"cacheScope":"public"}}"#);
+        assert_eq!(s.find(rule::CACHE_FIELDS_MISSING).seqs, [1]);
+        assert_eq!(s.find(rule::RESULT_TYPE_MISSING).seqs, [3]);
+        // An id reused after its request was answered is fine in 2026-07-28.
+        assert!(!s.rules().contains(&rule::DUPLICATE_REQUEST_ID));
     }
 
     #[test]
