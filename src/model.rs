@@ -173,6 +173,14 @@ pub struct SessionModel {
     pub latencies: HashMap<String, Vec<u32>>,
     /// The server is reached over HTTP (there is no process).
     pub remote: bool,
+    /// Capabilities from `server/discover` (modern era; legacy ones are in the handshake).
+    pub server_capabilities: Option<Value>,
+    /// Multi round-trip chains: request id -> conversation number.
+    pub conversations: HashMap<RequestId, usize>,
+    /// Rows that belong to a conversation, with its number.
+    pub conversation_rows: HashMap<usize, usize>,
+    /// A request id -> the id of the retry that continued it.
+    pub mrtr_next: HashMap<RequestId, RequestId>,
 }
 
 /// The latest progress reported for one token.
@@ -236,6 +244,10 @@ impl SessionModel {
             resource_updates: HashMap::new(),
             latencies: HashMap::new(),
             remote: false,
+            server_capabilities: None,
+            conversations: HashMap::new(),
+            conversation_rows: HashMap::new(),
+            mrtr_next: HashMap::new(),
         }
     }
 
@@ -369,6 +381,22 @@ impl SessionModel {
                 *slot = Some(row);
             }
         }
+        // Multi round-trip conversations: the retries and their answers.
+        if f.direction == crate::frame::Direction::Out
+            && f.kind() == Kind::Request
+            && let Some(no) = f.class.id.as_ref().and_then(|id| self.conversations.get(id))
+        {
+            self.conversation_rows.insert(row, *no);
+        }
+        if f.kind().is_response()
+            && let Some(no) = self
+                .store
+                .get(row)
+                .and_then(|r| r.link())
+                .and_then(|(req, _)| self.conversation_rows.get(&req).copied())
+        {
+            self.conversation_rows.insert(row, no);
+        }
         let method = f.class.method.as_deref();
         let hs = &mut self.handshake;
         let outgoing = f.direction == crate::frame::Direction::Out;
@@ -480,6 +508,28 @@ impl SessionModel {
     /// The row answering a watched request, once it arrived.
     pub fn response_to(&self, id: &RequestId) -> Option<usize> {
         self.watched.get(id).copied().flatten()
+    }
+
+    /// The id that answers for `id` now: itself, or the last retry of its
+    /// multi round-trip chain.
+    pub fn chain_head(&self, id: &RequestId) -> RequestId {
+        let mut id = id.clone();
+        for _ in 0..64 {
+            match self.mrtr_next.get(&id) {
+                Some(next) => id = next.clone(),
+                None => break,
+            }
+        }
+        id
+    }
+
+    /// The server's capabilities, from the handshake or from `server/discover`.
+    pub fn capabilities(&self) -> Option<&Value> {
+        self.handshake
+            .judged
+            .as_ref()
+            .and_then(|h| h.capabilities.as_ref())
+            .or(self.server_capabilities.as_ref())
     }
 
     /// The latest result of `method` as JSON (e.g. `tools/list`'s `result`).

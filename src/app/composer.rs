@@ -673,19 +673,14 @@ impl ComposerPanel {
             self.server_requests_ui(ui, server_requests, &mut actions);
             ui.separator();
         }
-        let caps = model
-            .handshake
-            .judged
-            .as_ref()
-            .and_then(|h| h.capabilities.clone())
-            .unwrap_or(Value::Null);
+        let caps = model.capabilities().cloned().unwrap_or(Value::Null);
         ui.horizontal_wrapped(|ui| {
             for m in Mode::ALL {
                 ui.selectable_value(&mut self.mode, m, m.label());
             }
         });
         if let Some(cap) = self.mode.capability()
-            && model.handshake.judged.is_some()
+            && model.capabilities().is_some()
             && caps.get(cap).is_none()
         {
             ui.label(
@@ -1205,7 +1200,19 @@ impl ComposerPanel {
             return;
         };
         let progress = p.progress_token.as_ref().and_then(|t| model.progress_for(t));
-        match model.response_to(&p.id) {
+        // A multi round-trip request is answered by the last retry of its chain.
+        let head = model.chain_head(&p.id);
+        if head != p.id {
+            let no = model.conversations.get(&p.id).copied().unwrap_or_default();
+            ui.label(
+                RichText::new(format!(
+                    "conversation {no}: {} #{} needed input; now waiting on #{head}",
+                    p.method, p.id
+                ))
+                .color(theme::WARN),
+            );
+        }
+        match model.response_to(&head) {
             None if p.cancelled => {
                 ui.label(
                     RichText::new(format!(

@@ -4,11 +4,13 @@
 
 use crate::capture;
 use crate::classify::Kind;
+use crate::era::{self, Discovery, Envelope, Era, EraChoice, ProbeVerdict};
 use crate::event::Event;
 use crate::frame::{Direction, Frame};
 use crate::handshake::HandshakeOptions;
 use crate::message::{ErrorObject, RequestId, error_code};
 use crate::model::{SessionModel, Source};
+use crate::mrtr::{self, InputRequired};
 use crate::session::{Session, SessionOptions, Waker};
 use crate::transport::Target;
 use anyhow::{Context as _, Result};
@@ -26,6 +28,62 @@ enum Reply {
     /// Re-fetch a list the server said changed (`tools/list`, …).
     Refetch(&'static str),
     Answer(RequestId, Result<Value, ErrorObject>),
+    /// Probe (again) with `server/discover` under the envelope's version.
+    Discover,
+    /// The probe said legacy: do the `initialize` handshake.
+    Initialize,
+    /// A note on the timeline.
+    Note(String),
+    /// Every input of an `input_required` chain is answered: send the retry.
+    Retry(usize),
+}
+
+/// Which protocol era the session speaks, as settled so far.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EraState {
+    Legacy,
+    /// `server/discover` sent with this id and version; waiting for its answer.
+    Probing {
+        id: RequestId,
+        offered: String,
+    },
+    Modern,
+}
+
+/// The era the user chose, where it stands, and why.
+#[derive(Clone, Debug)]
+pub struct EraStatus {
+    pub choice: EraChoice,
+    pub state: EraState,
+    /// One sentence: why this era ("-32601 to server/discover: legacy server").
+    pub reason: String,
+    pub discovery: Option<Discovery>,
+}
+
+impl EraStatus {
+    pub fn era(&self) -> Option<Era> {
+        match self.state {
+            EraState::Legacy => Some(Era::Legacy),
+            EraState::Modern => Some(Era::Modern),
+            EraState::Probing { .. } => None,
+        }
+    }
+}
+
+/// A multi round-trip request (2026-07-28) in progress: what was asked, and
+/// the answers collected for the current round.
+#[derive(Clone, Debug)]
+pub struct InputChain {
+    /// Conversation number shown on the timeline (from 1).
+    pub no: usize,
+    pub method: String,
+    /// The original params (without inputResponses/requestState).
+    pub params: Value,
+    pub current_id: RequestId,
+    pub round: usize,
+    pub waiting: Vec<String>,
+    pub responses: serde_json::Map<String, Value>,
+    pub state: Option<String>,
 }
 
 /// A request from the server that waits for the user (elicitation, sampling).
@@ -36,6 +94,9 @@ pub struct ServerRequest {
     pub params: Value,
     /// Its row on the timeline.
     pub row: usize,
+    /// Set when it is one input of an `input_required` result (2026-07-28):
+    /// the chain and the server's key. The id is then mcpscope's own.
+    pub input: Option<(usize, String)>,
 }
 
 /// Something the user composed, to send as it is.
@@ -97,6 +158,11 @@ pub struct Inspection {
     pub roots: Vec<Value>,
     /// Server requests waiting for the user, oldest first.
     pub server_requests: Vec<ServerRequest>,
+    pub era: EraStatus,
+    envelope: Envelope,
+    /// The version `initialize` offers when the session is (or falls back to) legacy.
+    legacy_version: String,
+    pub chains: Vec<InputChain>,
     /// Lists being re-fetched after list_changed, with the request's id:
     /// a burst of notifications causes one re-fetch, not one each.
     refetching: Vec<(&'static str, RequestId)>,
@@ -114,6 +180,22 @@ fn temp_capture_path() -> PathBuf {
 impl Inspection {
     /// Starts a server, records it to a fresh capture file, and begins the handshake.
     pub fn launch(target: Target, protocol_version: &str, waker: Option<Waker>) -> Inspection {
+        Self::launch_with_era(
+            target,
+            protocol_version,
+            EraChoice::implied_by_version(protocol_version),
+            waker,
+        )
+    }
+
+    /// Starts a server in the chosen era: `initialize` (legacy), or a
+    /// `server/discover` probe (modern; auto falls back to `initialize`).
+    pub fn launch_with_era(
+        target: Target,
+        protocol_version: &str,
+        choice: EraChoice,
+        waker: Option<Waker>,
+    ) -> Inspection {
         let capture_path = temp_capture_path();
         let options = SessionOptions {
             capture: Some(capture_path.clone()),
@@ -126,7 +208,30 @@ impl Inspection {
             capabilities: client_capabilities(),
             ..HandshakeOptions::default()
         };
-        session.request("initialize", Some(hs.params()));
+        let legacy_version = if Era::of_version(protocol_version) == Some(Era::Modern) {
+            crate::handshake::DEFAULT_VERSION.to_owned()
+        } else {
+            protocol_version.to_owned()
+        };
+        let mut envelope = Envelope::from_handshake(&hs);
+        // A legacy version is no envelope version; an unknown one is sent as
+        // typed (to see the server's -32022 and the retry).
+        if Era::of_version(protocol_version) == Some(Era::Legacy) {
+            envelope.protocol_version = era::DEFAULT_MODERN_VERSION.to_owned();
+        }
+        let era_state = match choice {
+            EraChoice::Legacy => {
+                session.request("initialize", Some(hs.params()));
+                EraState::Legacy
+            }
+            EraChoice::Modern | EraChoice::Auto => {
+                let id = session.request("server/discover", Some(envelope.discover_params()));
+                EraState::Probing {
+                    id,
+                    offered: envelope.protocol_version.clone(),
+                }
+            }
+        };
         let mut model = SessionModel::new(Source::Live {
             command_line: target.display(),
         });
@@ -144,6 +249,18 @@ impl Inspection {
             tools_listed: false,
             refetching: Vec::new(),
             server_requests: Vec::new(),
+            era: EraStatus {
+                choice,
+                reason: match choice {
+                    EraChoice::Legacy => "legacy chosen: initialize handshake".into(),
+                    _ => "probing with server/discover".into(),
+                },
+                state: era_state,
+                discovery: None,
+            },
+            envelope,
+            legacy_version,
+            chains: Vec::new(),
         }
     }
 
@@ -171,6 +288,15 @@ impl Inspection {
             roots: Vec::new(),
             server_requests: Vec::new(),
             refetching: Vec::new(),
+            era: EraStatus {
+                choice: EraChoice::Legacy,
+                state: EraState::Legacy,
+                reason: "offline capture".into(),
+                discovery: None,
+            },
+            envelope: Envelope::default(),
+            legacy_version: crate::handshake::DEFAULT_VERSION.to_owned(),
+            chains: Vec::new(),
         }
     }
 
@@ -192,6 +318,11 @@ impl Inspection {
             if let Event::Frame(f) = &ev {
                 replies.extend(self.autopilot(f, row));
             }
+            if let Event::TimedOut { timed_out, .. } = &ev
+                && matches!(&self.era.state, EraState::Probing { id, .. } if *id == timed_out.id)
+            {
+                replies.extend(self.settle_era(ProbeVerdict::judge("", None, "timed out")));
+            }
             self.model.apply(&ev);
             applied += 1;
             // Check the clock every few events: a flood has many tiny ones.
@@ -203,7 +334,8 @@ impl Inspection {
             match reply {
                 Reply::Initialized => session.notify("notifications/initialized", None),
                 Reply::ListTools => {
-                    session.request("tools/list", None);
+                    let params = self.wrap(None);
+                    session.request("tools/list", params);
                 }
                 Reply::Refetch(method) => {
                     let model = &self.model;
@@ -211,15 +343,34 @@ impl Inspection {
                     if self.refetching.iter().any(|(m, _)| *m == method) {
                         continue;
                     }
-                    let id = session.request(method, None);
+                    let params = self.wrap(None);
+                    let id = session.request(method, params);
                     self.model.watch(id.clone());
                     self.refetching.push((method, id));
-                    self.model.apply(&Event::Note {
-                        at: self.model.last_at,
-                        text: format!("mcpscope re-fetches {method}: the server said the list changed"),
-                    });
+                    session.note(format!(
+                        "mcpscope re-fetches {method}: the server said the list changed"
+                    ));
                 }
                 Reply::Answer(id, outcome) => session.respond(id, outcome),
+                Reply::Discover => {
+                    let id = session.request("server/discover", Some(self.envelope.discover_params()));
+                    self.era.state = EraState::Probing {
+                        id,
+                        offered: self.envelope.protocol_version.clone(),
+                    };
+                }
+                Reply::Initialize => {
+                    let hs = HandshakeOptions {
+                        protocol_version: self.legacy_version.clone(),
+                        capabilities: client_capabilities(),
+                        ..HandshakeOptions::default()
+                    };
+                    self.protocol_version = self.legacy_version.clone();
+                    session.request("initialize", Some(hs.params()));
+                }
+                // Through the session, so the note is in the capture too.
+                Reply::Note(text) => session.note(text),
+                Reply::Retry(chain) => self.retry(&session, chain),
             }
         }
         let more = !session.events().is_empty();
@@ -233,6 +384,25 @@ impl Inspection {
     fn autopilot(&mut self, f: &Frame, row: usize) -> Vec<Reply> {
         let mut out = Vec::new();
         if f.direction != Direction::In {
+            return out;
+        }
+        if let EraState::Probing { id, offered } = &self.era.state
+            && f.kind().is_response()
+            && f.class.id.as_ref() == Some(id)
+        {
+            let offered = offered.clone();
+            let outcome = crate::client::response_outcome(f);
+            let verdict = ProbeVerdict::judge(&offered, Some(&outcome), "");
+            out.extend(self.settle_era(verdict));
+            return out;
+        }
+        if f.kind() == Kind::Result
+            && let Some(link) = &f.link
+            && mrtr::may_require_input(&link.method)
+            && let Some(result) = f.json().and_then(|v| v.get("result").cloned())
+            && let Some(ir) = InputRequired::from_result(&result)
+        {
+            out.extend(self.input_required(f, &link.method, link.request_seq, ir, row));
             return out;
         }
         let is_init_response = f.link.as_ref().is_some_and(|l| l.method == "initialize");
@@ -274,6 +444,7 @@ impl Inspection {
                     method: method.to_owned(),
                     params: f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null),
                     row,
+                    input: None,
                 }),
                 _ => out.push(Reply::Answer(
                     id,
@@ -289,9 +460,225 @@ impl Inspection {
 
     /// Answers a server request the user dealt with.
     pub fn answer(&mut self, id: &RequestId, outcome: Result<Value, ErrorObject>) {
+        let input = self
+            .server_requests
+            .iter()
+            .find(|r| &r.id == id)
+            .and_then(|r| r.input.clone());
         self.server_requests.retain(|r| &r.id != id);
-        if let Some(s) = &self.session {
-            s.respond(id.clone(), outcome);
+        match input {
+            None => {
+                if let Some(s) = &self.session {
+                    s.respond(id.clone(), outcome);
+                }
+            }
+            Some((chain, key)) => {
+                // An input response is the result the legacy request would have had.
+                let value = outcome.unwrap_or_else(|e| serde_json::json!({ "error": e.to_json() }));
+                self.record_input(chain, key, value);
+            }
+        }
+    }
+
+    /// Stores one answer of a chain; sends the retry once all are in.
+    fn record_input(&mut self, chain: usize, key: String, value: Value) {
+        let Some(c) = self.chains.get_mut(chain) else { return };
+        c.waiting.retain(|k| k != &key);
+        c.responses.insert(key, value);
+        if c.waiting.is_empty()
+            && let Some(session) = self.session.take()
+        {
+            self.retry(&session, chain);
+            self.session = Some(session);
+        }
+    }
+
+    /// Sends the next round of a chain: the original request with
+    /// `inputResponses`, the echoed `requestState`, and a new id.
+    fn retry(&mut self, session: &Session, chain: usize) {
+        let Some(c) = self.chains.get_mut(chain) else { return };
+        let params = mrtr::retry_params(&c.params, &c.responses, c.state.as_deref());
+        let params = if self.era.state == EraState::Modern {
+            self.envelope.wrap(Some(params))
+        } else {
+            params
+        };
+        let old = c.current_id.clone();
+        let new = session.request(&c.method, Some(params));
+        c.current_id = new.clone();
+        c.round += 1;
+        c.responses.clear();
+        let text = format!(
+            "conversation {}: {} sent again as #{new} with inputResponses{} (round {})",
+            c.no,
+            c.method,
+            if c.state.is_some() {
+                " and the echoed requestState"
+            } else {
+                ""
+            },
+            c.round
+        );
+        self.model.conversations.insert(new.clone(), c.no);
+        self.model.mrtr_next.insert(old, new.clone());
+        self.model.watch(new);
+        session.note(text);
+    }
+
+    /// An `input_required` result: start or continue a chain, answer roots
+    /// ourselves, queue elicitation and sampling for the user.
+    fn input_required(
+        &mut self,
+        f: &Frame,
+        method: &str,
+        request_seq: u64,
+        ir: InputRequired,
+        row: usize,
+    ) -> Vec<Reply> {
+        let Some(id) = f.class.id.clone() else { return vec![] };
+        let chain = match self.chains.iter().position(|c| c.current_id == id) {
+            Some(i) => i,
+            None => {
+                let params = self
+                    .model
+                    .store
+                    .row_of_seq(request_seq)
+                    .and_then(|r| self.model.store.get(r))
+                    .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
+                    .and_then(|v| v.get("params").cloned())
+                    .unwrap_or_else(|| serde_json::json!({}));
+                let no = self.chains.len() + 1;
+                if let Some(req_row) = self.model.store.row_of_seq(request_seq) {
+                    self.model.conversation_rows.insert(req_row, no);
+                }
+                self.model.conversations.insert(id.clone(), no);
+                self.chains.push(InputChain {
+                    no,
+                    method: method.to_owned(),
+                    params,
+                    current_id: id.clone(),
+                    round: 1,
+                    waiting: Vec::new(),
+                    responses: serde_json::Map::new(),
+                    state: None,
+                });
+                self.chains.len() - 1
+            }
+        };
+        let c = &mut self.chains[chain];
+        c.state = ir.request_state.clone();
+        c.waiting = ir.requests.iter().map(|r| r.key.clone()).collect();
+        c.responses.clear();
+        let no = c.no;
+        let mut out = vec![Reply::Note(format!(
+            "conversation {no}: {method} needs input ({}): {}",
+            ir.requests.len(),
+            ir.requests.iter().map(|r| r.summary()).collect::<Vec<_>>().join("; ")
+        ))];
+        if c.round > mrtr::MAX_ROUNDS {
+            out.push(Reply::Note(format!(
+                "conversation {no}: more than {} rounds, mcpscope stops answering",
+                mrtr::MAX_ROUNDS
+            )));
+            return out;
+        }
+        let mut answered = Vec::new();
+        for r in &ir.requests {
+            match r.method.as_str() {
+                "roots/list" => answered.push((r.key.clone(), serde_json::json!({"roots": self.roots}))),
+                "elicitation/create" | "sampling/createMessage" => self.server_requests.push(ServerRequest {
+                    id: RequestId::String(format!("input-{no}-{}-{}", self.chains[chain].round, r.key)),
+                    method: r.method.clone(),
+                    params: r.params.clone(),
+                    row,
+                    input: Some((chain, r.key.clone())),
+                }),
+                other => answered.push((
+                    r.key.clone(),
+                    serde_json::json!({"error": {"code": error_code::METHOD_NOT_FOUND,
+                        "message": format!("mcpscope does not answer {other}")}}),
+                )),
+            }
+        }
+        let c = &mut self.chains[chain];
+        for (k, v) in answered {
+            c.waiting.retain(|w| w != &k);
+            c.responses.insert(k, v);
+        }
+        if c.waiting.is_empty() {
+            out.push(Reply::Retry(chain));
+        }
+        out
+    }
+
+    /// Reads the `server/discover` probe's answer and settles the era.
+    fn settle_era(&mut self, verdict: ProbeVerdict) -> Vec<Reply> {
+        let choice = self.era.choice;
+        match verdict {
+            ProbeVerdict::Modern(d) => {
+                self.era.state = EraState::Modern;
+                self.era.reason = format!(
+                    "server/discover answered (supports {}): modern server",
+                    d.supported_versions.join(", ")
+                );
+                self.model.server_capabilities = d.capabilities.clone();
+                let tools = d.capabilities.as_ref().is_some_and(|c| c.get("tools").is_some());
+                self.era.discovery = Some(d);
+                self.initialized_sent = true;
+                let mut out = vec![Reply::Note(format!("era: modern ({})", self.era.reason))];
+                if tools && !self.tools_listed {
+                    self.tools_listed = true;
+                    out.push(Reply::ListTools);
+                }
+                out
+            }
+            ProbeVerdict::UnsupportedVersion {
+                requested,
+                supported,
+                retry_with: Some(v),
+            } => {
+                let note = era::retry_note("server/discover", &requested, &supported, &v);
+                self.envelope.protocol_version = v;
+                vec![Reply::Note(note), Reply::Discover]
+            }
+            ProbeVerdict::UnsupportedVersion {
+                requested, supported, ..
+            } => self.fall_back(
+                choice,
+                format!(
+                    "-32022 to server/discover for {requested} and no modern version in common (server: {})",
+                    supported.join(", ")
+                ),
+            ),
+            ProbeVerdict::ModernError(e) => {
+                self.era.state = EraState::Modern;
+                self.era.reason = format!("server/discover refused with {e}: a modern server");
+                vec![Reply::Note(format!("era: modern ({})", self.era.reason))]
+            }
+            ProbeVerdict::Legacy(why) => self.fall_back(choice, why),
+        }
+    }
+
+    fn fall_back(&mut self, choice: EraChoice, why: String) -> Vec<Reply> {
+        if choice == EraChoice::Modern {
+            // The user asked for modern: stay, and say the probe failed.
+            self.era.state = EraState::Modern;
+            self.era.reason = format!("modern chosen, but {why}");
+            return vec![Reply::Note(format!("era: modern as chosen ({why})"))];
+        }
+        self.era.state = EraState::Legacy;
+        self.era.reason = why.clone();
+        vec![
+            Reply::Note(format!("era: legacy ({why}); falling back to initialize")),
+            Reply::Initialize,
+        ]
+    }
+
+    /// Params with the modern envelope when the session is modern.
+    fn wrap(&self, params: Option<Value>) -> Option<Value> {
+        match self.era.state {
+            EraState::Modern => Some(self.envelope.wrap(params)),
+            _ => params,
         }
     }
 
@@ -300,11 +687,19 @@ impl Inspection {
         let s = self.session.as_ref()?;
         match out {
             Outgoing::Request { method, params, id } => {
+                let params = match self.era.state {
+                    EraState::Modern => Some(self.envelope.wrap(params)),
+                    _ => params,
+                };
                 let id = s.request_with(id, &method, params, s.default_timeout());
                 self.model.watch(id.clone());
                 Some(id)
             }
             Outgoing::Notification { method, params } => {
+                let params = match self.era.state {
+                    EraState::Modern => Some(self.envelope.wrap(params)),
+                    _ => params,
+                };
                 s.notify(&method, params);
                 None
             }

@@ -1,6 +1,7 @@
 //! The launcher: what to run, with which environment, where, and which
 //! protocol version to offer; recent servers; servers imported from config files.
 
+use crate::era::EraChoice;
 use crate::handshake;
 use crate::process::{ServerSpec, shell_quote};
 use crate::transport::{HttpKind, HttpTarget, Target};
@@ -23,6 +24,8 @@ pub struct SavedServer {
     pub url: String,
     /// HTTP headers (e.g. Authorization); values are masked on screen.
     pub headers: Vec<(String, String)>,
+    /// "legacy", "modern" or "auto"; empty: implied by the protocol version.
+    pub era: String,
 }
 
 impl SavedServer {
@@ -44,6 +47,13 @@ impl SavedServer {
             "sse" => Some(HttpKind::Sse),
             _ => None,
         }
+    }
+
+    /// The era to speak: as chosen, or implied by the protocol version.
+    pub fn era_choice(&self) -> EraChoice {
+        self.era
+            .parse()
+            .unwrap_or_else(|_| EraChoice::implied_by_version(&self.protocol_version))
     }
 
     /// What a session connects to.
@@ -87,6 +97,8 @@ pub struct LaunchForm {
     pub url: String,
     /// HTTP headers, masked like environment values.
     pub headers: Vec<EnvRow>,
+    /// "legacy", "modern" or "auto".
+    pub era: String,
     pub command: String,
     pub args: String,
     pub env: Vec<EnvRow>,
@@ -101,6 +113,7 @@ impl Default for LaunchForm {
             transport: "stdio".into(),
             url: String::new(),
             headers: Vec::new(),
+            era: "legacy".into(),
             command: String::new(),
             args: String::new(),
             env: Vec::new(),
@@ -120,6 +133,7 @@ impl LaunchForm {
                 s.transport.clone()
             },
             url: s.url.clone(),
+            era: s.era_choice().as_str().to_owned(),
             headers: s
                 .headers
                 .iter()
@@ -184,6 +198,7 @@ impl LaunchForm {
             };
             return Ok(SavedServer {
                 protocol_version: version,
+                era: self.era.clone(),
                 ..SavedServer::http(name, url, kind, headers)
             });
         }
@@ -226,6 +241,7 @@ impl LaunchForm {
             env,
             cwd: Some(self.cwd.trim().to_owned()).filter(|c| !c.is_empty()),
             protocol_version: version,
+            era: self.era.clone(),
             ..SavedServer::default()
         })
     }
@@ -397,6 +413,27 @@ impl LauncherPanel {
                     .labelled_by(label.id);
                     ui.end_row();
                 }
+                ui.label("Era");
+                ui.horizontal(|ui| {
+                    let before = self.form.era.clone();
+                    ui.selectable_value(&mut self.form.era, "legacy".to_owned(), "legacy")
+                        .on_hover_text("initialize handshake (2024-11-05 … 2025-11-25)");
+                    ui.selectable_value(&mut self.form.era, "modern".to_owned(), "modern")
+                        .on_hover_text("2026-07-28: no handshake, _meta on every request, server/discover");
+                    ui.selectable_value(&mut self.form.era, "auto".to_owned(), "auto")
+                        .on_hover_text("probe with server/discover, fall back to initialize");
+                    // Picking modern offers the modern version unless one was typed on purpose.
+                    if before != self.form.era {
+                        let modern =
+                            crate::era::Era::of_version(&self.form.protocol_version) == Some(crate::era::Era::Modern);
+                        if self.form.era == "modern" && !modern {
+                            self.form.protocol_version = crate::era::DEFAULT_MODERN_VERSION.into();
+                        } else if self.form.era == "legacy" && modern {
+                            self.form.protocol_version = handshake::DEFAULT_VERSION.into();
+                        }
+                    }
+                });
+                ui.end_row();
                 let label = ui.label("Protocol");
                 ui.horizontal(|ui| {
                     ui.add(egui::TextEdit::singleline(&mut self.form.protocol_version).desired_width(100.0))

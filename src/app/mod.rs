@@ -282,9 +282,10 @@ impl McpscopeApp {
                 self.seen_server_requests = 0;
                 self.detail.show_row_none();
                 self.launcher.remember(&saved);
-                self.inspection = Some(Inspection::launch(
+                self.inspection = Some(Inspection::launch_with_era(
                     saved.target(),
                     &saved.protocol_version,
+                    saved.era_choice(),
                     Some(Arc::clone(&self.waker)),
                 ));
                 self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
@@ -554,9 +555,44 @@ impl McpscopeApp {
         let Some(i) = &self.inspection else { return };
         let m = &i.model;
         ui.horizontal_wrapped(|ui| {
-            ui.strong("Handshake");
-            for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
-                ui.label(RichText::new(text).color(theme::severity_color(sev)));
+            use self::inspection::EraState;
+            let era = &i.era;
+            match &era.state {
+                EraState::Probing { offered, .. } => {
+                    ui.strong("Era");
+                    ui.label(format!("{}: probing with server/discover ({offered})…", era.choice));
+                }
+                EraState::Modern => {
+                    ui.strong("Era");
+                    let sev = if era.discovery.is_some() {
+                        Severity::Ok
+                    } else {
+                        Severity::Warning
+                    };
+                    ui.label(
+                        RichText::new(format!("modern ({}: {})", era.choice, era.reason))
+                            .color(theme::severity_color(sev)),
+                    );
+                    if let Some(d) = &era.discovery
+                        && !d.missing_fields.is_empty()
+                    {
+                        ui.label(
+                            RichText::new(format!("server/discover lacks {}", d.missing_fields.join(", ")))
+                                .color(theme::ERROR),
+                        );
+                    }
+                }
+                EraState::Legacy => {
+                    if era.choice != crate::era::EraChoice::Legacy && m.is_live() {
+                        ui.strong("Era");
+                        ui.label(format!("legacy ({}: {})", era.choice, era.reason));
+                        ui.separator();
+                    }
+                    ui.strong("Handshake");
+                    for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
+                        ui.label(RichText::new(text).color(theme::severity_color(sev)));
+                    }
+                }
             }
         });
     }
@@ -564,7 +600,32 @@ impl McpscopeApp {
     fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
         let Some(h) = &i.model.handshake.judged else {
-            ui.weak("No initialize result yet.");
+            match &i.era.discovery {
+                Some(d) => {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.strong(d.server_name());
+                        ui.label(format!("modern: {}", d.supported_versions.join(", ")));
+                    });
+                    if let Some(caps) = &d.capabilities {
+                        ui.label(format!(
+                            "capabilities: {}",
+                            caps.as_object()
+                                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" · "))
+                                .unwrap_or_default()
+                        ));
+                    }
+                    if let Some(text) = &d.instructions {
+                        egui::CollapsingHeader::new("instructions")
+                            .default_open(false)
+                            .show(ui, |ui| {
+                                ui.add(egui::Label::new(text.as_str()).wrap().selectable(true));
+                            });
+                    }
+                }
+                None => {
+                    ui.weak("No initialize or server/discover result yet.");
+                }
+            }
             return;
         };
         ui.horizontal_wrapped(|ui| {

@@ -101,6 +101,17 @@ pub const OK: Color32 = Color32::from_rgb(0x4c, 0xc3, 0x7a);
 pub const WARN: Color32 = Color32::from_rgb(0xff, 0xa6, 0x2b);
 pub const ERROR: Color32 = Color32::from_rgb(0xff, 0x55, 0x55);
 
+/// A colour per multi round-trip conversation, cycling.
+pub fn conversation_color(n: usize) -> Color32 {
+    const COLORS: [Color32; 4] = [
+        Color32::from_rgb(0xc0, 0x84, 0xfc),
+        Color32::from_rgb(0x2d, 0xd4, 0xbf),
+        Color32::from_rgb(0xfb, 0x92, 0x3c),
+        Color32::from_rgb(0xf4, 0x72, 0xb6),
+    ];
+    COLORS[n.saturating_sub(1) % COLORS.len()]
+}
+
 pub fn severity_color(s: crate::model::Severity) -> Color32 {
     use crate::model::Severity;
     match s {

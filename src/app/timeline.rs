@@ -340,10 +340,12 @@ impl TimelinePanel {
         let kind = RowKind::of(row);
         let label = row_label(&model.store, row);
         let mark = self.finding_marks.get(&idx).copied();
+        let conversation = model.conversation_rows.get(&idx).copied();
         let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), ROW_HEIGHT), Sense::click());
         response.widget_info(|| {
             let lint = mark.map(|s| format!(" [lint {}]", s.as_str())).unwrap_or_default();
-            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}"))
+            let conv = conversation.map(|n| format!(" [conversation {n}]")).unwrap_or_default();
+            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}{conv}"))
         });
         if !ui.is_rect_visible(rect) {
             return response.clicked();
@@ -369,6 +371,22 @@ impl TimelinePanel {
         }
         if !row.anomalies().is_empty() {
             p.circle_filled(Pos2::new(rect.left() + 9.0, rect.center().y), 3.5, theme::ANOMALY_MARK);
+        }
+        if let Some(n) = conversation {
+            // A multi round-trip chain: one colour per conversation, and its number.
+            let color = theme::conversation_color(n);
+            p.rect_filled(
+                Rect::from_min_size(rect.left_top() + Vec2::new(4.0, 0.0), Vec2::new(3.0, rect.height())),
+                0.0,
+                color,
+            );
+            p.text(
+                Pos2::new(geo.client_x - 60.0, rect.center().y),
+                Align2::RIGHT_CENTER,
+                format!("c{n}"),
+                FontId::monospace(10.0),
+                color,
+            );
         }
         if let Some(sev) = mark {
             // Lint findings: a bar on the right edge, coloured by severity.

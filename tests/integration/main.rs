@@ -4,6 +4,7 @@
 
 mod support;
 
+mod app_eras;
 mod capture_roundtrip;
 mod cli;
 mod eras;

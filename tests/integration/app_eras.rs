@@ -1,0 +1,168 @@
+//! The desktop app's engine in both protocol eras: auto-detection against a
+//! modern (Python SDK, 2026-07-28) and a legacy (server-everything) server,
+//! the -32022 retry on the timeline, requests wrapped in the `_meta`
+//! envelope, and a multi round-trip request answered (roots by the app,
+//! elicitation by the user) and grouped as one conversation.
+
+use crate::support::*;
+use mcpscope::app::inspection::{EraState, Inspection, Outgoing};
+use mcpscope::era::EraChoice;
+use mcpscope::store::Lane;
+use mcpscope::transport::Target;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn drain_until(i: &mut Inspection, what: &str, done: impl Fn(&Inspection) -> bool) {
+    let deadline = Instant::now() + T;
+    while !done(i) {
+        if Instant::now() >= deadline {
+            for r in i.model.store.iter() {
+                eprintln!("ROW {}", mcpscope::text::shorten(&r.text(), 240));
+            }
+            panic!("timed out waiting for {what}");
+        }
+        i.drain();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn notes(i: &Inspection) -> Vec<String> {
+    i.model
+        .store
+        .iter()
+        .filter(|r| r.lane() == Lane::Meta)
+        .map(|r| r.text().into_owned())
+        .collect()
+}
+
+#[test]
+fn auto_finds_modern_for_the_python_sdk_and_wraps_requests() {
+    let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2025-11-25", EraChoice::Auto, None);
+    drain_until(&mut i, "the modern era and tools/list", |i| {
+        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+    });
+    assert!(i.era.reason.contains("server/discover answered"), "{}", i.era.reason);
+    assert!(
+        i.era
+            .discovery
+            .as_ref()
+            .unwrap()
+            .supported_versions
+            .contains(&"2026-07-28".to_owned())
+    );
+    assert!(
+        i.model.handshake.initialize_row.is_none(),
+        "no initialize in the modern era"
+    );
+    assert!(
+        notes(&i).iter().any(|n| n.starts_with("era: modern")),
+        "{:?}",
+        notes(&i)
+    );
+    let list = i
+        .model
+        .store
+        .iter()
+        .find(|r| r.lane() == Lane::Out && r.method() == Some("tools/list"))
+        .unwrap();
+    assert!(
+        list.text().contains("io.modelcontextprotocol/protocolVersion"),
+        "{}",
+        list.text()
+    );
+    // What the composer sends is wrapped too.
+    let id = i
+        .send(Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "add", "arguments": {"a": 2, "b": 3}})),
+            id: None,
+        })
+        .unwrap();
+    drain_until(&mut i, "the add result", |i| i.model.response_to(&id).is_some());
+    let row = i.model.store.get(i.model.response_to(&id).unwrap()).unwrap();
+    assert!(
+        row.text().contains("\"5\"") || row.text().contains(":5"),
+        "{}",
+        row.text()
+    );
+}
+
+#[test]
+fn auto_falls_back_to_initialize_for_a_legacy_server() {
+    let mut i = Inspection::launch_with_era(Target::Stdio(everything()), "2025-11-25", EraChoice::Auto, None);
+    drain_until(&mut i, "the legacy handshake", |i| {
+        i.era.state == EraState::Legacy && i.model.handshake.initialized_row.is_some()
+    });
+    assert!(i.era.reason.contains("-32601"), "{}", i.era.reason);
+    assert!(
+        notes(&i).iter().any(|n| n.contains("falling back to initialize")),
+        "{:?}",
+        notes(&i)
+    );
+}
+
+#[test]
+fn an_unsupported_modern_version_is_retried_and_said_on_the_timeline() {
+    let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2099-01-01", EraChoice::Modern, None);
+    drain_until(&mut i, "the modern era after a retry", |i| {
+        i.era.state == EraState::Modern && i.era.discovery.is_some()
+    });
+    let n = notes(&i);
+    assert!(
+        n.iter()
+            .any(|t| t.contains("-32022") && t.contains("retrying with 2026-07-28")),
+        "{n:?}"
+    );
+    let discovers = i
+        .model
+        .store
+        .iter()
+        .filter(|r| r.lane() == Lane::Out && r.method() == Some("server/discover"))
+        .count();
+    assert_eq!(discovers, 2);
+}
+
+#[test]
+fn a_multi_round_trip_request_is_answered_and_grouped_as_one_conversation() {
+    let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
+    drain_until(&mut i, "the modern era", |i| i.era.state == EraState::Modern);
+    let first = i
+        .send(Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "setup_project", "arguments": {"name": "demo"}})),
+            id: None,
+        })
+        .unwrap();
+    // Round 1 asks for roots: the app answers them itself and retries.
+    // Round 2 asks for a confirmation: that waits for the user.
+    drain_until(&mut i, "the elicitation of round 2", |i| {
+        i.server_requests.iter().any(|r| r.method == "elicitation/create")
+    });
+    let ask = i.server_requests[0].clone();
+    assert!(ask.input.is_some(), "an input of the chain, not a server request");
+    assert!(ask.params["message"].as_str().unwrap().contains("Create project demo"));
+    i.answer(&ask.id, Ok(json!({"action": "accept", "content": {"confirm": true}})));
+    drain_until(&mut i, "the final result", |i| {
+        let head = i.model.chain_head(&first);
+        head != first && i.model.response_to(&head).is_some()
+    });
+    let head = i.model.chain_head(&first);
+    let answer = i.model.store.get(i.model.response_to(&head).unwrap()).unwrap();
+    assert!(answer.text().contains("action=accept"), "{}", answer.text());
+    assert!(answer.text().contains("\\\"confirm\\\": true"), "{}", answer.text());
+    // Three requests and their three answers carry the same conversation number.
+    let conv: Vec<usize> = i.model.conversation_rows.values().copied().collect();
+    assert_eq!(conv.len(), 6, "{:?}", i.model.conversation_rows);
+    assert!(conv.iter().all(|&n| n == 1));
+    let retries = notes(&i)
+        .iter()
+        .filter(|n| n.starts_with("conversation 1:") && n.contains("sent again"))
+        .count();
+    assert_eq!(retries, 2);
+    // The retries echo the state and use new ids (lint agrees).
+    let events = mcpscope::capture::load(i.capture_path.as_ref().unwrap())
+        .unwrap()
+        .events;
+    let findings = mcpscope::lint::lint(&events, &Default::default());
+    assert!(!mcpscope::lint::has_errors(&findings), "{findings:?}");
+}
