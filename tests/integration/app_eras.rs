@@ -166,3 +166,63 @@ fn a_multi_round_trip_request_is_answered_and_grouped_as_one_conversation() {
     let findings = mcpscope::lint::lint(&events, &Default::default());
     assert!(!mcpscope::lint::has_errors(&findings), "{findings:?}");
 }
+
+/// The Python SDK's Streamable HTTP server in the modern era checks the
+/// standard headers (`MCP-Protocol-Version` equal to `_meta`, `Mcp-Method`,
+/// `Mcp-Name`) and refuses a mismatch with -32020.
+#[test]
+fn modern_era_over_streamable_http_sends_the_standard_headers() {
+    use std::process::{Command, Stdio};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let spec = py_modern_server();
+    let mut child = Command::new(&spec.program)
+        .args(&spec.args)
+        .args(["--http", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let deadline = Instant::now() + T;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the Python server did not listen");
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the Python server exited: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _guard = Kill(child);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut i = Inspection::launch_with_era(
+        Target::Http(mcpscope::transport::HttpTarget::streamable(url)),
+        "2026-07-28",
+        EraChoice::Auto,
+        None,
+    );
+    drain_until(&mut i, "the modern era over HTTP", |i| i.era.state == EraState::Modern);
+    assert!(i.era.discovery.is_some(), "{}", i.era.reason);
+    let id = i
+        .send(Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "add", "arguments": {"a": 20, "b": 22}})),
+            id: None,
+        })
+        .unwrap();
+    drain_until(&mut i, "the add result over HTTP", |i| {
+        i.model.response_to(&id).is_some()
+    });
+    let answer = i.model.store.get(i.model.response_to(&id).unwrap()).unwrap();
+    assert!(answer.text().contains("42"), "{}", answer.text());
+    assert!(!answer.text().contains("-32020"), "headers accepted: {}", answer.text());
+}

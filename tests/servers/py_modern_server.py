@@ -14,7 +14,8 @@ This server adds what only the modern era has:
 * `add(a, b)`: a plain tool.
 
 Run (after scripts/setup-test-peers):
-    tests/peers/.venv/bin/python tests/servers/py_modern_server.py
+    tests/peers/.venv/bin/python tests/servers/py_modern_server.py              # stdio
+    tests/peers/.venv/bin/python tests/servers/py_modern_server.py --http 8000  # http://127.0.0.1:8000/mcp
 """
 
 import json
@@ -114,4 +115,11 @@ async def touch_tools(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    # `--http PORT`: Streamable HTTP on 127.0.0.1:PORT/mcp (the modern era checks
+    # the Mcp-Method / Mcp-Name / MCP-Protocol-Version headers there).
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
