@@ -24,6 +24,24 @@ pub enum ComposerAction {
     Answer(RequestId, Result<Value, crate::message::ErrorObject>),
     /// The user edited the roots offered to the server.
     RootsChanged(Vec<Value>),
+    /// A task request (tasks/get, tasks/result, tasks/cancel) made by the composer itself.
+    Task(Outgoing),
+}
+
+/// A tool call running as a task: its state as last polled, and the
+/// transitions seen, for the answer area.
+#[derive(Clone, Debug)]
+pub struct TaskRun {
+    pub flavor: crate::tasks::Flavor,
+    pub task: crate::tasks::Task,
+    /// Status lines in the order they were seen.
+    pub transitions: Vec<String>,
+    /// The poll or fetch in flight.
+    pub waiting_on: Option<RequestId>,
+    pub next_poll: std::time::Instant,
+    /// The row holding the task's final result (tasks/result, or the tasks/get that inlined it).
+    pub result_row: Option<usize>,
+    pub cancel_sent: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,11 +50,19 @@ pub enum Mode {
     Prompt,
     Resource,
     Logging,
+    Listen,
     Raw,
 }
 
 impl Mode {
-    const ALL: [Mode; 5] = [Mode::Tool, Mode::Prompt, Mode::Resource, Mode::Logging, Mode::Raw];
+    const ALL: [Mode; 6] = [
+        Mode::Tool,
+        Mode::Prompt,
+        Mode::Resource,
+        Mode::Logging,
+        Mode::Listen,
+        Mode::Raw,
+    ];
 
     fn label(self) -> &'static str {
         match self {
@@ -44,6 +70,7 @@ impl Mode {
             Mode::Prompt => "Prompt",
             Mode::Resource => "Resource",
             Mode::Logging => "Logging",
+            Mode::Listen => "Listen",
             Mode::Raw => "Raw",
         }
     }
@@ -55,7 +82,7 @@ impl Mode {
             Mode::Prompt => Some("prompts"),
             Mode::Resource => Some("resources"),
             Mode::Logging => Some("logging"),
-            Mode::Raw => None,
+            Mode::Listen | Mode::Raw => None,
         }
     }
 
@@ -261,6 +288,9 @@ pub fn parse_id(s: &str) -> Result<Option<RequestId>, String> {
     Ok(Some(RequestId::String(s.to_owned())))
 }
 
+/// How often a task is polled when the server suggests no interval.
+const TASK_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub const LOG_LEVELS: [&str; 8] = [
     "debug",
     "info",
@@ -295,6 +325,18 @@ pub struct ComposerPanel {
     pub pages: BTreeMap<&'static str, usize>,
     /// Ask for progress notifications on tool calls.
     pub with_progress: bool,
+    /// Ask the server to run tool calls as tasks (when it offers them).
+    pub as_task: bool,
+    /// The task the last tool call became, if it did.
+    pub task: Option<TaskRun>,
+    /// Which flavour of tasks the session can use (set from the era).
+    pub task_flavor: Option<crate::tasks::Flavor>,
+    /// What `subscriptions/listen` asks for.
+    pub listen_filter: crate::subscriptions::Filter,
+    pub listen_uris: String,
+    /// Subscriptions seen on the timeline, recomputed when rows arrive.
+    pub subscriptions: Vec<crate::subscriptions::Subscription>,
+    subscriptions_for: usize,
     pub tool: Option<String>,
     pub form: Option<Form>,
     pub errors: Vec<FieldError>,
@@ -331,6 +373,13 @@ impl Default for ComposerPanel {
             next_cursor: BTreeMap::new(),
             pages: BTreeMap::new(),
             with_progress: true,
+            as_task: false,
+            task: None,
+            task_flavor: None,
+            listen_filter: crate::subscriptions::Filter::all_lists(),
+            listen_uris: String::new(),
+            subscriptions: Vec::new(),
+            subscriptions_for: 0,
             tool: None,
             form: None,
             errors: Vec::new(),
@@ -427,6 +476,130 @@ impl ComposerPanel {
         }
     }
 
+    /// Drives a task the last tool call became: polls `tasks/get` at the
+    /// server's interval and fetches the result once it is terminal. Called
+    /// every frame from the app's logic, not from drawing.
+    pub fn poll_task(&mut self, model: &SessionModel) -> Vec<ComposerAction> {
+        use crate::tasks::{Flavor, Status, Task, task_params};
+        let mut out = Vec::new();
+        // A tool call that answered with a task starts the run.
+        if self.task.is_none()
+            && let Some(p) = &self.pending
+            && p.method == "tools/call"
+            && let Some(row) = model.response_to(&model.chain_head(&p.id))
+            && let Some(v) = model
+                .store
+                .get(row)
+                .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
+            && let Some((flavor, task)) = v.get("result").and_then(Task::created)
+        {
+            self.task = Some(TaskRun {
+                flavor,
+                transitions: vec![task.status_line()],
+                task,
+                waiting_on: None,
+                next_poll: std::time::Instant::now(),
+                result_row: None,
+                cancel_sent: false,
+            });
+        }
+        let Some(run) = &mut self.task else { return out };
+        if let Some(id) = &run.waiting_on {
+            let Some(row) = model.response_to(id) else { return out };
+            run.waiting_on = None;
+            let v: Value = model
+                .store
+                .get(row)
+                .and_then(|r| serde_json::from_slice(r.raw()).ok())
+                .unwrap_or(Value::Null);
+            let result = v.get("result").cloned().unwrap_or(Value::Null);
+            match Task::from_value(&result).or_else(|| result.get("task").and_then(Task::from_value)) {
+                // A tasks/get (or cancel) answer: the task's new state.
+                Some(t) => {
+                    let line = t.status_line();
+                    if run.transitions.last() != Some(&line) {
+                        run.transitions.push(line);
+                    }
+                    if run.flavor == Flavor::Extension && t.status.is_terminal() {
+                        run.result_row = Some(row);
+                    }
+                    run.task = t;
+                }
+                // tasks/result: the tool's own result (or error).
+                None => run.result_row = Some(row),
+            }
+            run.next_poll = std::time::Instant::now() + run.task.poll_interval.unwrap_or(TASK_POLL);
+        }
+        if run.waiting_on.is_some() || run.result_row.is_some() {
+            return out;
+        }
+        let terminal = run.task.status.is_terminal();
+        let request = if terminal && run.flavor == Flavor::Experimental && run.task.status == Status::Completed {
+            Some("tasks/result")
+        } else if terminal {
+            None
+        } else if std::time::Instant::now() >= run.next_poll {
+            Some("tasks/get")
+        } else {
+            None
+        };
+        if let Some(method) = request {
+            out.push(ComposerAction::Task(Outgoing::Request {
+                method: method.into(),
+                params: Some(task_params(&run.task.task_id)),
+                id: None,
+            }));
+        }
+        out
+    }
+
+    /// The app sent a task request for the composer.
+    pub fn task_sent(&mut self, id: Option<RequestId>) {
+        if let Some(run) = &mut self.task {
+            run.waiting_on = id;
+        }
+    }
+
+    fn task_ui(&mut self, ui: &mut Ui, model: &SessionModel, live: bool, actions: &mut Vec<ComposerAction>) -> bool {
+        let Some(run) = &mut self.task else { return false };
+        ui.label(
+            RichText::new(format!(
+                "Task {} ({}): {}",
+                run.task.task_id,
+                run.flavor.label(),
+                run.task.status_line()
+            ))
+            .strong(),
+        );
+        ui.weak(format!("status: {}", run.transitions.join(" → ")));
+        if !run.task.status.is_terminal() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("polling tasks/get");
+                if live && !run.cancel_sent && ui.button("Cancel task").clicked() {
+                    run.cancel_sent = true;
+                    actions.push(ComposerAction::Task(Outgoing::Request {
+                        method: "tasks/cancel".into(),
+                        params: Some(crate::tasks::task_params(&run.task.task_id)),
+                        id: None,
+                    }));
+                }
+            });
+        }
+        let row = run.result_row;
+        match row {
+            Some(row) => {
+                let schema = self.pending.as_ref().and_then(|p| p.output_schema.clone());
+                self.result.ui(ui, model, row, "tools/call", schema.as_ref());
+            }
+            None if run.task.status.is_terminal() => {
+                ui.label(format!("the task ended {}", run.task.status));
+            }
+            None => {}
+        }
+        true
+    }
+
     pub fn tool_def(&self) -> Option<&ToolDef> {
         let name = self.tool.as_ref()?;
         self.tools.iter().find(|t| &t.name == name)
@@ -477,6 +650,11 @@ impl ComposerPanel {
         let mut params = json!({"name": def.name, "arguments": arguments});
         if self.with_progress {
             params["_meta"] = json!({ "progressToken": format!("mcpscope-{}", self.history.len() + 1) });
+        }
+        if self.as_task
+            && let Some(flavor) = self.task_flavor
+        {
+            params = crate::tasks::call_params(params, flavor, None);
         }
         Some(Outgoing::Request {
             method: "tools/call".into(),
@@ -536,6 +714,15 @@ impl ComposerPanel {
                     .and_then(|t| t.output_schema.clone()),
                 _ => None,
             };
+            if method == crate::subscriptions::LISTEN {
+                // A listen stays open: its stream shows under Listen, not as an answer.
+                self.history.push(HistoryEntry {
+                    outgoing,
+                    label,
+                    id: Some(id.clone()),
+                });
+                return;
+            }
             let is_completion = method == "completion/complete";
             if is_completion {
                 self.completion.pending = Some(id.clone());
@@ -544,6 +731,7 @@ impl ComposerPanel {
                     Outgoing::Request { params: Some(p), .. } => p.pointer("/_meta/progressToken").cloned(),
                     _ => None,
                 };
+                self.task = None;
                 self.pending = Some(Pending {
                     id: id.clone(),
                     method,
@@ -738,6 +926,7 @@ impl ComposerPanel {
                 self.updates_ui(ui, model, live, &mut actions);
             }
             Mode::Logging => self.logging_ui(ui, live, &mut actions),
+            Mode::Listen => self.listen_ui(ui, model, live, &mut actions),
             Mode::Raw => self.raw_ui(ui, live, &mut actions),
         }
         ui.separator();
@@ -841,6 +1030,10 @@ impl ComposerPanel {
             );
         }
         ui.checkbox(&mut self.with_progress, "ask for progress (send a progressToken)");
+        if let Some(flavor) = self.task_flavor {
+            ui.checkbox(&mut self.as_task, format!("run as a task ({})", flavor.label()))
+                .on_hover_text("The server offers tasks for tools/call: the call returns a task, polled until it ends");
+        }
         if self.send_row(ui, live, true, "Send tools/call")
             && let Some(out) = self.tool_call()
         {
@@ -1119,6 +1312,89 @@ impl ComposerPanel {
         }
     }
 
+    /// Recomputes the `subscriptions/listen` streams from the rows (only the
+    /// listen requests and notifications are read), when rows arrived.
+    pub fn sync_subscriptions(&mut self, model: &SessionModel) {
+        if self.subscriptions_for == model.store.len() {
+            return;
+        }
+        self.subscriptions_for = model.store.len();
+        let frames: Vec<crate::frame::Frame> = model
+            .store
+            .iter()
+            .filter(|r| match r.lane() {
+                crate::store::Lane::Out => r.method() == Some(crate::subscriptions::LISTEN),
+                crate::store::Lane::In => r.kind() == crate::classify::Kind::Notification,
+                _ => false,
+            })
+            .filter_map(|r| r.to_frame())
+            .collect();
+        if !frames.iter().any(|f| f.direction == crate::frame::Direction::Out) {
+            self.subscriptions.clear();
+            return;
+        }
+        let refs: Vec<&crate::frame::Frame> = frames.iter().collect();
+        self.subscriptions = crate::subscriptions::subscriptions(&refs);
+    }
+
+    fn listen_ui(&mut self, ui: &mut Ui, model: &SessionModel, live: bool, actions: &mut Vec<ComposerAction>) {
+        ui.weak("2026-07-28: one long request carries the notifications you ask for (replaces the GET stream and resources/subscribe).");
+        let f = &mut self.listen_filter;
+        ui.checkbox(&mut f.tools_list_changed, "toolsListChanged");
+        ui.checkbox(&mut f.prompts_list_changed, "promptsListChanged");
+        ui.checkbox(&mut f.resources_list_changed, "resourcesListChanged");
+        let l = ui.label("resource URIs (one per line)");
+        ui.add(
+            egui::TextEdit::multiline(&mut self.listen_uris)
+                .desired_rows(2)
+                .desired_width(f32::INFINITY),
+        )
+        .labelled_by(l.id);
+        self.listen_filter.resource_subscriptions = self
+            .listen_uris
+            .lines()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if self.send_row(ui, live, true, "Send subscriptions/listen") {
+            actions.push(ComposerAction::Send(Outgoing::Request {
+                method: crate::subscriptions::LISTEN.into(),
+                params: Some(self.listen_filter.listen_params()),
+                id: None,
+            }));
+        }
+        self.sync_subscriptions(model);
+        for sub in &self.subscriptions {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.set_width(ui.available_width());
+                ui.horizontal_wrapped(|ui| {
+                    ui.strong(format!("listen #{}", sub.id));
+                    ui.monospace(sub.requested.to_string());
+                    match &sub.acknowledged {
+                        Some((row, honoured)) => {
+                            ui.label(RichText::new(format!("✔ acknowledged (row {row}): {honoured}")).color(theme::OK));
+                        }
+                        None => {
+                            ui.label(RichText::new("not acknowledged yet").color(theme::WARN));
+                        }
+                    }
+                    if let Some(end) = sub.closed_seq {
+                        ui.weak(format!("ended at row {end}"));
+                    } else if live && ui.small_button("Stop").clicked() {
+                        actions.push(ComposerAction::Cancel(sub.id.clone()));
+                    }
+                });
+                ui.label(format!("{} notification(s) on this stream", sub.notifications.len()));
+                for &row in sub.notifications.iter().rev().take(10) {
+                    if let Some(r) = model.store.get(row as usize) {
+                        ui.monospace(format!("row {row}: {}", r.method().unwrap_or("?")));
+                    }
+                }
+            });
+        }
+    }
+
     fn logging_ui(&mut self, ui: &mut Ui, live: bool, actions: &mut Vec<ComposerAction>) {
         let label = ui.label("level");
         egui::ComboBox::from_id_salt("composer-log-level")
@@ -1200,6 +1476,9 @@ impl ComposerPanel {
             return;
         };
         let progress = p.progress_token.as_ref().and_then(|t| model.progress_for(t));
+        if self.task_ui(ui, model, live, actions) {
+            return;
+        }
         // A multi round-trip request is answered by the last retry of its chain.
         let head = model.chain_head(&p.id);
         if head != p.id {

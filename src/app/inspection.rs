@@ -674,6 +674,14 @@ impl Inspection {
         ]
     }
 
+    /// The tasks flavour the server offers for tools/call in this era, if any.
+    pub fn task_flavor(&self) -> Option<crate::tasks::Flavor> {
+        let era = self.era.era()?;
+        let flavor = crate::tasks::Flavor::for_era(era);
+        let caps = self.model.capabilities()?;
+        crate::tasks::server_offers(caps, flavor).then_some(flavor)
+    }
+
     /// Params with the modern envelope when the session is modern.
     fn wrap(&self, params: Option<Value>) -> Option<Value> {
         match self.era.state {

@@ -380,6 +380,10 @@ impl McpscopeApp {
                 self.composer.sent(out, id);
             }
             ComposerAction::Cancel(id) => i.cancel(&id),
+            ComposerAction::Task(out) => {
+                let id = i.send(out);
+                self.composer.task_sent(id);
+            }
             ComposerAction::Answer(id, outcome) => i.answer(&id, outcome),
             ComposerAction::RootsChanged(roots) => {
                 i.roots = roots;
@@ -446,6 +450,13 @@ impl McpscopeApp {
             // The lint worker wakes the UI itself when it finishes.
             self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
             self.composer.sync(&i.model);
+            self.composer.task_flavor = i.task_flavor();
+            for a in self.composer.poll_task(&i.model) {
+                if let ComposerAction::Task(out) = a {
+                    let id = i.send(out);
+                    self.composer.task_sent(id);
+                }
+            }
             // A server request waiting for the user brings the composer forward.
             if i.server_requests.len() > self.seen_server_requests {
                 self.right_tab = RightTab::Compose;

@@ -226,3 +226,109 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
     assert!(answer.text().contains("42"), "{}", answer.text());
     assert!(!answer.text().contains("-32020"), "headers accepted: {}", answer.text());
 }
+
+/// The composer runs a tool as a task (2025-11-25 experimental form against
+/// server-everything): the call returns a task, tasks/get is polled until it
+/// ends, tasks/result is fetched and shown.
+#[test]
+fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
+    use mcpscope::app::composer::{ComposerAction, ComposerPanel};
+    let mut i = Inspection::launch(Target::Stdio(everything()), "2025-11-25", None);
+    let mut c = ComposerPanel::default();
+    drain_until(&mut i, "the task tool", |i| {
+        i.model
+            .latest_result("tools/list")
+            .is_some_and(|(_, r)| r.to_string().contains("simulate-research-query"))
+    });
+    c.sync(&i.model);
+    c.task_flavor = i.task_flavor();
+    assert_eq!(c.task_flavor, Some(mcpscope::tasks::Flavor::Experimental));
+    c.choose_tool("simulate-research-query");
+    c.as_task = true;
+    c.args_text = r#"{"topic": "MCP eras"}"#.into();
+    c.args_text_changed();
+    let call = c.tool_call().unwrap();
+    let id = i.send(call.clone());
+    c.sent(call, id);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        i.drain();
+        c.sync(&i.model);
+        for a in c.poll_task(&i.model) {
+            if let ComposerAction::Task(out) = a {
+                let id = i.send(out);
+                c.task_sent(id);
+            }
+        }
+        if c.task.as_ref().is_some_and(|t| t.result_row.is_some()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "task did not end: {:?}", c.task);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run = c.task.as_ref().unwrap();
+    assert_eq!(run.task.status, mcpscope::tasks::Status::Completed);
+    assert!(run.transitions.len() >= 2, "{:?}", run.transitions);
+    let result = i.model.store.get(run.result_row.unwrap()).unwrap();
+    assert!(result.text().contains("MCP eras"), "{}", result.text());
+    let sent: Vec<String> = i
+        .model
+        .store
+        .iter()
+        .filter(|r| r.lane() == Lane::Out)
+        .filter_map(|r| r.method().map(str::to_owned))
+        .collect();
+    assert!(sent.iter().any(|m| m == "tasks/get"), "{sent:?}");
+    assert!(sent.iter().any(|m| m == "tasks/result"), "{sent:?}");
+}
+
+/// subscriptions/listen (2026-07-28): the acknowledgement and the
+/// notifications tagged with the subscription are shown as one stream, and
+/// the app re-fetches the tool list the stream says changed.
+#[test]
+fn a_listen_stream_is_shown_as_one_subscription() {
+    use mcpscope::app::composer::ComposerPanel;
+    let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
+    drain_until(&mut i, "the modern era and tools", |i| {
+        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+    });
+    let mut c = ComposerPanel::default();
+    let listen = i
+        .send(Outgoing::Request {
+            method: "subscriptions/listen".into(),
+            params: Some(c.listen_filter.listen_params()),
+            id: None,
+        })
+        .unwrap();
+    drain_until(&mut i, "the acknowledgement", |i| {
+        i.model
+            .store
+            .iter()
+            .any(|r| r.method() == Some("notifications/subscriptions/acknowledged"))
+    });
+    let touch = i
+        .send(Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "touch_tools", "arguments": {}})),
+            id: None,
+        })
+        .unwrap();
+    drain_until(&mut i, "touch_tools and the re-fetch", |i| {
+        i.model.response_to(&touch).is_some()
+            && i.model
+                .store
+                .iter()
+                .any(|r| r.lane() == Lane::Meta && r.text().contains("re-fetches tools/list"))
+    });
+    c.sync_subscriptions(&i.model);
+    assert_eq!(c.subscriptions.len(), 1, "{:?}", c.subscriptions);
+    let sub = &c.subscriptions[0];
+    assert_eq!(sub.id, listen);
+    assert!(sub.acknowledged.is_some());
+    let methods: Vec<&str> = sub
+        .notifications
+        .iter()
+        .filter_map(|&r| i.model.store.get(r as usize).and_then(|r| r.method()))
+        .collect();
+    assert!(methods.contains(&"notifications/tools/list_changed"), "{methods:?}");
+}
