@@ -371,7 +371,12 @@ fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
     h.step();
     h.step();
     // The list may be longer than the popup: accesskit clicks reach rows scrolled out of view.
-    h.get_by_label(&format!("{name} ({title})")).click_accesskit();
+    let label = if title.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} ({title})")
+    };
+    h.get_by_label(&label).click_accesskit();
     h.step();
     h.step();
     assert_eq!(h.state().composer.tool.as_deref(), Some(name));
@@ -653,5 +658,67 @@ fn images_render_and_prompt_arguments_get_completions() {
     step_until(&mut h, "the prompt", |app| {
         answer_text(app).is_some_and(|t| t.contains("Engineering"))
     });
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline() {
+    let spec = py_modern_server();
+    let mut h = harness_any_glyphs(StartupArgs::default());
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command")
+        .type_text(&spec.program);
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments")
+        .type_text(&spec.args.join(" "));
+    h.step();
+    h.get_by_label("auto").click();
+    h.step();
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "the modern era", |app| {
+        app.inspection.as_ref().is_some_and(|i| {
+            i.era.state == mcpscope::app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+        })
+    });
+    assert!(
+        shows(&h, "server/discover answered"),
+        "the era and why, above the timeline"
+    );
+    choose_tool(&mut h, "setup_project", "");
+    h.get_by_role_and_label(Role::TextInput, "name").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "name").type_text("demo");
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    // Round 1 (roots) is answered by the app; round 2 asks the user.
+    step_until(&mut h, "the confirmation to answer", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| i.server_requests.iter().any(|r| r.input.is_some()))
+    });
+    assert!(shows(&h, "The server asks: elicitation/create"));
+    h.get_by_role_and_label(Role::CheckBox, "confirm").click_accesskit();
+    h.step();
+    h.step();
+    h.get_by_label("Accept").click_accesskit();
+    step_until(&mut h, "the conversation's final answer", |app| {
+        let (Some(p), Some(i)) = (&app.composer.pending, &app.inspection) else {
+            return false;
+        };
+        let head = i.model.chain_head(&p.id);
+        head != p.id
+            && i.model
+                .response_to(&head)
+                .and_then(|r| i.model.store.get(r))
+                .is_some_and(|r| r.text().contains("action=accept"))
+    });
+    h.step();
+    h.step();
+    assert!(shows(&h, "conversation 1:"), "the answer area says the chain moved on");
+    assert!(h.query_all_by_label_contains("[conversation 1]").count() >= 4);
     h.state_mut().inspection = None;
 }
