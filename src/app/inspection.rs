@@ -36,6 +36,13 @@ enum Reply {
     Note(String),
     /// Every input of an `input_required` chain is answered: send the retry.
     Retry(usize),
+    /// A request refused with -32022 mid-session: send it again (new id)
+    /// under the envelope's new version.
+    Resend {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
 }
 
 /// Which protocol era the session speaks, as settled so far.
@@ -163,6 +170,8 @@ pub struct Inspection {
     /// The version `initialize` offers when the session is (or falls back to) legacy.
     legacy_version: String,
     pub chains: Vec<InputChain>,
+    /// Requests already re-sent after -32022 (and their re-sends): never twice.
+    resent: Vec<RequestId>,
     /// Lists being re-fetched after list_changed, with the request's id:
     /// a burst of notifications causes one re-fetch, not one each.
     refetching: Vec<(&'static str, RequestId)>,
@@ -261,6 +270,7 @@ impl Inspection {
             envelope,
             legacy_version,
             chains: Vec::new(),
+            resent: Vec::new(),
         }
     }
 
@@ -297,6 +307,7 @@ impl Inspection {
             envelope: Envelope::default(),
             legacy_version: crate::handshake::DEFAULT_VERSION.to_owned(),
             chains: Vec::new(),
+            resent: Vec::new(),
         }
     }
 
@@ -371,6 +382,13 @@ impl Inspection {
                 // Through the session, so the note is in the capture too.
                 Reply::Note(text) => session.note(text),
                 Reply::Retry(chain) => self.retry(&session, chain),
+                Reply::Resend { id, method, params } => {
+                    let params = Some(self.envelope.wrap(params));
+                    let new = session.request(&method, params);
+                    self.resent.push(new.clone());
+                    self.model.watch(new.clone());
+                    self.model.mrtr_next.insert(id, new);
+                }
             }
         }
         let more = !session.events().is_empty();
@@ -394,6 +412,34 @@ impl Inspection {
             let outcome = crate::client::response_outcome(f);
             let verdict = ProbeVerdict::judge(&offered, Some(&outcome), "");
             out.extend(self.settle_era(verdict));
+            return out;
+        }
+        if self.era.state == EraState::Modern
+            && f.kind() == Kind::Error
+            && f.class.error_code == Some(error_code::UNSUPPORTED_PROTOCOL_VERSION)
+            && let (Some(id), Some(link)) = (f.class.id.clone(), f.link.as_ref())
+            && !self.resent.contains(&id)
+        {
+            let error = crate::client::response_outcome(f).err();
+            let supported = error.as_ref().map(era::supported_versions).unwrap_or_default();
+            let requested = self.envelope.protocol_version.clone();
+            if let Some(v) = era::mutual_version(&supported).filter(|v| *v != requested) {
+                let params = self
+                    .model
+                    .store
+                    .row_of_seq(link.request_seq)
+                    .and_then(|r| self.model.store.get(r))
+                    .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
+                    .and_then(|v| v.get("params").cloned());
+                out.push(Reply::Note(era::retry_note(&link.method, &requested, &supported, &v)));
+                self.envelope.protocol_version = v;
+                self.resent.push(id.clone());
+                out.push(Reply::Resend {
+                    id,
+                    method: link.method.clone(),
+                    params,
+                });
+            }
             return out;
         }
         if f.kind() == Kind::Result
@@ -672,6 +718,16 @@ impl Inspection {
             Reply::Note(format!("era: legacy ({why}); falling back to initialize")),
             Reply::Initialize,
         ]
+    }
+
+    /// The protocol version modern requests carry in `_meta` (changed, e.g.,
+    /// to see how a server answers a version it does not speak).
+    pub fn set_modern_version(&mut self, version: &str) {
+        self.envelope.protocol_version = version.to_owned();
+    }
+
+    pub fn modern_version(&self) -> &str {
+        &self.envelope.protocol_version
     }
 
     /// The tasks flavour the server offers for tools/call in this era, if any.

@@ -48,6 +48,8 @@ impl ResultView {
             .store
             .get(row)
             .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok());
+        // A task (2026-07-28 extension) that ended carries the tool's answer inline.
+        let v = v.map(|v| if method == "tools/call" { unwrap_task(v) } else { v });
         if method == "tools/call"
             && let Some(v) = &v
         {
@@ -306,6 +308,22 @@ impl ResultView {
     }
 }
 
+/// `tasks/get` of a finished extension task -> the tool's own response.
+fn unwrap_task(v: Value) -> Value {
+    let Some(r) = v.get("result").filter(|r| r.get("taskId").is_some()) else {
+        return v;
+    };
+    let mut out = serde_json::json!({"jsonrpc": "2.0", "id": v.get("id").cloned().unwrap_or(Value::Null)});
+    if let Some(inner) = r.get("result") {
+        out["result"] = inner.clone();
+    } else if let Some(e) = r.get("error") {
+        out["error"] = e.clone();
+    } else {
+        return v;
+    }
+    out
+}
+
 fn banner(ui: &mut Ui, color: Color32, title: &str, body: &str) {
     egui::Frame::new()
         .stroke(egui::Stroke::new(1.5, color))
@@ -397,4 +415,30 @@ fn save_blob(bytes: &[u8], mime: &str, index: usize) -> Result<PathBuf, String> 
     let path = dir.join(format!("content-{stamp}-{index}.{}", tool_result::file_extension(mime)));
     std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_finished_extension_task_shows_its_inline_result() {
+        let polled = json!({"jsonrpc": "2.0", "id": 7, "result": {"taskId": "t1", "status": "completed",
+            "result": {"content": [{"type": "text", "text": "sum is 42"}]}}});
+        let shown = unwrap_task(polled);
+        assert_eq!(shown["result"]["content"][0]["text"], "sum is 42");
+        assert!(matches!(
+            tool_result::interpret(&shown, None),
+            CallOutcome::ToolSuccess(_)
+        ));
+        let failed = json!({"jsonrpc": "2.0", "id": 8, "result": {"taskId": "t2", "status": "failed",
+            "error": {"code": -32603, "message": "boom"}}});
+        assert!(matches!(
+            tool_result::interpret(&unwrap_task(failed), None),
+            CallOutcome::ProtocolError { code: -32603, .. }
+        ));
+        let plain = json!({"jsonrpc": "2.0", "id": 9, "result": {"content": []}});
+        assert_eq!(unwrap_task(plain.clone()), plain);
+    }
 }

@@ -332,3 +332,127 @@ fn a_listen_stream_is_shown_as_one_subscription() {
         .collect();
     assert!(methods.contains(&"notifications/tools/list_changed"), "{methods:?}");
 }
+
+/// A -32022 on an ordinary request in the middle of a modern session is
+/// answered by sending it again (new id) under a version both speak; the
+/// composer follows the re-send to its answer.
+#[test]
+fn a_mid_session_unsupported_version_is_retried_with_a_mutual_one() {
+    let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
+    drain_until(&mut i, "the modern era", |i| i.era.state == EraState::Modern);
+    // As if the user typed a version the server does not speak.
+    i.set_modern_version("2099-01-01");
+    let id = i
+        .send(Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "add", "arguments": {"a": 1, "b": 2}})),
+            id: None,
+        })
+        .unwrap();
+    drain_until(&mut i, "the re-sent call's answer", |i| {
+        let head = i.model.chain_head(&id);
+        head != id && i.model.response_to(&head).is_some()
+    });
+    let first = i.model.store.get(i.model.response_to(&id).unwrap()).unwrap();
+    assert!(first.text().contains("-32022"), "{}", first.text());
+    let answer = i
+        .model
+        .store
+        .get(i.model.response_to(&i.model.chain_head(&id)).unwrap())
+        .unwrap();
+    assert!(answer.text().contains('3'), "{}", answer.text());
+    assert_eq!(i.modern_version(), "2026-07-28");
+    assert!(
+        notes(&i)
+            .iter()
+            .any(|n| n.starts_with("tools/call was refused with -32022") && n.contains("retrying with 2026-07-28")),
+        "{:?}",
+        notes(&i)
+    );
+}
+
+/// The 2026-07-28 tasks extension (no SDK serves it yet, so a small
+/// standard-library server does): the call answers with a task, tasks/get is
+/// polled until the result comes inline; a second task is cancelled.
+#[test]
+fn the_tasks_extension_is_polled_and_can_be_cancelled() {
+    use mcpscope::app::composer::{ComposerAction, ComposerPanel};
+    use mcpscope::process::ServerSpec;
+    let spec = ServerSpec::new(
+        "python3",
+        [repo()
+            .join("tests/servers/modern_tasks_server.py")
+            .display()
+            .to_string()],
+    );
+    let mut i = Inspection::launch_with_era(Target::Stdio(spec), "2026-07-28", EraChoice::Auto, None);
+    drain_until(&mut i, "the modern era and the tool", |i| {
+        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+    });
+    let mut c = ComposerPanel::default();
+    c.sync(&i.model);
+    c.task_flavor = i.task_flavor();
+    assert_eq!(c.task_flavor, Some(mcpscope::tasks::Flavor::Extension));
+    c.choose_tool("slow_sum");
+    c.as_task = true;
+    c.args_text = r#"{"a": 20, "b": 22}"#.into();
+    c.args_text_changed();
+    let run = |i: &mut Inspection, c: &mut ComposerPanel, cancel: bool| {
+        let call = c.tool_call().unwrap();
+        let id = i.send(call.clone());
+        c.sent(call, id);
+        let deadline = Instant::now() + T;
+        let mut cancelled = false;
+        loop {
+            i.drain();
+            for a in c.poll_task(&i.model) {
+                if let ComposerAction::Task(out) = a {
+                    let id = i.send(out);
+                    c.task_sent(id);
+                }
+            }
+            if cancel
+                && !cancelled
+                && let Some(t) = &c.task
+                && t.waiting_on.is_none()
+            {
+                cancelled = true;
+                let id = i.send(Outgoing::Request {
+                    method: "tasks/cancel".into(),
+                    params: Some(mcpscope::tasks::task_params(&t.task.task_id)),
+                    id: None,
+                });
+                c.task_sent(id);
+            }
+            if c.task
+                .as_ref()
+                .is_some_and(|t| t.task.status.is_terminal() && t.waiting_on.is_none())
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "task did not end: {:?}", c.task);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    run(&mut i, &mut c, false);
+    let t = c.task.clone().unwrap();
+    assert_eq!(t.task.status, mcpscope::tasks::Status::Completed);
+    assert!(
+        t.transitions.iter().any(|s| s.contains("step 1 of 3")),
+        "{:?}",
+        t.transitions
+    );
+    let row = i.model.store.get(t.result_row.unwrap()).unwrap();
+    assert!(row.text().contains("sum is 42"), "{}", row.text());
+    // The call itself carried no task param: in the extension the server decides.
+    let call_row = i
+        .model
+        .store
+        .iter()
+        .find(|r| r.lane() == Lane::Out && r.method() == Some("tools/call"))
+        .unwrap();
+    assert!(!call_row.text().contains("\"task\""), "{}", call_row.text());
+
+    run(&mut i, &mut c, true);
+    assert_eq!(c.task.as_ref().unwrap().task.status, mcpscope::tasks::Status::Cancelled);
+}
