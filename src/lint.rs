@@ -90,6 +90,7 @@ rules! {
     INPUT_REQUIRED_NOT_ALLOWED = "input-required-not-allowed", "input_required answered by a method other than tools/call, resources/read and prompts/get.";
     RETRY_REUSED_ID = "retry-reused-id", "A multi round-trip retry that reuses the JSON-RPC id of the request it retries.";
     REQUEST_STATE_NOT_ECHOED = "request-state-not-echoed", "A multi round-trip retry whose requestState is not exactly the one the server gave.";
+    SERVER_REQUEST_IN_MODERN_ERA = "server-request-in-modern-era", "A request sent by a server of the modern era, which asks through input_required results instead.";
     LEGACY_METHOD_IN_MODERN_ERA = "legacy-method-in-modern-era", "A method removed in 2026-07-28 (ping, logging/setLevel, resources/subscribe …) used with a modern server.";
 }
 
@@ -364,8 +365,14 @@ impl HandshakeFacts {
         self.judged.as_ref()?.version()
     }
 
+    /// The server's capabilities: from the initialize result, or (modern era)
+    /// from `server/discover`.
     fn server_caps(&self) -> Option<&Value> {
-        self.judged.as_ref()?.capabilities.as_ref().filter(|c| c.is_object())
+        self.judged
+            .as_ref()
+            .and_then(|h| h.capabilities.as_ref())
+            .or_else(|| self.discovery.as_ref().and_then(|(_, d)| d.capabilities.as_ref()))
+            .filter(|c| c.is_object())
     }
 }
 
@@ -1159,6 +1166,30 @@ fn era_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding>) {
     }
     if !hs.modern {
         return;
+    }
+    let server_requests: Vec<&Frame> = frames
+        .iter()
+        .copied()
+        .filter(|f| f.direction == Direction::In && f.kind() == Kind::Request)
+        .collect();
+    if !server_requests.is_empty() {
+        let mut methods: Vec<&str> = server_requests
+            .iter()
+            .filter_map(|f| f.class.method.as_deref())
+            .collect();
+        methods.dedup();
+        out.push(Finding::new(
+            rule::SERVER_REQUEST_IN_MODERN_ERA,
+            Severity::Error,
+            server_requests.iter().map(|f| f.seq).collect(),
+            format!(
+                "The server sent {} request(s) ({}) in a 2026-07-28 session. Modern servers never \
+                 send the client requests: they answer a tools/call, resources/read or prompts/get with \
+                 resultType \"input_required\" and inputRequests, and the client retries with inputResponses.",
+                server_requests.len(),
+                methods.join(", ")
+            ),
+        ));
     }
     let mut legacy: Vec<(String, Vec<u64>)> = Vec::new();
     for f in frames {
