@@ -790,6 +790,10 @@ impl Inspection {
 
     /// Tells the server the roots changed (after the user edited them).
     pub fn roots_changed(&self) {
+        // 2026-07-28 removed the notification: roots are asked for per request.
+        if self.era.state == EraState::Modern {
+            return;
+        }
         if let Some(s) = &self.session {
             s.notify("notifications/roots/list_changed", None);
         }

@@ -388,10 +388,12 @@ impl McpscopeApp {
             ComposerAction::RootsChanged(roots) => {
                 i.roots = roots;
                 i.roots_changed();
-                self.message = Some((
-                    Severity::Info,
-                    format!("{} root(s) offered; server notified", i.roots.len()),
-                ));
+                let how = if i.era.state == inspection::EraState::Modern {
+                    "sent with the next roots input request"
+                } else {
+                    "server notified (notifications/roots/list_changed)"
+                };
+                self.message = Some((Severity::Info, format!("{} root(s) offered; {how}", i.roots.len())));
             }
         }
     }
