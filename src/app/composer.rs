@@ -571,7 +571,7 @@ impl ComposerPanel {
             ))
             .strong(),
         );
-        ui.weak(format!("status: {}", run.transitions.join(" → ")));
+        ui.weak(format!("status: {}", run.transitions.join(" ▶ ")));
         if !run.task.status.is_terminal() {
             ui.horizontal(|ui| {
                 ui.spinner();

@@ -221,7 +221,7 @@ impl ResultView {
                                 let size = t.size_vec2();
                                 let scale = (MAX_IMAGE_WIDTH / size.x).min(1.0);
                                 ui.image((t.id(), size * scale));
-                                ui.weak(format!("{}×{} px, {} bytes", size.x, size.y, bytes.len()));
+                                ui.weak(format!("{}x{} px, {} bytes", size.x, size.y, bytes.len()));
                             }
                             Err(e) => {
                                 ui.label(RichText::new(e.as_str()).color(theme::ERROR));

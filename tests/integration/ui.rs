@@ -722,3 +722,77 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     assert!(h.query_all_by_label_contains("[conversation 1]").count() >= 4);
     h.state_mut().inspection = None;
 }
+
+/// Launches a stdio server from the form in the given era (strict glyph checks).
+fn launch_in_era(spec: &mcpscope::process::ServerSpec, era: &str) -> Harness<'static, McpscopeApp> {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Command")
+        .type_text(&spec.program);
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "Arguments")
+        .type_text(&spec.args.join(" "));
+    h.step();
+    h.get_by_label(era).click();
+    h.step();
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "the modern era and tools", |app| {
+        app.inspection.as_ref().is_some_and(|i| {
+            i.era.state == mcpscope::app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+        })
+    });
+    h
+}
+
+#[test]
+fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
+    let tasks = mcpscope::process::ServerSpec::new(
+        "python3",
+        [repo()
+            .join("tests/servers/modern_tasks_server.py")
+            .display()
+            .to_string()],
+    );
+    let mut h = launch_in_era(&tasks, "modern");
+    choose_tool(&mut h, "slow_sum", "");
+    h.get_by_label_contains("run as a task").click_accesskit();
+    h.step();
+    {
+        let c = &mut h.state_mut().composer;
+        c.args_text = r#"{"a": 40, "b": 2}"#.into();
+        c.args_text_changed();
+    }
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the task's result", |app| {
+        app.composer.task.as_ref().is_some_and(|t| t.result_row.is_some())
+    });
+    h.step();
+    h.step();
+    assert!(shows(&h, "Task task-1"), "the task and its flavour are named");
+    assert!(shows(&h, "working: step 1 of 3 ▶"), "status transitions are listed");
+    assert!(shows(&h, "✔ Tool result"));
+    assert!(
+        shows(&h, "sum is 42"),
+        "the inline result is shown as the tool's answer"
+    );
+    h.state_mut().inspection = None;
+
+    let mut h = launch_in_era(&py_modern_server(), "auto");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_label("Listen").click();
+    h.step();
+    h.get_by_label("Send subscriptions/listen").click_accesskit();
+    step_until(&mut h, "the acknowledgement", |app| {
+        app.composer.subscriptions.iter().any(|s| s.acknowledged.is_some())
+    });
+    h.step();
+    assert!(h.query_all_by_label_contains("✔ acknowledged").next().is_some());
+    assert!(shows(&h, "notification(s) on this stream"));
+    h.state_mut().inspection = None;
+}
