@@ -5,6 +5,7 @@ mod call;
 mod diff;
 mod doctor;
 mod lint;
+mod listen;
 mod proxy;
 mod trace;
 
@@ -51,6 +52,8 @@ pub enum Cmd {
     Lint(lint::LintArgs),
     /// Compare two captures of the same session against different servers, method by method.
     Diff(diff::DiffArgs),
+    /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
+    Listen(listen::ListenArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
@@ -210,6 +213,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Doctor(args)) => doctor::run(args),
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
+        Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Open { capture }) => crate::app::run(crate::app::StartupArgs {
             open: Some(capture),
             ..Default::default()

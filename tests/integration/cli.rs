@@ -332,3 +332,38 @@ fn diff_the_same_session_against_node_and_python_sdks() {
         text(&missing.stderr)
     );
 }
+
+#[test]
+fn listen_prints_the_stream_of_a_modern_server_and_refuses_a_legacy_one() {
+    let modern = py_modern_server();
+    let out = std::process::Command::new(bin())
+        .args(["listen", "--tools", "--for-ms", "500", "--"])
+        .arg(&modern.program)
+        .args(&modern.args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().expect("a line")).unwrap();
+    assert_eq!(first["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        first["params"]["notifications"],
+        serde_json::json!({"toolsListChanged": true})
+    );
+    assert!(stderr.contains("acknowledged"), "{stderr}");
+
+    let legacy = everything();
+    let out = std::process::Command::new(bin())
+        .args(["listen", "--for-ms", "100", "--"])
+        .arg(&legacy.program)
+        .args(&legacy.args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs a 2026-07-28 server"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

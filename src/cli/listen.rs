@@ -1,0 +1,124 @@
+//! `mcpscope listen`: open a `subscriptions/listen` stream on a 2026-07-28
+//! server and print what it carries, one JSON message per line.
+
+use super::TargetArgs;
+use crate::client::Client;
+use crate::era::{self, EraChoice};
+use crate::event::Event;
+use crate::frame::Direction;
+use crate::handshake::HandshakeOptions;
+use crate::session::SessionOptions;
+use crate::subscriptions::{ACKNOWLEDGED, Filter};
+use clap::Args;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ListenArgs {
+    /// Ask for notifications/tools/list_changed (with none of --tools/--prompts/--resources/--resource, all three lists are asked for).
+    #[arg(long)]
+    pub tools: bool,
+    /// Ask for notifications/prompts/list_changed.
+    #[arg(long)]
+    pub prompts: bool,
+    /// Ask for notifications/resources/list_changed.
+    #[arg(long)]
+    pub resources: bool,
+    /// Ask for notifications/resources/updated of this URI (repeatable).
+    #[arg(long, value_name = "URI")]
+    pub resource: Vec<String>,
+    /// Stop listening after this many milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub for_ms: u64,
+    /// The modern version to send in `_meta`.
+    #[arg(long, default_value = era::DEFAULT_MODERN_VERSION)]
+    pub protocol_version: String,
+    /// Timeout for server/discover and the acknowledgement, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Append every event to this JSONL capture file.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: TargetArgs,
+}
+
+impl ListenArgs {
+    pub fn filter(&self) -> Filter {
+        if !(self.tools || self.prompts || self.resources || !self.resource.is_empty()) {
+            return Filter::all_lists();
+        }
+        Filter {
+            tools_list_changed: self.tools,
+            prompts_list_changed: self.prompts,
+            resources_list_changed: self.resources,
+            resource_subscriptions: self.resource.clone(),
+            ..Filter::default()
+        }
+    }
+}
+
+fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
+    eprintln!("mcpscope listen: {reason}");
+    ExitCode::from(code)
+}
+
+pub fn run(args: ListenArgs) -> ExitCode {
+    let target = match args.server.target() {
+        Ok(t) => t,
+        Err(e) => return fail(2, e),
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let options = SessionOptions {
+        request_timeout: Some(timeout),
+        capture: args.capture.clone(),
+        ..SessionOptions::default()
+    };
+    // Every notification the server sends (acknowledgement included) goes to stdout as it comes.
+    let observer = Box::new(|ev: &Event| {
+        if let Event::Frame(f) = ev
+            && f.direction == Direction::In
+            && f.class.kind == crate::classify::Kind::Notification
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&f.raw);
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+        }
+    });
+    let mut client = Client::connect(target, options, observer);
+    if let Err(e) = client.wait_started(timeout) {
+        return fail(2, e);
+    }
+    let hs = HandshakeOptions {
+        protocol_version: args.protocol_version.clone(),
+        ..HandshakeOptions::default()
+    };
+    match client.establish(EraChoice::Modern, &hs, timeout) {
+        Err(e) => return fail(2, e),
+        Ok(Err(e)) => return fail(2, format!("{e} (subscriptions/listen needs a 2026-07-28 server)")),
+        Ok(Ok(d)) if d.discovery.is_none() => {
+            return fail(
+                2,
+                format!("{} (subscriptions/listen needs a 2026-07-28 server)", d.reason),
+            );
+        }
+        Ok(Ok(d)) => eprintln!("mcpscope listen: {} ({})", d.summary(), d.server_name()),
+    }
+    let filter = args.filter();
+    let id = match client.listen(&filter, timeout) {
+        Err(e) => return fail(2, e),
+        Ok(Err(e)) => return fail(1, format!("the server refused subscriptions/listen: {e}")),
+        Ok(Ok((id, honoured))) => {
+            eprintln!("mcpscope listen: #{id} acknowledged ({ACKNOWLEDGED}); the server honours {honoured}");
+            id
+        }
+    };
+    client.pump_for(Duration::from_millis(args.for_ms));
+    client.stop_listening(id);
+    client.pump_for(Duration::from_millis(200));
+    client.close();
+    ExitCode::SUCCESS
+}
