@@ -266,21 +266,29 @@ impl McpscopeApp {
         self.inspection.as_ref().is_some_and(|i| i.model.running())
     }
 
+    /// Ends the session on screen (off the UI thread: dropping it shuts the
+    /// server down and may wait) and clears every view of it.
+    fn replace_inspection(&mut self) {
+        if let Some(old) = self.inspection.take() {
+            std::thread::Builder::new()
+                .name("mcpscope-shutdown".into())
+                .spawn(move || drop(old))
+                .ok();
+        }
+        self.timeline.reset();
+        self.expert.reset();
+        self.composer.reset();
+        self.log.reset();
+        self.stats.reset();
+        self.ping = None;
+        self.seen_server_requests = 0;
+        self.detail.show_row_none();
+    }
+
     fn apply(&mut self, cmd: Command) {
         match cmd {
             Command::Launch(saved) => {
-                if let Some(old) = self.inspection.take() {
-                    // Dropping the session shuts it down; do it off the UI thread.
-                    std::thread::spawn(move || drop(old));
-                }
-                self.timeline.reset();
-                self.expert.reset();
-                self.composer.reset();
-                self.log.reset();
-                self.stats.reset();
-                self.ping = None;
-                self.seen_server_requests = 0;
-                self.detail.show_row_none();
+                self.replace_inspection();
                 self.launcher.remember(&saved);
                 self.inspection = Some(Inspection::launch_with_era(
                     saved.target(),
@@ -304,17 +312,7 @@ impl McpscopeApp {
             }
             Command::OpenCapture(path) => match Inspection::open_capture(&path) {
                 Ok(i) => {
-                    if let Some(old) = self.inspection.take() {
-                        std::thread::spawn(move || drop(old));
-                    }
-                    self.timeline.reset();
-                    self.expert.reset();
-                    self.composer.reset();
-                    self.log.reset();
-                    self.stats.reset();
-                    self.ping = None;
-                    self.seen_server_requests = 0;
-                    self.detail.show_row_none();
+                    self.replace_inspection();
                     self.message = Some(if i.load_warnings.is_empty() {
                         (Severity::Info, format!("opened {}", path.display()))
                     } else {

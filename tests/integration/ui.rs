@@ -36,6 +36,17 @@ fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&
     h.step();
 }
 
+/// Types a server's command and arguments into the launcher form.
+fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope::process::ServerSpec) {
+    h.step();
+    for (field, text) in [("Command", spec.program.clone()), ("Arguments", spec.args.join(" "))] {
+        h.get_by_role_and_label(Role::TextInput, field).focus();
+        h.step();
+        h.get_by_role_and_label(Role::TextInput, field).type_text(&text);
+        h.step();
+    }
+}
+
 fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
     h.query_all_by_label_contains(text).next().is_some()
 }
@@ -59,17 +70,7 @@ fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
 fn launch_server_everything_from_the_form_and_inspect_initialize() {
     let spec = everything();
     let mut h = harness_any_glyphs(StartupArgs::default());
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command")
-        .type_text(&spec.program);
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments")
-        .type_text(&spec.args.join(" "));
-    h.step();
+    type_command(&mut h, &spec);
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "handshake and tools/list", |app| {
         handshake_done(app) && has_row(app, |l| l.starts_with("result #2 (tools/list)"))
@@ -665,17 +666,7 @@ fn images_render_and_prompt_arguments_get_completions() {
 fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline() {
     let spec = py_modern_server();
     let mut h = harness_any_glyphs(StartupArgs::default());
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command")
-        .type_text(&spec.program);
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments")
-        .type_text(&spec.args.join(" "));
-    h.step();
+    type_command(&mut h, &spec);
     h.get_by_label("auto").click();
     h.step();
     h.get_by_label("▶ Launch").click();
@@ -726,17 +717,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
 /// Launches a stdio server from the form in the given era (strict glyph checks).
 fn launch_in_era(spec: &mcpscope::process::ServerSpec, era: &str) -> Harness<'static, McpscopeApp> {
     let mut h = harness(StartupArgs::default());
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Command")
-        .type_text(&spec.program);
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "Arguments")
-        .type_text(&spec.args.join(" "));
-    h.step();
+    type_command(&mut h, spec);
     h.get_by_label(era).click();
     h.step();
     h.get_by_label("▶ Launch").click();
