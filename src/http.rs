@@ -218,11 +218,7 @@ struct Runner {
 
 impl Runner {
     fn emit(&mut self, ev: Event) {
-        let note = self.recorder.capture(&ev);
-        let _ = self.events.send(ev);
-        if let Some(n) = note {
-            let _ = self.events.send(n);
-        }
+        crate::session::deliver(&mut self.recorder, &self.events, ev);
     }
 
     fn note(&mut self, text: String) {
@@ -231,12 +227,7 @@ impl Runner {
     }
 
     fn wake(&mut self) {
-        if let Some(n) = self.recorder.flush() {
-            let _ = self.events.send(n);
-        }
-        if let Some(w) = &self.options.waker {
-            w();
-        }
+        crate::session::flush_and_wake(&mut self.recorder, &self.events, self.options.waker.as_ref());
     }
 
     fn run(&mut self, commands: Receiver<Command>, internal: Receiver<Internal>) {

@@ -281,13 +281,7 @@ fn run(spec: ServerSpec, options: SessionOptions, commands: Receiver<Command>, e
             Err(e) => early_notes.push(format!("{e:#}")),
         }
     }
-    let emit_now = |recorder: &mut Recorder, ev: Event| {
-        let note = recorder.capture(&ev);
-        let _ = events.send(ev);
-        if let Some(n) = note {
-            let _ = events.send(n);
-        }
-    };
+    let emit_now = |recorder: &mut Recorder, ev: Event| deliver(recorder, &events, ev);
     for text in early_notes {
         let at = recorder.now();
         emit_now(&mut recorder, Event::Note { at, text });
@@ -391,13 +385,29 @@ fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) {
         .expect("spawning a session I/O thread");
 }
 
+/// Records an event in the capture and hands it to the owner, followed by
+/// the note a failed capture write produced (both runners do this).
+pub(crate) fn deliver(recorder: &mut Recorder, events: &Sender<Event>, ev: Event) {
+    let note = recorder.capture(&ev);
+    let _ = events.send(ev);
+    if let Some(n) = note {
+        let _ = events.send(n);
+    }
+}
+
+/// Hands buffered capture records to the OS and wakes the owner.
+pub(crate) fn flush_and_wake(recorder: &mut Recorder, events: &Sender<Event>, waker: Option<&Waker>) {
+    if let Some(n) = recorder.flush() {
+        let _ = events.send(n);
+    }
+    if let Some(w) = waker {
+        w();
+    }
+}
+
 impl Runner {
     fn emit(&mut self, ev: Event) {
-        let note = self.recorder.capture(&ev);
-        let _ = self.events.send(ev);
-        if let Some(n) = note {
-            let _ = self.events.send(n);
-        }
+        deliver(&mut self.recorder, &self.events, ev);
     }
 
     fn note(&mut self, text: String) {
@@ -406,12 +416,7 @@ impl Runner {
     }
 
     fn wake(&mut self) {
-        if let Some(n) = self.recorder.flush() {
-            let _ = self.events.send(n);
-        }
-        if let Some(w) = &self.options.waker {
-            w();
-        }
+        flush_and_wake(&mut self.recorder, &self.events, self.options.waker.as_ref());
     }
 
     fn run(&mut self, commands: Receiver<Command>, internal: Receiver<Internal>) {

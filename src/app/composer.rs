@@ -336,7 +336,11 @@ pub struct ComposerPanel {
     pub listen_uris: String,
     /// Subscriptions seen on the timeline, recomputed when rows arrive.
     pub subscriptions: Vec<crate::subscriptions::Subscription>,
+    /// Rows already looked at for subscriptions, and the frames kept from them.
     subscriptions_for: usize,
+    listen_frames: Vec<crate::frame::Frame>,
+    /// The tools/call answer row already checked for a task.
+    task_checked: Option<usize>,
     pub tool: Option<String>,
     pub form: Option<Form>,
     pub errors: Vec<FieldError>,
@@ -380,6 +384,8 @@ impl Default for ComposerPanel {
             listen_uris: String::new(),
             subscriptions: Vec::new(),
             subscriptions_for: 0,
+            listen_frames: Vec::new(),
+            task_checked: None,
             tool: None,
             form: None,
             errors: Vec::new(),
@@ -483,10 +489,12 @@ impl ComposerPanel {
         use crate::tasks::{Flavor, Status, Task, task_params};
         let mut out = Vec::new();
         // A tool call that answered with a task starts the run.
+        // The answer is parsed once, not every frame (it can be megabytes).
         if self.task.is_none()
             && let Some(p) = &self.pending
             && p.method == "tools/call"
             && let Some(row) = model.response_to(&model.chain_head(&p.id))
+            && self.task_checked.replace(row) != Some(row)
             && let Some(v) = model
                 .store
                 .get(row)
@@ -1315,26 +1323,33 @@ impl ComposerPanel {
     /// Recomputes the `subscriptions/listen` streams from the rows (only the
     /// listen requests and notifications are read), when rows arrived.
     pub fn sync_subscriptions(&mut self, model: &SessionModel) {
-        if self.subscriptions_for == model.store.len() {
-            return;
+        let store = &model.store;
+        if store.len() < self.subscriptions_for {
+            // Another session's rows: start over.
+            self.subscriptions_for = 0;
+            self.listen_frames.clear();
         }
-        self.subscriptions_for = model.store.len();
-        let frames: Vec<crate::frame::Frame> = model
-            .store
-            .iter()
-            .filter(|r| match r.lane() {
+        // Only rows added since the last call are looked at; notifications
+        // before the first listen request cannot belong to a subscription.
+        let before = self.listen_frames.len();
+        for i in self.subscriptions_for..store.len() {
+            let Some(r) = store.get(i) else { continue };
+            let relevant = match r.lane() {
                 crate::store::Lane::Out => r.method() == Some(crate::subscriptions::LISTEN),
-                crate::store::Lane::In => r.kind() == crate::classify::Kind::Notification,
+                crate::store::Lane::In => {
+                    !self.listen_frames.is_empty() && r.kind() == crate::classify::Kind::Notification
+                }
                 _ => false,
-            })
-            .filter_map(|r| r.to_frame())
-            .collect();
-        if !frames.iter().any(|f| f.direction == crate::frame::Direction::Out) {
-            self.subscriptions.clear();
-            return;
+            };
+            if relevant && let Some(f) = r.to_frame() {
+                self.listen_frames.push(f);
+            }
         }
-        let refs: Vec<&crate::frame::Frame> = frames.iter().collect();
-        self.subscriptions = crate::subscriptions::subscriptions(&refs);
+        self.subscriptions_for = store.len();
+        if self.listen_frames.len() != before {
+            let refs: Vec<&crate::frame::Frame> = self.listen_frames.iter().collect();
+            self.subscriptions = crate::subscriptions::subscriptions(&refs);
+        }
     }
 
     fn listen_ui(&mut self, ui: &mut Ui, model: &SessionModel, live: bool, actions: &mut Vec<ComposerAction>) {

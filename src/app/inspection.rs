@@ -383,7 +383,7 @@ impl Inspection {
                 Reply::Note(text) => session.note(text),
                 Reply::Retry(chain) => self.retry(&session, chain),
                 Reply::Resend { id, method, params } => {
-                    let params = Some(self.envelope.wrap(params));
+                    let params = self.wrap(params);
                     let new = session.request(&method, params);
                     self.resent.push(new.clone());
                     self.model.watch(new.clone());
@@ -542,15 +542,11 @@ impl Inspection {
     /// Sends the next round of a chain: the original request with
     /// `inputResponses`, the echoed `requestState`, and a new id.
     fn retry(&mut self, session: &Session, chain: usize) {
-        let Some(c) = self.chains.get_mut(chain) else { return };
-        let params = mrtr::retry_params(&c.params, &c.responses, c.state.as_deref());
-        let params = if self.era.state == EraState::Modern {
-            self.envelope.wrap(Some(params))
-        } else {
-            params
-        };
+        let Some(c) = self.chains.get(chain) else { return };
+        let params = self.wrap(Some(mrtr::retry_params(&c.params, &c.responses, c.state.as_deref())));
+        let c = &mut self.chains[chain];
         let old = c.current_id.clone();
-        let new = session.request(&c.method, Some(params));
+        let new = session.request(&c.method, params);
         c.current_id = new.clone();
         c.round += 1;
         c.responses.clear();
@@ -751,19 +747,13 @@ impl Inspection {
         let s = self.session.as_ref()?;
         match out {
             Outgoing::Request { method, params, id } => {
-                let params = match self.era.state {
-                    EraState::Modern => Some(self.envelope.wrap(params)),
-                    _ => params,
-                };
+                let params = self.wrap(params);
                 let id = s.request_with(id, &method, params, s.default_timeout());
                 self.model.watch(id.clone());
                 Some(id)
             }
             Outgoing::Notification { method, params } => {
-                let params = match self.era.state {
-                    EraState::Modern => Some(self.envelope.wrap(params)),
-                    _ => params,
-                };
+                let params = self.wrap(params);
                 s.notify(&method, params);
                 None
             }

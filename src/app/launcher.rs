@@ -180,17 +180,7 @@ impl LaunchForm {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err("Enter the server's URL (http:// or https://).".into());
             }
-            let mut headers = Vec::new();
-            for (i, row) in self.headers.iter().enumerate() {
-                let key = row.key.trim();
-                if key.is_empty() && row.value.is_empty() {
-                    continue;
-                }
-                if key.is_empty() || key.contains([':', ' ']) {
-                    return Err(format!("Header row {}: the name {:?} is not valid", i + 1, row.key));
-                }
-                headers.push((key.to_owned(), row.value.clone()));
-            }
+            let headers = named_rows(&self.headers, "Header", &[':', ' '])?;
             let name = if self.name.trim().is_empty() {
                 url
             } else {
@@ -215,21 +205,7 @@ impl LaunchForm {
             (command.to_owned(), Vec::new())
         };
         args.extend(split_args(&self.args)?);
-        let mut env = Vec::new();
-        for (i, row) in self.env.iter().enumerate() {
-            let key = row.key.trim();
-            if key.is_empty() && row.value.is_empty() {
-                continue;
-            }
-            if key.is_empty() || key.contains('=') {
-                return Err(format!(
-                    "Environment row {}: the name {:?} is not valid",
-                    i + 1,
-                    row.key
-                ));
-            }
-            env.push((key.to_owned(), row.value.clone()));
-        }
+        let env = named_rows(&self.env, "Environment", &['='])?;
         Ok(SavedServer {
             name: if self.name.trim().is_empty() {
                 program.rsplit('/').next().unwrap_or(&program).to_owned()
@@ -245,6 +221,23 @@ impl LaunchForm {
             ..SavedServer::default()
         })
     }
+}
+
+/// NAME/value rows (environment, headers): empty rows skipped, a name that
+/// is empty or holds one of `forbidden` refused with the row's number.
+fn named_rows(rows: &[EnvRow], what: &str, forbidden: &[char]) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let key = row.key.trim();
+        if key.is_empty() && row.value.is_empty() {
+            continue;
+        }
+        if key.is_empty() || key.contains(forbidden) {
+            return Err(format!("{what} row {}: the name {:?} is not valid", i + 1, row.key));
+        }
+        out.push((key.to_owned(), row.value.clone()));
+    }
+    Ok(out)
 }
 
 /// Splits a command line the way a POSIX shell would (quotes and backslashes,

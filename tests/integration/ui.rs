@@ -36,6 +36,16 @@ fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&
     h.step();
 }
 
+/// Startup arguments that launch `spec` at once (`mcpscope -- CMD ARGS`).
+fn launching(spec: &mcpscope::process::ServerSpec) -> StartupArgs {
+    let mut launch = vec![spec.program.clone()];
+    launch.extend(spec.args.clone());
+    StartupArgs {
+        launch,
+        ..StartupArgs::default()
+    }
+}
+
 /// Types a server's command and arguments into the launcher form.
 fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope::process::ServerSpec) {
     h.step();
@@ -100,13 +110,7 @@ fn launch_server_everything_from_the_form_and_inspect_initialize() {
 
 #[test]
 fn faulty_server_stdout_line_is_loud_and_explained() {
-    let faulty = faulty("stdout-log");
-    let mut launch = vec![faulty.program.clone()];
-    launch.extend(faulty.args.clone());
-    let mut h = harness(StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    });
+    let mut h = harness(launching(&faulty("stdout-log")));
     step_until(&mut h, "the stray line", |app| {
         has_row(app, |l| l.contains("NOT JSON: Server started on stdio"))
     });
@@ -212,13 +216,7 @@ fn config_and_server_arguments_launch_at_once() {
 
 #[test]
 fn multi_megabyte_payload_opens_without_blocking_the_ui() {
-    let faulty = faulty("big-line");
-    let mut launch = vec![faulty.program.clone()];
-    launch.extend(faulty.args.clone());
-    let mut h = harness(StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    });
+    let mut h = harness(launching(&faulty("big-line")));
     step_until(&mut h, "the handshake", handshake_done);
     h.state_mut().inspection.as_ref().unwrap().request(
         "tools/call",
@@ -250,21 +248,9 @@ fn multi_megabyte_payload_opens_without_blocking_the_ui() {
 
 #[test]
 fn expert_panel_lists_live_findings_and_selects_their_frames() {
-    let faulty = faulty("stdout-log");
-    let mut launch = vec![faulty.program.clone()];
-    launch.extend(faulty.args.clone());
-    let mut h = harness(StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    });
+    let mut h = harness(launching(&faulty("stdout-log")));
     step_until(&mut h, "the handshake", handshake_done);
     step_until(&mut h, "a not-json finding from the live capture", |app| {
-        eprintln!(
-            "expert: error {:?}, busy {}, {:?}",
-            app.expert.error,
-            app.expert.busy(),
-            app.expert.findings.iter().map(|f| f.finding.rule).collect::<Vec<_>>()
-        );
         app.expert
             .findings
             .iter()
@@ -340,13 +326,7 @@ fn side_by_side_diff_of_two_captures() {
 }
 
 fn launch_everything() -> Harness<'static, McpscopeApp> {
-    let spec = everything();
-    let mut launch = vec![spec.program.clone()];
-    launch.extend(spec.args.clone());
-    let mut h = harness_any_glyphs(StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    });
+    let mut h = harness_any_glyphs(launching(&everything()));
     step_until(&mut h, "the handshake", handshake_done);
     h
 }
