@@ -713,7 +713,12 @@ impl McpscopeApp {
             let expert = if e + w == 0 {
                 RichText::new("Expert")
             } else {
-                RichText::new(format!("Expert ({e} errors, {w} warnings)")).color(theme::severity_color(if e > 0 {
+                RichText::new(format!(
+                    "Expert ({e} error{}, {w} warning{})",
+                    if e == 1 { "" } else { "s" },
+                    if w == 1 { "" } else { "s" }
+                ))
+                .color(theme::severity_color(if e > 0 {
                     Severity::Error
                 } else {
                     Severity::Warning

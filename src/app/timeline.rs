@@ -468,9 +468,10 @@ impl TimelinePanel {
                 );
             }
             Lane::Meta => {
+                // Left-aligned from the client lifeline: a long note must not run over the time column.
                 p.text(
-                    Pos2::new((geo.client_x + geo.server_x) / 2.0, rect.center().y),
-                    Align2::CENTER_CENTER,
+                    Pos2::new(geo.client_x + 8.0, rect.center().y),
+                    Align2::LEFT_CENTER,
                     &glyph_label,
                     mono.clone(),
                     color,
