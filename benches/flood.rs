@@ -5,10 +5,10 @@
 //! Run: `cargo bench --bench flood` (MCPSCOPE_FLOOD_COUNT=200000,
 //! MCPSCOPE_RSS_COUNT=1000000 to change the sizes).
 
-use mcpscope::event::Event;
-use mcpscope::process::ServerSpec;
-use mcpscope::session::{Session, SessionOptions};
-use mcpscope::store::FrameStore;
+use mcpscope_core::record::store::FrameStore;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::session::{Session, SessionOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -4,11 +4,11 @@
 //! Run: `cargo bench --bench framing` (MCPSCOPE_BENCH_MB=20 for a quicker run).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mcpscope::classify::Limits;
-use mcpscope::frame::Direction;
-use mcpscope::framing::LineSplitter;
-use mcpscope::recorder::Recorder;
-use mcpscope::store::FrameStore;
+use mcpscope_core::record::recorder::Recorder;
+use mcpscope_core::record::store::FrameStore;
+use mcpscope_core::wire::classify::Limits;
+use mcpscope_core::wire::frame::Direction;
+use mcpscope_core::wire::framing::LineSplitter;
 use std::hint::black_box;
 use std::time::Duration;
 

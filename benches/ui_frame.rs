@@ -6,14 +6,14 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use egui_kittest::Harness;
-use mcpscope::app::inspection::Inspection;
-use mcpscope::app::{McpscopeApp, StartupArgs};
-use mcpscope::classify::Limits;
-use mcpscope::event::Event;
-use mcpscope::frame::Direction;
-use mcpscope::framing::{LineEnding, RawLine};
-use mcpscope::model::{SessionModel, Source};
-use mcpscope::recorder::Recorder;
+use mcpscope_app::inspection::Inspection;
+use mcpscope_app::{McpscopeApp, StartupArgs};
+use mcpscope_core::record::model::{SessionModel, Source};
+use mcpscope_core::record::recorder::Recorder;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::wire::classify::Limits;
+use mcpscope_core::wire::frame::Direction;
+use mcpscope_core::wire::framing::{LineEnding, RawLine};
 use std::time::Duration;
 
 fn vm_kb(field: &str) -> u64 {

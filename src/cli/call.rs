@@ -1,25 +1,19 @@
 //! `mcpscope call`: handshake, one request, the result as JSON on stdout.
 
 use super::TargetArgs;
-use super::trace;
-use crate::client::{Client, ClientError};
-use crate::era::{Era, EraChoice};
-use crate::event::Event;
-use crate::handshake::{self, HandshakeOptions};
-use crate::mrtr::{ElicitAnswer, InputPolicy};
-use crate::session::SessionOptions;
+use super::{exit, trace};
 use clap::Args;
+use mcpscope_core::client::{Client, ClientError};
+use mcpscope_core::protocol::era::{Era, EraChoice};
+use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
+use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::session::SessionOptions;
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Exit statuses, as documented in the README.
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_RPC_ERROR: u8 = 1;
-pub const EXIT_TOOL_ERROR: u8 = 2;
-pub const EXIT_NO_CONNECTION: u8 = 3;
 
 #[derive(Args, Debug)]
 pub struct CallArgs {
@@ -160,11 +154,11 @@ fn print_json(v: &Value) {
 pub fn run(args: CallArgs) -> ExitCode {
     let (method, params) = match build_request(&args) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+        Err(e) => return fail(exit::USAGE, e),
     };
     let target = match args.server.target() {
         Ok(t) => t,
-        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+        Err(e) => return fail(exit::USAGE, e),
     };
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
@@ -203,11 +197,14 @@ pub fn run(args: CallArgs) -> ExitCode {
     let choice = era_choice(&args);
     let policy = match input_policy(&args, roots, choice) {
         Ok(p) => p,
-        Err(e) => return fail(EXIT_NO_CONNECTION, e),
+        Err(e) => return fail(exit::UNREACHABLE, e),
     };
     let mut capabilities = policy.capabilities();
     if args.task && choice != EraChoice::Legacy {
-        capabilities = crate::tasks::client_capabilities(capabilities, crate::tasks::Flavor::Extension);
+        capabilities = mcpscope_core::protocol::tasks::client_capabilities(
+            capabilities,
+            mcpscope_core::protocol::tasks::Flavor::Extension,
+        );
     }
     client = client.with_policy(policy);
 
@@ -220,7 +217,7 @@ pub fn run(args: CallArgs) -> ExitCode {
             if let (ClientError::TimedOut { .. } | ClientError::Closed { .. }, Some(status)) = (&e, exit) {
                 reason.push_str(&format!(" (the server {status})"));
             }
-            fail(EXIT_NO_CONNECTION, reason)
+            fail(exit::UNREACHABLE, reason)
         }
     }
 }
@@ -268,7 +265,7 @@ fn call(
     if !args.no_handshake {
         let protocol_version = args.protocol_version.clone().unwrap_or_else(|| {
             match choice {
-                EraChoice::Modern => crate::era::DEFAULT_MODERN_VERSION,
+                EraChoice::Modern => mcpscope_core::protocol::era::DEFAULT_MODERN_VERSION,
                 _ => handshake::DEFAULT_VERSION,
             }
             .to_owned()
@@ -281,7 +278,7 @@ fn call(
         match client.establish(choice, &hs, timeout)? {
             Err(e) => {
                 eprintln!("mcpscope: {e}");
-                return Ok(EXIT_NO_CONNECTION);
+                return Ok(exit::UNREACHABLE);
             }
             Ok(d) => {
                 let accepted = d
@@ -304,7 +301,8 @@ fn call(
     }
     if args.task {
         let give_up = Duration::from_millis(args.task_timeout_ms);
-        let mut on_status = |t: &crate::tasks::Task| eprintln!("mcpscope: task {}: {}", t.task_id, t.status_line());
+        let mut on_status =
+            |t: &mcpscope_core::protocol::tasks::Task| eprintln!("mcpscope: task {}: {}", t.task_id, t.status_line());
         let run = client.run_task(params.unwrap_or_else(|| json!({})), timeout, give_up, &mut on_status)?;
         match run.flavor {
             None => eprintln!("mcpscope: the server answered at once, without creating a task"),
@@ -324,22 +322,22 @@ fn call(
                 print_json(&result);
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
                     eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
-                    EXIT_TOOL_ERROR
+                    exit::TOOL_ERROR
                 } else if run.cancelled {
-                    EXIT_RPC_ERROR
+                    exit::FAILED
                 } else {
-                    EXIT_OK
+                    exit::OK
                 }
             }
             Err(e) => {
                 print_json(&e.to_json());
                 eprintln!("mcpscope: the task failed: {e}");
-                EXIT_RPC_ERROR
+                exit::FAILED
             }
         });
     }
     let modern = client.era().is_some_and(|d| d.era == Era::Modern);
-    let resp = if modern && crate::mrtr::may_require_input(method) {
+    let resp = if modern && mcpscope_core::protocol::mrtr::may_require_input(method) {
         let out = client.request_with_input(method, params, timeout)?;
         for (id, ir) in &out.rounds {
             let what: Vec<String> = ir.requests.iter().map(|r| r.summary()).collect();
@@ -369,7 +367,7 @@ fn call(
         if let Some(why) = &out.stopped {
             print_json(out.response.outcome.as_ref().unwrap_or(&Value::Null));
             eprintln!("mcpscope: stopped: {why}");
-            return Ok(EXIT_RPC_ERROR);
+            return Ok(exit::FAILED);
         }
         out.response
     } else {
@@ -381,15 +379,15 @@ fn call(
             print_json(&result);
             if tool_error {
                 eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
-                Ok(EXIT_TOOL_ERROR)
+                Ok(exit::TOOL_ERROR)
             } else {
-                Ok(EXIT_OK)
+                Ok(exit::OK)
             }
         }
         Err(e) => {
             print_json(&e.to_json());
             eprintln!("mcpscope: {method} failed with JSON-RPC error {e}");
-            Ok(EXIT_RPC_ERROR)
+            Ok(exit::FAILED)
         }
     }
 }

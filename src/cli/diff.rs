@@ -1,8 +1,8 @@
 //! `mcpscope diff A.jsonl B.jsonl`: the same session against two servers.
 
-use crate::capture;
-use crate::session_diff::{self, Verdict};
 use clap::Args;
+use mcpscope_core::analysis::session_diff::{self, Verdict};
+use mcpscope_core::record::capture;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +26,7 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs) -> ExitCode {
     if args.app {
-        return crate::app::run(crate::app::StartupArgs {
+        return super::gui::run(super::gui::Startup {
             diff: Some((args.a, args.b)),
             ..Default::default()
         });
@@ -36,7 +36,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("mcpscope diff: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(super::exit::IO);
         }
     };
     let entries = session_diff::diff(&a.events, &b.events);

@@ -1,9 +1,9 @@
 //! `mcpscope doctor`: the checklist as a report.
 
 use super::TargetArgs;
-use crate::doctor::{self, DoctorOptions};
-use crate::handshake;
 use clap::Args;
+use mcpscope_core::analysis::doctor::{self, DoctorOptions};
+use mcpscope_core::protocol::handshake;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -58,8 +58,8 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         println!(
             "Healthy: the server speaks MCP over {} as expected.",
             match &target {
-                crate::transport::Target::Stdio(_) => "stdio",
-                crate::transport::Target::Http(h) => h.kind.label(),
+                mcpscope_core::transport::target::Target::Stdio(_) => "stdio",
+                mcpscope_core::transport::target::Target::Http(h) => h.kind.label(),
             }
         );
         ExitCode::SUCCESS

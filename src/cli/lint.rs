@@ -1,8 +1,8 @@
 //! `mcpscope lint`: the protocol lint rules over a saved capture.
 
-use crate::capture;
-use crate::lint::{self, LintOptions, Severity};
 use clap::Args;
+use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
+use mcpscope_core::record::capture;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -21,14 +21,14 @@ pub struct LintArgs {
     pub slow_ms: u64,
 }
 
-/// Exit status: 0 without error-level findings, 1 with some, 2 when the
+/// Exit status: 0 without error-level findings, 1 with some, 4 when the
 /// capture cannot be read.
 pub fn run(args: LintArgs) -> ExitCode {
     let loaded = match capture::load(&args.capture) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("mcpscope lint: {e:#}");
-            return ExitCode::from(2);
+            return ExitCode::from(super::exit::IO);
         }
     };
     // On stderr, so that --json output stays parseable.

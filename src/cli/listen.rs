@@ -2,14 +2,14 @@
 //! server and print what it carries, one JSON message per line.
 
 use super::TargetArgs;
-use crate::client::Client;
-use crate::era::{self, EraChoice};
-use crate::event::Event;
-use crate::frame::Direction;
-use crate::handshake::HandshakeOptions;
-use crate::session::SessionOptions;
-use crate::subscriptions::{ACKNOWLEDGED, Filter};
 use clap::Args;
+use mcpscope_core::client::Client;
+use mcpscope_core::protocol::era::{self, EraChoice};
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::protocol::subscriptions::{ACKNOWLEDGED, Filter};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::session::SessionOptions;
+use mcpscope_core::wire::frame::Direction;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,7 +80,7 @@ pub fn run(args: ListenArgs) -> ExitCode {
     let observer = Box::new(|ev: &Event| {
         if let Event::Frame(f) = ev
             && f.direction == Direction::In
-            && f.class.kind == crate::classify::Kind::Notification
+            && f.class.kind == mcpscope_core::wire::classify::Kind::Notification
         {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(&f.raw);

@@ -4,14 +4,16 @@
 mod call;
 mod diff;
 mod doctor;
+mod exit;
+mod gui;
 mod lint;
 mod listen;
 mod proxy;
 mod trace;
 
-use crate::process::ServerSpec;
-use crate::transport::{HttpKind, HttpTarget, Target};
 use clap::{Args, Parser, Subcommand};
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::target::{HttpKind, HttpTarget, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -104,7 +106,7 @@ pub struct TargetArgs {
 
     /// An HTTP header sent with every request (repeatable), e.g.
     /// "Authorization: Bearer …". Values are masked in traces and captures.
-    #[arg(short = 'H', long = "header", value_name = "NAME:VALUE", value_parser = crate::transport::parse_header)]
+    #[arg(short = 'H', long = "header", value_name = "NAME:VALUE", value_parser = mcpscope_core::transport::target::parse_header)]
     pub headers: Vec<(String, String)>,
 
     /// Streamable HTTP: do not open the GET stream for server-initiated messages.
@@ -135,12 +137,12 @@ pub enum EraArg {
     Auto,
 }
 
-impl From<EraArg> for crate::era::EraChoice {
+impl From<EraArg> for mcpscope_core::protocol::era::EraChoice {
     fn from(a: EraArg) -> Self {
         match a {
-            EraArg::Legacy => crate::era::EraChoice::Legacy,
-            EraArg::Modern => crate::era::EraChoice::Modern,
-            EraArg::Auto => crate::era::EraChoice::Auto,
+            EraArg::Legacy => mcpscope_core::protocol::era::EraChoice::Legacy,
+            EraArg::Modern => mcpscope_core::protocol::era::EraChoice::Modern,
+            EraArg::Auto => mcpscope_core::protocol::era::EraChoice::Auto,
         }
     }
 }
@@ -206,7 +208,16 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors; everything else clap
+            // refuses is a usage error, with its own exit status.
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
         Some(Cmd::Proxy(args)) => proxy::run(args),
@@ -214,11 +225,11 @@ pub fn main() -> ExitCode {
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
-        Some(Cmd::Open { capture }) => crate::app::run(crate::app::StartupArgs {
+        Some(Cmd::Open { capture }) => gui::run(gui::Startup {
             open: Some(capture),
             ..Default::default()
         }),
-        None => crate::app::run(crate::app::StartupArgs {
+        None => gui::run(gui::Startup {
             config: cli.config,
             server: cli.server,
             launch: cli.launch,

@@ -1,8 +1,8 @@
 //! `mcpscope proxy`: put mcpscope between a real client and its server.
 
 use super::ServerArgs;
-use crate::proxy::{self, ProxyOptions};
 use clap::Args;
+use mcpscope_core::transport::proxy::{self, ProxyOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,13 +1,13 @@
 //! Human-readable lines for events, as printed by `--trace` and the doctor.
 
-use crate::event::Event;
-use crate::frame::{Direction, Frame};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::wire::frame::{Direction, Frame};
 
 /// Longest line shown before it is shortened (the capture keeps it whole).
 const DISPLAY_LIMIT: usize = 2000;
 
 fn shorten(text: &str) -> String {
-    crate::text::shorten(text, DISPLAY_LIMIT)
+    mcpscope_core::text::shorten(text, DISPLAY_LIMIT)
 }
 
 /// `→ {...}` / `← {...}`, with latency for responses and anomalies below.

@@ -5,10 +5,10 @@
 //! elicitation by the user) and grouped as one conversation.
 
 use crate::support::*;
-use mcpscope::app::inspection::{EraState, Inspection, Outgoing};
-use mcpscope::era::EraChoice;
-use mcpscope::store::Lane;
-use mcpscope::transport::Target;
+use mcpscope_app::inspection::{EraState, Inspection, Outgoing};
+use mcpscope_core::protocol::era::EraChoice;
+use mcpscope_core::record::store::Lane;
+use mcpscope_core::transport::target::Target;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ fn drain_until(i: &mut Inspection, what: &str, done: impl Fn(&Inspection) -> boo
     while !done(i) {
         if Instant::now() >= deadline {
             for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope::text::shorten(&r.text(), 240));
+                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 240));
             }
             panic!("timed out waiting for {what}");
         }
@@ -160,11 +160,11 @@ fn a_multi_round_trip_request_is_answered_and_grouped_as_one_conversation() {
         .count();
     assert_eq!(retries, 2);
     // The retries echo the state and use new ids (lint agrees).
-    let events = mcpscope::capture::load(i.capture_path.as_ref().unwrap())
+    let events = mcpscope_core::record::capture::load(i.capture_path.as_ref().unwrap())
         .unwrap()
         .events;
-    let findings = mcpscope::lint::lint(&events, &Default::default());
-    assert!(!mcpscope::lint::has_errors(&findings), "{findings:?}");
+    let findings = mcpscope_core::analysis::lint::lint(&events, &Default::default());
+    assert!(!mcpscope_core::analysis::lint::has_errors(&findings), "{findings:?}");
 }
 
 /// The Python SDK's Streamable HTTP server in the modern era checks the
@@ -205,7 +205,7 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
     let _guard = Kill(child);
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut i = Inspection::launch_with_era(
-        Target::Http(mcpscope::transport::HttpTarget::streamable(url)),
+        Target::Http(mcpscope_core::transport::target::HttpTarget::streamable(url)),
         "2026-07-28",
         EraChoice::Auto,
         None,
@@ -232,7 +232,7 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
 /// ends, tasks/result is fetched and shown.
 #[test]
 fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
-    use mcpscope::app::composer::{ComposerAction, ComposerPanel};
+    use mcpscope_app::composer::{ComposerAction, ComposerPanel};
     let mut i = Inspection::launch(Target::Stdio(everything()), "2025-11-25", None);
     let mut c = ComposerPanel::default();
     drain_until(&mut i, "the task tool", |i| {
@@ -242,7 +242,10 @@ fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
     });
     c.sync(&i.model);
     c.task_flavor = i.task_flavor();
-    assert_eq!(c.task_flavor, Some(mcpscope::tasks::Flavor::Experimental));
+    assert_eq!(
+        c.task_flavor,
+        Some(mcpscope_core::protocol::tasks::Flavor::Experimental)
+    );
     c.choose_tool("simulate-research-query");
     c.as_task = true;
     c.args_text = r#"{"topic": "MCP eras"}"#.into();
@@ -267,7 +270,7 @@ fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let run = c.task.as_ref().unwrap();
-    assert_eq!(run.task.status, mcpscope::tasks::Status::Completed);
+    assert_eq!(run.task.status, mcpscope_core::protocol::tasks::Status::Completed);
     assert!(run.transitions.len() >= 2, "{:?}", run.transitions);
     let result = i.model.store.get(run.result_row.unwrap()).unwrap();
     assert!(result.text().contains("MCP eras"), "{}", result.text());
@@ -287,7 +290,7 @@ fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
 /// the app re-fetches the tool list the stream says changed.
 #[test]
 fn a_listen_stream_is_shown_as_one_subscription() {
-    use mcpscope::app::composer::ComposerPanel;
+    use mcpscope_app::composer::ComposerPanel;
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
     drain_until(&mut i, "the modern era and tools", |i| {
         i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
@@ -376,8 +379,8 @@ fn a_mid_session_unsupported_version_is_retried_with_a_mutual_one() {
 /// polled until the result comes inline; a second task is cancelled.
 #[test]
 fn the_tasks_extension_is_polled_and_can_be_cancelled() {
-    use mcpscope::app::composer::{ComposerAction, ComposerPanel};
-    use mcpscope::process::ServerSpec;
+    use mcpscope_app::composer::{ComposerAction, ComposerPanel};
+    use mcpscope_core::transport::process::ServerSpec;
     let spec = ServerSpec::new(
         "python3",
         [repo()
@@ -392,7 +395,7 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
     let mut c = ComposerPanel::default();
     c.sync(&i.model);
     c.task_flavor = i.task_flavor();
-    assert_eq!(c.task_flavor, Some(mcpscope::tasks::Flavor::Extension));
+    assert_eq!(c.task_flavor, Some(mcpscope_core::protocol::tasks::Flavor::Extension));
     c.choose_tool("slow_sum");
     c.as_task = true;
     c.args_text = r#"{"a": 20, "b": 22}"#.into();
@@ -419,7 +422,7 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
                 cancelled = true;
                 let id = i.send(Outgoing::Request {
                     method: "tasks/cancel".into(),
-                    params: Some(mcpscope::tasks::task_params(&t.task.task_id)),
+                    params: Some(mcpscope_core::protocol::tasks::task_params(&t.task.task_id)),
                     id: None,
                 });
                 c.task_sent(id);
@@ -436,7 +439,7 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
     };
     run(&mut i, &mut c, false);
     let t = c.task.clone().unwrap();
-    assert_eq!(t.task.status, mcpscope::tasks::Status::Completed);
+    assert_eq!(t.task.status, mcpscope_core::protocol::tasks::Status::Completed);
     assert!(
         t.transitions.iter().any(|s| s.contains("step 1 of 3")),
         "{:?}",
@@ -454,5 +457,8 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
     assert!(!call_row.text().contains("\"task\""), "{}", call_row.text());
 
     run(&mut i, &mut c, true);
-    assert_eq!(c.task.as_ref().unwrap().task.status, mcpscope::tasks::Status::Cancelled);
+    assert_eq!(
+        c.task.as_ref().unwrap().task.status,
+        mcpscope_core::protocol::tasks::Status::Cancelled
+    );
 }

@@ -1,10 +1,10 @@
 //! Captures written live load back into the same model.
 
 use crate::support::*;
-use mcpscope::capture;
-use mcpscope::event::Event;
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::session::SessionOptions;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::session::SessionOptions;
 use serde_json::json;
 
 #[test]
@@ -66,7 +66,7 @@ fn capture_of_a_failed_spawn_is_still_written() {
         ..quick()
     };
     let (mut c, _) = client_with(
-        mcpscope::process::ServerSpec::new("no-such-server-xyz", Vec::<String>::new()),
+        mcpscope_core::transport::process::ServerSpec::new("no-such-server-xyz", Vec::<String>::new()),
         options,
     );
     assert!(c.wait_spawned(T).is_err());

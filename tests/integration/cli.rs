@@ -1,9 +1,9 @@
 //! The `mcpscope` binary: call, proxy and doctor, as a user runs them.
 
 use crate::support::*;
-use mcpscope::capture;
-use mcpscope::classify::Kind;
-use mcpscope::event::Event;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::wire::classify::Kind;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
@@ -281,7 +281,7 @@ fn doctor_on_real_python_server() {
     assert!(report.contains("tools/list:"), "{report}");
 }
 
-fn capture_call(spec: &mcpscope::process::ServerSpec, path: &std::path::Path, args: &[&str]) {
+fn capture_call(spec: &mcpscope_core::transport::process::ServerSpec, path: &std::path::Path, args: &[&str]) {
     let out = Command::new(bin())
         .arg("call")
         .args(args)
@@ -325,7 +325,7 @@ fn diff_the_same_session_against_node_and_python_sdks() {
     assert!(v.as_array().unwrap().iter().any(|e| e["verdict"] == "differs"));
 
     let missing = mcpscope(&["diff", "/nonexistent/a.jsonl", a.to_str().unwrap()]);
-    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(missing.status.code(), Some(4));
     assert!(
         text(&missing.stderr).contains("cannot open capture"),
         "{}",

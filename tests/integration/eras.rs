@@ -4,12 +4,12 @@
 //! (initialize, experimental tasks).
 
 use crate::support::*;
-use mcpscope::era::{Era, EraChoice};
-use mcpscope::event::Event;
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::lint::{self, LintOptions};
-use mcpscope::mrtr::{self, ElicitAnswer, InputPolicy};
-use mcpscope::subscriptions::{self, Filter};
+use mcpscope_core::analysis::lint::{self, LintOptions};
+use mcpscope_core::protocol::era::{Era, EraChoice};
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::protocol::mrtr::{self, ElicitAnswer, InputPolicy};
+use mcpscope_core::protocol::subscriptions::{self, Filter};
+use mcpscope_core::transport::event::Event;
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::Duration;
@@ -268,11 +268,15 @@ fn experimental_task_against_server_everything() {
         )
         .unwrap();
     c.close();
-    assert_eq!(run.flavor, Some(mcpscope::tasks::Flavor::Experimental), "{run:?}");
+    assert_eq!(
+        run.flavor,
+        Some(mcpscope_core::protocol::tasks::Flavor::Experimental),
+        "{run:?}"
+    );
     assert!(!run.cancelled);
     assert_eq!(
         run.transitions.last().unwrap().status,
-        mcpscope::tasks::Status::Completed
+        mcpscope_core::protocol::tasks::Status::Completed
     );
     assert!(seen.len() >= 3, "{seen:?}");
     assert!(seen.iter().any(|s| s.contains("Gathering sources")), "{seen:?}");
@@ -284,7 +288,7 @@ fn experimental_task_against_server_everything() {
     assert!(methods.iter().any(|m| m == "tasks/result"), "{methods:?}");
 }
 
-fn mcpscope(args: &[&str], spec: &mcpscope::process::ServerSpec) -> std::process::Output {
+fn mcpscope(args: &[&str], spec: &mcpscope_core::transport::process::ServerSpec) -> std::process::Output {
     Command::new(bin())
         .args(args)
         .arg("--")

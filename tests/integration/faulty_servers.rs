@@ -1,18 +1,18 @@
 //! The engine against servers that misbehave on purpose.
 
 use crate::support::*;
-use mcpscope::classify::{Anomalies, Kind, Limits};
-use mcpscope::client::ClientError;
-use mcpscope::event::Event;
-use mcpscope::frame::Direction;
-use mcpscope::handshake::{HandshakeOptions, VersionVerdict};
-use mcpscope::message::RequestId;
-use mcpscope::process::ServerSpec;
-use mcpscope::session::{Session, SessionOptions};
+use mcpscope_core::client::ClientError;
+use mcpscope_core::protocol::handshake::{HandshakeOptions, VersionVerdict};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::session::{Session, SessionOptions};
+use mcpscope_core::wire::classify::{Anomalies, Kind, Limits};
+use mcpscope_core::wire::frame::Direction;
+use mcpscope_core::wire::message::RequestId;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-fn init(c: &mut mcpscope::client::Client) -> mcpscope::handshake::Handshake {
+fn init(c: &mut mcpscope_core::client::Client) -> mcpscope_core::protocol::handshake::Handshake {
     c.wait_spawned(T).unwrap();
     c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap()
 }
@@ -369,7 +369,7 @@ fn grandchildren_are_terminated_with_the_group() {
     );
 }
 
-fn init_pid(c: &mut mcpscope::client::Client) -> u32 {
+fn init_pid(c: &mut mcpscope_core::client::Client) -> u32 {
     let pid = c.wait_spawned(T).unwrap();
     c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap();
     pid

@@ -4,12 +4,12 @@
 //! forgotten sessions, bodies that are not JSON, streams cut short).
 
 use crate::support::*;
-use mcpscope::classify::Kind;
-use mcpscope::client::ClientError;
-use mcpscope::event::{Event, HttpInfo};
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::session::SessionOptions;
-use mcpscope::transport::{HttpTarget, Target};
+use mcpscope_core::client::ClientError;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::transport::event::{Event, HttpInfo};
+use mcpscope_core::transport::session::SessionOptions;
+use mcpscope_core::transport::target::{HttpTarget, Target};
+use mcpscope_core::wire::classify::Kind;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -64,7 +64,7 @@ impl HttpServer {
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let pgid = self.child.id();
-        mcpscope::process::signal_group(pgid, libc::SIGKILL);
+        mcpscope_core::transport::process::signal_group(pgid, libc::SIGKILL);
         let _ = self.child.wait();
     }
 }
@@ -81,10 +81,10 @@ fn options() -> SessionOptions {
     }
 }
 
-fn connect(target: impl Into<Target>, options: SessionOptions) -> (mcpscope::client::Client, Sink) {
+fn connect(target: impl Into<Target>, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
     let sink: Sink = Default::default();
     let s = sink.clone();
-    let c = mcpscope::client::Client::connect(
+    let c = mcpscope_core::client::Client::connect(
         target,
         options,
         Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
@@ -225,7 +225,7 @@ fn streamable_http_against_server_everything() {
     assert!(matches!(evs.last(), Some(Event::Closed { .. })));
 
     // The capture loads back with the same frames and HTTP facts.
-    let loaded = mcpscope::capture::load(&capture).unwrap();
+    let loaded = mcpscope_core::record::capture::load(&capture).unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert_eq!(loaded.header.transport, "http");
     assert_eq!(loaded.header.url.as_deref(), Some(server.url("/mcp").as_str()));
@@ -236,7 +236,7 @@ fn streamable_http_against_server_everything() {
         assert_eq!(a.raw, b.raw);
         assert_eq!(a.direction, b.direction);
         assert_eq!(a.class, b.class);
-        let link = |f: &mcpscope::frame::Frame| f.link.as_ref().map(|l| (l.request_seq, l.method.clone()));
+        let link = |f: &mcpscope_core::wire::frame::Frame| f.link.as_ref().map(|l| (l.request_seq, l.method.clone()));
         assert_eq!(link(a), link(b));
     }
     let back_http = http_events(&loaded.events);
@@ -250,10 +250,11 @@ fn streamable_http_against_server_everything() {
         assert_eq!(&a, *b);
     }
     // And the protocol lint finds nothing wrong with a well-behaved session.
-    let findings = mcpscope::lint::lint(&loaded.events, &mcpscope::lint::LintOptions::default());
+    let findings =
+        mcpscope_core::analysis::lint::lint(&loaded.events, &mcpscope_core::analysis::lint::LintOptions::default());
     let errors: Vec<_> = findings
         .iter()
-        .filter(|f| f.severity == mcpscope::model::Severity::Error)
+        .filter(|f| f.severity == mcpscope_core::record::model::Severity::Error)
         .map(|f| f.line())
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
@@ -734,7 +735,7 @@ fn cli_call_and_doctor_over_http() {
         .args(["call", "--transport", "http", "--method", "tools/list"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--server-url"));
 }
 

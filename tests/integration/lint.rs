@@ -2,12 +2,12 @@
 //! trigger no error, and `mcpscope lint` as a user runs it.
 
 use crate::support::*;
-use mcpscope::capture;
-use mcpscope::doctor::{self, DoctorOptions, Status};
-use mcpscope::event::Event;
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::lint::{self, Finding, LintOptions, RULES, Severity};
-use mcpscope::process::ServerSpec;
+use mcpscope_core::analysis::doctor::{self, DoctorOptions, Status};
+use mcpscope_core::analysis::lint::{self, Finding, LintOptions, RULES, Severity};
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::process::ServerSpec;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -248,9 +248,9 @@ fn lint_cli_exit_codes_text_and_json() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!([]));
 
-    // 2: nothing to read.
+    // 4: nothing to read.
     let out = mcpscope(&["lint", dir.path().join("missing.jsonl").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(
         text(&out.stderr).contains("cannot open capture"),
         "{}",

@@ -5,13 +5,13 @@
 
 use crate::http::HttpServer;
 use crate::support::*;
-use mcpscope::app::inspection::Inspection;
-use mcpscope::client::Client;
-use mcpscope::event::Event;
-use mcpscope::frame::{Direction, Frame};
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::transport::{HttpTarget, Target};
-use mcpscope::uri_template::UriTemplate;
+use mcpscope_app::inspection::Inspection;
+use mcpscope_core::client::Client;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::protocol::uri_template::UriTemplate;
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::target::{HttpTarget, Target};
+use mcpscope_core::wire::frame::{Direction, Frame};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -201,12 +201,12 @@ fn list_changed_refetch(target: Target) {
         i.model
             .store
             .iter()
-            .any(|r| r.lane() == mcpscope::store::Lane::Meta && r.text().contains(text))
+            .any(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains(text))
     };
     while !(has(&i, "re-fetches tools/list") && i.model.latest_results.contains_key("tools/list")) {
         if Instant::now() >= deadline {
             for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope::text::shorten(&r.text(), 200));
+                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 200));
             }
             panic!("no re-fetch after tools/list_changed");
         }
@@ -222,15 +222,17 @@ fn list_changed_refetch(target: Target) {
     let store = &i.model.store;
     let notes = store
         .iter()
-        .filter(|r| r.lane() == mcpscope::store::Lane::Meta && r.text().contains("re-fetches tools/list"))
+        .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains("re-fetches tools/list"))
         .count();
     let changed = store
         .iter()
-        .filter(|r| r.lane() == mcpscope::store::Lane::In && r.method() == Some("notifications/tools/list_changed"))
+        .filter(|r| {
+            r.lane() == mcpscope_core::record::store::Lane::In && r.method() == Some("notifications/tools/list_changed")
+        })
         .count();
     let lists = store
         .iter()
-        .filter(|r| r.lane() == mcpscope::store::Lane::Out && r.method() == Some("tools/list"))
+        .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
         .count();
     assert!(changed >= 1);
     assert!(
@@ -267,8 +269,8 @@ fn list_changed_refetches_once_over_streamable_http() {
 
 #[test]
 fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
-    use mcpscope::app::composer::ComposerPanel;
-    use mcpscope::app::inspection::Outgoing;
+    use mcpscope_app::composer::ComposerPanel;
+    use mcpscope_app::inspection::Outgoing;
     let mut i = Inspection::launch(Target::Stdio(faulty("paginate")), "2025-11-25", None);
     let mut composer = ComposerPanel::default();
     let deadline = Instant::now() + T;

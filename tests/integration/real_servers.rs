@@ -2,10 +2,10 @@
 //! the official Python and TypeScript SDKs.
 
 use crate::support::*;
-use mcpscope::classify::Kind;
-use mcpscope::event::Event;
-use mcpscope::frame::Direction;
-use mcpscope::handshake::{HandshakeOptions, VersionVerdict};
+use mcpscope_core::protocol::handshake::{HandshakeOptions, VersionVerdict};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::wire::classify::Kind;
+use mcpscope_core::wire::frame::Direction;
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -1,13 +1,13 @@
-//! Forms from JSON Schema (`mcpscope::schema_form`): the corpus in tests/schemas, and
+//! Forms from JSON Schema (`mcpscope_core::schema::form`): the corpus in tests/schemas, and
 //! the live tools/list of three real servers whose calls must be accepted.
 
 use crate::support::*;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use mcpscope::app::form_view::form_ui;
-use mcpscope::handshake::HandshakeOptions;
-use mcpscope::process::ServerSpec;
-use mcpscope::schema_form::{Field, FieldError, FieldKind, Form, validator_for};
+use mcpscope_app::panels::form_view::form_ui;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::schema::form::{Field, FieldError, FieldKind, Form, validator_for};
+use mcpscope_core::transport::process::ServerSpec;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 

@@ -5,8 +5,8 @@
 use crate::support::*;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use mcpscope::app::launcher::SavedServer;
-use mcpscope::app::{McpscopeApp, StartupArgs};
+use mcpscope_app::panels::launcher::SavedServer;
+use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::{Duration, Instant};
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
@@ -43,7 +43,7 @@ fn rows_with(app: &McpscopeApp, text: &str) -> Option<usize> {
     model
         .store
         .iter()
-        .find(|r| mcpscope::app::timeline::row_label(&model.store, r).contains(text))
+        .find(|r| mcpscope_app::panels::timeline::row_label(&model.store, r).contains(text))
         .map(|r| r.index())
 }
 
@@ -85,7 +85,7 @@ fn regenerate_screenshots() {
         .saved
         .clone()
         .unwrap();
-    h.state_mut().launcher.form = mcpscope::app::launcher::LaunchForm::from_saved(&everything_saved);
+    h.state_mut().launcher.form = mcpscope_app::panels::launcher::LaunchForm::from_saved(&everything_saved);
     h.step();
     h.step();
     save(&mut h, "launcher");
@@ -171,17 +171,17 @@ fn regenerate_screenshots() {
         app.expert
             .findings
             .iter()
-            .any(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+            .any(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
     });
-    h.state_mut().bottom_tab = mcpscope::app::BottomTab::Expert;
+    h.state_mut().bottom_tab = mcpscope_app::BottomTab::Expert;
     let pos = h
         .state()
         .expert
         .findings
         .iter()
-        .position(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+        .position(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
         .unwrap();
-    if let Some(mcpscope::app::expert::ExpertAction::SelectRows(rows)) = h.state_mut().expert.select(pos) {
+    if let Some(mcpscope_app::panels::expert::ExpertAction::SelectRows(rows)) = h.state_mut().expert.select(pos) {
         let app = h.state_mut();
         app.timeline.select(rows[0]);
         app.timeline.highlighted = rows.clone();
@@ -205,7 +205,7 @@ fn regenerate_screenshots() {
     step_until(&mut h, "the tools", |app| {
         app.composer.tools.iter().any(|t| t.name == "schedule")
     });
-    h.state_mut().right_tab = mcpscope::app::RightTab::Compose;
+    h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
     h.state_mut().composer.choose_tool("schedule");
     if let Some(form) = &mut h.state_mut().composer.form {
         form.fill_sample();
@@ -219,7 +219,7 @@ fn regenerate_screenshots() {
 
     // 7. The side-by-side diff of the same call against the Node and Python SDK servers.
     let dir = tempfile::tempdir().unwrap();
-    let capture = |name: &str, spec: mcpscope::process::ServerSpec| {
+    let capture = |name: &str, spec: mcpscope_core::transport::process::ServerSpec| {
         let cap = dir.path().join(format!("{name}.jsonl"));
         let out = std::process::Command::new(bin())
             .args([

@@ -1,10 +1,10 @@
 #![allow(dead_code)]
 
 use crossbeam_channel::RecvTimeoutError;
-use mcpscope::event::Event;
-use mcpscope::frame::{Direction, Frame};
-use mcpscope::process::ServerSpec;
-use mcpscope::session::{Session, SessionOptions};
+use mcpscope_core::transport::event::Event;
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::session::{Session, SessionOptions};
+use mcpscope_core::wire::frame::{Direction, Frame};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -151,7 +151,7 @@ pub fn stderr_text(events: &[Event]) -> String {
 
 /// Whether any process of the group is still alive.
 pub fn group_alive(pgid: u32) -> bool {
-    mcpscope::process::group_alive(pgid)
+    mcpscope_core::transport::process::group_alive(pgid)
 }
 
 pub fn pid_of(events: &[Event]) -> u32 {
@@ -179,14 +179,14 @@ pub fn wait_group_gone(pgid: u32, within: Duration) -> bool {
 pub type Sink = std::sync::Arc<std::sync::Mutex<Vec<Event>>>;
 
 /// A blocking client whose events are all kept in the returned sink.
-pub fn client(spec: ServerSpec) -> (mcpscope::client::Client, Sink) {
+pub fn client(spec: ServerSpec) -> (mcpscope_core::client::Client, Sink) {
     client_with(spec, quick())
 }
 
-pub fn client_with(spec: ServerSpec, options: SessionOptions) -> (mcpscope::client::Client, Sink) {
+pub fn client_with(spec: ServerSpec, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
     let sink: Sink = Default::default();
     let s = sink.clone();
-    let c = mcpscope::client::Client::start(
+    let c = mcpscope_core::client::Client::start(
         spec,
         options,
         Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),

@@ -5,7 +5,7 @@ use crate::support::*;
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use mcpscope::app::{McpscopeApp, StartupArgs};
+use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::{Duration, Instant};
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
@@ -37,7 +37,7 @@ fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&
 }
 
 /// Startup arguments that launch `spec` at once (`mcpscope -- CMD ARGS`).
-fn launching(spec: &mcpscope::process::ServerSpec) -> StartupArgs {
+fn launching(spec: &mcpscope_core::transport::process::ServerSpec) -> StartupArgs {
     let mut launch = vec![spec.program.clone()];
     launch.extend(spec.args.clone());
     StartupArgs {
@@ -47,7 +47,7 @@ fn launching(spec: &mcpscope::process::ServerSpec) -> StartupArgs {
 }
 
 /// Types a server's command and arguments into the launcher form.
-fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope::process::ServerSpec) {
+fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope_core::transport::process::ServerSpec) {
     h.step();
     for (field, text) in [("Command", spec.program.clone()), ("Arguments", spec.args.join(" "))] {
         h.get_by_role_and_label(Role::TextInput, field).focus();
@@ -72,7 +72,7 @@ fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
         i.model
             .store
             .iter()
-            .any(|r| pred(&mcpscope::app::timeline::row_label(&i.model.store, &r)))
+            .any(|r| pred(&mcpscope_app::panels::timeline::row_label(&i.model.store, &r)))
     })
 }
 
@@ -254,7 +254,7 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
         app.expert
             .findings
             .iter()
-            .any(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+            .any(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
     });
     h.get_by_label_contains("Expert (").click();
     h.step();
@@ -264,7 +264,7 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
         .expert
         .findings
         .iter()
-        .find(|f| f.finding.rule == mcpscope::lint::rule::NOT_JSON)
+        .find(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
         .unwrap()
         .rows
         .clone();
@@ -275,7 +275,7 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
     assert_eq!(app.timeline.selected, Some(rows[0]), "the finding's frame is selected");
     assert_eq!(app.timeline.highlighted, rows);
     let model = &app.inspection.as_ref().unwrap().model;
-    let label = mcpscope::app::timeline::row_label(&model.store, &model.store.get(rows[0]).unwrap());
+    let label = mcpscope_app::panels::timeline::row_label(&model.store, &model.store.get(rows[0]).unwrap());
     assert!(label.starts_with("NOT JSON: Server started"), "{label}");
     // The row is marked on the timeline and the detail shows it.
     assert!(shows(&h, &format!("row {}: NOT JSON", rows[0])));
@@ -622,7 +622,7 @@ fn images_render_and_prompt_arguments_get_completions() {
             i.model
                 .store
                 .iter()
-                .any(|r| r.lane() == mcpscope::store::Lane::In && r.text().contains("\"Engineering\""))
+                .any(|r| r.lane() == mcpscope_core::record::store::Lane::In && r.text().contains("\"Engineering\""))
         })
     });
     h.step();
@@ -652,7 +652,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope::app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
         })
     });
     assert!(
@@ -695,7 +695,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
 }
 
 /// Launches a stdio server from the form in the given era (strict glyph checks).
-fn launch_in_era(spec: &mcpscope::process::ServerSpec, era: &str) -> Harness<'static, McpscopeApp> {
+fn launch_in_era(spec: &mcpscope_core::transport::process::ServerSpec, era: &str) -> Harness<'static, McpscopeApp> {
     let mut h = harness(StartupArgs::default());
     type_command(&mut h, spec);
     h.get_by_label(era).click();
@@ -703,7 +703,7 @@ fn launch_in_era(spec: &mcpscope::process::ServerSpec, era: &str) -> Harness<'st
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era and tools", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope::app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
         })
     });
     h
@@ -711,7 +711,7 @@ fn launch_in_era(spec: &mcpscope::process::ServerSpec, era: &str) -> Harness<'st
 
 #[test]
 fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
-    let tasks = mcpscope::process::ServerSpec::new(
+    let tasks = mcpscope_core::transport::process::ServerSpec::new(
         "python3",
         [repo()
             .join("tests/servers/modern_tasks_server.py")

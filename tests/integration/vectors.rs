@@ -2,11 +2,11 @@
 //! the project's walkthrough) replayed through the engine.
 
 use crate::support::repo;
-use mcpscope::classify::{Kind, Limits};
-use mcpscope::frame::{Direction, Frame};
-use mcpscope::framing::{LineEnding, RawLine};
-use mcpscope::handshake::{Handshake, VersionVerdict};
-use mcpscope::recorder::Recorder;
+use mcpscope_core::protocol::handshake::{Handshake, VersionVerdict};
+use mcpscope_core::record::recorder::Recorder;
+use mcpscope_core::wire::classify::{Kind, Limits};
+use mcpscope_core::wire::frame::{Direction, Frame};
+use mcpscope_core::wire::framing::{LineEnding, RawLine};
 use std::time::Duration;
 
 fn replay(file: &str) -> Vec<Frame> {

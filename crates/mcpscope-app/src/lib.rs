@@ -1,0 +1,914 @@
+//! The desktop app. `logic` drains the session's channel within a time budget;
+//! `ui` only draws and collects [`Command`]s, applied once drawing is done.
+
+pub mod composer;
+pub mod inspection;
+pub mod panels;
+pub mod theme;
+
+use self::composer::{ComposerAction, ComposerPanel};
+use self::inspection::Inspection;
+use self::panels::detail::{DetailAction, DetailPanel};
+use self::panels::diff_view::{DiffAction, DiffView, Side};
+use self::panels::expert::{ExpertAction, ExpertPanel};
+use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
+use self::panels::log_view::{LogAction, LogPanel};
+use self::panels::stats_view::StatsPanel;
+use self::panels::timeline::{TimelineAction, TimelinePanel};
+use crossbeam_channel::{Receiver, bounded};
+use egui::{RichText, Ui};
+use mcpscope_core::config::server_config::{self, Transport};
+use mcpscope_core::record::model::Severity;
+use mcpscope_core::wire::message::RequestId;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the app was started from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct StartupArgs {
+    pub config: Option<PathBuf>,
+    pub server: Option<String>,
+    pub launch: Vec<String>,
+    pub open: Option<PathBuf>,
+    /// Two captures to compare side by side.
+    pub diff: Option<(PathBuf, PathBuf)>,
+}
+
+pub fn run(args: StartupArgs) -> ExitCode {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([1440.0, 900.0])
+            .with_min_inner_size([800.0, 500.0])
+            .with_title("mcpscope"),
+        ..Default::default()
+    };
+    match eframe::run_native(
+        "mcpscope",
+        options,
+        Box::new(move |cc| Ok(Box::new(McpscopeApp::new(cc, args)))),
+    ) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpscope: cannot open the window: {e}");
+            eprintln!(
+                "mcpscope: without a display, run it under Xvfb (scripts/run does), or use the CLI: mcpscope --help"
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DialogPurpose {
+    OpenCapture,
+    SaveCapture,
+    ImportConfig,
+    WorkingDirectory,
+    DiffSide(Side),
+}
+
+/// Side effects asked for while drawing.
+#[derive(Debug)]
+enum Command {
+    Launch(SavedServer),
+    Stop,
+    Restart,
+    OpenCapture(PathBuf),
+    SaveCapture(PathBuf),
+    ImportConfig(PathBuf),
+    Pick(DialogPurpose),
+    Select(usize),
+    /// Select several rows at once (a lint finding's frames); the first is shown.
+    SelectRows(Vec<usize>),
+    Compose(ComposerAction),
+    Ping,
+}
+
+/// The tabs of the right panel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RightTab {
+    Frame,
+    Compose,
+}
+
+/// The tabs of the bottom panel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BottomTab {
+    Stderr,
+    Expert,
+    Log,
+    Latency,
+}
+
+pub struct McpscopeApp {
+    pub launcher: LauncherPanel,
+    pub inspection: Option<Inspection>,
+    pub timeline: TimelinePanel,
+    pub detail: DetailPanel,
+    pub expert: ExpertPanel,
+    pub diff: DiffView,
+    pub composer: ComposerPanel,
+    pub log: LogPanel,
+    pub stats: StatsPanel,
+    /// The last ping sent from the app, to show its round trip.
+    pub ping: Option<RequestId>,
+    pub right_tab: RightTab,
+    /// Server requests already announced (to switch to the composer once).
+    seen_server_requests: usize,
+    pub console_open: bool,
+    pub bottom_tab: BottomTab,
+    marks_generation: u64,
+    /// One line of feedback in the status bar (e.g. "capture saved").
+    pub message: Option<(Severity, String)>,
+    dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    last_launch: Option<SavedServer>,
+    waker: Arc<dyn Fn() + Send + Sync>,
+}
+
+const RECENT_KEY: &str = "recent_servers";
+
+impl McpscopeApp {
+    pub fn new(cc: &eframe::CreationContext<'_>, args: StartupArgs) -> Self {
+        let ctx = cc.egui_ctx.clone();
+        let mut app = Self::with_context(ctx);
+        if let Some(storage) = cc.storage
+            && let Some(recent) = eframe::get_value::<Vec<SavedServer>>(storage, RECENT_KEY)
+        {
+            app.launcher.recent = recent;
+        }
+        app.startup(args);
+        app
+    }
+
+    /// An app bound to `ctx`, without persisted state (tests use this).
+    pub fn with_context(ctx: egui::Context) -> Self {
+        Self {
+            launcher: LauncherPanel::default(),
+            inspection: None,
+            timeline: TimelinePanel::default(),
+            detail: DetailPanel::default(),
+            expert: ExpertPanel::default(),
+            diff: DiffView::default(),
+            composer: ComposerPanel::default(),
+            log: LogPanel::default(),
+            stats: StatsPanel::default(),
+            ping: None,
+            right_tab: RightTab::Frame,
+            seen_server_requests: 0,
+            console_open: true,
+            bottom_tab: BottomTab::Stderr,
+            marks_generation: 0,
+            message: None,
+            dialog: None,
+            last_launch: None,
+            waker: Arc::new(move || ctx.request_repaint()),
+        }
+    }
+
+    pub fn startup(&mut self, args: StartupArgs) {
+        if let Some((a, b)) = args.diff {
+            self.diff.a = Some(a);
+            self.diff.set(Side::B, b, &self.waker);
+        }
+        if let Some(path) = args.open {
+            self.apply(Command::OpenCapture(path));
+        } else if let (Some(config), Some(name)) = (args.config, args.server) {
+            self.import_config(&config);
+            let found = self
+                .launcher
+                .imported
+                .as_ref()
+                .and_then(|(_, servers, _)| servers.iter().find(|s| s.name == name).cloned());
+            match found {
+                Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
+                Some(ImportedServer { notes, .. }) => {
+                    self.message = Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
+                }
+                None => {
+                    self.message = Some((
+                        Severity::Error,
+                        format!("no server named {name:?} in {}", config.display()),
+                    ))
+                }
+            }
+        } else if !args.launch.is_empty() {
+            let saved = SavedServer {
+                name: args.launch[0].clone(),
+                program: args.launch[0].clone(),
+                args: args.launch[1..].to_vec(),
+                protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
+                ..SavedServer::default()
+            };
+            self.launcher.form = panels::launcher::LaunchForm::from_saved(&saved);
+            self.apply(Command::Launch(saved));
+        }
+    }
+
+    /// Loads a config file into the launcher's import list.
+    pub fn import_config(&mut self, path: &Path) {
+        match server_config::load_config(path) {
+            Ok(import) => {
+                let servers = import
+                    .servers
+                    .into_iter()
+                    .map(|s| match s.transport {
+                        Transport::Stdio(spec) => ImportedServer {
+                            saved: Some(SavedServer {
+                                name: s.name.clone(),
+                                program: spec.program,
+                                args: spec.args,
+                                env: spec.env,
+                                cwd: spec.cwd.map(|c| c.display().to_string()),
+                                protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
+                                ..SavedServer::default()
+                            }),
+                            name: s.name,
+                            notes: s.notes,
+                        },
+                        Transport::Http { url, headers, kind } => ImportedServer {
+                            saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
+                            name: s.name,
+                            notes: s.notes,
+                        },
+                    })
+                    .collect::<Vec<_>>();
+                self.message = Some((
+                    Severity::Info,
+                    format!(
+                        "{}: {} server(s) from {}",
+                        import.format.label(),
+                        servers.len(),
+                        path.display()
+                    ),
+                ));
+                let problems = import.problems.iter().map(ToString::to_string).collect();
+                self.launcher.imported = Some((path.to_owned(), servers, problems));
+            }
+            Err(e) => {
+                self.launcher.imported = None;
+                self.message = Some((Severity::Error, format!("{}: {e}", path.display())));
+            }
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.inspection.as_ref().is_some_and(|i| i.model.running())
+    }
+
+    /// Ends the session on screen (off the UI thread: dropping it shuts the
+    /// server down and may wait) and clears every view of it.
+    fn replace_inspection(&mut self) {
+        if let Some(old) = self.inspection.take() {
+            std::thread::Builder::new()
+                .name("mcpscope-shutdown".into())
+                .spawn(move || drop(old))
+                .ok();
+        }
+        self.timeline.reset();
+        self.expert.reset();
+        self.composer.reset();
+        self.log.reset();
+        self.stats.reset();
+        self.ping = None;
+        self.seen_server_requests = 0;
+        self.detail.show_row_none();
+    }
+
+    fn apply(&mut self, cmd: Command) {
+        match cmd {
+            Command::Launch(saved) => {
+                self.replace_inspection();
+                self.launcher.remember(&saved);
+                self.inspection = Some(Inspection::launch_with_era(
+                    saved.target(),
+                    &saved.protocol_version,
+                    saved.era_choice(),
+                    Some(Arc::clone(&self.waker)),
+                ));
+                self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
+                self.last_launch = Some(saved);
+            }
+            Command::Stop => {
+                if let Some(i) = &mut self.inspection {
+                    i.stop();
+                }
+            }
+            Command::Restart => {
+                let again = self.last_launch.clone().or_else(|| self.launcher.form.to_saved().ok());
+                if let Some(s) = again {
+                    self.apply(Command::Launch(s));
+                }
+            }
+            Command::OpenCapture(path) => match Inspection::open_capture(&path) {
+                Ok(i) => {
+                    self.replace_inspection();
+                    self.message = Some(if i.load_warnings.is_empty() {
+                        (Severity::Info, format!("opened {}", path.display()))
+                    } else {
+                        (
+                            Severity::Warning,
+                            format!("opened {} ({})", path.display(), i.load_warnings.join("; ")),
+                        )
+                    });
+                    self.inspection = Some(i);
+                }
+                Err(e) => self.message = Some((Severity::Error, format!("{e:#}"))),
+            },
+            Command::SaveCapture(path) => match &self.inspection {
+                Some(i) => {
+                    self.message = Some(match i.save_capture(&path) {
+                        Ok(()) => (Severity::Ok, format!("capture saved to {}", path.display())),
+                        Err(e) => (Severity::Error, format!("{e:#}")),
+                    })
+                }
+                None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
+            },
+            Command::ImportConfig(path) => self.import_config(&path),
+            Command::Pick(purpose) => self.pick(purpose),
+            Command::SelectRows(rows) => {
+                if let Some(&first) = rows.first() {
+                    self.apply(Command::Select(first));
+                }
+                self.timeline.highlighted = rows;
+            }
+            Command::Compose(action) => self.compose(action),
+            Command::Ping => {
+                if let Some(i) = &mut self.inspection {
+                    self.ping = i.send(inspection::Outgoing::Request {
+                        method: "ping".into(),
+                        params: None,
+                        id: None,
+                    });
+                }
+            }
+            Command::Select(row) => {
+                self.timeline.highlighted.clear();
+                self.timeline.select(row);
+                if let Some(i) = &self.inspection {
+                    self.detail.show_row(&i.model, Some(row));
+                }
+            }
+        }
+    }
+
+    /// Carries out what the composer asked for.
+    fn compose(&mut self, action: ComposerAction) {
+        let Some(i) = &mut self.inspection else {
+            self.message = Some((Severity::Warning, "no session to send to".into()));
+            return;
+        };
+        match action {
+            ComposerAction::Send(out) => {
+                if !i.model.running() {
+                    self.message = Some((Severity::Warning, "the server is not running".into()));
+                    return;
+                }
+                let id = i.send(out.clone());
+                self.composer.sent(out, id);
+            }
+            ComposerAction::Cancel(id) => i.cancel(&id),
+            ComposerAction::Task(out) => {
+                let id = i.send(out);
+                self.composer.task_sent(id);
+            }
+            ComposerAction::Answer(id, outcome) => i.answer(&id, outcome),
+            ComposerAction::RootsChanged(roots) => {
+                i.roots = roots;
+                i.roots_changed();
+                let how = if i.era.state == inspection::EraState::Modern {
+                    "sent with the next roots input request"
+                } else {
+                    "server notified (notifications/roots/list_changed)"
+                };
+                self.message = Some((Severity::Info, format!("{} root(s) offered; {how}", i.roots.len())));
+            }
+        }
+    }
+
+    /// Opens a native file dialog on a worker thread: it blocks until the user answers.
+    fn pick(&mut self, purpose: DialogPurpose) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = bounded(1);
+        let waker = Arc::clone(&self.waker);
+        std::thread::Builder::new()
+            .name("mcpscope-dialog".into())
+            .spawn(move || {
+                let dialog = rfd::FileDialog::new();
+                let path = match purpose {
+                    DialogPurpose::OpenCapture => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
+                    DialogPurpose::SaveCapture => dialog
+                        .add_filter("mcpscope capture", &["jsonl"])
+                        .set_file_name("capture.jsonl")
+                        .save_file(),
+                    DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
+                    DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
+                    DialogPurpose::WorkingDirectory => dialog.pick_folder(),
+                };
+                let _ = tx.send(path);
+                waker();
+            })
+            .expect("spawning the dialog thread");
+        self.dialog = Some((purpose, rx));
+    }
+
+    fn poll_dialog(&mut self) {
+        let Some((purpose, rx)) = &self.dialog else { return };
+        let Ok(answer) = rx.try_recv() else { return };
+        let purpose = *purpose;
+        self.dialog = None;
+        if let Some(path) = answer {
+            match purpose {
+                DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
+                DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
+                DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
+                DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
+                DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+            }
+        }
+    }
+
+    /// Applies waiting events; returns true when more work remains.
+    pub fn pump(&mut self) -> bool {
+        self.poll_dialog();
+        self.diff.poll();
+        let mut more = false;
+        if let Some(i) = &mut self.inspection {
+            more = i.drain();
+            // The lint worker wakes the UI itself when it finishes.
+            self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
+            self.composer.sync(&i.model);
+            self.composer.task_flavor = i.task_flavor();
+            for a in self.composer.poll_task(&i.model) {
+                if let ComposerAction::Task(out) = a {
+                    let id = i.send(out);
+                    self.composer.task_sent(id);
+                }
+            }
+            // A server request waiting for the user brings the composer forward.
+            if i.server_requests.len() > self.seen_server_requests {
+                self.right_tab = RightTab::Compose;
+            }
+            self.seen_server_requests = i.server_requests.len();
+            if self.expert.generation != self.marks_generation {
+                self.marks_generation = self.expert.generation;
+                self.timeline.finding_marks = self.expert.marks.clone();
+            }
+        }
+        more || self.detail.busy()
+    }
+
+    fn menu_bar(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("File", |ui| {
+                if ui.button("Open capture…").clicked() {
+                    commands.push(Command::Pick(DialogPurpose::OpenCapture));
+                    ui.close();
+                }
+                if ui
+                    .add_enabled(self.inspection.is_some(), egui::Button::new("Save capture…"))
+                    .clicked()
+                {
+                    commands.push(Command::Pick(DialogPurpose::SaveCapture));
+                    ui.close();
+                }
+                if ui.button("Import servers from config…").clicked() {
+                    commands.push(Command::Pick(DialogPurpose::ImportConfig));
+                    ui.close();
+                }
+                if ui.button("Compare two captures…").clicked() {
+                    self.diff.open = true;
+                    ui.close();
+                }
+                ui.separator();
+                if ui.button("Quit").clicked() {
+                    ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+                }
+            });
+            ui.menu_button("View", |ui| {
+                ui.checkbox(&mut self.console_open, "Bottom panel (stderr, Expert)");
+                if ui.button("Expert: lint findings").clicked() {
+                    self.console_open = true;
+                    self.bottom_tab = BottomTab::Expert;
+                    ui.close();
+                }
+            });
+            ui.separator();
+            if let Some(i) = &self.inspection {
+                ui.label(RichText::new(mcpscope_core::text::shorten(i.model.command_line(), 100)).monospace());
+            }
+        });
+    }
+
+    fn status_bar(&self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            match &self.inspection {
+                None => {
+                    ui.weak("No session");
+                }
+                Some(i) => {
+                    let m = &i.model;
+                    if !m.is_live() {
+                        ui.label(RichText::new("offline capture").strong());
+                    }
+                    if let Some(e) = &m.spawn_error {
+                        ui.label(RichText::new(format!("could not start: {e}")).color(theme::ERROR));
+                    } else if let Some(pid) = m.pid {
+                        ui.label(format!("pid {pid}"));
+                    } else if m.remote {
+                        ui.label("remote server (HTTP)");
+                    }
+                    if let Some(up) = i.uptime() {
+                        ui.label(format!("uptime {}", format_duration(up)));
+                    }
+                    match (m.exit, m.running()) {
+                        (Some((_, status)), _) => {
+                            let color = if status.success() { theme::OK } else { theme::ERROR };
+                            ui.label(RichText::new(format!("server {status}")).color(color));
+                        }
+                        (None, true) => {
+                            ui.label(RichText::new("running").color(theme::OK));
+                        }
+                        _ => {}
+                    }
+                    let c = &m.counts;
+                    ui.separator();
+                    ui.label(format!(
+                        "{} req · {} notif · {} results · {} errors · {} isError · {} not JSON-RPC · {} stderr",
+                        c.requests, c.notifications, c.results, c.errors, c.tool_errors, c.not_jsonrpc, c.stderr
+                    ));
+                    if let Some(p) = &i.capture_path {
+                        ui.separator();
+                        ui.weak(format!("capture: {}", p.display()));
+                    }
+                }
+            }
+            if let Some((sev, text)) = &self.message {
+                ui.separator();
+                ui.label(RichText::new(text).color(theme::severity_color(*sev)));
+            }
+        });
+    }
+
+    fn handshake_strip(&self, ui: &mut Ui) {
+        let Some(i) = &self.inspection else { return };
+        let m = &i.model;
+        ui.horizontal_wrapped(|ui| {
+            use self::inspection::EraState;
+            let era = &i.era;
+            match &era.state {
+                EraState::Probing { offered, .. } => {
+                    ui.strong("Era");
+                    ui.label(format!("{}: probing with server/discover ({offered})…", era.choice));
+                }
+                EraState::Modern => {
+                    ui.strong("Era");
+                    let sev = if era.discovery.is_some() {
+                        Severity::Ok
+                    } else {
+                        Severity::Warning
+                    };
+                    ui.label(
+                        RichText::new(format!("modern ({}: {})", era.choice, era.reason))
+                            .color(theme::severity_color(sev)),
+                    );
+                    if let Some(d) = &era.discovery
+                        && !d.missing_fields.is_empty()
+                    {
+                        ui.label(
+                            RichText::new(format!("server/discover lacks {}", d.missing_fields.join(", ")))
+                                .color(theme::ERROR),
+                        );
+                    }
+                }
+                EraState::Legacy => {
+                    if era.choice != mcpscope_core::protocol::era::EraChoice::Legacy && m.is_live() {
+                        ui.strong("Era");
+                        ui.label(format!("legacy ({}: {})", era.choice, era.reason));
+                        ui.separator();
+                    }
+                    ui.strong("Handshake");
+                    for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
+                        ui.label(RichText::new(text).color(theme::severity_color(sev)));
+                    }
+                }
+            }
+        });
+    }
+
+    fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.inspection else { return };
+        let Some(h) = &i.model.handshake.judged else {
+            match &i.era.discovery {
+                Some(d) => {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.strong(d.server_name());
+                        ui.label(format!("modern: {}", d.supported_versions.join(", ")));
+                    });
+                    if let Some(caps) = &d.capabilities {
+                        ui.label(format!(
+                            "capabilities: {}",
+                            caps.as_object()
+                                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(" · "))
+                                .unwrap_or_default()
+                        ));
+                    }
+                    if let Some(text) = &d.instructions {
+                        egui::CollapsingHeader::new("instructions")
+                            .default_open(false)
+                            .show(ui, |ui| {
+                                ui.add(egui::Label::new(text.as_str()).wrap().selectable(true));
+                            });
+                    }
+                }
+                None => {
+                    ui.weak("No initialize or server/discover result yet.");
+                }
+            }
+            return;
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.strong(h.server_name());
+            if let Some(v) = &h.answered {
+                ui.label(format!("protocol {v}"));
+            }
+            ui.label(format!(
+                "initialize took {}",
+                panels::timeline::format_latency(h.latency)
+            ));
+            if ui
+                .add_enabled(i.model.running(), egui::Button::new("Ping").small())
+                .clicked()
+            {
+                commands.push(Command::Ping);
+            }
+            if let Some(id) = &self.ping {
+                match i.model.response_to(id).and_then(|r| i.model.store.get(r)) {
+                    Some(r) => {
+                        let rtt = r
+                            .link()
+                            .map(|(_, l)| panels::timeline::format_latency(l))
+                            .unwrap_or_default();
+                        if r.kind() == mcpscope_core::wire::classify::Kind::Error {
+                            ui.label(RichText::new(format!("ping answered with an error ({rtt})")).color(theme::ERROR));
+                        } else {
+                            ui.label(format!("ping {rtt}"));
+                        }
+                    }
+                    None => {
+                        ui.weak("ping…");
+                    }
+                }
+            }
+        });
+        if let Some(caps) = &h.capabilities {
+            let caps: Vec<String> = caps
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| match v.as_object().filter(|x| !x.is_empty()) {
+                            Some(sub) => format!(
+                                "{k} ({})",
+                                sub.iter()
+                                    .filter(|(_, b)| b.as_bool() == Some(true))
+                                    .map(|(n, _)| n.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                            None => k.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            ui.label(format!(
+                "capabilities: {}",
+                if caps.is_empty() {
+                    "none".into()
+                } else {
+                    caps.join(" · ")
+                }
+            ));
+        }
+        if let Some(text) = &h.instructions {
+            egui::CollapsingHeader::new("instructions")
+                .default_open(false)
+                .show(ui, |ui| {
+                    ui.add(egui::Label::new(text.as_str()).wrap().selectable(true));
+                });
+        }
+    }
+
+    fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.inspection else { return };
+        ui.horizontal(|ui| {
+            let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
+            let (e, w) = (self.expert.count(Severity::Error), self.expert.count(Severity::Warning));
+            let expert = if e + w == 0 {
+                RichText::new("Expert")
+            } else {
+                RichText::new(format!(
+                    "Expert ({e} error{}, {w} warning{})",
+                    if e == 1 { "" } else { "s" },
+                    if w == 1 { "" } else { "s" }
+                ))
+                .color(theme::severity_color(if e > 0 {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                }))
+            };
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let logs = format!("Log ({})", i.model.log_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
+        });
+        ui.separator();
+        match self.bottom_tab {
+            BottomTab::Stderr => self.console_ui(ui, commands),
+            BottomTab::Expert => {
+                if let Some(i) = &self.inspection
+                    && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
+                {
+                    commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Log => {
+                if let Some(i) = &self.inspection
+                    && let Some(LogAction::Select(row)) = self.log.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
+                }
+            }
+            BottomTab::Latency => {
+                if let Some(i) = &self.inspection {
+                    self.stats.ui(ui, &i.model);
+                }
+            }
+        }
+    }
+
+    fn console_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.inspection else { return };
+        let m = &i.model;
+        ui.weak("servers log here; click a line to find it on the timeline");
+        let row_h = ui.text_style_height(&egui::TextStyle::Monospace);
+        egui::ScrollArea::vertical()
+            .id_salt("console")
+            .auto_shrink([false, false])
+            .stick_to_bottom(true)
+            .show_rows(ui, row_h, m.stderr_rows.len(), |ui, range| {
+                for pos in range {
+                    let row_idx = m.stderr_rows[pos];
+                    let Some(row) = m.store.get(row_idx) else { continue };
+                    let text = format!("{:>9.3}  {}", row.at().as_secs_f64(), row.text());
+                    let resp = ui.add(
+                        egui::Label::new(RichText::new(mcpscope_core::text::shorten(&text, 400)).monospace())
+                            .sense(egui::Sense::click())
+                            .truncate(),
+                    );
+                    if resp.clicked() {
+                        commands.push(Command::Select(row_idx));
+                    }
+                }
+            });
+    }
+}
+
+impl DetailPanel {
+    fn show_row_none(&mut self) {
+        *self = DetailPanel::default();
+    }
+}
+
+fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+impl eframe::App for McpscopeApp {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        if self.pump() {
+            ctx.request_repaint();
+        } else if self.running() {
+            // Keep the uptime ticking.
+            ctx.request_repaint_after(Duration::from_secs(1));
+        }
+    }
+
+    fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        let mut commands = Vec::new();
+        egui::Panel::top("menu").show(ui, |ui| self.menu_bar(ui, &mut commands));
+        egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
+        let running = self.running();
+        egui::Panel::left("launcher")
+            .resizable(true)
+            .default_size(330.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
+                    if let Some(a) = self.launcher.ui(ui, running) {
+                        commands.push(match a {
+                            LauncherAction::Launch(s) => Command::Launch(*s),
+                            LauncherAction::Stop => Command::Stop,
+                            LauncherAction::Restart => Command::Restart,
+                            LauncherAction::PickCwd => Command::Pick(DialogPurpose::WorkingDirectory),
+                            LauncherAction::PickConfig => Command::Pick(DialogPurpose::ImportConfig),
+                        });
+                    }
+                });
+            });
+        if self.console_open && self.inspection.is_some() {
+            egui::Panel::bottom("console")
+                .resizable(true)
+                .default_size(170.0)
+                .show(ui, |ui| self.bottom_ui(ui, &mut commands));
+        }
+        egui::Panel::right("detail")
+            .resizable(true)
+            .default_size(560.0)
+            .show(ui, |ui| {
+                self.server_info_ui(ui, &mut commands);
+                ui.separator();
+                let asks = self.inspection.as_ref().map_or(0, |i| i.server_requests.len());
+                ui.horizontal(|ui| {
+                    ui.selectable_value(&mut self.right_tab, RightTab::Frame, "Frame");
+                    let compose = if asks > 0 {
+                        RichText::new(format!("Compose ({asks} waiting)")).color(theme::WARN)
+                    } else {
+                        RichText::new("Compose")
+                    };
+                    ui.selectable_value(&mut self.right_tab, RightTab::Compose, compose);
+                });
+                ui.separator();
+                match self.right_tab {
+                    RightTab::Frame => {
+                        if let Some(i) = &self.inspection
+                            && let Some(DetailAction::Select(r)) = self.detail.ui(ui, &i.model)
+                        {
+                            commands.push(Command::Select(r));
+                        }
+                    }
+                    RightTab::Compose => match &self.inspection {
+                        None => {
+                            ui.weak("Launch a server to compose requests.");
+                        }
+                        Some(i) => {
+                            let live = i.model.running();
+                            egui::ScrollArea::vertical().id_salt("composer-scroll").show(ui, |ui| {
+                                for a in self.composer.ui(ui, &i.model, live, &i.server_requests, &i.roots) {
+                                    commands.push(Command::Compose(a));
+                                }
+                            });
+                        }
+                    },
+                }
+            });
+        egui::CentralPanel::default().show(ui, |ui| match &self.inspection {
+            None => {
+                ui.vertical_centered(|ui| {
+                    ui.add_space(ui.available_height() / 3.0);
+                    ui.heading("mcpscope");
+                    ui.label("Launch a server on the left, open a capture (File, Open capture…), or import servers from a config file.");
+                });
+            }
+            Some(i) => {
+                self.handshake_strip(ui);
+                ui.separator();
+                if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model) {
+                    commands.push(Command::Select(r));
+                }
+            }
+        });
+        let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        match self.diff.window(ui.ctx(), session_capture.is_some()) {
+            Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
+            Some(DiffAction::UseSession(side)) => {
+                if let Some(p) = session_capture {
+                    self.diff.set(side, p, &self.waker);
+                }
+            }
+            None => {}
+        }
+        for c in commands {
+            self.apply(c);
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, RECENT_KEY, &self.launcher.recent);
+    }
+
+    fn on_exit(&mut self) {
+        // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
+        self.inspection = None;
+    }
+}

@@ -1,0 +1,242 @@
+//! The selected frame: what it is, what is wrong with it, its JSON as a tree,
+//! and its exact raw line. Large payloads are parsed on a worker thread.
+
+use crate::panels::json_tree::{self, JsonTreeState};
+use crate::panels::timeline::{format_latency, row_label};
+use crate::theme::{self, RowKind};
+use crossbeam_channel::{Receiver, bounded};
+use egui::{RichText, Ui};
+use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::record::store::Lane;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Payloads above this size are parsed off the UI thread.
+const PARSE_INLINE_LIMIT: usize = 256 * 1024;
+/// Raw text shown in the raw view before it is cut (copy gives the whole line).
+const RAW_VIEW_LIMIT: usize = 64 * 1024;
+
+enum Parsed {
+    None,
+    Pending(Receiver<Result<Arc<Value>, String>>),
+    Ready(Arc<Value>),
+    Failed(String),
+}
+
+pub enum DetailAction {
+    Select(usize),
+}
+
+pub struct DetailPanel {
+    row: Option<usize>,
+    parsed: Parsed,
+    pub tree: JsonTreeState,
+    pub show_raw: bool,
+}
+
+impl Default for DetailPanel {
+    fn default() -> Self {
+        Self {
+            row: None,
+            parsed: Parsed::None,
+            tree: JsonTreeState::default(),
+            show_raw: true,
+        }
+    }
+}
+
+impl DetailPanel {
+    pub fn row(&self) -> Option<usize> {
+        self.row
+    }
+
+    /// Shows another row; parsing starts at once (inline or on a worker).
+    pub fn show_row(&mut self, model: &SessionModel, row: Option<usize>) {
+        if self.row == row {
+            return;
+        }
+        self.row = row;
+        self.tree.reset();
+        self.parsed = Parsed::None;
+        let Some(r) = row.and_then(|r| model.store.get(r)) else {
+            return;
+        };
+        if r.lane() == Lane::Stderr || r.lane() == Lane::Meta {
+            return;
+        }
+        let raw = r.raw();
+        if raw.len() <= PARSE_INLINE_LIMIT {
+            self.parsed = match parse(raw) {
+                Ok(v) => Parsed::Ready(v),
+                Err(e) => Parsed::Failed(e),
+            };
+        } else {
+            let bytes = raw.to_vec();
+            let (tx, rx) = bounded(1);
+            std::thread::Builder::new()
+                .name("mcpscope-parse".into())
+                .spawn(move || {
+                    let _ = tx.send(parse(&bytes));
+                })
+                .expect("spawning a parse thread");
+            self.parsed = Parsed::Pending(rx);
+        }
+    }
+
+    /// Whether a parse is still running (the app keeps repainting meanwhile).
+    pub fn busy(&self) -> bool {
+        matches!(self.parsed, Parsed::Pending(_))
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<DetailAction> {
+        if let Parsed::Pending(rx) = &self.parsed
+            && let Ok(result) = rx.try_recv()
+        {
+            self.parsed = match result {
+                Ok(v) => Parsed::Ready(v),
+                Err(e) => Parsed::Failed(e),
+            };
+        }
+        let Some(row) = self.row.and_then(|r| model.store.get(r)) else {
+            ui.weak("Select a frame in the timeline (the Up and Down keys move between frames).");
+            return None;
+        };
+        let mut action = None;
+        let kind = RowKind::of(&row);
+        ui.horizontal_wrapped(|ui| {
+            ui.label(
+                RichText::new(format!("{} {}", kind.glyph(), kind.name()))
+                    .color(kind.color())
+                    .strong(),
+            );
+            let dir = match row.lane() {
+                Lane::Out => "client to server",
+                Lane::In => "server to client",
+                Lane::Stderr => "server stderr",
+                Lane::Meta => "mcpscope",
+            };
+            ui.label(dir);
+            ui.label(format!("at {:.3} s", row.at().as_secs_f64()));
+            ui.label(format!("{} bytes", row.raw().len()));
+            ui.label(RichText::new(row_label(&model.store, &row)).monospace());
+        });
+        ui.horizontal_wrapped(|ui| {
+            if let Some((req, latency)) = row.link() {
+                ui.label(format!("answers row {req} after {}", format_latency(latency)));
+                if ui.button("Go to request").clicked() {
+                    action = Some(DetailAction::Select(req));
+                }
+            }
+            let responses: Vec<usize> = if row.kind() == mcpscope_core::wire::classify::Kind::Request {
+                model.store.responses_to(row.index()).take(4).collect()
+            } else {
+                Vec::new()
+            };
+            for r in responses {
+                let latency = model
+                    .store
+                    .get(r)
+                    .and_then(|x| x.link())
+                    .map(|(_, l)| l)
+                    .unwrap_or_default();
+                if ui
+                    .button(format!("Go to response (row {r}, {})", format_latency(latency)))
+                    .clicked()
+                {
+                    action = Some(DetailAction::Select(r));
+                }
+            }
+        });
+        if !row.anomalies().is_empty() {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                for (code, desc) in row.anomalies().descriptions() {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label(RichText::new(format!("‼ {code}")).color(theme::ANOMALY_MARK).strong());
+                        ui.label(desc);
+                    });
+                }
+            });
+        }
+        ui.horizontal(|ui| {
+            if ui.button("Expand all").clicked() {
+                self.tree.expand_all();
+            }
+            if ui.button("Collapse all").clicked() {
+                self.tree.collapse_all();
+            }
+            ui.checkbox(&mut self.tree.parse_strings, "Parse JSON inside strings");
+            ui.checkbox(&mut self.show_raw, "Raw line");
+            if ui.button("Copy raw line").clicked() {
+                ui.ctx().copy_text(row.text().into_owned());
+                self.tree.last_copied = Some("the raw line".into());
+            }
+            if let Some(c) = &self.tree.last_copied {
+                ui.weak(format!("copied {c}"));
+            }
+        });
+        ui.separator();
+        let raw_height = if self.show_raw {
+            (ui.available_height() * 0.3).max(60.0)
+        } else {
+            0.0
+        };
+        let tree_height = (ui.available_height() - raw_height).max(80.0);
+        egui::ScrollArea::both()
+            .id_salt("detail-tree")
+            .max_height(tree_height)
+            .auto_shrink([false, true])
+            .show(ui, |ui| match &self.parsed {
+                Parsed::Ready(v) => {
+                    let v = Arc::clone(v);
+                    json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
+                }
+                Parsed::Pending(_) => {
+                    ui.horizontal(|ui| {
+                        ui.spinner();
+                        ui.label(format!("parsing {} bytes…", row.raw().len()));
+                    });
+                }
+                Parsed::Failed(e) => {
+                    ui.label(RichText::new(format!("Not JSON: {e}")).color(theme::ANOMALY_MARK));
+                }
+                Parsed::None => {
+                    ui.label(RichText::new(row.text()).monospace());
+                }
+            });
+        if self.show_raw && row.lane() != Lane::Meta {
+            ui.separator();
+            egui::ScrollArea::both()
+                .id_salt("detail-raw")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    let text = row.text();
+                    let shown = mcpscope_core::text::shorten(&text, RAW_VIEW_LIMIT);
+                    let ending = match row.ending() {
+                        mcpscope_core::wire::framing::LineEnding::Lf => "",
+                        mcpscope_core::wire::framing::LineEnding::CrLf => "\\r",
+                        mcpscope_core::wire::framing::LineEnding::Eof => "  (no newline: the stream ended here)",
+                    };
+                    ui.add(
+                        egui::Label::new(RichText::new(format!("{shown}{ending}")).monospace())
+                            .wrap()
+                            .selectable(true),
+                    );
+                });
+        }
+        action
+    }
+}
+
+fn parse(raw: &[u8]) -> Result<Arc<Value>, String> {
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(v) => Ok(Arc::new(v)),
+        Err(e) => {
+            // Invalid UTF-8 inside strings: show what the line would be with
+            // replacement characters rather than nothing.
+            let lossy = String::from_utf8_lossy(raw);
+            serde_json::from_str::<Value>(&lossy)
+                .map(Arc::new)
+                .map_err(|_| e.to_string())
+        }
+    }
+}

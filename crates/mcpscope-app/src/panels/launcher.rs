@@ -1,0 +1,663 @@
+//! The launcher: what to run, with which environment, where, and which
+//! protocol version to offer; recent servers; servers imported from config files.
+
+use egui::{RichText, Ui};
+use mcpscope_core::protocol::era::EraChoice;
+use mcpscope_core::protocol::handshake;
+use mcpscope_core::transport::process::{ServerSpec, shell_quote};
+use mcpscope_core::transport::target::{HttpKind, HttpTarget, Target};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A server as remembered across runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SavedServer {
+    pub name: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub protocol_version: String,
+    /// Empty or "stdio": a child process; "http" or "sse": `url`.
+    pub transport: String,
+    pub url: String,
+    /// HTTP headers (e.g. Authorization); values are masked on screen.
+    pub headers: Vec<(String, String)>,
+    /// "legacy", "modern" or "auto"; empty: implied by the protocol version.
+    pub era: String,
+}
+
+impl SavedServer {
+    /// An HTTP server entry.
+    pub fn http(name: &str, url: &str, kind: HttpKind, headers: Vec<(String, String)>) -> Self {
+        SavedServer {
+            name: name.to_owned(),
+            transport: kind.as_str().to_owned(),
+            url: url.to_owned(),
+            headers,
+            protocol_version: handshake::DEFAULT_VERSION.to_owned(),
+            ..SavedServer::default()
+        }
+    }
+
+    pub fn http_kind(&self) -> Option<HttpKind> {
+        match self.transport.as_str() {
+            "http" => Some(HttpKind::StreamableHttp),
+            "sse" => Some(HttpKind::Sse),
+            _ => None,
+        }
+    }
+
+    /// The era to speak: as chosen, or implied by the protocol version.
+    pub fn era_choice(&self) -> EraChoice {
+        self.era
+            .parse()
+            .unwrap_or_else(|_| EraChoice::implied_by_version(&self.protocol_version))
+    }
+
+    /// What a session connects to.
+    pub fn target(&self) -> Target {
+        match self.http_kind() {
+            Some(kind) => Target::Http(HttpTarget {
+                headers: self.headers.clone(),
+                ..HttpTarget::new(self.url.clone(), kind)
+            }),
+            None => Target::Stdio(self.spec()),
+        }
+    }
+
+    pub fn spec(&self) -> ServerSpec {
+        ServerSpec {
+            program: self.program.clone(),
+            args: self.args.clone(),
+            env: self.env.clone(),
+            cwd: self.cwd.as_ref().filter(|c| !c.is_empty()).map(PathBuf::from),
+        }
+    }
+
+    pub fn command_line(&self) -> String {
+        self.target().display()
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EnvRow {
+    pub key: String,
+    pub value: String,
+    pub revealed: bool,
+}
+
+/// The form's contents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchForm {
+    pub name: String,
+    /// "stdio", "http" or "sse".
+    pub transport: String,
+    pub url: String,
+    /// HTTP headers, masked like environment values.
+    pub headers: Vec<EnvRow>,
+    /// "legacy", "modern" or "auto".
+    pub era: String,
+    pub command: String,
+    pub args: String,
+    pub env: Vec<EnvRow>,
+    pub cwd: String,
+    pub protocol_version: String,
+}
+
+impl Default for LaunchForm {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            transport: "stdio".into(),
+            url: String::new(),
+            headers: Vec::new(),
+            era: "legacy".into(),
+            command: String::new(),
+            args: String::new(),
+            env: Vec::new(),
+            cwd: String::new(),
+            protocol_version: handshake::DEFAULT_VERSION.to_owned(),
+        }
+    }
+}
+
+impl LaunchForm {
+    pub fn from_saved(s: &SavedServer) -> Self {
+        Self {
+            name: s.name.clone(),
+            transport: if s.transport.is_empty() {
+                "stdio".into()
+            } else {
+                s.transport.clone()
+            },
+            url: s.url.clone(),
+            era: s.era_choice().as_str().to_owned(),
+            headers: s
+                .headers
+                .iter()
+                .map(|(k, v)| EnvRow {
+                    key: k.clone(),
+                    value: v.clone(),
+                    revealed: false,
+                })
+                .collect(),
+            command: s.program.clone(),
+            args: s.args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
+            env: s
+                .env
+                .iter()
+                .map(|(k, v)| EnvRow {
+                    key: k.clone(),
+                    value: v.clone(),
+                    revealed: false,
+                })
+                .collect(),
+            cwd: s.cwd.clone().unwrap_or_default(),
+            protocol_version: if s.protocol_version.is_empty() {
+                handshake::DEFAULT_VERSION.to_owned()
+            } else {
+                s.protocol_version.clone()
+            },
+        }
+    }
+
+    /// Validates the form into something to launch, or says what is wrong.
+    pub fn to_saved(&self) -> Result<SavedServer, String> {
+        let version = self.protocol_version.trim();
+        let version = if version.is_empty() {
+            handshake::DEFAULT_VERSION.to_owned()
+        } else {
+            version.to_owned()
+        };
+        if let Some(kind) = match self.transport.as_str() {
+            "http" => Some(HttpKind::StreamableHttp),
+            "sse" => Some(HttpKind::Sse),
+            _ => None,
+        } {
+            let url = self.url.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err("Enter the server's URL (http:// or https://).".into());
+            }
+            let headers = named_rows(&self.headers, "Header", &[':', ' '])?;
+            let name = if self.name.trim().is_empty() {
+                url
+            } else {
+                self.name.trim()
+            };
+            return Ok(SavedServer {
+                protocol_version: version,
+                era: self.era.clone(),
+                ..SavedServer::http(name, url, kind, headers)
+            });
+        }
+        let command = self.command.trim();
+        if command.is_empty() {
+            return Err("Enter a command to run (e.g. npx, node, python3, uv).".into());
+        }
+        // A whole command line pasted into the command field is split for the user.
+        let (program, mut args) = if command.contains(char::is_whitespace) && self.args.trim().is_empty() {
+            let mut parts = split_args(command)?;
+            let program = parts.remove(0);
+            (program, parts)
+        } else {
+            (command.to_owned(), Vec::new())
+        };
+        args.extend(split_args(&self.args)?);
+        let env = named_rows(&self.env, "Environment", &['='])?;
+        Ok(SavedServer {
+            name: if self.name.trim().is_empty() {
+                program.rsplit('/').next().unwrap_or(&program).to_owned()
+            } else {
+                self.name.trim().to_owned()
+            },
+            program,
+            args,
+            env,
+            cwd: Some(self.cwd.trim().to_owned()).filter(|c| !c.is_empty()),
+            protocol_version: version,
+            era: self.era.clone(),
+            ..SavedServer::default()
+        })
+    }
+}
+
+/// NAME/value rows (environment, headers): empty rows skipped, a name that
+/// is empty or holds one of `forbidden` refused with the row's number.
+fn named_rows(rows: &[EnvRow], what: &str, forbidden: &[char]) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let key = row.key.trim();
+        if key.is_empty() && row.value.is_empty() {
+            continue;
+        }
+        if key.is_empty() || key.contains(forbidden) {
+            return Err(format!("{what} row {}: the name {:?} is not valid", i + 1, row.key));
+        }
+        out.push((key.to_owned(), row.value.clone()));
+    }
+    Ok(out)
+}
+
+/// Splits a command line the way a POSIX shell would (quotes and backslashes,
+/// no expansion).
+pub fn split_args(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated ' quote in the arguments".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err("unterminated \" quote in the arguments".into()),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated \" quote in the arguments".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    cur.push(c);
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// What the launcher asks of the app.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LauncherAction {
+    Launch(Box<SavedServer>),
+    Stop,
+    Restart,
+    PickCwd,
+    PickConfig,
+}
+
+/// A server found in an imported config file.
+#[derive(Clone, Debug)]
+pub struct ImportedServer {
+    pub saved: Option<SavedServer>,
+    pub name: String,
+    /// Why it cannot be launched here (e.g. an HTTP server), or notes.
+    pub notes: Vec<String>,
+}
+
+#[derive(Default)]
+pub struct LauncherPanel {
+    pub form: LaunchForm,
+    pub recent: Vec<SavedServer>,
+    pub imported: Option<(PathBuf, Vec<ImportedServer>, Vec<String>)>,
+    pub error: Option<String>,
+}
+
+const RECENT_LIMIT: usize = 12;
+
+impl LauncherPanel {
+    /// Remembers a launched server at the top of the recent list.
+    pub fn remember(&mut self, s: &SavedServer) {
+        self.recent.retain(|r| {
+            !(r.program == s.program
+                && r.args == s.args
+                && r.cwd == s.cwd
+                && r.url == s.url
+                && r.transport == s.transport)
+        });
+        self.recent.insert(0, s.clone());
+        self.recent.truncate(RECENT_LIMIT);
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui, running: bool) -> Option<LauncherAction> {
+        let mut action = None;
+        ui.heading("Launch a server");
+        egui::Grid::new("launch-form")
+            .num_columns(2)
+            .spacing([8.0, 6.0])
+            .show(ui, |ui| {
+                let label = ui.label("Name");
+                ui.add(
+                    egui::TextEdit::singleline(&mut self.form.name)
+                        .hint_text("optional")
+                        .desired_width(f32::INFINITY),
+                )
+                .labelled_by(label.id);
+                ui.end_row();
+                ui.label("Transport");
+                ui.horizontal(|ui| {
+                    ui.selectable_value(&mut self.form.transport, "stdio".to_owned(), "stdio");
+                    ui.selectable_value(&mut self.form.transport, "http".to_owned(), "Streamable HTTP");
+                    ui.selectable_value(&mut self.form.transport, "sse".to_owned(), "HTTP+SSE");
+                });
+                ui.end_row();
+                if self.form.transport == "stdio" {
+                    let label = ui.label("Command");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.command)
+                            .hint_text("npx, node, python3, uv…")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    let label = ui.label("Arguments");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.args)
+                            .hint_text("-y @modelcontextprotocol/server-everything")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    let label = ui.label("Directory");
+                    ui.horizontal(|ui| {
+                        ui.add(
+                            egui::TextEdit::singleline(&mut self.form.cwd)
+                                .hint_text("inherit")
+                                .desired_width(160.0),
+                        )
+                        .labelled_by(label.id);
+                        if ui.button("Choose…").clicked() {
+                            action = Some(LauncherAction::PickCwd);
+                        }
+                    });
+                    ui.end_row();
+                } else {
+                    let label = ui.label("URL");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut self.form.url)
+                            .hint_text("http://localhost:3001/mcp")
+                            .desired_width(f32::INFINITY),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                }
+                ui.label("Era");
+                ui.horizontal(|ui| {
+                    let before = self.form.era.clone();
+                    ui.selectable_value(&mut self.form.era, "legacy".to_owned(), "legacy")
+                        .on_hover_text("initialize handshake (2024-11-05 … 2025-11-25)");
+                    ui.selectable_value(&mut self.form.era, "modern".to_owned(), "modern")
+                        .on_hover_text("2026-07-28: no handshake, _meta on every request, server/discover");
+                    ui.selectable_value(&mut self.form.era, "auto".to_owned(), "auto")
+                        .on_hover_text("probe with server/discover, fall back to initialize");
+                    // Picking modern offers the modern version unless one was typed on purpose.
+                    if before != self.form.era {
+                        let modern = mcpscope_core::protocol::era::Era::of_version(&self.form.protocol_version)
+                            == Some(mcpscope_core::protocol::era::Era::Modern);
+                        if self.form.era == "modern" && !modern {
+                            self.form.protocol_version = mcpscope_core::protocol::era::DEFAULT_MODERN_VERSION.into();
+                        } else if self.form.era == "legacy" && modern {
+                            self.form.protocol_version = handshake::DEFAULT_VERSION.into();
+                        }
+                    }
+                });
+                ui.end_row();
+                let label = ui.label("Protocol");
+                ui.horizontal(|ui| {
+                    ui.add(egui::TextEdit::singleline(&mut self.form.protocol_version).desired_width(100.0))
+                        .labelled_by(label.id);
+                    ui.menu_button("versions", |ui| {
+                        for v in handshake::SUPPORTED_VERSIONS.iter().rev() {
+                            if ui.button(*v).clicked() {
+                                self.form.protocol_version = (*v).to_owned();
+                                ui.close();
+                            }
+                        }
+                        if ui.button("2099-01-01 (unknown, on purpose)").clicked() {
+                            self.form.protocol_version = "2099-01-01".into();
+                            ui.close();
+                        }
+                    });
+                });
+                ui.end_row();
+            });
+        let http = self.form.transport != "stdio";
+        let (title, rows) = if http {
+            (format!("Headers ({})", self.form.headers.len()), &mut self.form.headers)
+        } else {
+            (format!("Environment ({})", self.form.env.len()), &mut self.form.env)
+        };
+        ui.collapsing(title, |ui| {
+            let mut remove = None;
+            for (i, row) in rows.iter_mut().enumerate() {
+                ui.horizontal(|ui| {
+                    ui.add(
+                        egui::TextEdit::singleline(&mut row.key)
+                            .hint_text(if http { "Authorization" } else { "NAME" })
+                            .desired_width(90.0),
+                    );
+                    ui.add(
+                        egui::TextEdit::singleline(&mut row.value)
+                            .hint_text("value")
+                            .password(!row.revealed)
+                            .desired_width(120.0),
+                    );
+                    if ui
+                        .small_button(if row.revealed { "hide" } else { "show" })
+                        .on_hover_text("Values are masked: they often hold API keys and tokens")
+                        .clicked()
+                    {
+                        row.revealed = !row.revealed;
+                    }
+                    if ui.small_button("✖").on_hover_text("Remove").clicked() {
+                        remove = Some(i);
+                    }
+                });
+            }
+            if let Some(i) = remove {
+                rows.remove(i);
+            }
+            if ui.button(if http { "Add header" } else { "Add variable" }).clicked() {
+                rows.push(EnvRow::default());
+            }
+        });
+        ui.horizontal(|ui| {
+            if ui.add_enabled(!running, egui::Button::new("▶ Launch")).clicked() {
+                match self.form.to_saved() {
+                    Ok(s) => {
+                        self.error = None;
+                        action = Some(LauncherAction::Launch(Box::new(s)));
+                    }
+                    Err(e) => self.error = Some(e),
+                }
+            }
+            if ui.add_enabled(running, egui::Button::new("■ Stop")).clicked() {
+                action = Some(LauncherAction::Stop);
+            }
+            if ui.button("⟳ Restart").clicked() {
+                action = Some(LauncherAction::Restart);
+            }
+        });
+        if let Some(e) = &self.error {
+            ui.label(RichText::new(e).color(crate::theme::ERROR));
+        }
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.strong("Import");
+            if ui
+                .button("Config file…")
+                .on_hover_text("claude_desktop_config.json, .mcp.json or .vscode/mcp.json")
+                .clicked()
+            {
+                action = Some(LauncherAction::PickConfig);
+            }
+        });
+        if let Some((path, servers, problems)) = &self.imported {
+            ui.weak(path.display().to_string());
+            for p in problems {
+                ui.label(RichText::new(p).color(crate::theme::WARN));
+            }
+            for s in servers {
+                ui.horizontal_wrapped(|ui| {
+                    match &s.saved {
+                        Some(saved) => {
+                            if ui.button(&s.name).on_hover_text(saved.command_line()).clicked() {
+                                self.form = LaunchForm::from_saved(saved);
+                            }
+                        }
+                        None => {
+                            ui.add_enabled(false, egui::Button::new(&s.name));
+                        }
+                    }
+                    for n in &s.notes {
+                        ui.weak(n);
+                    }
+                });
+            }
+        }
+        if !self.recent.is_empty() {
+            ui.separator();
+            ui.strong("Recent");
+            let mut pick = None;
+            for (i, r) in self.recent.iter().enumerate() {
+                let text = format!("{} — {}", r.name, mcpscope_core::text::shorten(&r.command_line(), 60));
+                if ui
+                    .selectable_label(false, text)
+                    .on_hover_text("Load into the form")
+                    .clicked()
+                {
+                    pick = Some(i);
+                }
+            }
+            if let Some(i) = pick {
+                self.form = LaunchForm::from_saved(&self.recent[i]);
+            }
+        }
+        action
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(
+            split_args(r#"-y @scope/pkg "a b" 'c d' e\ f"#).unwrap(),
+            ["-y", "@scope/pkg", "a b", "c d", "e f"]
+        );
+        assert_eq!(split_args(r#""say \"hi\"""#).unwrap(), [r#"say "hi""#]);
+        assert_eq!(split_args("''").unwrap(), [""]);
+        assert!(split_args("'open").unwrap_err().contains("unterminated"));
+        assert!(split_args("   ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn form_validation_and_round_trip() {
+        let mut f = LaunchForm {
+            command: "npx -y @modelcontextprotocol/server-everything".into(),
+            ..LaunchForm::default()
+        };
+        let s = f.to_saved().unwrap();
+        assert_eq!(s.program, "npx");
+        assert_eq!(s.args, ["-y", "@modelcontextprotocol/server-everything"]);
+        assert_eq!(s.name, "npx");
+        f.env.push(EnvRow {
+            key: "API_KEY".into(),
+            value: "s3cret value".into(),
+            revealed: false,
+        });
+        f.env.push(EnvRow::default());
+        let s = f.to_saved().unwrap();
+        assert_eq!(s.env, [("API_KEY".to_owned(), "s3cret value".to_owned())]);
+        let back = LaunchForm::from_saved(&s);
+        assert_eq!(back.to_saved().unwrap(), s);
+        f.env.push(EnvRow {
+            key: "A=B".into(),
+            value: "x".into(),
+            revealed: false,
+        });
+        assert!(f.to_saved().unwrap_err().contains("row 3"));
+        assert!(
+            LaunchForm::default()
+                .to_saved()
+                .unwrap_err()
+                .contains("Enter a command")
+        );
+    }
+
+    #[test]
+    fn http_servers_need_a_url_and_keep_their_headers() {
+        let mut f = LaunchForm {
+            transport: "http".into(),
+            ..LaunchForm::default()
+        };
+        assert!(f.to_saved().unwrap_err().contains("URL"));
+        f.url = "http://127.0.0.1:3001/mcp".into();
+        f.headers.push(EnvRow {
+            key: "Authorization".into(),
+            value: "Bearer t0ken".into(),
+            revealed: false,
+        });
+        let s = f.to_saved().unwrap();
+        assert_eq!(s.http_kind(), Some(HttpKind::StreamableHttp));
+        assert_eq!(s.name, "http://127.0.0.1:3001/mcp");
+        match s.target() {
+            Target::Http(h) => assert_eq!(h.headers, [("Authorization".to_owned(), "Bearer t0ken".to_owned())]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(LaunchForm::from_saved(&s).to_saved().unwrap(), s);
+        // Older saved entries without the new fields still load.
+        let old: SavedServer = serde_json::from_str(
+            r#"{"name":"x","program":"node","args":[],"env":[],"cwd":null,"protocol_version":"2025-11-25"}"#,
+        )
+        .unwrap();
+        assert!(matches!(old.target(), Target::Stdio(_)));
+        f.headers[0].key = "Bad Name".into();
+        assert!(f.to_saved().unwrap_err().contains("Header row 1"));
+    }
+
+    #[test]
+    fn recent_list_deduplicates_and_is_bounded() {
+        let mut l = LauncherPanel::default();
+        for i in 0..20 {
+            l.remember(&SavedServer {
+                program: format!("p{i}"),
+                ..SavedServer::default()
+            });
+        }
+        l.remember(&SavedServer {
+            program: "p10".into(),
+            ..SavedServer::default()
+        });
+        assert_eq!(l.recent.len(), RECENT_LIMIT);
+        assert_eq!(l.recent[0].program, "p10");
+        assert_eq!(l.recent.iter().filter(|r| r.program == "p10").count(), 1);
+    }
+}

@@ -1,0 +1,13 @@
+//! The panels: each a small struct with a `ui` method that reads the session
+//! model and returns what the user asked for as actions.
+
+pub mod detail;
+pub mod diff_view;
+pub mod expert;
+pub mod form_view;
+pub mod json_tree;
+pub mod launcher;
+pub mod log_view;
+pub mod result_view;
+pub mod stats_view;
+pub mod timeline;

@@ -1,0 +1,643 @@
+//! The sequence diagram: Client and Server lifelines, one arrow per frame,
+//! stderr on its own lane. Virtualised with `show_rows`, filtered through an
+//! index that is extended incrementally as rows arrive.
+
+use crate::theme::{self, RowKind};
+use egui::{Align2, FontId, Key, Pos2, Rect, Sense, Stroke, Ui, Vec2};
+use mcpscope_core::record::model::{SessionModel, Severity};
+use mcpscope_core::record::store::{FrameStore, Lane, RowRef};
+use std::collections::{HashMap, HashSet};
+
+pub const ROW_HEIGHT: f32 = 22.0;
+
+/// Which rows to show.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filter {
+    /// Case-insensitive text anywhere in the raw line.
+    pub text: String,
+    /// Case-insensitive part of the method (of the request, for responses).
+    pub method: String,
+    /// Kinds to hide.
+    pub hidden: HashSet<RowKind>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.method.is_empty() && self.hidden.is_empty()
+    }
+
+    pub fn matches(&self, store: &FrameStore, row: &RowRef<'_>) -> bool {
+        if self.hidden.contains(&RowKind::of(row)) {
+            return false;
+        }
+        if !self.method.is_empty() {
+            let m = row
+                .method()
+                .or_else(|| row.link().and_then(|(req, _)| store.get(req)).and_then(|r| r.method()));
+            match m {
+                Some(m) if contains_ignore_case(m.as_bytes(), &self.method.to_lowercase()) => {}
+                _ => return false,
+            }
+        }
+        self.text.is_empty() || contains_ignore_case(row.raw(), &self.text.to_lowercase())
+    }
+}
+
+fn contains_ignore_case(haystack: &[u8], needle_lower: &str) -> bool {
+    let n = needle_lower.as_bytes();
+    if n.is_empty() {
+        return true;
+    }
+    if n.len() > haystack.len() {
+        return false;
+    }
+    let first = n[0];
+    haystack
+        .windows(n.len())
+        .any(|w| w[0].to_ascii_lowercase() == first && w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
+}
+
+/// The rows that pass the filter, kept up to date incrementally.
+#[derive(Default)]
+pub struct RowIndex {
+    filter: Filter,
+    visible: Vec<u32>,
+    scanned: usize,
+}
+
+impl RowIndex {
+    pub fn set_filter(&mut self, filter: Filter) {
+        if filter != self.filter {
+            self.filter = filter;
+            self.visible.clear();
+            self.scanned = 0;
+        }
+    }
+
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    /// Examines rows added since the last call.
+    pub fn sync(&mut self, store: &FrameStore) {
+        if store.len() < self.scanned {
+            // A new session replaced the store.
+            self.visible.clear();
+            self.scanned = 0;
+        }
+        if self.filter.is_empty() {
+            self.visible.extend(self.scanned as u32..store.len() as u32);
+        } else {
+            for i in self.scanned..store.len() {
+                let row = store.get(i).expect("in range");
+                if self.filter.matches(store, &row) {
+                    self.visible.push(i as u32);
+                }
+            }
+        }
+        self.scanned = store.len();
+    }
+
+    pub fn len(&self) -> usize {
+        self.visible.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.visible.is_empty()
+    }
+
+    pub fn row_at(&self, position: usize) -> Option<usize> {
+        self.visible.get(position).map(|&r| r as usize)
+    }
+
+    /// Position of a row in the filtered list (or of the nearest row before it).
+    pub fn position_of(&self, row: usize) -> Option<usize> {
+        match self.visible.binary_search(&(row as u32)) {
+            Ok(p) => Some(p),
+            Err(0) => None,
+            Err(p) => Some(p - 1),
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.visible.clear();
+        self.scanned = 0;
+    }
+}
+
+/// What the timeline asks the app to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineAction {
+    Select(usize),
+}
+
+pub struct TimelinePanel {
+    pub index: RowIndex,
+    pub filter: Filter,
+    pub follow_tail: bool,
+    pub selected: Option<usize>,
+    /// Rows tied to the selection (its request or responses), computed once per selection.
+    linked: Vec<usize>,
+    linked_for: Option<usize>,
+    scroll_to_selection: bool,
+    /// The most severe lint finding per row (from the Expert panel).
+    pub finding_marks: HashMap<usize, Severity>,
+    /// Rows of the finding selected in the Expert panel.
+    pub highlighted: Vec<usize>,
+}
+
+impl Default for TimelinePanel {
+    fn default() -> Self {
+        Self {
+            index: RowIndex::default(),
+            filter: Filter::default(),
+            follow_tail: true,
+            selected: None,
+            linked: Vec::new(),
+            linked_for: None,
+            scroll_to_selection: false,
+            finding_marks: HashMap::new(),
+            highlighted: Vec::new(),
+        }
+    }
+}
+
+impl TimelinePanel {
+    pub fn reset(&mut self) {
+        self.index.reset();
+        self.selected = None;
+        self.linked.clear();
+        self.linked_for = None;
+        self.finding_marks.clear();
+        self.highlighted.clear();
+    }
+
+    pub fn select(&mut self, row: usize) {
+        self.selected = Some(row);
+        self.scroll_to_selection = true;
+        self.follow_tail = false;
+    }
+
+    fn update_links(&mut self, store: &FrameStore) {
+        if self.linked_for == self.selected {
+            return;
+        }
+        self.linked_for = self.selected;
+        self.linked.clear();
+        if let Some(sel) = self.selected
+            && let Some(row) = store.get(sel)
+        {
+            if let Some((req, _)) = row.link() {
+                self.linked.push(req);
+                self.linked.extend(store.responses_to(req).filter(|&r| r != sel));
+            } else {
+                self.linked.extend(store.responses_to(sel));
+            }
+        }
+    }
+
+    pub fn linked(&self) -> &[usize] {
+        &self.linked
+    }
+
+    /// Moves the selection by `delta` visible rows.
+    pub fn step_selection(&mut self, delta: isize) {
+        if self.index.is_empty() {
+            return;
+        }
+        let current = self.selected.and_then(|s| self.index.position_of(s));
+        let next = match current {
+            None if delta > 0 => 0,
+            None => self.index.len() - 1,
+            Some(p) => (p as isize + delta).clamp(0, self.index.len() as isize - 1) as usize,
+        };
+        if let Some(row) = self.index.row_at(next) {
+            self.select(row);
+        }
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<TimelineAction> {
+        let mut action = None;
+        self.filter_bar(ui, model);
+        self.index.set_filter(self.filter.clone());
+        self.index.sync(&model.store);
+        self.update_links(&model.store);
+
+        // Up/Down move between frames unless a text field has the keyboard.
+        if !ui.ctx().egui_wants_keyboard_input() {
+            let (down, up) = ui.input(|i| (i.key_pressed(Key::ArrowDown), i.key_pressed(Key::ArrowUp)));
+            if down {
+                self.step_selection(1);
+            }
+            if up {
+                self.step_selection(-1);
+            }
+            if let Some(s) = self.selected
+                && (up || down)
+            {
+                action = Some(TimelineAction::Select(s));
+            }
+        }
+
+        self.lifeline_header(ui);
+        let total = self.index.len();
+        let row_h = ROW_HEIGHT;
+        let spacing = ui.spacing().item_spacing.y;
+        let mut area = egui::ScrollArea::vertical()
+            .id_salt("timeline")
+            .auto_shrink([false, false])
+            .stick_to_bottom(self.follow_tail);
+        if self.scroll_to_selection
+            && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
+        {
+            let target = pos as f32 * (row_h + spacing);
+            let view_h = ui.available_height();
+            area = area.vertical_scroll_offset((target - view_h / 2.0).max(0.0));
+            self.scroll_to_selection = false;
+        }
+        area.show_rows(ui, row_h, total, |ui, range| {
+            for pos in range {
+                let Some(row_idx) = self.index.row_at(pos) else {
+                    continue;
+                };
+                let Some(row) = model.store.get(row_idx) else { continue };
+                if self.row_ui(ui, model, &row) {
+                    self.selected = Some(row_idx);
+                    self.follow_tail = false;
+                    action = Some(TimelineAction::Select(row_idx));
+                }
+            }
+        });
+        action
+    }
+
+    fn filter_bar(&mut self, ui: &mut Ui, model: &SessionModel) {
+        ui.horizontal(|ui| {
+            ui.label("Filter");
+            ui.add(
+                egui::TextEdit::singleline(&mut self.filter.text)
+                    .hint_text("text in the line")
+                    .desired_width(180.0),
+            );
+            ui.add(
+                egui::TextEdit::singleline(&mut self.filter.method)
+                    .hint_text("method")
+                    .desired_width(120.0),
+            );
+            ui.menu_button("Kinds", |ui| {
+                for kind in RowKind::ALL {
+                    let mut shown = !self.filter.hidden.contains(&kind);
+                    let text = egui::RichText::new(format!("{} {}", kind.glyph(), kind.name())).color(kind.color());
+                    if ui.checkbox(&mut shown, text).changed() {
+                        if shown {
+                            self.filter.hidden.remove(&kind);
+                        } else {
+                            self.filter.hidden.insert(kind);
+                        }
+                    }
+                }
+            });
+            if !self.filter.is_empty() && ui.button("Clear").clicked() {
+                self.filter = Filter::default();
+            }
+            ui.checkbox(&mut self.follow_tail, "Follow tail");
+            ui.label(format!("{} of {} rows", self.index.len(), model.store.len()));
+        });
+    }
+
+    fn lifeline_header(&self, ui: &mut Ui) {
+        let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 18.0), Sense::hover());
+        let geo = Geometry::new(rect);
+        let p = ui.painter();
+        let font = FontId::proportional(13.0);
+        let color = ui.visuals().strong_text_color();
+        p.text(
+            Pos2::new(geo.client_x, rect.center().y),
+            Align2::CENTER_CENTER,
+            "Client",
+            font.clone(),
+            color,
+        );
+        p.text(
+            Pos2::new(geo.server_x, rect.center().y),
+            Align2::CENTER_CENTER,
+            "Server",
+            font.clone(),
+            color,
+        );
+        p.text(
+            Pos2::new(geo.stderr_x, rect.center().y),
+            Align2::LEFT_CENTER,
+            "stderr",
+            font,
+            color,
+        );
+    }
+
+    /// Draws one row; returns true when it was clicked.
+    fn row_ui(&self, ui: &mut Ui, model: &SessionModel, row: &RowRef<'_>) -> bool {
+        let idx = row.index();
+        let kind = RowKind::of(row);
+        let label = row_label(&model.store, row);
+        let mark = self.finding_marks.get(&idx).copied();
+        let conversation = model.conversation_rows.get(&idx).copied();
+        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), ROW_HEIGHT), Sense::click());
+        response.widget_info(|| {
+            let lint = mark.map(|s| format!(" [lint {}]", s.as_str())).unwrap_or_default();
+            let conv = conversation.map(|n| format!(" [conversation {n}]")).unwrap_or_default();
+            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}{conv}"))
+        });
+        if !ui.is_rect_visible(rect) {
+            return response.clicked();
+        }
+        let p = ui.painter_at(rect);
+        let geo = Geometry::new(rect);
+        if self.selected == Some(idx) {
+            p.rect_filled(rect, 2.0, theme::SELECTED_BG);
+        } else if self.highlighted.contains(&idx) {
+            p.rect_filled(rect, 2.0, theme::FINDING_BG);
+        } else if self.linked.contains(&idx) {
+            p.rect_filled(rect, 2.0, theme::LINKED_BG);
+        } else if response.hovered() {
+            p.rect_filled(rect, 2.0, ui.visuals().widgets.hovered.weak_bg_fill);
+        }
+        // Handshake group bracket and anomaly mark in the left margin.
+        if model.handshake.contains(idx) {
+            p.rect_filled(
+                Rect::from_min_size(rect.left_top(), Vec2::new(3.0, rect.height())),
+                0.0,
+                theme::HANDSHAKE_MARK,
+            );
+        }
+        if !row.anomalies().is_empty() {
+            p.circle_filled(Pos2::new(rect.left() + 9.0, rect.center().y), 3.5, theme::ANOMALY_MARK);
+        }
+        if let Some(n) = conversation {
+            // A multi round-trip chain: one colour per conversation, and its number.
+            let color = theme::conversation_color(n);
+            p.rect_filled(
+                Rect::from_min_size(rect.left_top() + Vec2::new(4.0, 0.0), Vec2::new(3.0, rect.height())),
+                0.0,
+                color,
+            );
+            p.text(
+                Pos2::new(geo.client_x - 60.0, rect.center().y),
+                Align2::RIGHT_CENTER,
+                format!("c{n}"),
+                FontId::monospace(10.0),
+                color,
+            );
+        }
+        if let Some(sev) = mark {
+            // Lint findings: a bar on the right edge, coloured by severity.
+            p.rect_filled(
+                Rect::from_min_size(rect.right_top() - Vec2::new(5.0, 0.0), Vec2::new(5.0, rect.height())),
+                1.0,
+                theme::severity_color(sev),
+            );
+        }
+        let mono = FontId::monospace(12.0);
+        let text_color = ui.visuals().text_color();
+        p.text(
+            Pos2::new(rect.left() + 16.0, rect.center().y),
+            Align2::LEFT_CENTER,
+            format!("{:>9.3}", row.at().as_secs_f64()),
+            mono.clone(),
+            ui.visuals().weak_text_color(),
+        );
+        let lifeline = Stroke::new(1.0, theme::LIFELINE);
+        p.line_segment(
+            [
+                Pos2::new(geo.client_x, rect.top()),
+                Pos2::new(geo.client_x, rect.bottom()),
+            ],
+            lifeline,
+        );
+        p.line_segment(
+            [
+                Pos2::new(geo.server_x, rect.top()),
+                Pos2::new(geo.server_x, rect.bottom()),
+            ],
+            lifeline,
+        );
+        let color = kind.color();
+        let y = rect.center().y + 4.0;
+        let glyph_label = format!("{} {label}", kind.glyph());
+        match row.lane() {
+            Lane::Out | Lane::In => {
+                let (from, to) = if row.lane() == Lane::Out {
+                    (geo.client_x, geo.server_x)
+                } else {
+                    (geo.server_x, geo.client_x)
+                };
+                let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
+                let stroke = Stroke::new(width, color);
+                p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
+                p.text(
+                    Pos2::new((geo.client_x + geo.server_x) / 2.0, rect.top() + 1.0),
+                    Align2::CENTER_TOP,
+                    &glyph_label,
+                    mono.clone(),
+                    color,
+                );
+                if let Some((_, latency)) = row.link() {
+                    p.text(
+                        Pos2::new(geo.client_x - 6.0, rect.center().y),
+                        Align2::RIGHT_CENTER,
+                        format_latency(latency),
+                        FontId::monospace(11.0),
+                        ui.visuals().weak_text_color(),
+                    );
+                }
+            }
+            Lane::Stderr => {
+                p.circle_filled(Pos2::new(geo.server_x, rect.center().y), 3.0, color);
+                p.line_segment(
+                    [
+                        Pos2::new(geo.server_x, rect.center().y),
+                        Pos2::new(geo.stderr_x - 4.0, rect.center().y),
+                    ],
+                    Stroke::new(1.0, color.gamma_multiply(0.5)),
+                );
+                p.text(
+                    Pos2::new(geo.stderr_x, rect.center().y),
+                    Align2::LEFT_CENTER,
+                    &glyph_label,
+                    mono.clone(),
+                    color,
+                );
+            }
+            Lane::Meta => {
+                // Left-aligned from the client lifeline: a long note must not run over the time column.
+                p.text(
+                    Pos2::new(geo.client_x + 8.0, rect.center().y),
+                    Align2::LEFT_CENTER,
+                    &glyph_label,
+                    mono.clone(),
+                    color,
+                );
+            }
+        }
+        let _ = text_color;
+        response.clicked()
+    }
+}
+
+/// Where the lifelines are within a row.
+struct Geometry {
+    client_x: f32,
+    server_x: f32,
+    stderr_x: f32,
+}
+
+impl Geometry {
+    fn new(rect: Rect) -> Self {
+        let left = rect.left() + 150.0;
+        let right = (rect.left() + rect.width() * 0.68).max(left + 260.0);
+        Self {
+            client_x: left,
+            server_x: right,
+            stderr_x: right + 30.0,
+        }
+    }
+}
+
+pub fn format_latency(d: std::time::Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+/// The label of a row: the method, or `result #id` / `error #id`, or the text.
+pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
+    use mcpscope_core::wire::classify::Kind;
+    let id = row.id().map(|i| format!(" #{i}")).unwrap_or_default();
+    match row.lane() {
+        Lane::Stderr | Lane::Meta => mcpscope_core::text::shorten(&row.text(), 160),
+        _ => match row.kind() {
+            Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
+            Kind::Result => {
+                let m = row.link().and_then(|(r, _)| store.get(r)).and_then(|r| r.method());
+                let base = format!("result{id}");
+                let base = match m {
+                    Some(m) => format!("{base} ({m})"),
+                    None => base,
+                };
+                if row.tool_error() {
+                    format!("{base} isError")
+                } else {
+                    base
+                }
+            }
+            Kind::Error => format!("error{id} {}", row.error_code().unwrap_or_default()),
+            Kind::Batch => "batch".into(),
+            Kind::NotJsonRpc => format!("not JSON-RPC: {}", mcpscope_core::text::shorten(&row.text(), 60)),
+            Kind::NotJson => format!("NOT JSON: {}", mcpscope_core::text::shorten(&row.text(), 60)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpscope_core::record::model::Source;
+    use mcpscope_core::record::recorder::Recorder;
+    use mcpscope_core::transport::event::Event;
+    use mcpscope_core::wire::classify::Limits;
+    use mcpscope_core::wire::frame::Direction;
+    use mcpscope_core::wire::framing::{LineEnding, RawLine};
+    use std::time::Duration;
+
+    fn model(lines: &[(Direction, &str)]) -> SessionModel {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut m = SessionModel::new(Source::Live {
+            command_line: "x".into(),
+        });
+        for (d, l) in lines {
+            let f = rec.frame_at(
+                *d,
+                RawLine {
+                    bytes: l.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::ZERO,
+                None,
+            );
+            m.apply(&Event::Frame(f));
+        }
+        m
+    }
+
+    fn sample() -> SessionModel {
+        model(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"Hello"}}"#,
+            ),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+            (Direction::In, "Server started on stdio"),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#),
+        ])
+    }
+
+    #[test]
+    fn filters_by_text_method_and_kind_incrementally() {
+        let m = sample();
+        let mut idx = RowIndex::default();
+        idx.sync(&m.store);
+        assert_eq!(idx.len(), 5);
+        idx.set_filter(Filter {
+            text: "HELLO".into(),
+            ..Filter::default()
+        });
+        idx.sync(&m.store);
+        assert_eq!(idx.row_at(0), Some(1));
+        assert_eq!(idx.len(), 1);
+        idx.set_filter(Filter {
+            method: "tools/".into(),
+            ..Filter::default()
+        });
+        idx.sync(&m.store);
+        assert_eq!(
+            (0..idx.len()).map(|p| idx.row_at(p).unwrap()).collect::<Vec<_>>(),
+            [0, 2],
+            "responses match by their request's method"
+        );
+        let mut hidden = HashSet::new();
+        hidden.insert(RowKind::NotJson);
+        hidden.insert(RowKind::Notification);
+        idx.set_filter(Filter {
+            hidden,
+            ..Filter::default()
+        });
+        idx.sync(&m.store);
+        assert_eq!(idx.len(), 3);
+    }
+
+    #[test]
+    fn labels_and_keyboard_steps() {
+        let m = sample();
+        assert_eq!(row_label(&m.store, &m.store.get(2).unwrap()), "result #1 (tools/list)");
+        assert_eq!(
+            row_label(&m.store, &m.store.get(3).unwrap()),
+            "NOT JSON: Server started on stdio"
+        );
+        let mut t = TimelinePanel::default();
+        t.index.sync(&m.store);
+        t.step_selection(1);
+        assert_eq!(t.selected, Some(0));
+        t.step_selection(1);
+        t.step_selection(1);
+        assert_eq!(t.selected, Some(2));
+        t.update_links(&m.store);
+        assert_eq!(t.linked(), [0]);
+        t.step_selection(10);
+        assert_eq!(t.selected, Some(4));
+        t.step_selection(-1);
+        assert_eq!(t.selected, Some(3));
+    }
+}

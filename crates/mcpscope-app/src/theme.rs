@@ -1,0 +1,123 @@
+//! Design tokens: one colour and one glyph per kind of row, in one place.
+
+use egui::Color32;
+use mcpscope_core::record::store::{Lane, RowRef};
+use mcpscope_core::wire::classify::Kind;
+
+/// What a timeline row shows itself as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    Request,
+    Notification,
+    Result,
+    RpcError,
+    ToolError,
+    ServerRequest,
+    NotJson,
+    Stderr,
+    Meta,
+}
+
+impl RowKind {
+    pub const ALL: [RowKind; 9] = [
+        RowKind::Request,
+        RowKind::Notification,
+        RowKind::Result,
+        RowKind::RpcError,
+        RowKind::ToolError,
+        RowKind::ServerRequest,
+        RowKind::NotJson,
+        RowKind::Stderr,
+        RowKind::Meta,
+    ];
+
+    pub fn of(row: &RowRef<'_>) -> RowKind {
+        match row.lane() {
+            Lane::Stderr => return RowKind::Stderr,
+            Lane::Meta => return RowKind::Meta,
+            _ => {}
+        }
+        match row.kind() {
+            Kind::Request if row.lane() == Lane::In => RowKind::ServerRequest,
+            Kind::Request => RowKind::Request,
+            Kind::Notification => RowKind::Notification,
+            Kind::Result if row.tool_error() => RowKind::ToolError,
+            Kind::Result => RowKind::Result,
+            Kind::Error => RowKind::RpcError,
+            Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => RowKind::NotJson,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RowKind::Request => "request",
+            RowKind::Notification => "notification",
+            RowKind::Result => "result",
+            RowKind::RpcError => "JSON-RPC error",
+            RowKind::ToolError => "tool error (isError)",
+            RowKind::ServerRequest => "server-to-client request",
+            RowKind::NotJson => "not JSON-RPC",
+            RowKind::Stderr => "stderr",
+            RowKind::Meta => "session",
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            RowKind::Request => "▶",
+            RowKind::Notification => "○",
+            RowKind::Result => "✔",
+            RowKind::RpcError => "✖",
+            RowKind::ToolError => "⚠",
+            RowKind::ServerRequest => "◀",
+            RowKind::NotJson => "‼",
+            RowKind::Stderr => "☰",
+            RowKind::Meta => "•",
+        }
+    }
+
+    pub fn color(self) -> Color32 {
+        match self {
+            RowKind::Request => Color32::from_rgb(0x5a, 0xa9, 0xff),
+            RowKind::Notification => Color32::from_rgb(0x9e, 0x9e, 0xb8),
+            RowKind::Result => Color32::from_rgb(0x4c, 0xc3, 0x7a),
+            RowKind::RpcError => Color32::from_rgb(0xff, 0x55, 0x55),
+            RowKind::ToolError => Color32::from_rgb(0xff, 0xa6, 0x2b),
+            RowKind::ServerRequest => Color32::from_rgb(0xc0, 0x8b, 0xff),
+            RowKind::NotJson => Color32::from_rgb(0xff, 0x2d, 0x9a),
+            RowKind::Stderr => Color32::from_rgb(0xa0, 0x90, 0x70),
+            RowKind::Meta => Color32::from_rgb(0x80, 0x80, 0x80),
+        }
+    }
+}
+
+pub const SELECTED_BG: Color32 = Color32::from_rgba_premultiplied(60, 90, 140, 120);
+pub const FINDING_BG: Color32 = Color32::from_rgba_premultiplied(120, 80, 20, 90);
+pub const LINKED_BG: Color32 = Color32::from_rgba_premultiplied(50, 70, 50, 90);
+pub const HANDSHAKE_MARK: Color32 = Color32::from_rgb(0x5a, 0xa9, 0xff);
+pub const ANOMALY_MARK: Color32 = Color32::from_rgb(0xff, 0x2d, 0x9a);
+pub const LIFELINE: Color32 = Color32::from_gray(90);
+pub const OK: Color32 = Color32::from_rgb(0x4c, 0xc3, 0x7a);
+pub const WARN: Color32 = Color32::from_rgb(0xff, 0xa6, 0x2b);
+pub const ERROR: Color32 = Color32::from_rgb(0xff, 0x55, 0x55);
+
+/// A colour per multi round-trip conversation, cycling.
+pub fn conversation_color(n: usize) -> Color32 {
+    const COLORS: [Color32; 4] = [
+        Color32::from_rgb(0xc0, 0x84, 0xfc),
+        Color32::from_rgb(0x2d, 0xd4, 0xbf),
+        Color32::from_rgb(0xfb, 0x92, 0x3c),
+        Color32::from_rgb(0xf4, 0x72, 0xb6),
+    ];
+    COLORS[n.saturating_sub(1) % COLORS.len()]
+}
+
+pub fn severity_color(s: mcpscope_core::record::model::Severity) -> Color32 {
+    use mcpscope_core::record::model::Severity;
+    match s {
+        Severity::Ok => OK,
+        Severity::Info => Color32::from_gray(170),
+        Severity::Warning => WARN,
+        Severity::Error => ERROR,
+    }
+}

@@ -1,0 +1,5 @@
+//! Judgements over recorded sessions: protocol lint, session diff, the doctor.
+
+pub mod doctor;
+pub mod lint;
+pub mod session_diff;

@@ -1,0 +1,1469 @@
+//! Importing server definitions from the MCP config files people already have.
+//!
+//! Three shapes exist in the wild: Claude Desktop's `claude_desktop_config.json`
+//! and Claude Code's project `.mcp.json` (both `{"mcpServers": {...}}`), and
+//! VS Code's `.vscode/mcp.json` (`{"servers": {...}, "inputs": [...]}`). They
+//! differ mainly in what `${...}` means, so the format decides how values are
+//! expanded.
+//!
+//! One broken entry should not cost the user the rest of the file: only
+//! file-level failures are a [`ConfigError`]; a bad server becomes an
+//! [`ImportProblem`] next to the servers that did import.
+
+use crate::transport::process::ServerSpec;
+pub use crate::transport::target::HttpKind;
+use crate::transport::target::{HttpTarget, Target};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// `claude_desktop_config.json` (and other `mcpServers` files, e.g. Cursor's).
+    ClaudeDesktop,
+    /// Claude Code's project-level `.mcp.json`.
+    McpJson,
+    /// VS Code's `.vscode/mcp.json`.
+    VsCode,
+}
+
+impl ConfigFormat {
+    pub fn label(self) -> &'static str {
+        match self {
+            ConfigFormat::ClaudeDesktop => "Claude Desktop",
+            ConfigFormat::McpJson => "Claude Code .mcp.json",
+            ConfigFormat::VsCode => "VS Code mcp.json",
+        }
+    }
+
+    fn servers_key(self) -> &'static str {
+        match self {
+            ConfigFormat::ClaudeDesktop | ConfigFormat::McpJson => "mcpServers",
+            ConfigFormat::VsCode => "servers",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Stdio(ServerSpec),
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+        kind: HttpKind,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfiguredServer {
+    pub name: String,
+    pub transport: Transport,
+    /// Things the user should know before launching (unfilled prompts, hang risks, ...).
+    pub notes: Vec<String>,
+}
+
+/// What a config file yielded: the servers that imported, and why any others did not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigImport {
+    pub format: ConfigFormat,
+    /// In file order.
+    pub servers: Vec<ConfiguredServer>,
+    pub problems: Vec<ImportProblem>,
+}
+
+/// The file as a whole could not be used.
+#[derive(Debug)]
+pub enum ConfigError {
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Empty,
+    InvalidJson {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    TopLevelNotObject {
+        found: String,
+    },
+    NoServersKey {
+        keys: Vec<String>,
+    },
+    ServersNotObject {
+        key: &'static str,
+        found: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Unreadable { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            ConfigError::Empty => {
+                write!(
+                    f,
+                    "the file is empty; an MCP config is a JSON object such as {{\"mcpServers\": {{}}}}"
+                )
+            }
+            ConfigError::InvalidJson { line, column, message } => {
+                write!(f, "not valid JSON at line {line}, column {column}: {message}")
+            }
+            ConfigError::TopLevelNotObject { found } => write!(
+                f,
+                "the file holds {found}, but an MCP config must be a JSON object such as {{\"mcpServers\": {{...}}}}"
+            ),
+            ConfigError::NoServersKey { keys } => {
+                write!(
+                    f,
+                    "found neither \"mcpServers\" (Claude Desktop, .mcp.json) nor \"servers\" (VS Code) at the top level"
+                )?;
+                if keys.is_empty() {
+                    return write!(f, "; the object is empty");
+                }
+                // settings-style files can have hundreds of keys; a few are enough to recognise the file.
+                const SHOWN: usize = 8;
+                let shown: Vec<String> = keys.iter().take(SHOWN).map(|k| format!("\"{k}\"")).collect();
+                write!(f, "; the keys there are {}", shown.join(", "))?;
+                if keys.len() > SHOWN {
+                    write!(f, " and {} more", keys.len() - SHOWN)?;
+                }
+                Ok(())
+            }
+            ConfigError::ServersNotObject { key, found } => write!(
+                f,
+                "\"{key}\" is {found}, but it must be an object mapping each server's name to its definition"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Unreadable { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Something the user should fix in the file; unlike a [`ConfigError`], it does
+/// not stop the rest of the file from importing. Entry problems skip that server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportProblem {
+    NoServers {
+        key: &'static str,
+    },
+    /// The file only parsed after dropping comments, trailing commas or a BOM.
+    NotStrictJson {
+        format: ConfigFormat,
+    },
+    EntryNotObject {
+        server: String,
+        found: String,
+    },
+    NoCommandOrUrl {
+        server: String,
+        keys: Vec<String>,
+    },
+    /// `type` names a transport whose required field is missing.
+    MissingForType {
+        server: String,
+        kind: String,
+        field: &'static str,
+    },
+    UnknownType {
+        server: String,
+        kind: String,
+    },
+    /// `field` is a path such as `args[1]` or `env.PORT`.
+    WrongType {
+        server: String,
+        field: String,
+        expected: &'static str,
+        found: String,
+    },
+}
+
+impl fmt::Display for ImportProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportProblem::NoServers { key } => write!(f, "no servers defined: \"{key}\" is empty"),
+            ImportProblem::NotStrictJson { format } => write!(
+                f,
+                "the file has comments, trailing commas or a byte-order mark; mcpscope read it anyway, \
+                 but {} expects strict JSON and may reject it",
+                format.label()
+            ),
+            ImportProblem::EntryNotObject { server, found } => write!(
+                f,
+                "server \"{server}\" is {found}, but each server must be an object with \"command\" or \"url\"; skipped"
+            ),
+            ImportProblem::NoCommandOrUrl { server, keys } => {
+                write!(
+                    f,
+                    "server \"{server}\" has neither \"command\" (to launch a local program) nor \"url\" \
+                     (to reach a remote server)"
+                )?;
+                if keys.is_empty() {
+                    write!(f, "; its definition is empty")?;
+                } else {
+                    let keys: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+                    write!(f, "; it only has {}", keys.join(", "))?;
+                }
+                write!(f, "; skipped")
+            }
+            ImportProblem::MissingForType { server, kind, field } => {
+                write!(
+                    f,
+                    "server \"{server}\" has \"type\": \"{kind}\" but no \"{field}\"; skipped"
+                )
+            }
+            ImportProblem::UnknownType { server, kind } => write!(
+                f,
+                "server \"{server}\" has \"type\": \"{kind}\", which mcpscope cannot connect to \
+                 (it knows \"stdio\", \"http\" and \"sse\"); skipped"
+            ),
+            ImportProblem::WrongType {
+                server,
+                field,
+                expected,
+                found,
+            } => {
+                write!(f, "server \"{server}\": {field} is {found}, but it must be {expected}")?;
+                // The most common slip is an unquoted port number or flag in env/args.
+                if expected.starts_with("a string") && (found.starts_with("a number") || found.starts_with("a boolean"))
+                {
+                    write!(f, " (put the value in quotes)")?;
+                }
+                write!(f, "; skipped")
+            }
+        }
+    }
+}
+
+/// Reads and imports a config file.
+pub fn load_config(path: &Path) -> Result<ConfigImport, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+        path: path.to_owned(),
+        source,
+    })?;
+    // Relative cwds and ${workspaceFolder} are resolved against the file's location,
+    // which must not depend on where mcpscope happens to run.
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    parse_config(&path, &text)
+}
+
+/// Imports config text; `path_hint` tells `.mcp.json` from Claude Desktop and
+/// anchors relative paths. `${VAR}` in `.mcp.json` reads mcpscope's environment.
+pub fn parse_config(path_hint: &Path, text: &str) -> Result<ConfigImport, ConfigError> {
+    parse_config_with_env(path_hint, text, &|name| std::env::var(name).ok())
+}
+
+/// [`parse_config`] with the environment lookup supplied by the caller.
+pub fn parse_config_with_env(
+    path_hint: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ConfigImport, ConfigError> {
+    if text.trim_start_matches('\u{feff}').trim().is_empty() {
+        return Err(ConfigError::Empty);
+    }
+    let (json, lenient) = strip_jsonc(text);
+    let root: Value = serde_json::from_str(&json).map_err(json_error)?;
+    let Value::Object(root) = root else {
+        return Err(ConfigError::TopLevelNotObject { found: describe(&root) });
+    };
+    let format = detect_format(path_hint, &root)?;
+    let key = format.servers_key();
+    let entries = match &root[key] {
+        Value::Object(entries) => entries,
+        other => {
+            return Err(ConfigError::ServersNotObject {
+                key,
+                found: describe(other),
+            });
+        }
+    };
+
+    let mut problems = Vec::new();
+    if lenient && format != ConfigFormat::VsCode {
+        // VS Code reads mcp.json as JSONC; the Claude apps do not.
+        problems.push(ImportProblem::NotStrictJson { format });
+    }
+    if entries.is_empty() {
+        problems.push(ImportProblem::NoServers { key });
+    }
+
+    let expander = Expander {
+        format,
+        env,
+        workspace: workspace_folder(path_hint),
+        inputs: if format == ConfigFormat::VsCode {
+            declared_inputs(&root)
+        } else {
+            HashMap::new()
+        },
+    };
+    let config_dir = path_hint.parent().filter(|d| !d.as_os_str().is_empty());
+    let mut servers = Vec::new();
+    for (name, entry) in entries {
+        let Value::Object(entry) = entry else {
+            problems.push(ImportProblem::EntryNotObject {
+                server: name.clone(),
+                found: describe(entry),
+            });
+            continue;
+        };
+        match parse_server(name, entry, &expander, config_dir) {
+            Ok(server) => servers.push(server),
+            Err(mut errs) => problems.append(&mut errs),
+        }
+    }
+    Ok(ConfigImport {
+        format,
+        servers,
+        problems,
+    })
+}
+
+fn json_error(e: serde_json::Error) -> ConfigError {
+    let full = e.to_string();
+    // serde_json appends the position, which we report separately.
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = match e.classify() {
+        serde_json::error::Category::Eof => "the file ends before the JSON is complete (is a } or ] missing?)".into(),
+        _ => full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
+    };
+    ConfigError::InvalidJson {
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+fn detect_format(path_hint: &Path, root: &Map<String, Value>) -> Result<ConfigFormat, ConfigError> {
+    let in_vscode_dir = path_hint.parent().and_then(Path::file_name) == Some(".vscode".as_ref());
+    let mcp_servers = root.contains_key("mcpServers");
+    if root.contains_key("servers") && (!mcp_servers || in_vscode_dir) {
+        return Ok(ConfigFormat::VsCode);
+    }
+    if !mcp_servers {
+        return Err(ConfigError::NoServersKey {
+            keys: root.keys().cloned().collect(),
+        });
+    }
+    // Both files use the same key; only the name tells them apart.
+    Ok(if path_hint.file_name() == Some(".mcp.json".as_ref()) {
+        ConfigFormat::McpJson
+    } else {
+        ConfigFormat::ClaudeDesktop
+    })
+}
+
+/// `${workspaceFolder}` is the folder holding `.vscode`; elsewhere (a user-level
+/// mcp.json) there is no workspace to point at.
+fn workspace_folder(path_hint: &Path) -> Option<PathBuf> {
+    let dir = path_hint.parent()?;
+    if dir.file_name()? != ".vscode" {
+        return None;
+    }
+    let workspace = dir.parent()?;
+    // A relative hint like `.vscode/mcp.json` means the current directory.
+    Some(if workspace.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        workspace.to_owned()
+    })
+}
+
+/// VS Code input ids with their descriptions, to tell the user what each prompt asks for.
+fn declared_inputs(root: &Map<String, Value>) -> HashMap<String, Option<String>> {
+    let Some(Value::Array(inputs)) = root.get("inputs") else {
+        return HashMap::new();
+    };
+    inputs
+        .iter()
+        .filter_map(|input| {
+            let id = input.get("id")?.as_str()?;
+            let description = input.get("description").and_then(Value::as_str).map(str::to_owned);
+            Some((id.to_owned(), description))
+        })
+        .collect()
+}
+
+fn parse_server(
+    name: &str,
+    entry: &Map<String, Value>,
+    expander: &Expander,
+    config_dir: Option<&Path>,
+) -> Result<ConfiguredServer, Vec<ImportProblem>> {
+    let mut fields = Fields {
+        server: name,
+        entry,
+        problems: Vec::new(),
+    };
+    let mut notes = Vec::new();
+    let kind = fields.string("type");
+    if !fields.problems.is_empty() {
+        return Err(fields.problems);
+    }
+    let has_command = fields.present("command");
+    let has_url = fields.present("url");
+    let http_kind = match kind.as_deref() {
+        None if has_command => {
+            if has_url {
+                notes.push("has both \"command\" and \"url\" but no \"type\"; mcpscope launches the command".into());
+            }
+            None
+        }
+        None if has_url => Some(HttpKind::StreamableHttp),
+        None => {
+            return Err(vec![ImportProblem::NoCommandOrUrl {
+                server: name.to_owned(),
+                keys: entry.keys().cloned().collect(),
+            }]);
+        }
+        Some("stdio") => None,
+        Some("http" | "streamable-http" | "streamableHttp") => Some(HttpKind::StreamableHttp),
+        Some("sse") => Some(HttpKind::Sse),
+        Some(other) => {
+            return Err(vec![ImportProblem::UnknownType {
+                server: name.to_owned(),
+                kind: other.to_owned(),
+            }]);
+        }
+    };
+    let (field, has_field) = if http_kind.is_some() {
+        ("url", has_url)
+    } else {
+        ("command", has_command)
+    };
+    if let Some(kind) = kind.as_ref().filter(|_| !has_field) {
+        return Err(vec![ImportProblem::MissingForType {
+            server: name.to_owned(),
+            kind: kind.clone(),
+            field,
+        }]);
+    }
+
+    let transport = match http_kind {
+        None => {
+            let program = fields.non_empty_string("command");
+            let args = fields.string_list("args");
+            let env = fields.string_map("env");
+            let cwd = fields.string("cwd");
+            let env_file = fields.string("envFile");
+            if !fields.problems.is_empty() {
+                return Err(fields.problems);
+            }
+            let mut spec = ServerSpec {
+                program: expander.expand("command", &program.unwrap_or_default(), &mut notes),
+                ..ServerSpec::default()
+            };
+            for (i, arg) in args.iter().enumerate() {
+                spec.args.push(expander.expand(&format!("args[{i}]"), arg, &mut notes));
+            }
+            for (key, value) in env {
+                let value = expander.expand(&format!("env {key}"), &value, &mut notes);
+                spec.env.push((key, value));
+            }
+            spec.cwd = cwd.map(|cwd| resolve_cwd(&expander.expand("cwd", &cwd, &mut notes), config_dir));
+            if let Some(env_file) = env_file {
+                let env_file = expander.expand("envFile", &env_file, &mut notes);
+                notes.push(format!(
+                    "loads variables from envFile {env_file}, which mcpscope does not read; \
+                     copy the ones the server needs into \"env\""
+                ));
+            }
+            if npx_without_yes(&spec) {
+                notes.push(
+                    "runs npx without -y; depending on the npm version, npx can stop at an \"Ok to proceed?\" \
+                     prompt for a package it has not installed yet, and the server then seems to hang; \
+                     add \"-y\" before the package name"
+                        .into(),
+                );
+            }
+            Transport::Stdio(spec)
+        }
+        Some(http_kind) => {
+            let url = fields.non_empty_string("url");
+            let headers = fields.string_map("headers");
+            if !fields.problems.is_empty() {
+                return Err(fields.problems);
+            }
+            let url = expander.expand("url", &url.unwrap_or_default(), &mut notes);
+            if kind.is_none() && url.trim_end_matches('/').ends_with("/sse") {
+                notes.push(
+                    "has no \"type\", so mcpscope assumes Streamable HTTP, but the URL ends in /sse; \
+                     if connecting fails, set \"type\": \"sse\""
+                        .into(),
+                );
+            }
+            let headers = headers
+                .into_iter()
+                .map(|(key, value)| {
+                    let value = expander.expand(&format!("header {key}"), &value, &mut notes);
+                    (key, value)
+                })
+                .collect();
+            Transport::Http {
+                url,
+                headers,
+                kind: http_kind,
+            }
+        }
+    };
+    Ok(ConfiguredServer {
+        name: name.to_owned(),
+        transport,
+        notes,
+    })
+}
+
+fn resolve_cwd(cwd: &str, config_dir: Option<&Path>) -> PathBuf {
+    let path = PathBuf::from(cwd);
+    match config_dir {
+        // An unexpanded placeholder is not a real relative path; joining would hide it.
+        Some(dir) if path.is_relative() && !cwd.contains("${") => dir.join(path),
+        _ => path,
+    }
+}
+
+/// npx prompts before installing a missing package unless told yes, by flag or npm config.
+fn npx_without_yes(spec: &ServerSpec) -> bool {
+    let stem = |s: &str| {
+        Path::new(s)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_ascii_lowercase())
+    };
+    let is_npx = |s: &str| stem(s).as_deref() == Some("npx");
+    // On Windows, Claude Desktop configs usually say `cmd /c npx ...`.
+    let uses_npx =
+        is_npx(&spec.program) || (stem(&spec.program).as_deref() == Some("cmd") && spec.args.iter().any(|a| is_npx(a)));
+    let yes_flag = spec.args.iter().any(|a| a == "-y" || a == "--yes");
+    let yes_env = spec
+        .env
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("npm_config_yes") && v == "true");
+    uses_npx && !yes_flag && !yes_env
+}
+
+/// Reads one server's fields, collecting every type problem so the user can fix them in one go.
+struct Fields<'a> {
+    server: &'a str,
+    entry: &'a Map<String, Value>,
+    problems: Vec<ImportProblem>,
+}
+
+impl<'a> Fields<'a> {
+    /// `null` counts as absent: it is how some generators write "not set".
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.entry.get(key).filter(|v| !v.is_null())
+    }
+
+    fn present(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    fn wrong(&mut self, field: String, expected: &'static str, found: &Value) {
+        self.problems.push(ImportProblem::WrongType {
+            server: self.server.to_owned(),
+            field,
+            expected,
+            found: describe(found),
+        });
+    }
+
+    fn string(&mut self, key: &str) -> Option<String> {
+        match self.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.wrong(key.to_owned(), "a string", other);
+                None
+            }
+        }
+    }
+
+    fn non_empty_string(&mut self, key: &str) -> Option<String> {
+        match self.get(key)? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            other => {
+                self.wrong(key.to_owned(), "a non-empty string", other);
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, key: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.get(key) {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(s) => out.push(s.clone()),
+                        other => self.wrong(format!("{key}[{i}]"), "a string", other),
+                    }
+                }
+            }
+            Some(other) => self.wrong(key.to_owned(), "an array of strings", other),
+        }
+        out
+    }
+
+    fn string_map(&mut self, key: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        match self.get(key) {
+            None => {}
+            Some(Value::Object(map)) => {
+                for (name, value) in map {
+                    match value {
+                        Value::String(s) => out.push((name.clone(), s.clone())),
+                        other => self.wrong(format!("{key}.{name}"), "a string", other),
+                    }
+                }
+            }
+            Some(other) => self.wrong(key.to_owned(), "an object of strings (name to value)", other),
+        }
+        out
+    }
+}
+
+/// Expands `${...}` the way the file's own host would, and notes what it cannot fill in.
+struct Expander<'a> {
+    format: ConfigFormat,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    workspace: Option<PathBuf>,
+    inputs: HashMap<String, Option<String>>,
+}
+
+impl Expander<'_> {
+    /// `place` names where the value sits ("env FOO", "args[2]"), for the notes.
+    fn expand(&self, place: &str, text: &str, notes: &mut Vec<String>) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            let Some(len) = rest[start..].find('}') else { break };
+            let placeholder = &rest[start..start + len + 1];
+            out.push_str(&rest[..start]);
+            match self.resolve(place, placeholder, notes) {
+                Some(value) => out.push_str(&value),
+                None => out.push_str(placeholder),
+            }
+            rest = &rest[start + len + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// `None` keeps the placeholder text, so the user sees what still needs filling in.
+    fn resolve(&self, place: &str, placeholder: &str, notes: &mut Vec<String>) -> Option<String> {
+        let inner = &placeholder[2..placeholder.len() - 1];
+        match self.format {
+            ConfigFormat::ClaudeDesktop => {
+                notes.push(format!(
+                    "{place} contains {placeholder}, which Claude Desktop passes on literally \
+                     (it does not expand variables)"
+                ));
+                None
+            }
+            ConfigFormat::McpJson => {
+                let (var, default) = match inner.split_once(":-") {
+                    Some((var, default)) => (var, Some(default)),
+                    None => (inner, None),
+                };
+                // As in the shell, `:-` also replaces a variable that is set but empty.
+                let value = (self.env)(var).filter(|v| !v.is_empty() || default.is_none());
+                let value = value.or_else(|| default.map(str::to_owned));
+                if value.is_none() {
+                    notes.push(format!(
+                        "{place} uses {placeholder}, but {var} is not set in mcpscope's environment; \
+                         set it or fill in the value before launching"
+                    ));
+                }
+                value
+            }
+            ConfigFormat::VsCode => {
+                if let Some(id) = inner.strip_prefix("input:") {
+                    notes.push(match self.inputs.get(id) {
+                        Some(Some(description)) => format!(
+                            "{place} uses {placeholder} (\"{description}\"), which VS Code prompts for; \
+                             fill it in before launching"
+                        ),
+                        Some(None) => {
+                            format!(
+                                "{place} uses {placeholder}, which VS Code prompts for; fill it in before launching"
+                            )
+                        }
+                        None => format!(
+                            "{place} uses {placeholder}, but \"inputs\" declares no \"{id}\"; \
+                             fill it in before launching"
+                        ),
+                    });
+                    None
+                } else if inner == "workspaceFolder" {
+                    if self.workspace.is_none() {
+                        notes.push(format!(
+                            "{place} uses {placeholder}, but this file is not inside a .vscode folder, \
+                             so there is no workspace folder to put there; fill it in before launching"
+                        ));
+                    }
+                    self.workspace.as_ref().map(|w| w.display().to_string())
+                } else if let Some(var) = inner.strip_prefix("env:") {
+                    // VS Code substitutes an empty string for an unset variable; so do we, but say so.
+                    Some((self.env)(var).unwrap_or_else(|| {
+                        notes.push(format!(
+                            "{place} uses {placeholder}, but {var} is not set in mcpscope's environment, \
+                             so it became empty"
+                        ));
+                        String::new()
+                    }))
+                } else {
+                    notes.push(format!(
+                        "{place} uses {placeholder}, which mcpscope does not expand; fill it in before launching"
+                    ));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// A short description of a JSON value for messages: its kind and, for scalars, the value.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(n) => format!("a number ({n})"),
+        Value::String(s) if s.chars().count() > 40 => {
+            format!("a string (\"{}...\")", s.chars().take(40).collect::<String>())
+        }
+        Value::String(s) => format!("a string (\"{s}\")"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Blanks out what JSONC allows and JSON does not (comments, trailing commas, a BOM)
+/// with spaces, so serde_json's line and column still point into the original text.
+/// Returns whether anything was blanked.
+fn strip_jsonc(text: &str) -> (String, bool) {
+    let mut bytes = text.as_bytes().to_vec();
+    let mut changed = false;
+    if bytes.starts_with("\u{feff}".as_bytes()) {
+        bytes[..3].fill(b' ');
+        changed = true;
+    }
+    let mut i = 0;
+    let mut in_string = false;
+    // Where the last comma outside a string was, if only blanks followed it so far.
+    let mut pending_comma: Option<usize> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match (b, bytes.get(i + 1)) {
+            (b'/', Some(b'/')) => {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |n| i + n);
+                bytes[i..end].fill(b' ');
+                changed = true;
+                i = end;
+                continue;
+            }
+            (b'/', Some(b'*')) => {
+                // An unterminated comment is left for serde_json to report.
+                if let Some(n) = bytes[i + 2..].windows(2).position(|w| w == b"*/") {
+                    let end = i + 2 + n + 2;
+                    for c in &mut bytes[i..end] {
+                        if *c != b'\n' {
+                            *c = b' ';
+                        }
+                    }
+                    changed = true;
+                    i = end;
+                    continue;
+                }
+            }
+            (b'"', _) => in_string = true,
+            (b',', _) => {
+                pending_comma = Some(i);
+                i += 1;
+                continue;
+            }
+            (b'}' | b']', _) => {
+                if let Some(comma) = pending_comma {
+                    bytes[comma] = b' ';
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        if !b.is_ascii_whitespace() {
+            pending_comma = None;
+        }
+        i += 1;
+    }
+    // Only whole comments and ASCII bytes were replaced, so the text is still UTF-8.
+    (String::from_utf8(bytes).expect("blanking keeps UTF-8 intact"), changed)
+}
+
+/// A server entry from a config file (Claude Desktop, .mcp.json, VS Code)
+/// as something a session can connect to.
+impl From<Transport> for Target {
+    fn from(t: Transport) -> Self {
+        match t {
+            Transport::Stdio(spec) => Target::Stdio(spec),
+            Transport::Http { url, headers, kind } => Target::Http(HttpTarget {
+                headers,
+                ..HttpTarget::new(url, kind)
+            }),
+        }
+    }
+}
+
+impl From<&Transport> for Target {
+    fn from(t: &Transport) -> Self {
+        Target::from(t.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_entries_become_targets() {
+        let t = Target::from(Transport::Http {
+            url: "https://example.com/mcp".into(),
+            headers: vec![("X-Api-Key".into(), "k".into())],
+            kind: HttpKind::Sse,
+        });
+        let Target::Http(h) = t else { panic!() };
+        assert_eq!(h.kind, HttpKind::Sse);
+        assert_eq!(h.headers.len(), 1);
+        assert_eq!(h.url, "https://example.com/mcp");
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn parse(path: &str, text: &str) -> ConfigImport {
+        parse_config_with_env(Path::new(path), text, &no_env).unwrap()
+    }
+
+    fn parse_err(path: &str, text: &str) -> String {
+        parse_config_with_env(Path::new(path), text, &no_env)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn stdio(server: &ConfiguredServer) -> &ServerSpec {
+        match &server.transport {
+            Transport::Stdio(spec) => spec,
+            other => panic!("{} is not stdio: {other:?}", server.name),
+        }
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// The one problem a file produced, as the user would read it.
+    fn only_problem(import: &ConfigImport) -> String {
+        assert_eq!(import.problems.len(), 1, "{:?}", import.problems);
+        import.problems[0].to_string()
+    }
+
+    const CLAUDE_DESKTOP: &str = r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop", "/Users/me/Downloads"]
+    },
+    "everything": {
+      "command": "npx",
+      "args": ["@modelcontextprotocol/server-everything"],
+      "env": { "DEBUG": "1", "LOG_LEVEL": "info" }
+    },
+    "github": {
+      "command": "docker",
+      "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_xxx" }
+    }
+  },
+  "globalShortcut": ""
+}"#;
+
+    #[test]
+    fn claude_desktop_sample() {
+        let import = parse(
+            "/Users/me/Library/Application Support/Claude/claude_desktop_config.json",
+            CLAUDE_DESKTOP,
+        );
+        assert_eq!(import.format, ConfigFormat::ClaudeDesktop);
+        assert!(import.problems.is_empty(), "{:?}", import.problems);
+        let names: Vec<_> = import.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["filesystem", "everything", "github"]);
+
+        let fs = stdio(&import.servers[0]);
+        assert_eq!(fs.program, "npx");
+        assert_eq!(fs.args[1], "@modelcontextprotocol/server-filesystem");
+        assert_eq!(fs.args.len(), 4);
+        assert!(fs.env.is_empty() && fs.cwd.is_none());
+        assert!(import.servers[0].notes.is_empty(), "{:?}", import.servers[0].notes);
+
+        let everything = &import.servers[1];
+        assert_eq!(stdio(everything).env, pairs(&[("DEBUG", "1"), ("LOG_LEVEL", "info")]));
+        assert_eq!(everything.notes.len(), 1);
+        assert!(everything.notes[0].contains("without -y"), "{}", everything.notes[0]);
+
+        let github = stdio(&import.servers[2]);
+        assert_eq!(github.env, pairs(&[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_xxx")]));
+        assert!(import.servers[2].notes.is_empty());
+    }
+
+    const VSCODE: &str = r#"{
+  // Prompted once per session and stored by VS Code.
+  "inputs": [
+    { "type": "promptString", "id": "github-token", "description": "GitHub Personal Access Token", "password": true },
+    { "type": "promptString", "id": "api-key", "password": true }
+  ],
+  "servers": {
+    "github": {
+      "type": "http",
+      "url": "https://api.githubcopilot.com/mcp/",
+      "headers": { "Authorization": "Bearer ${input:github-token}" }
+    },
+    "notes": {
+      "type": "stdio",
+      "command": "node",
+      "args": ["${workspaceFolder}/build/index.js", "--root", "${workspaceFolder}"],
+      "env": { "API_KEY": "${input:api-key}", "HOME_DIR": "${env:HOME}" },
+      "envFile": "${workspaceFolder}/.env",
+      "cwd": "${workspaceFolder}/server",
+    },
+    "fetch": {
+      "command": "uvx",
+      "args": ["mcp-server-fetch"]
+    }
+  }
+}"#;
+
+    #[test]
+    fn vscode_sample() {
+        let env = |name: &str| (name == "HOME").then(|| "/home/me".to_owned());
+        let import = parse_config_with_env(Path::new("/home/me/proj/.vscode/mcp.json"), VSCODE, &env).unwrap();
+        assert_eq!(import.format, ConfigFormat::VsCode);
+        // mcp.json is JSONC in VS Code, so comments and trailing commas are fine there.
+        assert!(import.problems.is_empty(), "{:?}", import.problems);
+        let names: Vec<_> = import.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["github", "notes", "fetch"]);
+
+        let github = &import.servers[0];
+        assert_eq!(
+            github.transport,
+            Transport::Http {
+                url: "https://api.githubcopilot.com/mcp/".into(),
+                headers: pairs(&[("Authorization", "Bearer ${input:github-token}")]),
+                kind: HttpKind::StreamableHttp,
+            }
+        );
+        assert_eq!(
+            github.notes,
+            [
+                "header Authorization uses ${input:github-token} (\"GitHub Personal Access Token\"), \
+              which VS Code prompts for; fill it in before launching"
+            ]
+        );
+
+        let notes = &import.servers[1];
+        let spec = stdio(notes);
+        assert_eq!(spec.program, "node");
+        assert_eq!(
+            spec.args,
+            strings(&["/home/me/proj/build/index.js", "--root", "/home/me/proj"])
+        );
+        assert_eq!(
+            spec.env,
+            pairs(&[("API_KEY", "${input:api-key}"), ("HOME_DIR", "/home/me")])
+        );
+        assert_eq!(spec.cwd, Some(PathBuf::from("/home/me/proj/server")));
+        assert_eq!(notes.notes.len(), 2, "{:?}", notes.notes);
+        assert_eq!(
+            notes.notes[0],
+            "env API_KEY uses ${input:api-key}, which VS Code prompts for; fill it in before launching"
+        );
+        assert!(
+            notes.notes[1].contains("envFile /home/me/proj/.env"),
+            "{}",
+            notes.notes[1]
+        );
+
+        assert_eq!(stdio(&import.servers[2]).args, strings(&["mcp-server-fetch"]));
+        assert!(import.servers[2].notes.is_empty());
+    }
+
+    const MCP_JSON: &str = r#"{
+  "mcpServers": {
+    "db": {
+      "command": "${TOOLS_DIR:-/opt/tools}/db-server",
+      "args": ["--url", "${DATABASE_URL}", "--schema=${DB_SCHEMA:-public}"],
+      "env": { "LOG": "${LOG_LEVEL:-warn}", "TOKEN": "${DB_TOKEN}" }
+    },
+    "api": {
+      "type": "sse",
+      "url": "${API_BASE:-https://mcp.example.com}/sse",
+      "headers": { "X-API-Key": "${API_KEY}" }
+    }
+  }
+}"#;
+
+    #[test]
+    fn mcp_json_sample_expands_variables() {
+        let env = |name: &str| match name {
+            "DATABASE_URL" => Some("postgres://localhost/app".to_owned()),
+            "API_KEY" => Some("secret".to_owned()),
+            "LOG_LEVEL" => Some(String::new()),
+            _ => None,
+        };
+        let import = parse_config_with_env(Path::new("/src/app/.mcp.json"), MCP_JSON, &env).unwrap();
+        assert_eq!(import.format, ConfigFormat::McpJson);
+        assert!(import.problems.is_empty(), "{:?}", import.problems);
+
+        let db = &import.servers[0];
+        let spec = stdio(db);
+        assert_eq!(spec.program, "/opt/tools/db-server");
+        assert_eq!(
+            spec.args,
+            strings(&["--url", "postgres://localhost/app", "--schema=public"])
+        );
+        // An empty LOG_LEVEL falls back to the default, as `:-` does in the shell.
+        assert_eq!(spec.env, pairs(&[("LOG", "warn"), ("TOKEN", "${DB_TOKEN}")]));
+        assert_eq!(db.notes.len(), 1);
+        assert!(
+            db.notes[0].starts_with("env TOKEN uses ${DB_TOKEN}, but DB_TOKEN is not set"),
+            "{}",
+            db.notes[0]
+        );
+
+        assert_eq!(
+            import.servers[1].transport,
+            Transport::Http {
+                url: "https://mcp.example.com/sse".into(),
+                headers: pairs(&[("X-API-Key", "secret")]),
+                kind: HttpKind::Sse,
+            }
+        );
+        assert!(import.servers[1].notes.is_empty());
+    }
+
+    #[test]
+    fn file_name_separates_mcp_json_from_claude_desktop() {
+        let text = r#"{"mcpServers": {"a": {"command": "${HOME}/bin/a"}}}"#;
+        let env = |_: &str| Some("/home/me".to_owned());
+        let claude = parse_config_with_env(Path::new("/x/claude_desktop_config.json"), text, &env).unwrap();
+        assert_eq!(claude.format, ConfigFormat::ClaudeDesktop);
+        // Claude Desktop does not expand, so neither do we; but we say so.
+        assert_eq!(stdio(&claude.servers[0]).program, "${HOME}/bin/a");
+        assert!(claude.servers[0].notes[0].contains("passes on literally"));
+
+        let mcp = parse_config_with_env(Path::new("/x/.mcp.json"), text, &env).unwrap();
+        assert_eq!(mcp.format, ConfigFormat::McpJson);
+        assert_eq!(stdio(&mcp.servers[0]).program, "/home/me/bin/a");
+        assert!(mcp.servers[0].notes.is_empty());
+    }
+
+    #[test]
+    fn relative_cwd_is_resolved_against_the_config_directory() {
+        let text = r#"{"mcpServers": {"a": {"command": "a", "cwd": "tools/a"}, "b": {"command": "b", "cwd": "/abs"}}}"#;
+        let import = parse("/home/me/cfg/servers.json", text);
+        assert_eq!(
+            stdio(&import.servers[0]).cwd,
+            Some(PathBuf::from("/home/me/cfg/tools/a"))
+        );
+        assert_eq!(stdio(&import.servers[1]).cwd, Some(PathBuf::from("/abs")));
+    }
+
+    #[test]
+    fn remote_servers_in_mcp_servers_files() {
+        let text = r#"{"mcpServers": {
+            "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+            "legacy": {"url": "https://example.com/sse"},
+            "both": {"command": "srv", "url": "https://example.com/mcp"},
+            "typed": {"type": "streamable-http", "url": "https://example.com/mcp"}
+        }}"#;
+        let import = parse("claude_desktop_config.json", text);
+        assert!(import.problems.is_empty(), "{:?}", import.problems);
+        let [remote, legacy, both, typed] = &import.servers[..] else {
+            panic!("{:?}", import.servers)
+        };
+        assert_eq!(
+            remote.transport,
+            Transport::Http {
+                url: "https://example.com/mcp".into(),
+                headers: pairs(&[("Authorization", "Bearer x")]),
+                kind: HttpKind::StreamableHttp,
+            }
+        );
+        assert!(remote.notes.is_empty());
+        assert!(legacy.notes[0].contains("\"type\": \"sse\""), "{:?}", legacy.notes);
+        assert_eq!(stdio(both).program, "srv");
+        assert!(both.notes[0].contains("launches the command"));
+        assert!(matches!(
+            typed.transport,
+            Transport::Http {
+                kind: HttpKind::StreamableHttp,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn npx_hang_note_only_without_yes() {
+        let text = r#"{"mcpServers": {
+            "win": {"command": "cmd", "args": ["/c", "npx", "@scope/server"]},
+            "long_flag": {"command": "npx", "args": ["--yes", "@scope/server"]},
+            "npm_config": {"command": "npx", "args": ["@scope/server"], "env": {"npm_config_yes": "true"}},
+            "path": {"command": "/usr/local/bin/npx", "args": ["@scope/server"]}
+        }}"#;
+        let import = parse("claude_desktop_config.json", text);
+        let flagged: Vec<_> = import
+            .servers
+            .iter()
+            .filter(|s| !s.notes.is_empty())
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(flagged, ["win", "path"]);
+    }
+
+    #[test]
+    fn vscode_outside_a_vscode_folder_keeps_workspace_placeholder() {
+        let text =
+            r#"{"servers": {"a": {"command": "a", "args": ["${workspaceFolder}", "${userHome}", "${input:nope}"]}}}"#;
+        let import = parse("/home/me/.config/Code/User/mcp.json", text);
+        let server = &import.servers[0];
+        assert_eq!(
+            stdio(server).args,
+            strings(&["${workspaceFolder}", "${userHome}", "${input:nope}"])
+        );
+        assert!(
+            server.notes[0].contains("not inside a .vscode folder"),
+            "{}",
+            server.notes[0]
+        );
+        assert!(server.notes[1].contains("does not expand"), "{}", server.notes[1]);
+        assert!(server.notes[2].contains("declares no \"nope\""), "{}", server.notes[2]);
+    }
+
+    #[test]
+    fn expansion_leaves_odd_text_alone() {
+        let expander = Expander {
+            format: ConfigFormat::McpJson,
+            env: &|name| (name == "A").then(|| "x".to_owned()),
+            workspace: None,
+            inputs: HashMap::new(),
+        };
+        let mut notes = Vec::new();
+        assert_eq!(expander.expand("arg", "$A ${A}${A} $ ${A", &mut notes), "$A xx $ ${A");
+        assert_eq!(expander.expand("arg", "${B:-}|${B:-a:-b}", &mut notes), "|a:-b");
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn jsonc_blanking_keeps_strings_and_positions() {
+        let text = "\u{feff}{\n  // a comment with \"quotes\" and ü\n  \"url\": \"https://x/*y*/\", /* block\n */ \"list\": [1, 2,],\n}";
+        let (json, changed) = strip_jsonc(text);
+        assert!(changed);
+        assert_eq!(json.len(), text.len());
+        assert_eq!(json.lines().count(), text.lines().count());
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["url"], "https://x/*y*/");
+        assert_eq!(value["list"], serde_json::json!([1, 2]));
+
+        let (plain, changed) = strip_jsonc(r#"{"a": "b,]", "c": "\"//"}"#);
+        assert!(!changed);
+        assert_eq!(plain, r#"{"a": "b,]", "c": "\"//"}"#);
+    }
+
+    // --- file-level errors ---
+
+    #[test]
+    fn error_unreadable_names_the_path_and_os_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing.json");
+        let msg = load_config(&path).unwrap_err().to_string();
+        assert!(msg.starts_with(&format!("cannot read {}: ", path.display())), "{msg}");
+        assert!(msg.contains("os error"), "{msg}");
+    }
+
+    #[test]
+    fn load_config_reads_a_real_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let vscode = dir.path().join(".vscode");
+        std::fs::create_dir(&vscode).unwrap();
+        let path = vscode.join("mcp.json");
+        std::fs::write(
+            &path,
+            r#"{"servers": {"a": {"command": "a", "cwd": "${workspaceFolder}"}}}"#,
+        )
+        .unwrap();
+        let import = load_config(&path).unwrap();
+        assert_eq!(import.format, ConfigFormat::VsCode);
+        assert_eq!(stdio(&import.servers[0]).cwd.as_deref(), Some(dir.path()));
+    }
+
+    #[test]
+    fn error_invalid_json_gives_line_and_column() {
+        let msg = parse_err(
+            "c.json",
+            "{\n  \"mcpServers\": {\n    \"a\": {\"command\" \"x\"}\n  }\n}",
+        );
+        assert_eq!(msg, "not valid JSON at line 3, column 21: expected `:`");
+    }
+
+    #[test]
+    fn error_truncated_json_says_the_file_ends_early() {
+        let msg = parse_err("c.json", "{\"mcpServers\": {\"a\": {}");
+        assert!(msg.starts_with("not valid JSON at line 1, column 23"), "{msg}");
+        assert!(msg.contains("ends before the JSON is complete"), "{msg}");
+    }
+
+    #[test]
+    fn error_empty_file() {
+        assert!(parse_err("c.json", " \n").starts_with("the file is empty"));
+        assert!(parse_err("c.json", "\u{feff}\n").starts_with("the file is empty"));
+    }
+
+    #[test]
+    fn error_top_level_not_an_object() {
+        let msg = parse_err("c.json", r#"[{"command": "x"}]"#);
+        assert!(
+            msg.starts_with("the file holds an array, but an MCP config must be a JSON object"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn error_no_servers_key_lists_the_keys_found() {
+        let msg = parse_err("c.json", r#"{"mcp_servers": {}, "theme": "dark"}"#);
+        assert!(msg.contains("neither \"mcpServers\""), "{msg}");
+        assert!(msg.ends_with("the keys there are \"mcp_servers\", \"theme\""), "{msg}");
+
+        let many: Map<String, Value> = (0..10).map(|i| (format!("k{i}"), Value::Null)).collect();
+        let msg = parse_err("c.json", &Value::Object(many).to_string());
+        assert!(msg.ends_with("\"k7\" and 2 more"), "{msg}");
+        assert!(parse_err("c.json", "{}").ends_with("the object is empty"));
+    }
+
+    #[test]
+    fn error_servers_not_an_object() {
+        let msg = parse_err("mcp.json", r#"{"servers": [{"command": "x"}]}"#);
+        assert!(
+            msg.starts_with("\"servers\" is an array, but it must be an object mapping"),
+            "{msg}"
+        );
+    }
+
+    // --- entry-level problems: reported, and the rest of the file still imports ---
+
+    #[test]
+    fn empty_servers_is_a_problem_not_an_error() {
+        let import = parse("claude_desktop_config.json", r#"{"mcpServers": {}}"#);
+        assert!(import.servers.is_empty());
+        assert_eq!(only_problem(&import), "no servers defined: \"mcpServers\" is empty");
+    }
+
+    #[test]
+    fn problem_entry_not_an_object() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"weather": "npx weather-server", "ok": {"command": "a"}}}"#,
+        );
+        assert_eq!(import.servers.len(), 1);
+        assert_eq!(
+            only_problem(&import),
+            "server \"weather\" is a string (\"npx weather-server\"), but each server must be an object \
+             with \"command\" or \"url\"; skipped"
+        );
+    }
+
+    #[test]
+    fn problem_neither_command_nor_url() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"typo": {"comand": "a", "args": []}, "empty": {}}}"#,
+        );
+        assert!(import.servers.is_empty());
+        let problems: Vec<String> = import.problems.iter().map(ToString::to_string).collect();
+        assert!(
+            problems[0].starts_with("server \"typo\" has neither \"command\""),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[0].contains("it only has \"comand\", \"args\""),
+            "{}",
+            problems[0]
+        );
+        assert!(problems[1].contains("\"empty\"") && problems[1].contains("definition is empty"));
+    }
+
+    #[test]
+    fn problem_args_element_not_a_string() {
+        let text = r#"{"mcpServers": {
+            "good": {"command": "a"},
+            "weather": {"command": "node", "args": ["server.js", 8080, "--x", true]}
+        }}"#;
+        let import = parse("c.json", text);
+        assert_eq!(import.servers.len(), 1);
+        assert_eq!(import.servers[0].name, "good");
+        let problems: Vec<String> = import.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "server \"weather\": args[1] is a number (8080), but it must be a string (put the value in quotes); \
+                 skipped",
+                "server \"weather\": args[3] is a boolean (true), but it must be a string (put the value in quotes); \
+                 skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn problem_args_not_an_array() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"w": {"command": "node", "args": "server.js --port 1"}}}"#,
+        );
+        assert_eq!(
+            only_problem(&import),
+            "server \"w\": args is a string (\"server.js --port 1\"), but it must be an array of strings; skipped"
+        );
+    }
+
+    #[test]
+    fn problem_env_value_not_a_string() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"w": {"command": "node", "env": {"HOST": "x", "PORT": 8080}}}}"#,
+        );
+        assert_eq!(
+            only_problem(&import),
+            "server \"w\": env.PORT is a number (8080), but it must be a string (put the value in quotes); skipped"
+        );
+    }
+
+    #[test]
+    fn problem_env_not_an_object() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"w": {"command": "node", "env": ["PORT=1"]}}}"#,
+        );
+        assert_eq!(
+            only_problem(&import),
+            "server \"w\": env is an array, but it must be an object of strings (name to value); skipped"
+        );
+    }
+
+    #[test]
+    fn problem_cwd_not_a_string() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"w": {"command": "node", "cwd": ["/srv"]}}}"#,
+        );
+        assert_eq!(
+            only_problem(&import),
+            "server \"w\": cwd is an array, but it must be a string; skipped"
+        );
+    }
+
+    #[test]
+    fn problem_command_empty_or_not_a_string() {
+        let import = parse(
+            "c.json",
+            r#"{"mcpServers": {"w": {"command": ""}, "v": {"command": ["node"]}}}"#,
+        );
+        let problems: Vec<String> = import.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "server \"w\": command is a string (\"\"), but it must be a non-empty string; skipped",
+                "server \"v\": command is an array, but it must be a non-empty string; skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn problem_header_not_a_string() {
+        let import = parse(
+            "mcp.json",
+            r#"{"servers": {"r": {"type": "http", "url": "https://x", "headers": {"X-N": 1}}}}"#,
+        );
+        assert!(only_problem(&import).starts_with("server \"r\": headers.X-N is a number (1)"));
+    }
+
+    #[test]
+    fn problem_type_not_a_string() {
+        let import = parse("mcp.json", r#"{"servers": {"t": {"type": ["stdio"], "command": "x"}}}"#);
+        assert_eq!(
+            only_problem(&import),
+            "server \"t\": type is an array, but it must be a string; skipped"
+        );
+    }
+
+    #[test]
+    fn problem_unknown_type() {
+        let import = parse(
+            "mcp.json",
+            r#"{"servers": {"ws": {"type": "websocket", "url": "wss://x"}}}"#,
+        );
+        assert_eq!(
+            only_problem(&import),
+            "server \"ws\" has \"type\": \"websocket\", which mcpscope cannot connect to \
+             (it knows \"stdio\", \"http\" and \"sse\"); skipped"
+        );
+    }
+
+    #[test]
+    fn problem_type_without_its_field() {
+        let import = parse(
+            "mcp.json",
+            r#"{"servers": {"r": {"type": "http", "command": "x"}, "s": {"type": "stdio"}}}"#,
+        );
+        let problems: Vec<String> = import.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "server \"r\" has \"type\": \"http\" but no \"url\"; skipped",
+                "server \"s\" has \"type\": \"stdio\" but no \"command\"; skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn problem_comments_in_a_strict_json_format() {
+        let import = parse(
+            "/p/.mcp.json",
+            "{\"mcpServers\": {\"a\": {\"command\": \"a\"},} // mine\n}",
+        );
+        assert_eq!(import.servers.len(), 1);
+        assert!(only_problem(&import).contains("Claude Code .mcp.json expects strict JSON"));
+    }
+}

@@ -1,0 +1,27 @@
+//! mcpscope's engine: everything an MCP inspector needs except drawing.
+//!
+//! The folders are the layers, each depending only on those listed before it:
+//! - [`wire`]: bytes to lines (framing, SSE events), classification, JSON-RPC
+//!   messages, frames, id correlation;
+//! - [`protocol`]: what MCP means (handshake, eras, multi round-trip chains,
+//!   tasks, subscriptions, tool results);
+//! - [`transport`]: processes and HTTP, and the session thread that moves bytes;
+//! - [`record`]: the recorder, captures on disk, the row store and the session model;
+//! - [`client`]: a blocking client over a session, for the CLI and the doctor;
+//! - [`analysis`]: protocol lint, session diff, the doctor;
+//! - [`config`]: client config files (Claude Desktop, .mcp.json, VS Code, Cursor);
+//! - [`schema`]: forms from JSON Schema (analysis, example values, validation; no drawing).
+//!
+//! The desktop app (`mcpscope-app`) and the CLI (`mcpscope`) are built on it; nothing
+//! here depends on egui.
+
+pub mod analysis;
+pub mod client;
+pub mod config;
+pub mod driver;
+pub mod protocol;
+pub mod record;
+pub mod schema;
+pub mod text;
+pub mod transport;
+pub mod wire;

@@ -1,0 +1,12 @@
+//! What MCP means on top of JSON-RPC: the handshake, the two protocol eras,
+//! multi round-trip requests, tasks, subscriptions and tool results. Pure
+//! logic: no sockets, threads or files.
+
+pub mod era;
+pub mod handshake;
+pub mod methods;
+pub mod mrtr;
+pub mod subscriptions;
+pub mod tasks;
+pub mod tool_result;
+pub mod uri_template;

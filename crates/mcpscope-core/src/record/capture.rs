@@ -1,0 +1,575 @@
+//! The JSONL capture file: every event, appended as it happens.
+//!
+//! One JSON object per line. The first line is a header; every other line is a
+//! record with `t_us` (microseconds since the session started) and `dir`
+//! (`out`, `in`, `stderr` or `meta`). Frames and stderr lines keep their exact
+//! bytes: `raw` as a string when the line is UTF-8, `raw_b64` otherwise, plus
+//! `eol` (`lf`, `crlf` or `eof`). Classification fields (`kind`, `id`,
+//! `method`, `anomalies`, `latency_us`) are written for readers such as `jq`;
+//! loading recomputes them from the raw bytes so old captures gain new checks.
+
+use crate::record::recorder::Recorder;
+use crate::transport::event::{Event, HttpInfo};
+use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
+use crate::wire::classify::Limits;
+use crate::wire::correlation::TimedOut;
+use crate::wire::frame::{Direction, Frame};
+use crate::wire::framing::{LineEnding, RawLine};
+use crate::wire::message::RequestId;
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value, json};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const FORMAT: &str = "mcpscope-capture";
+pub const VERSION: u64 = 1;
+
+/// What the first line of a capture says about the session.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Header {
+    pub started_unix_ms: u64,
+    pub command_line: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+    /// Names only: values often hold API keys.
+    pub env_keys: Vec<String>,
+    /// `session` (mcpscope drove the server) or `proxy` (a real client did).
+    pub mode: String,
+    /// `stdio` (also when empty, as in older captures), `http` or `sse`.
+    pub transport: String,
+    /// The server's URL, for the HTTP transports.
+    pub url: Option<String>,
+    /// Names of the extra HTTP headers sent: values often hold tokens.
+    pub header_keys: Vec<String>,
+}
+
+impl Header {
+    pub fn for_spec(spec: &ServerSpec, mode: &str) -> Self {
+        Self {
+            started_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            command_line: spec.display(),
+            program: spec.program.clone(),
+            args: spec.args.clone(),
+            cwd: spec.cwd.as_ref().map(|p| p.display().to_string()),
+            env_keys: spec.env.iter().map(|(k, _)| k.clone()).collect(),
+            mode: mode.to_owned(),
+            transport: "stdio".into(),
+            ..Self::default()
+        }
+    }
+
+    /// The header for a session over any transport.
+    pub fn for_target(target: &crate::transport::target::Target, mode: &str) -> Self {
+        match target {
+            crate::transport::target::Target::Stdio(spec) => Self::for_spec(spec, mode),
+            crate::transport::target::Target::Http(h) => Self {
+                started_unix_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                command_line: h.display(),
+                mode: mode.to_owned(),
+                transport: h.kind.as_str().into(),
+                url: Some(h.url.clone()),
+                header_keys: h.headers.iter().map(|(k, _)| k.clone()).collect(),
+                ..Self::default()
+            },
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "mcpscope": env!("CARGO_PKG_VERSION"),
+            "mode": self.mode,
+            "started_unix_ms": self.started_unix_ms,
+            "command_line": self.command_line,
+            "program": self.program,
+            "args": self.args,
+            "cwd": self.cwd,
+            "env_keys": self.env_keys,
+            "transport": if self.transport.is_empty() { "stdio" } else { &self.transport },
+            "url": self.url,
+            "header_keys": self.header_keys,
+        })
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        if v.get("format")?.as_str()? != FORMAT {
+            return None;
+        }
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(Self {
+            started_unix_ms: v.get("started_unix_ms").and_then(Value::as_u64).unwrap_or(0),
+            command_line: s("command_line").unwrap_or_default(),
+            program: s("program").unwrap_or_default(),
+            args: v
+                .get("args")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+            cwd: s("cwd"),
+            env_keys: v
+                .get("env_keys")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+            mode: s("mode").unwrap_or_default(),
+            transport: s("transport").unwrap_or_else(|| "stdio".into()),
+            url: s("url"),
+            header_keys: v
+                .get("header_keys")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// Appends events to a capture file.
+pub struct Writer {
+    out: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl Writer {
+    pub fn create(path: &Path, header: &Header) -> Result<Self> {
+        let file = File::create(path).with_context(|| format!("cannot create capture file {}", path.display()))?;
+        let mut w = Self {
+            out: BufWriter::with_capacity(256 * 1024, file),
+            path: path.to_owned(),
+        };
+        serde_json::to_writer(&mut w.out, &header.to_json())?;
+        w.out.write_all(b"\n")?;
+        w.out.flush()?;
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Hands buffered records to the OS. The session calls this whenever it
+    /// has no further event waiting, so a crash loses at most one burst.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        let w = &mut self.out;
+        match event {
+            Event::Frame(f) => write_frame(w, f)?,
+            Event::Stderr(s) => {
+                write_prefix(w, s.at, Some(s.seq), "stderr")?;
+                write_raw(w, &s.raw, s.ending)?;
+                w.write_all(b"}\n")?;
+            }
+            other => {
+                let mut v = meta_json(other);
+                let o = v.as_object_mut().expect("meta records are objects");
+                let mut rec = serde_json::Map::new();
+                rec.insert("t_us".into(), (other.at().as_micros() as u64).into());
+                rec.insert("dir".into(), "meta".into());
+                rec.append(o);
+                serde_json::to_writer(&mut *w, &rec)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_prefix(w: &mut impl Write, at: Duration, seq: Option<u64>, dir: &str) -> io::Result<()> {
+    write!(w, "{{\"t_us\":{}", at.as_micros() as u64)?;
+    if let Some(seq) = seq {
+        write!(w, ",\"seq\":{seq}")?;
+    }
+    write!(w, ",\"dir\":\"{dir}\"")
+}
+
+fn write_raw(w: &mut impl Write, raw: &[u8], ending: LineEnding) -> io::Result<()> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => {
+            w.write_all(b",\"raw\":")?;
+            serde_json::to_writer(&mut *w, s)?;
+        }
+        Err(_) => write!(w, ",\"raw_b64\":\"{}\"", B64.encode(raw))?,
+    }
+    write!(w, ",\"eol\":\"{}\"", ending.as_str())
+}
+
+fn write_frame(w: &mut impl Write, f: &Frame) -> io::Result<()> {
+    write_prefix(w, f.at, Some(f.seq), f.direction.as_str())?;
+    write!(w, ",\"kind\":\"{}\"", f.class.kind.as_str())?;
+    if let Some(id) = &f.class.id {
+        w.write_all(b",\"id\":")?;
+        serde_json::to_writer(&mut *w, &id.to_json())?;
+    }
+    if let Some(m) = &f.class.method {
+        w.write_all(b",\"method\":")?;
+        serde_json::to_writer(&mut *w, m)?;
+    }
+    if f.class.tool_error {
+        w.write_all(b",\"tool_error\":true")?;
+    }
+    if let Some(link) = &f.link {
+        write!(
+            w,
+            ",\"request_seq\":{},\"latency_us\":{}",
+            link.request_seq,
+            link.latency.as_micros() as u64
+        )?;
+    }
+    if !f.class.anomalies.is_empty() {
+        w.write_all(b",\"anomalies\":[")?;
+        for (i, code) in f.class.anomalies.codes().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "\"{code}\"")?;
+        }
+        w.write_all(b"]")?;
+    }
+    write_raw(w, &f.raw, f.ending)?;
+    w.write_all(b"}\n")
+}
+
+fn meta_json(e: &Event) -> Value {
+    match e {
+        Event::Spawned {
+            pid,
+            program,
+            command_line,
+            ..
+        } => json!({"event": "spawned", "pid": pid, "program": program, "command_line": command_line}),
+        Event::SpawnFailed { error, .. } => json!({
+            "event": "spawn_failed",
+            "program": error.program,
+            "resolved": error.resolved,
+            "message": error.message,
+        }),
+        Event::TimedOut { timed_out, .. } => json!({
+            "event": "timed_out",
+            "id": timed_out.id.to_json(),
+            "request_seq": timed_out.request_seq,
+            "method": timed_out.method,
+            "waited_us": timed_out.waited.as_micros() as u64,
+        }),
+        Event::Cancelled { id, .. } => json!({"event": "cancelled", "id": id.to_json()}),
+        Event::WriteFailed { error, line, .. } => json!({
+            "event": "write_failed",
+            "error": error,
+            "line": String::from_utf8_lossy(line),
+        }),
+        Event::Note { text, .. } => json!({"event": "note", "text": text}),
+        Event::Http(h) => {
+            let pairs = |hs: &[(String, String)]| -> Vec<Value> { hs.iter().map(|(k, v)| json!([k, v])).collect() };
+            json!({
+                "event": "http",
+                "method": h.method,
+                "url": h.url,
+                "status": h.status,
+                "sent": pairs(&h.sent),
+                "received": pairs(&h.received),
+                "request_id": h.request_id.as_ref().map(RequestId::to_json),
+                "text": h.text,
+                "error": h.error,
+            })
+        }
+        Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
+        Event::Closed { .. } => json!({"event": "closed"}),
+        Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
+    }
+}
+
+/// A capture read back from disk.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub header: Header,
+    pub events: Vec<Event>,
+    /// Lines that could not be read, with their line numbers. A capture cut
+    /// short by a crash usually has one here: its last, partial line.
+    pub warnings: Vec<String>,
+}
+
+/// Reads a capture, re-classifying and re-correlating every frame.
+pub fn load(path: &Path) -> Result<Loaded> {
+    let file = File::open(path).with_context(|| format!("cannot open capture {}", path.display()))?;
+    load_from(BufReader::new(file)).with_context(|| format!("cannot read capture {}", path.display()))
+}
+
+pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
+    let mut loaded = Loaded::default();
+    let mut recorder = Recorder::replay(Limits::default());
+    let mut header_seen = false;
+    for (idx, line) in reader.split(b'\n').enumerate() {
+        let lineno = idx + 1;
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let v: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                loaded.warnings.push(format!("line {lineno}: not JSON ({e})"));
+                continue;
+            }
+        };
+        if !header_seen {
+            header_seen = true;
+            match Header::from_json(&v) {
+                Some(h) => {
+                    loaded.header = h;
+                    continue;
+                }
+                None => {
+                    anyhow::bail!("line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})")
+                }
+            }
+        }
+        match record_to_event(&v, &mut recorder) {
+            Ok(Some(ev)) => loaded.events.push(ev),
+            Ok(None) => {}
+            Err(e) => loaded.warnings.push(format!("line {lineno}: {e}")),
+        }
+    }
+    if !header_seen {
+        anyhow::bail!("the file is empty");
+    }
+    Ok(loaded)
+}
+
+fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<Event>, String> {
+    let at = Duration::from_micros(
+        v.get("t_us")
+            .and_then(Value::as_u64)
+            .ok_or("record without a numeric t_us")?,
+    );
+    let dir = v.get("dir").and_then(Value::as_str).ok_or("record without dir")?;
+    let raw_line = || -> std::result::Result<RawLine, String> {
+        let bytes = if let Some(s) = v.get("raw").and_then(Value::as_str) {
+            s.as_bytes().to_vec()
+        } else if let Some(b) = v.get("raw_b64").and_then(Value::as_str) {
+            B64.decode(b).map_err(|e| format!("bad raw_b64: {e}"))?
+        } else {
+            return Err("record without raw or raw_b64".into());
+        };
+        let ending = v
+            .get("eol")
+            .and_then(Value::as_str)
+            .and_then(LineEnding::parse)
+            .unwrap_or(LineEnding::Lf);
+        Ok(RawLine { bytes, ending })
+    };
+    let ev = match dir {
+        "out" | "in" => {
+            let direction = if dir == "out" { Direction::Out } else { Direction::In };
+            Event::Frame(rec.frame_at(direction, raw_line()?, at, None))
+        }
+        "stderr" => Event::Stderr(rec.stderr_at(raw_line()?, at)),
+        "meta" => {
+            let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let id = || v.get("id").and_then(RequestId::from_json);
+            match v.get("event").and_then(Value::as_str).unwrap_or_default() {
+                "spawned" => Event::Spawned {
+                    at,
+                    pid: v.get("pid").and_then(Value::as_u64).unwrap_or(0) as u32,
+                    program: PathBuf::from(s("program")),
+                    command_line: s("command_line"),
+                },
+                "spawn_failed" => Event::SpawnFailed {
+                    at,
+                    error: SpawnError {
+                        program: s("program"),
+                        resolved: v.get("resolved").and_then(Value::as_str).map(PathBuf::from),
+                        message: s("message"),
+                    },
+                },
+                "timed_out" => {
+                    let id = id().ok_or("timed_out without id")?;
+                    rec.replay_timeout(&id);
+                    Event::TimedOut {
+                        at,
+                        timed_out: TimedOut {
+                            id,
+                            request_seq: v.get("request_seq").and_then(Value::as_u64).unwrap_or(0),
+                            method: s("method"),
+                            waited: Duration::from_micros(v.get("waited_us").and_then(Value::as_u64).unwrap_or(0)),
+                        },
+                    }
+                }
+                "cancelled" => {
+                    let id = id().ok_or("cancelled without id")?;
+                    rec.cancel(&id);
+                    Event::Cancelled { at, id }
+                }
+                "write_failed" => Event::WriteFailed {
+                    at,
+                    error: s("error"),
+                    line: s("line").into_bytes(),
+                },
+                "note" => Event::Note { at, text: s("text") },
+                "http" => {
+                    let pairs = |k: &str| -> Vec<(String, String)> {
+                        v.get(k)
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|p| {
+                                        Some((p.get(0)?.as_str()?.to_owned(), p.get(1)?.as_str()?.to_owned()))
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    Event::Http(HttpInfo {
+                        at,
+                        method: s("method"),
+                        url: s("url"),
+                        status: v.get("status").and_then(Value::as_u64).map(|c| c as u16),
+                        sent: pairs("sent"),
+                        received: pairs("received"),
+                        request_id: v.get("request_id").and_then(RequestId::from_json),
+                        text: s("text"),
+                        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+                    })
+                }
+                "exited" => Event::Exited {
+                    at,
+                    status: ExitInfo {
+                        code: v.get("code").and_then(Value::as_i64).map(|c| c as i32),
+                        signal: v.get("signal").and_then(Value::as_i64).map(|c| c as i32),
+                    },
+                },
+                "closed" => Event::Closed { at },
+                other => return Err(format!("unknown meta event {other:?}")),
+            }
+        }
+        other => return Err(format!("unknown dir {other:?}")),
+    };
+    Ok(Some(ev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::classify::{Anomalies, Kind};
+    use std::time::Instant;
+
+    #[test]
+    fn round_trip_keeps_bytes_and_recomputes_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let spec = ServerSpec::new("server", ["--flag"]);
+        let mut rec = Recorder::new(Limits::default(), Instant::now());
+        let mut w = Writer::create(&path, &Header::for_spec(&spec, "session")).unwrap();
+        let lines: Vec<(Direction, RawLine)> = vec![
+            (
+                Direction::Out,
+                RawLine {
+                    bytes: br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#.to_vec(),
+                    ending: LineEnding::Lf,
+                },
+            ),
+            (
+                Direction::In,
+                RawLine {
+                    bytes: b"Server started \xff".to_vec(),
+                    ending: LineEnding::Lf,
+                },
+            ),
+            (
+                Direction::In,
+                RawLine {
+                    bytes: br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+                    ending: LineEnding::CrLf,
+                },
+            ),
+            (
+                Direction::In,
+                RawLine {
+                    bytes: br#"{"jsonrpc":"2.0","id":"#.to_vec(),
+                    ending: LineEnding::Eof,
+                },
+            ),
+        ];
+        let mut written = Vec::new();
+        for (i, (d, l)) in lines.into_iter().enumerate() {
+            let f = rec.frame_at(d, l, Duration::from_millis(i as u64 * 10), None);
+            let ev = Event::Frame(f);
+            w.write(&ev).unwrap();
+            written.push(ev);
+        }
+        let st = rec.stderr_at(
+            RawLine {
+                bytes: b"log: \"quoted\"".to_vec(),
+                ending: LineEnding::Lf,
+            },
+            Duration::from_millis(45),
+        );
+        w.write(&Event::Stderr(st)).unwrap();
+        w.write(&Event::Exited {
+            at: Duration::from_millis(50),
+            status: ExitInfo {
+                code: None,
+                signal: Some(15),
+            },
+        })
+        .unwrap();
+        w.flush().unwrap();
+
+        let loaded = load(&path).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.header.command_line, "server --flag");
+        assert_eq!(loaded.events.len(), 6);
+        for (a, b) in written.iter().zip(&loaded.events) {
+            assert_eq!(a, b);
+        }
+        let Event::Frame(resp) = &loaded.events[2] else {
+            panic!()
+        };
+        assert_eq!(resp.link.as_ref().unwrap().latency, Duration::from_millis(20));
+        assert!(resp.anomalies().contains(Anomalies::CRLF));
+        let Event::Frame(log) = &loaded.events[1] else { panic!() };
+        assert_eq!(log.raw, b"Server started \xff");
+        assert_eq!(log.kind(), Kind::NotJson);
+        let Event::Stderr(s) = &loaded.events[4] else { panic!() };
+        assert_eq!(s.raw, b"log: \"quoted\"");
+        assert!(matches!(
+            loaded.events[5],
+            Event::Exited {
+                status: ExitInfo { signal: Some(15), .. },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn truncated_last_line_is_a_warning_not_a_failure() {
+        let text = format!(
+            "{}\n{}\n{}",
+            json!({"format": FORMAT, "version": 1}),
+            r#"{"t_us":5,"seq":0,"dir":"in","raw":"{}","eol":"lf"}"#,
+            r#"{"t_us":9,"seq":1,"dir":"in","ra"#
+        );
+        let loaded = load_from(text.as_bytes()).unwrap();
+        assert_eq!(loaded.events.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(loaded.warnings[0].starts_with("line 3:"), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn not_a_capture_is_a_clear_error() {
+        let e = load_from(&b"{\"hello\":1}\n"[..]).unwrap_err();
+        assert!(e.to_string().contains("not an mcpscope capture header"), "{e}");
+        let e = load_from(&b""[..]).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+}

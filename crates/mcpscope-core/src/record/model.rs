@@ -1,0 +1,715 @@
+//! What the inspector knows about one session, live or loaded from a capture:
+//! every row, the process's state, and the judged handshake. Pure logic fed
+//! by [`Event`]s, so the UI only draws it.
+
+use crate::protocol::handshake::{self, Handshake, VersionVerdict};
+use crate::record::store::{FrameStore, Lane};
+use crate::transport::event::Event;
+use crate::transport::process::{ExitInfo, SpawnError};
+use crate::wire::classify::Kind;
+use crate::wire::frame::Frame;
+use crate::wire::message::RequestId;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Ok,
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// The handshake as observed, with findings.
+#[derive(Clone, Debug, Default)]
+pub struct HandshakeView {
+    pub initialize_row: Option<usize>,
+    pub offered: Option<String>,
+    pub response_row: Option<usize>,
+    pub judged: Option<Handshake>,
+    /// The server refused initialize with a JSON-RPC error.
+    pub refused: Option<String>,
+    pub initialized_row: Option<usize>,
+    /// Client requests (other than ping) sent before the initialize response.
+    pub early_requests: Vec<usize>,
+    /// Server requests (other than ping) sent before `notifications/initialized`.
+    pub early_server_requests: Vec<usize>,
+}
+
+impl HandshakeView {
+    /// Rows that belong to the handshake group.
+    pub fn rows(&self) -> impl Iterator<Item = usize> + '_ {
+        [self.initialize_row, self.response_row, self.initialized_row]
+            .into_iter()
+            .flatten()
+    }
+
+    pub fn contains(&self, row: usize) -> bool {
+        self.rows().any(|r| r == row)
+    }
+
+    /// Judgements a person reads, most severe first.
+    pub fn findings(&self, closed: bool) -> Vec<(Severity, String)> {
+        let mut out = Vec::new();
+        match (&self.initialize_row, &self.judged, &self.refused) {
+            (None, _, _) => {
+                if !self.early_requests.is_empty() {
+                    out.push((
+                        Severity::Warning,
+                        format!(
+                            "{} request(s) sent without initialize (the handshake is required up to 2025-11-25)",
+                            self.early_requests.len()
+                        ),
+                    ));
+                } else {
+                    out.push((Severity::Info, "no initialize sent yet".into()));
+                }
+            }
+            (Some(_), None, None) => out.push((
+                if closed { Severity::Error } else { Severity::Info },
+                "initialize has no response".into(),
+            )),
+            (Some(_), _, Some(err)) => out.push((Severity::Error, format!("initialize refused: {err}"))),
+            (Some(_), Some(h), None) => {
+                let sev = match h.verdict {
+                    VersionVerdict::Accepted => Severity::Ok,
+                    VersionVerdict::CounterOffer => Severity::Warning,
+                    VersionVerdict::Unsupported | VersionVerdict::Missing => Severity::Error,
+                };
+                out.push((sev, h.verdict_text()));
+                if !h.missing_fields.is_empty() {
+                    out.push((
+                        Severity::Error,
+                        format!("initialize result lacks {}", h.missing_fields.join(", ")),
+                    ));
+                }
+                if self.initialized_row.is_none() && h.usable() {
+                    out.push((Severity::Warning, "notifications/initialized not sent".into()));
+                }
+            }
+        }
+        if let (Some(init), Some(resp)) = (self.initialized_row, self.response_row)
+            && init < resp
+        {
+            out.push((
+                Severity::Warning,
+                "notifications/initialized sent before the initialize response".into(),
+            ));
+        }
+        if self.initialize_row.is_some() && !self.early_requests.is_empty() {
+            out.push((
+                Severity::Warning,
+                format!(
+                    "{} request(s) sent before the initialize response",
+                    self.early_requests.len()
+                ),
+            ));
+        }
+        if !self.early_server_requests.is_empty() {
+            out.push((
+                Severity::Warning,
+                format!(
+                    "the server sent {} request(s) before notifications/initialized",
+                    self.early_server_requests.len()
+                ),
+            ));
+        }
+        out.sort_by_key(|f| std::cmp::Reverse(f.0));
+        out
+    }
+}
+
+/// Where the session's rows come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    Live { command_line: String },
+    Capture { path: PathBuf, command_line: String },
+}
+
+/// One session as the inspector shows it.
+pub struct SessionModel {
+    pub source: Source,
+    pub store: FrameStore,
+    pub pid: Option<u32>,
+    pub program: Option<PathBuf>,
+    pub spawn_error: Option<SpawnError>,
+    /// When the process started and ended, in session time.
+    pub started_at: Option<Duration>,
+    pub exit: Option<(Duration, ExitInfo)>,
+    pub closed: bool,
+    pub handshake: HandshakeView,
+    /// The latest time seen on any event.
+    pub last_at: Duration,
+    /// Rows of stderr lines, for the console.
+    pub stderr_rows: Vec<usize>,
+    /// Rows with anomalies, for quick navigation.
+    pub anomaly_rows: Vec<usize>,
+    pub counts: KindCounts,
+    /// Row of the latest result to each method the client asked (e.g. the
+    /// current `tools/list`), for the composer.
+    pub latest_results: HashMap<String, usize>,
+    /// Client request ids someone waits for, with the row of their response.
+    watched: HashMap<RequestId, Option<usize>>,
+    /// Rows of `notifications/message` from the server, for the log view.
+    pub log_rows: Vec<usize>,
+    /// Latest `notifications/progress` per progress token (as JSON text).
+    pub progress: HashMap<String, Progress>,
+    /// `notifications/resources/updated` per URI.
+    pub resource_updates: HashMap<String, ResourceUpdates>,
+    /// Response latencies in microseconds by request method (both directions).
+    pub latencies: HashMap<String, Vec<u32>>,
+    /// The server is reached over HTTP (there is no process).
+    pub remote: bool,
+    /// Capabilities from `server/discover` (modern era; legacy ones are in the handshake).
+    pub server_capabilities: Option<Value>,
+    /// Multi round-trip chains: request id -> conversation number.
+    pub conversations: HashMap<RequestId, usize>,
+    /// Rows that belong to a conversation, with its number.
+    pub conversation_rows: HashMap<usize, usize>,
+    /// A request id -> the id of the retry that continued it.
+    pub mrtr_next: HashMap<RequestId, RequestId>,
+}
+
+/// The latest progress reported for one token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+    pub row: usize,
+    /// How many progress notifications came for the token.
+    pub count: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceUpdates {
+    pub count: usize,
+    pub last_row: usize,
+}
+
+/// Latency summary of one method.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencySummary {
+    pub method: String,
+    pub count: usize,
+    pub p50: Duration,
+    pub p95: Duration,
+    pub max: Duration,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KindCounts {
+    pub requests: usize,
+    pub notifications: usize,
+    pub results: usize,
+    pub errors: usize,
+    pub tool_errors: usize,
+    pub not_jsonrpc: usize,
+    pub stderr: usize,
+}
+
+impl SessionModel {
+    pub fn new(source: Source) -> Self {
+        Self {
+            source,
+            store: FrameStore::new(),
+            pid: None,
+            program: None,
+            spawn_error: None,
+            started_at: None,
+            exit: None,
+            closed: false,
+            handshake: HandshakeView::default(),
+            last_at: Duration::ZERO,
+            stderr_rows: Vec::new(),
+            anomaly_rows: Vec::new(),
+            counts: KindCounts::default(),
+            latest_results: HashMap::new(),
+            watched: HashMap::new(),
+            log_rows: Vec::new(),
+            progress: HashMap::new(),
+            resource_updates: HashMap::new(),
+            latencies: HashMap::new(),
+            remote: false,
+            server_capabilities: None,
+            conversations: HashMap::new(),
+            conversation_rows: HashMap::new(),
+            mrtr_next: HashMap::new(),
+        }
+    }
+
+    pub fn command_line(&self) -> &str {
+        match &self.source {
+            Source::Live { command_line } | Source::Capture { command_line, .. } => command_line,
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        matches!(self.source, Source::Live { .. })
+    }
+
+    /// Whether the server can be talked to right now: its process runs, or
+    /// (remote servers have no process) the session is open.
+    pub fn running(&self) -> bool {
+        self.is_live() && (self.pid.is_some() || self.remote) && self.exit.is_none() && !self.closed
+    }
+
+    pub fn apply(&mut self, ev: &Event) {
+        self.last_at = self.last_at.max(ev.at());
+        match ev {
+            Event::Spawned { at, pid, program, .. } => {
+                self.pid = Some(*pid);
+                self.program = Some(program.clone());
+                self.started_at = Some(*at);
+            }
+            Event::SpawnFailed { error, .. } => self.spawn_error = Some(error.clone()),
+            Event::Exited { at, status } => self.exit = Some((*at, *status)),
+            Event::Closed { .. } => self.closed = true,
+            _ => {}
+        }
+        let row = self.store.len();
+        if !self.store.push_event(ev) {
+            return;
+        }
+        match ev {
+            Event::Frame(f) => self.on_frame(row, f),
+            Event::Stderr(_) => {
+                self.stderr_rows.push(row);
+                self.counts.stderr += 1;
+            }
+            _ => {}
+        }
+    }
+
+    fn on_frame(&mut self, row: usize, f: &Frame) {
+        if !f.anomalies().is_empty() {
+            self.anomaly_rows.push(row);
+        }
+        let c = &mut self.counts;
+        match f.kind() {
+            Kind::Request => c.requests += 1,
+            Kind::Notification => c.notifications += 1,
+            Kind::Result => {
+                c.results += 1;
+                if f.class.tool_error {
+                    c.tool_errors += 1;
+                }
+            }
+            Kind::Error => c.errors += 1,
+            Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => c.not_jsonrpc += 1,
+        }
+        if f.kind().is_response()
+            && let Some((req, latency)) = self.store.get(row).and_then(|r| r.link())
+            && let Some(m) = self.store.get(req).and_then(|r| r.method())
+        {
+            let us = latency.as_micros().min(u32::MAX as u128) as u32;
+            match self.latencies.get_mut(m) {
+                Some(v) => v.push(us),
+                None => {
+                    self.latencies.insert(m.to_owned(), vec![us]);
+                }
+            }
+        }
+        if f.direction == crate::wire::frame::Direction::In && f.kind() == Kind::Notification {
+            match f.class.method.as_deref() {
+                Some("notifications/message") => self.log_rows.push(row),
+                Some("notifications/progress") => {
+                    if let Some(p) = f.json().and_then(|v| v.get("params").cloned())
+                        && let Some(token) = p.get("progressToken")
+                    {
+                        let entry = self.progress.entry(token.to_string()).or_insert(Progress {
+                            progress: 0.0,
+                            total: None,
+                            message: None,
+                            row,
+                            count: 0,
+                        });
+                        entry.progress = p.get("progress").and_then(Value::as_f64).unwrap_or(entry.progress);
+                        entry.total = p.get("total").and_then(Value::as_f64);
+                        entry.message = p.get("message").and_then(Value::as_str).map(str::to_owned);
+                        entry.row = row;
+                        entry.count += 1;
+                    }
+                }
+                Some("notifications/resources/updated") => {
+                    if let Some(uri) = f
+                        .json()
+                        .and_then(|v| v.pointer("/params/uri").and_then(Value::as_str).map(str::to_owned))
+                    {
+                        let e = self.resource_updates.entry(uri).or_default();
+                        e.count += 1;
+                        e.last_row = row;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if f.direction == crate::wire::frame::Direction::In
+            && f.kind().is_response()
+            && let Some(req) = self.store.get(row).and_then(|r| r.link()).map(|(req, _)| req)
+            && let Some(request) = self.store.get(req)
+        {
+            let duplicate = f
+                .anomalies()
+                .contains(crate::wire::classify::Anomalies::DUPLICATE_RESPONSE);
+            if f.kind() == Kind::Result
+                && !duplicate
+                && let Some(m) = request.method()
+            {
+                match self.latest_results.get_mut(m) {
+                    Some(r) => *r = row,
+                    None => {
+                        self.latest_results.insert(m.to_owned(), row);
+                    }
+                }
+            }
+            if let Some(id) = request.id()
+                && let Some(slot) = self.watched.get_mut(&id)
+                && slot.is_none()
+            {
+                *slot = Some(row);
+            }
+        }
+        // Multi round-trip conversations: the retries and their answers.
+        if f.direction == crate::wire::frame::Direction::Out
+            && f.kind() == Kind::Request
+            && let Some(no) = f.class.id.as_ref().and_then(|id| self.conversations.get(id))
+        {
+            self.conversation_rows.insert(row, *no);
+        }
+        if f.kind().is_response()
+            && let Some(no) = self
+                .store
+                .get(row)
+                .and_then(|r| r.link())
+                .and_then(|(req, _)| self.conversation_rows.get(&req).copied())
+        {
+            self.conversation_rows.insert(row, no);
+        }
+        let method = f.class.method.as_deref();
+        let hs = &mut self.handshake;
+        let outgoing = f.direction == crate::wire::frame::Direction::Out;
+        match (outgoing, f.kind(), method) {
+            (true, Kind::Request, Some("initialize")) if hs.initialize_row.is_none() => {
+                hs.initialize_row = Some(row);
+                hs.offered = f
+                    .json()
+                    .and_then(|v| v["params"]["protocolVersion"].as_str().map(str::to_owned));
+            }
+            (true, Kind::Request, Some(m)) if m != "ping" && hs.response_row.is_none() => {
+                hs.early_requests.push(row);
+            }
+            (true, Kind::Notification, Some("notifications/initialized")) if hs.initialized_row.is_none() => {
+                hs.initialized_row = Some(row);
+            }
+            (false, Kind::Result | Kind::Error, _)
+                if hs.response_row.is_none()
+                    && hs.initialize_row.is_some()
+                    && self.store.get(row).and_then(|r| r.link()).map(|(req, _)| req) == hs.initialize_row =>
+            {
+                hs.response_row = Some(row);
+                let v = f.json().unwrap_or(Value::Null);
+                if f.kind() == Kind::Error {
+                    hs.refused = Some(
+                        crate::wire::message::ErrorObject::from_json(&v["error"])
+                            .map_or_else(|| "malformed error".to_owned(), |e| e.to_string()),
+                    );
+                } else {
+                    let latency = f.link.as_ref().map_or(Duration::ZERO, |l| l.latency);
+                    let offered = hs.offered.clone().unwrap_or_default();
+                    hs.judged = Some(Handshake::judge(&offered, &v["result"], latency));
+                }
+            }
+            (false, Kind::Request, Some(m)) if m != "ping" && hs.initialized_row.is_none() => {
+                hs.early_server_requests.push(row);
+            }
+            _ => {}
+        }
+    }
+
+    /// Applies every event of a loaded capture.
+    pub fn from_capture(path: PathBuf, loaded: &crate::record::capture::Loaded) -> Self {
+        let mut m = SessionModel::new(Source::Capture {
+            path,
+            command_line: loaded.header.command_line.clone(),
+        });
+        for ev in &loaded.events {
+            m.apply(ev);
+        }
+        m.closed = true;
+        m
+    }
+
+    pub fn server_info(&self) -> Option<&Value> {
+        self.handshake.judged.as_ref()?.server_info.as_ref()
+    }
+
+    pub fn negotiated_version(&self) -> Option<&str> {
+        self.handshake.judged.as_ref()?.version()
+    }
+
+    /// Rows that are stderr (for the console) in order.
+    pub fn stderr_lines(&self) -> impl Iterator<Item = crate::record::store::RowRef<'_>> {
+        self.stderr_rows.iter().filter_map(|&r| self.store.get(r))
+    }
+
+    pub fn is_stderr(&self, row: usize) -> bool {
+        self.store.get(row).is_some_and(|r| r.lane() == Lane::Stderr)
+    }
+
+    /// Count, p50, p95 and max latency per method, most used first.
+    pub fn latency_summary(&self) -> Vec<LatencySummary> {
+        let mut out: Vec<LatencySummary> = self
+            .latencies
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(m, v)| {
+                let mut sorted = v.clone();
+                sorted.sort_unstable();
+                let at = |q: f64| {
+                    // Nearest rank: the smallest value with at least q of the samples at or below it.
+                    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+                    Duration::from_micros(u64::from(sorted[rank - 1]))
+                };
+                LatencySummary {
+                    method: m.clone(),
+                    count: sorted.len(),
+                    p50: at(0.50),
+                    p95: at(0.95),
+                    max: Duration::from_micros(u64::from(*sorted.last().expect("not empty"))),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.method.cmp(&b.method)));
+        out
+    }
+
+    /// Progress reported for a token (given as the JSON value sent).
+    pub fn progress_for(&self, token: &Value) -> Option<&Progress> {
+        self.progress.get(&token.to_string())
+    }
+
+    /// Remembers a client request id so its response row can be found (see [`Self::response_to`]).
+    pub fn watch(&mut self, id: RequestId) {
+        self.watched.entry(id).or_insert(None);
+    }
+
+    /// The row answering a watched request, once it arrived.
+    pub fn response_to(&self, id: &RequestId) -> Option<usize> {
+        self.watched.get(id).copied().flatten()
+    }
+
+    /// The id that answers for `id` now: itself, or the last retry of its
+    /// multi round-trip chain.
+    pub fn chain_head(&self, id: &RequestId) -> RequestId {
+        let mut id = id.clone();
+        for _ in 0..64 {
+            match self.mrtr_next.get(&id) {
+                Some(next) => id = next.clone(),
+                None => break,
+            }
+        }
+        id
+    }
+
+    /// The server's capabilities, from the handshake or from `server/discover`.
+    pub fn capabilities(&self) -> Option<&Value> {
+        self.handshake
+            .judged
+            .as_ref()
+            .and_then(|h| h.capabilities.as_ref())
+            .or(self.server_capabilities.as_ref())
+    }
+
+    /// The latest result of `method` as JSON (e.g. `tools/list`'s `result`).
+    pub fn latest_result(&self, method: &str) -> Option<(usize, Value)> {
+        let row = *self.latest_results.get(method)?;
+        let v: Value = serde_json::from_slice(self.store.get(row)?.raw()).ok()?;
+        Some((row, v.get("result")?.clone()))
+    }
+
+    pub fn supported_versions() -> &'static [&'static str] {
+        &handshake::SUPPORTED_VERSIONS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::recorder::Recorder;
+    use crate::wire::classify::Limits;
+    use crate::wire::frame::Direction;
+    use crate::wire::framing::{LineEnding, RawLine};
+
+    fn feed(lines: &[(Direction, &str)]) -> SessionModel {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut m = SessionModel::new(Source::Live {
+            command_line: "x".into(),
+        });
+        for (i, (d, l)) in lines.iter().enumerate() {
+            let f = rec.frame_at(
+                *d,
+                RawLine {
+                    bytes: l.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::from_millis(i as u64),
+                None,
+            );
+            m.apply(&Event::Frame(f));
+        }
+        m
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+    #[test]
+    fn clean_handshake_is_grouped_and_ok() {
+        let m = feed(&[
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            ),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+            ),
+            (
+                Direction::Out,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ),
+        ]);
+        let hs = &m.handshake;
+        assert_eq!(hs.rows().collect::<Vec<_>>(), [0, 2, 3]);
+        let f = hs.findings(false);
+        assert_eq!(f[0].0, Severity::Ok, "{f:?}");
+        assert_eq!(m.negotiated_version(), Some("2025-11-25"));
+    }
+
+    #[test]
+    fn counter_offer_missing_initialized_and_early_requests() {
+        let m = feed(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#),
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+            ),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":"r","method":"roots/list"}"#),
+        ]);
+        let f = m.handshake.findings(true);
+        let text: Vec<_> = f.iter().map(|(_, t)| t.as_str()).collect();
+        assert!(
+            text.iter().any(|t| t.contains("counter-offered 2024-11-05")),
+            "{text:?}"
+        );
+        assert!(text.iter().any(|t| t.contains("initialized not sent")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("1 request(s) sent before")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("server sent 1 request")), "{text:?}");
+    }
+
+    #[test]
+    fn latest_results_and_watched_responses() {
+        let mut m = feed(&[]);
+        m.watch(RequestId::Number(3));
+        let mut rec = Recorder::replay(Limits::default());
+        for (d, l) in [
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"}]}}"#,
+            ),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}"#,
+            ),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":3,"result":{"late":true}}"#),
+        ] {
+            let f = rec.frame_at(
+                d,
+                RawLine {
+                    bytes: l.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::ZERO,
+                None,
+            );
+            m.apply(&Event::Frame(f));
+        }
+        let (row, result) = m.latest_result("tools/list").unwrap();
+        assert_eq!(row, 3);
+        assert_eq!(result["tools"][0]["name"], "b");
+        assert_eq!(m.response_to(&RequestId::Number(3)), Some(3), "the first answer counts");
+        assert_eq!(m.response_to(&RequestId::Number(2)), None, "not watched");
+    }
+
+    #[test]
+    fn logs_progress_updates_and_latency_percentiles() {
+        let mut lines = vec![];
+        for i in 0..20 {
+            lines.push((
+                Direction::Out,
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#),
+            ));
+            lines.push((Direction::In, format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#)));
+        }
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":1,"total":4}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t1","progress":3,"total":4,"message":"almost"}}"#.into(),
+        ));
+        lines.push((
+            Direction::In,
+            r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://1"}}"#.into(),
+        ));
+        let refs: Vec<(Direction, &str)> = lines.iter().map(|(d, l)| (*d, l.as_str())).collect();
+        let m = feed(&refs);
+        assert_eq!(m.log_rows, [40]);
+        let p = m.progress_for(&serde_json::json!("t1")).unwrap();
+        assert_eq!((p.progress, p.total, p.count), (3.0, Some(4.0), 2));
+        assert_eq!(p.message.as_deref(), Some("almost"));
+        assert_eq!(m.resource_updates["test://1"].count, 1);
+        // Each response came 1 ms after its request (feed spaces lines 1 ms apart).
+        let s = m.latency_summary();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].method.as_str(), s[0].count), ("ping", 20));
+        assert_eq!(s[0].p50, Duration::from_millis(1));
+        assert_eq!(s[0].max, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn refused_initialize() {
+        let m = feed(&[
+            (Direction::Out, INIT),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}"#,
+            ),
+        ]);
+        let f = m.handshake.findings(true);
+        assert_eq!(f[0].0, Severity::Error);
+        assert!(f[0].1.contains("-32602"), "{f:?}");
+    }
+}

@@ -1,0 +1,497 @@
+//! Compact in-memory storage for a session's frames and stderr lines.
+//!
+//! A million small notifications must fit in about twice their raw size, so
+//! raw bytes go into large shared chunks and each line keeps a fixed-size
+//! row; methods and string ids are interned. Rows are addressed by index,
+//! which is also their order on the wire.
+
+use crate::transport::event::{Event, StderrLine};
+use crate::wire::classify::{Anomalies, Classification, Kind};
+use crate::wire::frame::{Direction, Frame, Link};
+use crate::wire::framing::LineEnding;
+use crate::wire::message::RequestId;
+use std::collections::HashMap;
+use std::time::Duration;
+
+const CHUNK_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where a row came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    Out,
+    In,
+    Stderr,
+    /// Something the session noticed: exit, timeout, shutdown step.
+    Meta,
+}
+
+impl Lane {
+    pub fn direction(self) -> Option<Direction> {
+        match self {
+            Lane::Out => Some(Direction::Out),
+            Lane::In => Some(Direction::In),
+            Lane::Stderr | Lane::Meta => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdSlot {
+    None,
+    Number(i64),
+    Str(u32),
+}
+
+/// One stored line: fixed size, no heap of its own.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    at_us: u64,
+    chunk: u32,
+    offset: u32,
+    len: u32,
+    anomalies: u32,
+    method: u32,
+    /// Row index of the request this response answers (u32::MAX: none).
+    link_row: u32,
+    latency_us: u32,
+    error_code: i32,
+    id: IdSlot,
+    lane: Lane,
+    kind: Kind,
+    ending: LineEnding,
+    tool_error: bool,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Default)]
+struct Interner {
+    strings: Vec<Box<str>>,
+    index: HashMap<Box<str>, u32>,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.into());
+        self.index.insert(s.into(), i);
+        i
+    }
+
+    fn get(&self, i: u32) -> &str {
+        &self.strings[i as usize]
+    }
+}
+
+/// All lines of a session, in wire order.
+#[derive(Default)]
+pub struct FrameStore {
+    chunks: Vec<Vec<u8>>,
+    /// The shared chunk small lines are appended to.
+    current: Option<usize>,
+    rows: Vec<Row>,
+    strings: Interner,
+    /// Event seq -> row index, to resolve links (seq counts events we may not store).
+    seq_to_row: HashMap<u64, u32>,
+    /// `(seq, row)` at every break in the run of consecutive seqs, so any
+    /// frame or stderr line can be found by seq without a map entry per row.
+    seq_runs: Vec<(u64, u32)>,
+    last_seq: Option<u64>,
+    raw_bytes: u64,
+}
+
+/// A borrowed view of one stored line.
+#[derive(Clone, Copy)]
+pub struct RowRef<'a> {
+    store: &'a FrameStore,
+    index: usize,
+    row: &'a Row,
+}
+
+impl FrameStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Total raw bytes stored (without line terminators).
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_bytes
+    }
+
+    /// Approximate heap bytes held by the store.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.seq_to_row.capacity() * 24
+            + self.strings.strings.iter().map(|s| s.len() * 2 + 40).sum::<usize>()
+    }
+
+    fn put_bytes(&mut self, bytes: &[u8]) -> (u32, u32) {
+        self.raw_bytes += bytes.len() as u64;
+        if bytes.len() > CHUNK_BYTES / 4 {
+            // Large payloads get a chunk of their own so they do not waste the tail of a shared one.
+            self.chunks.push(bytes.to_vec());
+            return ((self.chunks.len() - 1) as u32, 0);
+        }
+        let fits = self
+            .current
+            .is_some_and(|c| self.chunks[c].len() + bytes.len() <= self.chunks[c].capacity());
+        if !fits {
+            self.chunks.push(Vec::with_capacity(CHUNK_BYTES));
+            self.current = Some(self.chunks.len() - 1);
+        }
+        let c = self.current.expect("set above");
+        let chunk = &mut self.chunks[c];
+        let offset = chunk.len();
+        chunk.extend_from_slice(bytes);
+        (c as u32, offset as u32)
+    }
+
+    fn push_row(
+        &mut self,
+        seq: u64,
+        lane: Lane,
+        at: Duration,
+        raw: &[u8],
+        ending: LineEnding,
+        frame: Option<(&Classification, Option<&Link>)>,
+    ) {
+        let (class, link) = match frame {
+            Some((c, l)) => (Some(c), l),
+            None => (None, None),
+        };
+        let (chunk, offset) = self.put_bytes(raw);
+        let (kind, anomalies, method, id, error_code, tool_error) = match class {
+            Some(c) => (
+                c.kind,
+                c.anomalies.bits(),
+                c.method.as_deref().map_or(NONE, |m| self.strings.intern(m)),
+                match &c.id {
+                    None => IdSlot::None,
+                    Some(RequestId::Number(n)) => IdSlot::Number(*n),
+                    Some(RequestId::String(s)) => IdSlot::Str(self.strings.intern(s)),
+                },
+                c.error_code
+                    .map_or(0, |c| c.clamp(i32::MIN as i64, i32::MAX as i64) as i32),
+                c.tool_error,
+            ),
+            None => (Kind::NotJson, 0, NONE, IdSlot::None, 0, false),
+        };
+        let (link_row, latency_us) = match link {
+            Some(l) => (
+                self.seq_to_row.get(&l.request_seq).copied().unwrap_or(NONE),
+                l.latency.as_micros().min(u32::MAX as u128) as u32,
+            ),
+            None => (NONE, 0),
+        };
+        let index = self.rows.len() as u32;
+        if seq != u64::MAX {
+            if self.last_seq.is_none_or(|last| seq != last + 1) {
+                self.seq_runs.push((seq, index));
+            }
+            self.last_seq = Some(seq);
+        } else {
+            // A meta row breaks the run: the next seq starts a new one.
+            self.last_seq = None;
+        }
+        if matches!(kind, Kind::Request) && lane.direction().is_some() {
+            self.seq_to_row.insert(seq, index);
+        }
+        self.rows.push(Row {
+            at_us: at.as_micros() as u64,
+            chunk,
+            offset,
+            len: raw.len() as u32,
+            anomalies,
+            method,
+            link_row,
+            latency_us,
+            error_code,
+            id,
+            lane,
+            kind,
+            ending,
+            tool_error,
+        });
+    }
+
+    pub fn push_frame(&mut self, f: &Frame) {
+        let lane = match f.direction {
+            Direction::Out => Lane::Out,
+            Direction::In => Lane::In,
+        };
+        self.push_row(f.seq, lane, f.at, &f.raw, f.ending, Some((&f.class, f.link.as_ref())));
+    }
+
+    pub fn push_stderr(&mut self, s: &StderrLine) {
+        self.push_row(s.seq, Lane::Stderr, s.at, &s.raw, s.ending, None);
+    }
+
+    /// A line of the session's own (exit, timeout, shutdown step).
+    pub fn push_meta(&mut self, at: Duration, text: &str) {
+        self.push_row(u64::MAX, Lane::Meta, at, text.as_bytes(), LineEnding::Lf, None);
+    }
+
+    /// Stores an event as a row: frames, stderr lines, and a line of text for
+    /// the session's own events (the `Closed` marker is not stored).
+    pub fn push_event(&mut self, e: &Event) -> bool {
+        match e {
+            Event::Frame(f) => self.push_frame(f),
+            Event::Stderr(s) => self.push_stderr(s),
+            Event::Closed { .. } => return false,
+            other => self.push_meta(other.at(), &other.summary()),
+        }
+        true
+    }
+
+    /// The row holding the frame or stderr line with event sequence number `seq`
+    /// (what lint findings and captures refer to).
+    pub fn row_of_seq(&self, seq: u64) -> Option<usize> {
+        let run = match self.seq_runs.binary_search_by_key(&seq, |&(s, _)| s) {
+            Ok(i) => i,
+            Err(0) => return None,
+            Err(i) => i - 1,
+        };
+        let (start_seq, start_row) = self.seq_runs[run];
+        let row = start_row as u64 + (seq - start_seq);
+        let end = self
+            .seq_runs
+            .get(run + 1)
+            .map_or(self.rows.len() as u64, |&(_, r)| r as u64);
+        let row = usize::try_from(row).ok()?;
+        (row < end as usize && self.rows[row].lane != Lane::Meta).then_some(row)
+    }
+
+    pub fn get(&self, index: usize) -> Option<RowRef<'_>> {
+        self.rows.get(index).map(|row| RowRef {
+            store: self,
+            index,
+            row,
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = RowRef<'_>> {
+        self.rows.iter().enumerate().map(|(index, row)| RowRef {
+            store: self,
+            index,
+            row,
+        })
+    }
+
+    /// Rows that answer the request at `index`.
+    pub fn responses_to(&self, index: usize) -> impl Iterator<Item = usize> + '_ {
+        let target = index as u32;
+        // Responses come after their request; scanning forward is bounded by the session.
+        self.rows
+            .iter()
+            .enumerate()
+            .skip(index + 1)
+            .filter(move |(_, r)| r.link_row == target)
+            .map(|(i, _)| i)
+    }
+}
+
+impl<'a> RowRef<'a> {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn lane(&self) -> Lane {
+        self.row.lane
+    }
+
+    pub fn at(&self) -> Duration {
+        Duration::from_micros(self.row.at_us)
+    }
+
+    pub fn raw(&self) -> &'a [u8] {
+        let c = &self.store.chunks[self.row.chunk as usize];
+        &c[self.row.offset as usize..self.row.offset as usize + self.row.len as usize]
+    }
+
+    pub fn text(&self) -> std::borrow::Cow<'a, str> {
+        String::from_utf8_lossy(self.raw())
+    }
+
+    pub fn ending(&self) -> LineEnding {
+        self.row.ending
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.row.kind
+    }
+
+    pub fn anomalies(&self) -> Anomalies {
+        Anomalies::from_bits(self.row.anomalies)
+    }
+
+    pub fn method(&self) -> Option<&'a str> {
+        (self.row.method != NONE).then(|| self.store.strings.get(self.row.method))
+    }
+
+    pub fn id(&self) -> Option<RequestId> {
+        match self.row.id {
+            IdSlot::None => None,
+            IdSlot::Number(n) => Some(RequestId::Number(n)),
+            IdSlot::Str(i) => Some(RequestId::String(self.store.strings.get(i).to_owned())),
+        }
+    }
+
+    pub fn tool_error(&self) -> bool {
+        self.row.tool_error
+    }
+
+    pub fn error_code(&self) -> Option<i64> {
+        (self.row.kind == Kind::Error).then_some(self.row.error_code as i64)
+    }
+
+    /// For a response: the row of its request and the latency.
+    pub fn link(&self) -> Option<(usize, Duration)> {
+        (self.row.link_row != NONE).then(|| {
+            (
+                self.row.link_row as usize,
+                Duration::from_micros(self.row.latency_us as u64),
+            )
+        })
+    }
+
+    /// The stored line as a full frame (copies the bytes).
+    pub fn to_frame(&self) -> Option<Frame> {
+        let direction = self.lane().direction()?;
+        Some(Frame {
+            seq: self.index as u64,
+            at: self.at(),
+            direction,
+            raw: self.raw().to_vec(),
+            ending: self.ending(),
+            class: Classification {
+                kind: self.kind(),
+                id: self.id(),
+                method: self.method().map(str::to_owned),
+                tool_error: self.tool_error(),
+                error_code: self.error_code(),
+                anomalies: self.anomalies(),
+            },
+            link: self.link().map(|(row, latency)| Link {
+                request_seq: row as u64,
+                method: self
+                    .store
+                    .get(row)
+                    .and_then(|r| r.method())
+                    .unwrap_or_default()
+                    .to_owned(),
+                latency,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::recorder::Recorder;
+    use crate::wire::classify::Limits;
+    use crate::wire::framing::RawLine;
+
+    fn line(s: &[u8]) -> RawLine {
+        RawLine {
+            bytes: s.to_vec(),
+            ending: LineEnding::Lf,
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_and_links_resolve() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        let a = rec.frame_at(
+            Direction::Out,
+            line(br#"{"jsonrpc":"2.0","id":"abc","method":"tools/call"}"#),
+            Duration::from_millis(1),
+            None,
+        );
+        let s = rec.stderr_at(line(b"log \xff"), Duration::from_millis(2));
+        let b = rec.frame_at(
+            Direction::In,
+            line(br#"{"jsonrpc":"2.0","id":"abc","result":{"isError":true}}"#),
+            Duration::from_millis(5),
+            None,
+        );
+        store.push_frame(&a);
+        store.push_stderr(&s);
+        store.push_frame(&b);
+        assert_eq!(store.len(), 3);
+        let r0 = store.get(0).unwrap();
+        assert_eq!(r0.method(), Some("tools/call"));
+        assert_eq!(r0.id(), Some(RequestId::String("abc".into())));
+        assert_eq!(store.get(1).unwrap().raw(), b"log \xff");
+        assert_eq!(store.get(1).unwrap().lane(), Lane::Stderr);
+        let r2 = store.get(2).unwrap();
+        assert!(r2.tool_error());
+        assert_eq!(r2.link(), Some((0, Duration::from_millis(4))));
+        assert_eq!(store.responses_to(0).collect::<Vec<_>>(), [2]);
+        let back = r2.to_frame().unwrap();
+        assert_eq!(back.raw, b.raw);
+        assert_eq!(back.class, b.class);
+        assert_eq!(back.link.unwrap().method, "tools/call");
+    }
+
+    #[test]
+    fn large_payloads_and_many_small_lines_share_chunks_correctly() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        let big = vec![b'x'; CHUNK_BYTES];
+        let mut expected = Vec::new();
+        for i in 0..2000u32 {
+            let raw = if i % 500 == 7 {
+                big.clone()
+            } else {
+                format!("line {i}").into_bytes()
+            };
+            let f = rec.frame_at(Direction::In, line(&raw), Duration::ZERO, None);
+            store.push_frame(&f);
+            expected.push(raw);
+        }
+        for (i, raw) in expected.iter().enumerate() {
+            assert_eq!(store.get(i).unwrap().raw(), &raw[..], "row {i}");
+        }
+        // Small lines did not each get a chunk of their own.
+        assert!(store.chunks.len() <= 8, "{}", store.chunks.len());
+    }
+
+    #[test]
+    fn rows_are_found_by_seq_across_meta_rows_and_gaps() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        let mut seqs = Vec::new();
+        for i in 0..6 {
+            if i == 2 {
+                store.push_meta(Duration::ZERO, "sent SIGTERM");
+            }
+            if i == 4 {
+                // A seq the store never sees (e.g. an event that is not a row).
+                rec.stderr_at(line(b"skipped"), Duration::ZERO);
+            }
+            let f = rec.frame_at(Direction::In, line(b"{}"), Duration::ZERO, None);
+            seqs.push(f.seq);
+            store.push_frame(&f);
+        }
+        store.push_meta(Duration::ZERO, "exited");
+        let rows: Vec<_> = seqs.iter().map(|&s| store.row_of_seq(s)).collect();
+        assert_eq!(rows, [Some(0), Some(1), Some(3), Some(4), Some(5), Some(6)]);
+        assert_eq!(store.row_of_seq(seqs[3] + 1), None, "the skipped seq has no row");
+        assert_eq!(store.row_of_seq(seqs[5] + 1), None, "past the end");
+        assert_eq!(store.row_of_seq(u64::MAX), None);
+    }
+}

@@ -1,0 +1,181 @@
+//! What a session reports: frames, stderr lines and lifecycle facts.
+
+use crate::transport::process::{ExitInfo, SpawnError};
+use crate::wire::correlation::TimedOut;
+use crate::wire::frame::Frame;
+use crate::wire::framing::LineEnding;
+use crate::wire::message::RequestId;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One line the server wrote to stderr.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StderrLine {
+    pub seq: u64,
+    pub at: Duration,
+    pub raw: Vec<u8>,
+    pub ending: LineEnding,
+}
+
+impl StderrLine {
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.raw)
+    }
+}
+
+/// What happened at the HTTP level: one exchange (`POST`, `GET`, `DELETE`)
+/// or a fact about an SSE stream (`SSE`: ended, reconnecting, endpoint).
+///
+/// Header values given by the user (e.g. `Authorization`) are masked before
+/// they get here, so timelines, captures and logs never hold secrets.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct HttpInfo {
+    pub at: Duration,
+    /// `POST`, `GET`, `DELETE`, or `SSE` for a fact about a stream.
+    pub method: String,
+    pub url: String,
+    /// The response status; `None` when no response came (connection refused…).
+    pub status: Option<u16>,
+    /// Request headers sent (masked where they are the user's).
+    pub sent: Vec<(String, String)>,
+    /// Response headers that matter (content type, session id, protocol version…).
+    pub received: Vec<(String, String)>,
+    /// The JSON-RPC request this exchange carried, if it carried one.
+    pub request_id: Option<RequestId>,
+    /// What this means, for a person.
+    pub text: String,
+    /// Set when the exchange failed; a request it carried will get no response.
+    pub error: Option<String>,
+}
+
+impl HttpInfo {
+    /// A response header by name (case-insensitive).
+    pub fn received_header(&self, name: &str) -> Option<&str> {
+        header_value(&self.received, name)
+    }
+
+    /// A request header by name (case-insensitive).
+    pub fn sent_header(&self, name: &str) -> Option<&str> {
+        header_value(&self.sent, name)
+    }
+
+    pub fn summary(&self) -> String {
+        let mut s = format!("HTTP {} {}", self.method, self.url);
+        match self.status {
+            Some(code) => s.push_str(&format!(" → {code}")),
+            None if self.method != "SSE" => s.push_str(" → no response"),
+            None => {}
+        }
+        if let Some(ct) = self.received_header("content-type") {
+            s.push_str(&format!(" ({ct})"));
+        }
+        if !self.text.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.text);
+        }
+        if let Some(e) = &self.error {
+            s.push_str(" — ");
+            s.push_str(e);
+        }
+        s
+    }
+}
+
+fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Everything a session tells its owner, in the order it happened.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Spawned {
+        at: Duration,
+        pid: u32,
+        program: PathBuf,
+        command_line: String,
+    },
+    SpawnFailed {
+        at: Duration,
+        error: SpawnError,
+    },
+    /// A line sent to the server (Out) or received from it (In).
+    Frame(Frame),
+    Stderr(StderrLine),
+    /// A request got no response within its timeout.
+    TimedOut {
+        at: Duration,
+        timed_out: TimedOut,
+    },
+    /// The client cancelled one of its requests (`notifications/cancelled` was sent).
+    Cancelled {
+        at: Duration,
+        id: RequestId,
+    },
+    /// Writing to the server's stdin failed; the line did not reach it.
+    WriteFailed {
+        at: Duration,
+        error: String,
+        line: Vec<u8>,
+    },
+    /// An HTTP exchange or a fact about an HTTP stream (HTTP transports only):
+    /// status code and the headers that matter, on the same timeline as frames.
+    Http(HttpInfo),
+    /// Something the session did or noticed that is not a frame, e.g. a
+    /// shutdown step ("sent SIGTERM to process group 123") or a capture
+    /// write failure.
+    Note {
+        at: Duration,
+        text: String,
+    },
+    Exited {
+        at: Duration,
+        status: ExitInfo,
+    },
+    /// The session is over: no more events follow.
+    Closed {
+        at: Duration,
+    },
+}
+
+impl Event {
+    pub fn at(&self) -> Duration {
+        match self {
+            Event::Frame(f) => f.at,
+            Event::Stderr(s) => s.at,
+            Event::Http(h) => h.at,
+            Event::Spawned { at, .. }
+            | Event::SpawnFailed { at, .. }
+            | Event::TimedOut { at, .. }
+            | Event::Cancelled { at, .. }
+            | Event::WriteFailed { at, .. }
+            | Event::Note { at, .. }
+            | Event::Exited { at, .. }
+            | Event::Closed { at } => *at,
+        }
+    }
+
+    /// One line for a person, for events that are not lines on the wire.
+    pub fn summary(&self) -> String {
+        match self {
+            Event::Frame(f) => f.label(),
+            Event::Stderr(s) => s.text().into_owned(),
+            Event::Spawned { pid, program, .. } => format!("started {} (pid {pid})", program.display()),
+            Event::SpawnFailed { error, .. } => format!("could not start: {error}"),
+            Event::TimedOut { timed_out, .. } => format!(
+                "{} #{} timed out after {} ms",
+                timed_out.method,
+                timed_out.id,
+                timed_out.waited.as_millis()
+            ),
+            Event::Cancelled { id, .. } => format!("cancelled request #{id}"),
+            Event::WriteFailed { error, .. } => format!("write to stdin failed: {error}"),
+            Event::Note { text, .. } => text.clone(),
+            Event::Http(h) => h.summary(),
+            Event::Exited { status, .. } => format!("server {status}"),
+            Event::Closed { .. } => "session closed".into(),
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! A transparent stdio pass-through that records both directions.
+//!
+//! A real client (a desktop assistant) starts mcpscope instead of the server.
+//! Bytes are forwarded unchanged, chunk by chunk, as soon as they are read; a
+//! copy of each chunk is framed and recorded on another thread, so recording
+//! can never delay or alter the conversation.
+
+use crate::record::capture;
+use crate::record::recorder::Recorder;
+use crate::transport::event::Event;
+use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError};
+use crate::wire::classify::Limits;
+use crate::wire::frame::Direction;
+use crate::wire::framing::LineSplitter;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct ProxyOptions {
+    pub capture: Option<PathBuf>,
+    pub limits: Limits,
+    pub stdin_close_grace: Duration,
+    pub term_grace: Duration,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self {
+            capture: None,
+            limits: Limits::default(),
+            stdin_close_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stream {
+    ClientToServer,
+    ServerToClient,
+    ServerStderr,
+}
+
+enum Msg {
+    Chunk(Stream, Vec<u8>, Instant),
+    Eof(Stream),
+    Exited(ExitInfo, Instant),
+}
+
+/// How the proxy ended.
+#[derive(Debug)]
+pub struct ProxyOutcome {
+    pub status: Option<ExitInfo>,
+    /// Problems worth telling the user (capture failures, shutdown steps).
+    pub notes: Vec<String>,
+}
+
+fn pump(mut from: impl Read, mut to: Option<impl Write>, stream: Stream, tx: Sender<Msg>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                // Recorded before it is forwarded: otherwise the server's answer
+                // could be recorded before the request that caused it.
+                let _ = tx.send(Msg::Chunk(stream, buf[..n].to_vec(), Instant::now()));
+                if let Some(w) = to.as_mut()
+                    && w.write_all(&buf[..n]).and_then(|_| w.flush()).is_err()
+                {
+                    // The receiving side is gone; keep recording what arrives.
+                    to = None;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    drop(to); // closes the child's stdin when this pump forwards the client's input
+    let _ = tx.send(Msg::Eof(stream));
+}
+
+/// Runs the server between `client_in`/`client_out`, passing its stderr to
+/// `client_err`, until either side closes.
+pub fn run(
+    spec: &ServerSpec,
+    options: &ProxyOptions,
+    client_in: impl Read + Send + 'static,
+    client_out: impl Write + Send + 'static,
+    client_err: impl Write + Send + 'static,
+) -> Result<ProxyOutcome, SpawnError> {
+    let start = Instant::now();
+    let mut notes = Vec::new();
+    let mut recorder = Recorder::new(options.limits, start);
+    if let Some(path) = &options.capture {
+        match capture::Writer::create(path, &capture::Header::for_spec(spec, "proxy")) {
+            Ok(w) => recorder = recorder.with_capture(w),
+            Err(e) => notes.push(format!("{e:#}")),
+        }
+    }
+    let spawned = match process::spawn(spec) {
+        Ok(s) => s,
+        Err(error) => {
+            let at = recorder.now();
+            recorder.capture(&Event::SpawnFailed {
+                at,
+                error: error.clone(),
+            });
+            recorder.flush();
+            return Err(error);
+        }
+    };
+    let mut child = spawned.child;
+    let pgid = child.id();
+    let at = recorder.now();
+    recorder.capture(&Event::Spawned {
+        at,
+        pid: pgid,
+        program: spawned.program,
+        command_line: spec.display(),
+    });
+
+    let (tx, rx) = bounded::<Msg>(4096);
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let named = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .expect("spawning a proxy thread");
+    };
+    let t = tx.clone();
+    named(
+        "proxy-client-in",
+        Box::new(move || pump(client_in, Some(stdin), Stream::ClientToServer, t)),
+    );
+    let t = tx.clone();
+    named(
+        "proxy-server-out",
+        Box::new(move || pump(stdout, Some(client_out), Stream::ServerToClient, t)),
+    );
+    let t = tx.clone();
+    named(
+        "proxy-server-err",
+        Box::new(move || pump(stderr, Some(client_err), Stream::ServerStderr, t)),
+    );
+    named(
+        "proxy-wait",
+        Box::new(move || {
+            let status = child.wait().map(ExitInfo::from).unwrap_or(ExitInfo {
+                code: None,
+                signal: None,
+            });
+            let _ = tx.send(Msg::Exited(status, Instant::now()));
+        }),
+    );
+
+    let mut rec = Recording {
+        recorder,
+        splitters: [LineSplitter::new(), LineSplitter::new(), LineSplitter::new()],
+        notes,
+    };
+    let status = rec.drive(&rx, pgid, options);
+    rec.recorder.flush();
+    if let Some(failed) = rec.recorder.capture_failed() {
+        rec.notes.push(failed.to_owned());
+    }
+    Ok(ProxyOutcome {
+        status,
+        notes: rec.notes,
+    })
+}
+
+struct Recording {
+    recorder: Recorder,
+    splitters: [LineSplitter; 3],
+    notes: Vec<String>,
+}
+
+impl Recording {
+    fn on_chunk(&mut self, stream: Stream, bytes: &[u8], at: Instant) {
+        let at = self.recorder.since_start(at);
+        let mut lines = Vec::new();
+        self.splitters[stream as usize].push(bytes, |l| lines.push(l));
+        for line in lines {
+            self.record_line(stream, line, at);
+        }
+    }
+
+    fn on_eof(&mut self, stream: Stream) {
+        if let Some(line) = self.splitters[stream as usize].finish() {
+            let at = self.recorder.now();
+            self.record_line(stream, line, at);
+        }
+    }
+
+    fn record_line(&mut self, stream: Stream, line: crate::wire::framing::RawLine, at: Duration) {
+        let ev = match stream {
+            Stream::ClientToServer => Event::Frame(self.recorder.frame_at(Direction::Out, line, at, None)),
+            Stream::ServerToClient => Event::Frame(self.recorder.frame_at(Direction::In, line, at, None)),
+            Stream::ServerStderr => Event::Stderr(self.recorder.stderr_at(line, at)),
+        };
+        self.recorder.capture(&ev);
+    }
+
+    fn note(&mut self, text: String) {
+        let at = self.recorder.now();
+        self.recorder.capture(&Event::Note { at, text });
+    }
+
+    /// Records until one side closes; then ends the server and returns its status.
+    fn drive(&mut self, rx: &Receiver<Msg>, pgid: u32, options: &ProxyOptions) -> Option<ExitInfo> {
+        let mut exited: Option<ExitInfo> = None;
+        let mut client_closed = false;
+        let mut server_out_closed = false;
+        let mut server_err_closed = false;
+        let mut deadline: Option<Instant> = None;
+        let mut signalled = 0;
+        loop {
+            let wait = deadline.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Chunk(stream, bytes, at)) => self.on_chunk(stream, &bytes, at),
+                Ok(Msg::Eof(stream)) => {
+                    self.on_eof(stream);
+                    match stream {
+                        Stream::ClientToServer if !client_closed => {
+                            client_closed = true;
+                            self.note("the client closed its stdin; closed the server's stdin".into());
+                            deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                        }
+                        Stream::ServerToClient => server_out_closed = true,
+                        Stream::ServerStderr => server_err_closed = true,
+                        _ => {}
+                    }
+                }
+                Ok(Msg::Exited(status, at)) => {
+                    exited = Some(status);
+                    let at = self.recorder.since_start(at);
+                    self.recorder.capture(&Event::Exited { at, status });
+                    // Let the pipes drain what the server wrote before exiting.
+                    deadline = Some(Instant::now() + Duration::from_millis(500));
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    if exited.is_some() {
+                        break;
+                    }
+                    let sig = if signalled == 0 { libc::SIGTERM } else { libc::SIGKILL };
+                    if process::signal_group(pgid, sig) {
+                        self.note(format!("sent {} to process group {pgid}", process::signal_name(sig)));
+                    }
+                    signalled += 1;
+                    deadline = Some(Instant::now() + options.term_grace);
+                    if signalled > 2 {
+                        break;
+                    }
+                }
+            }
+            if server_out_closed && server_err_closed && exited.is_some() {
+                break;
+            }
+            if rx.is_empty() {
+                self.recorder.flush();
+            }
+        }
+        // Whatever the server started must not outlive the proxy.
+        if process::group_alive(pgid) {
+            process::signal_group(pgid, libc::SIGKILL);
+        }
+        exited
+    }
+}

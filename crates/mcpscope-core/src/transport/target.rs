@@ -1,0 +1,204 @@
+//! Where a session's server is: a child process spoken to over stdio, or a
+//! URL spoken to over Streamable HTTP (2025-11-25) or the older HTTP+SSE
+//! transport (2024-11-05). The session produces the same events for all of
+//! them; see [`crate::transport::session`] and [`crate::transport::http`].
+
+use crate::transport::process::{ServerSpec, shell_quote};
+use std::time::Duration;
+
+/// What a session connects to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Start this command and speak newline-delimited JSON-RPC on its stdio.
+    Stdio(ServerSpec),
+    /// Speak to a server that is already running, over HTTP.
+    Http(HttpTarget),
+}
+
+impl Target {
+    /// One line for a person: the command line, or the URL and transport.
+    pub fn display(&self) -> String {
+        match self {
+            Target::Stdio(spec) => spec.display(),
+            Target::Http(h) => h.display(),
+        }
+    }
+
+    pub fn transport_name(&self) -> &'static str {
+        match self {
+            Target::Stdio(_) => "stdio",
+            Target::Http(h) => h.kind.as_str(),
+        }
+    }
+}
+
+impl From<ServerSpec> for Target {
+    fn from(spec: ServerSpec) -> Self {
+        Target::Stdio(spec)
+    }
+}
+
+impl From<HttpTarget> for Target {
+    fn from(h: HttpTarget) -> Self {
+        Target::Http(h)
+    }
+}
+
+/// How a running server is reached over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpKind {
+    StreamableHttp,
+    /// The older HTTP+SSE transport, still common in deployed servers.
+    Sse,
+}
+
+impl HttpKind {
+    /// The name used by `--transport` and in captures.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpKind::StreamableHttp => "http",
+            HttpKind::Sse => "sse",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            HttpKind::StreamableHttp => "Streamable HTTP",
+            HttpKind::Sse => "HTTP+SSE (2024-11-05)",
+        }
+    }
+}
+
+/// A server reached over HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpTarget {
+    /// The MCP endpoint (Streamable HTTP) or the SSE endpoint (HTTP+SSE).
+    pub url: String,
+    pub kind: HttpKind,
+    /// Extra headers sent with every request, e.g. `Authorization: Bearer …`.
+    /// Their values are masked wherever they are shown or recorded.
+    pub headers: Vec<(String, String)>,
+    /// Streamable HTTP: open the GET stream for server-initiated messages once
+    /// the handshake is done (a server answering 405 simply does not offer it).
+    pub open_get_stream: bool,
+    /// How long to wait for a TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// How many times a broken SSE stream is reopened before giving up.
+    pub max_reconnects: u32,
+    /// Wait before reconnecting when the server gave no `retry:`.
+    pub default_retry: Duration,
+}
+
+impl HttpTarget {
+    pub fn new(url: impl Into<String>, kind: HttpKind) -> Self {
+        Self {
+            url: url.into(),
+            kind,
+            headers: Vec::new(),
+            open_get_stream: true,
+            connect_timeout: Duration::from_secs(10),
+            max_reconnects: 3,
+            default_retry: Duration::from_millis(1000),
+        }
+    }
+
+    pub fn streamable(url: impl Into<String>) -> Self {
+        Self::new(url, HttpKind::StreamableHttp)
+    }
+
+    pub fn sse(url: impl Into<String>) -> Self {
+        Self::new(url, HttpKind::Sse)
+    }
+
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The URL, the transport and the extra headers (values masked).
+    pub fn display(&self) -> String {
+        let mut s = format!("{} ({})", self.url, self.kind.label());
+        for (k, v) in &self.headers {
+            s.push_str(&format!(" -H {}", shell_quote(&format!("{k}: {}", mask_value(v)))));
+        }
+        s
+    }
+
+    /// The extra headers as they may be shown: values masked.
+    pub fn masked_headers(&self) -> Vec<(String, String)> {
+        self.headers.iter().map(|(k, v)| (k.clone(), mask_value(v))).collect()
+    }
+}
+
+/// Hides a header value the user gave (a token, a key), keeping an
+/// authentication scheme so the reader still sees what kind it was:
+/// `Bearer abc123` becomes `Bearer ****`, anything else `****`.
+pub fn mask_value(value: &str) -> String {
+    let trimmed = value.trim();
+    if let Some((scheme, rest)) = trimmed.split_once(' ')
+        && !rest.trim().is_empty()
+        && !scheme.is_empty()
+        && scheme.len() <= 20
+        && scheme.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
+    {
+        return format!("{scheme} ****");
+    }
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        "****".into()
+    }
+}
+
+/// Parses `Name: value` (or `Name=value`) as given to `--header`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once(':')
+        .or_else(|| s.split_once('='))
+        .ok_or_else(|| format!("expected NAME:VALUE, got {s:?}"))?;
+    let k = k.trim();
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return Err(format!("{k:?} is not a valid HTTP header name"));
+    }
+    let v = v.trim();
+    if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err("a header value cannot contain a line break".into());
+    }
+    Ok((k.to_owned(), v.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_keep_the_scheme_only() {
+        assert_eq!(mask_value("Bearer abc.def"), "Bearer ****");
+        assert_eq!(mask_value("Basic dXNlcjpwYXNz"), "Basic ****");
+        assert_eq!(mask_value("sk-12345"), "****");
+        assert_eq!(mask_value("two words but=not a scheme"), "two ****");
+        assert_eq!(mask_value("a=b c"), "****");
+        assert_eq!(mask_value(""), "");
+    }
+
+    #[test]
+    fn headers_parse() {
+        assert_eq!(
+            parse_header("Authorization: Bearer x:y").unwrap(),
+            ("Authorization".into(), "Bearer x:y".into())
+        );
+        assert_eq!(parse_header("X-Key=v").unwrap(), ("X-Key".into(), "v".into()));
+        assert!(parse_header("novalue").is_err());
+        assert!(parse_header(": v").is_err());
+        assert!(parse_header("bad name: v").is_err());
+    }
+
+    #[test]
+    fn display_masks_header_values() {
+        let t = HttpTarget::streamable("http://127.0.0.1:1/mcp").with_header("Authorization", "Bearer secret");
+        let d = t.display();
+        assert!(d.contains("Bearer ****"), "{d}");
+        assert!(!d.contains("secret"), "{d}");
+        assert!(d.contains("Streamable HTTP"), "{d}");
+    }
+}

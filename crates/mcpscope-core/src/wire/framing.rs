@@ -1,0 +1,215 @@
+//! Newline-delimited framing over a byte stream.
+//!
+//! MCP's stdio transport puts one JSON-RPC message on each line. A debugger must
+//! not trust that, so the framer never interprets or drops bytes: it splits on
+//! `\n`, remembers how each line ended, and hands every byte on. Interpretation
+//! happens later, in [`crate::wire::classify`].
+
+use std::io::Read;
+
+/// How a line was terminated on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LineEnding {
+    /// `\n`, the only ending the MCP stdio transport defines.
+    Lf,
+    /// `\r\n`: tolerated by most clients, but not what the spec says.
+    CrLf,
+    /// The stream ended before a newline arrived: a partial last line.
+    Eof,
+}
+
+impl LineEnding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineEnding::Lf => "lf",
+            LineEnding::CrLf => "crlf",
+            LineEnding::Eof => "eof",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "lf" => Some(LineEnding::Lf),
+            "crlf" => Some(LineEnding::CrLf),
+            "eof" => Some(LineEnding::Eof),
+            _ => None,
+        }
+    }
+
+    /// The bytes that terminated the line, for byte-exact replay.
+    pub fn bytes(self) -> &'static [u8] {
+        match self {
+            LineEnding::Lf => b"\n",
+            LineEnding::CrLf => b"\r\n",
+            LineEnding::Eof => b"",
+        }
+    }
+}
+
+/// One line as it appeared on the wire, without its terminator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawLine {
+    pub bytes: Vec<u8>,
+    pub ending: LineEnding,
+}
+
+impl RawLine {
+    /// The exact bytes, terminator included.
+    pub fn wire_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.bytes.len() + 2);
+        out.extend_from_slice(&self.bytes);
+        out.extend_from_slice(self.ending.bytes());
+        out
+    }
+}
+
+/// Push-based line splitter: feed it chunks as they are read, get whole lines.
+///
+/// Push-based so the same code frames a child's stdout, the proxy's two
+/// directions (which forward chunks unchanged and frame a copy) and benchmarks.
+#[derive(Default)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+}
+
+impl LineSplitter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds a chunk; `emit` is called once per completed line.
+    pub fn push(&mut self, mut chunk: &[u8], mut emit: impl FnMut(RawLine)) {
+        while let Some(pos) = memchr_newline(chunk) {
+            let (line_part, rest) = chunk.split_at(pos);
+            chunk = &rest[1..];
+            let mut bytes = if self.pending.is_empty() {
+                line_part.to_vec()
+            } else {
+                let mut b = std::mem::take(&mut self.pending);
+                b.extend_from_slice(line_part);
+                b
+            };
+            let ending = if bytes.last() == Some(&b'\r') {
+                bytes.pop();
+                LineEnding::CrLf
+            } else {
+                LineEnding::Lf
+            };
+            emit(RawLine { bytes, ending });
+        }
+        self.pending.extend_from_slice(chunk);
+    }
+
+    /// Bytes received since the last newline.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Ends the stream: a non-empty remainder becomes a partial line.
+    pub fn finish(&mut self) -> Option<RawLine> {
+        if self.pending.is_empty() {
+            None
+        } else {
+            Some(RawLine {
+                bytes: std::mem::take(&mut self.pending),
+                ending: LineEnding::Eof,
+            })
+        }
+    }
+}
+
+fn memchr_newline(haystack: &[u8]) -> Option<usize> {
+    // The std iterator search compiles to a vectorised loop; good enough to
+    // keep framing well under the cost of JSON parsing.
+    haystack.iter().position(|&b| b == b'\n')
+}
+
+/// Reads `reader` to the end, calling `on_line` for every line.
+///
+/// Returns the I/O error that ended the stream, if any; lines read before the
+/// error (and a partial remainder) are still delivered.
+pub fn read_lines<R: Read>(mut reader: R, mut on_line: impl FnMut(RawLine)) -> std::io::Result<()> {
+    let mut splitter = LineSplitter::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let result = loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => splitter.push(&buf[..n], &mut on_line),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    if let Some(last) = splitter.finish() {
+        on_line(last);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split_all(chunks: &[&[u8]]) -> Vec<RawLine> {
+        let mut s = LineSplitter::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            s.push(c, |l| out.push(l));
+        }
+        out.extend(s.finish());
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_every_byte() {
+        let lines = split_all(&[b"{\"a\":1}\n{\"b\"", b":2}\r\n\n tail"]);
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0].bytes, b"{\"a\":1}");
+        assert_eq!(lines[0].ending, LineEnding::Lf);
+        assert_eq!(lines[1].bytes, b"{\"b\":2}");
+        assert_eq!(lines[1].ending, LineEnding::CrLf);
+        assert_eq!(lines[2].bytes, b"");
+        assert_eq!(lines[3].bytes, b" tail");
+        assert_eq!(lines[3].ending, LineEnding::Eof);
+        let rejoined: Vec<u8> = lines.iter().flat_map(|l| l.wire_bytes()).collect();
+        assert_eq!(rejoined, b"{\"a\":1}\n{\"b\":2}\r\n\n tail");
+    }
+
+    #[test]
+    fn chunk_boundary_inside_crlf() {
+        let lines = split_all(&[b"x\r", b"\ny\n"]);
+        assert_eq!(lines[0].bytes, b"x");
+        assert_eq!(lines[0].ending, LineEnding::CrLf);
+        assert_eq!(lines[1].bytes, b"y");
+    }
+
+    #[test]
+    fn invalid_utf8_passes_through_untouched() {
+        let lines = split_all(&[b"\xff\xfe bad\n"]);
+        assert_eq!(lines[0].bytes, b"\xff\xfe bad");
+    }
+
+    #[test]
+    fn no_partial_line_when_stream_ends_on_newline() {
+        assert_eq!(split_all(&[b"a\n"]).len(), 1);
+        assert!(split_all(&[]).is_empty());
+    }
+
+    #[test]
+    fn read_lines_from_reader_with_tiny_reads() {
+        struct OneByte<'a>(&'a [u8]);
+        impl Read for OneByte<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0.is_empty() || buf.is_empty() {
+                    return Ok(0);
+                }
+                buf[0] = self.0[0];
+                self.0 = &self.0[1..];
+                Ok(1)
+            }
+        }
+        let mut got = Vec::new();
+        read_lines(OneByte(b"ab\ncd"), |l| got.push(l)).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].ending, LineEnding::Eof);
+    }
+}

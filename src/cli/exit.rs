@@ -1,0 +1,16 @@
+//! Exit statuses, one meaning each, shared by every subcommand (documented in
+//! the README).
+
+/// Success.
+pub const OK: u8 = 0;
+/// A JSON-RPC error response (`call`), error-level findings (`lint`, `doctor`),
+/// differences (`diff`), or a refused listen.
+pub const FAILED: u8 = 1;
+/// `call`: the tool answered with `isError: true`.
+pub const TOOL_ERROR: u8 = 2;
+/// Could not connect, the handshake failed, or a request timed out.
+pub const UNREACHABLE: u8 = 3;
+/// A capture or input file could not be read or written.
+pub const IO: u8 = 4;
+/// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
+pub const USAGE: u8 = 64;
