@@ -447,16 +447,9 @@ impl Runner {
                 {
                     self.protocol_version = Some(pv.to_owned());
                 }
-                let ping_id = (frame.class.kind == Kind::Request
-                    && frame.class.method.as_deref() == Some("ping")
-                    && self.options.answer_ping)
-                    .then(|| frame.class.id.clone())
-                    .flatten();
+                // Pings are answered by the owner's protocol driver, like
+                // every other server request.
                 self.emit(Event::Frame(frame));
-                if let Some(id) = ping_id {
-                    let line = Message::Result { id, result: json!({}) }.to_line();
-                    self.send(line, None);
-                }
             }
             Internal::Failed {
                 mut info,

@@ -11,7 +11,7 @@ use crate::record::recorder::Recorder;
 use crate::transport::event::Event;
 use crate::transport::process::{self, ExitInfo, ServerSpec};
 use crate::transport::target::Target;
-use crate::wire::classify::{Kind, Limits};
+use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineSplitter, RawLine, read_lines};
 use crate::wire::message::{ErrorObject, Message, RequestId};
@@ -41,8 +41,6 @@ pub struct SessionOptions {
     pub stdin_close_grace: Duration,
     /// How long to wait after SIGTERM before SIGKILL.
     pub term_grace: Duration,
-    /// Answer the server's `ping` requests automatically.
-    pub answer_ping: bool,
     /// Bound of the event channel: a consumer that falls this far behind slows
     /// the session down instead of letting memory grow without limit.
     pub event_capacity: usize,
@@ -58,7 +56,6 @@ impl Default for SessionOptions {
             capture: None,
             stdin_close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
-            answer_ping: true,
             event_capacity: 64 * 1024,
             waker: None,
         }
@@ -175,6 +172,15 @@ impl Session {
         self.command(Command::Send {
             line: msg.to_line(),
             timeout: None,
+        });
+    }
+
+    /// Sends a message the caller built (its id, if any, chosen by the caller:
+    /// the protocol driver allocates ids).
+    pub fn send(&self, message: &Message, timeout: Option<Duration>) {
+        self.command(Command::Send {
+            line: message.to_line(),
+            timeout,
         });
     }
 
@@ -480,16 +486,9 @@ impl Runner {
             Internal::Stdout(line, at) => {
                 let at = self.recorder.since_start(at);
                 let frame = self.recorder.frame_at(Direction::In, line, at, None);
-                let ping_id = (frame.class.kind == Kind::Request
-                    && frame.class.method.as_deref() == Some("ping")
-                    && self.options.answer_ping)
-                    .then(|| frame.class.id.clone())
-                    .flatten();
+                // Pings are answered by the owner's protocol driver, like
+                // every other server request.
                 self.emit(Event::Frame(frame));
-                if let Some(id) = ping_id {
-                    let line = Message::Result { id, result: json!({}) }.to_line();
-                    self.send_line(line, None);
-                }
             }
             Internal::Stderr(line, at) => {
                 let at = self.recorder.since_start(at);
