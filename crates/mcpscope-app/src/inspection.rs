@@ -483,9 +483,9 @@ impl Inspection {
         }
         if f.kind() == Kind::Request
             && let (Some(id), Some(method)) = (f.class.id.clone(), f.class.method.as_deref())
-            && method != "ping"
         {
             match method {
+                "ping" => out.push(Reply::Answer(id, Ok(serde_json::json!({})))),
                 "roots/list" => out.push(Reply::Answer(id, Ok(serde_json::json!({"roots": self.roots})))),
                 "sampling/createMessage" | "elicitation/create" => self.server_requests.push(ServerRequest {
                     id,

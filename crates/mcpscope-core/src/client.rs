@@ -254,7 +254,7 @@ impl Client {
             _ => false,
         };
         let outcome = match method {
-            "ping" => return, // the session answers pings itself
+            "ping" => Ok(json!({})),
             m if declared => self
                 .policy
                 .answer(m, &params)
