@@ -13,6 +13,26 @@ pub fn shorten(text: &str, limit: usize) -> String {
     format!("{}… ({} bytes in all)", &text[..cut], text.len())
 }
 
+/// Hides a header value the user gave (a token, a key), keeping an
+/// authentication scheme so the reader still sees what kind it was:
+/// `Bearer abc123` becomes `Bearer ****`, anything else `****`.
+pub fn mask_value(value: &str) -> String {
+    let trimmed = value.trim();
+    if let Some((scheme, rest)) = trimmed.split_once(' ')
+        && !rest.trim().is_empty()
+        && !scheme.is_empty()
+        && scheme.len() <= 20
+        && scheme.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
+    {
+        return format!("{scheme} ****");
+    }
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        "****".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

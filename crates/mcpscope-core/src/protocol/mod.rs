@@ -1,7 +1,8 @@
 //! What MCP means on top of JSON-RPC: the handshake, the two protocol eras,
-//! multi round-trip requests, tasks, subscriptions and tool results. Pure
-//! logic: no sockets, threads or files.
+//! multi round-trip requests, tasks, subscriptions, tool results and the
+//! authorization client. Pure logic: no sockets, threads or files.
 
+pub mod auth;
 pub mod era;
 pub mod handshake;
 pub mod methods;

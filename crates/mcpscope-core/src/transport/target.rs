@@ -130,25 +130,7 @@ impl HttpTarget {
     }
 }
 
-/// Hides a header value the user gave (a token, a key), keeping an
-/// authentication scheme so the reader still sees what kind it was:
-/// `Bearer abc123` becomes `Bearer ****`, anything else `****`.
-pub fn mask_value(value: &str) -> String {
-    let trimmed = value.trim();
-    if let Some((scheme, rest)) = trimmed.split_once(' ')
-        && !rest.trim().is_empty()
-        && !scheme.is_empty()
-        && scheme.len() <= 20
-        && scheme.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
-    {
-        return format!("{scheme} ****");
-    }
-    if trimmed.is_empty() {
-        String::new()
-    } else {
-        "****".into()
-    }
-}
+pub use crate::text::mask_value;
 
 /// Parses `Name: value` (or `Name=value`) as given to `--header`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
