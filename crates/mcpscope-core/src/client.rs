@@ -44,6 +44,13 @@ pub enum ClientError {
     Http {
         method: String,
         error: String,
+        /// Set when the answer asks for authorization (401, or 403 insufficient_scope).
+        challenge: Option<Box<crate::transport::auth::HttpChallenge>>,
+    },
+    /// The server asked for authorization and it could not be obtained.
+    Authorization {
+        method: String,
+        error: crate::protocol::auth::AuthError,
     },
 }
 
@@ -59,7 +66,8 @@ impl fmt::Display for ClientError {
             }
             ClientError::Closed { method } => write!(f, "the session ended before {method} was answered"),
             ClientError::WriteFailed { method, error } => write!(f, "could not send {method}: {error}"),
-            ClientError::Http { method, error } => write!(f, "{method} failed over HTTP: {error}"),
+            ClientError::Http { method, error, .. } => write!(f, "{method} failed over HTTP: {error}"),
+            ClientError::Authorization { method, error } => write!(f, "{method}: authorization failed: {error}"),
         }
     }
 }
@@ -100,6 +108,8 @@ pub struct Client {
     spawn_error: Option<SpawnError>,
     exited: Option<ExitInfo>,
     closed: bool,
+    /// Answers OAuth challenges (HTTP targets only; see `transport::auth`).
+    authorizer: Option<crate::transport::auth::Authorizer>,
 }
 
 impl Client {
@@ -123,7 +133,19 @@ impl Client {
             spawn_error: None,
             exited: None,
             closed: false,
+            authorizer: None,
         }
+    }
+
+    /// Authorize with this authorizer whenever the server asks (its slot
+    /// must be the target's `bearer`).
+    pub fn with_authorizer(mut self, authorizer: crate::transport::auth::Authorizer) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    pub fn authorizer(&self) -> Option<&crate::transport::auth::Authorizer> {
+        self.authorizer.as_ref()
     }
 
     /// Answer `roots/list` with these roots (URIs like `file:///home/me/project`).
@@ -316,8 +338,31 @@ impl Client {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Response, ClientError> {
-        let id = self.session.request_with(None, method, params, Some(timeout));
-        self.wait_response(method, &id, timeout)
+        // OAuth hook (transport::auth): a challenge is answered by the
+        // authorizer, then the same request is sent again (with a new id).
+        let mut attempt = 0;
+        loop {
+            if let Some(a) = self.authorizer.as_mut() {
+                crate::transport::auth::before_request(a, &self.session);
+            }
+            let id = self.session.request_with(None, method, params.clone(), Some(timeout));
+            match self.wait_response(method, &id, timeout) {
+                Err(ClientError::Http {
+                    challenge: Some(challenge),
+                    ..
+                }) if self.authorizer.is_some() => {
+                    attempt += 1;
+                    let a = self.authorizer.as_mut().expect("checked");
+                    crate::transport::auth::answer_challenge(a, &self.session, &challenge, attempt).map_err(
+                        |error| ClientError::Authorization {
+                            method: method.into(),
+                            error,
+                        },
+                    )?;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Sends a notification (no response is expected).
@@ -329,6 +374,8 @@ impl Client {
         // The session times the request out itself; this is only a backstop.
         let backstop = Instant::now() + timeout + Duration::from_secs(2);
         let mut exit_grace: Option<Instant> = None;
+        // A challenge whose body was a JSON-RPC error (some servers send one with their 401).
+        let mut challenged: Option<crate::transport::auth::HttpChallenge> = None;
         loop {
             let deadline = exit_grace.map_or(backstop, |g| g.min(backstop));
             let ev = match self
@@ -363,6 +410,13 @@ impl Client {
                         && f.class.id.as_ref() == Some(id) =>
                 {
                     let outcome = response_outcome(f);
+                    if let (Some(challenge), Err(e)) = (challenged.take(), &outcome) {
+                        return Err(ClientError::Http {
+                            method: method.into(),
+                            error: format!("the server answered HTTP {} with {e}", challenge.status),
+                            challenge: Some(Box::new(challenge)),
+                        });
+                    }
                     return Ok(Response {
                         frame: f.clone(),
                         outcome,
@@ -385,7 +439,11 @@ impl Client {
                     return Err(ClientError::Http {
                         method: method.into(),
                         error: h.error.clone().unwrap_or_default(),
+                        challenge: crate::transport::auth::HttpChallenge::from_http(method, h).map(Box::new),
                     });
+                }
+                Event::Http(h) if h.request_id.as_ref() == Some(id) && self.authorizer.is_some() => {
+                    challenged = crate::transport::auth::HttpChallenge::from_http(method, h);
                 }
                 // A response may still be in the stdout pipe when the exit is
                 // noticed: give the reader a moment before giving up.
@@ -542,6 +600,8 @@ impl Client {
                 let (outcome, why) =
                     match self.request_as_is("server/discover", Some(env.discover_params()), probe_timeout) {
                         Ok(resp) => (Some(resp.outcome), String::new()),
+                        // A server that asks for authorization says nothing about its era.
+                        Err(e @ ClientError::Http { challenge: Some(_), .. }) => return Err(e),
                         Err(e @ (ClientError::TimedOut { .. } | ClientError::Http { .. })) => (None, e.to_string()),
                         Err(e) => return Err(e),
                     };

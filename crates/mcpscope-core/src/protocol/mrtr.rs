@@ -108,6 +108,24 @@ pub enum ElicitAnswer {
     Cancel,
     /// Accept with this content (an object).
     Accept(Value),
+    /// Accept with the requested schema's defaults (SEP-1034), with this
+    /// content (an object, possibly empty) over them.
+    AcceptDefaults(Value),
+}
+
+/// The `default` of every top-level property of an elicitation's
+/// `requestedSchema`, as content.
+pub fn schema_defaults(requested_schema: Option<&Value>) -> Map<String, Value> {
+    requested_schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .filter_map(|(k, p)| Some((k.clone(), p.get("default")?.clone())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// How a non-interactive client answers input requests (and, in the legacy
@@ -150,9 +168,16 @@ impl InputPolicy {
                 Some(ElicitAnswer::Decline) => Ok(json!({"action": "decline"})),
                 Some(ElicitAnswer::Cancel) => Ok(json!({"action": "cancel"})),
                 Some(ElicitAnswer::Accept(content)) => Ok(json!({"action": "accept", "content": content})),
+                Some(ElicitAnswer::AcceptDefaults(given)) => {
+                    let mut content = schema_defaults(params.get("requestedSchema"));
+                    if let Some(g) = given.as_object() {
+                        content.extend(g.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    Ok(json!({"action": "accept", "content": content}))
+                }
                 None => Err(
-                    "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline \
-                     or --elicit-accept JSON)"
+                    "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline, \
+                     --elicit-accept JSON or --elicit-accept-defaults)"
                         .into(),
                 ),
             },
@@ -360,6 +385,27 @@ pub fn conversation_of(chains: &[Chain]) -> HashMap<u64, u64> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn accepting_with_defaults_merges_the_given_content() {
+        let policy = InputPolicy {
+            elicit: Some(ElicitAnswer::AcceptDefaults(json!({"age": 31}))),
+            ..InputPolicy::default()
+        };
+        let params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "default": true},
+            "note": {"type": "string"}
+        }}});
+        assert_eq!(
+            policy.answer("elicitation/create", &params).unwrap(),
+            json!({"action": "accept", "content": {"name": "John Doe", "age": 31, "score": 95.5, "status": "active", "verified": true}})
+        );
+        assert!(schema_defaults(None).is_empty());
+    }
+
     use super::*;
     use crate::wire::classify::Limits;
     use std::time::Duration;

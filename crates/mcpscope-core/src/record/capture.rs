@@ -8,8 +8,10 @@
 //! `method`, `anomalies`, `latency_us`) are written for readers such as `jq`;
 //! loading recomputes them from the raw bytes so old captures gain new checks.
 
+use crate::protocol::auth::Step;
+use crate::protocol::auth::jwt::DecodedJwt;
 use crate::record::recorder::Recorder;
-use crate::transport::event::{Event, HttpInfo};
+use crate::transport::event::{AuthExchange, Event, HttpInfo};
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::wire::classify::Limits;
 use crate::wire::correlation::TimedOut;
@@ -283,6 +285,25 @@ fn meta_json(e: &Event) -> Value {
                 "error": h.error,
             })
         }
+        Event::Auth(a) => {
+            let pairs = |hs: &[(String, String)]| -> Vec<Value> { hs.iter().map(|(k, v)| json!([k, v])).collect() };
+            json!({
+                "event": "auth",
+                "step": a.step.as_str(),
+                "method": a.method,
+                "url": a.url,
+                "status": a.status,
+                "sent": pairs(&a.sent),
+                "request_body": a.request_body,
+                "received": pairs(&a.received),
+                "response_body": a.response_body,
+                "jwts": a.jwts.iter().map(DecodedJwt::to_json).collect::<Vec<_>>(),
+                "elapsed_us": a.elapsed.as_micros() as u64,
+                "text": a.text,
+                "notes": a.notes,
+                "error": a.error,
+            })
+        }
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
@@ -417,18 +438,7 @@ fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<
                 },
                 "note" => Event::Note { at, text: s("text") },
                 "http" => {
-                    let pairs = |k: &str| -> Vec<(String, String)> {
-                        v.get(k)
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(|p| {
-                                        Some((p.get(0)?.as_str()?.to_owned(), p.get(1)?.as_str()?.to_owned()))
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    };
+                    let pairs = |k: &str| header_pairs(v, k);
                     Event::Http(HttpInfo {
                         at,
                         method: s("method"),
@@ -440,6 +450,38 @@ fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<
                         text: s("text"),
                         error: v.get("error").and_then(Value::as_str).map(str::to_owned),
                     })
+                }
+                "auth" => {
+                    let step = v
+                        .get("step")
+                        .and_then(Value::as_str)
+                        .and_then(Step::parse)
+                        .ok_or("auth record without a known step")?;
+                    let opt = |k: &str| v.get(k).filter(|x| !x.is_null()).cloned();
+                    Event::Auth(Box::new(AuthExchange {
+                        at,
+                        step,
+                        method: s("method"),
+                        url: s("url"),
+                        status: v.get("status").and_then(Value::as_u64).map(|c| c as u16),
+                        sent: header_pairs(v, "sent"),
+                        request_body: opt("request_body"),
+                        received: header_pairs(v, "received"),
+                        response_body: opt("response_body"),
+                        jwts: v
+                            .get("jwts")
+                            .and_then(Value::as_array)
+                            .map(|a| a.iter().filter_map(DecodedJwt::from_json).collect())
+                            .unwrap_or_default(),
+                        elapsed: Duration::from_micros(v.get("elapsed_us").and_then(Value::as_u64).unwrap_or(0)),
+                        text: s("text"),
+                        notes: v
+                            .get("notes")
+                            .and_then(Value::as_array)
+                            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                            .unwrap_or_default(),
+                        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+                    }))
                 }
                 "exited" => Event::Exited {
                     at,
@@ -455,6 +497,18 @@ fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<
         other => return Err(format!("unknown dir {other:?}")),
     };
     Ok(Some(ev))
+}
+
+/// `[[name, value], …]` under `key`, as the http and auth records write headers.
+fn header_pairs(v: &Value, key: &str) -> Vec<(String, String)> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p.get(0)?.as_str()?.to_owned(), p.get(1)?.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -549,6 +603,53 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn auth_exchanges_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        let mut w = Writer::create(&path, &Header::default()).unwrap();
+        let jwt = crate::protocol::auth::jwt::DecodedJwt {
+            field: "access_token".into(),
+            header: json!({"alg": "RS256"}),
+            claims: json!({"sub": "u", "exp": 5}),
+            signature_len: 256,
+            notes: vec!["signature not verified".into()],
+        };
+        let events = vec![
+            Event::Auth(Box::new(AuthExchange {
+                at: Duration::from_millis(3),
+                method: "POST".into(),
+                url: "http://as/token".into(),
+                status: Some(200),
+                sent: vec![("Authorization".into(), "Basic ****".into())],
+                request_body: Some(json!({"grant_type": "authorization_code", "code": "****"})),
+                received: vec![("content-type".into(), "application/json".into())],
+                response_body: Some(json!({"access_token": "****", "token_type": "Bearer"})),
+                jwts: vec![jwt],
+                elapsed: Duration::from_micros(1500),
+                notes: vec!["Bearer token issued".into()],
+                ..AuthExchange::new(Step::Token, "exchange the code for a token")
+            })),
+            Event::Auth(Box::new(AuthExchange {
+                at: Duration::from_millis(4),
+                error: Some("the token request was refused (HTTP 400): invalid_grant".into()),
+                ..AuthExchange::new(Step::Failed, "")
+            })),
+        ];
+        for e in &events {
+            w.write(e).unwrap();
+        }
+        w.flush().unwrap();
+        let loaded = load(&path).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.events, events);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\"event\":\"auth\"") && text.contains("\"step\":\"token\""),
+            "{text}"
+        );
     }
 
     #[test]

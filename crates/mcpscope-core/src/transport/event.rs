@@ -1,5 +1,7 @@
 //! What a session reports: frames, stderr lines and lifecycle facts.
 
+use crate::protocol::auth::Step;
+use crate::protocol::auth::jwt::DecodedJwt;
 use crate::transport::process::{ExitInfo, SpawnError};
 use crate::wire::correlation::TimedOut;
 use crate::wire::frame::Frame;
@@ -88,6 +90,98 @@ fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a s
         .map(|(_, v)| v.as_str())
 }
 
+/// One step of an authorization (OAuth), drawn on its own lifeline: an
+/// HTTP exchange with the authorization server (or the identity
+/// provider, or the MCP server's metadata), the redirect back, or a fact
+/// about the flow (the challenge that started it, the retry, a failure).
+///
+/// Everything here is safe to record: tokens, codes, secrets, verifiers
+/// and assertions are masked (`****`) in the URL, the headers and the
+/// bodies; JWTs among them are kept decoded (header and claims, the
+/// signature not verified) so a person still sees what they say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuthExchange {
+    pub at: Duration,
+    pub step: Step,
+    /// `GET` or `POST`; empty for a step that is no HTTP exchange of mcpscope's
+    /// (the challenge, a redirect read without being followed, the retry).
+    pub method: String,
+    /// Secret query parameters masked.
+    pub url: String,
+    pub status: Option<u16>,
+    /// Request headers, masked.
+    pub sent: Vec<(String, String)>,
+    /// The request body as JSON (a form becomes an object), masked.
+    pub request_body: Option<serde_json::Value>,
+    /// Response headers that matter, masked.
+    pub received: Vec<(String, String)>,
+    /// The response body as JSON, masked; a body that is not JSON is kept as a string.
+    pub response_body: Option<serde_json::Value>,
+    /// JWTs among the request and response, decoded for display.
+    pub jwts: Vec<DecodedJwt>,
+    /// How long the exchange took.
+    pub elapsed: Duration,
+    /// What the step is for.
+    pub text: String,
+    /// What mcpscope concluded from the answer ("issuer matches", "resource … names this server").
+    pub notes: Vec<String>,
+    /// Set when the step failed; on a `failed` step, the reason the authorization gave up.
+    pub error: Option<String>,
+}
+
+impl AuthExchange {
+    pub fn new(step: Step, text: impl Into<String>) -> Self {
+        Self {
+            at: Duration::ZERO,
+            step,
+            method: String::new(),
+            url: String::new(),
+            status: None,
+            sent: Vec::new(),
+            request_body: None,
+            received: Vec::new(),
+            response_body: None,
+            jwts: Vec::new(),
+            elapsed: Duration::ZERO,
+            text: text.into(),
+            notes: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// A response header by name (case-insensitive).
+    pub fn received_header(&self, name: &str) -> Option<&str> {
+        header_value(&self.received, name)
+    }
+
+    /// One line for a person.
+    pub fn summary(&self) -> String {
+        let mut s = format!("OAuth {}:", self.step.label());
+        if !self.method.is_empty() {
+            s.push_str(&format!(" {} {}", self.method, self.url));
+        } else if !self.url.is_empty() {
+            s.push_str(&format!(" {}", self.url));
+        }
+        if let Some(code) = self.status {
+            s.push_str(&format!(" → {code}"));
+        } else if !self.method.is_empty() && self.error.is_some() {
+            s.push_str(" → no response");
+        }
+        if !self.text.is_empty() {
+            s.push_str(&format!(" ({})", self.text));
+        }
+        if !self.notes.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.notes.join("; "));
+        }
+        if let Some(e) = &self.error {
+            s.push_str(" — ");
+            s.push_str(e);
+        }
+        s
+    }
+}
+
 /// Everything a session tells its owner, in the order it happened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -123,6 +217,9 @@ pub enum Event {
     /// An HTTP exchange or a fact about an HTTP stream (HTTP transports only):
     /// status code and the headers that matter, on the same timeline as frames.
     Http(HttpInfo),
+    /// A step of an authorization, reported by the authorizer through the
+    /// session so that it is recorded in order with the frames.
+    Auth(Box<AuthExchange>),
     /// Something the session did or noticed that is not a frame, e.g. a
     /// shutdown step ("sent SIGTERM to process group 123") or a capture
     /// write failure.
@@ -146,6 +243,7 @@ impl Event {
             Event::Frame(f) => f.at,
             Event::Stderr(s) => s.at,
             Event::Http(h) => h.at,
+            Event::Auth(a) => a.at,
             Event::Spawned { at, .. }
             | Event::SpawnFailed { at, .. }
             | Event::TimedOut { at, .. }
@@ -174,6 +272,7 @@ impl Event {
             Event::WriteFailed { error, .. } => format!("write to stdin failed: {error}"),
             Event::Note { text, .. } => text.clone(),
             Event::Http(h) => h.summary(),
+            Event::Auth(a) => a.summary(),
             Event::Exited { status, .. } => format!("server {status}"),
             Event::Closed { .. } => "session closed".into(),
         }

@@ -292,6 +292,10 @@ impl Runner {
             }
             Command::Shutdown => self.begin_shutdown(),
             Command::Note { text } => self.note(text),
+            Command::Auth(mut exchange) => {
+                exchange.at = self.recorder.now();
+                self.emit(Event::Auth(exchange));
+            }
         }
     }
 
@@ -596,6 +600,18 @@ impl Headers {
             h.wire.push((k.clone(), v.clone()));
             h.shown.push((k.clone(), mask_value(v)));
         }
+        // OAuth: the token the authorizer obtained (transport::auth), unless
+        // the user gave an Authorization header of their own.
+        if let Some(token) = target.bearer.get()
+            && !target
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            let value = format!("Bearer {token}");
+            h.shown.push(("Authorization".into(), mask_value(&value)));
+            h.wire.push(("Authorization".into(), value));
+        }
         h
     }
 
@@ -666,10 +682,26 @@ fn relevant_headers(resp: &ureq::http::Response<ureq::Body>) -> Vec<(String, Str
     RELEVANT
         .iter()
         .filter_map(|name| {
-            let v = resp.headers().get(*name)?;
-            Some(((*name).to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            // Several WWW-Authenticate headers are one list (RFC 9110 §5.3).
+            let values: Vec<String> = resp
+                .headers()
+                .get_all(*name)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            (!values.is_empty()).then(|| ((*name).to_owned(), values.join(", ")))
         })
         .collect()
+}
+
+/// Whether a body is (or holds) a JSON-RPC message, rather than, say, an
+/// OAuth error object (RFC 6750 `{"error": "invalid_token"}`).
+fn is_jsonrpc(bytes: &[u8]) -> bool {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(o)) => o.contains_key("jsonrpc"),
+        Ok(Value::Array(a)) => a.iter().any(|m| m.get("jsonrpc").is_some()),
+        _ => false,
+    }
 }
 
 fn content_type(resp: &ureq::http::Response<ureq::Body>) -> String {
@@ -861,6 +893,15 @@ fn post(ctx: Ctx, job: PostJob) {
             crate::text::shorten(&String::from_utf8_lossy(&bytes), 200)
         ));
     }
+    // A 401/403 body is usually an OAuth error object, not a JSON-RPC
+    // message: kept with the exchange, not passed on as a malformed frame.
+    let auth_refusal = (status == 401 || status == 403) && !bytes.is_empty() && !is_jsonrpc(&bytes);
+    if auth_refusal {
+        text.push_str(&format!(
+            " (body: {})",
+            crate::text::shorten(&String::from_utf8_lossy(&bytes), 4096)
+        ));
+    }
     send(
         &ctx,
         Internal::Http {
@@ -875,7 +916,7 @@ fn post(ctx: Ctx, job: PostJob) {
             new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
         },
     );
-    if !bytes.is_empty() && !accepted {
+    if !bytes.is_empty() && !accepted && !auth_refusal {
         send(
             &ctx,
             Internal::Message {
@@ -914,7 +955,10 @@ fn post(ctx: Ctx, job: PostJob) {
             e.push_str(" with an HTML page");
         }
         if status == 401 || status == 403 {
-            e.push_str(" (check the Authorization or other --header values)");
+            match received.iter().find(|(k, _)| k == "www-authenticate") {
+                Some((_, w)) => e.push_str(&format!(" (WWW-Authenticate: {w})")),
+                None => e.push_str(" (check the Authorization or other --header values)"),
+            }
         }
         if status == 405 || status == 404 {
             e.push_str(&format!(

@@ -75,6 +75,8 @@ pub enum Command {
     /// Put a note on the timeline (and in the capture), in order with the
     /// frames: e.g. why a request is retried with another protocol version.
     Note { text: String },
+    /// Record a step of an authorization (its time is set on arrival).
+    Auth(Box<crate::transport::event::AuthExchange>),
 }
 
 /// The owner's handle on a session. Dropping it shuts the server down and
@@ -199,6 +201,12 @@ impl Session {
     /// Puts a note on the timeline, after everything sent so far.
     pub fn note(&self, text: impl Into<String>) {
         self.command(Command::Note { text: text.into() });
+    }
+
+    /// Puts a step of an authorization on the timeline (and in the
+    /// capture), after everything sent so far.
+    pub fn record_auth(&self, exchange: crate::transport::event::AuthExchange) {
+        self.command(Command::Auth(Box::new(exchange)));
     }
 
     /// Starts shutting down; events keep arriving until [`Event::Closed`].
@@ -533,6 +541,10 @@ impl Runner {
             }
             Command::Shutdown => self.begin_shutdown(),
             Command::Note { text } => self.note(text),
+            Command::Auth(mut exchange) => {
+                exchange.at = self.recorder.now();
+                self.emit(Event::Auth(exchange));
+            }
         }
     }
 

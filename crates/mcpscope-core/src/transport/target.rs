@@ -69,6 +69,49 @@ impl HttpKind {
     }
 }
 
+/// The access token an authorizer obtained, shared with the HTTP runner,
+/// which sends it as `Authorization: Bearer …` with every request (unless
+/// the user gave an `Authorization` header). Updated in place, so a new
+/// token applies to the next request without a new session. Never shown:
+/// its `Debug` is masked, and two slots are equal only when they are the same.
+#[derive(Clone, Default)]
+pub struct BearerSlot(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl BearerSlot {
+    pub fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    pub fn set(&self, token: Option<String>) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = token;
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+impl std::fmt::Debug for BearerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_set() {
+            "BearerSlot(****)"
+        } else {
+            "BearerSlot(empty)"
+        })
+    }
+}
+
+impl PartialEq for BearerSlot {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for BearerSlot {}
+
 /// A server reached over HTTP.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpTarget {
@@ -87,6 +130,8 @@ pub struct HttpTarget {
     pub max_reconnects: u32,
     /// Wait before reconnecting when the server gave no `retry:`.
     pub default_retry: Duration,
+    /// The OAuth access token to send, once an authorizer has one.
+    pub bearer: BearerSlot,
 }
 
 impl HttpTarget {
@@ -99,6 +144,7 @@ impl HttpTarget {
             connect_timeout: Duration::from_secs(10),
             max_reconnects: 3,
             default_retry: Duration::from_millis(1000),
+            bearer: BearerSlot::default(),
         }
     }
 
@@ -161,6 +207,22 @@ mod tests {
         assert_eq!(mask_value("two words but=not a scheme"), "two ****");
         assert_eq!(mask_value("a=b c"), "****");
         assert_eq!(mask_value(""), "");
+    }
+
+    #[test]
+    fn bearer_slots_are_shared_and_masked() {
+        let t = HttpTarget::streamable("http://127.0.0.1:1/mcp");
+        let copy = t.clone();
+        t.bearer.set(Some("secret-token".into()));
+        assert_eq!(copy.bearer.get().as_deref(), Some("secret-token"));
+        assert_eq!(t, copy);
+        assert_ne!(t, HttpTarget::streamable("http://127.0.0.1:1/mcp"));
+        let dbg = format!("{t:?}");
+        assert!(
+            !dbg.contains("secret-token") && dbg.contains("BearerSlot(****)"),
+            "{dbg}"
+        );
+        assert!(!t.display().contains("secret-token"));
     }
 
     #[test]

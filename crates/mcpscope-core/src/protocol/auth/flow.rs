@@ -96,7 +96,7 @@ pub struct Granted {
 }
 
 /// What outlives one flow.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct Memory {
     pub resource_metadata: Option<ResourceMetadata>,
     /// The authorization server in use (the base URL on the 2025-03-26 path).
@@ -111,6 +111,23 @@ pub struct Memory {
     pub token: Option<Granted>,
     /// The scopes of the last authorization request.
     pub requested_scopes: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("resource_metadata", &self.resource_metadata)
+            .field("issuer", &self.issuer)
+            .field("legacy", &self.legacy)
+            .field("clients", &self.clients)
+            .field(
+                "refresh_tokens",
+                &self.refresh_tokens.keys().map(|k| (k, "****")).collect::<Vec<_>>(),
+            )
+            .field("token", &self.token)
+            .field("requested_scopes", &self.requested_scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Memory {

@@ -1,0 +1,449 @@
+//! Where OAuth tokens and client registrations live between sessions.
+//!
+//! By default nowhere: an [`Authorizer`](crate::transport::auth::Authorizer)
+//! keeps them in memory for its session, and a store in memory keeps them
+//! for the process (the app's reconnects). Opt in to a file and they are
+//! kept per server URL in a JSON file that only the user can read: the
+//! directory is created `0700`, the file written `0600` (to a new file,
+//! then renamed over the old one), and neither is ever reached through a
+//! symbolic link. A file others could read is refused, not used.
+//!
+//! Nothing here is ever printed: `Debug` shows server URLs and issuers only.
+
+use crate::protocol::auth::flow::{Granted, Memory};
+use crate::protocol::auth::registration::{Client, ClientKind};
+use crate::protocol::auth::token::TokenSet;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const FORMAT: &str = "mcpscope-oauth-store";
+
+pub struct TokenStore {
+    file: Option<PathBuf>,
+    servers: BTreeMap<String, Memory>,
+}
+
+impl std::fmt::Debug for TokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl TokenStore {
+    /// Tokens for this process only.
+    pub fn in_memory() -> Self {
+        Self {
+            file: None,
+            servers: BTreeMap::new(),
+        }
+    }
+
+    /// `$XDG_STATE_HOME/mcpscope/oauth-tokens.json`, else under `~/.local/state`.
+    pub fn default_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".local/state"))
+            })?;
+        Some(base.join("mcpscope").join("oauth-tokens.json"))
+    }
+
+    /// A store kept in `path` (read now if it exists).
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let mut store = Self {
+            file: Some(path.to_owned()),
+            servers: BTreeMap::new(),
+        };
+        if let Some(text) = read_private(path)? {
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("the token store {} is not JSON: {e}", path.display()))?;
+            if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
+                return Err(format!("{} is not an mcpscope token store", path.display()));
+            }
+            if let Some(servers) = v.get("servers").and_then(Value::as_object) {
+                for (url, m) in servers {
+                    store.servers.insert(url.clone(), memory_from_json(m));
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// What is kept for a server (empty when nothing).
+    pub fn load(&self, server_url: &str) -> Memory {
+        self.servers.get(server_url).cloned().unwrap_or_default()
+    }
+
+    /// Keeps what is worth keeping of `memory` (token, refresh tokens,
+    /// registrations) and writes the file, if there is one.
+    pub fn save(&mut self, server_url: &str, memory: &Memory) -> Result<(), String> {
+        let kept = Memory {
+            token: memory.token.clone(),
+            refresh_tokens: memory.refresh_tokens.clone(),
+            clients: memory.clients.clone(),
+            ..Memory::default()
+        };
+        self.servers.insert(server_url.to_owned(), kept);
+        self.write()
+    }
+
+    /// Forgets a server's tokens and registrations.
+    pub fn forget(&mut self, server_url: &str) -> Result<bool, String> {
+        let had = self.servers.remove(server_url).is_some();
+        self.write()?;
+        Ok(had)
+    }
+
+    pub fn servers(&self) -> impl Iterator<Item = &str> {
+        self.servers.keys().map(String::as_str)
+    }
+
+    /// Where the store is and what it holds, without a secret.
+    pub fn describe(&self) -> String {
+        let place = match &self.file {
+            Some(p) => p.display().to_string(),
+            None => "memory".into(),
+        };
+        let entries: Vec<String> = self
+            .servers
+            .iter()
+            .map(|(url, m)| match &m.token {
+                Some(g) => format!("{url}: token from {} (****)", g.issuer),
+                None => format!("{url}: no token"),
+            })
+            .collect();
+        format!("TokenStore({place}; {})", entries.join("; "))
+    }
+
+    fn write(&self) -> Result<(), String> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        let servers: Map<String, Value> = self
+            .servers
+            .iter()
+            .map(|(k, m)| (k.clone(), memory_to_json(m)))
+            .collect();
+        let doc = json!({"format": FORMAT, "version": 1, "servers": servers});
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        write_private(path, text.as_bytes())
+    }
+}
+
+fn client_to_json(c: &Client) -> Value {
+    json!({
+        "client_id": c.client_id,
+        "client_secret": c.client_secret,
+        "auth_method": c.auth_method,
+        "kind": match c.kind {
+            ClientKind::PreRegistered => "pre-registered",
+            ClientKind::MetadataDocument => "metadata-document",
+            ClientKind::Registered => "registered",
+        },
+        "issuer": c.issuer,
+    })
+}
+
+fn s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn client_from_json(v: &Value) -> Option<Client> {
+    Some(Client {
+        client_id: s(v, "client_id")?,
+        client_secret: s(v, "client_secret"),
+        auth_method: s(v, "auth_method"),
+        kind: match v.get("kind").and_then(Value::as_str)? {
+            "pre-registered" => ClientKind::PreRegistered,
+            "metadata-document" => ClientKind::MetadataDocument,
+            _ => ClientKind::Registered,
+        },
+        issuer: s(v, "issuer"),
+    })
+}
+
+fn memory_to_json(m: &Memory) -> Value {
+    let token = m.token.as_ref().map(|g| {
+        json!({
+            "issuer": g.issuer,
+            "resource": g.resource,
+            "token_endpoint": g.token_endpoint,
+            "access_token": g.token.access_token,
+            "token_type": g.token.token_type,
+            "expires_at": g.token.expires_at,
+            "scope": g.token.scope,
+            "client": g.client.as_ref().map(client_to_json),
+        })
+    });
+    json!({
+        "token": token,
+        "refresh_tokens": m.refresh_tokens,
+        "clients": m.clients.iter().map(|(k, c)| (k.clone(), client_to_json(c))).collect::<Map<_, _>>(),
+    })
+}
+
+fn memory_from_json(v: &Value) -> Memory {
+    let token = v.get("token").filter(|t| t.is_object()).and_then(|t| {
+        Some(Granted {
+            token: TokenSet {
+                access_token: s(t, "access_token")?,
+                token_type: s(t, "token_type").unwrap_or_else(|| "Bearer".into()),
+                expires_at: t.get("expires_at").and_then(Value::as_u64),
+                refresh_token: None,
+                scope: t
+                    .get("scope")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect()),
+                issued_token_type: None,
+                id_token: None,
+            },
+            issuer: s(t, "issuer")?,
+            resource: s(t, "resource"),
+            client: t.get("client").and_then(client_from_json),
+            token_endpoint: s(t, "token_endpoint").unwrap_or_default(),
+        })
+    });
+    let map = |k: &str| -> BTreeMap<String, Value> {
+        v.get(k)
+            .and_then(Value::as_object)
+            .map(|o| o.iter().map(|(a, b)| (a.clone(), b.clone())).collect())
+            .unwrap_or_default()
+    };
+    Memory {
+        token,
+        refresh_tokens: map("refresh_tokens")
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+            .collect(),
+        clients: map("clients")
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, client_from_json(&v)?)))
+            .collect(),
+        ..Memory::default()
+    }
+}
+
+#[cfg(unix)]
+fn read_private(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!(
+                "the token store {} is a symbolic link: refusing it",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("cannot read the token store {}: {e}", path.display())),
+    };
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(format!("the token store {} is not a regular file", path.display()));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "the token store {} belongs to another user: refusing it",
+            path.display()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "the token store {} can be read by others (mode {:o}): refusing it; `chmod 600` it or delete it",
+            path.display(),
+            meta.mode() & 0o777
+        ));
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the token store {}: {e}", path.display()))?;
+    Ok(Some(text))
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(format!(
+            "{} is a symbolic link or not a directory: not writing tokens there",
+            dir.display()
+        ));
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("oauth-tokens.json");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    let written = f.write_all(bytes).and_then(|_| f.sync_all());
+    drop(f);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", tmp.display()));
+    }
+    // rename replaces whatever is at `path` (a link included) without following it.
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+#[cfg(not(unix))]
+fn read_private(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read the token store {}: {e}", path.display())),
+    }
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(path, bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory() -> Memory {
+        let client = Client {
+            client_id: "cid".into(),
+            client_secret: Some("client-secret-value".into()),
+            auth_method: Some("client_secret_basic".into()),
+            kind: ClientKind::Registered,
+            issuer: Some("http://as".into()),
+        };
+        Memory {
+            token: Some(Granted {
+                token: TokenSet {
+                    access_token: "access-token-value".into(),
+                    token_type: "Bearer".into(),
+                    expires_at: Some(99),
+                    refresh_token: None,
+                    scope: Some(vec!["a".into()]),
+                    issued_token_type: None,
+                    id_token: None,
+                },
+                issuer: "http://as".into(),
+                resource: Some("http://s/mcp".into()),
+                client: Some(client.clone()),
+                token_endpoint: "http://as/token".into(),
+            }),
+            refresh_tokens: BTreeMap::from([("http://as".into(), "refresh-token-value".into())]),
+            clients: BTreeMap::from([("http://as".into(), client)]),
+            ..Memory::default()
+        }
+    }
+
+    #[test]
+    fn nothing_secret_is_shown() {
+        let mut store = TokenStore::in_memory();
+        store.save("http://s/mcp", &memory()).unwrap();
+        for text in [
+            format!("{store:?}"),
+            store.describe(),
+            format!("{:?}", store.load("http://s/mcp")),
+        ] {
+            for secret in ["access-token-value", "refresh-token-value", "client-secret-value"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
+        }
+        assert!(store.describe().contains("http://s/mcp: token from http://as (****)"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_only_the_user_can_read_round_trips() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/mcpscope/oauth-tokens.json");
+        let mut store = TokenStore::open(&path).unwrap();
+        store.save("http://s/mcp", &memory()).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        let again = TokenStore::open(&path).unwrap();
+        assert_eq!(again.load("http://s/mcp"), store.load("http://s/mcp"));
+        assert_eq!(
+            again.load("http://s/mcp").token.unwrap().token.access_token,
+            "access-token-value"
+        );
+        assert_eq!(again.servers().collect::<Vec<_>>(), ["http://s/mcp"]);
+        let mut again = again;
+        assert!(again.forget("http://s/mcp").unwrap());
+        assert!(TokenStore::open(&path).unwrap().load("http://s/mcp").token.is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_and_readable_files_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, r#"{"format":"mcpscope-oauth-store","servers":{}}"#).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = TokenStore::open(&real).unwrap_err();
+        assert!(e.contains("can be read by others"), "{e}");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(TokenStore::open(&real).is_ok());
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = TokenStore::open(&link).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        // A linked directory is not written into.
+        let target_dir = dir.path().join("elsewhere");
+        std::fs::create_dir(&target_dir).unwrap();
+        let linked_dir = dir.path().join("linked");
+        std::os::unix::fs::symlink(&target_dir, &linked_dir).unwrap();
+        let mut store = TokenStore::open(&linked_dir.join("t.json")).unwrap();
+        let e = store.save("http://s", &memory()).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(std::fs::read_dir(&target_dir).unwrap().next().is_none());
+        // Not a store at all.
+        let other = dir.path().join("other.json");
+        std::fs::write(&other, "{}").unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(
+            TokenStore::open(&other)
+                .unwrap_err()
+                .contains("not an mcpscope token store")
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! The RFC 8252 loopback redirect: a listener on 127.0.0.1 (an ephemeral
+//! port unless one is fixed), answering only `GET /callback` with the
+//! expected `state`, closed after that one callback, a timeout or a cancel.
+
+use crate::protocol::auth::AuthError;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const PATH: &str = "/callback";
+
+pub struct Loopback {
+    listener: TcpListener,
+    port: u16,
+}
+
+/// What the listener saw that was not the callback, for the record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub request_line: String,
+    pub why: String,
+}
+
+impl Loopback {
+    /// Binds 127.0.0.1 (the IP literal, not `localhost`: RFC 8252 §8.3).
+    pub fn bind(port: Option<u16>) -> Result<Self, AuthError> {
+        let listener = TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).map_err(|e| {
+            AuthError::Config(match port {
+                Some(p) => format!("cannot listen on 127.0.0.1:{p} for the redirect: {e}"),
+                None => format!("cannot listen on 127.0.0.1 for the redirect: {e}"),
+            })
+        })?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| AuthError::Config(format!("the redirect listener has no address: {e}")))?
+            .port();
+        Ok(Self { listener, port })
+    }
+
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}{PATH}", self.port)
+    }
+
+    /// Waits for the callback carrying `state`; returns its full URL.
+    /// Other requests (a favicon, a wrong or missing state) are answered
+    /// with an error page and reported to `refused`; waiting goes on.
+    pub fn wait(
+        self,
+        state: &str,
+        timeout: Duration,
+        cancel: &Arc<AtomicBool>,
+        refused: &mut dyn FnMut(Refused),
+    ) -> Result<String, AuthError> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(|e| AuthError::Config(format!("the redirect listener: {e}")))?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if cancel.load(Ordering::SeqCst) {
+                return Err(AuthError::Cancelled);
+            }
+            if Instant::now() >= deadline {
+                return Err(AuthError::CallbackTimedOut {
+                    waited_ms: timeout.as_millis() as u64,
+                });
+            }
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if let Some(url) = self.serve(stream, state, refused) {
+                        return Ok(url);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(25)),
+            }
+        }
+    }
+
+    /// Answers one connection; `Some(url)` when it was the callback.
+    fn serve(&self, mut stream: TcpStream, state: &str, refused: &mut dyn FnMut(Refused)) -> Option<String> {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let head = read_head(&mut stream);
+        let request_line = head.lines().next().unwrap_or_default().to_owned();
+        let mut parts = request_line.split(' ');
+        let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let got_state = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned());
+        let why = if method != "GET" {
+            Some("not a GET")
+        } else if path != PATH {
+            Some("not the callback path")
+        } else if got_state.as_deref() != Some(state) {
+            Some("wrong or missing state")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let status = if path == PATH {
+                "400 Bad Request"
+            } else {
+                "404 Not Found"
+            };
+            respond(
+                &mut stream,
+                status,
+                "mcpscope is waiting for the authorization server's redirect; this is not it.",
+            );
+            refused(Refused {
+                request_line,
+                why: why.to_owned(),
+            });
+            return None;
+        }
+        let failed = url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "error");
+        respond(
+            &mut stream,
+            "200 OK",
+            if failed {
+                "The authorization server reported an error; mcpscope shows it. You can close this tab."
+            } else {
+                "mcpscope is authorized. You can close this tab and return to mcpscope."
+            },
+        );
+        Some(format!("http://127.0.0.1:{}{target}", self.port))
+    }
+}
+
+fn read_head(stream: &mut TcpStream) -> String {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while buf.len() < 16 * 1024 && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn respond(stream: &mut TcpStream, status: &str, message: &str) {
+    let body = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcpscope</title></head>\
+         <body style=\"font-family:sans-serif\"><p>{message}</p></body></html>"
+    );
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(port: u16, target: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn only_the_callback_with_the_right_state_counts() {
+        let lb = Loopback::bind(None).unwrap();
+        let uri = lb.redirect_uri();
+        assert!(
+            uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"),
+            "{uri}"
+        );
+        let port = lb.port;
+        let client = std::thread::spawn(move || {
+            let a = get(port, "/favicon.ico");
+            let b = get(port, "/callback?code=x&state=wrong");
+            let c = get(port, "/callback?code=the-code&state=s1");
+            (a, b, c)
+        });
+        let mut refused = Vec::new();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let url = lb
+            .wait("s1", Duration::from_secs(20), &cancel, &mut |r| refused.push(r))
+            .unwrap();
+        assert_eq!(url, format!("http://127.0.0.1:{port}/callback?code=the-code&state=s1"));
+        let (a, b, c) = client.join().unwrap();
+        assert!(a.starts_with("HTTP/1.1 404"), "{a}");
+        assert!(b.starts_with("HTTP/1.1 400"), "{b}");
+        assert!(c.starts_with("HTTP/1.1 200") && c.contains("close this tab"), "{c}");
+        assert_eq!(refused.len(), 2);
+        assert_eq!(refused[1].why, "wrong or missing state");
+        // Closed after the callback.
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+
+    #[test]
+    fn timeout_and_cancel() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let lb = Loopback::bind(None).unwrap();
+        let r = lb.wait("s", Duration::from_millis(50), &cancel, &mut |_| {});
+        assert_eq!(r, Err(AuthError::CallbackTimedOut { waited_ms: 50 }));
+        cancel.store(true, Ordering::SeqCst);
+        let lb = Loopback::bind(None).unwrap();
+        assert_eq!(
+            lb.wait("s", Duration::from_secs(60), &cancel, &mut |_| {}),
+            Err(AuthError::Cancelled)
+        );
+    }
+}
