@@ -51,9 +51,15 @@ pub struct CallArgs {
     #[arg(long, conflicts_with = "elicit_accept")]
     pub elicit_decline: bool,
 
-    /// Answer elicitations by accepting with this content (a JSON object).
+    /// Answer elicitations by accepting with this content (a JSON object;
+    /// with --elicit-accept-defaults, laid over the schema's defaults).
     #[arg(long, value_name = "JSON")]
     pub elicit_accept: Option<String>,
+
+    /// Answer elicitations by accepting with the defaults the requested
+    /// schema gives its fields (SEP-1034).
+    #[arg(long, conflicts_with = "elicit_decline")]
+    pub elicit_accept_defaults: bool,
 
     /// Declare sampling and answer every sampling request with this text
     /// (without it sampling is refused).
@@ -92,6 +98,9 @@ pub struct CallArgs {
 
     #[command(flatten)]
     pub server: TargetArgs,
+
+    #[command(flatten)]
+    pub auth: super::auth::AuthArgs,
 }
 
 /// `--tool-arg` values: JSON where they parse, strings otherwise.
@@ -160,6 +169,10 @@ pub fn run(args: CallArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(exit::USAGE, e),
     };
+    let authorizer = match args.auth.authorizer(&target) {
+        Ok(a) => a,
+        Err(e) => return fail(exit::USAGE, e),
+    };
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
         request_timeout: Some(timeout),
@@ -189,6 +202,9 @@ pub fn run(args: CallArgs) -> ExitCode {
         }
     });
     let mut client = Client::connect(target, options, observer);
+    if let Some(a) = authorizer {
+        client = client.with_authorizer(a);
+    }
     let roots: Vec<Value> = args
         .root
         .iter()
@@ -235,15 +251,21 @@ pub fn era_choice(args: &CallArgs) -> EraChoice {
 /// for, and by default (declining) when the modern era may be spoken: a
 /// modern server only asks for what the client declared.
 pub fn input_policy(args: &CallArgs, roots: Vec<Value>, choice: EraChoice) -> Result<InputPolicy, String> {
-    let elicit = match (&args.elicit_accept, args.elicit_decline) {
-        (Some(text), _) => match serde_json::from_str::<Value>(text) {
-            Ok(v @ Value::Object(_)) => Some(ElicitAnswer::Accept(v)),
+    let given = match &args.elicit_accept {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => Some(v),
             Ok(_) => return Err("--elicit-accept must be a JSON object".into()),
             Err(e) => return Err(format!("--elicit-accept is not valid JSON: {e}")),
         },
-        (None, true) => Some(ElicitAnswer::Decline),
-        (None, false) if choice != EraChoice::Legacy => Some(ElicitAnswer::Decline),
-        (None, false) => None,
+    };
+    let elicit = match (given, args.elicit_accept_defaults, args.elicit_decline) {
+        (Some(v), true, _) => Some(ElicitAnswer::AcceptDefaults(v)),
+        (None, true, _) => Some(ElicitAnswer::AcceptDefaults(json!({}))),
+        (Some(v), false, _) => Some(ElicitAnswer::Accept(v)),
+        (None, false, true) => Some(ElicitAnswer::Decline),
+        (None, false, false) if choice != EraChoice::Legacy => Some(ElicitAnswer::Decline),
+        (None, false, false) => None,
     };
     Ok(InputPolicy {
         roots: (!roots.is_empty()).then_some(roots),

@@ -8,7 +8,8 @@ pub const OK: u8 = 0;
 pub const FAILED: u8 = 1;
 /// `call`: the tool answered with `isError: true`.
 pub const TOOL_ERROR: u8 = 2;
-/// Could not connect, the handshake failed, or a request timed out.
+/// Could not connect, the handshake failed, a request timed out, or the
+/// server asked for authorization and none could be obtained.
 pub const UNREACHABLE: u8 = 3;
 /// A capture or input file could not be read or written.
 pub const IO: u8 = 4;

@@ -43,6 +43,8 @@ pub struct ListenArgs {
     pub capture: Option<PathBuf>,
     #[command(flatten)]
     pub server: TargetArgs,
+    #[command(flatten)]
+    pub auth: super::auth::AuthArgs,
 }
 
 impl ListenArgs {
@@ -70,6 +72,10 @@ pub fn run(args: ListenArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(2, e),
     };
+    let authorizer = match args.auth.authorizer(&target) {
+        Ok(a) => a,
+        Err(e) => return fail(super::exit::USAGE, e),
+    };
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
         request_timeout: Some(timeout),
@@ -89,6 +95,9 @@ pub fn run(args: ListenArgs) -> ExitCode {
         }
     });
     let mut client = Client::connect(target, options, observer);
+    if let Some(a) = authorizer {
+        client = client.with_authorizer(a);
+    }
     if let Err(e) = client.wait_started(timeout) {
         return fail(2, e);
     }
@@ -97,6 +106,9 @@ pub fn run(args: ListenArgs) -> ExitCode {
         ..HandshakeOptions::default()
     };
     match client.establish(EraChoice::Modern, &hs, timeout) {
+        Err(e @ mcpscope_core::client::ClientError::Authorization { .. }) => {
+            return fail(super::exit::UNREACHABLE, e);
+        }
         Err(e) => return fail(2, e),
         Ok(Err(e)) => return fail(2, format!("{e} (subscriptions/listen needs a 2026-07-28 server)")),
         Ok(Ok(d)) if d.discovery.is_none() => {

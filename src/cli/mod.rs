@@ -1,6 +1,7 @@
 //! The `mcpscope` command line: the desktop app's entry points and the
 //! headless subcommands (`call`, `proxy`, `doctor`, `lint`) that share its engine.
 
+mod auth;
 mod call;
 mod diff;
 mod doctor;
