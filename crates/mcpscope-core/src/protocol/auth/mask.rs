@@ -90,6 +90,19 @@ fn decode_component(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A text body as it may be recorded: one that is a form
+/// (`access_token=…&scope=…`, as some token endpoints answer) gets its
+/// secret values masked; other text is kept.
+pub fn text(t: &str) -> String {
+    let trimmed = t.trim();
+    let form_like = trimmed.contains('=') && !trimmed.contains(|c: char| c.is_whitespace() || c == '<');
+    if form_like {
+        url(&format!("?{trimmed}"))[1..].to_owned()
+    } else {
+        t.to_owned()
+    }
+}
+
 /// A form as a JSON object for the record (a repeated name becomes an
 /// array), secrets masked.
 pub fn form(f: &[(String, String)]) -> Value {
@@ -175,6 +188,16 @@ mod tests {
         );
         assert_eq!(url("http://a/x?%63ode=t"), "http://a/x?%63ode=****");
         assert_eq!(url("http://a/x"), "http://a/x");
+    }
+
+    #[test]
+    fn form_encoded_text_bodies() {
+        assert_eq!(
+            text("access_token=gho_x&scope=repo&token_type=bearer"),
+            "access_token=****&scope=repo&token_type=bearer"
+        );
+        assert_eq!(text("<html>code=1</html>"), "<html>code=1</html>");
+        assert_eq!(text("Not Found"), "Not Found");
     }
 
     #[test]

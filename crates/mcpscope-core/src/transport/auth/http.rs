@@ -108,16 +108,27 @@ fn request_record(body: &Body, now: u64) -> (Option<Value>, Vec<DecodedJwt>) {
     }
 }
 
-/// The recordable form of a response body: JSON masked, anything else as (shortened) text.
-pub fn response_record(body: &[u8], now: u64) -> (Option<Value>, Vec<DecodedJwt>) {
+/// The recordable form of a response body: JSON masked, anything else as
+/// (shortened) text with secret form parameters masked. The body of a
+/// redirect is not kept: it repeats the `Location`, code and all.
+pub fn response_record(status: u16, body: &[u8], now: u64) -> (Option<Value>, Vec<DecodedJwt>) {
     if body.is_empty() {
         return (None, Vec::new());
+    }
+    if (300..400).contains(&status) {
+        return (
+            Some(Value::String(format!(
+                "({} bytes not kept: a redirect's page repeats its Location)",
+                body.len()
+            ))),
+            Vec::new(),
+        );
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(v) => (Some(mask::json(&v)), mask::jwts_in_json(&v, now)),
         Err(_) => (
             Some(Value::String(crate::text::shorten(
-                &String::from_utf8_lossy(body),
+                &mask::text(&String::from_utf8_lossy(body)),
                 4096,
             ))),
             Vec::new(),
@@ -150,7 +161,7 @@ pub fn perform(agent: &ureq::Agent, req: &Request, now: u64) -> (Input, AuthExch
     };
     match result {
         Ok(a) => {
-            let (body, found) = response_record(&a.body, now);
+            let (body, found) = response_record(a.status, &a.body, now);
             jwts.extend(found);
             x.status = Some(a.status);
             x.received = mask_received(&a.headers);

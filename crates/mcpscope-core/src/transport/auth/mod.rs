@@ -180,6 +180,12 @@ pub struct Authorizer {
     agent: ureq::Agent,
 }
 
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Authorizer({}: {})", self.server_url, self.summary())
+    }
+}
+
 impl Authorizer {
     /// `slot` is the target's: the token obtained goes there.
     pub fn new(server_url: impl Into<String>, config: AuthConfig, options: AuthOptions, slot: BearerSlot) -> Self {
@@ -430,7 +436,7 @@ impl Authorizer {
                     return (Input::Failed(AuthError::Unreachable { url, error }), xs);
                 }
             };
-            let (body, jwts) = http::response_record(&a.body, now);
+            let (body, jwts) = http::response_record(a.status, &a.body, now);
             x.status = Some(a.status);
             x.received = http::mask_received(&a.headers);
             x.response_body = body;
