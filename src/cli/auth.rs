@@ -148,9 +148,9 @@ impl AuthArgs {
             Some(path) => {
                 let pem = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read --client-assertion-key {}: {e}", path.display()))?;
-                Some(Arc::new(
-                    SigningKey::from_pem(&pem).map_err(|e| format!("--client-assertion-key {}: {e}", path.display()))?,
-                ))
+                Some(Arc::new(SigningKey::from_pem(&pem).map_err(|e| {
+                    format!("--client-assertion-key {}: {e}", path.display())
+                })?))
             }
         };
         let scope: Vec<String> = self
@@ -209,7 +209,11 @@ impl AuthArgs {
         if self.oauth == OAuthMode::Off {
             return Ok(None);
         }
-        if http.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+        if http
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
             // The user's own credentials win; OAuth would only fight them.
             return Ok(None);
         }
@@ -274,7 +278,9 @@ mod tests {
     }
 
     fn http() -> Target {
-        Target::Http(mcpscope_core::transport::target::HttpTarget::streamable("http://127.0.0.1:1/mcp"))
+        Target::Http(mcpscope_core::transport::target::HttpTarget::streamable(
+            "http://127.0.0.1:1/mcp",
+        ))
     }
 
     #[test]
@@ -317,11 +323,20 @@ mod tests {
 
     #[test]
     fn no_authorizer_where_it_cannot_or_must_not_run() {
-        assert!(parse(&["--oauth", "off"]).unwrap().authorizer(&http()).unwrap().is_none());
+        assert!(
+            parse(&["--oauth", "off"])
+                .unwrap()
+                .authorizer(&http())
+                .unwrap()
+                .is_none()
+        );
         let mut t = mcpscope_core::transport::target::HttpTarget::streamable("http://127.0.0.1:1/mcp");
         t.headers.push(("Authorization".into(), "Bearer mine".into()));
         assert!(parse(&[]).unwrap().authorizer(&Target::Http(t)).unwrap().is_none());
-        let stdio = Target::Stdio(mcpscope_core::transport::process::ServerSpec::new("srv", Vec::<String>::new()));
+        let stdio = Target::Stdio(mcpscope_core::transport::process::ServerSpec::new(
+            "srv",
+            Vec::<String>::new(),
+        ));
         assert!(parse(&[]).unwrap().authorizer(&stdio).unwrap().is_none());
         assert!(parse(&["--client-id", "x"]).unwrap().authorizer(&stdio).is_err());
     }

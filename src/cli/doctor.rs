@@ -29,6 +29,9 @@ pub struct DoctorArgs {
 
     #[command(flatten)]
     pub server: TargetArgs,
+
+    #[command(flatten)]
+    pub auth: super::auth::AuthArgs,
 }
 
 pub fn run(args: DoctorArgs) -> ExitCode {
@@ -39,7 +42,15 @@ pub fn run(args: DoctorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let authorizer = match args.auth.authorizer(&target) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("mcpscope doctor: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
     let options = DoctorOptions {
+        authorizer: authorizer.map(|a| std::sync::Arc::new(std::sync::Mutex::new(Some(a)))),
         timeout: Duration::from_millis(args.timeout_ms),
         protocol_version: args.protocol_version,
         era: args.era.into(),

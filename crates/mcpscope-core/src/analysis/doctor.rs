@@ -11,7 +11,7 @@ use crate::client::{Client, ClientError};
 use crate::protocol::era::{Era, EraChoice, EraDecision};
 use crate::protocol::handshake::{Handshake, HandshakeOptions, VersionVerdict};
 use crate::record::model::Severity;
-use crate::transport::event::Event;
+use crate::transport::event::{Event, HttpInfo};
 use crate::transport::process::ServerSpec;
 use crate::transport::session::SessionOptions;
 use crate::transport::target::Target;
@@ -89,7 +89,12 @@ pub struct DoctorOptions {
     /// Start the server a second time to see whether it answers before `initialize`.
     pub probe_enforcement: bool,
     pub stderr_tail: usize,
+    /// Answers the server's OAuth challenges (HTTP); taken by the first session.
+    pub authorizer: Option<SharedAuthorizer>,
 }
+
+/// An authorizer the doctor can take out of its (shared, cloneable) options.
+pub type SharedAuthorizer = Arc<Mutex<Option<crate::transport::auth::Authorizer>>>;
 
 impl Default for DoctorOptions {
     fn default() -> Self {
@@ -99,6 +104,7 @@ impl Default for DoctorOptions {
             era: EraChoice::Auto,
             probe_enforcement: true,
             stderr_tail: 10,
+            authorizer: None,
         }
     }
 }
@@ -142,6 +148,15 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
 pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     let mut report = Report::default();
     let (mut client, events) = collecting_client(target, options.timeout);
+    // The token lands in the target's slot, which later sessions of the
+    // same target (the enforcement probe) share.
+    if let Some(a) = options
+        .authorizer
+        .as_ref()
+        .and_then(|shared| shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take())
+    {
+        client = client.with_authorizer(a);
+    }
     let mut checks = Vec::new();
     let http = match target {
         Target::Http(h) => Some(h),
@@ -203,6 +218,15 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
         ..HandshakeOptions::default()
     };
     let established = client.establish(options.era, &hs_options, options.timeout);
+    if let Some(a) = client.authorizer() {
+        checks.push(match &established {
+            Err(ClientError::Authorization { error, .. }) => {
+                Check::new(Status::Fail, "Authorization (OAuth) failed").detail(error.to_string())
+            }
+            _ if a.memory().token.is_some() => Check::new(Status::Pass, format!("Authorization: {}", a.summary())),
+            _ => Check::new(Status::Info, "Authorization: the server did not ask for any"),
+        });
+    }
     let mut server_caps: Option<Value> = None;
     match &established {
         Ok(Ok(d)) => {
@@ -491,7 +515,11 @@ fn http_check(events: &[Event]) -> Check {
             _ => None,
         })
         .collect();
-    let failures: Vec<_> = http.iter().filter(|h| h.error.is_some()).collect();
+    // A 401/403 that mcpscope answered by authorizing is how OAuth starts, not a failure.
+    let authorized = events.iter().any(|e| matches!(e, Event::Auth(_)));
+    let challenge = |h: &&&HttpInfo| authorized && matches!(h.status, Some(401 | 403));
+    let challenges = http.iter().filter(|h| h.error.is_some() && challenge(h)).count();
+    let failures: Vec<_> = http.iter().filter(|h| h.error.is_some() && !challenge(h)).collect();
     let mut c = Check::new(
         if failures.is_empty() {
             Status::Pass
@@ -504,6 +532,11 @@ fn http_check(events: &[Event]) -> Check {
             failures.len()
         ),
     );
+    if challenges > 0 {
+        c = c.detail(format!(
+            "{challenges} authorization challenge(s) answered by authorizing (OAuth)"
+        ));
+    }
     let session = http.iter().find_map(|h| h.received_header("mcp-session-id"));
     c = c.detail(match session {
         Some(s) => format!("session id: {s}"),
