@@ -1,0 +1,295 @@
+//! OAuth against a real authorization server, the TypeScript SDK's own
+//! (tests/servers/node_oauth_server.mjs), through `mcpscope call` as a user
+//! runs it: non-interactively, with a browser and the loopback listener,
+//! with OAuth off, and with a token store. The official conformance suite
+//! covers the protocol's corners (scripts/conformance).
+
+use crate::support::*;
+use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
+use mcpscope_core::protocol::auth::Step;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::Event;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+struct OAuthServer {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl OAuthServer {
+    fn start() -> OAuthServer {
+        let sdk = repo().join("tests/peers/node_modules/@modelcontextprotocol/sdk/package.json");
+        assert!(
+            sdk.exists(),
+            "{} is missing: run scripts/setup-test-peers",
+            sdk.display()
+        );
+        let mut child = Command::new("node")
+            .arg(repo().join("tests/servers/node_oauth_server.mjs"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("starting node");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("MCP_URL=") {
+                    let _ = tx.send(url.to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the OAuth test server did not start: {}", stderr.lock().unwrap()));
+        OAuthServer { child, url, stderr }
+    }
+
+    /// Every secret the server handed out: access tokens and codes, once `n` are known.
+    fn secrets(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.stderr.lock().unwrap().clone();
+            let mut found = Vec::new();
+            for line in text.lines() {
+                if let Some(t) = line.strip_prefix("issued ") {
+                    found.push(t.trim().to_owned());
+                }
+                if let Some(u) = line.strip_prefix("redirected ")
+                    && let Some((_, rest)) = u.split_once("code=")
+                {
+                    found.push(rest.split('&').next().unwrap_or_default().trim().to_owned());
+                }
+            }
+            if found.len() >= n {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server reported {} secrets: {text}",
+                found.len()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        mcpscope_core::transport::process::signal_group(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+fn call(url: &str, extra: &[&str], env: &[(&str, String)]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "call",
+        "--server-url",
+        url,
+        "--tool-name",
+        "whoami",
+        "--timeout-ms",
+        "20000",
+    ])
+    .args(extra)
+    .env_remove("BROWSER");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running mcpscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn auth_steps(events: &[Event]) -> Vec<Step> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Auth(a) => Some(a.step),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn non_interactive_authorization_is_recorded_step_by_step_without_secrets() {
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("oauth.jsonl");
+    let out = call(
+        &s.url,
+        &["--auth-non-interactive", "--capture", cap.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "stderr: {}\nserver: {}",
+        text(&out.stderr),
+        s.stderr.lock().unwrap()
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("mcp:tools") && stdout.contains("clientId"), "{stdout}");
+
+    let loaded = capture::load(&cap).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(
+        auth_steps(&loaded.events),
+        [
+            Step::Challenge,
+            Step::ResourceMetadata,
+            Step::ServerMetadata,
+            Step::Registration,
+            Step::Authorize,
+            Step::Callback,
+            Step::Token,
+            Step::Retry,
+        ]
+    );
+    // The retried request carries the token, masked in the record.
+    let bearer_sent = loaded.events.iter().any(|e| {
+        matches!(e, Event::Http(h) if h.method == "POST" && h.status == Some(200) && h.sent_header("authorization") == Some("Bearer ****"))
+    });
+    assert!(bearer_sent, "no authorized POST in the capture");
+    // Not one secret in the file, and no OAuth error body taken for a frame.
+    let raw = std::fs::read_to_string(&cap).unwrap();
+    for secret in s.secrets(2) {
+        assert!(!raw.contains(&secret), "{secret} is in the capture");
+    }
+    let findings = lint::lint(&loaded.events, &LintOptions::default());
+    let errors: Vec<String> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.line())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_browser_brings_the_code_back_to_the_loopback_listener() {
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("browser.jsonl");
+    let browser = format!("node {}", repo().join("tests/servers/fake_browser.mjs").display());
+    let out = call(
+        &s.url,
+        &["--capture", cap.to_str().unwrap(), "--auth-timeout-ms", "30000"],
+        &[("BROWSER", browser)],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(stderr.contains("authorize in the browser"), "{stderr}");
+    let loaded = capture::load(&cap).unwrap();
+    let callback = loaded
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Auth(a) if a.step == Step::Callback => Some(a.clone()),
+            _ => None,
+        })
+        .expect("a callback step");
+    assert_eq!(callback.status, Some(200));
+    assert!(
+        callback.url.starts_with("http://127.0.0.1:") && callback.url.contains("code=****"),
+        "{}",
+        callback.url
+    );
+    let raw = std::fs::read_to_string(&cap).unwrap();
+    for secret in s.secrets(2) {
+        assert!(!raw.contains(&secret), "{secret} is in the capture");
+    }
+}
+
+#[test]
+fn without_oauth_the_challenge_is_one_clear_line() {
+    let s = OAuthServer::start();
+    let out = call(&s.url, &["--oauth", "off"], &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("HTTP 401") && stderr.contains("WWW-Authenticate: Bearer"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("not-jsonrpc") && !stderr.contains("warning"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_failed_authorization_exits_3_with_the_reason() {
+    let s = OAuthServer::start();
+    // The SDK's authorization server refuses metadata document client ids
+    // and offers registration, so a client id it never issued is refused at the token endpoint.
+    let out = call(
+        &s.url,
+        &["--auth-non-interactive", "--client-id", "never-registered"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("authorization failed"), "{stderr}");
+}
+
+#[test]
+fn a_token_store_keeps_the_token_between_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("state/tokens.json");
+    let store_arg = format!("--token-store={}", store.display());
+    let first = dir.path().join("first.jsonl");
+    let out = call(
+        &s.url,
+        &[
+            "--auth-non-interactive",
+            &store_arg,
+            "--capture",
+            first.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::metadata(&store).unwrap().permissions().mode() & 0o777, 0o600);
+    let second = dir.path().join("second.jsonl");
+    let out = call(
+        &s.url,
+        &[
+            "--auth-non-interactive",
+            &store_arg,
+            "--capture",
+            second.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!auth_steps(&capture::load(&first).unwrap().events).is_empty());
+    assert!(
+        auth_steps(&capture::load(&second).unwrap().events).is_empty(),
+        "the stored token should have been used at once"
+    );
+}
