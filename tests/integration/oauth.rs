@@ -293,3 +293,134 @@ fn a_token_store_keeps_the_token_between_runs() {
         "the stored token should have been used at once"
     );
 }
+
+/// The app draws a recorded authorization step by step on its own
+/// lifeline, and a step's detail is its exchange as a tree, secrets masked.
+#[test]
+fn the_app_draws_the_authorization_on_its_own_lifeline() {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable as _;
+    use mcpscope_app::{McpscopeApp, StartupArgs};
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("oauth.jsonl");
+    let out = call(
+        &s.url,
+        &["--auth-non-interactive", "--capture", cap.to_str().unwrap()],
+        &[],
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let mut h = Harness::builder().with_size([1440.0, 900.0]).build_eframe(move |cc| {
+        McpscopeApp::new(
+            cc,
+            StartupArgs {
+                open: Some(cap),
+                ..StartupArgs::default()
+            },
+        )
+    });
+    h.step();
+    h.step();
+    let labels: Vec<String> = {
+        let model = &h.state().inspection.as_ref().expect("the capture opened").model;
+        assert!(model.store.has_auth());
+        model
+            .store
+            .iter()
+            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Auth)
+            .map(|r| mcpscope_app::panels::timeline::row_label(&model.store, &r))
+            .collect()
+    };
+    let expected = [
+        "OAuth challenge",
+        "OAuth resource metadata GET /.well-known/oauth-protected-resource",
+        "OAuth server metadata GET /.well-known/oauth-authorization-server → 200",
+        "OAuth registration POST /register → 201",
+        "OAuth authorize GET /authorize",
+        "OAuth callback",
+        "OAuth token POST /token → 200",
+        "OAuth retry",
+    ];
+    assert_eq!(labels.len(), expected.len(), "{labels:#?}");
+    for (label, want) in labels.iter().zip(expected) {
+        assert!(label.starts_with(want), "{label:?} should start with {want:?}");
+    }
+    assert!(
+        h.query_all_by_label_contains("OAuth resource metadata")
+            .next()
+            .is_some(),
+        "the steps are rows of the timeline"
+    );
+    h.get_by_label_contains("OAuth token POST /token").click();
+    h.step();
+    h.step();
+    assert!(
+        h.query_all_by_label_contains("\"****\"").next().is_some(),
+        "the token in the tree is masked"
+    );
+    assert!(h.query_all_by_label_contains("authorization (OAuth)").next().is_some());
+    let raw = std::fs::read_to_string(dir.path().join("oauth.jsonl")).unwrap();
+    for secret in s.secrets(2) {
+        assert!(!raw.contains(&secret));
+    }
+}
+
+/// screenshots/oauth-flow.png: the authorization recorded by `mcpscope call`,
+/// opened in the app, its token step selected. Run by `scripts/screenshots`
+/// (CPU rendering through wgpu).
+#[test]
+#[ignore = "writes screenshots/; run scripts/screenshots"]
+fn screenshots_of_the_authorization_flow() {
+    use egui_kittest::Harness;
+    use mcpscope_app::{McpscopeApp, StartupArgs};
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("oauth.jsonl");
+    let out = call(
+        &s.url,
+        &["--auth-non-interactive", "--capture", cap.to_str().unwrap()],
+        &[],
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .allow_missing_glyphs()
+        .wgpu()
+        .build_eframe(move |cc| {
+            McpscopeApp::new(
+                cc,
+                StartupArgs {
+                    open: Some(cap),
+                    ..StartupArgs::default()
+                },
+            )
+        });
+    for _ in 0..4 {
+        h.step();
+    }
+    let token = {
+        let model = &h.state().inspection.as_ref().unwrap().model;
+        model
+            .store
+            .iter()
+            .find(|r| r.auth_step() == Some(Step::Token))
+            .map(|r| r.index())
+            .expect("a token step")
+    };
+    h.state_mut().timeline.select(token);
+    {
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(token));
+        app.detail.tree.expand_all();
+    }
+    for _ in 0..6 {
+        h.step();
+    }
+    let image = h
+        .render()
+        .expect("rendering the app (is mesa-vulkan-drivers installed?)");
+    let path = repo().join("screenshots/oauth-flow.png");
+    image.save(&path).unwrap();
+    eprintln!("wrote {}", path.display());
+}

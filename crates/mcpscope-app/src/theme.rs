@@ -16,10 +16,12 @@ pub enum RowKind {
     NotJson,
     Stderr,
     Meta,
+    /// A step of an authorization (OAuth).
+    Auth,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 9] = [
+    pub const ALL: [RowKind; 10] = [
         RowKind::Request,
         RowKind::Notification,
         RowKind::Result,
@@ -29,12 +31,14 @@ impl RowKind {
         RowKind::NotJson,
         RowKind::Stderr,
         RowKind::Meta,
+        RowKind::Auth,
     ];
 
     pub fn of(row: &RowRef<'_>) -> RowKind {
         match row.lane() {
             Lane::Stderr => return RowKind::Stderr,
             Lane::Meta => return RowKind::Meta,
+            Lane::Auth => return RowKind::Auth,
             _ => {}
         }
         match row.kind() {
@@ -59,6 +63,7 @@ impl RowKind {
             RowKind::NotJson => "not JSON-RPC",
             RowKind::Stderr => "stderr",
             RowKind::Meta => "session",
+            RowKind::Auth => "authorization",
         }
     }
 
@@ -73,6 +78,7 @@ impl RowKind {
             RowKind::NotJson => "‼",
             RowKind::Stderr => "☰",
             RowKind::Meta => "•",
+            RowKind::Auth => "🔑",
         }
     }
 
@@ -87,6 +93,7 @@ impl RowKind {
             RowKind::NotJson => Color32::from_rgb(0xff, 0x2d, 0x9a),
             RowKind::Stderr => Color32::from_rgb(0xa0, 0x90, 0x70),
             RowKind::Meta => Color32::from_rgb(0x80, 0x80, 0x80),
+            RowKind::Auth => Color32::from_rgb(0xe0, 0xc0, 0x40),
         }
     }
 }

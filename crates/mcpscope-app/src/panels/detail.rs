@@ -114,6 +114,7 @@ impl DetailPanel {
                 Lane::In => "server to client",
                 Lane::Stderr => "server stderr",
                 Lane::Meta => "mcpscope",
+                Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
             };
             ui.label(dir);
             ui.label(format!("at {:.3} s", row.at().as_secs_f64()));
@@ -203,7 +204,7 @@ impl DetailPanel {
                     ui.label(RichText::new(row.text()).monospace());
                 }
             });
-        if self.show_raw && row.lane() != Lane::Meta {
+        if self.show_raw && !matches!(row.lane(), Lane::Meta | Lane::Auth) {
             ui.separator();
             egui::ScrollArea::both()
                 .id_salt("detail-raw")

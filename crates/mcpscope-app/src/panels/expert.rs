@@ -52,6 +52,8 @@ pub fn events_from_rows(model: &SessionModel) -> Vec<Event> {
                 raw: row.raw().to_vec(),
                 ending: row.ending(),
             })),
+            // The authorization rules read the steps.
+            Lane::Auth => row.to_auth().map(|a| Event::Auth(Box::new(a))),
             Lane::Meta => None,
         })
         .collect()

@@ -239,7 +239,7 @@ impl TimelinePanel {
             }
         }
 
-        self.lifeline_header(ui);
+        self.lifeline_header(ui, model.store.has_auth());
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
@@ -305,12 +305,21 @@ impl TimelinePanel {
         });
     }
 
-    fn lifeline_header(&self, ui: &mut Ui) {
+    fn lifeline_header(&self, ui: &mut Ui, auth: bool) {
         let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 18.0), Sense::hover());
         let geo = Geometry::new(rect);
         let p = ui.painter();
         let font = FontId::proportional(13.0);
         let color = ui.visuals().strong_text_color();
+        if auth {
+            p.text(
+                Pos2::new(geo.auth_x, rect.center().y),
+                Align2::CENTER_CENTER,
+                "Authorization server",
+                font.clone(),
+                RowKind::Auth.color(),
+            );
+        }
         p.text(
             Pos2::new(geo.client_x, rect.center().y),
             Align2::CENTER_CENTER,
@@ -420,6 +429,15 @@ impl TimelinePanel {
             ],
             lifeline,
         );
+        if model.store.has_auth() {
+            // The authorization server's lifeline, dashed: it is spoken to only while authorizing.
+            p.add(egui::Shape::dashed_line(
+                &[Pos2::new(geo.auth_x, rect.top()), Pos2::new(geo.auth_x, rect.bottom())],
+                Stroke::new(1.0, RowKind::Auth.color().gamma_multiply(0.45)),
+                4.0,
+                3.0,
+            ));
+        }
         let color = kind.color();
         let y = rect.center().y + 4.0;
         let glyph_label = format!("{} {label}", kind.glyph());
@@ -467,6 +485,42 @@ impl TimelinePanel {
                     color,
                 );
             }
+            Lane::Auth => {
+                use mcpscope_core::protocol::auth::Step;
+                let color = match row.auth_status() {
+                    _ if row.auth_failed() => theme::ERROR,
+                    Some(s) if s >= 400 => theme::ERROR,
+                    _ => color,
+                };
+                // Who speaks to whom: the server's challenge and the retry of
+                // the MCP request are between client and server; the resource
+                // metadata comes from the server's side; the redirect comes
+                // back from the authorization server; the rest goes to it.
+                let step = row.auth_step();
+                let (from, to) = match step {
+                    Some(Step::Challenge) => (Some(geo.server_x), geo.client_x),
+                    Some(Step::Retry) => (Some(geo.client_x), geo.server_x),
+                    Some(Step::ResourceMetadata) => (Some(geo.client_x), geo.server_x),
+                    Some(Step::Callback) => (Some(geo.auth_x), geo.client_x),
+                    Some(Step::Failed) | None => (None, geo.client_x),
+                    Some(_) => (Some(geo.client_x), geo.auth_x),
+                };
+                match from {
+                    Some(from) => {
+                        p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), Stroke::new(1.5, color));
+                    }
+                    None => {
+                        p.circle_filled(Pos2::new(to, rect.center().y), 3.5, color);
+                    }
+                }
+                p.text(
+                    Pos2::new(geo.client_x + 8.0, rect.top() + 1.0),
+                    Align2::LEFT_TOP,
+                    &glyph_label,
+                    mono.clone(),
+                    color,
+                );
+            }
             Lane::Meta => {
                 // Left-aligned from the client lifeline: a long note must not run over the time column.
                 p.text(
@@ -488,6 +542,9 @@ struct Geometry {
     client_x: f32,
     server_x: f32,
     stderr_x: f32,
+    /// The authorization server's, between client and server (drawn only
+    /// in sessions that authorized).
+    auth_x: f32,
 }
 
 impl Geometry {
@@ -498,6 +555,7 @@ impl Geometry {
             client_x: left,
             server_x: right,
             stderr_x: right + 30.0,
+            auth_x: left + (right - left) * 0.62,
         }
     }
 }
@@ -517,6 +575,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     let id = row.id().map(|i| format!(" #{i}")).unwrap_or_default();
     match row.lane() {
         Lane::Stderr | Lane::Meta => mcpscope_core::text::shorten(&row.text(), 160),
+        Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
         _ => match row.kind() {
             Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
             Kind::Result => {

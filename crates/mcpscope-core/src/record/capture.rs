@@ -285,29 +285,68 @@ fn meta_json(e: &Event) -> Value {
                 "error": h.error,
             })
         }
-        Event::Auth(a) => {
-            let pairs = |hs: &[(String, String)]| -> Vec<Value> { hs.iter().map(|(k, v)| json!([k, v])).collect() };
-            json!({
-                "event": "auth",
-                "step": a.step.as_str(),
-                "method": a.method,
-                "url": a.url,
-                "status": a.status,
-                "sent": pairs(&a.sent),
-                "request_body": a.request_body,
-                "received": pairs(&a.received),
-                "response_body": a.response_body,
-                "jwts": a.jwts.iter().map(DecodedJwt::to_json).collect::<Vec<_>>(),
-                "elapsed_us": a.elapsed.as_micros() as u64,
-                "text": a.text,
-                "notes": a.notes,
-                "error": a.error,
-            })
-        }
+        Event::Auth(a) => auth_json(a),
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
     }
+}
+
+/// A step of an authorization as its capture record (`"event": "auth"`).
+/// Everything in it is already masked ([`AuthExchange`]).
+pub fn auth_json(a: &AuthExchange) -> Value {
+    let pairs = |hs: &[(String, String)]| -> Vec<Value> { hs.iter().map(|(k, v)| json!([k, v])).collect() };
+    json!({
+        "event": "auth",
+        "step": a.step.as_str(),
+        "method": a.method,
+        "url": a.url,
+        "status": a.status,
+        "sent": pairs(&a.sent),
+        "request_body": a.request_body,
+        "received": pairs(&a.received),
+        "response_body": a.response_body,
+        "jwts": a.jwts.iter().map(DecodedJwt::to_json).collect::<Vec<_>>(),
+        "elapsed_us": a.elapsed.as_micros() as u64,
+        "text": a.text,
+        "notes": a.notes,
+        "error": a.error,
+    })
+}
+
+/// Reads back what [`auth_json`] wrote (the time comes from elsewhere).
+pub fn auth_from_json(v: &Value, at: Duration) -> std::result::Result<AuthExchange, String> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let step = v
+        .get("step")
+        .and_then(Value::as_str)
+        .and_then(Step::parse)
+        .ok_or("auth record without a known step")?;
+    let opt = |k: &str| v.get(k).filter(|x| !x.is_null()).cloned();
+    Ok(AuthExchange {
+        at,
+        step,
+        method: s("method"),
+        url: s("url"),
+        status: v.get("status").and_then(Value::as_u64).map(|c| c as u16),
+        sent: header_pairs(v, "sent"),
+        request_body: opt("request_body"),
+        received: header_pairs(v, "received"),
+        response_body: opt("response_body"),
+        jwts: v
+            .get("jwts")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(DecodedJwt::from_json).collect())
+            .unwrap_or_default(),
+        elapsed: Duration::from_micros(v.get("elapsed_us").and_then(Value::as_u64).unwrap_or(0)),
+        text: s("text"),
+        notes: v
+            .get("notes")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+    })
 }
 
 /// A capture read back from disk.
@@ -451,38 +490,7 @@ fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<
                         error: v.get("error").and_then(Value::as_str).map(str::to_owned),
                     })
                 }
-                "auth" => {
-                    let step = v
-                        .get("step")
-                        .and_then(Value::as_str)
-                        .and_then(Step::parse)
-                        .ok_or("auth record without a known step")?;
-                    let opt = |k: &str| v.get(k).filter(|x| !x.is_null()).cloned();
-                    Event::Auth(Box::new(AuthExchange {
-                        at,
-                        step,
-                        method: s("method"),
-                        url: s("url"),
-                        status: v.get("status").and_then(Value::as_u64).map(|c| c as u16),
-                        sent: header_pairs(v, "sent"),
-                        request_body: opt("request_body"),
-                        received: header_pairs(v, "received"),
-                        response_body: opt("response_body"),
-                        jwts: v
-                            .get("jwts")
-                            .and_then(Value::as_array)
-                            .map(|a| a.iter().filter_map(DecodedJwt::from_json).collect())
-                            .unwrap_or_default(),
-                        elapsed: Duration::from_micros(v.get("elapsed_us").and_then(Value::as_u64).unwrap_or(0)),
-                        text: s("text"),
-                        notes: v
-                            .get("notes")
-                            .and_then(Value::as_array)
-                            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
-                            .unwrap_or_default(),
-                        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
-                    }))
-                }
+                "auth" => Event::Auth(Box::new(auth_from_json(v, at)?)),
                 "exited" => Event::Exited {
                     at,
                     status: ExitInfo {

@@ -5,7 +5,8 @@
 //! row; methods and string ids are interned. Rows are addressed by index,
 //! which is also their order on the wire.
 
-use crate::transport::event::{Event, StderrLine};
+use crate::protocol::auth::Step;
+use crate::transport::event::{AuthExchange, Event, StderrLine};
 use crate::wire::classify::{Anomalies, Classification, Kind};
 use crate::wire::frame::{Direction, Frame, Link};
 use crate::wire::framing::LineEnding;
@@ -23,6 +24,10 @@ pub enum Lane {
     Stderr,
     /// Something the session noticed: exit, timeout, shutdown step.
     Meta,
+    /// A step of an authorization (OAuth) with the authorization server,
+    /// the identity provider or the server's metadata: the row holds the
+    /// step's capture record (JSON, secrets masked).
+    Auth,
 }
 
 impl Lane {
@@ -30,7 +35,7 @@ impl Lane {
         match self {
             Lane::Out => Some(Direction::Out),
             Lane::In => Some(Direction::In),
-            Lane::Stderr | Lane::Meta => None,
+            Lane::Stderr | Lane::Meta | Lane::Auth => None,
         }
     }
 }
@@ -96,6 +101,9 @@ pub struct FrameStore {
     strings: Interner,
     /// Event seq -> row index, to resolve links (seq counts events we may not store).
     seq_to_row: HashMap<u64, u32>,
+    /// Whether any row is an authorization step (the timeline then draws
+    /// the authorization server's lifeline).
+    has_auth: bool,
     /// `(seq, row)` at every break in the run of consecutive seqs, so any
     /// frame or stderr line can be found by seq without a map entry per row.
     seq_runs: Vec<(u64, u32)>,
@@ -118,6 +126,11 @@ impl FrameStore {
 
     pub fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Whether the session has authorization steps.
+    pub fn has_auth(&self) -> bool {
+        self.has_auth
     }
 
     pub fn is_empty(&self) -> bool {
@@ -243,12 +256,31 @@ impl FrameStore {
         self.push_row(u64::MAX, Lane::Meta, at, text.as_bytes(), LineEnding::Lf, None);
     }
 
-    /// Stores an event as a row: frames, stderr lines, and a line of text for
-    /// the session's own events (the `Closed` marker is not stored).
+    /// A step of an authorization: its record as the row's bytes, its
+    /// label as the row's method, a failed step marked like a tool error,
+    /// its HTTP status in the error code and the step in the latency slot
+    /// (an auth row links to no request), so drawing it parses nothing.
+    pub fn push_auth(&mut self, a: &AuthExchange) {
+        let raw = serde_json::to_vec(&crate::record::capture::auth_json(a)).unwrap_or_default();
+        self.push_row(u64::MAX, Lane::Auth, a.at, &raw, LineEnding::Lf, None);
+        self.has_auth = true;
+        let label = self.strings.intern(&a.label());
+        if let Some(row) = self.rows.last_mut() {
+            row.method = label;
+            row.tool_error = a.error.is_some();
+            row.error_code = a.status.map_or(0, i32::from);
+            row.latency_us = Step::ALL.iter().position(|s| *s == a.step).unwrap_or_default() as u32;
+        }
+    }
+
+    /// Stores an event as a row: frames, stderr lines, authorization steps,
+    /// and a line of text for the session's own events (the `Closed` marker
+    /// is not stored).
     pub fn push_event(&mut self, e: &Event) -> bool {
         match e {
             Event::Frame(f) => self.push_frame(f),
             Event::Stderr(s) => self.push_stderr(s),
+            Event::Auth(a) => self.push_auth(a),
             Event::Closed { .. } => return false,
             other => self.push_meta(other.at(), &other.summary()),
         }
@@ -270,7 +302,7 @@ impl FrameStore {
             .get(run + 1)
             .map_or(self.rows.len() as u64, |&(_, r)| r as u64);
         let row = usize::try_from(row).ok()?;
-        (row < end as usize && self.rows[row].lane != Lane::Meta).then_some(row)
+        (row < end as usize && !matches!(self.rows[row].lane, Lane::Meta | Lane::Auth)).then_some(row)
     }
 
     pub fn get(&self, index: usize) -> Option<RowRef<'_>> {
@@ -349,11 +381,35 @@ impl<'a> RowRef<'a> {
     }
 
     pub fn tool_error(&self) -> bool {
-        self.row.tool_error
+        self.row.tool_error && self.row.lane != Lane::Auth
     }
 
     pub fn error_code(&self) -> Option<i64> {
-        (self.row.kind == Kind::Error).then_some(self.row.error_code as i64)
+        (self.row.kind == Kind::Error && self.row.lane != Lane::Auth).then_some(self.row.error_code as i64)
+    }
+
+    /// For an authorization step: its HTTP status, if it had one.
+    pub fn auth_status(&self) -> Option<u16> {
+        (self.row.lane == Lane::Auth && self.row.error_code > 0).then_some(self.row.error_code as u16)
+    }
+
+    /// For an authorization step: which one.
+    pub fn auth_step(&self) -> Option<Step> {
+        (self.row.lane == Lane::Auth).then(|| Step::ALL.get(self.row.latency_us as usize).copied())?
+    }
+
+    /// For an authorization step: whether it failed.
+    pub fn auth_failed(&self) -> bool {
+        self.row.lane == Lane::Auth && self.row.tool_error
+    }
+
+    /// For an authorization step: the step as recorded.
+    pub fn to_auth(&self) -> Option<AuthExchange> {
+        if self.row.lane != Lane::Auth {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(self.raw()).ok()?;
+        crate::record::capture::auth_from_json(&v, self.at()).ok()
     }
 
     /// For a response: the row of its request and the latency.
@@ -493,5 +549,45 @@ mod tests {
         assert_eq!(store.row_of_seq(seqs[3] + 1), None, "the skipped seq has no row");
         assert_eq!(store.row_of_seq(seqs[5] + 1), None, "past the end");
         assert_eq!(store.row_of_seq(u64::MAX), None);
+    }
+
+    #[test]
+    fn authorization_steps_are_rows_of_their_own() {
+        let mut store = FrameStore::new();
+        let ok = AuthExchange {
+            at: Duration::from_millis(5),
+            method: "GET".into(),
+            url: "http://as.example/.well-known/oauth-authorization-server?x=1".into(),
+            status: Some(200),
+            response_body: Some(serde_json::json!({"issuer": "http://as.example"})),
+            ..AuthExchange::new(Step::ServerMetadata, "authorization server metadata")
+        };
+        let failed = AuthExchange {
+            error: Some("no S256".into()),
+            ..AuthExchange::new(Step::Failed, "")
+        };
+        assert!(store.push_event(&Event::Auth(Box::new(ok.clone()))));
+        assert!(store.push_event(&Event::Auth(Box::new(failed))));
+        let r = store.get(0).unwrap();
+        assert_eq!(r.lane(), Lane::Auth);
+        assert_eq!(
+            r.method(),
+            Some("server metadata GET /.well-known/oauth-authorization-server → 200")
+        );
+        assert_eq!(
+            (r.auth_status(), r.auth_failed(), r.tool_error()),
+            (Some(200), false, false)
+        );
+        assert_eq!(r.to_auth(), Some(ok));
+        assert_eq!(r.to_frame(), None);
+        let f = store.get(1).unwrap();
+        assert_eq!((f.auth_status(), f.auth_failed()), (None, true));
+        assert_eq!(
+            (r.auth_step(), f.auth_step()),
+            (Some(Step::ServerMetadata), Some(Step::Failed))
+        );
+        assert_eq!(f.method(), Some("failed ✖ no S256"));
+        assert_eq!(store.row_of_seq(u64::MAX), None);
+        assert!(store.has_auth() && !FrameStore::new().has_auth());
     }
 }

@@ -154,6 +154,27 @@ impl AuthExchange {
         header_value(&self.received, name)
     }
 
+    /// A short line for the timeline: the step, the path asked for and
+    /// the answer (the detail view has the rest).
+    pub fn label(&self) -> String {
+        let mut s = self.step.label().to_owned();
+        if !self.method.is_empty() {
+            let after_scheme = self.url.split_once("://").map_or(self.url.as_str(), |(_, r)| r);
+            let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+            let path = path.split(['?', '#']).next().unwrap_or(path);
+            s.push_str(&format!(" {} {}", self.method, crate::text::shorten(path, 60)));
+        }
+        if let Some(code) = self.status {
+            s.push_str(&format!(" → {code}"));
+        }
+        if let Some(e) = &self.error {
+            s.push_str(&format!(" ✖ {}", crate::text::shorten(e, 100)));
+        } else if self.method.is_empty() && !self.text.is_empty() {
+            s.push_str(&format!(": {}", crate::text::shorten(&self.text, 100)));
+        }
+        s
+    }
+
     /// One line for a person.
     pub fn summary(&self) -> String {
         let mut s = format!("OAuth {}:", self.step.label());

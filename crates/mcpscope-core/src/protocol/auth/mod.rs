@@ -56,6 +56,19 @@ pub enum Step {
 }
 
 impl Step {
+    pub const ALL: [Step; 10] = [
+        Step::Challenge,
+        Step::ResourceMetadata,
+        Step::ServerMetadata,
+        Step::Registration,
+        Step::Authorize,
+        Step::Callback,
+        Step::Token,
+        Step::IdpTokenExchange,
+        Step::Retry,
+        Step::Failed,
+    ];
+
     /// The stable name used in captures.
     pub fn as_str(self) -> &'static str {
         match self {
