@@ -11,6 +11,7 @@
 //! Blocking: the CLI calls it from its own thread; the app from a worker.
 
 pub mod browser;
+pub mod gate;
 pub mod http;
 pub mod loopback;
 
