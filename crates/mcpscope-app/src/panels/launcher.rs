@@ -26,6 +26,40 @@ pub struct SavedServer {
     pub headers: Vec<(String, String)>,
     /// "legacy", "modern" or "auto"; empty: implied by the protocol version.
     pub era: String,
+    /// How mcpscope signs in when an HTTP server asks (OAuth).
+    pub oauth: SignIn,
+}
+
+/// Sign-in settings for an HTTP server that asks for authorization. Without
+/// a client id, mcpscope registers itself where the server allows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SignIn {
+    /// A client registered at the authorization server.
+    pub client_id: String,
+    /// Its secret: kept for this run only, never written to the saved servers.
+    #[serde(skip)]
+    pub client_secret: String,
+    /// Scopes to ask for, space-separated (empty: what the server advertises).
+    pub scopes: String,
+}
+
+impl SignIn {
+    /// The authorization settings these give (mcpscope's defaults otherwise).
+    pub fn auth_config(&self) -> mcpscope_core::protocol::auth::flow::AuthConfig {
+        use mcpscope_core::protocol::auth::flow::AuthConfig;
+        let some = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
+        let mut config = AuthConfig {
+            want_refresh: true,
+            ..AuthConfig::default()
+        };
+        config.client.client_name = "mcpscope".into();
+        config.client.client_id = some(&self.client_id);
+        config.client.client_secret = some(&self.client_secret);
+        let scopes: Vec<String> = self.scopes.split_whitespace().map(str::to_owned).collect();
+        config.scope = (!scopes.is_empty()).then_some(scopes);
+        config
+    }
 }
 
 impl SavedServer {
@@ -97,6 +131,9 @@ pub struct LaunchForm {
     pub url: String,
     /// HTTP headers, masked like environment values.
     pub headers: Vec<EnvRow>,
+    /// Sign-in (OAuth) for HTTP servers.
+    pub oauth: SignIn,
+    pub secret_revealed: bool,
     /// "legacy", "modern" or "auto".
     pub era: String,
     pub command: String,
@@ -113,6 +150,8 @@ impl Default for LaunchForm {
             transport: "stdio".into(),
             url: String::new(),
             headers: Vec::new(),
+            oauth: SignIn::default(),
+            secret_revealed: false,
             era: "legacy".into(),
             command: String::new(),
             args: String::new(),
@@ -143,6 +182,8 @@ impl LaunchForm {
                     revealed: false,
                 })
                 .collect(),
+            oauth: s.oauth.clone(),
+            secret_revealed: false,
             command: s.program.clone(),
             args: s.args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
             env: s
@@ -186,9 +227,13 @@ impl LaunchForm {
             } else {
                 self.name.trim()
             };
+            if self.oauth.client_id.trim().is_empty() && !self.oauth.client_secret.trim().is_empty() {
+                return Err("A client secret needs its client id (Sign-in).".into());
+            }
             return Ok(SavedServer {
                 protocol_version: version,
                 era: self.era.clone(),
+                oauth: self.oauth.clone(),
                 ..SavedServer::http(name, url, kind, headers)
             });
         }
@@ -220,6 +265,61 @@ impl LaunchForm {
             era: self.era.clone(),
             ..SavedServer::default()
         })
+    }
+}
+
+impl LauncherPanel {
+    /// Sign-in (OAuth): used when the server answers 401; without a client
+    /// id mcpscope registers itself where the server allows it.
+    fn sign_in_ui(&mut self, ui: &mut Ui) {
+        let form = &mut self.form;
+        let given = !form.oauth.client_id.trim().is_empty() || !form.oauth.scopes.trim().is_empty();
+        let title = if given {
+            "Sign-in (OAuth) ✔"
+        } else {
+            "Sign-in (OAuth)"
+        };
+        egui::CollapsingHeader::new(title)
+            .id_salt("launcher-sign-in")
+            .show(ui, |ui| {
+                ui.weak("Used when the server answers 401: the browser opens on the authorization page.");
+                egui::Grid::new("launcher-sign-in-grid").num_columns(2).show(ui, |ui| {
+                    let label = ui.label("Client ID");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.oauth.client_id)
+                            .hint_text("register automatically")
+                            .desired_width(180.0),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    let label = ui.label("Client secret");
+                    ui.horizontal(|ui| {
+                        ui.add(
+                            egui::TextEdit::singleline(&mut form.oauth.client_secret)
+                                .hint_text("none")
+                                .password(!form.secret_revealed)
+                                .desired_width(130.0),
+                        )
+                        .labelled_by(label.id);
+                        if ui
+                            .small_button(if form.secret_revealed { "hide" } else { "show" })
+                            .on_hover_text("Kept for this run only, never saved")
+                            .clicked()
+                        {
+                            form.secret_revealed = !form.secret_revealed;
+                        }
+                    });
+                    ui.end_row();
+                    let label = ui.label("Scopes");
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.oauth.scopes)
+                            .hint_text("as the server advertises")
+                            .desired_width(180.0),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                });
+            });
     }
 }
 
@@ -486,6 +586,9 @@ impl LauncherPanel {
                 rows.push(EnvRow::default());
             }
         });
+        if http {
+            self.sign_in_ui(ui);
+        }
         ui.horizontal(|ui| {
             if ui.add_enabled(!running, egui::Button::new("▶ Launch")).clicked() {
                 match self.form.to_saved() {
@@ -610,6 +713,32 @@ mod tests {
                 .unwrap_err()
                 .contains("Enter a command")
         );
+    }
+
+    #[test]
+    fn sign_in_settings_are_kept_but_never_the_secret() {
+        let mut f = LaunchForm {
+            transport: "http".into(),
+            url: "http://127.0.0.1:9/mcp".into(),
+            ..LaunchForm::default()
+        };
+        f.oauth.client_secret = "s3cret".into();
+        assert!(f.to_saved().unwrap_err().contains("client id"));
+        f.oauth = SignIn {
+            client_id: "my-client".into(),
+            client_secret: "s3cret".into(),
+            scopes: " mcp:read  mcp:write ".into(),
+        };
+        let saved = f.to_saved().unwrap();
+        let config = saved.oauth.auth_config();
+        assert_eq!(config.client.client_id.as_deref(), Some("my-client"));
+        assert_eq!(config.client.client_secret.as_deref(), Some("s3cret"));
+        assert_eq!(config.scope, Some(vec!["mcp:read".to_owned(), "mcp:write".to_owned()]));
+        let json = serde_json::to_string(&saved).unwrap();
+        assert!(json.contains("my-client") && !json.contains("s3cret"), "{json}");
+        let back: SavedServer = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.oauth.client_secret, "");
+        assert_eq!(SignIn::default().auth_config().scope, None);
     }
 
     #[test]
