@@ -4,6 +4,7 @@ use super::TargetArgs;
 use super::{exit, trace};
 use clap::Args;
 use mcpscope_core::client::{Client, ClientError};
+use mcpscope_core::driver::Outcome;
 use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
 use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
@@ -318,7 +319,7 @@ fn call(
             ),
         }
         return Ok(match run.outcome {
-            Ok(result) => {
+            Outcome::Result(result) => {
                 print_json(&result);
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
                     eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
@@ -329,9 +330,13 @@ fn call(
                     exit::OK
                 }
             }
-            Err(e) => {
+            Outcome::Error(e) => {
                 print_json(&e.to_json());
                 eprintln!("mcpscope: the task failed: {e}");
+                exit::FAILED
+            }
+            Outcome::Failed(why) => {
+                eprintln!("mcpscope: the task {why}");
                 exit::FAILED
             }
         });

@@ -278,7 +278,7 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
     loop {
         i.drain();
         composer.sync(&i.model);
-        if composer.tools.len() == 5 && composer.next_cursor.is_empty() {
+        if composer.lists.tools.len() == 5 && composer.lists.next_cursor.is_empty() {
             break;
         }
         if Instant::now() >= deadline {
@@ -287,13 +287,13 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
             }
             panic!(
                 "pages not followed: {:?} {:?} sent {pages_sent}",
-                composer.tools.len(),
-                composer.next_cursor
+                composer.lists.tools.len(),
+                composer.lists.next_cursor
             );
         }
         let expected = 2 * (pages_sent + 1);
-        if composer.tools.len() == expected.min(5)
-            && let Some(cursor) = composer.next_cursor.get("tools/list").cloned()
+        if composer.lists.tools.len() == expected.min(5)
+            && let Some(cursor) = composer.lists.next_cursor.get("tools/list").cloned()
         {
             // What the composer's "Load page" button sends.
             i.send(Outgoing::Request {
@@ -305,20 +305,20 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let names: Vec<&str> = composer.tools.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = composer.lists.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo0", "echo1", "echo2", "echo3", "echo4"]);
-    assert_eq!(composer.pages.get("tools/list"), Some(&3));
+    assert_eq!(composer.lists.pages.get("tools/list"), Some(&3));
     // Listing again without a cursor starts over.
     i.send(Outgoing::Request {
         method: "tools/list".into(),
         params: None,
         id: None,
     });
-    while composer.pages.get("tools/list") != Some(&1) {
+    while composer.lists.pages.get("tools/list") != Some(&1) {
         assert!(Instant::now() < deadline + T, "a fresh list did not start over");
         i.drain();
         composer.sync(&i.model);
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(composer.tools.len(), 2);
+    assert_eq!(composer.lists.tools.len(), 2);
 }

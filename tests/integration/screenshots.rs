@@ -203,14 +203,14 @@ fn regenerate_screenshots() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the tools", |app| {
-        app.composer.tools.iter().any(|t| t.name == "schedule")
+        app.composer.lists.tools.iter().any(|t| t.name == "schedule")
     });
     h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
     h.state_mut().composer.choose_tool("schedule");
-    if let Some(form) = &mut h.state_mut().composer.form {
+    if let Some(form) = &mut h.state_mut().composer.tool.form {
         form.fill_sample();
     }
-    h.state_mut().composer.form_changed();
+    h.state_mut().composer.tool.form_changed();
     for _ in 0..4 {
         h.step();
     }

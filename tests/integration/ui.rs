@@ -218,10 +218,15 @@ fn config_and_server_arguments_launch_at_once() {
 fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     let mut h = harness(launching(&faulty("big-line")));
     step_until(&mut h, "the handshake", handshake_done);
-    h.state_mut().inspection.as_ref().unwrap().request(
-        "tools/call",
-        Some(serde_json::json!({"name":"echo","arguments":{"message":"x"}})),
-    );
+    h.state_mut()
+        .inspection
+        .as_mut()
+        .unwrap()
+        .send(mcpscope_app::inspection::Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(serde_json::json!({"name":"echo","arguments":{"message":"x"}})),
+            id: None,
+        });
     step_until(&mut h, "the 5 MB result", |app| {
         has_row(app, |l| l.starts_with("result #3"))
     });
@@ -333,13 +338,13 @@ fn launch_everything() -> Harness<'static, McpscopeApp> {
 
 fn wait_for_tool(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     step_until(h, &format!("tool {name} in the composer"), |app| {
-        app.composer.tools.iter().any(|t| t.name == name)
+        app.composer.lists.tools.iter().any(|t| t.name == name)
     });
 }
 
 /// The text of the composer's current answer, once it arrived.
 fn answer_text(app: &McpscopeApp) -> Option<String> {
-    let p = app.composer.pending.as_ref()?;
+    let p = app.composer.result.pending.as_ref()?;
     let model = &app.inspection.as_ref()?.model;
     let row = model.response_to(&p.id)?;
     Some(model.store.get(row)?.text().into_owned())
@@ -360,7 +365,7 @@ fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
     h.get_by_label(&label).click_accesskit();
     h.step();
     h.step();
-    assert_eq!(h.state().composer.tool.as_deref(), Some(name));
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some(name));
 }
 
 #[test]
@@ -374,9 +379,13 @@ fn compose_a_tool_call_from_its_schema_and_see_the_result() {
         .type_text("hello from kittest");
     h.step();
     h.step();
-    assert!(h.state().composer.errors.is_empty(), "{:?}", h.state().composer.errors);
     assert!(
-        h.state().composer.args_text.contains("hello from kittest"),
+        h.state().composer.tool.errors.is_empty(),
+        "{:?}",
+        h.state().composer.tool.errors
+    );
+    assert!(
+        h.state().composer.tool.args_text.contains("hello from kittest"),
         "JSON view follows the form"
     );
     h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
@@ -456,7 +465,7 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     );
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the elicitation request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "The server asks: elicitation/create"));
     h.get_by_role_and_label(Role::TextInput, "name").focus();
@@ -481,7 +490,7 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the sampling request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "what is six times seven"));
     h.get_by_role_and_label(Role::MultilineTextInput, "reply").focus();
@@ -533,13 +542,15 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     );
     {
         let c = &mut h.state_mut().composer;
-        c.args_text = r#"{"duration": 8, "steps": 8}"#.into();
-        c.args_text_changed();
+        c.tool.args_text = r#"{"duration": 8, "steps": 8}"#.into();
+        c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "progress for our token", |app| {
-        let Some(p) = &app.composer.pending else { return false };
+        let Some(p) = &app.composer.result.pending else {
+            return false;
+        };
         let model = &app.inspection.as_ref().unwrap().model;
         p.progress_token.as_ref().and_then(|t| model.progress_for(t)).is_some()
     });
@@ -605,7 +616,11 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.step();
     h.get_by_label("Fetch prompts/list").click_accesskit();
     step_until(&mut h, "the prompts", |app| {
-        app.composer.prompts.iter().any(|p| p.name == "completable-prompt")
+        app.composer
+            .lists
+            .prompts
+            .iter()
+            .any(|p| p.name == "completable-prompt")
     });
     h.get_by_role_and_label(Role::ComboBox, "prompt").click();
     h.step();
@@ -630,7 +645,7 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.get_by_label("Engineering").click_accesskit();
     h.step();
     assert_eq!(
-        h.state().composer.prompt_args.get("department").map(String::as_str),
+        h.state().composer.prompt.args.get("department").map(String::as_str),
         Some("Engineering")
     );
     // The suggestions row is gone on the next frame: query the button after it.
@@ -652,7 +667,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
         })
     });
     assert!(
@@ -667,9 +682,11 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("Send tools/call").click_accesskit();
     // Round 1 (roots) is answered by the app; round 2 asks the user.
     step_until(&mut h, "the confirmation to answer", |app| {
-        app.inspection
-            .as_ref()
-            .is_some_and(|i| i.server_requests.iter().any(|r| r.input.is_some()))
+        app.inspection.as_ref().is_some_and(|i| {
+            i.questions()
+                .iter()
+                .any(|q| matches!(q.origin, mcpscope_core::driver::QuestionOrigin::Input { .. }))
+        })
     });
     assert!(shows(&h, "The server asks: elicitation/create"));
     h.get_by_role_and_label(Role::CheckBox, "confirm").click_accesskit();
@@ -677,10 +694,10 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.step();
     h.get_by_label("Accept").click_accesskit();
     step_until(&mut h, "the conversation's final answer", |app| {
-        let (Some(p), Some(i)) = (&app.composer.pending, &app.inspection) else {
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
             return false;
         };
-        let head = i.model.chain_head(&p.id);
+        let head = i.current_id(&p.id);
         head != p.id
             && i.model
                 .response_to(&head)
@@ -703,7 +720,7 @@ fn launch_in_era(spec: &mcpscope_core::transport::process::ServerSpec, era: &str
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era and tools", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
         })
     });
     h
@@ -724,13 +741,16 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     {
         let c = &mut h.state_mut().composer;
-        c.args_text = r#"{"a": 40, "b": 2}"#.into();
-        c.args_text_changed();
+        c.tool.args_text = r#"{"a": 40, "b": 2}"#.into();
+        c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the task's result", |app| {
-        app.composer.task.as_ref().is_some_and(|t| t.result_row.is_some())
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+            return false;
+        };
+        i.task(&p.id).is_some_and(|t| t.task.is_some()) && !i.is_pending(&p.id)
     });
     h.step();
     h.step();
@@ -750,7 +770,11 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     h.get_by_label("Send subscriptions/listen").click_accesskit();
     step_until(&mut h, "the acknowledgement", |app| {
-        app.composer.subscriptions.iter().any(|s| s.acknowledged.is_some())
+        app.composer
+            .listen
+            .subscriptions
+            .iter()
+            .any(|s| s.acknowledged.is_some())
     });
     h.step();
     assert!(h.query_all_by_label_contains("✔ acknowledged").next().is_some());

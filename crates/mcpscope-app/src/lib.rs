@@ -359,30 +359,47 @@ impl McpscopeApp {
             self.message = Some((Severity::Warning, "no session to send to".into()));
             return;
         };
+        let live = i.model.running();
         match action {
+            ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
+                self.message = Some((Severity::Warning, "the server is not running".into()));
+            }
             ComposerAction::Send(out) => {
-                if !i.model.running() {
-                    self.message = Some((Severity::Warning, "the server is not running".into()));
-                    return;
+                let id = i.send(out.clone());
+                self.composer.sent(out, id);
+            }
+            ComposerAction::Complete(out) => {
+                if let Some(id) = i.send(out) {
+                    self.composer.completion_sent(id);
                 }
+            }
+            ComposerAction::RunTask(params) => {
+                if let Some(id) = i.run_task(params.clone()) {
+                    self.composer.task_started(params, id);
+                }
+            }
+            ComposerAction::CancelTask(id) => i.cancel_task(&id),
+            ComposerAction::Listen(filter) => {
+                let out = inspection::Outgoing::Request {
+                    method: mcpscope_core::protocol::subscriptions::LISTEN.into(),
+                    params: Some(filter.listen_params()),
+                    id: None,
+                };
                 let id = i.send(out.clone());
                 self.composer.sent(out, id);
             }
             ComposerAction::Cancel(id) => i.cancel(&id),
-            ComposerAction::Task(out) => {
-                let id = i.send(out);
-                self.composer.task_sent(id);
-            }
-            ComposerAction::Answer(id, outcome) => i.answer(&id, outcome),
+            ComposerAction::Answer(q, outcome) => i.answer(q, outcome),
             ComposerAction::RootsChanged(roots) => {
-                i.roots = roots;
-                i.roots_changed();
-                let how = if i.era.state == inspection::EraState::Modern {
+                let n = roots.len();
+                i.set_roots(roots);
+                let modern = i.era().state == mcpscope_core::driver::EraState::Modern;
+                let how = if modern {
                     "sent with the next roots input request"
                 } else {
                     "server notified (notifications/roots/list_changed)"
                 };
-                self.message = Some((Severity::Info, format!("{} root(s) offered; {how}", i.roots.len())));
+                self.message = Some((Severity::Info, format!("{n} root(s) offered; {how}")));
             }
         }
     }
@@ -442,17 +459,11 @@ impl McpscopeApp {
             self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
             self.composer.sync(&i.model);
             self.composer.task_flavor = i.task_flavor();
-            for a in self.composer.poll_task(&i.model) {
-                if let ComposerAction::Task(out) = a {
-                    let id = i.send(out);
-                    self.composer.task_sent(id);
-                }
-            }
-            // A server request waiting for the user brings the composer forward.
-            if i.server_requests.len() > self.seen_server_requests {
+            // A question from the server brings the composer forward.
+            if i.questions().len() > self.seen_server_requests {
                 self.right_tab = RightTab::Compose;
             }
-            self.seen_server_requests = i.server_requests.len();
+            self.seen_server_requests = i.questions().len();
             if self.expert.generation != self.marks_generation {
                 self.marks_generation = self.expert.generation;
                 self.timeline.finding_marks = self.expert.marks.clone();
@@ -556,9 +567,21 @@ impl McpscopeApp {
     fn handshake_strip(&self, ui: &mut Ui) {
         let Some(i) = &self.inspection else { return };
         let m = &i.model;
+        let handshake = |ui: &mut Ui| {
+            ui.strong("Handshake");
+            for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
+                ui.label(RichText::new(text).color(theme::severity_color(sev)));
+            }
+        };
         ui.horizontal_wrapped(|ui| {
-            use self::inspection::EraState;
-            let era = &i.era;
+            use mcpscope_core::driver::EraState;
+            use mcpscope_core::protocol::era::EraChoice;
+            // An offline capture has no driver: its handshake rows are judged as recorded.
+            if !i.is_live() {
+                handshake(ui);
+                return;
+            }
+            let era = i.era();
             match &era.state {
                 EraState::Probing { offered, .. } => {
                     ui.strong("Era");
@@ -566,7 +589,9 @@ impl McpscopeApp {
                 }
                 EraState::Modern => {
                     ui.strong("Era");
-                    let sev = if era.discovery.is_some() {
+                    let sev = if era.failure.is_some() {
+                        Severity::Error
+                    } else if era.discovery.is_some() {
                         Severity::Ok
                     } else {
                         Severity::Warning
@@ -584,16 +609,13 @@ impl McpscopeApp {
                         );
                     }
                 }
-                EraState::Legacy => {
-                    if era.choice != mcpscope_core::protocol::era::EraChoice::Legacy && m.is_live() {
+                EraState::Unsettled | EraState::Initializing { .. } | EraState::Legacy => {
+                    if era.choice != EraChoice::Legacy && m.is_live() {
                         ui.strong("Era");
                         ui.label(format!("legacy ({}: {})", era.choice, era.reason));
                         ui.separator();
                     }
-                    ui.strong("Handshake");
-                    for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
-                        ui.label(RichText::new(text).color(theme::severity_color(sev)));
-                    }
+                    handshake(ui);
                 }
             }
         });
@@ -602,7 +624,7 @@ impl McpscopeApp {
     fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
         let Some(h) = &i.model.handshake.judged else {
-            match &i.era.discovery {
+            match &i.era().discovery {
                 Some(d) => {
                     ui.horizontal_wrapped(|ui| {
                         ui.strong(d.server_name());
@@ -784,6 +806,11 @@ impl DetailPanel {
     }
 }
 
+/// How soon the composer wants a frame while a field's text settles.
+fn composer_debounce() -> Duration {
+    Duration::from_millis(50)
+}
+
 fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 {
@@ -799,9 +826,15 @@ impl eframe::App for McpscopeApp {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
         if self.pump() {
             ctx.request_repaint();
-        } else if self.running() {
-            // Keep the uptime ticking.
-            ctx.request_repaint_after(Duration::from_secs(1));
+            return;
+        }
+        // The driver's timers (task polls, a settling list_changed burst) and
+        // the composer's debounce need a frame at their time; the uptime ticks.
+        let timer = self.inspection.as_ref().and_then(|i| i.next_wakeup());
+        let debounce = self.composer.wants_repaint().then_some(composer_debounce());
+        let tick = self.running().then_some(Duration::from_secs(1));
+        if let Some(after) = [timer, debounce, tick].into_iter().flatten().min() {
+            ctx.request_repaint_after(after);
         }
     }
 
@@ -838,7 +871,7 @@ impl eframe::App for McpscopeApp {
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();
-                let asks = self.inspection.as_ref().map_or(0, |i| i.server_requests.len());
+                let asks = self.inspection.as_ref().map_or(0, |i| i.questions().len());
                 ui.horizontal(|ui| {
                     ui.selectable_value(&mut self.right_tab, RightTab::Frame, "Frame");
                     let compose = if asks > 0 {
@@ -862,9 +895,8 @@ impl eframe::App for McpscopeApp {
                             ui.weak("Launch a server to compose requests.");
                         }
                         Some(i) => {
-                            let live = i.model.running();
                             egui::ScrollArea::vertical().id_salt("composer-scroll").show(ui, |ui| {
-                                for a in self.composer.ui(ui, &i.model, live, &i.server_requests, &i.roots) {
+                                for a in self.composer.ui(ui, i) {
                                     commands.push(Command::Compose(a));
                                 }
                             });

@@ -264,6 +264,10 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
             }
             checks.push(c);
         }
+        // The client turns a handshake without an answer into its error.
+        Ok(Err(e @ EraFailure::NoAnswer { .. })) => {
+            checks.push(Check::new(Status::Fail, "initialize got no answer").detail(e.to_string()));
+        }
         Err(ClientError::Http { error, .. }) => {
             let mut c = Check::new(Status::Fail, "initialize failed over HTTP").detail(error.clone());
             if error.contains("connection refused") {

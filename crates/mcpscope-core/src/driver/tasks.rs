@@ -47,6 +47,22 @@ pub struct TaskRun {
 }
 
 impl TaskRun {
+    /// A run whose call never got an answer.
+    pub fn unstarted(root: RequestId) -> TaskRun {
+        TaskRun {
+            root,
+            flavor: None,
+            task: None,
+            transitions: Vec::new(),
+            cancelled: false,
+            in_flight: None,
+            next_poll: None,
+            give_up_at: None,
+            waiting: Vec::new(),
+            responses: Map::new(),
+        }
+    }
+
     pub(super) fn next_poll_at(&self) -> Option<Duration> {
         if self.in_flight.is_some() {
             return None;

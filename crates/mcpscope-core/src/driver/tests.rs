@@ -317,6 +317,33 @@ fn a_server_that_answers_32022_forever_is_retried_once_then_given_up_on() {
 }
 
 #[test]
+fn auto_probes_again_when_the_fallback_initialize_names_a_modern_version() {
+    let mut s = Script::started(config(EraChoice::Auto));
+    let id = RequestId::from_json(&s.last()["id"]).unwrap();
+    // A slow modern server: the probe times out, the answer comes late.
+    s.d.handle(Input::TimedOut(&id));
+    s.pump();
+    s.recv(json!({"jsonrpc": "2.0", "id": id.to_json(), "result": Script::discover_result()}));
+    assert!(s.settled.is_empty());
+    s.refuse(
+        -32022,
+        "the initialize handshake is not accepted",
+        Some(json!({"supported": ["2026-07-28"]})),
+    );
+    assert_eq!(s.methods(), ["server/discover", "initialize", "server/discover"]);
+    s.answer(Script::discover_result());
+    assert_eq!(s.settled_ok().era, Era::Modern);
+    // Only once: a second refusal of initialize is final.
+    let mut s = Script::started(config(EraChoice::Auto));
+    s.refuse(-32601, "Method not found", None);
+    s.refuse(-32022, "no", Some(json!({"supported": ["2026-07-28"]})));
+    s.refuse(-32601, "Method not found", None);
+    s.refuse(-32022, "no", Some(json!({"supported": ["2026-07-28"]})));
+    assert!(matches!(s.settled_err(), EraFailure::InitializeRefused(_)));
+    assert_eq!(s.count("server/discover"), 2);
+}
+
+#[test]
 fn auto_falls_back_when_only_legacy_versions_are_shared() {
     let mut s = Script::started(config(EraChoice::Auto));
     s.refuse(-32022, "Unsupported", Some(json!({"supported": ["2025-11-25"]})));
@@ -743,15 +770,31 @@ fn advertised_lists_are_fetched_and_a_burst_of_changes_refetches_once() {
     assert_eq!(s.count("tools/list"), 1);
     assert_eq!(s.count("prompts/list"), 0, "not advertised");
     let change = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-    s.recv(change.clone());
-    s.recv(change.clone());
-    assert_eq!(s.count("tools/list"), 1, "the first fetch is still in flight");
+    // A burst while the first fetch is in flight: its answer may predate the
+    // change, so exactly one more fetch follows it.
+    for _ in 0..5 {
+        s.recv(change.clone());
+    }
+    assert_eq!(s.count("tools/list"), 1);
     s.answer(json!({"tools": []}));
-    s.recv(change.clone());
-    s.recv(change.clone());
-    s.recv(change.clone());
     assert_eq!(s.count("tools/list"), 2);
     assert!(s.notes.iter().any(|n| n.contains("re-fetches tools/list")));
+    s.answer(json!({"tools": []}));
+    assert_eq!(s.count("tools/list"), 2, "nothing changed meanwhile: no more");
+    // A burst while nothing is in flight: one fetch once it settled.
+    for _ in 0..3 {
+        s.recv(change.clone());
+    }
+    assert_eq!(s.count("tools/list"), 2);
+    assert_eq!(
+        s.d.next_wakeup(),
+        Some(s.t - Duration::from_millis(2) + LIST_CHANGED_SETTLE)
+    );
+    s.tick(LIST_CHANGED_SETTLE.as_millis() as u64);
+    assert_eq!(s.count("tools/list"), 3);
+    s.answer(json!({"tools": []}));
+    s.tick(500);
+    assert_eq!(s.count("tools/list"), 3);
     // A list never fetched is not fetched because it changed.
     s.recv(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
     assert_eq!(s.count("prompts/list"), 0);

@@ -41,6 +41,24 @@ impl Filter {
         }
     }
 
+    /// Reads a filter object (the `notifications` member of a listen request).
+    pub fn from_json(v: &Value) -> Self {
+        let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let strings = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        Self {
+            tools_list_changed: flag("toolsListChanged"),
+            prompts_list_changed: flag("promptsListChanged"),
+            resources_list_changed: flag("resourcesListChanged"),
+            resource_subscriptions: strings("resourceSubscriptions"),
+            task_ids: strings("taskIds"),
+        }
+    }
+
     /// The filter object; members left out are not asked for.
     pub fn to_json(&self) -> Value {
         let mut f = json!({});
@@ -164,6 +182,17 @@ pub fn stream_of(subs: &[Subscription]) -> HashMap<u64, u64> {
 mod tests {
     use super::*;
     use crate::protocol::mrtr::tests::frames_of;
+
+    #[test]
+    fn filters_read_back_what_they_write() {
+        let f = Filter {
+            resource_subscriptions: vec!["file:///a".into()],
+            task_ids: vec!["t".into()],
+            ..Filter::all_lists()
+        };
+        assert_eq!(Filter::from_json(&f.to_json()), f);
+        assert_eq!(Filter::from_json(&json!({})), Filter::default());
+    }
 
     #[test]
     fn filters() {
