@@ -7,6 +7,7 @@ use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::driver::Outcome;
 use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
@@ -120,7 +121,7 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
     };
     let method = match (&args.method, &args.tool_name) {
         (Some(m), _) => m.clone(),
-        (None, Some(_)) => "tools/call".to_owned(),
+        (None, Some(_)) => methods::TOOLS_CALL.to_owned(),
         (None, None) => return Err("give --method or --tool-name".into()),
     };
     if let Some(name) = &args.tool_name {

@@ -13,20 +13,6 @@ use mcpscope_core::transport::target::Target;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-fn drain_until(i: &mut Inspection, what: &str, done: impl Fn(&Inspection) -> bool) {
-    let deadline = Instant::now() + T;
-    while !done(i) {
-        if Instant::now() >= deadline {
-            for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 240));
-            }
-            panic!("timed out waiting for {what}");
-        }
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn notes(i: &Inspection) -> Vec<String> {
     i.model
         .store

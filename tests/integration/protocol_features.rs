@@ -196,29 +196,26 @@ fn resources_prompts_subscriptions_logging_progress_over_streamable_http() {
 /// The app's engine: a list_changed burst causes one re-fetch, said on the timeline.
 fn list_changed_refetch(target: Target) {
     let mut i = Inspection::launch(target, "2025-11-25", None);
-    let deadline = Instant::now() + T;
     let has = |i: &Inspection, text: &str| {
         i.model
             .store
             .iter()
             .any(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains(text))
     };
-    while !(has(&i, "re-fetches tools/list") && i.model.latest_results.contains_key("tools/list")) {
-        if Instant::now() >= deadline {
-            for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 200));
-            }
-            panic!("no re-fetch after tools/list_changed");
-        }
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Settle, then count: one re-fetch however many notifications came.
-    let settle = Instant::now() + Duration::from_millis(800);
-    while Instant::now() < settle {
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Settled: a re-fetch was made, every tools/list is answered, and no
+    // re-fetch is waiting for its burst to end.
+    drain_until(&mut i, "a settled re-fetch after tools/list_changed", |i| {
+        let lists: Vec<_> = i
+            .model
+            .store
+            .iter()
+            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
+            .filter_map(|r| r.id())
+            .collect();
+        has(i, "re-fetches tools/list")
+            && lists.iter().all(|id| i.model.response_to(id).is_some())
+            && i.next_wakeup().is_none()
+    });
     let store = &i.model.store;
     let notes = store
         .iter()

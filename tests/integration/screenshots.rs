@@ -7,7 +7,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use mcpscope_app::panels::launcher::SavedServer;
 use mcpscope_app::{McpscopeApp, StartupArgs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
     Harness::builder()
@@ -15,18 +15,6 @@ fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
         .allow_missing_glyphs()
         .wgpu()
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
-}
-
-fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        h.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for _ in 0..4 {
-        h.step();
-    }
 }
 
 fn save(h: &mut Harness<'static, McpscopeApp>, name: &str) {

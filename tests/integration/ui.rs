@@ -24,28 +24,6 @@ fn harness_any_glyphs(args: StartupArgs) -> Harness<'static, McpscopeApp> {
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
 }
 
-/// Steps the app (which repaints while a session runs) until `done` holds.
-fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        h.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    h.step();
-    h.step();
-}
-
-/// Startup arguments that launch `spec` at once (`mcpscope -- CMD ARGS`).
-fn launching(spec: &mcpscope_core::transport::process::ServerSpec) -> StartupArgs {
-    let mut launch = vec![spec.program.clone()];
-    launch.extend(spec.args.clone());
-    StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    }
-}
-
 /// Types a server's command and arguments into the launcher form.
 fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope_core::transport::process::ServerSpec) {
     h.step();

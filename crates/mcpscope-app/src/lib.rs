@@ -18,6 +18,7 @@ use self::panels::timeline::{TimelineAction, TimelinePanel};
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::record::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::{Path, PathBuf};
@@ -337,7 +338,7 @@ impl McpscopeApp {
             Command::Ping => {
                 if let Some(i) = &mut self.inspection {
                     self.ping = i.send(inspection::Outgoing::Request {
-                        method: "ping".into(),
+                        method: methods::PING.into(),
                         params: None,
                         id: None,
                     });
@@ -833,7 +834,11 @@ impl eframe::App for McpscopeApp {
         let timer = self.inspection.as_ref().and_then(|i| i.next_wakeup());
         let debounce = self.composer.wants_repaint().then_some(composer_debounce());
         let tick = self.running().then_some(Duration::from_secs(1));
-        if let Some(after) = [timer, debounce, tick].into_iter().flatten().min() {
+        let lint = self
+            .expert
+            .wakeup()
+            .map(|t| t.saturating_duration_since(std::time::Instant::now()));
+        if let Some(after) = [timer, debounce, tick, lint].into_iter().flatten().min() {
             ctx.request_repaint_after(after);
         }
     }

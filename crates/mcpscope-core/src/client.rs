@@ -483,7 +483,7 @@ impl Client {
     /// * legacy: `initialize` (+ `notifications/initialized`);
     /// * modern: `server/discover` with the envelope (a -32022 is answered
     ///   by one retry); from then on every request carries the envelope;
-    /// * auto: `server/discover` first (waiting at most 5 s); anything but a
+    /// * auto: `server/discover` first (waiting at most 10 s); anything but a
     ///   modern answer falls back to `initialize`.
     ///
     /// The decision, and why, is returned, kept ([`Client::era`]) and noted

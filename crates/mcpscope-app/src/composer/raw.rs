@@ -5,6 +5,7 @@ use super::{ComposerAction, send_row};
 use crate::inspection::Outgoing;
 use crate::theme;
 use egui::{RichText, Ui};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::Value;
 
@@ -28,7 +29,7 @@ impl Default for RawComposer {
     fn default() -> Self {
         Self {
             kind: RawKind::Request,
-            method: "ping".into(),
+            method: methods::PING.into(),
             params: String::new(),
             id: String::new(),
             line: r#"{"jsonrpc":"2.0","id":"raw-1","method":"ping"}"#.into(),

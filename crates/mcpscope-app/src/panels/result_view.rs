@@ -6,6 +6,7 @@
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
 use egui::{Color32, RichText, Ui};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::tool_result::{self, Block, CallOutcome, ResourceContents, StructuredCheck, ToolResult};
 use mcpscope_core::record::model::SessionModel;
 use serde_json::Value;
@@ -49,8 +50,14 @@ impl ResultView {
             .get(row)
             .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok());
         // A task (2026-07-28 extension) that ended carries the tool's answer inline.
-        let v = v.map(|v| if method == "tools/call" { unwrap_task(v) } else { v });
-        if method == "tools/call"
+        let v = v.map(|v| {
+            if method == methods::TOOLS_CALL {
+                unwrap_task(v)
+            } else {
+                v
+            }
+        });
+        if method == methods::TOOLS_CALL
             && let Some(v) = &v
         {
             self.outcome = Some(tool_result::interpret(v, output_schema));
@@ -84,8 +91,8 @@ impl ResultView {
         }
         let result = message.get("result").cloned().unwrap_or(Value::Null);
         match method {
-            "prompts/get" => prompt_messages_ui(ui, &result),
-            "resources/read" => resource_contents_ui(ui, &result),
+            methods::PROMPTS_GET => prompt_messages_ui(ui, &result),
+            methods::RESOURCES_READ => resource_contents_ui(ui, &result),
             _ => {}
         }
         json_tree::show(ui, &result, &mut self.tree, "result-tree");

@@ -543,32 +543,11 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::model::Source;
-    use mcpscope_core::record::recorder::Recorder;
-    use mcpscope_core::transport::event::Event;
-    use mcpscope_core::wire::classify::Limits;
+    use mcpscope_core::record::replay::Replay;
     use mcpscope_core::wire::frame::Direction;
-    use mcpscope_core::wire::framing::{LineEnding, RawLine};
-    use std::time::Duration;
 
     fn model(lines: &[(Direction, &str)]) -> SessionModel {
-        let mut rec = Recorder::replay(Limits::default());
-        let mut m = SessionModel::new(Source::Live {
-            command_line: "x".into(),
-        });
-        for (d, l) in lines {
-            let f = rec.frame_at(
-                *d,
-                RawLine {
-                    bytes: l.as_bytes().to_vec(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::ZERO,
-                None,
-            );
-            m.apply(&Event::Frame(f));
-        }
-        m
+        Replay::of(lines).model()
     }
 
     fn sample() -> SessionModel {

@@ -86,7 +86,7 @@ impl Default for DriverConfig {
             fetch_lists: false,
             answer_ping: true,
             request_timeout: Some(Duration::from_secs(30)),
-            probe_timeout: Some(Duration::from_secs(5)),
+            probe_timeout: Some(Duration::from_secs(10)),
         }
     }
 }

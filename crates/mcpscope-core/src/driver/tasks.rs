@@ -268,9 +268,9 @@ impl Driver {
                             Outcome::Failed(Failure::Stopped(format!(
                                 "{} answered without a task: {}",
                                 if step == Step::Poll {
-                                    "tasks/get"
+                                    methods::TASKS_GET
                                 } else {
-                                    "tasks/cancel"
+                                    methods::TASKS_CANCEL
                                 },
                                 crate::text::shorten(&result.to_string(), 160)
                             ))),

@@ -9,6 +9,7 @@
 //! [`subscriptions`] groups all that, from frames alone, into one stream each.
 
 use crate::protocol::era::META_SUBSCRIPTION_ID;
+use crate::protocol::methods;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
@@ -132,7 +133,7 @@ pub fn subscriptions(frames: &[&Frame]) -> Vec<Subscription> {
             }
             (Direction::In, Kind::Notification) => {
                 let Some(v) = f.json() else { continue };
-                if f.class.method.as_deref() == Some("notifications/cancelled") {
+                if f.class.method.as_deref() == Some(methods::CANCELLED) {
                     if let Some(id) = v.pointer("/params/requestId").and_then(RequestId::from_json)
                         && let Some(i) = find(&mut subs, &id)
                     {

@@ -5,4 +5,5 @@
 pub mod capture;
 pub mod model;
 pub mod recorder;
+pub mod replay;
 pub mod store;

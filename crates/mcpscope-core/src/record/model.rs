@@ -3,6 +3,7 @@
 //! by [`Event`]s, so the UI only draws it.
 
 use crate::protocol::handshake::{self, Handshake, VersionVerdict};
+use crate::protocol::methods;
 use crate::record::store::{FrameStore, Lane};
 use crate::transport::event::Event;
 use crate::transport::process::{ExitInfo, SpawnError};
@@ -325,8 +326,8 @@ impl SessionModel {
         }
         if f.direction == crate::wire::frame::Direction::In && f.kind() == Kind::Notification {
             match f.class.method.as_deref() {
-                Some("notifications/message") => self.log_rows.push(row),
-                Some("notifications/progress") => {
+                Some(methods::MESSAGE) => self.log_rows.push(row),
+                Some(methods::PROGRESS) => {
                     if let Some(p) = f.json().and_then(|v| v.get("params").cloned())
                         && let Some(token) = p.get("progressToken")
                     {
@@ -344,7 +345,7 @@ impl SessionModel {
                         entry.count += 1;
                     }
                 }
-                Some("notifications/resources/updated") => {
+                Some(methods::RESOURCES_UPDATED) => {
                     if let Some(uri) = f
                         .json()
                         .and_then(|v| v.pointer("/params/uri").and_then(Value::as_str).map(str::to_owned))
@@ -403,16 +404,16 @@ impl SessionModel {
         let hs = &mut self.handshake;
         let outgoing = f.direction == crate::wire::frame::Direction::Out;
         match (outgoing, f.kind(), method) {
-            (true, Kind::Request, Some("initialize")) if hs.initialize_row.is_none() => {
+            (true, Kind::Request, Some(methods::INITIALIZE)) if hs.initialize_row.is_none() => {
                 hs.initialize_row = Some(row);
                 hs.offered = f
                     .json()
                     .and_then(|v| v["params"]["protocolVersion"].as_str().map(str::to_owned));
             }
-            (true, Kind::Request, Some(m)) if m != "ping" && hs.response_row.is_none() => {
+            (true, Kind::Request, Some(m)) if m != methods::PING && hs.response_row.is_none() => {
                 hs.early_requests.push(row);
             }
-            (true, Kind::Notification, Some("notifications/initialized")) if hs.initialized_row.is_none() => {
+            (true, Kind::Notification, Some(methods::INITIALIZED)) if hs.initialized_row.is_none() => {
                 hs.initialized_row = Some(row);
             }
             (false, Kind::Result | Kind::Error, _)
@@ -433,7 +434,7 @@ impl SessionModel {
                     hs.judged = Some(Handshake::judge(&offered, &v["result"], latency));
                 }
             }
-            (false, Kind::Request, Some(m)) if m != "ping" && hs.initialized_row.is_none() => {
+            (false, Kind::Request, Some(m)) if m != methods::PING && hs.initialized_row.is_none() => {
                 hs.early_server_requests.push(row);
             }
             _ => {}
@@ -555,23 +556,7 @@ mod tests {
     use crate::wire::framing::{LineEnding, RawLine};
 
     fn feed(lines: &[(Direction, &str)]) -> SessionModel {
-        let mut rec = Recorder::replay(Limits::default());
-        let mut m = SessionModel::new(Source::Live {
-            command_line: "x".into(),
-        });
-        for (i, (d, l)) in lines.iter().enumerate() {
-            let f = rec.frame_at(
-                *d,
-                RawLine {
-                    bytes: l.as_bytes().to_vec(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::from_millis(i as u64),
-                None,
-            );
-            m.apply(&Event::Frame(f));
-        }
-        m
+        crate::record::replay::Replay::of(lines).model()
     }
 
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

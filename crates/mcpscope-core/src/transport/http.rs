@@ -14,6 +14,7 @@
 //! the previous one got its response headers, or [`ORDER_WAIT`] at most, so a
 //! slow JSON answer cannot hold back a cancellation.
 
+use crate::protocol::methods;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::transport::event::{Event, HttpInfo};
@@ -287,7 +288,7 @@ impl Runner {
                 }
                 let at = self.recorder.now();
                 self.emit(Event::Cancelled { at, id });
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
                 self.send(line, None);
             }
             Command::Shutdown => self.begin_shutdown(),
@@ -355,7 +356,7 @@ impl Runner {
             return; // HTTP+SSE: waiting for the endpoint event.
         };
         while let Some(out) = self.queue.pop_front() {
-            if out.method.as_deref() == Some("notifications/initialized")
+            if out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
                 && !self.get_started
@@ -373,8 +374,8 @@ impl Runner {
             let worker = self.next_worker;
             self.next_worker += 1;
             self.in_flight += 1;
-            let is_initialize = out.method.as_deref() == Some("initialize");
-            if out.method.as_deref() == Some("notifications/initialized")
+            let is_initialize = out.method.as_deref() == Some(methods::INITIALIZE);
+            if out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
                 && !self.get_started
@@ -440,7 +441,7 @@ impl Runner {
                     .recorder
                     .frame_at(Direction::In, RawLine { bytes, ending }, at, None);
                 let answered_initialize = matches!(frame.class.kind, Kind::Result)
-                    && frame.link.as_ref().is_some_and(|l| l.method == "initialize");
+                    && frame.link.as_ref().is_some_and(|l| l.method == methods::INITIALIZE);
                 if answered_initialize
                     && let Some(v) = frame.json()
                     && let Some(pv) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
@@ -520,7 +521,7 @@ impl Runner {
             self.emit(Event::TimedOut { at: now, timed_out: t });
             if self.options.cancel_on_timeout && self.phase == Phase::Running {
                 let params = json!({"requestId": id.to_json(), "reason": "timed out"});
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
                 self.send(line, None);
             }
         }
@@ -633,8 +634,8 @@ pub fn modern_headers(body: &[u8]) -> Vec<(String, String)> {
     if let Some(method) = v.get("method").and_then(Value::as_str) {
         out.push(("Mcp-Method".to_owned(), header_value(method)));
         let name = match method {
-            "tools/call" | "prompts/get" => v.pointer("/params/name"),
-            "resources/read" => v.pointer("/params/uri"),
+            methods::TOOLS_CALL | methods::PROMPTS_GET => v.pointer("/params/name"),
+            methods::RESOURCES_READ => v.pointer("/params/uri"),
             _ => None,
         };
         if let Some(n) = name.and_then(Value::as_str) {

@@ -6,6 +6,7 @@
 //! server's stdin and read its stdout and stderr, so a server that stops
 //! reading, floods, or hangs cannot freeze the session thread or its owner.
 
+use crate::protocol::methods;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::transport::event::Event;
@@ -528,7 +529,7 @@ impl Runner {
                 }
                 let at = self.recorder.now();
                 self.emit(Event::Cancelled { at, id });
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
                 self.send_line(line, None);
             }
             Command::Shutdown => self.begin_shutdown(),
@@ -579,7 +580,7 @@ impl Runner {
             self.emit(Event::TimedOut { at: now, timed_out: t });
             if self.options.cancel_on_timeout && self.phase == Phase::Running {
                 let params = json!({"requestId": id.to_json(), "reason": "timed out"});
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
                 self.send_line(line, None);
             }
         }
