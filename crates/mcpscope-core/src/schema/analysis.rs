@@ -131,8 +131,25 @@ pub(super) enum Shape {
     Array,
     Object,
     Map,
-    /// Variant schemas (flattened) and their labels.
-    Choice(Vec<(String, Value)>),
+    /// `anyOf`/`oneOf`/type array of more than one non-null alternative.
+    Choice(Variants),
+}
+
+/// The alternatives of a chooser.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Variants {
+    /// Each variant's label and schema (flattened, the union's siblings merged in, its
+    /// tags pinned: see [`pin_tags`]).
+    pub(super) list: Vec<(String, Value)>,
+    /// The variant a new field starts with.
+    pub(super) preferred: usize,
+    /// Where the variants come from: "anyOf", "oneOf" or "type".
+    pub(super) keyword: &'static str,
+    /// Each variant's index in the schema's `anyOf`/`oneOf` array (null variants are not
+    /// in `list`), to read the validator's per-branch errors.
+    pub(super) origin: Vec<usize>,
+    /// How many entries that array has (null variants included).
+    pub(super) total: usize,
 }
 
 pub(super) struct Analysis {
@@ -148,6 +165,7 @@ pub(super) const ANNOTATIONS: &[&str] = &[
     "description",
     "default",
     "examples",
+    "example",
     "nullable",
     "deprecated",
     "readOnly",
@@ -388,16 +406,18 @@ pub(super) fn analyze(schema: &Value, root: &Value) -> Analysis {
             return unsupported(format!("{key} is not an array"), merged, refs);
         };
         let mut options = Vec::new();
-        for v in &variants {
+        for (i, v) in variants.iter().enumerate() {
             match flatten(v, root, 1, &mut refs) {
                 Ok(f) if is_null_schema(&f) => nullable = true,
-                Ok(f) => options.push(f),
+                Ok(f) => options.push((i, v, f)),
                 Err(e) => return unsupported(format!("{key} variant: {e}"), merged, refs),
             }
         }
+        // What the variants share; the union's examples go along too (a variant keeps for
+        // its example values only those its own schema accepts).
         let structural: Map<String, Value> = merged
             .iter()
-            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()) || matches!(k.as_str(), "examples" | "example"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         match options.len() {
@@ -405,7 +425,7 @@ pub(super) fn analyze(schema: &Value, root: &Value) -> Analysis {
                 merged.insert("const".into(), Value::Null);
             }
             1 => {
-                let only = options.remove(0);
+                let (_, _, only) = options.remove(0);
                 // The outer annotations (title, description, default) win over the variant's.
                 merged = match merge(only, merged.clone()) {
                     Ok(m) => m,
@@ -413,17 +433,35 @@ pub(super) fn analyze(schema: &Value, root: &Value) -> Analysis {
                 };
             }
             _ => {
-                let mut labelled = Vec::new();
-                for (i, o) in options.into_iter().enumerate() {
-                    let label = variant_label(&o, i);
-                    let schema = merge(structural.clone(), o.clone()).unwrap_or(o);
-                    labelled.push((label, Value::Object(schema)));
+                let discriminator = merged.get("discriminator").and_then(Value::as_object);
+                let tag = discriminator
+                    .and_then(|d| d.get("propertyName"))
+                    .and_then(Value::as_str);
+                let mapping = discriminator.and_then(|d| d.get("mapping")).and_then(Value::as_object);
+                let mut schemas = Vec::new();
+                let mut raws = Vec::new();
+                let mut origin = Vec::new();
+                for (i, raw, o) in options {
+                    let mut schema = merge(structural.clone(), o.clone()).unwrap_or(o);
+                    let raw_ref = raw.get("$ref").and_then(Value::as_str);
+                    pin_tags(&mut schema, root, tag, mapping, raw_ref);
+                    schemas.push(schema);
+                    raws.push(raw);
+                    origin.push(i);
                 }
-                dedupe_labels(&mut labelled);
+                let labels = variant_labels(&raws, &schemas, root, tag);
+                let preferred = preferred_variant(&schemas);
+                let list = labels.into_iter().zip(schemas.into_iter().map(Value::Object)).collect();
                 return Analysis {
                     merged,
                     nullable,
-                    shape: Shape::Choice(labelled),
+                    shape: Shape::Choice(Variants {
+                        list,
+                        preferred,
+                        keyword: key,
+                        origin,
+                        total: variants.len(),
+                    }),
                     refs,
                 };
             }
@@ -444,23 +482,32 @@ pub(super) fn analyze(schema: &Value, root: &Value) -> Analysis {
                 merged.insert("type".into(), Value::String(ts.remove(0)));
             }
             _ => {
-                let mut labelled: Vec<(String, Value)> = ts
-                    .into_iter()
+                let schemas: Vec<Map<String, Value>> = ts
+                    .iter()
                     .map(|t| {
                         let mut m: Map<String, Value> = merged
                             .iter()
-                            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+                            .filter(|(k, _)| {
+                                !ANNOTATIONS.contains(&k.as_str()) || matches!(k.as_str(), "examples" | "example")
+                            })
                             .map(|(k, v)| (k.clone(), v.clone()))
                             .collect();
                         m.insert("type".into(), Value::String(t.clone()));
-                        (t, Value::Object(m))
+                        m
                     })
                     .collect();
-                dedupe_labels(&mut labelled);
+                let preferred = preferred_variant(&schemas);
+                let n = ts.len();
                 return Analysis {
                     merged,
                     nullable,
-                    shape: Shape::Choice(labelled),
+                    shape: Shape::Choice(Variants {
+                        list: ts.into_iter().zip(schemas.into_iter().map(Value::Object)).collect(),
+                        preferred,
+                        keyword: "type",
+                        origin: (0..n).collect(),
+                        total: n,
+                    }),
                     refs,
                 };
             }
@@ -560,46 +607,210 @@ pub(super) fn shape_of(m: &Map<String, Value>) -> Shape {
     }
 }
 
-pub(super) fn variant_label(o: &Map<String, Value>, i: usize) -> String {
-    if let Some(t) = o.get("title").and_then(Value::as_str) {
-        return t.to_owned();
+/// A property's fixed value: its `const`, or the only value of its `enum`.
+fn fixed_value(p: &Value) -> Option<&Value> {
+    p.get("const").or_else(|| {
+        p.get("enum")
+            .and_then(Value::as_array)
+            .filter(|a| a.len() == 1)
+            .map(|a| &a[0])
+    })
+}
+
+/// A property's fixed value, following a `$ref` (pydantic puts one-value enums in `$defs`).
+fn fixed_property(p: &Value, root: &Value) -> Option<Value> {
+    if let Some(v) = fixed_value(p) {
+        return Some(v.clone());
     }
-    if let Some(props) = o.get("properties").and_then(Value::as_object) {
+    let flat = flatten(p, root, 1, &mut Vec::new()).ok()?;
+    fixed_value(&Value::Object(flat)).cloned()
+}
+
+/// The name a `$ref` points at: `#/$defs/GetItem` → `GetItem`.
+fn ref_name(r: &str) -> Option<String> {
+    let last = r.rsplit('/').next()?;
+    let name = unescape_token(&percent_decode(last));
+    (!name.is_empty() && name != "#").then_some(name)
+}
+
+/// Pins a variant's tags: what tells it apart from the other variants is always part of
+/// its value once it is chosen, even where the schema makes it optional (pydantic's
+/// `{"const": "GetItem", "default": "GetItem"}` outside `required`; left out, the value
+/// matches several variants and a discriminated union cannot find its tag). The tags are
+/// the properties with a fixed value and the OpenAPI `discriminator.propertyName`; a
+/// discriminator property without a fixed value gets the `mapping` key naming this
+/// variant's `$ref`, or the `$ref`'s own name (OpenAPI's implicit mapping).
+pub(super) fn pin_tags(
+    v: &mut Map<String, Value>,
+    root: &Value,
+    tag: Option<&str>,
+    mapping: Option<&Map<String, Value>>,
+    raw_ref: Option<&str>,
+) {
+    if v.get("type").is_some_and(|t| *t != "object") {
+        return;
+    }
+    let mut pinned: Vec<String> = Vec::new();
+    if let Some(tag) = tag {
+        let declared = v.get("properties").and_then(|p| p.get(tag)).cloned();
+        let fixed = declared.as_ref().and_then(|p| fixed_property(p, root));
+        if fixed.is_none()
+            && let Some(r) = raw_ref
+            && let Some(name) = mapping
+                .and_then(|m| m.iter().find(|(_, t)| t.as_str() == Some(r)).map(|(k, _)| k.clone()))
+                .or_else(|| ref_name(r))
+        {
+            let takes_string = declared
+                .as_ref()
+                .is_none_or(|p| p.get("type").is_none_or(|t| *t == "string"));
+            if takes_string {
+                let props = v.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(props) = props {
+                    let mut p = match declared {
+                        Some(Value::Object(m)) => m,
+                        _ => Map::new(),
+                    };
+                    p.insert("const".into(), Value::String(name));
+                    props.insert(tag.to_owned(), Value::Object(p));
+                }
+            }
+        }
+        if v.get("properties").and_then(|p| p.get(tag)).is_some() {
+            pinned.push(tag.to_owned());
+        }
+    }
+    if let Some(props) = v.get("properties").and_then(Value::as_object) {
         for (k, p) in props {
-            let c = p.get("const").or_else(|| {
-                p.get("enum")
-                    .and_then(Value::as_array)
-                    .filter(|a| a.len() == 1)
-                    .map(|a| &a[0])
-            });
-            if let Some(c) = c {
-                let _ = k;
-                return value_label(c);
+            if !pinned.contains(k) && fixed_property(p, root).is_some() {
+                pinned.push(k.clone());
             }
         }
     }
-    if let Some(c) = o.get("const") {
-        return value_label(c);
+    if pinned.is_empty() {
+        return;
     }
-    if let Some(t) = o.get("type") {
-        return match t {
-            Value::String(s) => s.clone(),
-            other => type_set(other).join(" | "),
-        };
-    }
-    if o.contains_key("properties") {
-        return "object".into();
-    }
-    format!("option {}", i + 1)
-}
-
-pub(super) fn dedupe_labels(l: &mut [(String, Value)]) {
-    let names: Vec<String> = l.iter().map(|(n, _)| n.clone()).collect();
-    for (i, (n, _)) in l.iter_mut().enumerate() {
-        if names.iter().filter(|x| **x == *n).count() > 1 {
-            *n = format!("{n} ({})", i + 1);
+    let required = v.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(r) = required {
+        for k in pinned {
+            if !r.iter().any(|x| x.as_str() == Some(&k)) {
+                r.push(Value::String(k));
+            }
         }
     }
+}
+
+/// "string", "string (date-time)", "array of integer", "object" (no type but properties).
+fn type_label(v: &Map<String, Value>) -> Option<String> {
+    let t = match v.get("type") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => type_set(other).join(" | "),
+        None if v.contains_key("properties") => "object".into(),
+        None => return None,
+    };
+    if let Some(f) = v.get("format").and_then(Value::as_str) {
+        return Some(format!("{t} ({f})"));
+    }
+    if t == "array"
+        && let Some(item) = v.get("items").and_then(|i| i.get("type")).and_then(Value::as_str)
+    {
+        return Some(format!("array of {item}"));
+    }
+    Some(t)
+}
+
+/// Labels of a chooser's variants, each by what tells it apart from the others, in this
+/// order: its `title`, its tag (the discriminator's or another fixed property's value, or
+/// its own `const`), its `$ref` name, its type and format, the properties only it has.
+/// A label is used only when no other variant would get the same one; what is left gets
+/// its type (or "option N"), numbered where equal.
+pub(super) fn variant_labels(
+    raws: &[&Value],
+    variants: &[Map<String, Value>],
+    root: &Value,
+    tag: Option<&str>,
+) -> Vec<String> {
+    let n = variants.len();
+    let props = |v: &Map<String, Value>| -> Vec<String> {
+        v.get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let titles: Vec<Option<String>> = variants
+        .iter()
+        .map(|v| v.get("title").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let tags: Vec<Option<String>> = variants
+        .iter()
+        .map(|v| {
+            if let Some(c) = v.get("const") {
+                return Some(value_label(c));
+            }
+            let props = v.get("properties").and_then(Value::as_object)?;
+            let by_tag = tag.and_then(|t| props.get(t)).and_then(|p| fixed_property(p, root));
+            by_tag
+                .or_else(|| props.values().find_map(|p| fixed_property(p, root)))
+                .map(|c| value_label(&c))
+        })
+        .collect();
+    let refs: Vec<Option<String>> = raws
+        .iter()
+        .map(|r| r.get("$ref").and_then(Value::as_str).and_then(ref_name))
+        .collect();
+    let types: Vec<Option<String>> = variants.iter().map(type_label).collect();
+    let own_props: Vec<Option<String>> = (0..n)
+        .map(|i| {
+            let only: Vec<String> = props(&variants[i])
+                .into_iter()
+                .filter(|k| (0..n).all(|j| j == i || !props(&variants[j]).contains(k)))
+                .collect();
+            match only.len() {
+                0 => None,
+                1..=3 => Some(format!("with {}", only.join(", "))),
+                _ => Some(format!("with {}, …", only[..3].join(", "))),
+            }
+        })
+        .collect();
+    let mut labels: Vec<Option<String>> = vec![None; n];
+    for candidates in [&titles, &tags, &refs, &types, &own_props] {
+        for i in 0..n {
+            let Some(c) = &candidates[i] else { continue };
+            if labels[i].is_some() {
+                continue;
+            }
+            let shared = (0..n).any(|j| j != i && candidates[j].as_ref() == Some(c))
+                || labels.iter().any(|l| l.as_ref() == Some(c));
+            if !shared {
+                labels[i] = Some(c.clone());
+            }
+        }
+    }
+    let mut out: Vec<String> = labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            l.or_else(|| types[i].clone())
+                .unwrap_or_else(|| format!("option {}", i + 1))
+        })
+        .collect();
+    let names = out.clone();
+    for (i, l) in out.iter_mut().enumerate() {
+        if names.iter().filter(|x| **x == *l).count() > 1 {
+            *l = format!("{l} ({})", i + 1);
+        }
+    }
+    out
+}
+
+/// The variant a new chooser starts with: the first, except that a string is the last
+/// resort when a boolean is offered (servers taking "boolean or string" mean the boolean;
+/// the string is for clients that send "true").
+pub(super) fn preferred_variant(variants: &[Map<String, Value>]) -> usize {
+    let is = |v: &Map<String, Value>, t: &str| v.get("type").and_then(Value::as_str) == Some(t);
+    if variants.first().is_some_and(|v| is(v, "string")) && variants.iter().any(|v| is(v, "boolean")) {
+        return variants.iter().position(|v| !is(v, "string")).unwrap_or(0);
+    }
+    0
 }
 
 pub(super) fn multiline_rule(name: &str, m: &Map<String, Value>) -> bool {
@@ -629,7 +840,7 @@ pub(super) fn multiline_rule(name: &str, m: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::schema::form::testing::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn multiline_rule_and_toggle() {
@@ -887,5 +1098,170 @@ mod tests {
             set_text(&mut f, "/k", "[1,2]");
             assert_eq!(f.value(), json!({"k": [1, 2]}));
         }
+    }
+
+    fn labels(f: &Form, p: &str) -> Vec<String> {
+        match &field(f, p).kind {
+            FieldKind::Choice { labels, .. } => labels.clone(),
+            k => panic!("not a chooser at {p}: {k:?}"),
+        }
+    }
+
+    /// Issue #17.1: a pydantic discriminated union whose tag is an optional `const` with a
+    /// default (the shape of a DynamoDB server's batch operations).
+    fn optional_const_discriminator() -> Value {
+        json!({
+            "$defs": {
+                "GetItem": {"title": "GetItem", "type": "object", "properties": {
+                    "operation": {"const": "GetItem", "default": "GetItem", "title": "Operation", "type": "string"},
+                    "key": {"type": "string"}}, "required": ["key"]},
+                "DeleteItem": {"title": "DeleteItem", "type": "object", "properties": {
+                    "operation": {"const": "DeleteItem", "default": "DeleteItem", "title": "Operation", "type": "string"},
+                    "key": {"type": "string"}}, "required": ["key"]},
+                "PutItem": {"title": "PutItem", "type": "object", "properties": {
+                    "operation": {"const": "PutItem", "default": "PutItem", "title": "Operation", "type": "string"},
+                    "item": {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1}},
+                    "required": ["item"]}
+            },
+            "type": "object",
+            "properties": {"operations": {"type": "array", "minItems": 1, "items": {
+                "discriminator": {"propertyName": "operation", "mapping": {
+                    "GetItem": "#/$defs/GetItem", "DeleteItem": "#/$defs/DeleteItem", "PutItem": "#/$defs/PutItem"}},
+                "oneOf": [{"$ref": "#/$defs/GetItem"}, {"$ref": "#/$defs/DeleteItem"}, {"$ref": "#/$defs/PutItem"}]
+            }}},
+            "required": ["operations"]
+        })
+    }
+
+    #[test]
+    fn optional_const_discriminator_is_always_sent() {
+        let s = optional_const_discriminator();
+        let v = assert_sample_valid(s.clone());
+        assert_eq!(v["operations"][0], json!({"operation": "GetItem", "key": "key"}));
+        let mut f = form(s.clone());
+        f.field_at_mut("/operations").unwrap().add_item();
+        assert_eq!(labels(&f, "/operations/0"), ["GetItem", "DeleteItem", "PutItem"]);
+        // Every variant, once chosen, carries its tag.
+        for (i, tag) in ["GetItem", "DeleteItem", "PutItem"].iter().enumerate() {
+            f.field_at_mut("/operations/0").unwrap().choose(i);
+            assert_eq!(f.value()["operations"][0]["operation"], *tag, "variant {i}");
+            f.fill_sample();
+            assert!(f.validate().is_empty(), "{tag}: {} {:?}", f.value(), f.validate());
+            assert!(validator_for(&s).unwrap().is_valid(&f.value()), "{}", f.value());
+            let tag_field = field(&f, "/operations/0/operation");
+            assert!(
+                matches!(&tag_field.kind, FieldKind::Const(c) if c == tag),
+                "{tag_field:?}"
+            );
+        }
+        // A value without the tag still loads (and stays without it: that is what was sent).
+        let mut g = form(s);
+        let loaded = json!({"operations": [{"key": "k"}]});
+        g.set_value(&loaded);
+        assert_eq!(g.value(), loaded);
+        assert!(!g.validate().is_empty(), "the tagless value matches two variants");
+    }
+
+    #[test]
+    fn openapi_discriminator_without_const_gets_the_mapping_key() {
+        let pets = |mapping: Option<Value>| {
+            let mut d = json!({"propertyName": "petType"});
+            if let Some(m) = mapping {
+                d["mapping"] = m;
+            }
+            json!({
+                "$defs": {
+                    "Cat": {"type": "object", "properties": {"petType": {"type": "string"}, "lives": {"type": "integer"}},
+                        "required": ["petType", "lives"]},
+                    "Dog": {"type": "object", "properties": {"petType": {"type": "string"}, "bark": {"type": "boolean"}},
+                        "required": ["petType", "bark"]}
+                },
+                "type": "object",
+                "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}], "discriminator": d}},
+                "required": ["pet"]
+            })
+        };
+        let with_mapping = pets(Some(json!({"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"})));
+        let v = assert_sample_valid(with_mapping.clone());
+        assert_eq!(v["pet"]["petType"], "cat");
+        let mut f = form(with_mapping);
+        assert_eq!(labels(&f, "/pet"), ["cat", "dog"]);
+        f.field_at_mut("/pet").unwrap().choose(1);
+        assert_eq!(f.value()["pet"], json!({"petType": "dog", "bark": false}));
+        // Without a mapping, OpenAPI names the variant by its schema's name.
+        let v = assert_sample_valid(pets(None));
+        assert_eq!(v["pet"]["petType"], "Cat");
+    }
+
+    /// Issue #17.3: each variant is labelled by what tells it apart.
+    #[test]
+    fn variants_are_labelled_by_what_tells_them_apart() {
+        let f = form(json!({
+            "$defs": {
+                "ByName": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+                "ById": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+            },
+            "type": "object",
+            "properties": {
+                // Two objects differing by one property.
+                "narrow": {"anyOf": [
+                    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}},
+                    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "c": {"type": "integer"}}}
+                ]},
+                // Strings told apart by their format; null makes it nullable.
+                "when": {"anyOf": [{"type": "string"}, {"type": "string", "format": "date-time"}, {"type": "null"}]},
+                // `$ref`s without titles.
+                "who": {"oneOf": [{"$ref": "#/$defs/ByName"}, {"$ref": "#/$defs/ById"}]},
+                // Notion's parent: keys only one variant has, and a const.
+                "parent": {"oneOf": [
+                    {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"], "additionalProperties": true},
+                    {"type": "object", "properties": {"database_id": {"type": "string"}}, "required": ["database_id"], "additionalProperties": true},
+                    {"properties": {"type": {"const": "workspace"}}}
+                ]},
+                // Titles win; a title two variants share does not tell them apart.
+                "titled": {"anyOf": [
+                    {"title": "Same", "type": "integer"}, {"title": "Same", "type": "string"}, {"title": "Other", "type": "boolean"}
+                ]},
+                "lists": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "array", "items": {"type": "integer"}}]},
+                // Nothing tells these apart: numbered.
+                "twins": {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                    {"type": "object", "properties": {"a": {"type": "number"}}}]}
+            }
+        }));
+        assert_eq!(labels(&f, "/narrow"), ["object", "with c"]);
+        assert_eq!(labels(&f, "/when"), ["string", "string (date-time)"]);
+        assert!(field(&f, "/when").nullable);
+        assert_eq!(labels(&f, "/who"), ["ByName", "ById"]);
+        assert_eq!(labels(&f, "/parent"), ["with page_id", "with database_id", "workspace"]);
+        assert_eq!(labels(&f, "/titled"), ["integer", "string", "Other"]);
+        assert_eq!(labels(&f, "/lists"), ["array of string", "array of integer"]);
+        assert_eq!(labels(&f, "/twins"), ["object (1)", "object (2)"]);
+    }
+
+    /// Issue #17.4: a boolean-or-string starts as the boolean; otherwise the first type.
+    #[test]
+    fn type_arrays_start_with_the_first_type_and_a_string_last() {
+        let s = json!({"type": "object", "properties": {
+            "bool_first": {"type": ["boolean", "string"]},
+            "string_first": {"type": ["string", "boolean"]},
+            "any_of": {"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+            "nullable": {"type": ["null", "boolean", "string"]},
+            "id": {"type": ["string", "integer"]}
+        }, "required": ["bool_first", "string_first", "any_of", "nullable", "id"]});
+        let v = assert_sample_valid(s.clone());
+        assert_eq!(
+            v,
+            json!({"bool_first": false, "string_first": false, "any_of": false, "nullable": false, "id": "id"})
+        );
+        let f = form(s);
+        assert!(matches!(
+            field(&f, "/string_first").kind,
+            FieldKind::Choice { selected: 1, .. }
+        ));
+        // The person can still pick the string.
+        let mut g = f.clone();
+        g.field_at_mut("/bool_first").unwrap().choose(1);
+        g.fill_sample();
+        assert_eq!(g.value()["bool_first"], "bool_first".replace('_', ""));
     }
 }

@@ -343,6 +343,7 @@ impl Field {
             return f;
         }
         f.kind = f.fresh_kind(&a, &stack);
+        f.start_at_example_variant();
         if let Shape::Unsupported(why) = &a.shape {
             f.note = Some(why.clone());
         }
@@ -357,6 +358,38 @@ impl Field {
             f.set = required;
         }
         f
+    }
+
+    /// A chooser whose schema gives examples starts at the variant its first example
+    /// fits (the example is then what Fill example puts there).
+    fn start_at_example_variant(&mut self) {
+        if !matches!(self.kind, FieldKind::Choice { .. }) {
+            return;
+        }
+        let example = match (self.schema.get("examples"), self.schema.get("example")) {
+            (Some(Value::Array(e)), _) => e.first().cloned(),
+            (_, e) => e.cloned(),
+        };
+        let Some(example) = example else { return };
+        let mut probe = self.clone();
+        if !probe.load_kind(&example) {
+            return;
+        }
+        let FieldKind::Choice { selected: fits, .. } = probe.kind else {
+            return;
+        };
+        let name = self.name.clone();
+        if let FieldKind::Choice {
+            variants,
+            selected,
+            current,
+            ..
+        } = &mut self.kind
+            && *selected != fits
+        {
+            *selected = fits;
+            **current = Field::build(&variants[fits], &name, true, false);
+        }
     }
 
     pub(super) fn fresh_kind(&self, a: &Analysis, stack: &[String]) -> FieldKind {
@@ -437,12 +470,12 @@ impl Field {
                 ),
             },
             Shape::Choice(variants) => {
-                let templates: Vec<Template> = variants.iter().map(|(_, s)| tpl.child(s.clone(), stack)).collect();
-                let current = Field::build(&templates[0], &self.name, true, false);
+                let templates: Vec<Template> = variants.list.iter().map(|(_, s)| tpl.child(s.clone(), stack)).collect();
+                let current = Field::build(&templates[variants.preferred], &self.name, true, false);
                 FieldKind::Choice {
-                    labels: variants.iter().map(|(l, _)| l.clone()).collect(),
+                    labels: variants.list.iter().map(|(l, _)| l.clone()).collect(),
                     variants: templates,
-                    selected: 0,
+                    selected: variants.preferred,
                     current: Box::new(current),
                 }
             }
@@ -850,7 +883,10 @@ impl Field {
         self.touch();
     }
 
-    /// Picks variant `i` of a chooser (a fresh field; the old value is kept when it fits).
+    /// Picks variant `i` of a chooser. The new variant starts from its own fields: an
+    /// object keeps the old values of the properties it declares and nothing else (the
+    /// old variant's keys would make the value match the old variant too); any other
+    /// variant keeps the old value when it fits as it is.
     pub fn choose(&mut self, i: usize) {
         let name = self.name.clone();
         if let FieldKind::Choice {
@@ -864,10 +900,28 @@ impl Field {
         {
             let old = current.current_value();
             let mut fresh = Field::build(&variants[i], &name, true, true);
-            let mut probe = fresh.clone();
-            probe.load(&old);
-            if probe.fits_cleanly() && probe.current_value() == old && !old.is_null() {
-                fresh = probe;
+            let fits = |f: &Field, v: &Value| f.fits_cleanly() && f.current_value() == *v;
+            match (&mut fresh.kind, &old) {
+                (_, Value::Null) => {}
+                (FieldKind::Object { fields, .. }, Value::Object(m)) => {
+                    for f in fields.iter_mut() {
+                        if let Some(x) = m.get(&f.name) {
+                            let mut probe = f.clone();
+                            probe.load(x);
+                            if fits(&probe, x) {
+                                *f = probe;
+                            }
+                        }
+                    }
+                }
+                (FieldKind::Object { .. }, _) => {}
+                _ => {
+                    let mut probe = fresh.clone();
+                    probe.load(&old);
+                    if fits(&probe, &old) {
+                        fresh = probe;
+                    }
+                }
             }
             *selected = i;
             **current = fresh;
@@ -1356,5 +1410,45 @@ mod tests {
         assert_eq!(form.value(), json!({"name": ""}));
         form.apply_defaults();
         assert_eq!(form.value(), json!({"name": "", "pet": "dog", "n": 3}));
+    }
+
+    /// Issue #17.2: Notion's `parent`, a oneOf of open objects.
+    fn notion_parent() -> Value {
+        json!({"type": "object", "properties": {"parent": {"oneOf": [
+            {"type": "object", "properties": {"page_id": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["page_id"], "additionalProperties": true},
+            {"type": "object", "properties": {"database_id": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["database_id"], "additionalProperties": true},
+            {"properties": {"type": {"const": "workspace"}}, "required": ["type"]}
+        ]}}, "required": ["parent"]})
+    }
+
+    #[test]
+    fn switching_variants_keeps_only_what_the_new_variant_declares() {
+        let mut f = form(notion_parent());
+        assert_eq!(f.value(), json!({"parent": {"page_id": ""}}));
+        set_text(&mut f, "/parent/page_id", "p1");
+        let note = f.field_at_mut("/parent/note").unwrap();
+        note.set_enabled(true);
+        set_text(&mut f, "/parent/note", "shared");
+        f.field_at_mut("/parent").unwrap().choose(1);
+        assert_eq!(
+            f.value(),
+            json!({"parent": {"database_id": "", "note": "shared"}}),
+            "page_id is not carried over, the note both declare is"
+        );
+        set_text(&mut f, "/parent/database_id", "d1");
+        assert!(f.validate().is_empty(), "{:?}", f.validate());
+        f.field_at_mut("/parent").unwrap().choose(2);
+        assert_eq!(f.value(), json!({"parent": {"type": "workspace"}}));
+        assert!(f.validate().is_empty(), "{:?}", f.validate());
+        f.field_at_mut("/parent").unwrap().choose(0);
+        assert_eq!(f.value(), json!({"parent": {"page_id": ""}}));
+        // Extra keys loaded from JSON stay until the person switches.
+        let both = json!({"parent": {"page_id": "p", "database_id": "d"}});
+        f.set_value(&both);
+        assert_eq!(f.value(), both);
+        f.field_at_mut("/parent").unwrap().choose(1);
+        assert_eq!(f.value(), json!({"parent": {"database_id": "d"}}));
     }
 }
