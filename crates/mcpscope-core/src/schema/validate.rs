@@ -4,8 +4,10 @@
 //! alone knows (a number field holding "abc", an integer holding 1.5, JSON that does not
 //! parse).
 
-use super::analysis::child_pointer;
+use super::analysis::{Shape, Variants, analyze, child_pointer};
 use super::form::{Field, FieldKind, Form};
+use jsonschema::ValidationError;
+use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use std::fmt;
 
@@ -53,42 +55,110 @@ pub fn validator_for(schema: &Value) -> Result<jsonschema::Validator, String> {
 }
 
 impl Form {
-    /// Client-side problems plus the validator's, each at the pointer of its field.
+    /// Client-side problems plus the validator's, each at the pointer of its field (one
+    /// message per field: the client's when it has one, else the validator's first).
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         self.root.client_errors("", &mut errors);
         if let Some(validator) = &self.validator {
             let value = self.value();
-            let mut seen: Vec<(String, String)> = Vec::new();
+            let mut found = Vec::new();
             for e in validator.iter_errors(&value) {
-                let base = e.instance_path().as_str().to_owned();
-                let pointers: Vec<String> = match e.kind() {
-                    jsonschema::error::ValidationErrorKind::Required { property } => {
-                        vec![child_pointer(&base, property.as_str().unwrap_or_default())]
-                    }
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                        unexpected.iter().map(|k| child_pointer(&base, k)).collect()
-                    }
-                    _ => vec![base],
-                };
-                let message = e.to_string();
-                for pointer in pointers {
-                    // The client already explained this field (e.g. "abc" is not a number).
-                    if errors.iter().any(|c: &FieldError| c.pointer == pointer) {
-                        continue;
-                    }
-                    let key = (pointer.clone(), message.clone());
-                    if !seen.contains(&key) {
-                        seen.push(key);
-                        errors.push(FieldError {
-                            pointer,
-                            message: message.clone(),
-                        });
-                    }
+                self.map_error(&e, &mut found);
+            }
+            for (pointer, message) in found {
+                // The client already explained this field (e.g. "abc" is not a number).
+                if !errors.iter().any(|c: &FieldError| c.pointer == pointer) {
+                    errors.push(FieldError { pointer, message });
                 }
             }
         }
         errors
+    }
+
+    /// A validator error as (pointer, message) pairs at the fields it is about: a missing
+    /// or unexpected key at that key, a `oneOf`/`anyOf` the value fails at the chosen
+    /// variant's own errors, a `oneOf` the value matches several times naming the variants.
+    fn map_error(&self, e: &ValidationError<'_>, out: &mut Vec<(String, String)>) {
+        let base = e.instance_path().as_str().to_owned();
+        match e.kind() {
+            ValidationErrorKind::Required { property } => {
+                out.push((
+                    child_pointer(&base, property.as_str().unwrap_or_default()),
+                    e.to_string(),
+                ));
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                out.extend(unexpected.iter().map(|k| (child_pointer(&base, k), e.to_string())));
+            }
+            ValidationErrorKind::OneOfNotValid { context } | ValidationErrorKind::AnyOf { context } => {
+                let keyword = if matches!(e.kind(), ValidationErrorKind::AnyOf { .. }) {
+                    "anyOf"
+                } else {
+                    "oneOf"
+                };
+                match self.chosen_branch(&base, keyword, context) {
+                    Some(branch) if !branch.is_empty() => {
+                        for b in branch {
+                            self.map_error(b, out);
+                        }
+                    }
+                    _ => out.push((base, e.to_string())),
+                }
+            }
+            ValidationErrorKind::OneOfMultipleValid { context } => {
+                let message = self.ambiguity(&base, context).unwrap_or_else(|| e.to_string());
+                out.push((base, message));
+            }
+            _ => out.push((base, e.to_string())),
+        }
+    }
+
+    /// The chooser at `pointer` whose variants come from the union the validator judged
+    /// (`context` has one entry per entry of that union).
+    fn chooser_at<'a>(&'a self, pointer: &str, keyword: &str, branches: usize) -> Option<(&'a Field, Variants)> {
+        let f = self.root.at(pointer)?;
+        if !matches!(f.kind, FieldKind::Choice { .. }) {
+            return None;
+        }
+        let Shape::Choice(v) = analyze(&f.template.schema, &f.template.root).shape else {
+            return None;
+        };
+        (v.keyword == keyword && v.total == branches).then_some((f, v))
+    }
+
+    /// The validator's errors for the variant chosen at `pointer`.
+    fn chosen_branch<'e>(
+        &self,
+        pointer: &str,
+        keyword: &str,
+        context: &'e [Vec<ValidationError<'static>>],
+    ) -> Option<&'e [ValidationError<'static>]> {
+        let (f, v) = self.chooser_at(pointer, keyword, context.len())?;
+        let FieldKind::Choice { selected, .. } = &f.kind else {
+            return None;
+        };
+        Some(&context[*v.origin.get(*selected)?])
+    }
+
+    /// "matches 2 variants ("with page_id", "with database_id") …" for a `oneOf` value
+    /// that more than one variant accepts.
+    fn ambiguity(&self, pointer: &str, context: &[Vec<ValidationError<'static>>]) -> Option<String> {
+        let (_, v) = self.chooser_at(pointer, "oneOf", context.len())?;
+        let names: Vec<String> = context
+            .iter()
+            .enumerate()
+            .filter(|(_, errors)| errors.is_empty())
+            .filter_map(|(i, _)| v.origin.iter().position(|o| *o == i))
+            .map(|i| format!("\"{}\"", v.list[i].0))
+            .collect();
+        (names.len() > 1).then(|| {
+            format!(
+                "matches {} variants ({}) where oneOf allows exactly one: the server cannot tell which is meant",
+                names.len(),
+                names.join(", ")
+            )
+        })
     }
 }
 
@@ -279,5 +349,46 @@ mod tests {
         let mut f = form(s2020);
         f.set_value(&json!({"x": "long"}));
         assert_eq!(pointers(&f.validate()), vec!["/x"]);
+    }
+
+    #[test]
+    fn a_value_matching_several_one_of_variants_is_reported_at_the_chooser() {
+        let s = json!({"type": "object", "properties": {"parent": {"oneOf": [
+            {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"]},
+            {"type": "object", "properties": {"database_id": {"type": "string"}}, "required": ["database_id"]},
+            {"properties": {"type": {"const": "workspace"}}, "required": ["type"]}
+        ]}}, "required": ["parent"]});
+        let mut f = form(s);
+        f.set_value(&json!({"parent": {"page_id": "p", "database_id": "d"}}));
+        let e = f.validate();
+        assert_eq!(pointers(&e), vec!["/parent"], "{e:?}");
+        assert!(
+            e[0].message
+                .contains("matches 2 variants (\"with page_id\", \"with database_id\")"),
+            "{}",
+            e[0].message
+        );
+    }
+
+    #[test]
+    fn a_value_failing_the_chosen_variant_is_reported_at_its_fields() {
+        let s = json!({"type": "object", "properties": {"shapes": {"type": "array", "items": {"oneOf": [
+            {"type": "object", "title": "Circle", "properties": {"kind": {"const": "circle"}, "r": {"type": "number", "exclusiveMinimum": 0}},
+                "required": ["kind", "r"]},
+            {"type": "null"},
+            {"type": "object", "title": "Rect", "properties": {"kind": {"const": "rect"}, "w": {"type": "number"}, "h": {"type": "number"}},
+                "required": ["kind", "w", "h"]}
+        ]}}}, "required": ["shapes"]});
+        let mut f = form(s.clone());
+        f.set_value(&json!({"shapes": [{"kind": "circle", "r": -1}, {"kind": "rect", "w": 1}]}));
+        let e = f.validate();
+        let mut p = pointers(&e);
+        p.sort();
+        assert_eq!(p, vec!["/shapes/0/r", "/shapes/1/h"], "{e:?}");
+        // anyOf too.
+        let any = serde_json::to_string(&s).unwrap().replace("oneOf", "anyOf");
+        let mut g = form(serde_json::from_str(&any).unwrap());
+        g.set_value(&json!({"shapes": [{"kind": "circle", "r": 0}]}));
+        assert_eq!(pointers(&g.validate()), vec!["/shapes/0/r"]);
     }
 }
