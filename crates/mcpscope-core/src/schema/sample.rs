@@ -5,6 +5,7 @@
 use super::analysis::{Bounds, MAX_DEPTH, Template, analyze, child_pointer};
 use super::form::{Entry, Field, FieldKind, Form, pretty};
 use super::pattern::sample_for_pattern_reps;
+use super::validate::validator_for;
 use serde_json::{Map, Value};
 
 impl Form {
@@ -113,8 +114,21 @@ impl Field {
             self.client_errors("", &mut e);
             e.is_empty()
         };
+        if !keep_default && self.fill_from_examples(seed) {
+            return;
+        }
         let name = self.name.clone();
+        let json_text = self
+            .schema
+            .get("contentMediaType")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t == "application/json" || t.ends_with("+json"));
         match &mut self.kind {
+            FieldKind::Text { text, .. } if json_text => {
+                if !keep_default {
+                    *text = "{}".into();
+                }
+            }
             FieldKind::Text {
                 text,
                 format,
@@ -169,9 +183,16 @@ impl Field {
                 }
             }
             FieldKind::Object { fields, extra, .. } => {
+                let names: Vec<String> = fields.iter().map(|f| f.name.clone()).collect();
                 for f in fields.iter_mut() {
                     if f.required || f.set {
-                        f.fill_sample(seed);
+                        // The upper end of a start/end pair gets the next value: ordered.
+                        let ordered = matches!(
+                            f.kind,
+                            FieldKind::Text { .. } | FieldKind::Number { .. } | FieldKind::Integer { .. }
+                        );
+                        let upper = ordered && is_upper_of_pair(&f.name, &names);
+                        f.fill_sample(seed + usize::from(upper));
                     }
                 }
                 for e in extra.iter_mut() {
@@ -205,6 +226,104 @@ impl Field {
     }
 }
 
+impl Field {
+    /// Sets a scalar field to one of the schema's `examples` (or OpenAPI's `example`)
+    /// when one fits the field's schema; false when there is none that does.
+    fn fill_from_examples(&mut self, seed: usize) -> bool {
+        let scalar = matches!(
+            self.kind,
+            FieldKind::Text { .. }
+                | FieldKind::Number { .. }
+                | FieldKind::Integer { .. }
+                | FieldKind::Bool(_)
+                | FieldKind::Enum { .. }
+        );
+        if !scalar {
+            return false;
+        }
+        let examples: Vec<Value> = match (self.schema.get("examples"), self.schema.get("example")) {
+            (Some(Value::Array(e)), _) if !e.is_empty() => e.clone(),
+            (_, Some(e)) => vec![e.clone()],
+            _ => return false,
+        };
+        // Keep only what the field's own schema accepts (a scalar's flattened schema has
+        // no `$ref` left; one that does not compile accepts nothing here).
+        let check = validator_for(&Value::Object(self.schema.clone())).ok();
+        let fits: Vec<&Value> = examples
+            .iter()
+            .filter(|x| check.as_ref().is_some_and(|v| v.is_valid(x)))
+            .collect();
+        if fits.is_empty() {
+            return false;
+        }
+        let example = fits[seed % fits.len()].clone();
+        let mut probe = self.clone();
+        if !probe.load_kind(&example) || probe.current_value() != example {
+            return false;
+        }
+        let mut errors = Vec::new();
+        probe.client_errors("", &mut errors);
+        if !errors.is_empty() {
+            return false;
+        }
+        self.kind = probe.kind;
+        true
+    }
+}
+
+/// Words of a property name, lower-case: `startDate`, `start_date`, `start-date` →
+/// ["start", "date"].
+fn name_words(name: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            words.push(String::new());
+            prev_lower = false;
+            continue;
+        }
+        if (c.is_uppercase() && prev_lower) || words.is_empty() {
+            words.push(String::new());
+        }
+        if let Some(w) = words.last_mut() {
+            w.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// Whether `name` is the upper end of a start/end, from/to or min/max pair whose lower
+/// end is among `siblings` (`endDate` with `startDate`, `max_price` with `min_price`):
+/// its example then comes after the lower end's.
+fn is_upper_of_pair(name: &str, siblings: &[String]) -> bool {
+    const PAIRS: [(&str, &str); 3] = [("start", "end"), ("from", "to"), ("min", "max")];
+    let words = name_words(name);
+    siblings.iter().any(|s| {
+        let other = name_words(s);
+        other.len() == words.len() && {
+            let differ: Vec<usize> = (0..words.len()).filter(|i| words[*i] != other[*i]).collect();
+            differ.len() == 1
+                && PAIRS
+                    .iter()
+                    .any(|(lo, hi)| words[differ[0]] == *hi && other[differ[0]] == *lo)
+        }
+    })
+}
+
+/// The day `seed` days after 2024-01-01 (within 2024, a leap year), as `YYYY-MM-DD`.
+fn sample_date(seed: usize) -> String {
+    const DAYS: [usize; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut day = seed % 366;
+    let mut month = 0;
+    while day >= DAYS[month] {
+        day -= DAYS[month];
+        month += 1;
+    }
+    format!("2024-{:02}-{:02}", month + 1, day + 1)
+}
+
 /// Whether building from `t` expands a `$ref` already being expanded above it.
 fn is_recursive(t: &Template) -> bool {
     analyze(&t.schema, &t.root).refs.iter().any(|r| t.stack.contains(r))
@@ -236,9 +355,11 @@ fn sample_string(
                 }
             }
             "uri-template" => "https://example.com/{id}".to_owned(),
-            "date" => format!("2024-01-0{}", n + 1),
-            "date-time" => format!("2024-01-0{}T12:00:00Z", n + 1),
-            "time" => format!("12:00:0{n}Z"),
+            "date" => sample_date(seed),
+            "date-time" => format!("{}T12:00:00Z", sample_date(seed)),
+            "time" => format!("{:02}:{:02}:00Z", 12 + (seed / 60) % 12, seed % 60),
+            // Some servers mark a string holding JSON text this way.
+            "json" => "{}".to_owned(),
             "duration" => format!("P{}D", seed + 1),
             "uuid" => format!("123e4567-e89b-12d3-a456-42661417400{n}"),
             "ipv4" => format!("192.0.2.{}", seed % 250 + 1),
@@ -464,5 +585,85 @@ mod tests {
             py,
             json!({"person": {"name": "A", "age": 3, "address": {"street": "s", "city": "c", "zip_code": null}, "tags": ["x"]}, "shout": true}),
         );
+    }
+
+    /// Issue #17.5: examples, formats, JSON text and ordered pairs.
+    #[test]
+    fn examples_formats_json_text_and_ordered_pairs() {
+        let s = json!({"type": "object", "properties": {
+            "zip": {"type": "string", "description": "e.g. '10001'", "examples": ["10001", "94103"]},
+            "zip5": {"type": "string", "pattern": "^[0-9]{5}$", "examples": ["not a zip"]},
+            "limit": {"type": "integer", "minimum": 1, "example": 25},
+            "color": {"enum": ["red", "green", "blue"], "examples": ["blue"]},
+            "verbose": {"type": "boolean", "examples": [true]},
+            "maybe": {"anyOf": [{"type": "integer"}, {"type": "string"}], "examples": ["seven"]},
+            "filter": {"type": "string", "format": "json", "description": "must be a valid JSON object"},
+            "payload": {"type": "string", "contentMediaType": "application/json"},
+            "id": {"type": "string", "format": "uuid"},
+            "site": {"type": "string", "format": "uri"},
+            "mail": {"type": "string", "format": "email"},
+            "day": {"type": "string", "format": "date"},
+            "start": {"type": "string", "format": "date-time"},
+            "end": {"type": "string", "format": "date-time"},
+            "dateFrom": {"type": "string", "format": "date"},
+            "dateTo": {"type": "string", "format": "date"},
+            "min_price": {"type": "number"},
+            "max_price": {"type": "number"},
+            "startTime": {"type": "string", "format": "time"},
+            "endTime": {"type": "string", "format": "time"},
+            "when": {"type": "string", "description": "an ISO 8601 date"},
+            "windows": {"type": "array", "minItems": 2, "items": {"type": "object", "properties": {
+                "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"}},
+                "required": ["start", "end"]}}
+        }});
+        let required: Vec<&str> = s["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut s = s.clone();
+        s["required"] = json!(required);
+        let v = assert_sample_valid(s);
+        assert_eq!(v["zip"], "10001");
+        assert_eq!(v["zip5"], "00000", "an example the schema refuses is not used");
+        assert_eq!(v["limit"], 25);
+        assert_eq!(v["color"], "blue");
+        assert_eq!(v["verbose"], true);
+        assert_eq!(v["maybe"], "seven");
+        assert_eq!(v["filter"], "{}");
+        assert_eq!(v["payload"], "{}");
+        assert_eq!(v["mail"], "user@example.com");
+        assert_eq!(v["day"], "2024-01-01");
+        let text = |k: &str| v[k].as_str().unwrap().to_owned();
+        assert!(text("start") < text("end"), "{v}");
+        assert!(text("dateFrom") < text("dateTo"), "{v}");
+        assert!(text("startTime") < text("endTime"), "{v}");
+        assert!(v["min_price"].as_f64() < v["max_price"].as_f64(), "{v}");
+        for w in v["windows"].as_array().unwrap() {
+            assert!(w["start"].as_str() < w["end"].as_str(), "{w}");
+        }
+        // No guessing from descriptions.
+        assert_eq!(v["when"], "when");
+    }
+
+    #[test]
+    fn pair_names_and_dates() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(name_words("startDate"), ["start", "date"]);
+        assert_eq!(name_words("start_date-UTC"), ["start", "date", "utc"]);
+        assert!(is_upper_of_pair("end", &names(&["start", "end"])));
+        assert!(!is_upper_of_pair("start", &names(&["start", "end"])));
+        assert!(is_upper_of_pair("endDate", &names(&["startDate"])));
+        assert!(is_upper_of_pair("date_to", &names(&["date_from"])));
+        assert!(is_upper_of_pair("maxPrice", &names(&["minPrice"])));
+        assert!(!is_upper_of_pair("maxPrice", &names(&["minCount"])));
+        assert!(!is_upper_of_pair("maximum", &names(&["minimum"])));
+        assert!(!is_upper_of_pair("to", &names(&["cc"])));
+        assert_eq!(sample_date(0), "2024-01-01");
+        assert_eq!(sample_date(31), "2024-02-01");
+        assert_eq!(sample_date(59), "2024-02-29");
+        assert_eq!(sample_date(365), "2024-12-31");
+        assert!(sample_date(8) < sample_date(9), "no wrap after the 9th");
     }
 }
