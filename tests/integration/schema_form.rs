@@ -7,14 +7,13 @@ use crate::support::*;
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
+use mcpscope_app::McpscopeApp;
 use mcpscope_app::panels::form_view::form_ui;
-use mcpscope_app::{McpscopeApp, StartupArgs};
 use mcpscope_core::protocol::handshake::HandshakeOptions;
 use mcpscope_core::schema::form::{Field, FieldError, FieldKind, Form, child_pointer, validator_for};
 use mcpscope_core::transport::process::ServerSpec;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 /// Corpus schemas the `jsonschema` crate cannot compile (the form still works).
 const UNCOMPILABLE: &[&str] = &["unresolvable-ref"];
@@ -600,39 +599,22 @@ fn strict_python_server_accepts_every_variant() {
 }
 
 fn app_harness(spec: &ServerSpec) -> Harness<'static, McpscopeApp> {
-    let mut launch = vec![spec.program.clone()];
-    launch.extend(spec.args.clone());
-    let args = StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    };
+    let args = launching(spec);
     Harness::builder()
         .with_size([1440.0, 900.0])
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
 }
 
-/// Steps the app (which repaints while a session runs) until `done` holds.
-fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        h.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    h.step();
-    h.step();
-}
-
 /// The text of the composer's current answer, once it arrived.
 fn answer_text(app: &McpscopeApp) -> Option<String> {
-    let p = app.composer.pending.as_ref()?;
+    let p = app.composer.result.pending.as_ref()?;
     let model = &app.inspection.as_ref()?.model;
     let row = model.response_to(&p.id)?;
     Some(model.store.get(row)?.text().into_owned())
 }
 
 fn composer_arguments(app: &McpscopeApp) -> Value {
-    app.composer.form.as_ref().expect("a tool form").value()
+    app.composer.tool.form.as_ref().expect("a tool form").value()
 }
 
 /// Opens a combo box (by its accessible label) and picks an entry.
@@ -668,14 +650,14 @@ fn send_and_wait(h: &mut Harness<'static, McpscopeApp>, what: &str) -> String {
 fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     let mut h = app_harness(&py_strict_server());
     step_until(&mut h, "the strict server's tools", |app| {
-        app.composer.tools.iter().any(|t| t.name == "batch_write")
+        app.composer.lists.tools.iter().any(|t| t.name == "batch_write")
     });
     h.get_by_label("Compose").click();
     h.step();
 
     // Notion's parent: a page first, then the database instead.
     pick(&mut h, "tool", "create_page");
-    assert_eq!(h.state().composer.tool.as_deref(), Some("create_page"));
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some("create_page"));
     h.get_by_role_and_label(Role::TextInput, "page_id").focus();
     h.step();
     h.get_by_role_and_label(Role::TextInput, "page_id").type_text("3f2a");
@@ -688,7 +670,11 @@ fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     h.step();
     let args = composer_arguments(h.state());
     assert_eq!(args["parent"].as_object().unwrap().len(), 1, "{args}");
-    assert!(h.state().composer.errors.is_empty(), "{:?}", h.state().composer.errors);
+    assert!(
+        h.state().composer.tool.errors.is_empty(),
+        "{:?}",
+        h.state().composer.tool.errors
+    );
     let answer = send_and_wait(&mut h, "the create_page answer");
     assert!(!answer.contains("\"error\""), "{answer}");
     assert!(answer.contains("under the database"), "{answer}");
@@ -704,7 +690,11 @@ fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     h.step();
     let args = composer_arguments(h.state());
     assert_eq!(args["operations"][0]["operation"], "PutItem", "{args}");
-    assert!(h.state().composer.errors.is_empty(), "{:?}", h.state().composer.errors);
+    assert!(
+        h.state().composer.tool.errors.is_empty(),
+        "{:?}",
+        h.state().composer.tool.errors
+    );
     let answer = send_and_wait(&mut h, "the batch_write answer");
     assert!(!answer.contains("\"error\""), "{answer}");
     assert!(answer.contains("PutItem(key1)"), "{answer}");
