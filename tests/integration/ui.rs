@@ -42,7 +42,7 @@ fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
 fn handshake_done(app: &McpscopeApp) -> bool {
     app.inspection
         .as_ref()
-        .is_some_and(|i| i.model.handshake.judged.is_some() && i.model.handshake.initialized_row.is_some())
+        .is_some_and(|i| i.model.handshake.judged().is_some() && i.model.handshake.initialized_row.is_some())
 }
 
 fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
@@ -156,7 +156,7 @@ fn open_a_capture_offline() {
     let app = h.state();
     let model = &app.inspection.as_ref().unwrap().model;
     assert!(!model.is_live());
-    assert!(model.handshake.judged.is_some());
+    assert!(model.handshake.judged().is_some());
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
     h.step();

@@ -624,7 +624,7 @@ impl McpscopeApp {
 
     fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
-        let Some(h) = &i.model.handshake.judged else {
+        let Some(h) = i.model.handshake.judged() else {
             match &i.era().discovery {
                 Some(d) => {
                     ui.horizontal_wrapped(|ui| {
