@@ -386,9 +386,9 @@ impl Inspection {
         }
     }
 
-    /// Copies the capture to `to` (it is already complete on disk up to the last event).
-    pub fn save_capture(&self, to: &Path) -> Result<()> {
-        let from = self.capture_path.as_ref().context("this session has no capture")?;
+    /// Copies the capture to `to` (it is already complete on disk up to the
+    /// last event). File I/O: the app runs it on a worker.
+    pub fn save_capture(from: &Path, to: &Path) -> Result<()> {
         if from != to {
             std::fs::copy(from, to).with_context(|| format!("cannot write {}", to.display()))?;
         }

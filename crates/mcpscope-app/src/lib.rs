@@ -124,6 +124,8 @@ pub struct McpscopeApp {
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    /// File work running on workers: what it is, and its outcome when done.
+    jobs: Vec<(String, Receiver<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
 }
@@ -163,6 +165,7 @@ impl McpscopeApp {
             marks_generation: 0,
             message: None,
             dialog: None,
+            jobs: Vec::new(),
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
         }
@@ -317,12 +320,14 @@ impl McpscopeApp {
                 }
                 Err(e) => self.message = Some((Severity::Error, format!("{e:#}"))),
             },
-            Command::SaveCapture(path) => match &self.inspection {
-                Some(i) => {
-                    self.message = Some(match i.save_capture(&path) {
-                        Ok(()) => (Severity::Ok, format!("capture saved to {}", path.display())),
-                        Err(e) => (Severity::Error, format!("{e:#}")),
-                    })
+            Command::SaveCapture(path) => match self.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
+                Some(from) => {
+                    let to = path.clone();
+                    self.background(format!("saving the capture to {}", path.display()), move || {
+                        Inspection::save_capture(&from, &to)
+                            .map(|()| format!("capture saved to {}", to.display()))
+                            .map_err(|e| format!("{e:#}"))
+                    });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
             },
@@ -449,9 +454,46 @@ impl McpscopeApp {
         }
     }
 
+    /// Runs file work on a worker (the UI thread never does I/O); its outcome
+    /// shows in the status bar.
+    fn background(&mut self, what: String, work: impl FnOnce() -> Result<String, String> + Send + 'static) {
+        let (tx, rx) = bounded(1);
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new().name("mcpscope-file".into()).spawn(move || {
+            let _ = tx.send(work());
+            waker();
+        });
+        match spawned {
+            Ok(_) => {
+                self.message = Some((Severity::Info, format!("{what}…")));
+                self.jobs.push((what, rx));
+            }
+            Err(e) => self.message = Some((Severity::Error, format!("{what}: cannot start a worker: {e}"))),
+        }
+    }
+
+    fn poll_jobs(&mut self) {
+        let mut done = Vec::new();
+        self.jobs.retain(|(_, rx)| match rx.try_recv() {
+            Ok(outcome) => {
+                done.push(outcome);
+                false
+            }
+            Err(crossbeam_channel::TryRecvError::Empty) => true,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => false,
+        });
+        for outcome in done {
+            self.message = Some(match outcome {
+                Ok(text) => (Severity::Ok, text),
+                Err(text) => (Severity::Error, text),
+            });
+        }
+    }
+
     /// Applies waiting events; returns true when more work remains.
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
+        self.poll_jobs();
         self.diff.poll();
         let mut more = false;
         if let Some(i) = &mut self.inspection {
