@@ -409,11 +409,15 @@ impl Inspection {
 fn perform(driver: &mut Driver, session: &Session, model: &mut SessionModel, ends: &mut Ends) {
     while let Some(a) = driver.poll_action() {
         match a {
-            Action::Send { message, timeout } => {
+            Action::Send {
+                message,
+                timeout,
+                headers,
+            } => {
                 if let Some(id) = message_request_id(&message) {
                     model.watch(id);
                 }
-                session.send(&message, timeout);
+                session.send(&message, timeout, headers);
             }
             Action::SendRaw { line, .. } => session.send_raw(line),
             Action::Cancel { id, reason } => session.cancel(id, Some(reason)),
