@@ -628,10 +628,79 @@ fn images_render_and_prompt_arguments_get_completions() {
     );
     // The suggestions row is gone on the next frame: query the button after it.
     h.step();
+    // The second argument's suggestions depend on the first (sent as context)
+    // and are shown; with both fields filled nothing asks again and again.
+    h.get_by_role_and_label(Role::TextInput, "name *").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "name *").type_text("A");
+    let completions = |app: &McpscopeApp| {
+        app.inspection.as_ref().map_or(0, |i| {
+            i.model
+                .store
+                .iter()
+                .filter(|r| {
+                    r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("completion/complete")
+                })
+                .count()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("Alice").is_none() {
+        assert!(Instant::now() < deadline, "no suggestion for name");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let asked = completions(h.state());
+    assert_eq!(asked, 2, "one request per settled text of each field");
+    // Give a storm time to show: three round trips to the server.
+    for _ in 0..3 {
+        let ping = h
+            .state_mut()
+            .inspection
+            .as_mut()
+            .unwrap()
+            .send(mcpscope_app::inspection::Outgoing::Request {
+                method: "ping".into(),
+                params: None,
+                id: None,
+            });
+        step_until(&mut h, "the ping's answer", |app| {
+            let i = app.inspection.as_ref().unwrap();
+            ping.as_ref().is_some_and(|id| i.model.response_to(id).is_some())
+        });
+    }
+    assert_eq!(completions(h.state()), asked, "no requests while nothing changed");
+    h.get_by_label("Alice").click_accesskit();
+    h.step();
+    h.step();
     h.get_by_label("Send prompts/get").click_accesskit();
     step_until(&mut h, "the prompt", |app| {
-        answer_text(app).is_some_and(|t| t.contains("Engineering"))
+        answer_text(app).is_some_and(|t| t.contains("Engineering") && t.contains("Alice"))
     });
+    h.state_mut().inspection = None;
+}
+
+/// #14: a request pending when the server dies ends at once, saying so.
+#[test]
+fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
+    let mut h = harness(launching(&faulty("crash-on-call")));
+    wait_for_tool(&mut h, "echo");
+    choose_tool(&mut h, "echo", "");
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the end of the call", |app| {
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+            return false;
+        };
+        i.failure(&p.id).is_some()
+    });
+    assert!(
+        shows(&h, "the server exited with code 7 before answering"),
+        "the reason is shown"
+    );
+    assert!(
+        !shows(&h, "waiting for the answer"),
+        "no spinner for a request that cannot be answered"
+    );
     h.state_mut().inspection = None;
 }
 
