@@ -680,6 +680,33 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.state_mut().inspection = None;
 }
 
+/// #14: the tool picker can be searched.
+#[test]
+fn the_tool_picker_is_searchable() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "get-tiny-image");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_role_and_label(Role::ComboBox, "tool").click();
+    h.step();
+    h.step();
+    let total = h.state().composer.lists.tools.len();
+    assert!(shows(&h, &format!("{total} of {total} tools")));
+    h.get_by_role_and_label(Role::TextInput, "search tools")
+        .type_text("TINY image");
+    h.step();
+    h.step();
+    assert!(
+        shows(&h, &format!("1 of {total} tools")),
+        "only the matching tool is listed"
+    );
+    h.get_by_label("get-tiny-image (Get Tiny Image Tool)").click_accesskit();
+    h.step();
+    h.step();
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some("get-tiny-image"));
+    h.state_mut().inspection = None;
+}
+
 /// #14: a request pending when the server dies ends at once, saying so.
 #[test]
 fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
