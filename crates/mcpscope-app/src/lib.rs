@@ -11,6 +11,7 @@ use self::inspection::Inspection;
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
+use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::log_view::{LogAction, LogPanel};
 use self::panels::stats_view::StatsPanel;
@@ -62,7 +63,7 @@ pub fn run(args: StartupArgs) -> ExitCode {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DialogPurpose {
+pub enum DialogPurpose {
     OpenCapture,
     SaveCapture,
     ImportConfig,
@@ -124,6 +125,9 @@ pub struct McpscopeApp {
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    /// The in-app file picker, while open.
+    pub picker: Option<(DialogPurpose, FilePicker)>,
+    ctx: egui::Context,
     /// File work running on workers: what it is, and its outcome when done.
     jobs: Vec<(String, Receiver<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
@@ -165,6 +169,8 @@ impl McpscopeApp {
             marks_generation: 0,
             message: None,
             dialog: None,
+            picker: None,
+            ctx: ctx.clone(),
             jobs: Vec::new(),
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
@@ -410,14 +416,48 @@ impl McpscopeApp {
         }
     }
 
-    /// Opens a native file dialog on a worker thread: it blocks until the user answers.
+    /// Opens the in-app file picker (it works without a desktop portal); it
+    /// offers the system dialog too.
     fn pick(&mut self, purpose: DialogPurpose) {
+        let (title, kind) = match purpose {
+            DialogPurpose::OpenCapture => (
+                "Open capture",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::SaveCapture => (
+                "Save capture",
+                PickKind::Save {
+                    default_name: "capture.jsonl".into(),
+                },
+            ),
+            DialogPurpose::ImportConfig => (
+                "Import servers from a config file",
+                PickKind::Open {
+                    extensions: vec!["json"],
+                },
+            ),
+            DialogPurpose::DiffSide(_) => (
+                "Choose a capture to compare",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
+        };
+        let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        self.picker = Some((purpose, FilePicker::new(title, kind, start, &self.ctx)));
+    }
+
+    /// The desktop's own dialog, on a worker thread: it blocks until the user answers.
+    fn system_dialog(&mut self, purpose: DialogPurpose) {
         if self.dialog.is_some() {
             return;
         }
         let (tx, rx) = bounded(1);
         let waker = Arc::clone(&self.waker);
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("mcpscope-dialog".into())
             .spawn(move || {
                 let dialog = rfd::FileDialog::new();
@@ -433,9 +473,11 @@ impl McpscopeApp {
                 };
                 let _ = tx.send(path);
                 waker();
-            })
-            .expect("spawning the dialog thread");
-        self.dialog = Some((purpose, rx));
+            });
+        match spawned {
+            Ok(_) => self.dialog = Some((purpose, rx)),
+            Err(e) => self.message = Some((Severity::Error, format!("cannot open the system dialog: {e}"))),
+        }
     }
 
     fn poll_dialog(&mut self) {
@@ -443,13 +485,47 @@ impl McpscopeApp {
         let Ok(answer) = rx.try_recv() else { return };
         let purpose = *purpose;
         self.dialog = None;
-        if let Some(path) = answer {
-            match purpose {
-                DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
-                DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
-                DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
-                DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
-                DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        match answer {
+            Some(path) => self.picked(purpose, path),
+            // rfd answers nothing both when the user cancels and when no
+            // dialog could be shown: say both.
+            None => {
+                self.message = Some((
+                    Severity::Warning,
+                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running: use \
+                     mcpscope's own picker)"
+                        .into(),
+                ))
+            }
+        }
+    }
+
+    fn picked(&mut self, purpose: DialogPurpose, path: PathBuf) {
+        match purpose {
+            DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
+            DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
+            DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
+            DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
+            DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        }
+    }
+
+    /// The in-app picker, while one is open.
+    fn picker_ui(&mut self, ctx: &egui::Context) {
+        let Some((purpose, picker)) = &mut self.picker else {
+            return;
+        };
+        let purpose = *purpose;
+        match picker.window(ctx) {
+            None => {}
+            Some(PickerAction::Cancelled) => self.picker = None,
+            Some(PickerAction::Chosen(path)) => {
+                self.picker = None;
+                self.picked(purpose, path);
+            }
+            Some(PickerAction::SystemDialog) => {
+                self.picker = None;
+                self.system_dialog(purpose);
             }
         }
     }
@@ -968,6 +1044,7 @@ impl eframe::App for McpscopeApp {
             }
         });
         let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        self.picker_ui(ui.ctx());
         match self.diff.window(ui.ctx(), session_capture.is_some()) {
             Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
             Some(DiffAction::UseSession(side)) => {

@@ -4,6 +4,7 @@
 pub mod detail;
 pub mod diff_view;
 pub mod expert;
+pub mod file_picker;
 pub mod form_view;
 pub mod json_tree;
 pub mod launcher;
