@@ -192,7 +192,7 @@ fn open_capture_through_the_in_app_file_picker() {
     step_until(&mut h, "the capture", |app| {
         app.inspection
             .as_ref()
-            .is_some_and(|i| !i.model.is_live() && i.model.store.len() > 0)
+            .is_some_and(|i| !i.model.is_live() && !i.model.store.is_empty())
     });
     assert!(h.state().picker.is_none(), "the picker closed");
 }
