@@ -713,6 +713,24 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.state_mut().inspection = None;
 }
 
+/// #14: the notifications the server sent are listed, not only counted.
+#[test]
+fn notifications_are_listed_in_their_own_tab() {
+    let mut h = launch_everything();
+    step_until(&mut h, "a notification", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.notification_rows.is_empty())
+    });
+    h.get_by_label_contains("Notifications (").click();
+    h.step();
+    h.step();
+    let n = h.state().inspection.as_ref().unwrap().model.notification_rows.len();
+    assert!(shows(&h, &format!("{n} of {n} notifications")));
+    assert!(h.query_all_by_label_contains("notifications/").count() >= 1);
+    h.state_mut().inspection = None;
+}
+
 /// #14: the tool picker can be searched.
 #[test]
 fn the_tool_picker_is_searchable() {

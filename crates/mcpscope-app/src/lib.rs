@@ -14,6 +14,7 @@ use self::panels::expert::{ExpertAction, ExpertPanel};
 use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::log_view::{LogAction, LogPanel};
+use self::panels::notifications::{NotificationsAction, NotificationsPanel};
 use self::panels::stats_view::StatsPanel;
 use self::panels::timeline::{TimelineAction, TimelinePanel};
 use crossbeam_channel::{Receiver, bounded};
@@ -100,6 +101,7 @@ pub enum RightTab {
 pub enum BottomTab {
     Stderr,
     Expert,
+    Notifications,
     Log,
     Latency,
 }
@@ -113,6 +115,7 @@ pub struct McpscopeApp {
     pub diff: DiffView,
     pub composer: ComposerPanel,
     pub log: LogPanel,
+    pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
@@ -160,6 +163,7 @@ impl McpscopeApp {
             diff: DiffView::default(),
             composer: ComposerPanel::default(),
             log: LogPanel::default(),
+            notifications: NotificationsPanel::default(),
             stats: StatsPanel::default(),
             ping: None,
             right_tab: RightTab::Frame,
@@ -280,6 +284,7 @@ impl McpscopeApp {
         self.expert.reset();
         self.composer.reset();
         self.log.reset();
+        self.notifications.reset();
         self.stats.reset();
         self.ping = None;
         self.seen_server_requests = 0;
@@ -863,6 +868,8 @@ impl McpscopeApp {
                 }))
             };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let notes = format!("Notifications ({})", i.model.notification_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Notifications, notes);
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
@@ -875,6 +882,13 @@ impl McpscopeApp {
                     && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Notifications => {
+                if let Some(i) = &self.inspection
+                    && let Some(NotificationsAction::Select(row)) = self.notifications.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
                 }
             }
             BottomTab::Log => {

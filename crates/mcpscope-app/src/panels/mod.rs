@@ -9,6 +9,7 @@ pub mod form_view;
 pub mod json_tree;
 pub mod launcher;
 pub mod log_view;
+pub mod notifications;
 pub mod result_view;
 pub mod stats_view;
 pub mod timeline;

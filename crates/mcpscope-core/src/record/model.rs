@@ -126,6 +126,8 @@ pub struct SessionModel {
     watched: HashMap<RequestId, Option<usize>>,
     /// Rows of `notifications/message` from the server, for the log view.
     pub log_rows: Vec<usize>,
+    /// Every notification the server sent, in order.
+    pub notification_rows: Vec<usize>,
     /// Latest `notifications/progress` per progress token (as JSON text).
     pub progress: HashMap<String, Progress>,
     /// `notifications/resources/updated` per URI.
@@ -201,6 +203,7 @@ impl SessionModel {
             latest_results: HashMap::new(),
             watched: HashMap::new(),
             log_rows: Vec::new(),
+            notification_rows: Vec::new(),
             progress: HashMap::new(),
             resource_updates: HashMap::new(),
             latencies: HashMap::new(),
@@ -285,6 +288,7 @@ impl SessionModel {
             }
         }
         if f.direction == crate::wire::frame::Direction::In && f.kind() == Kind::Notification {
+            self.notification_rows.push(row);
             match f.class.method.as_deref() {
                 Some(methods::MESSAGE) => self.log_rows.push(row),
                 Some(methods::PROGRESS) => {
