@@ -243,10 +243,19 @@ impl TimelinePanel {
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
+        // Scrolling the list by hand stops following the tail.
+        let wheel = ui.input(|i| i.smooth_scroll_delta.y != 0.0);
+        if self.follow_tail && wheel && ui.rect_contains_pointer(ui.available_rect_before_wrap()) {
+            self.follow_tail = false;
+        }
         let mut area = egui::ScrollArea::vertical()
             .id_salt("timeline")
             .auto_shrink([false, false])
             .stick_to_bottom(self.follow_tail);
+        if self.follow_tail {
+            // Ticked means the newest row is on screen, wherever the view was.
+            area = area.vertical_scroll_offset(total as f32 * (row_h + spacing));
+        }
         if self.scroll_to_selection
             && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
         {
@@ -618,5 +627,32 @@ mod tests {
         assert_eq!(t.selected, Some(4));
         t.step_selection(-1);
         assert_eq!(t.selected, Some(3));
+    }
+
+    /// #14: ticking Follow tail shows the newest row wherever the view was.
+    #[test]
+    fn follow_tail_jumps_to_the_newest_row() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let mut r = Replay::new();
+        for i in 0..400 {
+            r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+        }
+        let m = r.model();
+        let mut panel = TimelinePanel::default();
+        panel.follow_tail = false;
+        let mut h = Harness::builder()
+            .with_size([900.0, 400.0])
+            .build_ui_state(|ui, t: &mut TimelinePanel| drop(t.ui(ui, &m)), panel);
+        h.run_steps(2);
+        let newest = "ping #399";
+        assert!(
+            h.query_by_label_contains(newest).is_none(),
+            "the view starts at the top"
+        );
+        h.state_mut().follow_tail = true;
+        h.run_steps(2);
+        assert!(h.query_by_label_contains(newest).is_some(), "the newest row is shown");
+        assert!(h.state().follow_tail);
     }
 }
