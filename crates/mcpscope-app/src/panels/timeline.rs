@@ -639,8 +639,10 @@ mod tests {
             r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
         }
         let m = r.model();
-        let mut panel = TimelinePanel::default();
-        panel.follow_tail = false;
+        let panel = TimelinePanel {
+            follow_tail: false,
+            ..TimelinePanel::default()
+        };
         let mut h = Harness::builder()
             .with_size([900.0, 400.0])
             .build_ui_state(|ui, t: &mut TimelinePanel| drop(t.ui(ui, &m)), panel);
