@@ -643,9 +643,12 @@ mod tests {
             follow_tail: false,
             ..TimelinePanel::default()
         };
-        let mut h = Harness::builder()
-            .with_size([900.0, 400.0])
-            .build_ui_state(|ui, t: &mut TimelinePanel| drop(t.ui(ui, &m)), panel);
+        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
+            |ui, t: &mut TimelinePanel| {
+                let _ = t.ui(ui, &m);
+            },
+            panel,
+        );
         h.run_steps(2);
         let newest = "ping #399";
         assert!(
