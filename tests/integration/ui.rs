@@ -713,6 +713,29 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.state_mut().inspection = None;
 }
 
+/// #14: adding an environment variable keeps the section open.
+#[test]
+fn add_variable_keeps_the_environment_section_open() {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("Environment (0)").click();
+    h.step();
+    h.step();
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "Environment (1)"));
+    assert!(
+        h.query_by_label("Add variable").is_some(),
+        "the section stays open with its new row"
+    );
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(h.query_by_label("Add variable").is_some());
+    assert_eq!(h.state().launcher.form.env.len(), 2);
+}
+
 /// #14: the notifications the server sent are listed, not only counted.
 #[test]
 fn notifications_are_listed_in_their_own_tab() {
