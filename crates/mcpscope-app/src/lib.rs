@@ -982,7 +982,7 @@ impl eframe::App for McpscopeApp {
         let running = self.running();
         egui::Panel::left("launcher")
             .resizable(true)
-            .default_size(330.0)
+            .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
                     if let Some(a) = self.launcher.ui(ui, running) {
@@ -1004,7 +1004,7 @@ impl eframe::App for McpscopeApp {
         }
         egui::Panel::right("detail")
             .resizable(true)
-            .default_size(560.0)
+            .default_size(460.0)
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();

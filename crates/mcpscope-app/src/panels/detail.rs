@@ -162,7 +162,8 @@ impl DetailPanel {
                 }
             });
         }
-        ui.horizontal(|ui| {
+        // Wrapped, and the transient "copied …" truncated: neither may widen the panel.
+        ui.horizontal_wrapped(|ui| {
             if ui.button("Expand all").clicked() {
                 self.tree.expand_all();
             }
@@ -176,7 +177,7 @@ impl DetailPanel {
                 self.tree.last_copied = Some("the raw line".into());
             }
             if let Some(c) = &self.tree.last_copied {
-                ui.weak(format!("copied {c}"));
+                ui.add(egui::Label::new(RichText::new(format!("copied {c}")).weak()).truncate());
             }
         });
         ui.separator();

@@ -253,8 +253,10 @@ impl TimelinePanel {
             .auto_shrink([false, false])
             .stick_to_bottom(self.follow_tail);
         if self.follow_tail {
-            // Ticked means the newest row is on screen, wherever the view was.
-            area = area.vertical_scroll_offset(total as f32 * (row_h + spacing));
+            // Ticked means the newest row is on screen, wherever the view was
+            // (an exact offset: one past the end would hide every row).
+            let content = total as f32 * (row_h + spacing) - spacing;
+            area = area.vertical_scroll_offset((content - ui.available_height()).max(0.0));
         }
         if self.scroll_to_selection
             && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
@@ -500,9 +502,16 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// Room kept right of the stderr lane for its text and notes.
+    const STDERR_TEXT: f32 = 190.0;
+
     fn new(rect: Rect) -> Self {
         let left = rect.left() + 150.0;
-        let right = (rect.left() + rect.width() * 0.68).max(left + 260.0);
+        // The server's lifeline stays far enough from the right edge for the
+        // stderr lane's text, however narrow the timeline is.
+        let right = (rect.left() + rect.width() * 0.62)
+            .min(rect.right() - 30.0 - Self::STDERR_TEXT)
+            .max(left + 220.0);
         Self {
             client_x: left,
             server_x: right,
@@ -659,5 +668,20 @@ mod tests {
         h.run_steps(2);
         assert!(h.query_by_label_contains(newest).is_some(), "the newest row is shown");
         assert!(h.state().follow_tail);
+    }
+
+    /// #14: at the default window size every lane, and the stderr lane's
+    /// text, fits in the timeline.
+    #[test]
+    fn every_lane_fits_at_the_default_size() {
+        // 1440 px wide, minus the launcher (300) and detail (460) panels.
+        let rect = Rect::from_min_size(egui::pos2(300.0, 0.0), Vec2::new(680.0, 500.0));
+        let g = Geometry::new(rect);
+        assert!(g.client_x > rect.left() + 100.0, "room for the time column");
+        assert!(g.server_x - g.client_x > 200.0, "room for arrow labels");
+        assert!(
+            rect.right() - g.stderr_x >= Geometry::STDERR_TEXT,
+            "room for stderr text"
+        );
     }
 }
