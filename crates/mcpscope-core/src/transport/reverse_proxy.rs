@@ -279,6 +279,11 @@ impl ReverseProxy {
         self.local
     }
 
+    /// Problems met while binding (a session that cannot be recorded…), to tell at once.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
     /// The URL a client should use for the upstream's MCP endpoint.
     pub fn client_url(&self) -> String {
         local_url(self.local, &self.options.upstream)
