@@ -232,12 +232,11 @@ fn proxied_session_is_indexed_followed_while_it_grows_and_ended() {
         })
         .unwrap();
     assert_eq!(
-        answer.raw,
-        line.strip_suffix(b"\n").unwrap(),
+        text(&answer.raw),
+        text(line.strip_suffix(b"\n").unwrap()),
         "the bytes the client got"
     );
 
-    drop(ask);
     drop(stdin);
     assert!(child.wait().unwrap().success());
     let session = state.wait_session("the session ended", |s| matches!(s.state, SessionState::Ended(_)));
