@@ -44,6 +44,30 @@ pub fn sessions_dir() -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Every directory proxied sessions may be in, for a reader such as the app.
+///
+/// Clients start servers with a minimal environment (the TypeScript and
+/// Python SDKs keep `HOME` but drop `XDG_STATE_HOME`), so a proxy may record
+/// under `~/.local/state` while this process sees another `XDG_STATE_HOME`:
+/// both are listed when they differ. Nothing is created.
+pub fn session_dirs() -> Vec<PathBuf> {
+    session_dirs_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+fn session_dirs_from(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(r) = root_from(xdg_state_home, home.clone()) {
+        dirs.push(r.join(SESSIONS));
+    }
+    if let Ok(r) = root_from(None, home) {
+        let d = r.join(SESSIONS);
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
 /// Creates `dir` (and missing parents) and checks that it is a real directory
 /// owned by this user that nobody else can read or write. mcpscope's own
 /// directories (the last component, and any parent it creates) get mode 0700;
@@ -169,6 +193,22 @@ mod tests {
         );
         assert!(root_from(None, None).is_err());
         assert!(root_from(Some("".into()), Some("".into())).is_err());
+    }
+
+    #[test]
+    fn session_dirs_cover_a_client_that_dropped_xdg_state_home() {
+        assert_eq!(
+            session_dirs_from(Some("/x".into()), Some("/home/me".into())),
+            [
+                PathBuf::from("/x/mcpscope/sessions"),
+                PathBuf::from("/home/me/.local/state/mcpscope/sessions")
+            ]
+        );
+        assert_eq!(
+            session_dirs_from(None, Some("/home/me".into())),
+            [PathBuf::from("/home/me/.local/state/mcpscope/sessions")]
+        );
+        assert!(session_dirs_from(None, None).is_empty());
     }
 
     #[test]
