@@ -142,6 +142,12 @@ pub struct Writer {
 impl Writer {
     pub fn create(path: &Path, header: &Header) -> Result<Self> {
         let file = File::create(path).with_context(|| format!("cannot create capture file {}", path.display()))?;
+        Self::with_file(file, path, header)
+    }
+
+    /// Starts a capture in a file the caller opened (e.g. a private one in the
+    /// state directory); `path` names it in messages.
+    pub fn with_file(file: File, path: &Path, header: &Header) -> Result<Self> {
         let mut w = Self {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_owned(),
@@ -307,43 +313,100 @@ pub fn load(path: &Path) -> Result<Loaded> {
 
 pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
     let mut loaded = Loaded::default();
-    let mut recorder = Recorder::replay(Limits::default());
-    let mut header_seen = false;
-    for (idx, line) in reader.split(b'\n').enumerate() {
-        let lineno = idx + 1;
-        let line = line?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let v: Value = match serde_json::from_slice(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                loaded.warnings.push(format!("line {lineno}: not JSON ({e})"));
-                continue;
-            }
-        };
-        if !header_seen {
-            header_seen = true;
-            match Header::from_json(&v) {
-                Some(h) => {
-                    loaded.header = h;
-                    continue;
-                }
-                None => {
-                    anyhow::bail!("line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})")
-                }
-            }
-        }
-        match record_to_event(&v, &mut recorder) {
-            Ok(Some(ev)) => loaded.events.push(ev),
-            Ok(None) => {}
-            Err(e) => loaded.warnings.push(format!("line {lineno}: {e}")),
+    let mut records = RecordReader::new();
+    for line in reader.split(b'\n') {
+        match records.read_line(&line?)? {
+            LineRead::Header(h) => loaded.header = h,
+            LineRead::Event(ev) => loaded.events.push(ev),
+            LineRead::Warning(w) => loaded.warnings.push(w),
+            LineRead::Blank => {}
         }
     }
-    if !header_seen {
+    if records.header().is_none() {
         anyhow::bail!("the file is empty");
     }
     Ok(loaded)
+}
+
+/// What one line of a capture held.
+#[derive(Debug)]
+pub enum LineRead {
+    Header(Header),
+    Event(Event),
+    /// A line that could not be read, with its line number: reported, skipped.
+    Warning(String),
+    Blank,
+}
+
+/// The first line is not a capture header: the file is something else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotACapture;
+
+impl std::fmt::Display for NotACapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})"
+        )
+    }
+}
+
+impl std::error::Error for NotACapture {}
+
+/// Reads a capture one line at a time, re-classifying and re-correlating each
+/// frame: loading a whole file and following a growing one both go through it.
+pub struct RecordReader {
+    recorder: Recorder,
+    header: Option<Header>,
+    lineno: usize,
+}
+
+impl Default for RecordReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecordReader {
+    pub fn new() -> Self {
+        Self {
+            recorder: Recorder::replay(Limits::default()),
+            header: None,
+            lineno: 0,
+        }
+    }
+
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+
+    /// Lines read so far (blank ones included), i.e. the number of the last one.
+    pub fn lines_read(&self) -> usize {
+        self.lineno
+    }
+
+    /// Reads one complete line, without its `\n`.
+    pub fn read_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+        self.lineno += 1;
+        let lineno = self.lineno;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(LineRead::Blank);
+        }
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => return Ok(LineRead::Warning(format!("line {lineno}: not JSON ({e})"))),
+        };
+        if self.header.is_none() {
+            let header = Header::from_json(&v).ok_or(NotACapture)?;
+            self.header = Some(header.clone());
+            return Ok(LineRead::Header(header));
+        }
+        Ok(match record_to_event(&v, &mut self.recorder) {
+            Ok(Some(ev)) => LineRead::Event(ev),
+            Ok(None) => LineRead::Blank,
+            Err(e) => LineRead::Warning(format!("line {lineno}: {e}")),
+        })
+    }
 }
 
 fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<Event>, String> {
