@@ -633,7 +633,7 @@ impl McpscopeApp {
             });
             ui.separator();
             if let Some(i) = &self.inspection {
-                ui.label(RichText::new(mcpscope_core::text::shorten(i.model.command_line(), 100)).monospace());
+                ui.label(RichText::new(mcpscope_core::text::ellipsize(i.model.command_line(), 100)).monospace());
             }
         });
     }
@@ -811,32 +811,7 @@ impl McpscopeApp {
             }
         });
         if let Some(caps) = &h.capabilities {
-            let caps: Vec<String> = caps
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| match v.as_object().filter(|x| !x.is_empty()) {
-                            Some(sub) => format!(
-                                "{k} ({})",
-                                sub.iter()
-                                    .filter(|(_, b)| b.as_bool() == Some(true))
-                                    .map(|(n, _)| n.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                            None => k.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            ui.label(format!(
-                "capabilities: {}",
-                if caps.is_empty() {
-                    "none".into()
-                } else {
-                    caps.join(" · ")
-                }
-            ));
+            ui.label(format!("capabilities: {}", capability_summary(caps)));
         }
         if let Some(text) = &h.instructions {
             egui::CollapsingHeader::new("instructions")
@@ -1080,5 +1055,49 @@ impl eframe::App for McpscopeApp {
     fn on_exit(&mut self) {
         // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
         self.inspection = None;
+    }
+}
+
+/// A server's capabilities in one line: each capability, with the flags that
+/// are on (`{"listChanged": false}` says nothing, so `tools`, not `tools ()`).
+fn capability_summary(caps: &serde_json::Value) -> String {
+    let parts: Vec<String> = caps
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let flags: Vec<&str> = v
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, b)| b.as_bool() == Some(true))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if flags.is_empty() {
+                k.clone()
+            } else {
+                format!("{k} ({})", flags.join(", "))
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_name_only_the_flags_that_are_on() {
+        let caps = serde_json::json!({"tools": {"listChanged": false}, "resources": {"subscribe": true, "listChanged": true}, "logging": {}});
+        assert_eq!(
+            capability_summary(&caps),
+            "tools · resources (subscribe, listChanged) · logging"
+        );
+        assert_eq!(capability_summary(&serde_json::json!({})), "none");
     }
 }

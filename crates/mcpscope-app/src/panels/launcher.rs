@@ -548,7 +548,7 @@ impl LauncherPanel {
             ui.strong("Recent");
             let mut pick = None;
             for (i, r) in self.recent.iter().enumerate() {
-                let text = format!("{} — {}", r.name, mcpscope_core::text::shorten(&r.command_line(), 60));
+                let text = format!("{} — {}", r.name, mcpscope_core::text::ellipsize(&r.command_line(), 60));
                 if ui
                     .selectable_label(false, text)
                     .on_hover_text("Load into the form")
