@@ -4,5 +4,6 @@
 
 pub mod capture;
 pub mod model;
+pub mod private_files;
 pub mod recorder;
 pub mod store;
