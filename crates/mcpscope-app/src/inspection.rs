@@ -177,15 +177,6 @@ pub struct Inspection {
     refetching: Vec<(&'static str, RequestId)>,
 }
 
-fn temp_capture_path() -> PathBuf {
-    let dir = std::env::temp_dir().join("mcpscope");
-    let _ = std::fs::create_dir_all(&dir);
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    dir.join(format!("capture-{stamp}-{}.jsonl", std::process::id()))
-}
-
 impl Inspection {
     /// Starts a server, records it to a fresh capture file, and begins the handshake.
     pub fn launch(target: Target, protocol_version: &str, waker: Option<Waker>) -> Inspection {
@@ -205,13 +196,22 @@ impl Inspection {
         choice: EraChoice,
         waker: Option<Waker>,
     ) -> Inspection {
-        let capture_path = temp_capture_path();
+        // A private file (0600, in a 0700 directory of this user): captures
+        // hold whole conversations.
+        let capture = mcpscope_core::record::private_files::new_capture_file();
         let options = SessionOptions {
-            capture: Some(capture_path.clone()),
+            capture: capture.as_ref().ok().cloned(),
             waker,
             ..SessionOptions::default()
         };
         let session = Session::connect(target.clone(), options);
+        if let Err(e) = &capture {
+            session.note(format!(
+                "{}no private capture file: {e:#} (this session is not recorded)",
+                mcpscope_core::record::capture::FAILED
+            ));
+        }
+        let capture_path = capture.ok();
         let hs = HandshakeOptions {
             protocol_version: protocol_version.to_owned(),
             capabilities: client_capabilities(),
@@ -248,7 +248,7 @@ impl Inspection {
         Inspection {
             model,
             session: Some(session),
-            capture_path: Some(capture_path),
+            capture_path,
             roots: default_roots(&target),
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
