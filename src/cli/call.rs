@@ -5,8 +5,10 @@ use super::watch::{self, Watch};
 use super::{exit, trace};
 use clap::Args;
 use mcpscope_core::client::Client;
+use mcpscope_core::driver::Outcome;
 use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
@@ -119,7 +121,7 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
     };
     let method = match (&args.method, &args.tool_name) {
         (Some(m), _) => m.clone(),
-        (None, Some(_)) => "tools/call".to_owned(),
+        (None, Some(_)) => methods::TOOLS_CALL.to_owned(),
         (None, None) => return Err("give --method or --tool-name".into()),
     };
     if let (Some(name), Some(Value::Object(p))) = (&args.tool_name, &params) {
@@ -347,7 +349,7 @@ fn call(
             ),
         }
         return Ok(match run.outcome {
-            Ok(result) => {
+            Outcome::Result(result) => {
                 print_json(&result);
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
                     crate::errln!("mcpscope: the tool reported a failure (result.isError is true)");
@@ -358,9 +360,13 @@ fn call(
                     exit::OK
                 }
             }
-            Err(e) => {
+            Outcome::Error(e) => {
                 print_json(&e.to_json());
                 crate::errln!("mcpscope: the task failed: {e}");
+                exit::FAILED
+            }
+            Outcome::Failed(why) => {
+                eprintln!("mcpscope: the task {why}");
                 exit::FAILED
             }
         });

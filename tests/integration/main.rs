@@ -12,6 +12,7 @@ mod faulty_servers;
 mod hostile;
 mod http;
 mod lint;
+mod live;
 mod protocol_features;
 mod real_servers;
 mod schema_form;

@@ -180,6 +180,12 @@ impl Writer {
     /// boundary from any session already in the file).
     pub fn open(path: &Path, header: &Header) -> Result<Self> {
         let file = open_append(path).with_context(|| format!("cannot open the capture {}", path.display()))?;
+        Self::with_file(file, path, header)
+    }
+
+    /// Starts a capture in a file the caller opened (e.g. a private one in the
+    /// state directory); `path` names it in messages.
+    pub fn with_file(file: File, path: &Path, header: &Header) -> Result<Self> {
         let mut w = Self {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_owned(),
@@ -407,93 +413,36 @@ pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
 
 fn load_with_limit(mut reader: impl BufRead, max_record: usize) -> Result<Loaded> {
     let mut loaded = Loaded::default();
-    let mut recorder = Recorder::replay(Limits::default());
+    let mut records = RecordReader::new();
     let mut line = Vec::new();
-    let mut lineno = 0usize;
-    let mut first_unix_ms = 0u64;
-    // Where the current session's times start on the file's clock.
-    let mut offset = Duration::ZERO;
-    let mut last_at = Duration::ZERO;
     while let Some(fits) = read_record(&mut reader, &mut line, max_record)? {
-        lineno += 1;
-        if !fits {
-            if loaded.sessions.is_empty() {
-                anyhow::bail!("not an mcpscope capture: line 1 is longer than {max_record} bytes");
-            }
-            loaded
-                .warnings
-                .push(format!("line {lineno}: longer than {max_record} bytes, skipped"));
-            continue;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed: std::result::Result<Value, _> = serde_json::from_slice(&line);
-        if loaded.sessions.is_empty() {
-            // The first line must be a header: anything else is not a capture.
-            let v = match parsed {
-                Ok(v) => v,
-                Err(e) if std::str::from_utf8(&line).is_err() => {
-                    anyhow::bail!("not an mcpscope capture: line {lineno} is binary data, not JSON ({e})")
-                }
-                Err(e) => anyhow::bail!("not an mcpscope capture: line {lineno} is not JSON ({e})"),
-            };
-            let Some(h) = Header::from_json(&v) else {
-                anyhow::bail!(
-                    "line {lineno} is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})"
-                )
-            };
-            first_unix_ms = h.started_unix_ms;
-            loaded.header = h.clone();
-            loaded.sessions.push(SessionSpan {
-                header: h,
-                events: 0..0,
-            });
-            continue;
-        }
-        let v = match parsed {
-            Ok(v) => v,
-            Err(e) => {
-                loaded.warnings.push(format!("line {lineno}: not JSON ({e})"));
-                continue;
-            }
+        let read = if fits {
+            records.read_line(&line)
+        } else {
+            records.skip_oversize(max_record)
         };
-        if let Some(h) = Header::from_json(&v) {
-            // A session boundary: ids start again, times go on.
-            let n = loaded.sessions.len() + 1;
-            let wall = Duration::from_millis(h.started_unix_ms.saturating_sub(first_unix_ms));
-            offset = wall.max(last_at);
-            recorder = Recorder::replay_after(Limits::default(), recorder.next_seq());
-            let end = loaded.events.len();
-            if let Some(prev) = loaded.sessions.last_mut() {
-                prev.events.end = end;
+        match read? {
+            LineRead::Header(h) => {
+                loaded.header = h.clone();
+                loaded.sessions.push(SessionSpan {
+                    header: h,
+                    events: 0..0,
+                });
             }
-            loaded.events.push(Event::Note {
-                at: offset,
-                text: format!(
-                    "session {n} of this capture ({}{}): {}",
-                    h.mode,
-                    if h.transport.is_empty() || h.transport == "stdio" {
-                        String::new()
-                    } else {
-                        format!(", {}", h.transport)
-                    },
-                    h.command_line
-                ),
-            });
-            loaded.sessions.push(SessionSpan {
-                header: h,
-                events: end..end,
-            });
-            continue;
-        }
-        match record_to_event(&v, &mut recorder, offset) {
-            Ok(Some(ev)) => {
-                last_at = last_at.max(ev.at());
-                loaded.events.push(ev);
+            LineRead::Boundary(h, note) => {
+                let end = loaded.events.len();
+                if let Some(prev) = loaded.sessions.last_mut() {
+                    prev.events.end = end;
+                }
+                loaded.events.push(note);
+                loaded.sessions.push(SessionSpan {
+                    header: h,
+                    events: end..end,
+                });
             }
-            Ok(None) => {}
-            Err(e) => loaded.warnings.push(format!("line {lineno}: {e}")),
+            LineRead::Event(ev) => loaded.events.push(ev),
+            LineRead::Warning(w) => loaded.warnings.push(w),
+            LineRead::Blank => {}
         }
     }
     if loaded.sessions.is_empty() {
@@ -504,6 +453,148 @@ fn load_with_limit(mut reader: impl BufRead, max_record: usize) -> Result<Loaded
         last.events.end = end;
     }
     Ok(loaded)
+}
+
+/// What one line of a capture held.
+#[derive(Debug)]
+pub enum LineRead {
+    /// The file's first line.
+    Header(Header),
+    /// Another session appended to the same file: its header and the note
+    /// that marks where it begins (ids start again there, times go on).
+    Boundary(Header, Event),
+    Event(Event),
+    /// A line that could not be read, with its line number: reported, skipped.
+    Warning(String),
+    Blank,
+}
+
+/// The first line is not a capture header: the file is something else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotACapture(pub String);
+
+impl std::fmt::Display for NotACapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not an mcpscope capture: {}", self.0)
+    }
+}
+
+impl std::error::Error for NotACapture {}
+
+/// Reads a capture one line at a time, re-classifying and re-correlating each
+/// frame: loading a whole file and following a growing one both go through it.
+pub struct RecordReader {
+    recorder: Recorder,
+    header: Option<Header>,
+    lineno: usize,
+    sessions: usize,
+    /// Where the current session's times start on the file's clock.
+    offset: Duration,
+    last_at: Duration,
+}
+
+impl Default for RecordReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecordReader {
+    pub fn new() -> Self {
+        Self {
+            recorder: Recorder::replay(Limits::default()),
+            header: None,
+            lineno: 0,
+            sessions: 0,
+            offset: Duration::ZERO,
+            last_at: Duration::ZERO,
+        }
+    }
+
+    /// The first session's header, once read.
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+
+    /// Lines read so far (blank ones included), i.e. the number of the last one.
+    pub fn lines_read(&self) -> usize {
+        self.lineno
+    }
+
+    /// Accounts for a line longer than the reader keeps in memory: skipped
+    /// with a warning, or refused when it is where the header should be.
+    pub fn skip_oversize(&mut self, max: usize) -> std::result::Result<LineRead, NotACapture> {
+        self.lineno += 1;
+        if self.header.is_none() {
+            return Err(NotACapture(format!("line {} is longer than {max} bytes", self.lineno)));
+        }
+        Ok(LineRead::Warning(format!(
+            "line {}: longer than {max} bytes, skipped",
+            self.lineno
+        )))
+    }
+
+    /// Reads one complete line, without its `\n`.
+    pub fn read_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+        self.lineno += 1;
+        let lineno = self.lineno;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(LineRead::Blank);
+        }
+        let parsed: std::result::Result<Value, _> = serde_json::from_slice(line);
+        let Some(first) = &self.header else {
+            // The first line must be a header: anything else is not a capture.
+            let v = match parsed {
+                Ok(v) => v,
+                Err(e) if std::str::from_utf8(line).is_err() => {
+                    return Err(NotACapture(format!("line {lineno} is binary data, not JSON ({e})")));
+                }
+                Err(e) => return Err(NotACapture(format!("line {lineno} is not JSON ({e})"))),
+            };
+            let header = Header::from_json(&v).ok_or_else(|| {
+                NotACapture(format!(
+                    "line {lineno} is not a capture header (expected {{\"format\":\"{FORMAT}\",…}})"
+                ))
+            })?;
+            self.header = Some(header.clone());
+            self.sessions = 1;
+            return Ok(LineRead::Header(header));
+        };
+        let v = match parsed {
+            Ok(v) => v,
+            Err(e) => return Ok(LineRead::Warning(format!("line {lineno}: not JSON ({e})"))),
+        };
+        if let Some(h) = Header::from_json(&v) {
+            // A session boundary: ids start again, times go on.
+            self.sessions += 1;
+            let wall = Duration::from_millis(h.started_unix_ms.saturating_sub(first.started_unix_ms));
+            self.offset = wall.max(self.last_at);
+            self.recorder = Recorder::replay_after(Limits::default(), self.recorder.next_seq());
+            let note = Event::Note {
+                at: self.offset,
+                text: format!(
+                    "session {} of this capture ({}{}): {}",
+                    self.sessions,
+                    h.mode,
+                    if h.transport.is_empty() || h.transport == "stdio" {
+                        String::new()
+                    } else {
+                        format!(", {}", h.transport)
+                    },
+                    h.command_line
+                ),
+            };
+            return Ok(LineRead::Boundary(h, note));
+        }
+        Ok(match record_to_event(&v, &mut self.recorder, self.offset) {
+            Ok(Some(ev)) => {
+                self.last_at = self.last_at.max(ev.at());
+                LineRead::Event(ev)
+            }
+            Ok(None) => LineRead::Blank,
+            Err(e) => LineRead::Warning(format!("line {lineno}: {e}")),
+        })
+    }
 }
 
 fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::result::Result<Option<Event>, String> {

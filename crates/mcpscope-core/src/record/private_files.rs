@@ -10,9 +10,10 @@
 //! `0600`, exclusively (`O_EXCL | O_NOFOLLOW`), with names that cannot be
 //! predicted (a random suffix).
 
+use crate::record::state_dir;
 use anyhow::{Context, Result, bail};
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// mcpscope's private directory for this user (created if needed).
@@ -38,18 +39,14 @@ fn private_subdir(name: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// `$XDG_STATE_HOME/mcpscope`, `~/.local/state/mcpscope`, then (no home)
-/// `$XDG_RUNTIME_DIR/mcpscope`, then a per-user directory in the temp dir.
+/// [`state_dir::root`] (`$XDG_STATE_HOME/mcpscope`, `~/.local/state/mcpscope`);
+/// with no home, `$XDG_RUNTIME_DIR/mcpscope`, then a per-user directory in
+/// the temp dir.
 fn base_dir() -> Result<PathBuf> {
+    if let Ok(root) = state_dir::root() {
+        return Ok(root);
+    }
     let absolute = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
-    if let Some(state) = absolute(std::env::var_os("XDG_STATE_HOME")) {
-        return Ok(state.join("mcpscope"));
-    }
-    if let Some(home) = absolute(std::env::var_os("HOME")) {
-        let state = home.join(".local").join("state");
-        std::fs::create_dir_all(&state).with_context(|| format!("cannot create {}", state.display()))?;
-        return Ok(state.join("mcpscope"));
-    }
     if let Some(runtime) = absolute(std::env::var_os("XDG_RUNTIME_DIR")) {
         return Ok(runtime.join("mcpscope"));
     }
@@ -58,41 +55,10 @@ fn base_dir() -> Result<PathBuf> {
     Ok(std::env::temp_dir().join(format!("mcpscope-{uid}")))
 }
 
-/// Makes sure `dir` is a directory of this user that only they can use:
-/// created `0700` when missing; refused when it is a symlink, not a
-/// directory, or owned by someone else; made `0700` when it is ours but open
-/// to others.
+/// Makes sure `dir` is a directory of this user that only they can use
+/// (the one rule is [`state_dir::ensure_private_dir`]).
 pub fn ensure_private_dir(dir: &Path) -> Result<()> {
-    match DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot create the private directory {}", dir.display())),
-    }
-    // lstat: a symlink planted at this path is refused, never followed.
-    let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot inspect {}", dir.display()))?;
-    if meta.file_type().is_symlink() {
-        bail!(
-            "refusing to use {}: it is a symbolic link (someone may be trying to redirect mcpscope's files)",
-            dir.display()
-        );
-    }
-    if !meta.is_dir() {
-        bail!("refusing to use {}: it is not a directory", dir.display());
-    }
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        bail!(
-            "refusing to use {}: it belongs to uid {}, not to you (uid {me}); remove it or set XDG_STATE_HOME",
-            dir.display(),
-            meta.uid()
-        );
-    }
-    if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
-    }
-    Ok(())
+    state_dir::ensure_private_dir(dir).with_context(|| format!("cannot use the private directory {}", dir.display()))
 }
 
 /// Creates a new file `0600` in `dir` (which should be private), named
@@ -103,16 +69,10 @@ pub fn create_private_file(dir: &Path, prefix: &str, ext: &str) -> Result<(File,
         .map_or(0, |d| d.as_millis());
     for _ in 0..16 {
         let path = dir.join(format!("{prefix}-{stamp}-{}.{ext}", random_hex()?));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
+        match state_dir::create_private_file(&path) {
             Ok(f) => return Ok((f, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
+            Err(e) => return Err(e.into()),
         }
     }
     bail!("cannot find a free file name in {}", dir.display())

@@ -24,6 +24,7 @@
 //! (as the official TypeScript SDK does). URLs are shown and recorded with
 //! their userinfo and secret-looking query values masked.
 
+use crate::protocol::methods;
 use crate::record::capture;
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
@@ -285,7 +286,7 @@ impl HttpLink {
                 return;
             };
             let Some(out) = self.queue.remove(idx) else { return };
-            if out.method.as_deref() == Some("notifications/initialized")
+            if out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
                 && !self.get_started
@@ -302,8 +303,8 @@ impl HttpLink {
             }
             let worker = self.next_worker;
             self.next_worker += 1;
-            let is_initialize = out.method.as_deref() == Some("initialize");
-            let get_after = out.method.as_deref() == Some("notifications/initialized")
+            let is_initialize = out.method.as_deref() == Some(methods::INITIALIZE);
+            let get_after = out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
                 && !self.get_started;
@@ -419,8 +420,8 @@ impl Link for HttpLink {
     }
 
     fn observed(&mut self, frame: &Frame) {
-        let answered_initialize =
-            matches!(frame.class.kind, Kind::Result) && frame.link.as_ref().is_some_and(|l| l.method == "initialize");
+        let answered_initialize = matches!(frame.class.kind, Kind::Result)
+            && frame.link.as_ref().is_some_and(|l| l.method == methods::INITIALIZE);
         if answered_initialize
             && let Some(v) = frame.json()
             && let Some(pv) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
@@ -606,54 +607,6 @@ impl Headers {
             sent: self.shown.clone(),
             ..HttpInfo::default()
         }
-    }
-}
-
-/// The 2026-07-28 standard headers for a message whose `_meta` carries a
-/// protocol version: `MCP-Protocol-Version` (equal to `_meta`), `Mcp-Method`,
-/// and `Mcp-Name` for tools/call and prompts/get (the name) and
-/// resources/read (the uri). Empty for legacy messages.
-pub fn modern_headers(body: &[u8]) -> Vec<(String, String)> {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    let Some(version) = v
-        .get("params")
-        .and_then(|p| crate::protocol::era::request_version(p))
-        .filter(|ver| crate::protocol::era::Era::of_version(ver) != Some(crate::protocol::era::Era::Legacy))
-    else {
-        return Vec::new();
-    };
-    let mut out = vec![("MCP-Protocol-Version".to_owned(), version.to_owned())];
-    if let Some(method) = v.get("method").and_then(Value::as_str) {
-        out.push(("Mcp-Method".to_owned(), header_value(method)));
-        let name = match method {
-            "tools/call" | "prompts/get" => v.pointer("/params/name"),
-            "resources/read" => v.pointer("/params/uri"),
-            _ => None,
-        };
-        if let Some(n) = name.and_then(Value::as_str) {
-            out.push(("Mcp-Name".to_owned(), header_value(n)));
-        }
-    }
-    out
-}
-
-/// A header value as the spec wants it: visible ASCII as is, anything else
-/// (or leading/trailing spaces) as `=?base64?…?=` of the UTF-8.
-fn header_value(s: &str) -> String {
-    let visible = s.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let padded = s.starts_with(' ') || s.ends_with(' ');
-    let looks_encoded = s.starts_with("=?base64?") && s.ends_with("?=");
-    let plain = visible && !padded && !looks_encoded;
-    if plain {
-        s.to_owned()
-    } else {
-        use base64::Engine as _;
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
-        )
     }
 }
 
@@ -933,7 +886,7 @@ fn post(ctx: Ctx, job: PostJob) {
     let mut headers = Headers::new(&ctx.target);
     headers.add("Content-Type", "application/json");
     headers.add("Accept", ACCEPT_POST);
-    let modern = modern_headers(&out.body);
+    let modern = crate::protocol::http_headers::standard(&out.body);
     // In the modern era the version header must equal the request's `_meta`.
     let protocol_version = match modern.iter().find(|(k, _)| k == "MCP-Protocol-Version") {
         Some((_, v)) => Some(v.clone()),
@@ -941,6 +894,9 @@ fn post(ctx: Ctx, job: PostJob) {
     };
     headers.session(&session_id, &protocol_version);
     for (k, v) in modern.iter().filter(|(k, _)| k != "MCP-Protocol-Version") {
+        headers.add(k, v);
+    }
+    for (k, v) in &out.headers {
         headers.add(k, v);
     }
     let mut base = HttpInfo {
@@ -1732,25 +1688,5 @@ mod tests {
         ));
         assert!(!same_origin(&u("https://h/sse"), &u("http://h/sse")));
         assert_eq!(host_of("http://alice:pw@example.com:8080/mcp"), "example.com:8080");
-    }
-
-    #[test]
-    fn modern_messages_get_the_standard_headers() {
-        let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        assert_eq!(
-            modern_headers(body),
-            [
-                ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
-                ("Mcp-Method".to_owned(), "tools/call".to_owned()),
-                ("Mcp-Name".to_owned(), "add".to_owned()),
-            ]
-        );
-        let read = br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///caf\u00e9","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        let h = modern_headers(read);
-        assert_eq!(h[2].0, "Mcp-Name");
-        assert!(h[2].1.starts_with("=?base64?") && h[2].1.ends_with("?="), "{h:?}");
-        let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-        assert!(modern_headers(legacy).is_empty());
-        assert!(modern_headers(b"not json").is_empty());
     }
 }

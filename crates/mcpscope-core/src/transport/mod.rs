@@ -8,6 +8,7 @@ pub mod http;
 pub mod lifecycle;
 pub mod process;
 pub mod proxy;
+pub mod reverse_proxy;
 pub(crate) mod runner;
 pub mod session;
 pub(crate) mod stdio;

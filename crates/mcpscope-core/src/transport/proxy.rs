@@ -7,6 +7,7 @@
 
 use crate::record::capture;
 use crate::record::recorder::Recorder;
+use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError, Watchdog};
@@ -22,6 +23,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
     pub capture: Option<PathBuf>,
+    /// Record into the per-user session directory instead: a capture and an
+    /// index record the app lists and follows live. Takes precedence over `capture`.
+    pub session: Option<SessionOptions>,
     pub limits: Limits,
     pub stdin_close_grace: Duration,
     pub term_grace: Duration,
@@ -31,6 +35,7 @@ impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
             capture: None,
+            session: None,
             limits: Limits::default(),
             stdin_close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
@@ -52,6 +57,15 @@ enum Msg {
     /// stdin) stopped reading. What arrives is still recorded.
     Undeliverable(Stream, String),
     Exited(ExitInfo, Instant),
+}
+
+/// Where and under which name a proxied session is recorded.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The sessions directory (normally [`crate::record::state_dir::sessions_dir`]).
+    pub dir: PathBuf,
+    /// The server's name, as the client's config calls it.
+    pub name: String,
 }
 
 /// How the proxy ended.
@@ -135,7 +149,20 @@ pub fn run(
     let start = Instant::now();
     let mut notes = Vec::new();
     let mut recorder = Recorder::new(options.limits, start);
-    if let Some(path) = &options.capture {
+    let mut live = None;
+    if let Some(session) = &options.session {
+        // A session that cannot be recorded is still proxied: the client must not notice.
+        match LiveSession::start(&session.dir, NewSession::stdio(&session.name, spec)) {
+            Ok((l, file)) => {
+                match capture::Writer::with_file(file, l.capture_path(), &capture::Header::for_spec(spec, "proxy")) {
+                    Ok(w) => recorder = recorder.with_capture(w),
+                    Err(e) => notes.push(format!("{e:#}")),
+                }
+                live = Some(l);
+            }
+            Err(e) => notes.push(format!("cannot record the session in {}: {e}", session.dir.display())),
+        }
+    } else if let Some(path) = &options.capture {
         match capture::Writer::open(path, &capture::Header::for_spec(spec, "proxy")) {
             Ok(w) => recorder = recorder.with_capture(w),
             Err(e) => notes.push(format!("{}{e:#}", capture::FAILED)),
@@ -150,11 +177,23 @@ pub fn run(
                 error: error.clone(),
             });
             recorder.flush();
+            if let Some(l) = live.as_mut() {
+                let _ = l.finish(
+                    EndCause::SpawnFailed,
+                    format!("could not start the server: {error}"),
+                    None,
+                );
+            }
             return Err(error);
         }
     };
     let mut child = spawned.child;
     let pgid = child.id();
+    if let Some(l) = live.as_mut()
+        && let Err(e) = l.set_server_pid(pgid)
+    {
+        notes.push(format!("cannot update the session record: {e}"));
+    }
     let at = recorder.now();
     recorder.capture(&Event::Spawned {
         at,
@@ -212,6 +251,8 @@ pub fn run(
         ],
         notes,
         stdin,
+        live,
+        end: None,
     };
     if let Err(e) = &watchdog {
         rec.note(format!(
@@ -228,6 +269,7 @@ pub fn run(
     if let Some(failed) = rec.recorder.capture_failed() {
         rec.notes.push(failed.to_owned());
     }
+    rec.finish_session(status);
     Ok(ProxyOutcome {
         status,
         notes: rec.notes,
@@ -239,9 +281,58 @@ struct Recording {
     splitters: [LineSplitter; 3],
     notes: Vec<String>,
     stdin: SharedStdin,
+    live: Option<LiveSession>,
+    /// What ended the session first.
+    end: Option<(EndCause, String)>,
 }
 
 impl Recording {
+    /// Remembers the first thing that ended the session.
+    fn ended(&mut self, cause: EndCause, text: &str) {
+        self.end.get_or_insert_with(|| (cause, text.to_owned()));
+    }
+
+    /// Notes the client's name from its `initialize` in the session record.
+    fn note_client(&mut self, frame: &crate::wire::frame::Frame) {
+        let Some(live) = self.live.as_mut() else { return };
+        if live.record().client.is_some() || frame.class.method.as_deref() != Some("initialize") {
+            return;
+        }
+        let Some(info) = frame.json().and_then(|v| v.pointer("/params/clientInfo").cloned()) else {
+            return;
+        };
+        let Some(name) = info.get("name").and_then(serde_json::Value::as_str) else {
+            return;
+        };
+        let client = ClientInfo {
+            name: name.to_owned(),
+            version: info
+                .get("version")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        };
+        if let Err(e) = live.set_client(client) {
+            self.notes.push(format!("cannot update the session record: {e}"));
+        }
+    }
+
+    /// Marks the session record ended, saying how.
+    fn finish_session(&mut self, status: Option<ExitInfo>) {
+        let Some(live) = self.live.as_mut() else { return };
+        let (cause, mut text) = self
+            .end
+            .clone()
+            .unwrap_or((EndCause::Other, "the proxy ended".to_owned()));
+        match status {
+            Some(s) if text == "the server exited" => text = format!("the server {s}"),
+            Some(s) => text.push_str(&format!("; the server {s}")),
+            None => {}
+        }
+        if let Err(e) = live.finish(cause, text, status) {
+            self.notes.push(format!("cannot update the session record: {e}"));
+        }
+    }
+
     fn on_chunk(&mut self, stream: Stream, bytes: &[u8], at: Instant) {
         let at = self.recorder.since_start(at);
         let mut lines = Vec::new();
@@ -260,7 +351,11 @@ impl Recording {
 
     fn record_line(&mut self, stream: Stream, line: crate::wire::framing::RawLine, at: Duration) {
         let ev = match stream {
-            Stream::ClientToServer => Event::Frame(self.recorder.frame_at(Direction::Out, line, at, None)),
+            Stream::ClientToServer => {
+                let frame = self.recorder.frame_at(Direction::Out, line, at, None);
+                self.note_client(&frame);
+                Event::Frame(frame)
+            }
             Stream::ServerToClient => Event::Frame(self.recorder.frame_at(Direction::In, line, at, None)),
             Stream::ServerStderr => Event::Stderr(self.recorder.stderr_at(line, at)),
         };
@@ -304,6 +399,7 @@ impl Recording {
                 Woke::Stop => {
                     stopping = true;
                     let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
+                    self.ended(EndCause::ProxyStopped, &why);
                     self.note(format!("{why}: closed the server's stdin"));
                     self.close_stdin();
                     deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
@@ -333,10 +429,14 @@ impl Recording {
                     match stream {
                         Stream::ClientToServer if !client_closed => {
                             client_closed = true;
+                            self.ended(EndCause::ClientClosed, "the client closed its stdin");
                             self.note("the client closed its stdin; closed the server's stdin".into());
                             deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
                         }
-                        Stream::ServerToClient => server_out_closed = true,
+                        Stream::ServerToClient => {
+                            server_out_closed = true;
+                            self.ended(EndCause::ServerExited, "the server closed its stdout");
+                        }
                         Stream::ServerStderr => server_err_closed = true,
                         _ => {}
                     }
@@ -345,6 +445,7 @@ impl Recording {
                     Stream::ServerToClient => {
                         // The client no longer reads what the server says: it is
                         // gone, or broken. End the session as if it had closed.
+                        self.ended(EndCause::ClientStoppedReading, "the client stopped reading");
                         self.note(format!(
                             "the client stopped reading its stdin ({error}): the server's output from here on is \
                              recorded but not delivered; closed the server's stdin"
@@ -362,6 +463,7 @@ impl Recording {
                 },
                 Msg::Exited(status, at) => {
                     exited = Some(status);
+                    self.ended(EndCause::ServerExited, "the server exited");
                     let at = self.recorder.since_start(at);
                     self.recorder.capture(&Event::Exited { at, status });
                     // Let the pipes drain what the server wrote before exiting.

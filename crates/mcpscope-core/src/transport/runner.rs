@@ -8,6 +8,7 @@
 //! through one bounded channel of [`Input`]s, so a server that floods is
 //! slowed down (its pipe or socket stops being read) instead of filling memory.
 
+use crate::protocol::methods;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::transport::event::{Event, HttpInfo};
@@ -44,6 +45,8 @@ pub(crate) struct Outgoing {
     /// requests held back by a full link, so a server waiting on one cannot
     /// deadlock the session.
     pub is_response: bool,
+    /// Headers the owner added for this message (`Mcp-Param-*`; HTTP only).
+    pub headers: Vec<(String, String)>,
 }
 
 /// Where a runner's facts go: the recorder (and through it the capture) and
@@ -277,7 +280,7 @@ impl<L: Link> Runner<L> {
 
     fn on_command(&mut self, cmd: Command) {
         match cmd {
-            Command::Send { line, timeout } => self.send(line, timeout),
+            Command::Send { line, timeout, headers } => self.send(line, timeout, headers),
             Command::Cancel { id, reason } => {
                 self.sink.recorder.cancel(&id);
                 let mut params = json!({ "requestId": id.to_json() });
@@ -286,8 +289,8 @@ impl<L: Link> Runner<L> {
                 }
                 let at = self.sink.recorder.now();
                 self.sink.emit(Event::Cancelled { at, id });
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
-                self.send(line, None);
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
+                self.send(line, None, Vec::new());
             }
             Command::Shutdown => self.link.begin_shutdown(&mut self.sink),
             Command::Note { text } => self.sink.note(text),
@@ -295,7 +298,7 @@ impl<L: Link> Runner<L> {
     }
 
     /// Records what the owner sends as outgoing frames, then hands it to the link.
-    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>) {
+    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>, headers: Vec<(String, String)>) {
         let at = self.sink.recorder.now();
         let timeout = timeout.or(self.options.request_timeout);
         let mut request_id = None;
@@ -320,6 +323,7 @@ impl<L: Link> Runner<L> {
                 request_id,
                 method,
                 is_response,
+                headers,
             },
         );
     }
@@ -331,8 +335,8 @@ impl<L: Link> Runner<L> {
             self.sink.emit(Event::TimedOut { at: now, timed_out: t });
             if self.options.cancel_on_timeout && self.link.open() {
                 let params = json!({"requestId": id.to_json(), "reason": "timed out"});
-                let line = Message::notification("notifications/cancelled", Some(params)).to_line();
-                self.send(line, None);
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
+                self.send(line, None, Vec::new());
             }
         }
         self.link.on_tick(&mut self.sink);

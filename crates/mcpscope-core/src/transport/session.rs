@@ -69,7 +69,12 @@ impl Default for SessionOptions {
 pub enum Command {
     /// Send bytes as they are, followed by a newline. May hold anything,
     /// including malformed JSON or embedded newlines, on purpose.
-    Send { line: Vec<u8>, timeout: Option<Duration> },
+    Send {
+        line: Vec<u8>,
+        timeout: Option<Duration>,
+        /// Extra HTTP headers for this message (ignored over stdio).
+        headers: Vec<(String, String)>,
+    },
     /// Cancel an outgoing request with `notifications/cancelled`.
     Cancel { id: RequestId, reason: Option<String> },
     /// Close stdin, wait, SIGTERM, SIGKILL, as the stdio transport prescribes.
@@ -180,13 +185,21 @@ impl Session {
     ) -> RequestId {
         let id = id.unwrap_or_else(|| self.next_id());
         let line = Message::request(id.clone(), method, params).to_line();
-        self.command(Command::Send { line, timeout });
+        self.command(Command::Send {
+            line,
+            timeout,
+            headers: Vec::new(),
+        });
         id
     }
 
     pub fn notify(&self, method: &str, params: Option<Value>) {
         let line = Message::notification(method, params).to_line();
-        self.command(Command::Send { line, timeout: None });
+        self.command(Command::Send {
+            line,
+            timeout: None,
+            headers: Vec::new(),
+        });
     }
 
     /// Answers a server-to-client request.
@@ -198,15 +211,17 @@ impl Session {
         self.command(Command::Send {
             line: msg.to_line(),
             timeout: None,
+            headers: Vec::new(),
         });
     }
 
     /// Sends a message the caller built (its id, if any, chosen by the caller:
-    /// the protocol driver allocates ids).
-    pub fn send(&self, message: &Message, timeout: Option<Duration>) {
+    /// the protocol driver allocates ids), with extra HTTP headers for it.
+    pub fn send(&self, message: &Message, timeout: Option<Duration>, headers: Vec<(String, String)>) {
         self.command(Command::Send {
             line: message.to_line(),
             timeout,
+            headers,
         });
     }
 
@@ -215,6 +230,7 @@ impl Session {
         self.command(Command::Send {
             line: line.into(),
             timeout: self.default_timeout,
+            headers: Vec::new(),
         });
     }
 
