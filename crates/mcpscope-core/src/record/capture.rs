@@ -820,7 +820,10 @@ mod tests {
     #[test]
     fn not_a_capture_is_a_clear_error() {
         let e = load_from(&b"{\"hello\":1}\n"[..]).unwrap_err();
-        assert!(e.to_string().contains("not an mcpscope capture header"), "{e}");
+        assert!(
+            e.to_string().contains("not an mcpscope capture") && e.to_string().contains("not a capture header"),
+            "{e}"
+        );
         let e = load_from(&b""[..]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
         // Random bytes are not "empty": they are not a capture.

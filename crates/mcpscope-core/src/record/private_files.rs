@@ -185,13 +185,13 @@ mod tests {
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
         let link = tmp.path().join("mcpscope");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let e = ensure_private_dir(&link).unwrap_err().to_string();
+        let e = format!("{:#}", ensure_private_dir(&link).unwrap_err());
         assert!(e.contains("symbolic link"), "{e}");
         // The link's target was left alone.
         assert_eq!(mode(&target), 0o777);
         let file = tmp.path().join("plain");
         std::fs::write(&file, "x").unwrap();
-        let e = ensure_private_dir(&file).unwrap_err().to_string();
+        let e = format!("{:#}", ensure_private_dir(&file).unwrap_err());
         assert!(e.contains("not a directory"), "{e}");
     }
 
@@ -208,8 +208,8 @@ mod tests {
         } else {
             PathBuf::from("/")
         };
-        let e = ensure_private_dir(&dir).unwrap_err().to_string();
-        assert!(e.contains("belongs to uid"), "{e}");
+        let e = format!("{:#}", ensure_private_dir(&dir).unwrap_err());
+        assert!(e.contains("belongs to user id"), "{e}");
     }
 
     #[test]
