@@ -45,6 +45,7 @@ pub fn run(args: StartupArgs) -> ExitCode {
             .with_inner_size([1440.0, 900.0])
             .with_min_inner_size([800.0, 500.0])
             .with_title("mcpscope"),
+        persistence_path: state_file(),
         ..Default::default()
     };
     match eframe::run_native(
@@ -61,6 +62,41 @@ pub fn run(args: StartupArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The app's saved state (recent servers, window layout), readable by the
+/// user alone: `app.ron` in mcpscope's private directory (0700), created 0600.
+/// The file eframe used to write (`~/.local/share/mcpscope/app.ron`, 0644,
+/// which held environment and header values) is moved there once.
+/// Without a private directory nothing is saved.
+fn state_file() -> Option<PathBuf> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = match mcpscope_core::record::private_files::state_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("mcpscope: not saving the app's state: {e:#}");
+            return None;
+        }
+    };
+    let file = dir.join("app.ron");
+    if let Some(old) = eframe::storage_dir("mcpscope").map(|d| d.join("app.ron"))
+        && old != file
+        && old.exists()
+    {
+        if !file.exists() {
+            let _ = std::fs::copy(&old, &file);
+        }
+        let _ = std::fs::remove_file(&old);
+    }
+    // eframe creates the file with the default mode: create it first, 0600.
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{}"));
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+    Some(file)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +182,8 @@ impl McpscopeApp {
         if let Some(storage) = cc.storage
             && let Some(recent) = eframe::get_value::<Vec<SavedServer>>(storage, RECENT_KEY)
         {
-            app.launcher.recent = recent;
+            // State saved by older versions held secret values: drop them.
+            app.launcher.recent = recent.iter().map(SavedServer::without_secrets).collect();
         }
         app.startup(args);
         app
@@ -190,6 +227,14 @@ impl McpscopeApp {
             self.apply(Command::OpenCapture(path));
         } else if let (Some(config), Some(name)) = (args.config, args.server) {
             self.import_config(&config);
+            if self.launcher.imported.is_none() {
+                // The config could not be read: that is the problem to show,
+                // not a missing server name.
+                if let Some((_, e)) = &self.message {
+                    self.message = Some((Severity::Error, format!("cannot launch {name:?}: {e}")));
+                }
+                return;
+            }
             let found = self
                 .launcher
                 .imported
@@ -201,10 +246,19 @@ impl McpscopeApp {
                     self.message = Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
                 }
                 None => {
-                    self.message = Some((
-                        Severity::Error,
-                        format!("no server named {name:?} in {}", config.display()),
-                    ))
+                    let mut text = format!("no server named {name:?} in {}", config.display());
+                    if let Some((_, servers, problems)) = &self.launcher.imported {
+                        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+                        if names.is_empty() {
+                            text.push_str(": it lists no servers");
+                        } else {
+                            text.push_str(&format!(" (it has: {})", names.join(", ")));
+                        }
+                        if !problems.is_empty() {
+                            text.push_str(&format!("; {}", problems.join("; ")));
+                        }
+                    }
+                    self.message = Some((Severity::Error, text))
                 }
             }
         } else if !args.launch.is_empty() {
@@ -265,6 +319,12 @@ impl McpscopeApp {
                 self.message = Some((Severity::Error, format!("{}: {e}", path.display())));
             }
         }
+    }
+
+    /// The recent servers as they are saved: names of environment variables
+    /// and headers, never their values.
+    pub fn saved_state(&self) -> Vec<SavedServer> {
+        self.launcher.recent.iter().map(SavedServer::without_secrets).collect()
     }
 
     fn running(&self) -> bool {
@@ -1049,7 +1109,7 @@ impl eframe::App for McpscopeApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, RECENT_KEY, &self.launcher.recent);
+        eframe::set_value(storage, RECENT_KEY, &self.saved_state());
     }
 
     fn on_exit(&mut self) {

@@ -416,7 +416,12 @@ fn run_lint(source: LintSource, options: &LintOptions) -> LintOutcome {
                     .iter()
                     .filter(|e| matches!(e, Event::Frame(_) | Event::Stderr(_)))
                     .count();
-                (Ok(lint::lint(&loaded.events, options)), false, Some(rows))
+                // Each session of a capture is linted on its own (ids and
+                // the handshake start again at a session boundary).
+                let findings = (0..loaded.sessions.len())
+                    .flat_map(|i| lint::lint(loaded.session_events(i), options))
+                    .collect();
+                (Ok(findings), false, Some(rows))
             }
             Err(e) => (Err(format!("{e:#}")), false, None),
         },
@@ -494,7 +499,7 @@ mod tests {
             &mcpscope_core::transport::process::ServerSpec::new("x", Vec::<String>::new()),
             "t",
         );
-        let mut w = mcpscope_core::record::capture::Writer::create(&path, &header).unwrap();
+        let mut w = mcpscope_core::record::capture::Writer::open(&path, &header).unwrap();
         let mut rec = Recorder::replay(Limits::default());
         let mut events = vec![Event::Note {
             at: Duration::ZERO,
