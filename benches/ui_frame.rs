@@ -9,11 +9,9 @@ use egui_kittest::Harness;
 use mcpscope_app::inspection::Inspection;
 use mcpscope_app::{McpscopeApp, StartupArgs};
 use mcpscope_core::record::model::{SessionModel, Source};
-use mcpscope_core::record::recorder::Recorder;
+use mcpscope_core::record::replay::Replay;
 use mcpscope_core::transport::event::Event;
-use mcpscope_core::wire::classify::Limits;
 use mcpscope_core::wire::frame::Direction;
-use mcpscope_core::wire::framing::{LineEnding, RawLine};
 use std::time::Duration;
 
 fn vm_kb(field: &str) -> u64 {
@@ -27,26 +25,16 @@ fn vm_kb(field: &str) -> u64 {
 }
 
 fn big_model(n: usize) -> SessionModel {
-    let mut rec = Recorder::replay(Limits::default());
+    let mut r = Replay::new().without_events();
     let mut m = SessionModel::new(Source::Live {
         command_line: "bench".into(),
     });
-    let line = |s: String| RawLine {
-        bytes: s.into_bytes(),
-        ending: LineEnding::Lf,
-    };
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}"#;
-    let f = rec.frame_at(Direction::Out, line(init.into()), Duration::ZERO, None);
-    m.apply(&Event::Frame(f));
-    let f = rec.frame_at(
-        Direction::In,
-        line(r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"bench","version":"1"}}}"#.into()),
-        Duration::from_millis(1),
-        None,
-    );
-    m.apply(&Event::Frame(f));
+    m.apply(&Event::Frame(r.frame(Direction::Out, init.as_bytes())));
+    let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"bench","version":"1"}}}"#;
+    m.apply(&Event::Frame(r.frame(Direction::In, answer.as_bytes())));
     for i in 2..n {
-        let at = Duration::from_micros(i as u64 * 10);
+        r.at(Duration::from_micros(i as u64 * 10));
         let (dir, text) = match i % 10 {
             0 => (
                 Direction::Out,
@@ -68,8 +56,7 @@ fn big_model(n: usize) -> SessionModel {
                 ),
             ),
         };
-        let f = rec.frame_at(dir, line(text), at, None);
-        m.apply(&Event::Frame(f));
+        m.apply(&Event::Frame(r.frame(dir, text.as_bytes())));
     }
     m
 }

@@ -35,10 +35,23 @@ pub fn run(args: DiffArgs) -> ExitCode {
     let (a, b) = match (load(&args.a), load(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("mcpscope diff: {e}");
+            crate::errln!("mcpscope diff: {e}");
             return ExitCode::from(super::exit::IO);
         }
     };
+    // What was not compared is said, on stderr (so --json stays parseable).
+    for (path, loaded) in [(&args.a, &a), (&args.b, &b)] {
+        for w in &loaded.warnings {
+            crate::errln!("mcpscope diff: {}: skipped {w}", path.display());
+        }
+        if loaded.sessions.len() > 1 {
+            crate::errln!(
+                "mcpscope diff: {} holds {} sessions; they are compared as one, in order",
+                path.display(),
+                loaded.sessions.len()
+            );
+        }
+    }
     let entries = session_diff::diff(&a.events, &b.events);
     let differing = entries.iter().filter(|e| e.verdict != Verdict::Same).count();
     if args.json {
@@ -55,25 +68,25 @@ pub fn run(args: DiffArgs) -> ExitCode {
                 json!({"exchange": e.key, "verdict": verdict, "details": details})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
-        println!("A: {} ({})", args.a.display(), a.header.command_line);
-        println!("B: {} ({})", args.b.display(), b.header.command_line);
+        crate::outln!("A: {} ({})", args.a.display(), a.header.command_line);
+        crate::outln!("B: {} ({})", args.b.display(), b.header.command_line);
         for e in &entries {
             match &e.verdict {
-                Verdict::Same if args.all => println!("  same       {}", e.key),
+                Verdict::Same if args.all => crate::outln!("  same       {}", e.key),
                 Verdict::Same => {}
-                Verdict::OnlyInA => println!("  only in A  {}", e.key),
-                Verdict::OnlyInB => println!("  only in B  {}", e.key),
+                Verdict::OnlyInA => crate::outln!("  only in A  {}", e.key),
+                Verdict::OnlyInB => crate::outln!("  only in B  {}", e.key),
                 Verdict::Differs(lines) => {
-                    println!("  differs    {}", e.key);
+                    crate::outln!("  differs    {}", e.key);
                     for l in lines {
-                        println!("             {l}");
+                        crate::outln!("             {l}");
                     }
                 }
             }
         }
-        println!(
+        crate::outln!(
             "{} exchange(s) compared, {} differ (ids, key order and timing ignored)",
             entries.len(),
             differing
@@ -82,6 +95,6 @@ pub fn run(args: DiffArgs) -> ExitCode {
     if differing == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(super::exit::FAILED)
     }
 }

@@ -27,37 +27,47 @@ pub fn run(args: LintArgs) -> ExitCode {
     let loaded = match capture::load(&args.capture) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mcpscope lint: {e:#}");
+            crate::errln!("mcpscope lint: {e:#}");
             return ExitCode::from(super::exit::IO);
         }
     };
     // On stderr, so that --json output stays parseable.
     for w in &loaded.warnings {
-        eprintln!("mcpscope lint: {}: skipped {w}", args.capture.display());
+        crate::errln!("mcpscope lint: {}: skipped {w}", args.capture.display());
     }
     let options = LintOptions {
         slow_response: Duration::from_millis(args.slow_ms),
     };
-    let findings = lint::lint(&loaded.events, &options);
+    // Each session of an appended capture is linted on its own: ids and the
+    // handshake start again at a session boundary.
+    let sessions = loaded.sessions.len();
+    let findings: Vec<lint::Finding> = (0..sessions)
+        .flat_map(|i| lint::lint(loaded.session_events(i), &options))
+        .collect();
     if args.json {
         let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&array).expect("findings serialise"));
+        crate::outln!("{}", serde_json::to_string_pretty(&array).unwrap_or_default());
     } else {
         for f in &findings {
-            println!("{}", f.line());
+            crate::outln!("{}", f.line());
         }
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-        println!(
-            "{}: {} error(s), {} warning(s), {} info in {} event(s)",
+        crate::outln!(
+            "{}: {} error(s), {} warning(s), {} info in {} event(s){}",
             args.capture.display(),
             count(Severity::Error),
             count(Severity::Warning),
             count(Severity::Info),
-            loaded.events.len()
+            loaded.events.len(),
+            if sessions > 1 {
+                format!(" of {sessions} sessions (each linted on its own)")
+            } else {
+                String::new()
+            }
         );
     }
     if lint::has_errors(&findings) {
-        ExitCode::from(1)
+        ExitCode::from(super::exit::FAILED)
     } else {
         ExitCode::SUCCESS
     }

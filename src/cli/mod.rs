@@ -1,5 +1,5 @@
 //! The `mcpscope` command line: the desktop app's entry points and the
-//! headless subcommands (`call`, `proxy`, `doctor`, `lint`) that share its engine.
+//! headless subcommands (`call`, `proxy`, `wrap`, `doctor`, `lint`, …) that share its engine.
 
 mod auth;
 mod call;
@@ -9,14 +9,19 @@ mod exit;
 mod gui;
 mod lint;
 mod listen;
+pub(crate) mod output;
 mod proxy;
+mod signals;
 mod trace;
+mod watch;
+mod wrap;
 
 use clap::{Args, Parser, Subcommand};
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::target::{HttpKind, HttpTarget, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -57,39 +62,15 @@ pub enum Cmd {
     Diff(diff::DiffArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
+    /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
+    Unwrap(wrap::UnwrapArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
         capture: PathBuf,
     },
-}
-
-/// How to start the server: shared by the subcommands.
-#[derive(Args, Debug, Clone)]
-pub struct ServerArgs {
-    /// Environment variable for the server (repeatable), added to the inherited environment.
-    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub env: Vec<(String, String)>,
-
-    /// Working directory for the server.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND ARGS")]
-    pub command: Vec<String>,
-}
-
-impl ServerArgs {
-    pub fn spec(&self) -> ServerSpec {
-        let mut parts = self.command.iter();
-        ServerSpec {
-            program: parts.next().cloned().unwrap_or_default(),
-            args: parts.cloned().collect(),
-            env: self.env.clone(),
-            cwd: self.cwd.clone(),
-        }
-    }
 }
 
 /// How a subcommand reaches its server: a command to start (stdio, the
@@ -219,13 +200,26 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match cli.command {
+    // Subcommands that run servers end them properly on SIGINT, SIGTERM
+    // and SIGHUP; lint and diff keep the default (they hold no processes).
+    let backstop = signals::Then::Return {
+        grace: Duration::from_secs(30),
+    };
+    match &cli.command {
+        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_)) => signals::install(backstop),
+        Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
+        Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
+        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+    }
+    let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
         Some(Cmd::Proxy(args)) => proxy::run(args),
         Some(Cmd::Doctor(args)) => doctor::run(args),
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
+        Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
+        Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {
             open: Some(capture),
             ..Default::default()
@@ -236,7 +230,19 @@ pub fn main() -> ExitCode {
             launch: cli.launch,
             ..Default::default()
         }),
+    };
+    if let Some(sig) = signals::caught() {
+        crate::errln!(
+            "mcpscope: stopped by {}: the server was shut down{}",
+            mcpscope_core::transport::process::signal_name(sig),
+            " (its capture, if any, records how)"
+        );
+        return ExitCode::from((128 + sig).clamp(0, 255) as u8);
     }
+    if output::stdout_closed() {
+        return ExitCode::from(output::STDOUT_CLOSED_STATUS);
+    }
+    code
 }
 
 #[cfg(test)]

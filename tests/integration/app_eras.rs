@@ -5,26 +5,13 @@
 //! elicitation by the user) and grouped as one conversation.
 
 use crate::support::*;
-use mcpscope_app::inspection::{EraState, Inspection, Outgoing};
+use mcpscope_app::inspection::{Inspection, Outgoing};
+use mcpscope_core::driver::EraState;
 use mcpscope_core::protocol::era::EraChoice;
 use mcpscope_core::record::store::Lane;
 use mcpscope_core::transport::target::Target;
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-fn drain_until(i: &mut Inspection, what: &str, done: impl Fn(&Inspection) -> bool) {
-    let deadline = Instant::now() + T;
-    while !done(i) {
-        if Instant::now() >= deadline {
-            for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 240));
-            }
-            panic!("timed out waiting for {what}");
-        }
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn notes(i: &Inspection) -> Vec<String> {
     i.model
@@ -39,11 +26,15 @@ fn notes(i: &Inspection) -> Vec<String> {
 fn auto_finds_modern_for_the_python_sdk_and_wraps_requests() {
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2025-11-25", EraChoice::Auto, None);
     drain_until(&mut i, "the modern era and tools/list", |i| {
-        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+        i.era().state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
     });
-    assert!(i.era.reason.contains("server/discover answered"), "{}", i.era.reason);
     assert!(
-        i.era
+        i.era().reason.contains("server/discover answered"),
+        "{}",
+        i.era().reason
+    );
+    assert!(
+        i.era()
             .discovery
             .as_ref()
             .unwrap()
@@ -91,9 +82,9 @@ fn auto_finds_modern_for_the_python_sdk_and_wraps_requests() {
 fn auto_falls_back_to_initialize_for_a_legacy_server() {
     let mut i = Inspection::launch_with_era(Target::Stdio(everything()), "2025-11-25", EraChoice::Auto, None);
     drain_until(&mut i, "the legacy handshake", |i| {
-        i.era.state == EraState::Legacy && i.model.handshake.initialized_row.is_some()
+        i.era().state == EraState::Legacy && i.model.handshake.initialized_row.is_some()
     });
-    assert!(i.era.reason.contains("-32601"), "{}", i.era.reason);
+    assert!(i.era().reason.contains("-32601"), "{}", i.era().reason);
     assert!(
         notes(&i).iter().any(|n| n.contains("falling back to initialize")),
         "{:?}",
@@ -105,7 +96,7 @@ fn auto_falls_back_to_initialize_for_a_legacy_server() {
 fn an_unsupported_modern_version_is_retried_and_said_on_the_timeline() {
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2099-01-01", EraChoice::Modern, None);
     drain_until(&mut i, "the modern era after a retry", |i| {
-        i.era.state == EraState::Modern && i.era.discovery.is_some()
+        i.era().state == EraState::Modern && i.era().discovery.is_some()
     });
     let n = notes(&i);
     assert!(
@@ -125,7 +116,7 @@ fn an_unsupported_modern_version_is_retried_and_said_on_the_timeline() {
 #[test]
 fn a_multi_round_trip_request_is_answered_and_grouped_as_one_conversation() {
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
-    drain_until(&mut i, "the modern era", |i| i.era.state == EraState::Modern);
+    drain_until(&mut i, "the modern era", |i| i.era().state == EraState::Modern);
     let first = i
         .send(Outgoing::Request {
             method: "tools/call".into(),
@@ -136,12 +127,15 @@ fn a_multi_round_trip_request_is_answered_and_grouped_as_one_conversation() {
     // Round 1 asks for roots: the app answers them itself and retries.
     // Round 2 asks for a confirmation: that waits for the user.
     drain_until(&mut i, "the elicitation of round 2", |i| {
-        i.server_requests.iter().any(|r| r.method == "elicitation/create")
+        i.questions().iter().any(|r| r.method == "elicitation/create")
     });
-    let ask = i.server_requests[0].clone();
-    assert!(ask.input.is_some(), "an input of the chain, not a server request");
+    let ask = i.questions()[0].clone();
+    assert!(
+        matches!(ask.origin, mcpscope_core::driver::QuestionOrigin::Input { .. }),
+        "an input of the chain, not a server request"
+    );
     assert!(ask.params["message"].as_str().unwrap().contains("Create project demo"));
-    i.answer(&ask.id, Ok(json!({"action": "accept", "content": {"confirm": true}})));
+    i.answer(ask.id, Ok(json!({"action": "accept", "content": {"confirm": true}})));
     drain_until(&mut i, "the final result", |i| {
         let head = i.model.chain_head(&first);
         head != first && i.model.response_to(&head).is_some()
@@ -210,8 +204,10 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
         EraChoice::Auto,
         None,
     );
-    drain_until(&mut i, "the modern era over HTTP", |i| i.era.state == EraState::Modern);
-    assert!(i.era.discovery.is_some(), "{}", i.era.reason);
+    drain_until(&mut i, "the modern era over HTTP", |i| {
+        i.era().state == EraState::Modern
+    });
+    assert!(i.era().discovery.is_some(), "{}", i.era().reason);
     let id = i
         .send(Outgoing::Request {
             method: "tools/call".into(),
@@ -232,7 +228,7 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
 /// ends, tasks/result is fetched and shown.
 #[test]
 fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
-    use mcpscope_app::composer::{ComposerAction, ComposerPanel};
+    use mcpscope_app::composer::ComposerPanel;
     let mut i = Inspection::launch(Target::Stdio(everything()), "2025-11-25", None);
     let mut c = ComposerPanel::default();
     drain_until(&mut i, "the task tool", |i| {
@@ -247,32 +243,22 @@ fn the_composer_runs_a_tool_as_a_task_and_polls_it_to_the_end() {
         Some(mcpscope_core::protocol::tasks::Flavor::Experimental)
     );
     c.choose_tool("simulate-research-query");
-    c.as_task = true;
-    c.args_text = r#"{"topic": "MCP eras"}"#.into();
-    c.args_text_changed();
-    let call = c.tool_call().unwrap();
-    let id = i.send(call.clone());
-    c.sent(call, id);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        i.drain();
-        c.sync(&i.model);
-        for a in c.poll_task(&i.model) {
-            if let ComposerAction::Task(out) = a {
-                let id = i.send(out);
-                c.task_sent(id);
-            }
-        }
-        if c.task.as_ref().is_some_and(|t| t.result_row.is_some()) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "task did not end: {:?}", c.task);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let run = c.task.as_ref().unwrap();
-    assert_eq!(run.task.status, mcpscope_core::protocol::tasks::Status::Completed);
+    c.tool.as_task = true;
+    c.tool.args_text = r#"{"topic": "MCP eras"}"#.into();
+    c.tool.args_text_changed();
+    let params = c.tool.call_params(&c.lists).unwrap();
+    let id = i.run_task(params.clone()).unwrap();
+    c.task_started(params, id.clone());
+    drain_until(&mut i, "the task's end", |i| !i.is_pending(&id));
+    let run = i.task(&id).unwrap();
+    let task = run.task.as_ref().unwrap();
+    assert_eq!(task.status, mcpscope_core::protocol::tasks::Status::Completed);
     assert!(run.transitions.len() >= 2, "{:?}", run.transitions);
-    let result = i.model.store.get(run.result_row.unwrap()).unwrap();
+    let result = i
+        .model
+        .store
+        .get(i.model.response_to(&i.current_id(&id)).unwrap())
+        .unwrap();
     assert!(result.text().contains("MCP eras"), "{}", result.text());
     let sent: Vec<String> = i
         .model
@@ -293,13 +279,13 @@ fn a_listen_stream_is_shown_as_one_subscription() {
     use mcpscope_app::composer::ComposerPanel;
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
     drain_until(&mut i, "the modern era and tools", |i| {
-        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+        i.era().state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
     });
     let mut c = ComposerPanel::default();
     let listen = i
         .send(Outgoing::Request {
             method: "subscriptions/listen".into(),
-            params: Some(c.listen_filter.listen_params()),
+            params: Some(c.listen.filter.listen_params()),
             id: None,
         })
         .unwrap();
@@ -323,9 +309,9 @@ fn a_listen_stream_is_shown_as_one_subscription() {
                 .iter()
                 .any(|r| r.lane() == Lane::Meta && r.text().contains("re-fetches tools/list"))
     });
-    c.sync_subscriptions(&i.model);
-    assert_eq!(c.subscriptions.len(), 1, "{:?}", c.subscriptions);
-    let sub = &c.subscriptions[0];
+    c.listen.sync(&i.model);
+    assert_eq!(c.listen.subscriptions.len(), 1, "{:?}", c.listen.subscriptions);
+    let sub = &c.listen.subscriptions[0];
     assert_eq!(sub.id, listen);
     assert!(sub.acknowledged.is_some());
     let methods: Vec<&str> = sub
@@ -342,7 +328,7 @@ fn a_listen_stream_is_shown_as_one_subscription() {
 #[test]
 fn a_mid_session_unsupported_version_is_retried_with_a_mutual_one() {
     let mut i = Inspection::launch_with_era(Target::Stdio(py_modern_server()), "2026-07-28", EraChoice::Modern, None);
-    drain_until(&mut i, "the modern era", |i| i.era.state == EraState::Modern);
+    drain_until(&mut i, "the modern era", |i| i.era().state == EraState::Modern);
     // As if the user typed a version the server does not speak.
     i.set_modern_version("2099-01-01");
     let id = i
@@ -379,7 +365,7 @@ fn a_mid_session_unsupported_version_is_retried_with_a_mutual_one() {
 /// polled until the result comes inline; a second task is cancelled.
 #[test]
 fn the_tasks_extension_is_polled_and_can_be_cancelled() {
-    use mcpscope_app::composer::{ComposerAction, ComposerPanel};
+    use mcpscope_app::composer::ComposerPanel;
     use mcpscope_core::transport::process::ServerSpec;
     let spec = ServerSpec::new(
         "python3",
@@ -390,62 +376,43 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
     );
     let mut i = Inspection::launch_with_era(Target::Stdio(spec), "2026-07-28", EraChoice::Auto, None);
     drain_until(&mut i, "the modern era and the tool", |i| {
-        i.era.state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
+        i.era().state == EraState::Modern && i.model.latest_results.contains_key("tools/list")
     });
     let mut c = ComposerPanel::default();
     c.sync(&i.model);
     c.task_flavor = i.task_flavor();
     assert_eq!(c.task_flavor, Some(mcpscope_core::protocol::tasks::Flavor::Extension));
     c.choose_tool("slow_sum");
-    c.as_task = true;
-    c.args_text = r#"{"a": 20, "b": 22}"#.into();
-    c.args_text_changed();
-    let run = |i: &mut Inspection, c: &mut ComposerPanel, cancel: bool| {
-        let call = c.tool_call().unwrap();
-        let id = i.send(call.clone());
-        c.sent(call, id);
-        let deadline = Instant::now() + T;
-        let mut cancelled = false;
-        loop {
-            i.drain();
-            for a in c.poll_task(&i.model) {
-                if let ComposerAction::Task(out) = a {
-                    let id = i.send(out);
-                    c.task_sent(id);
-                }
-            }
-            if cancel
-                && !cancelled
-                && let Some(t) = &c.task
-                && t.waiting_on.is_none()
-            {
-                cancelled = true;
-                let id = i.send(Outgoing::Request {
-                    method: "tasks/cancel".into(),
-                    params: Some(mcpscope_core::protocol::tasks::task_params(&t.task.task_id)),
-                    id: None,
-                });
-                c.task_sent(id);
-            }
-            if c.task
-                .as_ref()
-                .is_some_and(|t| t.task.status.is_terminal() && t.waiting_on.is_none())
-            {
-                break;
-            }
-            assert!(Instant::now() < deadline, "task did not end: {:?}", c.task);
-            std::thread::sleep(Duration::from_millis(20));
+    c.tool.as_task = true;
+    c.tool.args_text = r#"{"a": 20, "b": 22}"#.into();
+    c.tool.args_text_changed();
+    let run = |i: &mut Inspection, c: &mut ComposerPanel, cancel: bool| -> mcpscope_core::wire::message::RequestId {
+        let params = c.tool.call_params(&c.lists).unwrap();
+        let id = i.run_task(params.clone()).unwrap();
+        c.task_started(params, id.clone());
+        if cancel {
+            drain_until(i, "the task", |i| i.task(&id).is_some_and(|r| r.task.is_some()));
+            i.cancel_task(&id);
         }
+        drain_until(i, "the task's end", |i| !i.is_pending(&id));
+        id
     };
-    run(&mut i, &mut c, false);
-    let t = c.task.clone().unwrap();
-    assert_eq!(t.task.status, mcpscope_core::protocol::tasks::Status::Completed);
+    let id = run(&mut i, &mut c, false);
+    let t = i.task(&id).unwrap().clone();
+    assert_eq!(
+        t.task.as_ref().unwrap().status,
+        mcpscope_core::protocol::tasks::Status::Completed
+    );
     assert!(
-        t.transitions.iter().any(|s| s.contains("step 1 of 3")),
+        t.transitions.iter().any(|s| s.status_line().contains("step 1 of 3")),
         "{:?}",
         t.transitions
     );
-    let row = i.model.store.get(t.result_row.unwrap()).unwrap();
+    let row = i
+        .model
+        .store
+        .get(i.model.response_to(&i.current_id(&id)).unwrap())
+        .unwrap();
     assert!(row.text().contains("sum is 42"), "{}", row.text());
     // The call itself carried no task param: in the extension the server decides.
     let call_row = i
@@ -456,9 +423,11 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
         .unwrap();
     assert!(!call_row.text().contains("\"task\""), "{}", call_row.text());
 
-    run(&mut i, &mut c, true);
+    let id = run(&mut i, &mut c, true);
+    let t = i.task(&id).unwrap();
+    assert!(t.cancelled);
     assert_eq!(
-        c.task.as_ref().unwrap().task.status,
+        t.task.as_ref().unwrap().status,
         mcpscope_core::protocol::tasks::Status::Cancelled
     );
 }

@@ -280,7 +280,9 @@ fn experimental_task_against_server_everything() {
     );
     assert!(seen.len() >= 3, "{seen:?}");
     assert!(seen.iter().any(|s| s.contains("Gathering sources")), "{seen:?}");
-    let result = run.outcome.unwrap();
+    let mcpscope_core::driver::Outcome::Result(result) = run.outcome else {
+        panic!("the task ended without a result: {:?}", run.outcome)
+    };
     assert!(result.to_string().contains("MCP eras"), "{result}");
     let evs = snapshot(&sink);
     let methods: Vec<String> = sent(&evs).iter().filter_map(|f| f.class.method.clone()).collect();

@@ -259,7 +259,7 @@ fn lint_cli_exit_codes_text_and_json() {
     let not_capture = dir.path().join("other.jsonl");
     std::fs::write(&not_capture, "{\"hello\":1}\n").unwrap();
     let out = mcpscope(&["lint", "--json", not_capture.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(
         text(&out.stderr).contains("not an mcpscope capture"),
         "{}",

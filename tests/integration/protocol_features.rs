@@ -196,29 +196,31 @@ fn resources_prompts_subscriptions_logging_progress_over_streamable_http() {
 /// The app's engine: a list_changed burst causes one re-fetch, said on the timeline.
 fn list_changed_refetch(target: Target) {
     let mut i = Inspection::launch(target, "2025-11-25", None);
-    let deadline = Instant::now() + T;
-    let has = |i: &Inspection, text: &str| {
-        i.model
+    // Settled: a re-fetch was made, every tools/list is answered, and no
+    // re-fetch is waiting for its burst to end.
+    drain_until(&mut i, "a settled re-fetch after tools/list_changed", |i| {
+        let lists: Vec<_> = i
+            .model
             .store
             .iter()
-            .any(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains(text))
-    };
-    while !(has(&i, "re-fetches tools/list") && i.model.latest_results.contains_key("tools/list")) {
-        if Instant::now() >= deadline {
-            for r in i.model.store.iter() {
-                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 200));
-            }
-            panic!("no re-fetch after tools/list_changed");
-        }
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Settle, then count: one re-fetch however many notifications came.
-    let settle = Instant::now() + Duration::from_millis(800);
-    while Instant::now() < settle {
-        i.drain();
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
+            .filter_map(|r| r.id())
+            .collect();
+        let refetches = i
+            .model
+            .store
+            .iter()
+            .filter(|r| {
+                r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains("re-fetches tools/list")
+            })
+            .count();
+        // The note is written when the driver decides; the request's frame
+        // comes back from the session thread a moment later.
+        refetches >= 1
+            && lists.len() == 1 + refetches
+            && lists.iter().all(|id| i.model.response_to(id).is_some())
+            && i.next_wakeup().is_none()
+    });
     let store = &i.model.store;
     let notes = store
         .iter()
@@ -278,7 +280,7 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
     loop {
         i.drain();
         composer.sync(&i.model);
-        if composer.tools.len() == 5 && composer.next_cursor.is_empty() {
+        if composer.lists.tools.len() == 5 && composer.lists.next_cursor.is_empty() {
             break;
         }
         if Instant::now() >= deadline {
@@ -287,13 +289,13 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
             }
             panic!(
                 "pages not followed: {:?} {:?} sent {pages_sent}",
-                composer.tools.len(),
-                composer.next_cursor
+                composer.lists.tools.len(),
+                composer.lists.next_cursor
             );
         }
         let expected = 2 * (pages_sent + 1);
-        if composer.tools.len() == expected.min(5)
-            && let Some(cursor) = composer.next_cursor.get("tools/list").cloned()
+        if composer.lists.tools.len() == expected.min(5)
+            && let Some(cursor) = composer.lists.next_cursor.get("tools/list").cloned()
         {
             // What the composer's "Load page" button sends.
             i.send(Outgoing::Request {
@@ -305,20 +307,20 @@ fn paginated_tool_lists_are_followed_to_the_end_in_the_composer() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let names: Vec<&str> = composer.tools.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = composer.lists.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo0", "echo1", "echo2", "echo3", "echo4"]);
-    assert_eq!(composer.pages.get("tools/list"), Some(&3));
+    assert_eq!(composer.lists.pages.get("tools/list"), Some(&3));
     // Listing again without a cursor starts over.
     i.send(Outgoing::Request {
         method: "tools/list".into(),
         params: None,
         id: None,
     });
-    while composer.pages.get("tools/list") != Some(&1) {
+    while composer.lists.pages.get("tools/list") != Some(&1) {
         assert!(Instant::now() < deadline + T, "a fresh list did not start over");
         i.drain();
         composer.sync(&i.model);
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(composer.tools.len(), 2);
+    assert_eq!(composer.lists.tools.len(), 2);
 }

@@ -7,7 +7,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use mcpscope_app::panels::launcher::SavedServer;
 use mcpscope_app::{McpscopeApp, StartupArgs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
     Harness::builder()
@@ -15,18 +15,6 @@ fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
         .allow_missing_glyphs()
         .wgpu()
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
-}
-
-fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        h.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for _ in 0..4 {
-        h.step();
-    }
 }
 
 fn save(h: &mut Harness<'static, McpscopeApp>, name: &str) {
@@ -203,14 +191,14 @@ fn regenerate_screenshots() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the tools", |app| {
-        app.composer.tools.iter().any(|t| t.name == "schedule")
+        app.composer.lists.tools.iter().any(|t| t.name == "schedule")
     });
     h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
     h.state_mut().composer.choose_tool("schedule");
-    if let Some(form) = &mut h.state_mut().composer.form {
+    if let Some(form) = &mut h.state_mut().composer.tool.form {
         form.fill_sample();
     }
-    h.state_mut().composer.form_changed();
+    h.state_mut().composer.tool.form_changed();
     for _ in 0..4 {
         h.step();
     }

@@ -199,3 +199,50 @@ pub fn snapshot(sink: &Sink) -> Vec<Event> {
 }
 
 pub const T: Duration = Duration::from_secs(20);
+
+/// Steps the app (which repaints while a session runs) until `done` holds,
+/// then a few frames more so what changed is drawn.
+pub fn step_until(
+    h: &mut egui_kittest::Harness<'static, mcpscope_app::McpscopeApp>,
+    what: &str,
+    done: impl Fn(&mcpscope_app::McpscopeApp) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+}
+
+/// Drains an inspection (no UI) until `done` holds; on timeout prints its rows.
+pub fn drain_until(
+    i: &mut mcpscope_app::inspection::Inspection,
+    what: &str,
+    done: impl Fn(&mcpscope_app::inspection::Inspection) -> bool,
+) {
+    let deadline = Instant::now() + T;
+    while !done(i) {
+        if Instant::now() >= deadline {
+            for r in i.model.store.iter() {
+                eprintln!("ROW {}", mcpscope_core::text::shorten(&r.text(), 240));
+            }
+            panic!("timed out waiting for {what}");
+        }
+        i.drain();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Startup arguments that launch `spec` at once (`mcpscope -- CMD ARGS`).
+pub fn launching(spec: &ServerSpec) -> mcpscope_app::StartupArgs {
+    let mut launch = vec![spec.program.clone()];
+    launch.extend(spec.args.clone());
+    mcpscope_app::StartupArgs {
+        launch,
+        ..mcpscope_app::StartupArgs::default()
+    }
+}

@@ -24,28 +24,6 @@ fn harness_any_glyphs(args: StartupArgs) -> Harness<'static, McpscopeApp> {
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
 }
 
-/// Steps the app (which repaints while a session runs) until `done` holds.
-fn step_until(h: &mut Harness<'static, McpscopeApp>, what: &str, done: impl Fn(&McpscopeApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        h.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    h.step();
-    h.step();
-}
-
-/// Startup arguments that launch `spec` at once (`mcpscope -- CMD ARGS`).
-fn launching(spec: &mcpscope_core::transport::process::ServerSpec) -> StartupArgs {
-    let mut launch = vec![spec.program.clone()];
-    launch.extend(spec.args.clone());
-    StartupArgs {
-        launch,
-        ..StartupArgs::default()
-    }
-}
-
 /// Types a server's command and arguments into the launcher form.
 fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope_core::transport::process::ServerSpec) {
     h.step();
@@ -64,7 +42,7 @@ fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
 fn handshake_done(app: &McpscopeApp) -> bool {
     app.inspection
         .as_ref()
-        .is_some_and(|i| i.model.handshake.judged.is_some() && i.model.handshake.initialized_row.is_some())
+        .is_some_and(|i| i.model.handshake.judged().is_some() && i.model.handshake.initialized_row.is_some())
 }
 
 fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
@@ -178,12 +156,45 @@ fn open_a_capture_offline() {
     let app = h.state();
     let model = &app.inspection.as_ref().unwrap().model;
     assert!(!model.is_live());
-    assert!(model.handshake.judged.is_some());
+    assert!(model.handshake.judged().is_some());
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
     h.step();
     assert!(shows(&h, "\"echo\""), "tools/list result in the tree");
     assert!(shows(&h, "offline capture"));
+}
+
+/// #14: File, Open capture… works where no desktop portal runs (as here):
+/// mcpscope's own picker lists the folder and takes a typed path.
+#[test]
+fn open_capture_through_the_in_app_file_picker() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("picked.jsonl");
+    std::fs::copy(repo().join("tests/captures/not-json.jsonl"), &cap).unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("File").click();
+    h.step();
+    h.step();
+    h.get_by_label("Open capture…").click();
+    h.step();
+    h.step();
+    assert!(h.state().picker.is_some(), "the picker opened");
+    // A window is laid out on its first frame and shown on the next.
+    h.step();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file")
+        .type_text(&cap.display().to_string());
+    h.step();
+    h.get_by_label("Open").click();
+    step_until(&mut h, "the capture", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.is_live() && !i.model.store.is_empty())
+    });
+    assert!(h.state().picker.is_none(), "the picker closed");
 }
 
 #[test]
@@ -218,10 +229,15 @@ fn config_and_server_arguments_launch_at_once() {
 fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     let mut h = harness(launching(&faulty("big-line")));
     step_until(&mut h, "the handshake", handshake_done);
-    h.state_mut().inspection.as_ref().unwrap().request(
-        "tools/call",
-        Some(serde_json::json!({"name":"echo","arguments":{"message":"x"}})),
-    );
+    h.state_mut()
+        .inspection
+        .as_mut()
+        .unwrap()
+        .send(mcpscope_app::inspection::Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(serde_json::json!({"name":"echo","arguments":{"message":"x"}})),
+            id: None,
+        });
     step_until(&mut h, "the 5 MB result", |app| {
         has_row(app, |l| l.starts_with("result #3"))
     });
@@ -333,13 +349,13 @@ fn launch_everything() -> Harness<'static, McpscopeApp> {
 
 fn wait_for_tool(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     step_until(h, &format!("tool {name} in the composer"), |app| {
-        app.composer.tools.iter().any(|t| t.name == name)
+        app.composer.lists.tools.iter().any(|t| t.name == name)
     });
 }
 
 /// The text of the composer's current answer, once it arrived.
 fn answer_text(app: &McpscopeApp) -> Option<String> {
-    let p = app.composer.pending.as_ref()?;
+    let p = app.composer.result.pending.as_ref()?;
     let model = &app.inspection.as_ref()?.model;
     let row = model.response_to(&p.id)?;
     Some(model.store.get(row)?.text().into_owned())
@@ -360,7 +376,7 @@ fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
     h.get_by_label(&label).click_accesskit();
     h.step();
     h.step();
-    assert_eq!(h.state().composer.tool.as_deref(), Some(name));
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some(name));
 }
 
 #[test]
@@ -374,9 +390,13 @@ fn compose_a_tool_call_from_its_schema_and_see_the_result() {
         .type_text("hello from kittest");
     h.step();
     h.step();
-    assert!(h.state().composer.errors.is_empty(), "{:?}", h.state().composer.errors);
     assert!(
-        h.state().composer.args_text.contains("hello from kittest"),
+        h.state().composer.tool.errors.is_empty(),
+        "{:?}",
+        h.state().composer.tool.errors
+    );
+    assert!(
+        h.state().composer.tool.args_text.contains("hello from kittest"),
         "JSON view follows the form"
     );
     h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
@@ -456,7 +476,7 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     );
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the elicitation request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "The server asks: elicitation/create"));
     h.get_by_role_and_label(Role::TextInput, "name").focus();
@@ -481,7 +501,7 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the sampling request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.server_requests.is_empty())
+        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "what is six times seven"));
     h.get_by_role_and_label(Role::MultilineTextInput, "reply").focus();
@@ -533,13 +553,15 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     );
     {
         let c = &mut h.state_mut().composer;
-        c.args_text = r#"{"duration": 8, "steps": 8}"#.into();
-        c.args_text_changed();
+        c.tool.args_text = r#"{"duration": 8, "steps": 8}"#.into();
+        c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "progress for our token", |app| {
-        let Some(p) = &app.composer.pending else { return false };
+        let Some(p) = &app.composer.result.pending else {
+            return false;
+        };
         let model = &app.inspection.as_ref().unwrap().model;
         p.progress_token.as_ref().and_then(|t| model.progress_for(t)).is_some()
     });
@@ -605,7 +627,11 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.step();
     h.get_by_label("Fetch prompts/list").click_accesskit();
     step_until(&mut h, "the prompts", |app| {
-        app.composer.prompts.iter().any(|p| p.name == "completable-prompt")
+        app.composer
+            .lists
+            .prompts
+            .iter()
+            .any(|p| p.name == "completable-prompt")
     });
     h.get_by_role_and_label(Role::ComboBox, "prompt").click();
     h.step();
@@ -630,15 +656,152 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.get_by_label("Engineering").click_accesskit();
     h.step();
     assert_eq!(
-        h.state().composer.prompt_args.get("department").map(String::as_str),
+        h.state().composer.prompt.args.get("department").map(String::as_str),
         Some("Engineering")
     );
     // The suggestions row is gone on the next frame: query the button after it.
     h.step();
+    // The second argument's suggestions depend on the first (sent as context)
+    // and are shown; with both fields filled nothing asks again and again.
+    h.get_by_role_and_label(Role::TextInput, "name *").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "name *").type_text("A");
+    let completions = |app: &McpscopeApp| {
+        app.inspection.as_ref().map_or(0, |i| {
+            i.model
+                .store
+                .iter()
+                .filter(|r| {
+                    r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("completion/complete")
+                })
+                .count()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("Alice").is_none() {
+        assert!(Instant::now() < deadline, "no suggestion for name");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let asked = completions(h.state());
+    assert_eq!(asked, 2, "one request per settled text of each field");
+    // Give a storm time to show: three round trips to the server.
+    for _ in 0..3 {
+        let ping = h
+            .state_mut()
+            .inspection
+            .as_mut()
+            .unwrap()
+            .send(mcpscope_app::inspection::Outgoing::Request {
+                method: "ping".into(),
+                params: None,
+                id: None,
+            });
+        step_until(&mut h, "the ping's answer", |app| {
+            let i = app.inspection.as_ref().unwrap();
+            ping.as_ref().is_some_and(|id| i.model.response_to(id).is_some())
+        });
+    }
+    assert_eq!(completions(h.state()), asked, "no requests while nothing changed");
+    h.get_by_label("Alice").click_accesskit();
+    h.step();
+    h.step();
     h.get_by_label("Send prompts/get").click_accesskit();
     step_until(&mut h, "the prompt", |app| {
-        answer_text(app).is_some_and(|t| t.contains("Engineering"))
+        answer_text(app).is_some_and(|t| t.contains("Engineering") && t.contains("Alice"))
     });
+    h.state_mut().inspection = None;
+}
+
+/// #14: adding an environment variable keeps the section open.
+#[test]
+fn add_variable_keeps_the_environment_section_open() {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("Environment (0)").click();
+    h.step();
+    h.step();
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "Environment (1)"));
+    assert!(
+        h.query_by_label("Add variable").is_some(),
+        "the section stays open with its new row"
+    );
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(h.query_by_label("Add variable").is_some());
+    assert_eq!(h.state().launcher.form.env.len(), 2);
+}
+
+/// #14: the notifications the server sent are listed, not only counted.
+#[test]
+fn notifications_are_listed_in_their_own_tab() {
+    let mut h = launch_everything();
+    step_until(&mut h, "a notification", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.notification_rows.is_empty())
+    });
+    h.get_by_label_contains("Notifications (").click();
+    h.step();
+    h.step();
+    let n = h.state().inspection.as_ref().unwrap().model.notification_rows.len();
+    assert!(shows(&h, &format!("{n} of {n} notifications")));
+    assert!(h.query_all_by_label_contains("notifications/").count() >= 1);
+    h.state_mut().inspection = None;
+}
+
+/// #14: the tool picker can be searched.
+#[test]
+fn the_tool_picker_is_searchable() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "get-tiny-image");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_role_and_label(Role::ComboBox, "tool").click();
+    h.step();
+    h.step();
+    let total = h.state().composer.lists.tools.len();
+    assert!(shows(&h, &format!("{total} of {total} tools")));
+    h.get_by_role_and_label(Role::TextInput, "search tools")
+        .type_text("TINY image");
+    h.step();
+    h.step();
+    assert!(
+        shows(&h, &format!("1 of {total} tools")),
+        "only the matching tool is listed"
+    );
+    h.get_by_label("get-tiny-image (Get Tiny Image Tool)").click_accesskit();
+    h.step();
+    h.step();
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some("get-tiny-image"));
+    h.state_mut().inspection = None;
+}
+
+/// #14: a request pending when the server dies ends at once, saying so.
+#[test]
+fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
+    let mut h = harness(launching(&faulty("crash-on-call")));
+    wait_for_tool(&mut h, "echo");
+    choose_tool(&mut h, "echo", "");
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the end of the call", |app| {
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+            return false;
+        };
+        i.failure(&p.id).is_some()
+    });
+    assert!(
+        shows(&h, "the server exited with code 7 before answering"),
+        "the reason is shown"
+    );
+    assert!(
+        !shows(&h, "waiting for the answer"),
+        "no spinner for a request that cannot be answered"
+    );
     h.state_mut().inspection = None;
 }
 
@@ -652,7 +815,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
         })
     });
     assert!(
@@ -667,9 +830,11 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("Send tools/call").click_accesskit();
     // Round 1 (roots) is answered by the app; round 2 asks the user.
     step_until(&mut h, "the confirmation to answer", |app| {
-        app.inspection
-            .as_ref()
-            .is_some_and(|i| i.server_requests.iter().any(|r| r.input.is_some()))
+        app.inspection.as_ref().is_some_and(|i| {
+            i.questions()
+                .iter()
+                .any(|q| matches!(q.origin, mcpscope_core::driver::QuestionOrigin::Input { .. }))
+        })
     });
     assert!(shows(&h, "The server asks: elicitation/create"));
     h.get_by_role_and_label(Role::CheckBox, "confirm").click_accesskit();
@@ -677,10 +842,10 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.step();
     h.get_by_label("Accept").click_accesskit();
     step_until(&mut h, "the conversation's final answer", |app| {
-        let (Some(p), Some(i)) = (&app.composer.pending, &app.inspection) else {
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
             return false;
         };
-        let head = i.model.chain_head(&p.id);
+        let head = i.current_id(&p.id);
         head != p.id
             && i.model
                 .response_to(&head)
@@ -703,7 +868,7 @@ fn launch_in_era(spec: &mcpscope_core::transport::process::ServerSpec, era: &str
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era and tools", |app| {
         app.inspection.as_ref().is_some_and(|i| {
-            i.era.state == mcpscope_app::inspection::EraState::Modern && !app.composer.tools.is_empty()
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
         })
     });
     h
@@ -724,13 +889,16 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     {
         let c = &mut h.state_mut().composer;
-        c.args_text = r#"{"a": 40, "b": 2}"#.into();
-        c.args_text_changed();
+        c.tool.args_text = r#"{"a": 40, "b": 2}"#.into();
+        c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the task's result", |app| {
-        app.composer.task.as_ref().is_some_and(|t| t.result_row.is_some())
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+            return false;
+        };
+        i.task(&p.id).is_some_and(|t| t.task.is_some()) && !i.is_pending(&p.id)
     });
     h.step();
     h.step();
@@ -750,7 +918,11 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     h.get_by_label("Send subscriptions/listen").click_accesskit();
     step_until(&mut h, "the acknowledgement", |app| {
-        app.composer.subscriptions.iter().any(|s| s.acknowledged.is_some())
+        app.composer
+            .listen
+            .subscriptions
+            .iter()
+            .any(|s| s.acknowledged.is_some())
     });
     h.step();
     assert!(h.query_all_by_label_contains("✔ acknowledged").next().is_some());

@@ -3,34 +3,21 @@
 
 use crate::support::repo;
 use mcpscope_core::protocol::handshake::{Handshake, VersionVerdict};
-use mcpscope_core::record::recorder::Recorder;
-use mcpscope_core::wire::classify::{Kind, Limits};
+use mcpscope_core::record::replay::Replay;
+use mcpscope_core::wire::classify::Kind;
 use mcpscope_core::wire::frame::{Direction, Frame};
-use mcpscope_core::wire::framing::{LineEnding, RawLine};
 use std::time::Duration;
 
 fn replay(file: &str) -> Vec<Frame> {
     let text = std::fs::read_to_string(repo().join("tests/vectors").join(file)).unwrap();
-    let mut rec = Recorder::replay(Limits::default());
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| {
-            let (dir, json) = if let Some(rest) = line.strip_prefix("→ ") {
-                (Direction::Out, rest)
-            } else {
-                (Direction::In, line.strip_prefix("← ").unwrap())
-            };
-            rec.frame_at(
-                dir,
-                RawLine {
-                    bytes: json.as_bytes().to_vec(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::from_millis(i as u64 * 10),
-                None,
-            )
-        })
-        .collect()
+    let mut r = Replay::new().with_step(Duration::from_millis(10));
+    for line in text.lines() {
+        match line.strip_prefix("→ ") {
+            Some(json) => r.out(json),
+            None => r.inn(line.strip_prefix("← ").unwrap()),
+        };
+    }
+    r.frames()
 }
 
 fn check(frames: &[Frame]) {

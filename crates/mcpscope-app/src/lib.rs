@@ -11,13 +11,16 @@ use self::inspection::Inspection;
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
+use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::log_view::{LogAction, LogPanel};
+use self::panels::notifications::{NotificationsAction, NotificationsPanel};
 use self::panels::stats_view::StatsPanel;
 use self::panels::timeline::{TimelineAction, TimelinePanel};
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
+use mcpscope_core::protocol::methods;
 use mcpscope_core::record::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::{Path, PathBuf};
@@ -42,6 +45,7 @@ pub fn run(args: StartupArgs) -> ExitCode {
             .with_inner_size([1440.0, 900.0])
             .with_min_inner_size([800.0, 500.0])
             .with_title("mcpscope"),
+        persistence_path: state_file(),
         ..Default::default()
     };
     match eframe::run_native(
@@ -60,8 +64,43 @@ pub fn run(args: StartupArgs) -> ExitCode {
     }
 }
 
+/// The app's saved state (recent servers, window layout), readable by the
+/// user alone: `app.ron` in mcpscope's private directory (0700), created 0600.
+/// The file eframe used to write (`~/.local/share/mcpscope/app.ron`, 0644,
+/// which held environment and header values) is moved there once.
+/// Without a private directory nothing is saved.
+fn state_file() -> Option<PathBuf> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = match mcpscope_core::record::private_files::state_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("mcpscope: not saving the app's state: {e:#}");
+            return None;
+        }
+    };
+    let file = dir.join("app.ron");
+    if let Some(old) = eframe::storage_dir("mcpscope").map(|d| d.join("app.ron"))
+        && old != file
+        && old.exists()
+    {
+        if !file.exists() {
+            let _ = std::fs::copy(&old, &file);
+        }
+        let _ = std::fs::remove_file(&old);
+    }
+    // eframe creates the file with the default mode: create it first, 0600.
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{}"));
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+    Some(file)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DialogPurpose {
+pub enum DialogPurpose {
     OpenCapture,
     SaveCapture,
     ImportConfig,
@@ -98,6 +137,7 @@ pub enum RightTab {
 pub enum BottomTab {
     Stderr,
     Expert,
+    Notifications,
     Log,
     Latency,
 }
@@ -111,6 +151,7 @@ pub struct McpscopeApp {
     pub diff: DiffView,
     pub composer: ComposerPanel,
     pub log: LogPanel,
+    pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
@@ -123,6 +164,11 @@ pub struct McpscopeApp {
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    /// The in-app file picker, while open.
+    pub picker: Option<(DialogPurpose, FilePicker)>,
+    ctx: egui::Context,
+    /// File work running on workers: what it is, and its outcome when done.
+    jobs: Vec<(String, Receiver<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
 }
@@ -136,7 +182,8 @@ impl McpscopeApp {
         if let Some(storage) = cc.storage
             && let Some(recent) = eframe::get_value::<Vec<SavedServer>>(storage, RECENT_KEY)
         {
-            app.launcher.recent = recent;
+            // State saved by older versions held secret values: drop them.
+            app.launcher.recent = recent.iter().map(SavedServer::without_secrets).collect();
         }
         app.startup(args);
         app
@@ -153,6 +200,7 @@ impl McpscopeApp {
             diff: DiffView::default(),
             composer: ComposerPanel::default(),
             log: LogPanel::default(),
+            notifications: NotificationsPanel::default(),
             stats: StatsPanel::default(),
             ping: None,
             right_tab: RightTab::Frame,
@@ -162,6 +210,9 @@ impl McpscopeApp {
             marks_generation: 0,
             message: None,
             dialog: None,
+            picker: None,
+            ctx: ctx.clone(),
+            jobs: Vec::new(),
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
         }
@@ -176,6 +227,14 @@ impl McpscopeApp {
             self.apply(Command::OpenCapture(path));
         } else if let (Some(config), Some(name)) = (args.config, args.server) {
             self.import_config(&config);
+            if self.launcher.imported.is_none() {
+                // The config could not be read: that is the problem to show,
+                // not a missing server name.
+                if let Some((_, e)) = &self.message {
+                    self.message = Some((Severity::Error, format!("cannot launch {name:?}: {e}")));
+                }
+                return;
+            }
             let found = self
                 .launcher
                 .imported
@@ -187,10 +246,19 @@ impl McpscopeApp {
                     self.message = Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
                 }
                 None => {
-                    self.message = Some((
-                        Severity::Error,
-                        format!("no server named {name:?} in {}", config.display()),
-                    ))
+                    let mut text = format!("no server named {name:?} in {}", config.display());
+                    if let Some((_, servers, problems)) = &self.launcher.imported {
+                        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+                        if names.is_empty() {
+                            text.push_str(": it lists no servers");
+                        } else {
+                            text.push_str(&format!(" (it has: {})", names.join(", ")));
+                        }
+                        if !problems.is_empty() {
+                            text.push_str(&format!("; {}", problems.join("; ")));
+                        }
+                    }
+                    self.message = Some((Severity::Error, text))
                 }
             }
         } else if !args.launch.is_empty() {
@@ -253,6 +321,12 @@ impl McpscopeApp {
         }
     }
 
+    /// The recent servers as they are saved: names of environment variables
+    /// and headers, never their values.
+    pub fn saved_state(&self) -> Vec<SavedServer> {
+        self.launcher.recent.iter().map(SavedServer::without_secrets).collect()
+    }
+
     fn running(&self) -> bool {
         self.inspection.as_ref().is_some_and(|i| i.model.running())
     }
@@ -270,6 +344,7 @@ impl McpscopeApp {
         self.expert.reset();
         self.composer.reset();
         self.log.reset();
+        self.notifications.reset();
         self.stats.reset();
         self.ping = None;
         self.seen_server_requests = 0;
@@ -316,12 +391,14 @@ impl McpscopeApp {
                 }
                 Err(e) => self.message = Some((Severity::Error, format!("{e:#}"))),
             },
-            Command::SaveCapture(path) => match &self.inspection {
-                Some(i) => {
-                    self.message = Some(match i.save_capture(&path) {
-                        Ok(()) => (Severity::Ok, format!("capture saved to {}", path.display())),
-                        Err(e) => (Severity::Error, format!("{e:#}")),
-                    })
+            Command::SaveCapture(path) => match self.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
+                Some(from) => {
+                    let to = path.clone();
+                    self.background(format!("saving the capture to {}", path.display()), move || {
+                        Inspection::save_capture(&from, &to)
+                            .map(|()| format!("capture saved to {}", to.display()))
+                            .map_err(|e| format!("{e:#}"))
+                    });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
             },
@@ -337,7 +414,7 @@ impl McpscopeApp {
             Command::Ping => {
                 if let Some(i) = &mut self.inspection {
                     self.ping = i.send(inspection::Outgoing::Request {
-                        method: "ping".into(),
+                        method: methods::PING.into(),
                         params: None,
                         id: None,
                     });
@@ -359,42 +436,93 @@ impl McpscopeApp {
             self.message = Some((Severity::Warning, "no session to send to".into()));
             return;
         };
+        let live = i.model.running();
         match action {
+            ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
+                self.message = Some((Severity::Warning, "the server is not running".into()));
+            }
             ComposerAction::Send(out) => {
-                if !i.model.running() {
-                    self.message = Some((Severity::Warning, "the server is not running".into()));
-                    return;
+                let id = i.send(out.clone());
+                self.composer.sent(out, id);
+            }
+            ComposerAction::Complete(out) => {
+                if let Some(id) = i.send(out) {
+                    self.composer.completion_sent(id);
                 }
+            }
+            ComposerAction::RunTask(params) => {
+                if let Some(id) = i.run_task(params.clone()) {
+                    self.composer.task_started(params, id);
+                }
+            }
+            ComposerAction::CancelTask(id) => i.cancel_task(&id),
+            ComposerAction::Listen(filter) => {
+                let out = inspection::Outgoing::Request {
+                    method: mcpscope_core::protocol::subscriptions::LISTEN.into(),
+                    params: Some(filter.listen_params()),
+                    id: None,
+                };
                 let id = i.send(out.clone());
                 self.composer.sent(out, id);
             }
             ComposerAction::Cancel(id) => i.cancel(&id),
-            ComposerAction::Task(out) => {
-                let id = i.send(out);
-                self.composer.task_sent(id);
-            }
-            ComposerAction::Answer(id, outcome) => i.answer(&id, outcome),
+            ComposerAction::Answer(q, outcome) => i.answer(q, outcome),
             ComposerAction::RootsChanged(roots) => {
-                i.roots = roots;
-                i.roots_changed();
-                let how = if i.era.state == inspection::EraState::Modern {
+                let n = roots.len();
+                i.set_roots(roots);
+                let modern = i.era().state == mcpscope_core::driver::EraState::Modern;
+                let how = if modern {
                     "sent with the next roots input request"
                 } else {
                     "server notified (notifications/roots/list_changed)"
                 };
-                self.message = Some((Severity::Info, format!("{} root(s) offered; {how}", i.roots.len())));
+                self.message = Some((Severity::Info, format!("{n} root(s) offered; {how}")));
             }
         }
     }
 
-    /// Opens a native file dialog on a worker thread: it blocks until the user answers.
+    /// Opens the in-app file picker (it works without a desktop portal); it
+    /// offers the system dialog too.
     fn pick(&mut self, purpose: DialogPurpose) {
+        let (title, kind) = match purpose {
+            DialogPurpose::OpenCapture => (
+                "Open capture",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::SaveCapture => (
+                "Save capture",
+                PickKind::Save {
+                    default_name: "capture.jsonl".into(),
+                },
+            ),
+            DialogPurpose::ImportConfig => (
+                "Import servers from a config file",
+                PickKind::Open {
+                    extensions: vec!["json"],
+                },
+            ),
+            DialogPurpose::DiffSide(_) => (
+                "Choose a capture to compare",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
+        };
+        let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        self.picker = Some((purpose, FilePicker::new(title, kind, start, &self.ctx)));
+    }
+
+    /// The desktop's own dialog, on a worker thread: it blocks until the user answers.
+    fn system_dialog(&mut self, purpose: DialogPurpose) {
         if self.dialog.is_some() {
             return;
         }
         let (tx, rx) = bounded(1);
         let waker = Arc::clone(&self.waker);
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("mcpscope-dialog".into())
             .spawn(move || {
                 let dialog = rfd::FileDialog::new();
@@ -410,9 +538,11 @@ impl McpscopeApp {
                 };
                 let _ = tx.send(path);
                 waker();
-            })
-            .expect("spawning the dialog thread");
-        self.dialog = Some((purpose, rx));
+            });
+        match spawned {
+            Ok(_) => self.dialog = Some((purpose, rx)),
+            Err(e) => self.message = Some((Severity::Error, format!("cannot open the system dialog: {e}"))),
+        }
     }
 
     fn poll_dialog(&mut self) {
@@ -420,20 +550,91 @@ impl McpscopeApp {
         let Ok(answer) = rx.try_recv() else { return };
         let purpose = *purpose;
         self.dialog = None;
-        if let Some(path) = answer {
-            match purpose {
-                DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
-                DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
-                DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
-                DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
-                DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        match answer {
+            Some(path) => self.picked(purpose, path),
+            // rfd answers nothing both when the user cancels and when no
+            // dialog could be shown: say both.
+            None => {
+                self.message = Some((
+                    Severity::Warning,
+                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running: use \
+                     mcpscope's own picker)"
+                        .into(),
+                ))
             }
+        }
+    }
+
+    fn picked(&mut self, purpose: DialogPurpose, path: PathBuf) {
+        match purpose {
+            DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
+            DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
+            DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
+            DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
+            DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        }
+    }
+
+    /// The in-app picker, while one is open.
+    fn picker_ui(&mut self, ctx: &egui::Context) {
+        let Some((purpose, picker)) = &mut self.picker else {
+            return;
+        };
+        let purpose = *purpose;
+        match picker.window(ctx) {
+            None => {}
+            Some(PickerAction::Cancelled) => self.picker = None,
+            Some(PickerAction::Chosen(path)) => {
+                self.picker = None;
+                self.picked(purpose, path);
+            }
+            Some(PickerAction::SystemDialog) => {
+                self.picker = None;
+                self.system_dialog(purpose);
+            }
+        }
+    }
+
+    /// Runs file work on a worker (the UI thread never does I/O); its outcome
+    /// shows in the status bar.
+    fn background(&mut self, what: String, work: impl FnOnce() -> Result<String, String> + Send + 'static) {
+        let (tx, rx) = bounded(1);
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new().name("mcpscope-file".into()).spawn(move || {
+            let _ = tx.send(work());
+            waker();
+        });
+        match spawned {
+            Ok(_) => {
+                self.message = Some((Severity::Info, format!("{what}…")));
+                self.jobs.push((what, rx));
+            }
+            Err(e) => self.message = Some((Severity::Error, format!("{what}: cannot start a worker: {e}"))),
+        }
+    }
+
+    fn poll_jobs(&mut self) {
+        let mut done = Vec::new();
+        self.jobs.retain(|(_, rx)| match rx.try_recv() {
+            Ok(outcome) => {
+                done.push(outcome);
+                false
+            }
+            Err(crossbeam_channel::TryRecvError::Empty) => true,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => false,
+        });
+        for outcome in done {
+            self.message = Some(match outcome {
+                Ok(text) => (Severity::Ok, text),
+                Err(text) => (Severity::Error, text),
+            });
         }
     }
 
     /// Applies waiting events; returns true when more work remains.
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
+        self.poll_jobs();
         self.diff.poll();
         let mut more = false;
         if let Some(i) = &mut self.inspection {
@@ -442,17 +643,11 @@ impl McpscopeApp {
             self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
             self.composer.sync(&i.model);
             self.composer.task_flavor = i.task_flavor();
-            for a in self.composer.poll_task(&i.model) {
-                if let ComposerAction::Task(out) = a {
-                    let id = i.send(out);
-                    self.composer.task_sent(id);
-                }
-            }
-            // A server request waiting for the user brings the composer forward.
-            if i.server_requests.len() > self.seen_server_requests {
+            // A question from the server brings the composer forward.
+            if i.questions().len() > self.seen_server_requests {
                 self.right_tab = RightTab::Compose;
             }
-            self.seen_server_requests = i.server_requests.len();
+            self.seen_server_requests = i.questions().len();
             if self.expert.generation != self.marks_generation {
                 self.marks_generation = self.expert.generation;
                 self.timeline.finding_marks = self.expert.marks.clone();
@@ -498,7 +693,7 @@ impl McpscopeApp {
             });
             ui.separator();
             if let Some(i) = &self.inspection {
-                ui.label(RichText::new(mcpscope_core::text::shorten(i.model.command_line(), 100)).monospace());
+                ui.label(RichText::new(mcpscope_core::text::ellipsize(i.model.command_line(), 100)).monospace());
             }
         });
     }
@@ -556,9 +751,21 @@ impl McpscopeApp {
     fn handshake_strip(&self, ui: &mut Ui) {
         let Some(i) = &self.inspection else { return };
         let m = &i.model;
+        let handshake = |ui: &mut Ui| {
+            ui.strong("Handshake");
+            for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
+                ui.label(RichText::new(text).color(theme::severity_color(sev)));
+            }
+        };
         ui.horizontal_wrapped(|ui| {
-            use self::inspection::EraState;
-            let era = &i.era;
+            use mcpscope_core::driver::EraState;
+            use mcpscope_core::protocol::era::EraChoice;
+            // An offline capture has no driver: its handshake rows are judged as recorded.
+            if !i.is_live() {
+                handshake(ui);
+                return;
+            }
+            let era = i.era();
             match &era.state {
                 EraState::Probing { offered, .. } => {
                     ui.strong("Era");
@@ -566,7 +773,9 @@ impl McpscopeApp {
                 }
                 EraState::Modern => {
                     ui.strong("Era");
-                    let sev = if era.discovery.is_some() {
+                    let sev = if era.failure.is_some() {
+                        Severity::Error
+                    } else if era.discovery.is_some() {
                         Severity::Ok
                     } else {
                         Severity::Warning
@@ -584,16 +793,13 @@ impl McpscopeApp {
                         );
                     }
                 }
-                EraState::Legacy => {
-                    if era.choice != mcpscope_core::protocol::era::EraChoice::Legacy && m.is_live() {
+                EraState::Unsettled | EraState::Initializing { .. } | EraState::Legacy => {
+                    if era.choice != EraChoice::Legacy && m.is_live() {
                         ui.strong("Era");
                         ui.label(format!("legacy ({}: {})", era.choice, era.reason));
                         ui.separator();
                     }
-                    ui.strong("Handshake");
-                    for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
-                        ui.label(RichText::new(text).color(theme::severity_color(sev)));
-                    }
+                    handshake(ui);
                 }
             }
         });
@@ -601,8 +807,8 @@ impl McpscopeApp {
 
     fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
-        let Some(h) = &i.model.handshake.judged else {
-            match &i.era.discovery {
+        let Some(h) = i.model.handshake.judged() else {
+            match &i.era().discovery {
                 Some(d) => {
                     ui.horizontal_wrapped(|ui| {
                         ui.strong(d.server_name());
@@ -665,32 +871,7 @@ impl McpscopeApp {
             }
         });
         if let Some(caps) = &h.capabilities {
-            let caps: Vec<String> = caps
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| match v.as_object().filter(|x| !x.is_empty()) {
-                            Some(sub) => format!(
-                                "{k} ({})",
-                                sub.iter()
-                                    .filter(|(_, b)| b.as_bool() == Some(true))
-                                    .map(|(n, _)| n.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                            None => k.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            ui.label(format!(
-                "capabilities: {}",
-                if caps.is_empty() {
-                    "none".into()
-                } else {
-                    caps.join(" · ")
-                }
-            ));
+            ui.label(format!("capabilities: {}", capability_summary(caps)));
         }
         if let Some(text) = &h.instructions {
             egui::CollapsingHeader::new("instructions")
@@ -722,6 +903,8 @@ impl McpscopeApp {
                 }))
             };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let notes = format!("Notifications ({})", i.model.notification_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Notifications, notes);
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
@@ -734,6 +917,13 @@ impl McpscopeApp {
                     && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Notifications => {
+                if let Some(i) = &self.inspection
+                    && let Some(NotificationsAction::Select(row)) = self.notifications.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
                 }
             }
             BottomTab::Log => {
@@ -784,6 +974,11 @@ impl DetailPanel {
     }
 }
 
+/// How soon the composer wants a frame while a field's text settles.
+fn composer_debounce() -> Duration {
+    Duration::from_millis(50)
+}
+
 fn format_duration(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 {
@@ -799,9 +994,19 @@ impl eframe::App for McpscopeApp {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
         if self.pump() {
             ctx.request_repaint();
-        } else if self.running() {
-            // Keep the uptime ticking.
-            ctx.request_repaint_after(Duration::from_secs(1));
+            return;
+        }
+        // The driver's timers (task polls, a settling list_changed burst) and
+        // the composer's debounce need a frame at their time; the uptime ticks.
+        let timer = self.inspection.as_ref().and_then(|i| i.next_wakeup());
+        let debounce = self.composer.wants_repaint().then_some(composer_debounce());
+        let tick = self.running().then_some(Duration::from_secs(1));
+        let lint = self
+            .expert
+            .wakeup()
+            .map(|t| t.saturating_duration_since(std::time::Instant::now()));
+        if let Some(after) = [timer, debounce, tick, lint].into_iter().flatten().min() {
+            ctx.request_repaint_after(after);
         }
     }
 
@@ -812,7 +1017,7 @@ impl eframe::App for McpscopeApp {
         let running = self.running();
         egui::Panel::left("launcher")
             .resizable(true)
-            .default_size(330.0)
+            .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
                     if let Some(a) = self.launcher.ui(ui, running) {
@@ -834,11 +1039,11 @@ impl eframe::App for McpscopeApp {
         }
         egui::Panel::right("detail")
             .resizable(true)
-            .default_size(560.0)
+            .default_size(460.0)
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();
-                let asks = self.inspection.as_ref().map_or(0, |i| i.server_requests.len());
+                let asks = self.inspection.as_ref().map_or(0, |i| i.questions().len());
                 ui.horizontal(|ui| {
                     ui.selectable_value(&mut self.right_tab, RightTab::Frame, "Frame");
                     let compose = if asks > 0 {
@@ -862,9 +1067,8 @@ impl eframe::App for McpscopeApp {
                             ui.weak("Launch a server to compose requests.");
                         }
                         Some(i) => {
-                            let live = i.model.running();
                             egui::ScrollArea::vertical().id_salt("composer-scroll").show(ui, |ui| {
-                                for a in self.composer.ui(ui, &i.model, live, &i.server_requests, &i.roots) {
+                                for a in self.composer.ui(ui, i) {
                                     commands.push(Command::Compose(a));
                                 }
                             });
@@ -889,6 +1093,7 @@ impl eframe::App for McpscopeApp {
             }
         });
         let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        self.picker_ui(ui.ctx());
         match self.diff.window(ui.ctx(), session_capture.is_some()) {
             Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
             Some(DiffAction::UseSession(side)) => {
@@ -904,11 +1109,55 @@ impl eframe::App for McpscopeApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, RECENT_KEY, &self.launcher.recent);
+        eframe::set_value(storage, RECENT_KEY, &self.saved_state());
     }
 
     fn on_exit(&mut self) {
         // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
         self.inspection = None;
+    }
+}
+
+/// A server's capabilities in one line: each capability, with the flags that
+/// are on (`{"listChanged": false}` says nothing, so `tools`, not `tools ()`).
+fn capability_summary(caps: &serde_json::Value) -> String {
+    let parts: Vec<String> = caps
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let flags: Vec<&str> = v
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, b)| b.as_bool() == Some(true))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if flags.is_empty() {
+                k.clone()
+            } else {
+                format!("{k} ({})", flags.join(", "))
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_name_only_the_flags_that_are_on() {
+        let caps = serde_json::json!({"tools": {"listChanged": false}, "resources": {"subscribe": true, "listChanged": true}, "logging": {}});
+        assert_eq!(
+            capability_summary(&caps),
+            "tools · resources (subscribe, listChanged) · logging"
+        );
+        assert_eq!(capability_summary(&serde_json::json!({})), "none");
     }
 }

@@ -1,24 +1,38 @@
-//! A blocking client on top of a [`Session`], for the CLI, the doctor and tests.
+//! A blocking client for the CLI, the doctor and tests: a [`Session`] (the
+//! transport) driven by the protocol [`Driver`] in a loop.
 //!
-//! It waits for one response at a time while still seeing every other event
-//! (passed to an observer, e.g. `--trace`) and answers the server's own
-//! requests so that a server waiting on them does not stall the session.
+//! Every protocol decision (era, handshake, retries, input chains, tasks,
+//! answers to the server's requests) is the driver's; this file only moves
+//! events into it, performs its actions on the session, and blocks until
+//! what the caller waits for has happened. Every event is also passed to an
+//! observer (e.g. `--trace`).
 
-use crate::protocol::era::{self, Envelope, Era, EraChoice, EraDecision, ProbeVerdict};
-use crate::protocol::handshake::{self, Handshake, HandshakeOptions};
-use crate::protocol::mrtr::{self, Conversations, InputPolicy, InputRequired};
-use crate::protocol::tasks::{self, Flavor, Status, Task};
+use crate::driver::{self, Action, Completion, Driver, DriverConfig, Failure, Input, Outcome, RequestOptions};
+use crate::protocol::era::{EraChoice, EraDecision};
+use crate::protocol::handshake::{Handshake, HandshakeOptions};
+use crate::protocol::mrtr::{Conversations, InputPolicy, InputRequired};
+use crate::protocol::subscriptions::Filter;
+use crate::protocol::tasks::{Flavor, Task};
 use crate::transport::event::Event;
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::transport::session::{Session, SessionOptions};
 use crate::transport::target::Target;
-use crate::wire::classify::Kind;
-use crate::wire::frame::{Direction, Frame};
-use crate::wire::message::{ErrorObject, RequestId, error_code};
+use crate::wire::frame::Frame;
+use crate::wire::message::{ErrorObject, RequestId};
 use crossbeam_channel::RecvTimeoutError;
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, Instant};
+
+pub use crate::driver::response_outcome;
+use crate::protocol::auth::AuthError;
+use crate::transport::auth::gate::{ChallengeGate, Held};
+use crate::transport::auth::{self, Authorizer};
+
+/// How a request whose authorization failed is told to the driver.
+const AUTHORIZATION_FAILED: &str = "authorization failed: ";
+pub use crate::protocol::era::EraFailure;
 
 /// Why a request got no response.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,8 +58,6 @@ pub enum ClientError {
     Http {
         method: String,
         error: String,
-        /// Set when the answer asks for authorization (401, or 403 insufficient_scope).
-        challenge: Option<Box<crate::transport::auth::HttpChallenge>>,
     },
     /// The server asked for authorization and it could not be obtained.
     Authorization {
@@ -66,7 +78,7 @@ impl fmt::Display for ClientError {
             }
             ClientError::Closed { method } => write!(f, "the session ended before {method} was answered"),
             ClientError::WriteFailed { method, error } => write!(f, "could not send {method}: {error}"),
-            ClientError::Http { method, error, .. } => write!(f, "{method} failed over HTTP: {error}"),
+            ClientError::Http { method, error } => write!(f, "{method} failed over HTTP: {error}"),
             ClientError::Authorization { method, error } => write!(f, "{method}: authorization failed: {error}"),
         }
     }
@@ -91,455 +103,6 @@ impl Response {
     }
 }
 
-pub type Observer = Box<dyn FnMut(&Event) + Send>;
-
-pub struct Client {
-    session: Session,
-    /// Over HTTP there is no process to wait for.
-    remote: bool,
-    observer: Observer,
-    /// How the server's requests (legacy) and input requests (modern) are answered.
-    policy: InputPolicy,
-    /// Set once the session speaks the modern era: every request carries it.
-    envelope: Option<Envelope>,
-    era: Option<EraDecision>,
-    conversations: Conversations,
-    pid: Option<u32>,
-    spawn_error: Option<SpawnError>,
-    exited: Option<ExitInfo>,
-    closed: bool,
-    /// Answers OAuth challenges (HTTP targets only; see `transport::auth`).
-    authorizer: Option<crate::transport::auth::Authorizer>,
-}
-
-impl Client {
-    pub fn start(spec: ServerSpec, options: SessionOptions, observer: Observer) -> Client {
-        Self::connect(Target::Stdio(spec), options, observer)
-    }
-
-    /// A client for a server over any transport (stdio, Streamable HTTP, HTTP+SSE).
-    pub fn connect(target: impl Into<Target>, options: SessionOptions, observer: Observer) -> Client {
-        let target = target.into();
-        let remote = matches!(target, Target::Http(_));
-        Client {
-            session: Session::connect(target, options),
-            remote,
-            observer,
-            policy: InputPolicy::default(),
-            envelope: None,
-            era: None,
-            conversations: Conversations::default(),
-            pid: None,
-            spawn_error: None,
-            exited: None,
-            closed: false,
-            authorizer: None,
-        }
-    }
-
-    /// Authorize with this authorizer whenever the server asks (its slot
-    /// must be the target's `bearer`).
-    pub fn with_authorizer(mut self, authorizer: crate::transport::auth::Authorizer) -> Self {
-        self.authorizer = Some(authorizer);
-        self
-    }
-
-    pub fn authorizer(&self) -> Option<&crate::transport::auth::Authorizer> {
-        self.authorizer.as_ref()
-    }
-
-    /// Answer `roots/list` with these roots (URIs like `file:///home/me/project`).
-    pub fn with_roots(mut self, roots: Vec<Value>) -> Self {
-        self.policy.roots = Some(roots);
-        self
-    }
-
-    /// Answer roots, elicitation and sampling (server requests in the legacy
-    /// era, input requests in the modern one) as this policy says.
-    pub fn with_policy(mut self, policy: InputPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    pub fn policy(&self) -> &InputPolicy {
-        &self.policy
-    }
-
-    /// The era the session settled on ([`Client::establish`]), if it did.
-    pub fn era(&self) -> Option<&EraDecision> {
-        self.era.as_ref()
-    }
-
-    /// The modern envelope every request carries, once the era is modern.
-    pub fn envelope(&self) -> Option<&Envelope> {
-        self.envelope.as_ref()
-    }
-
-    /// Speak the modern era from now on: every request carries this envelope.
-    pub fn set_envelope(&mut self, envelope: Option<Envelope>) {
-        self.envelope = envelope;
-    }
-
-    /// Request id -> first request of its multi round-trip chain.
-    pub fn conversations(&self) -> &Conversations {
-        &self.conversations
-    }
-
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.pid
-    }
-
-    pub fn exit_status(&self) -> Option<ExitInfo> {
-        self.exited
-    }
-
-    /// Waits until the server can be spoken to: started (stdio) or at once
-    /// (HTTP, where a server that cannot be reached fails the first request).
-    pub fn wait_started(&mut self, timeout: Duration) -> Result<(), ClientError> {
-        if self.remote {
-            return Ok(());
-        }
-        self.wait_spawned(timeout).map(|_| ())
-    }
-
-    /// Whether the server is reached over HTTP.
-    pub fn is_remote(&self) -> bool {
-        self.remote
-    }
-
-    /// Waits until the server has started (or failed to).
-    pub fn wait_spawned(&mut self, timeout: Duration) -> Result<u32, ClientError> {
-        let deadline = Instant::now() + timeout;
-        while self.pid.is_none() && self.spawn_error.is_none() && !self.closed {
-            if !self.pump_until(deadline) {
-                break;
-            }
-        }
-        match (&self.pid, &self.spawn_error) {
-            (Some(pid), _) => Ok(*pid),
-            (None, Some(e)) => Err(ClientError::SpawnFailed(e.clone())),
-            _ => Err(ClientError::Closed { method: "start".into() }),
-        }
-    }
-
-    /// Receives one event (or none before `deadline`); false once nothing more will come.
-    fn pump_until(&mut self, deadline: Instant) -> bool {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        match self.session.events().recv_timeout(wait) {
-            Ok(ev) => {
-                self.handle(&ev);
-                (self.observer)(&ev);
-                true
-            }
-            Err(RecvTimeoutError::Timeout) => false,
-            Err(RecvTimeoutError::Disconnected) => {
-                self.closed = true;
-                false
-            }
-        }
-    }
-
-    /// Processes events for `d` (e.g. to collect trailing stderr).
-    pub fn pump_for(&mut self, d: Duration) {
-        let deadline = Instant::now() + d;
-        while Instant::now() < deadline && !self.closed {
-            self.pump_until(deadline);
-        }
-    }
-
-    fn handle(&mut self, ev: &Event) {
-        match ev {
-            Event::Spawned { pid, .. } => self.pid = Some(*pid),
-            Event::SpawnFailed { error, .. } => self.spawn_error = Some(error.clone()),
-            Event::Exited { status, .. } => self.exited = Some(*status),
-            Event::Closed { .. } => self.closed = true,
-            Event::Frame(f) if f.direction == Direction::In && f.class.kind == Kind::Request => {
-                self.answer_server_request(f);
-            }
-            _ => {}
-        }
-    }
-
-    fn answer_server_request(&mut self, f: &Frame) {
-        let (Some(id), Some(method)) = (f.class.id.clone(), f.class.method.as_deref()) else {
-            return;
-        };
-        let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
-        let declared = match method {
-            "roots/list" => self.policy.roots.is_some(),
-            "elicitation/create" => self.policy.elicit.is_some(),
-            "sampling/createMessage" => self.policy.sample_reply.is_some(),
-            _ => false,
-        };
-        let outcome = match method {
-            "ping" => Ok(json!({})),
-            m if declared => self
-                .policy
-                .answer(m, &params)
-                .map_err(|why| ErrorObject::new(error_code::INTERNAL_ERROR, why)),
-            "roots/list" => Err(ErrorObject::new(
-                error_code::METHOD_NOT_FOUND,
-                "mcpscope does not expose roots in this session (pass --root to answer roots/list)",
-            )),
-            "sampling/createMessage" => Err(ErrorObject::new(
-                error_code::METHOD_NOT_FOUND,
-                "mcpscope did not declare the sampling capability and cannot run a model",
-            )),
-            "elicitation/create" => Err(ErrorObject::new(
-                error_code::METHOD_NOT_FOUND,
-                "mcpscope did not declare the elicitation capability and cannot ask a person here",
-            )),
-            other => Err(ErrorObject::new(
-                error_code::METHOD_NOT_FOUND,
-                format!("Method not found: {other}"),
-            )),
-        };
-        self.session.respond(id, outcome);
-    }
-
-    /// Sends a request and waits for its response. Once the session is
-    /// modern the params carry the envelope, and a -32022 is answered by
-    /// retrying (with a new id) with a version both sides speak.
-    pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Response, ClientError> {
-        let Some(env) = self.envelope.clone() else {
-            return self.request_as_is(method, params, timeout);
-        };
-        let resp = self.request_as_is(method, Some(env.wrap(params.clone())), timeout)?;
-        if let Err(e) = &resp.outcome
-            && e.code == error_code::UNSUPPORTED_PROTOCOL_VERSION
-        {
-            let supported = era::supported_versions(e);
-            if let Some(v) = era::pick_versions(&era::MODERN_VERSIONS, &supported)
-                .into_iter()
-                .find(|v| *v != env.protocol_version)
-            {
-                self.session
-                    .note(era::retry_note(method, &env.protocol_version, &supported, &v));
-                let env = Envelope {
-                    protocol_version: v,
-                    ..env
-                };
-                let retry = self.request_as_is(method, Some(env.wrap(params)), timeout);
-                self.envelope = Some(env);
-                return retry;
-            }
-        }
-        Ok(resp)
-    }
-
-    /// Sends a request exactly as given (no envelope) and waits for its response.
-    pub fn request_as_is(
-        &mut self,
-        method: &str,
-        params: Option<Value>,
-        timeout: Duration,
-    ) -> Result<Response, ClientError> {
-        // OAuth hook (transport::auth): a challenge is answered by the
-        // authorizer, then the same request is sent again (with a new id).
-        let mut attempt = 0;
-        loop {
-            if let Some(a) = self.authorizer.as_mut() {
-                crate::transport::auth::before_request(a, &self.session);
-            }
-            let id = self.session.request_with(None, method, params.clone(), Some(timeout));
-            match self.wait_response(method, &id, timeout) {
-                Err(ClientError::Http {
-                    challenge: Some(challenge),
-                    ..
-                }) if self.authorizer.is_some() => {
-                    attempt += 1;
-                    let a = self.authorizer.as_mut().expect("checked");
-                    crate::transport::auth::answer_challenge(a, &self.session, &challenge, attempt).map_err(
-                        |error| ClientError::Authorization {
-                            method: method.into(),
-                            error,
-                        },
-                    )?;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// Sends a notification (no response is expected).
-    pub fn notify(&mut self, method: &str, params: Option<Value>) {
-        self.session.notify(method, params);
-    }
-
-    fn wait_response(&mut self, method: &str, id: &RequestId, timeout: Duration) -> Result<Response, ClientError> {
-        // The session times the request out itself; this is only a backstop.
-        let backstop = Instant::now() + timeout + Duration::from_secs(2);
-        let mut exit_grace: Option<Instant> = None;
-        // A challenge whose body was a JSON-RPC error (some servers send one with their 401).
-        let mut challenged: Option<crate::transport::auth::HttpChallenge> = None;
-        loop {
-            let deadline = exit_grace.map_or(backstop, |g| g.min(backstop));
-            let ev = match self
-                .session
-                .events()
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(ev) => ev,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(match self.exited {
-                        Some(status) if exit_grace.is_some() => ClientError::ServerExited {
-                            method: method.into(),
-                            status,
-                        },
-                        _ => ClientError::TimedOut {
-                            method: method.into(),
-                            after: timeout,
-                        },
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    self.closed = true;
-                    return Err(ClientError::Closed { method: method.into() });
-                }
-            };
-            self.handle(&ev);
-            (self.observer)(&ev);
-            match &ev {
-                Event::Frame(f)
-                    if f.direction == Direction::In
-                        && f.class.kind.is_response()
-                        && f.class.id.as_ref() == Some(id) =>
-                {
-                    let outcome = response_outcome(f);
-                    if let (Some(challenge), Err(e)) = (challenged.take(), &outcome) {
-                        return Err(ClientError::Http {
-                            method: method.into(),
-                            error: format!("the server answered HTTP {} with {e}", challenge.status),
-                            challenge: Some(Box::new(challenge)),
-                        });
-                    }
-                    return Ok(Response {
-                        frame: f.clone(),
-                        outcome,
-                    });
-                }
-                Event::TimedOut { timed_out, .. } if &timed_out.id == id => {
-                    return Err(ClientError::TimedOut {
-                        method: method.into(),
-                        after: timeout,
-                    });
-                }
-                Event::WriteFailed { error, line, .. } if line_has_id(line, id) => {
-                    return Err(ClientError::WriteFailed {
-                        method: method.into(),
-                        error: error.clone(),
-                    });
-                }
-                Event::SpawnFailed { error, .. } => return Err(ClientError::SpawnFailed(error.clone())),
-                Event::Http(h) if h.request_id.as_ref() == Some(id) && h.error.is_some() => {
-                    return Err(ClientError::Http {
-                        method: method.into(),
-                        error: h.error.clone().unwrap_or_default(),
-                        challenge: crate::transport::auth::HttpChallenge::from_http(method, h).map(Box::new),
-                    });
-                }
-                Event::Http(h) if h.request_id.as_ref() == Some(id) && self.authorizer.is_some() => {
-                    challenged = crate::transport::auth::HttpChallenge::from_http(method, h);
-                }
-                // A response may still be in the stdout pipe when the exit is
-                // noticed: give the reader a moment before giving up.
-                Event::Exited { .. } => exit_grace = Some(Instant::now() + Duration::from_millis(300)),
-                Event::Closed { .. } => return Err(ClientError::Closed { method: method.into() }),
-                _ => {}
-            }
-        }
-    }
-
-    /// `initialize` then, when the answer is usable, `notifications/initialized`.
-    /// The inner error is the server's JSON-RPC refusal of `initialize`.
-    pub fn initialize(
-        &mut self,
-        options: &HandshakeOptions,
-        timeout: Duration,
-    ) -> Result<Result<Handshake, ErrorObject>, ClientError> {
-        let resp = self.request("initialize", Some(options.params()), timeout)?;
-        let latency = resp.latency();
-        match resp.outcome {
-            Ok(result) => {
-                let hs = Handshake::judge(&options.protocol_version, &result, latency);
-                if hs.usable() {
-                    self.notify("notifications/initialized", None);
-                }
-                Ok(Ok(hs))
-            }
-            Err(e) => Ok(Err(e)),
-        }
-    }
-
-    /// Shuts the server down and passes the remaining events to the observer.
-    pub fn close(mut self) -> Option<ExitInfo> {
-        let rest = self.session.close();
-        for ev in &rest {
-            self.handle(ev);
-            (self.observer)(ev);
-        }
-        self.exited
-    }
-}
-
-fn line_has_id(line: &[u8], id: &RequestId) -> bool {
-    serde_json::from_slice::<Value>(line)
-        .ok()
-        .and_then(|v| v.get("id").and_then(RequestId::from_json))
-        .as_ref()
-        == Some(id)
-}
-
-/// The result or error a response frame carries.
-pub fn response_outcome(f: &Frame) -> Result<Value, ErrorObject> {
-    let v = f.json().unwrap_or(Value::Null);
-    if f.class.kind == Kind::Error {
-        Err(v
-            .get("error")
-            .and_then(ErrorObject::from_json)
-            .unwrap_or_else(|| ErrorObject::new(0, "malformed error object")))
-    } else {
-        Ok(v.get("result").cloned().unwrap_or(Value::Null))
-    }
-}
-
-/// Why no era could be settled on.
-#[derive(Clone, Debug)]
-pub enum EraFailure {
-    /// `initialize` was refused with a JSON-RPC error (a modern-only server
-    /// names its versions in `data.supported`).
-    InitializeRefused(ErrorObject),
-    /// `initialize` answered with a version mcpscope cannot use.
-    Handshake(Box<Handshake>),
-    /// The modern era was asked for and the server does not speak it, or
-    /// refused `server/discover`; the string says why.
-    NotModern(String),
-}
-
-impl fmt::Display for EraFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EraFailure::InitializeRefused(e) => {
-                write!(f, "initialize was refused: {e}")?;
-                let supported = handshake::supported_from_error(e);
-                if !supported.is_empty() {
-                    write!(f, "; the server supports: {}", supported.join(", "))?;
-                    if supported.iter().any(|v| Era::of_version(v) == Some(Era::Modern)) {
-                        write!(f, " (a modern server: try --era modern or --era auto)")?;
-                    }
-                }
-                Ok(())
-            }
-            EraFailure::Handshake(h) => write!(f, "handshake failed: {}", h.verdict_text()),
-            EraFailure::NotModern(why) => write!(f, "the server does not speak the modern era: {why}"),
-        }
-    }
-}
-
 /// What a multi round-trip request came to.
 #[derive(Clone, Debug)]
 pub struct InputOutcome {
@@ -558,210 +121,528 @@ pub struct TaskRun {
     pub flavor: Option<Flavor>,
     /// Every distinct status seen, in order.
     pub transitions: Vec<Task>,
-    /// The tool's result or error (from `tasks/result`, or inlined by `tasks/get`).
-    pub outcome: Result<Value, ErrorObject>,
-    /// Set when polling gave up and the task was cancelled.
+    /// The tool's result or error (from `tasks/result`, or inlined by
+    /// `tasks/get`), or why there is none.
+    pub outcome: Outcome,
+    /// Set when the task was cancelled (after `give_up`).
     pub cancelled: bool,
 }
 
+pub type Observer = Box<dyn FnMut(&Event) + Send>;
+
+pub struct Client {
+    session: Session,
+    driver: Driver,
+    /// The driver's clock: time since the session was started.
+    started_at: Instant,
+    /// Over HTTP there is no process to wait for.
+    remote: bool,
+    observer: Observer,
+    policy: InputPolicy,
+    era: Option<EraDecision>,
+    settled: Option<Result<EraDecision, EraFailure>>,
+    /// Completions not collected yet, with the frame that ended them.
+    done: HashMap<RequestId, (Completion, Option<Frame>)>,
+    statuses: Vec<(RequestId, Task)>,
+    listening: HashMap<RequestId, Value>,
+    pid: Option<u32>,
+    spawn_error: Option<SpawnError>,
+    exited: Option<ExitInfo>,
+    closed: bool,
+    /// Answers OAuth challenges (HTTP targets only; see `transport::auth`).
+    authorizer: Option<Authorizer>,
+    /// What each request was sent as, to send it again once authorized.
+    gate: ChallengeGate,
+    /// Why the last authorization failed (the request then fails with it).
+    auth_error: Option<AuthError>,
+}
+
 impl Client {
-    /// Settles on an era as `choice` says and gets the session ready:
-    /// * legacy: `initialize` (+ `notifications/initialized`), as [`Client::initialize`];
-    /// * modern: `server/discover` with the envelope; a -32022 is answered by
-    ///   retrying with a version both speak (noted on the timeline); from then
-    ///   on every request carries the envelope;
-    /// * auto: `server/discover` first; anything but a modern answer (an
-    ///   error such as -32601, a timeout) falls back to `initialize`.
-    ///
-    /// The decision, and why, is returned, kept ([`Client::era`]) and noted
-    /// on the timeline. `hs.protocol_version` is used in the era it belongs
-    /// to (an unknown string is offered to both, to test refusals).
-    pub fn establish(
-        &mut self,
-        choice: EraChoice,
-        hs: &HandshakeOptions,
-        timeout: Duration,
-    ) -> Result<Result<EraDecision, EraFailure>, ClientError> {
-        let asked = Era::of_version(&hs.protocol_version);
-        let mut notes = Vec::new();
-        if choice != EraChoice::Legacy {
-            let mut env = Envelope::from_handshake(hs);
-            if asked == Some(Era::Legacy) {
-                env.protocol_version = era::DEFAULT_MODERN_VERSION.to_owned();
+    pub fn start(spec: ServerSpec, options: SessionOptions, observer: Observer) -> Client {
+        Self::connect(Target::Stdio(spec), options, observer)
+    }
+
+    /// A client for a server over any transport (stdio, Streamable HTTP, HTTP+SSE).
+    pub fn connect(target: impl Into<Target>, options: SessionOptions, observer: Observer) -> Client {
+        let target = target.into();
+        let remote = matches!(target, Target::Http(_));
+        let config = DriverConfig {
+            request_timeout: options.request_timeout,
+            ..DriverConfig::default()
+        };
+        let started_at = Instant::now();
+        Client {
+            session: Session::connect(target, options),
+            driver: Driver::new(config),
+            started_at,
+            remote,
+            observer,
+            policy: InputPolicy::default(),
+            era: None,
+            settled: None,
+            done: HashMap::new(),
+            statuses: Vec::new(),
+            listening: HashMap::new(),
+            pid: None,
+            spawn_error: None,
+            exited: None,
+            closed: false,
+            authorizer: None,
+            gate: ChallengeGate::new(),
+            auth_error: None,
+        }
+    }
+
+    /// Authorize with this authorizer whenever the server asks (its slot
+    /// must be the target's `bearer`): a request refused with a challenge
+    /// is held back from the driver, authorized, and sent again.
+    pub fn with_authorizer(mut self, authorizer: Authorizer) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    pub fn authorizer(&self) -> Option<&Authorizer> {
+        self.authorizer.as_ref()
+    }
+
+    /// Answer `roots/list` with these roots (URIs like `file:///home/me/project`).
+    pub fn with_roots(mut self, roots: Vec<Value>) -> Self {
+        self.policy.roots = Some(roots);
+        self.apply_policy();
+        self
+    }
+
+    /// Answer roots, elicitation and sampling (server requests in the legacy
+    /// era, input requests in the modern one) as this policy says.
+    pub fn with_policy(mut self, policy: InputPolicy) -> Self {
+        self.policy = policy;
+        self.apply_policy();
+        self
+    }
+
+    fn apply_policy(&mut self) {
+        let config = DriverConfig {
+            policy: self.policy.clone(),
+            ..self.driver.config().clone()
+        };
+        self.driver.reconfigure(config);
+    }
+
+    pub fn policy(&self) -> &InputPolicy {
+        &self.policy
+    }
+
+    /// The era the session settled on ([`Client::establish`]), if it did.
+    pub fn era(&self) -> Option<&EraDecision> {
+        self.era.as_ref()
+    }
+
+    /// Request id -> first request of its chain of sends.
+    pub fn conversations(&self) -> &Conversations {
+        self.driver.conversations()
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    pub fn exit_status(&self) -> Option<ExitInfo> {
+        self.exited
+    }
+
+    /// Whether the server is reached over HTTP.
+    pub fn is_remote(&self) -> bool {
+        self.remote
+    }
+
+    /// Waits until the server can be spoken to: started (stdio) or at once
+    /// (HTTP, where a server that cannot be reached fails the first request).
+    pub fn wait_started(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        if self.remote {
+            return Ok(());
+        }
+        self.wait_spawned(timeout).map(|_| ())
+    }
+
+    /// Waits until the server has started (or failed to).
+    pub fn wait_spawned(&mut self, timeout: Duration) -> Result<u32, ClientError> {
+        let deadline = Instant::now() + timeout;
+        while self.pid.is_none() && self.spawn_error.is_none() && !self.closed {
+            if !self.pump_until(deadline) {
+                break;
             }
-            // A legacy server may ignore the probe: do not wait long for it.
-            let probe_timeout = match choice {
-                EraChoice::Auto => timeout.min(Duration::from_secs(5)),
-                _ => timeout,
-            };
-            let mut attempts = 0;
-            let verdict = loop {
-                attempts += 1;
-                let (outcome, why) =
-                    match self.request_as_is("server/discover", Some(env.discover_params()), probe_timeout) {
-                        Ok(resp) => (Some(resp.outcome), String::new()),
-                        // A server that asks for authorization says nothing about its era.
-                        Err(e @ ClientError::Http { challenge: Some(_), .. }) => return Err(e),
-                        Err(e @ (ClientError::TimedOut { .. } | ClientError::Http { .. })) => (None, e.to_string()),
-                        Err(e) => return Err(e),
-                    };
-                let verdict = ProbeVerdict::judge(&env.protocol_version, outcome.as_ref(), &why);
-                match &verdict {
-                    ProbeVerdict::UnsupportedVersion {
-                        requested,
-                        supported,
-                        retry_with: Some(v),
-                    } if attempts < 3 => {
-                        let note = era::retry_note("server/discover", requested, supported, v);
-                        self.session.note(note.clone());
-                        notes.push(note);
-                        env.protocol_version = v.clone();
+        }
+        match (&self.pid, &self.spawn_error) {
+            (Some(pid), _) => Ok(*pid),
+            (None, Some(e)) => Err(ClientError::SpawnFailed(e.clone())),
+            _ => Err(ClientError::Closed { method: "start".into() }),
+        }
+    }
+
+    /// Processes events for `d` (e.g. to collect trailing stderr).
+    pub fn pump_for(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        while Instant::now() < deadline && !self.closed {
+            self.pump_until(deadline);
+        }
+    }
+
+    /// Handles one event (or a timer) before `deadline`; false once
+    /// nothing more will come or the deadline passed.
+    fn pump_until(&mut self, deadline: Instant) -> bool {
+        let wakeup = self.driver.next_wakeup().map(|at| self.started_at + at);
+        let until = wakeup.map_or(deadline, |w| w.min(deadline));
+        let wait = until.saturating_duration_since(Instant::now());
+        match self.session.events().recv_timeout(wait) {
+            Ok(ev) => {
+                self.handle(&ev);
+                (self.observer)(&ev);
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if wakeup.is_some_and(|w| w <= Instant::now()) {
+                    self.driver.handle(Input::Tick(self.started_at.elapsed()));
+                    self.perform(None);
+                    return true;
+                }
+                false
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                if !self.closed {
+                    self.closed = true;
+                    self.driver.handle(Input::Gone("the session ended"));
+                    self.perform(None);
+                }
+                false
+            }
+        }
+    }
+
+    /// Tells the driver what happened and does what it says.
+    fn handle(&mut self, ev: &Event) {
+        match ev {
+            Event::Spawned { pid, .. } => self.pid = Some(*pid),
+            Event::SpawnFailed { error, .. } => self.spawn_error = Some(error.clone()),
+            Event::Exited { status, .. } => self.exited = Some(*status),
+            Event::Closed { .. } => self.closed = true,
+            _ => {}
+        }
+        if self.authorizer.is_some()
+            && let Some(held) = self.gate.on_event(ev)
+        {
+            // The driver never hears of the refusal: it waits on.
+            self.authorize(held);
+            return;
+        }
+        feed(&mut self.driver, ev, self.started_at.elapsed());
+        let frame = match ev {
+            Event::Frame(f) => Some(f),
+            _ => None,
+        };
+        self.perform(frame);
+    }
+
+    /// Answers a challenge held back from the driver (blocking: the
+    /// browser, or the authorization server's redirects), then sends the
+    /// request again under a new id, or fails it with the reason.
+    fn authorize(&mut self, held: Held) {
+        let a = self.authorizer.as_mut().expect("checked by the caller");
+        let outcome = auth::answer_challenge(a, &self.session, &held.challenge, held.attempt);
+        match outcome {
+            Ok(()) => {
+                self.auth_error = None;
+                match self.driver.reissue(&held.id) {
+                    Some(new) => {
+                        if let Some(sent) = self.gate.reissue(&held, new) {
+                            self.session.send(&sent.message, sent.timeout, sent.headers);
+                        }
                     }
-                    _ => break verdict,
+                    // Nothing waits for it any more (cancelled meanwhile).
+                    None => self.gate.give_up(&held),
                 }
-            };
-            let legacy_reason = match verdict {
-                ProbeVerdict::Modern(d) => {
-                    let decision = EraDecision {
-                        choice,
-                        era: Era::Modern,
-                        version: env.protocol_version.clone(),
-                        reason: format!(
-                            "server/discover answered (supportedVersions: {}): modern server",
-                            d.supported_versions.join(", ")
-                        ),
-                        notes,
-                        discovery: Some(d),
-                        handshake: None,
-                    };
-                    self.envelope = Some(env);
-                    self.session.note(format!("era: {}", decision.summary()));
-                    self.era = Some(decision.clone());
-                    return Ok(Ok(decision));
-                }
-                ProbeVerdict::UnsupportedVersion {
-                    requested, supported, ..
+            }
+            Err(error) => {
+                self.gate.give_up(&held);
+                let why = format!("{AUTHORIZATION_FAILED}{error}");
+                self.auth_error = Some(error);
+                self.driver.handle(Input::NotDelivered {
+                    id: &held.id,
+                    why: &why,
+                    http: true,
+                });
+            }
+        }
+        self.driver.handle(Input::Tick(self.started_at.elapsed()));
+        self.perform(None);
+    }
+
+    /// Performs the driver's actions; `frame` is the one just fed (it ends
+    /// whatever completes now).
+    fn perform(&mut self, frame: Option<&Frame>) {
+        while let Some(a) = self.driver.poll_action() {
+            match a {
+                Action::Send {
+                    message,
+                    timeout,
+                    headers,
                 } => {
-                    let legacy_ok = supported.iter().any(|v| handshake::is_supported(v));
-                    let why = format!(
-                        "-32022 to server/discover with {requested}; the server supports {}",
-                        supported.join(", ")
-                    );
-                    if choice == EraChoice::Modern || !legacy_ok {
-                        return Ok(Err(EraFailure::NotModern(format!(
-                            "{why}, and no modern version mcpscope speaks ({})",
-                            era::MODERN_VERSIONS.join(", ")
-                        ))));
+                    if let Some(a) = self.authorizer.as_mut() {
+                        // A token about to expire is refreshed first.
+                        auth::before_request(a, &self.session);
+                        self.gate.on_send(&message, timeout, &headers);
                     }
-                    format!("{why}: only legacy versions in common")
+                    self.session.send(&message, timeout, headers)
                 }
-                ProbeVerdict::ModernError(e) => {
-                    return Ok(Err(EraFailure::NotModern(format!(
-                        "server/discover was refused with {e} (a modern error: the server is modern but refused the probe)"
-                    ))));
-                }
-                ProbeVerdict::Legacy(why) => {
-                    if choice == EraChoice::Modern {
-                        return Ok(Err(EraFailure::NotModern(why)));
+                Action::SendRaw { line, .. } => self.session.send_raw(line),
+                Action::Cancel { id, reason } => self.session.cancel(id, Some(reason)),
+                Action::Note(text) => self.session.note(text),
+                // Nobody to ask on the command line: the policy answers.
+                Action::Resent { .. } | Action::Asked(_) => {}
+                Action::Settled(s) => {
+                    if let Ok(d) = &s {
+                        self.era = Some(d.clone());
                     }
-                    why
+                    self.settled = Some(s);
                 }
-            };
-            let note = format!("era: auto: {legacy_reason}; falling back to initialize");
-            self.session.note(note.clone());
-            notes.push(note);
-            let mut hs = hs.clone();
-            if asked == Some(Era::Modern) {
-                hs.protocol_version = handshake::DEFAULT_VERSION.to_owned();
+                Action::TaskStatus { id, task } => self.statuses.push((id, task)),
+                Action::Listening { id, honoured } => {
+                    self.listening.insert(id, honoured);
+                }
+                Action::Done(c) => {
+                    self.done.insert(c.id.clone(), (c, frame.cloned()));
+                }
             }
-            return self.establish_legacy(choice, &hs, timeout, legacy_reason, notes);
         }
-        self.establish_legacy(choice, hs, timeout, "--era legacy: initialize handshake".into(), notes)
     }
 
-    fn establish_legacy(
-        &mut self,
-        choice: EraChoice,
-        hs: &HandshakeOptions,
-        timeout: Duration,
-        reason: String,
-        notes: Vec<String>,
-    ) -> Result<Result<EraDecision, EraFailure>, ClientError> {
-        match self.initialize(hs, timeout)? {
-            Err(e) => Ok(Err(EraFailure::InitializeRefused(e))),
-            Ok(h) if !h.usable() => Ok(Err(EraFailure::Handshake(Box::new(h)))),
-            Ok(h) => {
-                let decision = EraDecision {
-                    choice,
-                    era: Era::Legacy,
-                    version: h.version().unwrap_or_default().to_owned(),
-                    reason,
-                    notes,
-                    discovery: None,
-                    handshake: Some(h),
+    /// Blocks until the request `id` ends (or a backstop passes: the session
+    /// times requests out itself).
+    fn wait_done(&mut self, id: &RequestId, backstop: Option<Duration>) -> (Completion, Option<Frame>) {
+        let deadline = backstop.map(|b| Instant::now() + b + Duration::from_secs(2));
+        loop {
+            if let Some(d) = self.done.remove(id) {
+                return d;
+            }
+            let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            if !self.pump_until(until) && (self.closed || deadline.is_some_and(|d| Instant::now() >= d)) {
+                if let Some(d) = self.done.remove(id) {
+                    return d;
+                }
+                // Nothing more will come: end it the way the driver would.
+                let why = if self.closed {
+                    "the session ended".to_owned()
+                } else {
+                    "no answer before the backstop".to_owned()
                 };
-                self.envelope = None;
-                self.era = Some(decision.clone());
-                Ok(Ok(decision))
+                self.driver.cancel(id, &why);
+                self.perform(None);
+                let (mut c, frame) = self.done.remove(id).unwrap_or_else(|| {
+                    let c = Completion {
+                        id: id.clone(),
+                        last: id.clone(),
+                        method: String::new(),
+                        outcome: Outcome::Failed(Failure::Cancelled),
+                        rounds: Vec::new(),
+                        stopped: None,
+                        task: None,
+                    };
+                    (c, None)
+                });
+                c.outcome = Outcome::Failed(if self.closed {
+                    Failure::ServerGone(why)
+                } else {
+                    Failure::TimedOut { after: backstop }
+                });
+                return (c, frame);
             }
         }
     }
 
-    /// Sends a request and follows its multi round-trip chain: every
+    /// The error a request that got no answer turns into.
+    fn failure_error(&self, method: &str, failure: &Failure, timeout: Option<Duration>) -> ClientError {
+        let method = method.to_owned();
+        match failure {
+            Failure::TimedOut { after } => ClientError::TimedOut {
+                method,
+                after: after.or(timeout).unwrap_or_default(),
+            },
+            Failure::NotDelivered { why, http: true }
+                if why.starts_with(AUTHORIZATION_FAILED)
+                    && let Some(error) = &self.auth_error =>
+            {
+                ClientError::Authorization {
+                    method,
+                    error: error.clone(),
+                }
+            }
+            Failure::NotDelivered { why, http: true } => ClientError::Http {
+                method,
+                error: why.clone(),
+            },
+            Failure::NotDelivered { why, http: false } => ClientError::WriteFailed {
+                method,
+                error: why.clone(),
+            },
+            Failure::ServerGone(_) | Failure::Cancelled | Failure::Stopped(_) => {
+                match (&self.spawn_error, self.exited) {
+                    (Some(e), _) => ClientError::SpawnFailed(e.clone()),
+                    (None, Some(status)) => ClientError::ServerExited { method, status },
+                    _ => ClientError::Closed { method },
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, method: &str, params: Option<Value>, opts: RequestOptions) -> (Completion, Option<Frame>) {
+        let timeout = opts.timeout.flatten();
+        let id = self.driver.request_with(method, params, opts);
+        self.perform(None);
+        self.wait_done(&id, timeout)
+    }
+
+    fn response(
+        &self,
+        method: &str,
+        timeout: Duration,
+        (c, frame): (Completion, Option<Frame>),
+    ) -> Result<Response, ClientError> {
+        let outcome = match c.outcome {
+            Outcome::Result(v) => Ok(v),
+            Outcome::Error(e) => Err(e),
+            Outcome::Failed(f) => return Err(self.failure_error(method, &f, Some(timeout))),
+        };
+        let frame = frame.expect("an answer arrives in a frame");
+        Ok(Response { frame, outcome })
+    }
+
+    /// Sends a request and waits for its response. Once the session is
+    /// modern the params carry the envelope, a -32022 is answered by one
+    /// retry with a version both sides speak, and `input_required` rounds
+    /// are answered by the policy.
+    pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Response, ClientError> {
+        let c = self.run(method, params, RequestOptions::timeout(timeout));
+        self.response(method, timeout, c)
+    }
+
+    /// Sends a request exactly as given (no envelope) and waits for its response.
+    pub fn request_as_is(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Response, ClientError> {
+        let opts = RequestOptions {
+            as_is: true,
+            ..RequestOptions::timeout(timeout)
+        };
+        let c = self.run(method, params, opts);
+        self.response(method, timeout, c)
+    }
+
+    /// Sends a request and follows its multi round-trip chain (every
     /// `input_required` answer is answered by the [`InputPolicy`] and the
-    /// request sent again with `inputResponses`, the echoed `requestState`
-    /// and a new id (linked in [`Client::conversations`]).
+    /// request sent again), reporting the rounds it took.
     pub fn request_with_input(
         &mut self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<InputOutcome, ClientError> {
-        let original = params.clone().unwrap_or_else(|| json!({}));
-        let mut resp = self.request(method, params, timeout)?;
-        let mut rounds = Vec::new();
-        while let Ok(result) = &resp.outcome {
-            let Some(ir) = InputRequired::from_result(result) else {
-                break;
-            };
-            let prev = resp.frame.class.id.clone();
-            let answers = self.policy.answer_all(&ir);
-            if let Some(id) = &prev {
-                rounds.push((id.clone(), ir.clone()));
-            }
-            let answers = match answers {
-                Ok(a) => a,
-                Err(why) => {
-                    return Ok(InputOutcome {
-                        response: resp,
-                        rounds,
-                        stopped: Some(why),
-                    });
-                }
-            };
-            if rounds.len() >= mrtr::MAX_ROUNDS {
-                return Ok(InputOutcome {
-                    response: resp,
-                    rounds,
-                    stopped: Some(format!("gave up after {} input_required rounds", mrtr::MAX_ROUNDS)),
-                });
-            }
-            let retry = mrtr::retry_params(&original, &answers, ir.request_state.as_deref());
-            resp = self.request(method, Some(retry), timeout)?;
-            if let (Some(prev), Some(new)) = (prev, resp.frame.class.id.clone()) {
-                self.conversations.link(new, &prev);
-            }
-        }
+        let (c, frame) = self.run(method, params, RequestOptions::timeout(timeout));
+        let rounds = c.rounds.clone();
+        let stopped = c.stopped.clone();
+        let response = self.response(method, timeout, (c, frame))?;
         Ok(InputOutcome {
-            response: resp,
+            response,
             rounds,
-            stopped: None,
+            stopped,
         })
     }
 
+    /// Sends a notification (no response is expected).
+    pub fn notify(&mut self, method: &str, params: Option<Value>) {
+        self.driver.notify(method, params);
+        self.perform(None);
+    }
+
+    /// Settles on an era as `choice` says and gets the session ready:
+    /// * legacy: `initialize` (+ `notifications/initialized`);
+    /// * modern: `server/discover` with the envelope (a -32022 is answered
+    ///   by one retry); from then on every request carries the envelope;
+    /// * auto: `server/discover` first (waiting at most 10 s); anything but a
+    ///   modern answer falls back to `initialize`.
+    ///
+    /// The decision, and why, is returned, kept ([`Client::era`]) and noted
+    /// on the timeline. The outer error is a request that got no answer.
+    pub fn establish(
+        &mut self,
+        choice: EraChoice,
+        hs: &HandshakeOptions,
+        timeout: Duration,
+    ) -> Result<Result<EraDecision, EraFailure>, ClientError> {
+        let config = DriverConfig {
+            era: choice,
+            handshake: hs.clone(),
+            policy: self.policy.clone(),
+            request_timeout: Some(timeout),
+            ..self.driver.config().clone()
+        };
+        self.driver.reconfigure(config);
+        self.settled = None;
+        self.driver.start();
+        self.perform(None);
+        let backstop = Instant::now() + timeout * 3 + Duration::from_secs(2);
+        while self.settled.is_none() {
+            if !self.pump_until(backstop) && (self.closed || Instant::now() >= backstop) {
+                break;
+            }
+        }
+        match self.settled.take() {
+            Some(Ok(d)) => Ok(Ok(d)),
+            Some(Err(EraFailure::NoAnswer { method, .. })) => {
+                let cause = self
+                    .driver
+                    .era()
+                    .cause
+                    .clone()
+                    .unwrap_or(Failure::ServerGone(String::new()));
+                Err(self.failure_error(&method, &cause, Some(timeout)))
+            }
+            Some(Err(e)) => Ok(Err(e)),
+            None => Err(ClientError::TimedOut {
+                method: "the handshake".into(),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// `initialize` then, when the answer is usable, `notifications/initialized`.
+    /// The inner error is the server's JSON-RPC refusal of `initialize`; an
+    /// answer with a version mcpscope cannot use is returned as it is.
+    pub fn initialize(
+        &mut self,
+        options: &HandshakeOptions,
+        timeout: Duration,
+    ) -> Result<Result<Handshake, ErrorObject>, ClientError> {
+        match self.establish(EraChoice::Legacy, options, timeout)? {
+            Ok(d) => Ok(Ok(d.handshake.expect("a legacy decision has a handshake"))),
+            Err(EraFailure::Handshake(h)) => Ok(Ok(*h)),
+            Err(EraFailure::InitializeRefused(e)) => Ok(Err(e)),
+            Err(other) => unreachable!("initialize cannot fail as {other}"),
+        }
+    }
+
     /// Runs `tools/call` as a task in the form of the session's era and
-    /// polls it until it ends (or `give_up` passes: then it is cancelled),
-    /// telling `on_status` about every change; then fetches the result.
+    /// follows it until it ends (or `give_up` passes: then it is cancelled),
+    /// telling `on_status` about every change.
     pub fn run_task(
         &mut self,
         params: Value,
@@ -769,199 +650,131 @@ impl Client {
         give_up: Duration,
         on_status: &mut dyn FnMut(&Task),
     ) -> Result<TaskRun, ClientError> {
-        let era = self.era.as_ref().map_or(Era::Legacy, |d| d.era);
-        let flavor = Flavor::for_era(era);
-        let resp = self.request("tools/call", Some(tasks::call_params(params, flavor, None)), timeout)?;
-        let result = match resp.outcome {
-            Err(e) => {
-                return Ok(TaskRun {
-                    flavor: None,
-                    transitions: Vec::new(),
-                    outcome: Err(e),
-                    cancelled: false,
-                });
+        let id = self.driver.run_task(params, Some(give_up));
+        self.perform(None);
+        let (c, _) = loop {
+            for (_, t) in self.statuses.drain(..) {
+                on_status(&t);
             }
-            Ok(r) => r,
+            if let Some(d) = self.done.remove(&id) {
+                break d;
+            }
+            let deadline = Instant::now() + give_up + timeout + Duration::from_secs(2);
+            if !self.pump_until(deadline) && self.closed {
+                break self.wait_done(&id, Some(timeout));
+            }
         };
-        let Some((flavor, mut task)) = tasks::Task::created(&result) else {
-            return Ok(TaskRun {
-                flavor: None,
-                transitions: Vec::new(),
-                outcome: Ok(result),
-                cancelled: false,
-            });
-        };
-        let deadline = Instant::now() + give_up;
-        let mut transitions = vec![task.clone()];
-        on_status(&task);
-        let mut cancelled = false;
-        while !task.status.is_terminal() {
-            if Instant::now() >= deadline {
-                let r = self.request("tasks/cancel", Some(tasks::task_params(&task.task_id)), timeout)?;
-                cancelled = true;
-                if let Ok(v) = &r.outcome
-                    && let Some(t) = Task::from_value(v)
-                {
-                    task = t;
-                } else {
-                    break;
-                }
-                if task.status != transitions.last().map_or(Status::Working, |t| t.status.clone()) {
-                    on_status(&task);
-                    transitions.push(task.clone());
-                }
-                break;
-            }
-            // Experimental tasks that wait for input deliver the server's
-            // requests through tasks/result: go there at once.
-            if flavor == Flavor::Experimental && task.status == tasks::Status::InputRequired {
-                break;
-            }
-            let wait = task
-                .poll_interval
-                .unwrap_or(Duration::from_millis(500))
-                .clamp(Duration::from_millis(50), Duration::from_secs(5));
-            self.pump_for(wait);
-            let r = self.request("tasks/get", Some(tasks::task_params(&task.task_id)), timeout)?;
-            let v = match r.outcome {
-                Ok(v) => v,
-                Err(e) => {
-                    return Ok(TaskRun {
-                        flavor: Some(flavor),
-                        transitions,
-                        outcome: Err(e),
-                        cancelled,
-                    });
-                }
-            };
-            let Some(t) = Task::from_value(&v) else { break };
-            let changed = transitions
-                .last()
-                .is_none_or(|p| p.status != t.status || p.status_message != t.status_message);
-            task = t;
-            if changed {
-                on_status(&task);
-                transitions.push(task.clone());
-            }
-            if flavor == Flavor::Extension
-                && task.status == tasks::Status::InputRequired
-                && let Some(reqs) = &task.input_requests
-            {
-                let ir = InputRequired::from_result(&json!({"resultType": "input_required", "inputRequests": reqs}))
-                    .expect("built as input_required");
-                match self.policy.answer_all(&ir) {
-                    Ok(answers) => {
-                        self.request(
-                            "tasks/update",
-                            Some(json!({"taskId": task.task_id, "inputResponses": answers})),
-                            timeout,
-                        )?;
-                    }
-                    Err(why) => {
-                        return Ok(TaskRun {
-                            flavor: Some(flavor),
-                            transitions,
-                            outcome: Err(ErrorObject::new(0, why)),
-                            cancelled,
-                        });
-                    }
-                }
-            }
+        for (_, t) in self.statuses.drain(..) {
+            on_status(&t);
         }
-        let outcome = match flavor {
-            Flavor::Experimental if !cancelled => {
-                self.request("tasks/result", Some(tasks::task_params(&task.task_id)), give_up)?
-                    .outcome
-            }
-            _ => match (&task.result, &task.error) {
-                (Some(r), _) => Ok(r.clone()),
-                (None, Some(e)) => Err(ErrorObject::from_json(e)
-                    .unwrap_or_else(|| ErrorObject::new(0, crate::text::shorten(&e.to_string(), 200)))),
-                (None, None) => Err(ErrorObject::new(
-                    0,
-                    format!("the task ended {} without a result", task.status_line()),
-                )),
-            },
-        };
+        let run = c.task.clone().unwrap_or_else(|| driver::TaskRun::unstarted(id.clone()));
+        if let Outcome::Failed(f @ (Failure::TimedOut { .. } | Failure::NotDelivered { .. } | Failure::ServerGone(_))) =
+            &c.outcome
+        {
+            return Err(self.failure_error(&c.method, f, Some(timeout)));
+        }
         Ok(TaskRun {
-            flavor: Some(flavor),
-            transitions,
-            outcome,
-            cancelled,
+            flavor: run.flavor,
+            transitions: run.transitions,
+            outcome: c.outcome,
+            cancelled: run.cancelled,
         })
     }
-}
 
-impl Client {
     /// Opens a `subscriptions/listen` stream (modern era) and waits for its
     /// acknowledgement: returns the listen request's id (= the subscription
     /// id every notification on the stream carries) and the filter the server
-    /// honours. The request stays open (no timeout); notifications arrive as
-    /// events, [`crate::protocol::subscriptions::subscriptions`] groups them, and
-    /// [`Client::stop_listening`] ends the stream.
+    /// honours, or why the server refused. The stream stays open (no
+    /// timeout); [`Client::stop_listening`] ends it.
     pub fn listen(
         &mut self,
-        filter: &crate::protocol::subscriptions::Filter,
+        filter: &Filter,
         timeout: Duration,
-    ) -> Result<Result<(RequestId, Value), ErrorObject>, ClientError> {
-        let params = filter.listen_params();
-        let params = match &self.envelope {
-            Some(env) => env.wrap(Some(params)),
-            None => params,
-        };
+    ) -> Result<Result<(RequestId, Value), String>, ClientError> {
         let method = crate::protocol::subscriptions::LISTEN;
-        let id = self.session.request_with(None, method, Some(params), None);
+        let id = self.driver.listen(filter);
+        self.perform(None);
         let deadline = Instant::now() + timeout;
         loop {
-            let wait = deadline.saturating_duration_since(Instant::now());
-            let ev = match self.session.events().recv_timeout(wait) {
-                Ok(ev) => ev,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(ClientError::TimedOut {
-                        method: method.into(),
-                        after: timeout,
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    self.closed = true;
-                    return Err(ClientError::Closed { method: method.into() });
-                }
-            };
-            self.handle(&ev);
-            (self.observer)(&ev);
-            let Event::Frame(f) = &ev else {
-                if let Event::Closed { .. } = ev {
-                    return Err(ClientError::Closed { method: method.into() });
-                }
-                continue;
-            };
-            if f.direction != Direction::In {
-                continue;
+            if let Some(honoured) = self.listening.remove(&id) {
+                return Ok(Ok((id, honoured)));
             }
-            if f.class.kind.is_response() && f.class.id.as_ref() == Some(&id) {
-                return match response_outcome(f) {
-                    Err(e) => Ok(Err(e)),
-                    Ok(v) => Ok(Err(ErrorObject::new(
-                        0,
-                        format!(
-                            "the stream closed at once: {}",
-                            crate::text::shorten(&v.to_string(), 200)
-                        ),
-                    ))),
+            if let Some((c, _)) = self.done.remove(&id) {
+                return match c.outcome {
+                    Outcome::Error(e) => Ok(Err(e.to_string())),
+                    Outcome::Failed(Failure::Stopped(why)) => Ok(Err(why)),
+                    Outcome::Failed(f) => Err(self.failure_error(method, &f, Some(timeout))),
+                    Outcome::Result(v) => Ok(Err(crate::text::shorten(&v.to_string(), 200))),
                 };
             }
-            if f.class.method.as_deref() == Some(crate::protocol::subscriptions::ACKNOWLEDGED)
-                && let Some(v) = f.json()
-                && crate::protocol::subscriptions::subscription_id(&v).as_ref() == Some(&id)
-            {
-                let honoured = v.pointer("/params/notifications").cloned().unwrap_or(Value::Null);
-                return Ok(Ok((id, honoured)));
+            if !self.pump_until(deadline) && (self.closed || Instant::now() >= deadline) {
+                if self.closed {
+                    return Err(ClientError::Closed { method: method.into() });
+                }
+                return Err(ClientError::TimedOut {
+                    method: method.into(),
+                    after: timeout,
+                });
             }
         }
     }
 
     /// Ends a listen stream (`notifications/cancelled` for its request).
     pub fn stop_listening(&mut self, id: RequestId) {
-        self.session.cancel(id, Some("mcpscope stopped listening".into()));
+        self.driver.cancel(&id, "mcpscope stopped listening");
+        self.perform(None);
+        self.done.remove(&id);
     }
+
+    /// Shuts the server down and passes the remaining events to the observer.
+    pub fn close(mut self) -> Option<ExitInfo> {
+        let rest = self.session.close();
+        for ev in &rest {
+            if let Event::Exited { status, .. } = ev {
+                self.exited = Some(*status);
+            }
+            (self.observer)(ev);
+        }
+        self.exited
+    }
+}
+
+/// Tells the protocol driver what a session event means to it: the one
+/// mapping from transport events to driver inputs, shared by the CLI's
+/// client and the app. `now` is the time since the session started.
+pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
+    match ev {
+        Event::Frame(f) => driver.handle(Input::Frame(f)),
+        Event::SpawnFailed { error, .. } => driver.handle(Input::Gone(&format!("could not start: {error}"))),
+        Event::Exited { status, .. } => driver.handle(Input::Exited(&format!("the server {status}"))),
+        Event::Closed { .. } => driver.handle(Input::Gone("the session ended")),
+        Event::TimedOut { timed_out, .. } => driver.handle(Input::TimedOut(&timed_out.id)),
+        Event::WriteFailed { error, line, .. } => {
+            if let Some(id) = line_id(line) {
+                driver.handle(Input::NotDelivered {
+                    id: &id,
+                    why: error,
+                    http: false,
+                });
+            }
+        }
+        Event::Http(h) => {
+            if let (Some(id), Some(error)) = (&h.request_id, &h.error) {
+                driver.handle(Input::NotDelivered {
+                    id,
+                    why: error,
+                    http: true,
+                });
+            }
+        }
+        Event::Spawned { .. } | Event::Stderr(_) | Event::Cancelled { .. } | Event::Note { .. } | Event::Auth(_) => {}
+    }
+    driver.handle(Input::Tick(now));
+}
+
+/// The id of a request in a line that could not be written.
+fn line_id(line: &[u8]) -> Option<RequestId> {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("id").and_then(RequestId::from_json))
 }

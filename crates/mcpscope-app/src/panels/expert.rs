@@ -103,7 +103,8 @@ pub struct ExpertPanel {
     closed_linted: bool,
     last_took: Duration,
     next_run: Option<Instant>,
-    timer_for: Option<Instant>,
+    /// When a run that is not allowed yet becomes due.
+    wakeup: Option<Instant>,
     run_requested: bool,
     /// Positions in `findings` that pass the filters.
     visible: Vec<usize>,
@@ -126,7 +127,7 @@ impl Default for ExpertPanel {
             closed_linted: false,
             last_took: Duration::ZERO,
             next_run: None,
-            timer_for: None,
+            wakeup: None,
             run_requested: false,
             visible: Vec::new(),
             visible_for: None,
@@ -146,6 +147,11 @@ impl ExpertPanel {
 
     pub fn busy(&self) -> bool {
         self.job.is_some()
+    }
+
+    /// When the next run is allowed, if one is waiting for it.
+    pub fn wakeup(&self) -> Option<Instant> {
+        self.wakeup
     }
 
     /// Asks for a run now, whatever the size of the session.
@@ -180,25 +186,12 @@ impl ExpertPanel {
         let due = self.next_run.is_none_or(|t| Instant::now() >= t);
         let automatic = model.store.len() <= AUTO_LINT_MAX_ROWS && changed && due;
         if !(automatic || self.run_requested) {
-            if changed
-                && !due
-                && let Some(t) = self.next_run
-                && self.timer_for != Some(t)
-            {
-                // Come back when the next run is allowed (one timer per wait).
-                self.timer_for = Some(t);
-                let waker = Arc::clone(waker);
-                let wait = t.saturating_duration_since(Instant::now());
-                std::thread::Builder::new()
-                    .name("mcpscope-lint-timer".into())
-                    .spawn(move || {
-                        std::thread::sleep(wait);
-                        waker();
-                    })
-                    .ok();
-            }
+            // A run that is not allowed yet is due later: the app asks for a
+            // frame then ([`ExpertPanel::wakeup`]).
+            self.wakeup = (changed && !due).then_some(self.next_run).flatten();
             return false;
         }
+        self.wakeup = None;
         self.run_requested = false;
         self.closed_linted = closed;
         self.start(model, capture, Arc::clone(waker));
@@ -425,7 +418,12 @@ fn run_lint(source: LintSource, options: &LintOptions) -> LintOutcome {
                     .iter()
                     .filter(|e| matches!(e, Event::Frame(_) | Event::Stderr(_)))
                     .count();
-                (Ok(lint::lint(&loaded.events, options)), false, Some(rows))
+                // Each session of a capture is linted on its own (ids and
+                // the handshake start again at a session boundary).
+                let findings = (0..loaded.sessions.len())
+                    .flat_map(|i| lint::lint(loaded.session_events(i), options))
+                    .collect();
+                (Ok(findings), false, Some(rows))
             }
             Err(e) => (Err(format!("{e:#}")), false, None),
         },
@@ -442,36 +440,21 @@ fn run_lint(source: LintSource, options: &LintOptions) -> LintOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::model::Source;
     use mcpscope_core::record::recorder::Recorder;
+    use mcpscope_core::record::replay::Replay;
     use mcpscope_core::wire::classify::Limits;
     use mcpscope_core::wire::frame::Direction;
     use mcpscope_core::wire::framing::{LineEnding, RawLine};
 
     fn model(lines: &[(Direction, &str)]) -> SessionModel {
-        let mut rec = Recorder::replay(Limits::default());
-        let mut m = SessionModel::new(Source::Live {
-            command_line: "x".into(),
-        });
+        let mut r = Replay::new();
         for (i, (d, l)) in lines.iter().enumerate() {
             if i == 1 {
-                m.apply(&Event::Note {
-                    at: Duration::ZERO,
-                    text: "a meta row shifts row numbers".into(),
-                });
+                r.note("a meta row shifts row numbers");
             }
-            let f = rec.frame_at(
-                *d,
-                RawLine {
-                    bytes: l.as_bytes().to_vec(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::from_millis(i as u64),
-                None,
-            );
-            m.apply(&Event::Frame(f));
+            r.line(*d, l.as_bytes());
         }
-        m
+        r.model()
     }
 
     fn waiting(panel: &mut ExpertPanel, m: &SessionModel, capture: Option<&PathBuf>) {
@@ -518,7 +501,7 @@ mod tests {
             &mcpscope_core::transport::process::ServerSpec::new("x", Vec::<String>::new()),
             "t",
         );
-        let mut w = mcpscope_core::record::capture::Writer::create(&path, &header).unwrap();
+        let mut w = mcpscope_core::record::capture::Writer::open(&path, &header).unwrap();
         let mut rec = Recorder::replay(Limits::default());
         let mut events = vec![Event::Note {
             at: Duration::ZERO,

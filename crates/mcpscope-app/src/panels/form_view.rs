@@ -3,8 +3,9 @@
 //! Every input is named for accessibility: a visible label with the field's name, and the
 //! input `labelled_by` it (array rows are labelled `name[i]`). Controls without a visible
 //! name carry one: "set <name>", "null <name>", "move <name>[i] up", "remove <name>[i]",
-//! "key <i> of <name>". Errors are drawn in red under their field; errors whose field is
-//! not on screen (inside an unset object, say) are listed at the end.
+//! "key <i> of <name>". Errors are drawn in red under their field (under the header of an
+//! object, list or chooser, before its children); errors whose field is not on screen
+//! (inside an unset object, say) are listed at the end.
 
 use egui::{Color32, Id, RichText, TextEdit, Ui};
 use mcpscope_core::schema::form::{Entry, Field, FieldError, FieldKind, Form, value_label};
@@ -30,6 +31,7 @@ pub fn form_ui(ui: &mut Ui, form: &mut Form, errors: &[FieldError]) -> bool {
         .push_id("form-root", |ui| match root.kind {
             FieldKind::Object { .. } | FieldKind::Map { .. } => {
                 ctx.shown.push(String::new());
+                errors_ui(ui, "", &ctx);
                 let mut changed = block_ui(ui, root, "", "arguments", None, &mut ctx);
                 if matches!(root.kind, FieldKind::Object { additional: Some(_), .. })
                     && ui
@@ -42,7 +44,6 @@ pub fn form_ui(ui: &mut Ui, form: &mut Form, errors: &[FieldError]) -> bool {
                     root.add_entry(&key);
                     changed = true;
                 }
-                errors_ui(ui, "", &ctx);
                 if matches!(&root.kind, FieldKind::Object { fields, extra, .. } if fields.is_empty() && extra.is_empty())
                 {
                     ui.weak("(no arguments)");
@@ -144,26 +145,39 @@ fn field_ui(
                 changed = true;
             }
         }
-        if shows_value(f) {
-            changed |= inline_ui(ui, f, label, label_id);
-        }
+        // The small marks go before the editor: it takes the rest of the
+        // row, and anything after it would wrap onto a line of its own.
         if f.is_default {
             ui.weak("(default)");
         }
         changed |= mode_toggle_ui(ui, f, label);
+        if shows_value(f) {
+            changed |= inline_ui(ui, f, label, label_id);
+        }
     });
     if let Some(d) = &f.description {
-        ui.label(RichText::new(d).weak().small());
+        ui.label(RichText::new(d).weak());
     }
     if let Some(n) = &f.note {
-        ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR).small());
+        ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR));
+    }
+    // Errors about a whole object, list or choice (a oneOf value matching two variants)
+    // go under its header, next to the chooser, before its children.
+    let composite = matches!(
+        f.kind,
+        FieldKind::Object { .. } | FieldKind::Map { .. } | FieldKind::Array { .. } | FieldKind::Choice { .. }
+    );
+    ctx.shown.push(pointer.to_owned());
+    if composite {
+        errors_ui(ui, pointer, ctx);
     }
     let open = f.set || is_scalar(&f.kind) || matches!(f.kind, FieldKind::Text { .. } | FieldKind::Json { .. });
     if open && shows_value(f) {
         changed |= block_ui(ui, f, pointer, label, Some(label_id), ctx);
     }
-    ctx.shown.push(pointer.to_owned());
-    errors_ui(ui, pointer, ctx);
+    if !composite {
+        errors_ui(ui, pointer, ctx);
+    }
     changed
 }
 
@@ -409,10 +423,10 @@ fn block_ui(ui: &mut Ui, f: &mut Field, pointer: &str, label: &str, label_id: Op
         FieldKind::Choice { current, .. } => {
             if !is_scalar(&current.kind) && !current.is_pending() {
                 if let Some(n) = &current.description {
-                    ui.label(RichText::new(n).weak().small());
+                    ui.label(RichText::new(n).weak());
                 }
                 if let Some(n) = &current.note {
-                    ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR).small());
+                    ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR));
                 }
                 let c = block_ui(ui, current, pointer, label, label_id, ctx);
                 if c {

@@ -147,16 +147,13 @@ impl LogPanel {
 mod tests {
     use super::*;
     use mcpscope_core::record::model::Source;
-    use mcpscope_core::record::recorder::Recorder;
+    use mcpscope_core::record::replay::Replay;
     use mcpscope_core::transport::event::Event;
-    use mcpscope_core::wire::classify::Limits;
     use mcpscope_core::wire::frame::Direction;
-    use mcpscope_core::wire::framing::{LineEnding, RawLine};
-    use std::time::Duration;
 
     #[test]
     fn filters_by_level_and_text_incrementally() {
-        let mut rec = Recorder::replay(Limits::default());
+        let mut r = Replay::new();
         let mut m = SessionModel::new(Source::Live {
             command_line: "x".into(),
         });
@@ -164,16 +161,7 @@ mod tests {
             let line = format!(
                 r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"{level}","logger":"db","data":{data}}}}}"#
             );
-            let f = rec.frame_at(
-                Direction::In,
-                RawLine {
-                    bytes: line.into_bytes(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::ZERO,
-                None,
-            );
-            m.apply(&Event::Frame(f));
+            m.apply(&Event::Frame(r.frame(Direction::In, line.as_bytes())));
         };
         push(&mut m, "debug", r#""connecting""#);
         push(&mut m, "error", r#"{"code":5}"#);

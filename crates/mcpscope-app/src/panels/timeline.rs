@@ -243,10 +243,21 @@ impl TimelinePanel {
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
+        // Scrolling the list by hand stops following the tail.
+        let wheel = ui.input(|i| i.smooth_scroll_delta.y != 0.0);
+        if self.follow_tail && wheel && ui.rect_contains_pointer(ui.available_rect_before_wrap()) {
+            self.follow_tail = false;
+        }
         let mut area = egui::ScrollArea::vertical()
             .id_salt("timeline")
             .auto_shrink([false, false])
             .stick_to_bottom(self.follow_tail);
+        if self.follow_tail {
+            // Ticked means the newest row is on screen, wherever the view was
+            // (an exact offset: one past the end would hide every row).
+            let content = total as f32 * (row_h + spacing) - spacing;
+            area = area.vertical_scroll_offset((content - ui.available_height()).max(0.0));
+        }
         if self.scroll_to_selection
             && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
         {
@@ -439,6 +450,13 @@ impl TimelinePanel {
             ));
         }
         let color = kind.color();
+        // Kind colours (pink, amber) are hard to read on the selection's
+        // blue: a selected row's text is drawn in the strong text colour.
+        let label_color = if self.selected == Some(idx) {
+            ui.visuals().strong_text_color()
+        } else {
+            color
+        };
         let y = rect.center().y + 4.0;
         let glyph_label = format!("{} {label}", kind.glyph());
         match row.lane() {
@@ -451,13 +469,14 @@ impl TimelinePanel {
                 let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
                 let stroke = Stroke::new(width, color);
                 p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
-                p.text(
-                    Pos2::new((geo.client_x + geo.server_x) / 2.0, rect.top() + 1.0),
-                    Align2::CENTER_TOP,
-                    &glyph_label,
-                    mono.clone(),
-                    color,
-                );
+                // Between the lifelines, clear of both arrowheads: a long
+                // label is cut with an ellipsis instead of running past them.
+                let room = (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0);
+                let mut job = egui::text::LayoutJob::simple_singleline(glyph_label.clone(), mono.clone(), label_color);
+                job.wrap = egui::text::TextWrapping::truncate_at_width(room);
+                let galley = p.layout_job(job);
+                let x = (geo.client_x + geo.server_x) / 2.0 - galley.size().x / 2.0;
+                p.galley(Pos2::new(x, rect.top() + 1.0), galley, label_color);
                 if let Some((_, latency)) = row.link() {
                     p.text(
                         Pos2::new(geo.client_x - 6.0, rect.center().y),
@@ -482,7 +501,7 @@ impl TimelinePanel {
                     Align2::LEFT_CENTER,
                     &glyph_label,
                     mono.clone(),
-                    color,
+                    label_color,
                 );
             }
             Lane::Auth => {
@@ -528,7 +547,7 @@ impl TimelinePanel {
                     Align2::LEFT_CENTER,
                     &glyph_label,
                     mono.clone(),
-                    color,
+                    label_color,
                 );
             }
         }
@@ -536,6 +555,9 @@ impl TimelinePanel {
         response.clicked()
     }
 }
+
+/// Room kept free at each end of an arrow for its head.
+const ARROW_LABEL_MARGIN: f32 = 14.0;
 
 /// Where the lifelines are within a row.
 struct Geometry {
@@ -548,9 +570,16 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// Room kept right of the stderr lane for its text and notes.
+    const STDERR_TEXT: f32 = 190.0;
+
     fn new(rect: Rect) -> Self {
         let left = rect.left() + 150.0;
-        let right = (rect.left() + rect.width() * 0.68).max(left + 260.0);
+        // The server's lifeline stays far enough from the right edge for the
+        // stderr lane's text, however narrow the timeline is.
+        let right = (rect.left() + rect.width() * 0.62)
+            .min(rect.right() - 30.0 - Self::STDERR_TEXT)
+            .max(left + 220.0);
         Self {
             client_x: left,
             server_x: right,
@@ -574,7 +603,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     use mcpscope_core::wire::classify::Kind;
     let id = row.id().map(|i| format!(" #{i}")).unwrap_or_default();
     match row.lane() {
-        Lane::Stderr | Lane::Meta => mcpscope_core::text::shorten(&row.text(), 160),
+        Lane::Stderr | Lane::Meta => mcpscope_core::text::ellipsize(&row.text(), 160),
         Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
         _ => match row.kind() {
             Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
@@ -593,8 +622,8 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
             }
             Kind::Error => format!("error{id} {}", row.error_code().unwrap_or_default()),
             Kind::Batch => "batch".into(),
-            Kind::NotJsonRpc => format!("not JSON-RPC: {}", mcpscope_core::text::shorten(&row.text(), 60)),
-            Kind::NotJson => format!("NOT JSON: {}", mcpscope_core::text::shorten(&row.text(), 60)),
+            Kind::NotJsonRpc => format!("not JSON-RPC: {}", mcpscope_core::text::ellipsize(&row.text(), 60)),
+            Kind::NotJson => format!("NOT JSON: {}", mcpscope_core::text::ellipsize(&row.text(), 60)),
         },
     }
 }
@@ -602,32 +631,11 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::model::Source;
-    use mcpscope_core::record::recorder::Recorder;
-    use mcpscope_core::transport::event::Event;
-    use mcpscope_core::wire::classify::Limits;
+    use mcpscope_core::record::replay::Replay;
     use mcpscope_core::wire::frame::Direction;
-    use mcpscope_core::wire::framing::{LineEnding, RawLine};
-    use std::time::Duration;
 
     fn model(lines: &[(Direction, &str)]) -> SessionModel {
-        let mut rec = Recorder::replay(Limits::default());
-        let mut m = SessionModel::new(Source::Live {
-            command_line: "x".into(),
-        });
-        for (d, l) in lines {
-            let f = rec.frame_at(
-                *d,
-                RawLine {
-                    bytes: l.as_bytes().to_vec(),
-                    ending: LineEnding::Lf,
-                },
-                Duration::ZERO,
-                None,
-            );
-            m.apply(&Event::Frame(f));
-        }
-        m
+        Replay::of(lines).model()
     }
 
     fn sample() -> SessionModel {
@@ -698,5 +706,52 @@ mod tests {
         assert_eq!(t.selected, Some(4));
         t.step_selection(-1);
         assert_eq!(t.selected, Some(3));
+    }
+
+    /// #14: ticking Follow tail shows the newest row wherever the view was.
+    #[test]
+    fn follow_tail_jumps_to_the_newest_row() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let mut r = Replay::new();
+        for i in 0..400 {
+            r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+        }
+        let m = r.model();
+        let panel = TimelinePanel {
+            follow_tail: false,
+            ..TimelinePanel::default()
+        };
+        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
+            |ui, t: &mut TimelinePanel| {
+                let _ = t.ui(ui, &m);
+            },
+            panel,
+        );
+        h.run_steps(2);
+        let newest = "ping #399";
+        assert!(
+            h.query_by_label_contains(newest).is_none(),
+            "the view starts at the top"
+        );
+        h.state_mut().follow_tail = true;
+        h.run_steps(2);
+        assert!(h.query_by_label_contains(newest).is_some(), "the newest row is shown");
+        assert!(h.state().follow_tail);
+    }
+
+    /// #14: at the default window size every lane, and the stderr lane's
+    /// text, fits in the timeline.
+    #[test]
+    fn every_lane_fits_at_the_default_size() {
+        // 1440 px wide, minus the launcher (300) and detail (460) panels.
+        let rect = Rect::from_min_size(egui::pos2(300.0, 0.0), Vec2::new(680.0, 500.0));
+        let g = Geometry::new(rect);
+        assert!(g.client_x > rect.left() + 100.0, "room for the time column");
+        assert!(g.server_x - g.client_x > 200.0, "room for arrow labels");
+        assert!(
+            rect.right() - g.stderr_x >= Geometry::STDERR_TEXT,
+            "room for stderr text"
+        );
     }
 }

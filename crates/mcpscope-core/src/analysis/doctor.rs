@@ -10,6 +10,7 @@ use crate::client::EraFailure;
 use crate::client::{Client, ClientError};
 use crate::protocol::era::{Era, EraChoice, EraDecision};
 use crate::protocol::handshake::{Handshake, HandshakeOptions, VersionVerdict};
+use crate::protocol::methods;
 use crate::record::model::Severity;
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::process::ServerSpec;
@@ -288,6 +289,10 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
             }
             checks.push(c);
         }
+        // The client turns a handshake without an answer into its error.
+        Ok(Err(e @ EraFailure::NoAnswer { .. })) => {
+            checks.push(Check::new(Status::Fail, "initialize got no answer").detail(e.to_string()));
+        }
         Err(ClientError::Http { error, .. }) => {
             let mut c = Check::new(Status::Fail, "initialize failed over HTTP").detail(error.clone());
             if error.contains("connection refused") {
@@ -421,7 +426,7 @@ fn probe_envelope(target: &Target, timeout: Duration) -> Check {
             "Envelope enforcement: could not start a second process to check",
         );
     }
-    let result = client.request_as_is("tools/list", None, timeout);
+    let result = client.request_as_is(methods::TOOLS_LIST, None, timeout);
     client.close();
     match result {
         Ok(resp) => match resp.outcome {
@@ -460,7 +465,7 @@ fn list_tools(client: &mut Client, timeout: Duration, advertised: bool) -> Check
     let mut cursor: Option<String> = None;
     for _page in 0..50 {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        match client.request("tools/list", params, timeout) {
+        match client.request(methods::TOOLS_LIST, params, timeout) {
             Ok(resp) => match resp.outcome {
                 Ok(result) => {
                     if let Some(tools) = result.get("tools").and_then(Value::as_array) {
@@ -652,7 +657,7 @@ fn probe_enforcement(target: &Target, timeout: Duration) -> Check {
             "Handshake enforcement: could not start a second process to check",
         );
     }
-    let result = client.request("tools/list", None, timeout);
+    let result = client.request(methods::TOOLS_LIST, None, timeout);
     client.close();
     match result {
         Ok(resp) => match resp.outcome {

@@ -7,6 +7,7 @@
 //! rule id, the frames it is about and a sentence a newcomer understands.
 
 use crate::protocol::handshake::{self, Handshake, VersionVerdict};
+use crate::protocol::methods;
 pub use crate::record::model::Severity;
 use crate::transport::event::Event;
 use crate::wire::classify::{Anomalies, Kind};
@@ -281,14 +282,14 @@ impl HandshakeFacts {
         for f in frames {
             let method = f.class.method.as_deref();
             match (f.direction, f.kind()) {
-                (Direction::Out, Kind::Request) if method == Some("initialize") && h.init_req.is_none() => {
+                (Direction::Out, Kind::Request) if method == Some(methods::INITIALIZE) && h.init_req.is_none() => {
                     h.init_req = Some(f.seq);
                     let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
                     h.offered = params.get("protocolVersion").and_then(Value::as_str).map(str::to_owned);
                     h.client_caps = Some(params.get("capabilities").cloned().unwrap_or_else(|| json!({})));
                 }
                 (Direction::Out, Kind::Notification)
-                    if method == Some("notifications/initialized") && h.initialized.is_none() =>
+                    if method == Some(methods::INITIALIZED) && h.initialized.is_none() =>
                 {
                     h.initialized = Some(f.seq);
                 }
@@ -314,7 +315,7 @@ impl HandshakeFacts {
         for f in frames {
             if f.direction == Direction::In
                 && f.kind() == Kind::Result
-                && f.link.as_ref().is_some_and(|l| l.method == "server/discover")
+                && f.link.as_ref().is_some_and(|l| l.method == methods::SERVER_DISCOVER)
                 && h.discovery.is_none()
                 && let Some(d) = f
                     .json()
@@ -356,7 +357,7 @@ impl HandshakeFacts {
             h.modern = h.discovery.is_some()
                 || frames.iter().any(|f| {
                     is_request(f, Direction::Out)
-                        && f.class.method.as_deref() != Some("initialize")
+                        && f.class.method.as_deref() != Some(methods::INITIALIZE)
                         && f.json().is_some_and(|v| {
                             v.get("params")
                                 .and_then(crate::protocol::era::request_version)
@@ -596,7 +597,7 @@ fn frame_rules(f: &Frame, hs: &HandshakeFacts, split: &HashSet<u64>, out: &mut V
                 && f.json().and_then(|v| v.as_array().cloned()).is_some_and(|items| {
                     items
                         .iter()
-                        .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"))
+                        .any(|m| m.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE))
                 });
             let why = if has_initialize {
                 Some("initialize must never be part of a batch".to_owned())
@@ -890,7 +891,7 @@ fn pending_rules(events: &[Event], out: &mut Vec<Finding>) {
                         pending.retain(|p| p.frame.seq != link.request_seq);
                     }
                 }
-                Kind::Notification if f.class.method.as_deref() == Some("notifications/cancelled") => {
+                Kind::Notification if f.class.method.as_deref() == Some(methods::CANCELLED) => {
                     let id = f
                         .json()
                         .and_then(|v| v.pointer("/params/requestId").and_then(RequestId::from_json));
@@ -946,13 +947,13 @@ fn pending_rules(events: &[Event], out: &mut Vec<Finding>) {
         }
     }
     let fell_back = events.iter().any(|e| {
-        matches!(e, Event::Frame(f) if f.direction == Direction::Out && f.class.method.as_deref() == Some("initialize"))
+        matches!(e, Event::Frame(f) if f.direction == Direction::Out && f.class.method.as_deref() == Some(methods::INITIALIZE))
     });
     for p in pending {
         if p.reported || (p.cancelled && !p.timed_out) {
             continue;
         }
-        if fell_back && p.frame.class.method.as_deref() == Some("server/discover") {
+        if fell_back && p.frame.class.method.as_deref() == Some(methods::SERVER_DISCOVER) {
             // The era probe: no answer is how a legacy server may say it is one.
             continue;
         }
@@ -1022,7 +1023,7 @@ fn lifecycle_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding
                 && f.seq < init_resp
                 && !matches!(
                     f.class.method.as_deref(),
-                    Some("ping" | "initialize" | "server/discover")
+                    Some(methods::PING | methods::INITIALIZE | methods::SERVER_DISCOVER)
                 )
         })
         .collect();
@@ -1147,7 +1148,9 @@ fn lifecycle_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding
     let early_server: Vec<&Frame> = frames
         .iter()
         .copied()
-        .filter(|f| is_request(f, Direction::In) && f.seq < initialized && f.class.method.as_deref() != Some("ping"))
+        .filter(|f| {
+            is_request(f, Direction::In) && f.seq < initialized && f.class.method.as_deref() != Some(methods::PING)
+        })
         .collect();
     if !early_server.is_empty() {
         let labels: Vec<String> = early_server.iter().map(|f| request_label(f)).collect();
@@ -1219,7 +1222,7 @@ fn era_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Finding>) {
         if f.direction != Direction::Out || !matches!(f.kind(), Kind::Request | Kind::Notification) {
             continue;
         }
-        if m == "initialize" {
+        if m == methods::INITIALIZE {
             continue;
         }
         if LEGACY_ONLY_METHODS.contains(&m) {
@@ -1386,10 +1389,10 @@ fn mrtr_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
 /// The server capability (a path into its capabilities) a client request needs.
 fn server_capability_for(method: &str, negotiated: Option<&str>) -> Option<&'static [&'static str]> {
     Some(match method {
-        "resources/subscribe" => &["resources", "subscribe"],
-        "logging/setLevel" => &["logging"],
+        methods::RESOURCES_SUBSCRIBE => &["resources", "subscribe"],
+        methods::LOGGING_SET_LEVEL => &["logging"],
         // The capability flag arrived with 2025-03-26; older servers answered without one.
-        "completion/complete" if negotiated != Some("2024-11-05") => &["completions"],
+        methods::COMPLETION_COMPLETE if negotiated != Some("2024-11-05") => &["completions"],
         m if m.starts_with("tools/") => &["tools"],
         m if m.starts_with("resources/") => &["resources"],
         m if m.starts_with("prompts/") => &["prompts"],
@@ -1400,9 +1403,9 @@ fn server_capability_for(method: &str, negotiated: Option<&str>) -> Option<&'sta
 /// The client capability a server request needs.
 fn client_capability_for(method: &str) -> Option<&'static [&'static str]> {
     Some(match method {
-        "roots/list" => &["roots"],
-        "sampling/createMessage" => &["sampling"],
-        "elicitation/create" => &["elicitation"],
+        methods::ROOTS_LIST => &["roots"],
+        methods::SAMPLING_CREATE_MESSAGE => &["sampling"],
+        methods::ELICITATION_CREATE => &["elicitation"],
         _ => return None,
     })
 }
@@ -1455,9 +1458,9 @@ fn capability_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Findin
             }
             (Direction::In, Kind::Notification) => {
                 let cap = match m {
-                    "notifications/tools/list_changed" => "tools",
-                    "notifications/prompts/list_changed" => "prompts",
-                    "notifications/resources/list_changed" => "resources",
+                    methods::TOOLS_LIST_CHANGED => "tools",
+                    methods::PROMPTS_LIST_CHANGED => "prompts",
+                    methods::RESOURCES_LIST_CHANGED => "resources",
                     _ => continue,
                 };
                 if let Some(caps) = server_caps
@@ -1466,7 +1469,7 @@ fn capability_rules(frames: &[&Frame], hs: &HandshakeFacts, out: &mut Vec<Findin
                     note(&mut list_changed, f, m, format!("{cap}.listChanged"));
                 }
             }
-            (Direction::Out, Kind::Notification) if m == "notifications/roots/list_changed" => {
+            (Direction::Out, Kind::Notification) if m == methods::ROOTS_LIST_CHANGED => {
                 if let Some(caps) = client_caps
                     && !advertised(caps, &["roots", "listChanged"])
                 {
@@ -1666,7 +1669,7 @@ fn tool_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
         }
         let Some(link) = &f.link else { continue };
         match (f.kind(), link.method.as_str()) {
-            (Kind::Result, "tools/list") => {
+            (Kind::Result, methods::TOOLS_LIST) => {
                 let Some(v) = f.json() else { continue };
                 let Some(list) = v.pointer("/result/tools").and_then(Value::as_array) else {
                     continue;
@@ -1677,12 +1680,12 @@ fn tool_rules(frames: &[&Frame], out: &mut Vec<Finding>) {
                     }
                 }
             }
-            (Kind::Result, "tools/call") => {
+            (Kind::Result, methods::TOOLS_CALL) => {
                 let name = tool_called(&by_seq, link.request_seq);
                 let Some(v) = f.json() else { continue };
                 check_tool_result(f, link.request_seq, name.as_deref(), &v["result"], &tools, out);
             }
-            (Kind::Error, "tools/call") => {
+            (Kind::Error, methods::TOOLS_CALL) => {
                 let name = tool_called(&by_seq, link.request_seq);
                 let listed = name.as_deref().is_some_and(|n| tools.contains_key(n));
                 if listed && let Some(v) = f.json() {

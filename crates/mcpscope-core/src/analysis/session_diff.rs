@@ -5,6 +5,7 @@
 //! timing is ignored. Lists of named things (tools, prompts, resources) are
 //! matched by name, since SDKs list them in different orders.
 
+use crate::protocol::methods;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
@@ -147,7 +148,7 @@ pub fn compare(a: &[Event], b: &[Event]) -> Comparison {
             Some(ib) => {
                 let y = &eb[ib];
                 let mut lines = Vec::new();
-                if x.method != "initialize" {
+                if x.method != methods::INITIALIZE {
                     // initialize params differ only by clientInfo when the same client ran.
                     compare_values("params", x.params.as_ref(), y.params.as_ref(), &mut lines);
                 }
@@ -287,28 +288,9 @@ fn names(items: &[Value]) -> Option<BTreeMap<String, &Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::recorder::Recorder;
-    use crate::wire::classify::Limits;
-    use crate::wire::framing::{LineEnding, RawLine};
-    use std::time::Duration;
 
     fn session(lines: &[(Direction, &str)]) -> Vec<Event> {
-        let mut rec = Recorder::replay(Limits::default());
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, (d, l))| {
-                Event::Frame(rec.frame_at(
-                    *d,
-                    RawLine {
-                        bytes: l.as_bytes().to_vec(),
-                        ending: LineEnding::Lf,
-                    },
-                    Duration::from_millis(i as u64),
-                    None,
-                ))
-            })
-            .collect()
+        crate::record::replay::Replay::of(lines).into_events()
     }
 
     #[test]

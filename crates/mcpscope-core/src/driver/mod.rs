@@ -25,6 +25,7 @@ mod tests;
 use crate::protocol::era::{self, Discovery, EraChoice, EraDecision, EraFailure, ProbeVerdict};
 use crate::protocol::era::{Envelope, Era};
 use crate::protocol::handshake::{self, Handshake, HandshakeOptions};
+use crate::protocol::http_headers::{self, InvalidAnnotation, ParamHeader};
 use crate::protocol::methods;
 use crate::protocol::mrtr::{self, InputPolicy, InputRequired};
 use crate::protocol::subscriptions::{self, Filter};
@@ -43,6 +44,9 @@ pub use tasks::TaskRun;
 /// after a -32022: once, with the best version both sides speak, even when
 /// it is the version just refused (the refusal may be transient).
 pub const MAX_VERSION_RETRIES: u32 = 1;
+
+/// How long a `list_changed` burst is let settle before the list is fetched again.
+pub const LIST_CHANGED_SETTLE: Duration = Duration::from_millis(100);
 
 /// How long pending requests wait, after the server's process exited, for a
 /// response still in the pipe before they are failed.
@@ -83,7 +87,7 @@ impl Default for DriverConfig {
             fetch_lists: false,
             answer_ping: true,
             request_timeout: Some(Duration::from_secs(30)),
-            probe_timeout: Some(Duration::from_secs(5)),
+            probe_timeout: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -210,10 +214,13 @@ pub struct Completion {
 /// Something for the owner to do or know, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Send this message; requests carry their timeout.
+    /// Send this message; requests carry their timeout. Over HTTP the message
+    /// also carries these headers (the `Mcp-Param-*` mirrors of a tool's
+    /// annotated arguments); other transports ignore them.
     Send {
         message: Message,
         timeout: Option<Duration>,
+        headers: Vec<(String, String)>,
     },
     /// Send these bytes as they are (the user's raw line).
     SendRaw { line: Vec<u8>, timeout: Option<Duration> },
@@ -274,6 +281,8 @@ pub struct EraStatus {
     /// Set when no era could be settled on; the session still speaks the
     /// chosen era (modern when chosen, else legacy) so the user can go on.
     pub failure: Option<EraFailure>,
+    /// Why the handshake (or the probe) got no answer at all, when it did not.
+    pub cause: Option<Failure>,
 }
 
 impl EraStatus {
@@ -335,6 +344,16 @@ pub struct RequestOptions {
     pub as_is: bool,
 }
 
+impl RequestOptions {
+    /// The driver's defaults with this timeout.
+    pub fn timeout(timeout: Duration) -> Self {
+        Self {
+            timeout: Some(Some(timeout)),
+            ..Self::default()
+        }
+    }
+}
+
 /// Why the driver sent a request, which says what its answer means.
 #[derive(Clone, Debug, PartialEq)]
 enum Purpose {
@@ -392,11 +411,20 @@ pub struct Driver {
     lists_fetched: Vec<&'static str>,
     /// Which lists have a re-fetch in flight (a burst causes one).
     refetching: HashMap<&'static str, RequestId>,
+    /// Lists that changed while a fetch of them was in flight.
+    stale_lists: std::collections::HashSet<&'static str>,
+    /// Re-fetches waiting for their burst of notifications to settle.
+    refetch_due: HashMap<&'static str, Duration>,
     /// Listen streams: id -> acknowledged.
     listens: HashMap<RequestId, bool>,
     conversations: mrtr::Conversations,
     /// -32022 answers to the probe so far.
     probe_retries: u32,
+    /// Each listed tool's `x-mcp-header` annotations, or why they are invalid.
+    tool_headers: HashMap<String, Result<Vec<ParamHeader>, InvalidAnnotation>>,
+    tools_listed: bool,
+    /// The probe was sent again after a refused fallback `initialize`.
+    reprobed: bool,
     /// When the process exited: pending requests fail after the grace.
     exited: Option<(Duration, String)>,
     gone: Option<String>,
@@ -414,6 +442,7 @@ impl Driver {
                 discovery: None,
                 handshake: None,
                 failure: None,
+                cause: None,
             },
             envelope: Envelope::default(),
             legacy_version: handshake::DEFAULT_VERSION.to_owned(),
@@ -428,9 +457,14 @@ impl Driver {
             next_question: 1,
             lists_fetched: Vec::new(),
             refetching: HashMap::new(),
+            stale_lists: Default::default(),
+            refetch_due: HashMap::new(),
             listens: HashMap::new(),
             conversations: mrtr::Conversations::default(),
             probe_retries: 0,
+            tool_headers: HashMap::new(),
+            tools_listed: false,
+            reprobed: false,
             exited: None,
             gone: None,
             actions: VecDeque::new(),
@@ -577,7 +611,8 @@ impl Driver {
     pub fn next_wakeup(&self) -> Option<Duration> {
         let grace = self.exited.as_ref().map(|(at, _)| *at + EXIT_GRACE);
         let polls = self.tasks.iter().filter_map(|t| t.next_poll_at());
-        grace.into_iter().chain(polls).min()
+        let refetches = self.refetch_due.values().copied();
+        grace.into_iter().chain(polls).chain(refetches).min()
     }
 
     /// The next thing to do, oldest first.
@@ -792,7 +827,26 @@ impl Driver {
                     self.gone(&why);
                 }
                 self.poll_tasks();
+                self.refetch_due_lists();
             }
+        }
+    }
+
+    fn refetch_due_lists(&mut self) {
+        if self.gone.is_some() {
+            self.refetch_due.clear();
+            return;
+        }
+        let mut due: Vec<&'static str> = self
+            .refetch_due
+            .iter()
+            .filter(|(_, at)| self.now >= **at)
+            .map(|(l, _)| *l)
+            .collect();
+        due.sort_unstable();
+        for list in due {
+            self.refetch_due.remove(list);
+            self.refetch(list);
         }
     }
 
@@ -833,6 +887,7 @@ impl Driver {
                     other => other.to_string(),
                 };
                 if matches!(failure, Failure::ServerGone(_)) {
+                    self.era.cause = Some(failure.clone());
                     self.settle_failed(EraFailure::NoAnswer {
                         method: methods::SERVER_DISCOVER.into(),
                         why: failure.to_string(),
@@ -841,13 +896,14 @@ impl Driver {
                     self.settle_probe(ProbeVerdict::judge(&offered, None, &why));
                 }
             }
-            Purpose::Initialize => self.settle_failed(EraFailure::NoAnswer {
-                method: methods::INITIALIZE.into(),
-                why: failure.to_string(),
-            }),
-            Purpose::List(list) => {
-                self.refetching.remove(list);
+            Purpose::Initialize => {
+                self.era.cause = Some(failure.clone());
+                self.settle_failed(EraFailure::NoAnswer {
+                    method: methods::INITIALIZE.into(),
+                    why: failure.to_string(),
+                })
             }
+            Purpose::List(list) => self.list_answered(list),
             Purpose::Owner | Purpose::Listen => {
                 self.listens.remove(id);
                 self.finish(&p.root, id, Outcome::Failed(failure), None)
@@ -857,6 +913,9 @@ impl Driver {
     }
 
     fn on_frame(&mut self, f: &Frame) {
+        if f.class.kind == Kind::Result && f.link.as_ref().is_some_and(|l| l.method == methods::TOOLS_LIST) {
+            self.tools_answered(f);
+        }
         match f.class.kind {
             Kind::Result | Kind::Error => {
                 if let Some(id) = &f.class.id
@@ -927,9 +986,7 @@ impl Driver {
                 self.settle_probe(ProbeVerdict::judge(&offered, Some(&outcome), ""));
             }
             Purpose::Initialize => self.on_initialize(f, outcome),
-            Purpose::List(list) => {
-                self.refetching.remove(list);
-            }
+            Purpose::List(list) => self.list_answered(list),
             Purpose::Listen => {
                 self.listens.remove(id);
                 let outcome = match outcome {
@@ -1048,10 +1105,17 @@ impl Driver {
                     && self.config.fetch_lists
                     && self.era.settled()
                     && self.lists_fetched.contains(&list)
-                    && !self.refetching.contains_key(list)
                 {
-                    self.note(format!("mcpscope re-fetches {list}: the server said the list changed"));
-                    self.fetch_list(list);
+                    if self.refetching.contains_key(list) {
+                        // The answer in flight may predate the change: one
+                        // more fetch once it is in, however long the burst.
+                        self.stale_lists.insert(list);
+                    } else {
+                        // Servers announce changes in bursts: wait for the
+                        // burst to settle, then fetch once.
+                        let due = self.now + LIST_CHANGED_SETTLE;
+                        self.refetch_due.entry(list).or_insert(due);
+                    }
                 }
             }
         }
@@ -1182,6 +1246,24 @@ impl Driver {
 
     fn on_initialize(&mut self, f: &Frame, outcome: Result<Value, ErrorObject>) {
         match outcome {
+            // The fallback's initialize was refused by a server that names a
+            // modern version: the probe only missed it (e.g. a slow start past
+            // the probe's short timeout). Probe once more.
+            Err(e)
+                if self.era.choice == EraChoice::Auto
+                    && !self.reprobed
+                    && era::best_modern_version(&handshake::supported_from_error(&e)).is_some() =>
+            {
+                self.reprobed = true;
+                let note = format!(
+                    "era: auto: initialize was refused by a server that supports {}; probing again with server/discover",
+                    handshake::supported_from_error(&e).join(", ")
+                );
+                self.era.notes.push(note.clone());
+                self.note(note);
+                self.config.probe_timeout = self.config.request_timeout;
+                self.send_probe();
+            }
             Err(e) => {
                 self.era.state = EraState::Legacy;
                 self.settle_failed(EraFailure::InitializeRefused(e));
@@ -1245,6 +1327,19 @@ impl Driver {
             version_retries: 0,
         };
         self.send_pending(id, pending);
+    }
+
+    fn refetch(&mut self, list: &'static str) {
+        self.note(format!("mcpscope re-fetches {list}: the server said the list changed"));
+        self.fetch_list(list);
+    }
+
+    /// A fetch of `list` ended: fetch again if the list changed meanwhile.
+    fn list_answered(&mut self, list: &'static str) {
+        self.refetching.remove(list);
+        if self.stale_lists.remove(list) && self.gone.is_none() {
+            self.refetch(list);
+        }
     }
 
     /// The owner fetched a list itself: a later list_changed re-fetches it.
@@ -1370,6 +1465,72 @@ impl Driver {
         id
     }
 
+    /// The `Mcp-Param-*` headers of a `tools/call` (from the annotations of
+    /// the tool as last listed).
+    fn param_headers(&self, params: &Value) -> Vec<(String, String)> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        match self.tool_headers.get(name) {
+            Some(Ok(annotations)) => {
+                http_headers::headers(annotations, params.get("arguments").unwrap_or(&Value::Null))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Why a listed tool must not be called (its `x-mcp-header` annotations
+    /// break the rules), if they do.
+    pub fn tool_problem(&self, name: &str) -> Option<&InvalidAnnotation> {
+        self.tool_headers.get(name).and_then(|r| r.as_ref().err())
+    }
+
+    /// Whether `tools/list` was answered in this session (so annotations are known).
+    pub fn tools_listed(&self) -> bool {
+        self.tools_listed
+    }
+
+    /// Reads a `tools/list` answer: each tool's header annotations.
+    fn tools_answered(&mut self, f: &Frame) {
+        let Some(tools) = f
+            .json()
+            .and_then(|v| v.pointer("/result/tools").and_then(Value::as_array).cloned())
+        else {
+            return;
+        };
+        self.tools_listed = true;
+        for t in tools {
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                let schema = t.get("inputSchema").unwrap_or(&Value::Null);
+                self.tool_headers
+                    .insert(name.to_owned(), http_headers::annotations(schema));
+            }
+        }
+    }
+
+    /// The owner sends the request `id` again under a new id: its HTTP
+    /// exchange asked for authorization, which the owner obtained, so it
+    /// never reached the MCP layer (see `transport::auth::gate`). The
+    /// driver waits for the answer under the new id; everything else about
+    /// the request (its purpose, chain, timeout) stays. `None` when `id` is
+    /// not waiting.
+    pub fn reissue(&mut self, id: &RequestId) -> Option<RequestId> {
+        let p = self.pending.remove(id)?;
+        let new = self.alloc_id();
+        match &mut self.era.state {
+            EraState::Probing { id: probe, .. } if probe == id => *probe = new.clone(),
+            EraState::Initializing { id: init } if init == id => *init = new.clone(),
+            _ => {}
+        }
+        if let Some(o) = self.owner.get_mut(&p.root) {
+            o.current = new.clone();
+        }
+        if let Some(l) = self.listens.remove(id) {
+            self.listens.insert(new.clone(), l);
+        }
+        self.resent(id, &new, &p.root.clone(), None);
+        self.pending.insert(new.clone(), p);
+        Some(new)
+    }
+
     /// Makes sure the driver's next id is above `id` (the user chose one).
     pub fn reserve_id(&mut self, id: &RequestId) {
         if let RequestId::Number(n) = id
@@ -1387,7 +1548,11 @@ impl Driver {
     }
 
     fn push_send(&mut self, message: Message, timeout: Option<Duration>) {
-        self.actions.push_back(Action::Send { message, timeout });
+        self.actions.push_back(Action::Send {
+            message,
+            timeout,
+            headers: Vec::new(),
+        });
     }
 
     fn send_pending(&mut self, id: RequestId, p: Pending) {
@@ -1396,13 +1561,21 @@ impl Driver {
         } else {
             p.params.clone()
         };
+        let headers = match (&params, p.method.as_str()) {
+            (Some(params), methods::TOOLS_CALL) if p.enveloped => self.param_headers(params),
+            _ => Vec::new(),
+        };
         let message = Message::request(id.clone(), &p.method, params);
         let timeout = p.timeout;
         if let Some(o) = self.owner.get_mut(&p.root) {
             o.current = id.clone();
         }
         self.pending.insert(id, p);
-        self.push_send(message, timeout);
+        self.actions.push_back(Action::Send {
+            message,
+            timeout,
+            headers,
+        });
     }
 
     /// Sends a request nobody waits for (the session is gone: it is still

@@ -47,6 +47,22 @@ pub struct TaskRun {
 }
 
 impl TaskRun {
+    /// A run whose call never got an answer.
+    pub fn unstarted(root: RequestId) -> TaskRun {
+        TaskRun {
+            root,
+            flavor: None,
+            task: None,
+            transitions: Vec::new(),
+            cancelled: false,
+            in_flight: None,
+            next_poll: None,
+            give_up_at: None,
+            waiting: Vec::new(),
+            responses: Map::new(),
+        }
+    }
+
     pub(super) fn next_poll_at(&self) -> Option<Duration> {
         if self.in_flight.is_some() {
             return None;
@@ -252,9 +268,9 @@ impl Driver {
                             Outcome::Failed(Failure::Stopped(format!(
                                 "{} answered without a task: {}",
                                 if step == Step::Poll {
-                                    "tasks/get"
+                                    methods::TASKS_GET
                                 } else {
-                                    "tasks/cancel"
+                                    methods::TASKS_CANCEL
                                 },
                                 crate::text::shorten(&result.to_string(), 160)
                             ))),

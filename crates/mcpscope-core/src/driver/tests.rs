@@ -24,6 +24,8 @@ struct Script {
     listening: Vec<(RequestId, Value)>,
     cancels: Vec<RequestId>,
     resent: Vec<(RequestId, RequestId)>,
+    /// The extra headers of each message sent.
+    headers: Vec<Vec<(String, String)>>,
 }
 
 fn config(era: EraChoice) -> DriverConfig {
@@ -49,6 +51,7 @@ impl Script {
             listening: Vec::new(),
             cancels: Vec::new(),
             resent: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -70,7 +73,12 @@ impl Script {
     fn pump(&mut self) {
         while let Some(a) = self.d.poll_action() {
             match a {
-                Action::Send { message, timeout } => {
+                Action::Send {
+                    message,
+                    timeout,
+                    headers,
+                } => {
+                    self.headers.push(headers);
                     let f = self
                         .rec
                         .frame_at(Direction::Out, Self::line(message.to_line()), self.t, timeout);
@@ -314,6 +322,33 @@ fn a_server_that_answers_32022_forever_is_retried_once_then_given_up_on() {
     assert!(e.contains("supporting 2026-07-28"), "{e}");
     assert!(e.contains("after 1 retry"), "{e}");
     assert_eq!(s.d.era().state, EraState::Modern);
+}
+
+#[test]
+fn auto_probes_again_when_the_fallback_initialize_names_a_modern_version() {
+    let mut s = Script::started(config(EraChoice::Auto));
+    let id = RequestId::from_json(&s.last()["id"]).unwrap();
+    // A slow modern server: the probe times out, the answer comes late.
+    s.d.handle(Input::TimedOut(&id));
+    s.pump();
+    s.recv(json!({"jsonrpc": "2.0", "id": id.to_json(), "result": Script::discover_result()}));
+    assert!(s.settled.is_empty());
+    s.refuse(
+        -32022,
+        "the initialize handshake is not accepted",
+        Some(json!({"supported": ["2026-07-28"]})),
+    );
+    assert_eq!(s.methods(), ["server/discover", "initialize", "server/discover"]);
+    s.answer(Script::discover_result());
+    assert_eq!(s.settled_ok().era, Era::Modern);
+    // Only once: a second refusal of initialize is final.
+    let mut s = Script::started(config(EraChoice::Auto));
+    s.refuse(-32601, "Method not found", None);
+    s.refuse(-32022, "no", Some(json!({"supported": ["2026-07-28"]})));
+    s.refuse(-32601, "Method not found", None);
+    s.refuse(-32022, "no", Some(json!({"supported": ["2026-07-28"]})));
+    assert!(matches!(s.settled_err(), EraFailure::InitializeRefused(_)));
+    assert_eq!(s.count("server/discover"), 2);
 }
 
 #[test]
@@ -743,15 +778,31 @@ fn advertised_lists_are_fetched_and_a_burst_of_changes_refetches_once() {
     assert_eq!(s.count("tools/list"), 1);
     assert_eq!(s.count("prompts/list"), 0, "not advertised");
     let change = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-    s.recv(change.clone());
-    s.recv(change.clone());
-    assert_eq!(s.count("tools/list"), 1, "the first fetch is still in flight");
+    // A burst while the first fetch is in flight: its answer may predate the
+    // change, so exactly one more fetch follows it.
+    for _ in 0..5 {
+        s.recv(change.clone());
+    }
+    assert_eq!(s.count("tools/list"), 1);
     s.answer(json!({"tools": []}));
-    s.recv(change.clone());
-    s.recv(change.clone());
-    s.recv(change.clone());
     assert_eq!(s.count("tools/list"), 2);
     assert!(s.notes.iter().any(|n| n.contains("re-fetches tools/list")));
+    s.answer(json!({"tools": []}));
+    assert_eq!(s.count("tools/list"), 2, "nothing changed meanwhile: no more");
+    // A burst while nothing is in flight: one fetch once it settled.
+    for _ in 0..3 {
+        s.recv(change.clone());
+    }
+    assert_eq!(s.count("tools/list"), 2);
+    assert_eq!(
+        s.d.next_wakeup(),
+        Some(s.t - Duration::from_millis(2) + LIST_CHANGED_SETTLE)
+    );
+    s.tick(LIST_CHANGED_SETTLE.as_millis() as u64);
+    assert_eq!(s.count("tools/list"), 3);
+    s.answer(json!({"tools": []}));
+    s.tick(500);
+    assert_eq!(s.count("tools/list"), 3);
     // A list never fetched is not fetched because it changed.
     s.recv(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
     assert_eq!(s.count("prompts/list"), 0);
@@ -786,4 +837,40 @@ fn roots_changes_are_announced_only_in_the_legacy_era() {
     s.d.set_roots(vec![]);
     s.pump();
     assert_eq!(s.sent.len(), n);
+}
+
+// ------------------------------------------------------ http headers ---
+
+#[test]
+fn annotated_arguments_go_out_as_headers_and_invalid_tools_are_known() {
+    let mut s = Script::modern(DriverConfig::default());
+    s.d.request("tools/list", None);
+    s.pump();
+    s.answer(json!({"tools": [
+        {"name": "deploy", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "note": {"type": "string"}}}},
+        {"name": "broken", "inputSchema": {"type": "object", "properties": {
+            "q": {"type": "object", "x-mcp-header": "Q"}}}}
+    ], "resultType": "complete"}));
+    assert!(s.d.tools_listed());
+    assert!(s.d.tool_problem("deploy").is_none());
+    assert_eq!(s.d.tool_problem("broken").unwrap().rule(), "primitive-only");
+    s.d.request(
+        "tools/call",
+        Some(json!({"name": "deploy", "arguments": {"region": "eu west", "note": "x"}})),
+    );
+    s.pump();
+    assert_eq!(
+        s.headers.last().unwrap(),
+        &[("Mcp-Param-Region".to_owned(), "eu west".to_owned())]
+    );
+    // A legacy session sends none (the headers are a 2026-07-28 feature).
+    let mut s = Script::legacy();
+    s.d.request(
+        "tools/call",
+        Some(json!({"name": "deploy", "arguments": {"region": "eu"}})),
+    );
+    s.pump();
+    assert!(s.headers.last().unwrap().is_empty());
 }

@@ -13,6 +13,7 @@
 //! the desktop app can call the same functions on its own timeline.
 
 use crate::protocol::handshake::{self, Handshake, HandshakeOptions};
+use crate::protocol::methods;
 use crate::wire::message::{ErrorObject, error_code};
 use serde_json::{Map, Value, json};
 use std::fmt;
@@ -38,26 +39,26 @@ pub const DEFAULT_MODERN_VERSION: &str = handshake::MODERN_VERSION;
 
 /// Methods that exist only in the legacy era (removed in 2026-07-28).
 pub const LEGACY_ONLY_METHODS: [&str; 10] = [
-    "initialize",
-    "notifications/initialized",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "notifications/roots/list_changed",
+    methods::INITIALIZE,
+    methods::INITIALIZED,
+    methods::PING,
+    methods::LOGGING_SET_LEVEL,
+    methods::RESOURCES_SUBSCRIBE,
+    methods::RESOURCES_UNSUBSCRIBE,
+    methods::ROOTS_LIST_CHANGED,
     "notifications/elicitation/complete",
-    "tasks/list",
-    "tasks/result",
+    methods::TASKS_LIST,
+    methods::TASKS_RESULT,
 ];
 
 /// Results that a modern server must mark cacheable (`ttlMs`, `cacheScope`).
 pub const CACHEABLE_METHODS: [&str; 6] = [
-    "server/discover",
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    methods::SERVER_DISCOVER,
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
 ];
 
 /// Which protocol family a session speaks.

@@ -5,6 +5,8 @@
 pub mod auth;
 pub mod era;
 pub mod handshake;
+pub mod http_headers;
+pub mod lifecycle;
 pub mod methods;
 pub mod mrtr;
 pub mod subscriptions;

@@ -9,6 +9,7 @@
 //! `requestState` echoed exactly, and a new JSON-RPC id. The whole chain is
 //! one conversation: [`Chain`]s group it, from frames alone.
 
+use crate::protocol::methods;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
@@ -16,7 +17,7 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
 /// The only methods that may answer `input_required`.
-pub const INPUT_REQUIRED_METHODS: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
+pub const INPUT_REQUIRED_METHODS: [&str; 3] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET];
 
 /// How many rounds a client goes before giving up on a chain.
 pub const MAX_ROUNDS: usize = 16;
@@ -160,11 +161,11 @@ impl InputPolicy {
     /// `sampling/createMessage`), or why there is none.
     pub fn answer(&self, method: &str, params: &Value) -> Result<Value, String> {
         match method {
-            "roots/list" => match &self.roots {
+            methods::ROOTS_LIST => match &self.roots {
                 Some(roots) => Ok(json!({ "roots": roots })),
                 None => Err("the server asked for roots, which mcpscope did not declare (pass --root)".into()),
             },
-            "elicitation/create" => match &self.elicit {
+            methods::ELICITATION_CREATE => match &self.elicit {
                 Some(ElicitAnswer::Decline) => Ok(json!({"action": "decline"})),
                 Some(ElicitAnswer::Cancel) => Ok(json!({"action": "cancel"})),
                 Some(ElicitAnswer::Accept(content)) => Ok(json!({"action": "accept", "content": content})),
@@ -181,7 +182,7 @@ impl InputPolicy {
                         .into(),
                 ),
             },
-            "sampling/createMessage" => match &self.sample_reply {
+            methods::SAMPLING_CREATE_MESSAGE => match &self.sample_reply {
                 Some(text) => Ok(json!({
                     "role": "assistant",
                     "content": {"type": "text", "text": text},
@@ -407,26 +408,9 @@ pub(crate) mod tests {
     }
 
     use super::*;
-    use crate::wire::classify::Limits;
-    use std::time::Duration;
 
     pub(crate) fn frames_of(lines: &[(Direction, &str)]) -> Vec<Frame> {
-        let mut rec = crate::record::recorder::Recorder::replay(Limits::default());
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, (d, l))| {
-                rec.frame_at(
-                    *d,
-                    crate::wire::framing::RawLine {
-                        bytes: l.as_bytes().to_vec(),
-                        ending: crate::wire::framing::LineEnding::Lf,
-                    },
-                    Duration::from_millis(i as u64),
-                    None,
-                )
-            })
-            .collect()
+        crate::record::replay::Replay::of(lines).frames()
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! [`subscriptions`] groups all that, from frames alone, into one stream each.
 
 use crate::protocol::era::META_SUBSCRIPTION_ID;
+use crate::protocol::methods;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
@@ -38,6 +39,24 @@ impl Filter {
             prompts_list_changed: true,
             resources_list_changed: true,
             ..Self::default()
+        }
+    }
+
+    /// Reads a filter object (the `notifications` member of a listen request).
+    pub fn from_json(v: &Value) -> Self {
+        let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let strings = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        Self {
+            tools_list_changed: flag("toolsListChanged"),
+            prompts_list_changed: flag("promptsListChanged"),
+            resources_list_changed: flag("resourcesListChanged"),
+            resource_subscriptions: strings("resourceSubscriptions"),
+            task_ids: strings("taskIds"),
         }
     }
 
@@ -114,7 +133,7 @@ pub fn subscriptions(frames: &[&Frame]) -> Vec<Subscription> {
             }
             (Direction::In, Kind::Notification) => {
                 let Some(v) = f.json() else { continue };
-                if f.class.method.as_deref() == Some("notifications/cancelled") {
+                if f.class.method.as_deref() == Some(methods::CANCELLED) {
                     if let Some(id) = v.pointer("/params/requestId").and_then(RequestId::from_json)
                         && let Some(i) = find(&mut subs, &id)
                     {
@@ -164,6 +183,17 @@ pub fn stream_of(subs: &[Subscription]) -> HashMap<u64, u64> {
 mod tests {
     use super::*;
     use crate::protocol::mrtr::tests::frames_of;
+
+    #[test]
+    fn filters_read_back_what_they_write() {
+        let f = Filter {
+            resource_subscriptions: vec!["file:///a".into()],
+            task_ids: vec!["t".into()],
+            ..Filter::all_lists()
+        };
+        assert_eq!(Filter::from_json(&f.to_json()), f);
+        assert_eq!(Filter::from_json(&json!({})), Filter::default());
+    }
 
     #[test]
     fn filters() {

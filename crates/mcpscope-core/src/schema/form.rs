@@ -1,132 +1,19 @@
 //! Forms from JSON Schema: a tool's `inputSchema` becomes a tree of [`Field`]s a person
 //! fills in, and the form produces the `arguments` object.
 //!
-//! Pure logic, no egui (the drawing is `app::form_view`). The schema is analysed once per
-//! field: `$ref`s resolved (JSON pointers into the same document only), `allOf` merged,
-//! nullable unions (`anyOf: [T, {type: null}]`, `type: [T, "null"]`) turned into a field of
-//! type `T` that can be set to null, other `anyOf`/`oneOf`/type arrays into a chooser.
-//! What the form cannot express becomes a JSON editor for that field, never a panic.
-//!
-//! Validation runs the `jsonschema` crate against the ORIGINAL schema (no retriever: a
-//! remote `$ref` is a schema problem, never a download), and maps each error to the field
-//! by its instance pointer; client-side checks add what the form alone knows (a number
-//! field holding "abc", an integer holding 1.5, JSON that does not parse).
+//! Pure logic, no egui (the drawing is `app::form_view`). What the schema asks for comes
+//! from [`super::analysis`]; example values from [`super::sample`]; validation from
+//! [`super::validate`]. This module holds the form's state: the field tree, loading JSON
+//! into it, the editing operations, and the value it produces. What the form cannot
+//! express becomes a JSON editor for that field, never a panic.
 
+use super::analysis::{Analysis, MAX_DEPTH, MAX_REQUIRED_RECURSION, Shape, analyze, multiline_rule, unescape_token};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::sync::Arc;
 
-/// Nesting deeper than this is not expanded eagerly (optional fields) or becomes JSON.
-const MAX_DEPTH: usize = 24;
-/// `$ref` → `$ref` → … chains longer than this are treated as cycles.
-const MAX_REF_HOPS: usize = 32;
-/// A `$ref` already expanded this many times above a required field stops expanding.
-const MAX_REQUIRED_RECURSION: usize = 2;
-
-/// A problem with one field: `pointer` is a JSON pointer into `arguments` ("" = the root).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub pointer: String,
-    pub message: String,
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.pointer.is_empty() {
-            write!(f, "(root): {}", self.message)
-        } else {
-            write!(f, "{}: {}", self.pointer, self.message)
-        }
-    }
-}
-
-/// Where a field's schema lives: the schema at this position plus the document it came
-/// from (for `$ref`s) and the `$ref`s being expanded above it (the recursion guard).
-/// Used to build fields later: array rows, map entries, chooser variants.
-#[derive(Clone, Debug)]
-pub struct Template {
-    schema: Value,
-    root: Arc<Value>,
-    stack: Vec<String>,
-    depth: usize,
-}
-
-impl Template {
-    fn child(&self, schema: Value, stack: &[String]) -> Template {
-        Template {
-            schema,
-            root: self.root.clone(),
-            stack: stack.to_vec(),
-            depth: self.depth + 1,
-        }
-    }
-
-    /// The schema at this position (unresolved).
-    pub fn schema(&self) -> &Value {
-        &self.schema
-    }
-}
-
-/// Numeric constraints of a number or integer field (draft-04 boolean
-/// `exclusiveMinimum` already folded into `exclusive_minimum`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Bounds {
-    pub minimum: Option<f64>,
-    pub maximum: Option<f64>,
-    pub exclusive_minimum: Option<f64>,
-    pub exclusive_maximum: Option<f64>,
-    pub multiple_of: Option<f64>,
-}
-
-impl Bounds {
-    fn from_schema(m: &Map<String, Value>) -> Bounds {
-        let num = |k: &str| m.get(k).and_then(Value::as_f64);
-        let mut b = Bounds {
-            minimum: num("minimum"),
-            maximum: num("maximum"),
-            exclusive_minimum: num("exclusiveMinimum"),
-            exclusive_maximum: num("exclusiveMaximum"),
-            multiple_of: num("multipleOf").filter(|k| *k > 0.0),
-        };
-        // Draft 4: `exclusiveMinimum: true` makes `minimum` exclusive.
-        if m.get("exclusiveMinimum") == Some(&Value::Bool(true)) {
-            b.exclusive_minimum = b.minimum.take();
-        }
-        if m.get("exclusiveMaximum") == Some(&Value::Bool(true)) {
-            b.exclusive_maximum = b.maximum.take();
-        }
-        b
-    }
-
-    /// A short human description, e.g. "≥ 0, < 10".
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(v) = self.minimum {
-            parts.push(format!(">= {}", num_text(v)));
-        }
-        if let Some(v) = self.exclusive_minimum {
-            parts.push(format!("> {}", num_text(v)));
-        }
-        if let Some(v) = self.maximum {
-            parts.push(format!("<= {}", num_text(v)));
-        }
-        if let Some(v) = self.exclusive_maximum {
-            parts.push(format!("< {}", num_text(v)));
-        }
-        if let Some(v) = self.multiple_of {
-            parts.push(format!("multiple of {}", num_text(v)));
-        }
-        parts.join(", ")
-    }
-}
-
-fn num_text(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        format!("{}", v as i64)
-    } else {
-        v.to_string()
-    }
-}
+pub use super::analysis::{Bounds, Template, child_pointer, value_label};
+pub use super::validate::{FieldError, draft_of, validator_for};
 
 /// A key/value row of a map (`additionalProperties`) or an object's extra keys.
 #[derive(Clone, Debug)]
@@ -239,25 +126,25 @@ pub struct Field {
     pub kind: FieldKind,
     /// Why this field is a JSON editor, when it is one for a reason.
     pub note: Option<String>,
-    schema: Map<String, Value>,
-    template: Template,
+    pub(super) schema: Map<String, Value>,
+    pub(super) template: Template,
     /// The schema has a form (the field can leave JSON mode).
-    form_possible: bool,
+    pub(super) form_possible: bool,
     /// The person asked for JSON mode: loading values keeps it.
-    pinned_json: bool,
+    pub(super) pinned_json: bool,
     /// Not expanded yet (recursive `$ref` or too deep); expanded when set.
-    pending: bool,
+    pub(super) pending: bool,
     /// Loaded a value the form could not hold (now JSON).
-    misfit: bool,
+    pub(super) misfit: bool,
 }
 
 /// The form for one schema: owns the field tree and a compiled validator.
 #[derive(Clone)]
 pub struct Form {
-    schema: Value,
-    root: Field,
-    validator: Option<Arc<jsonschema::Validator>>,
-    problem: Option<String>,
+    pub(super) schema: Value,
+    pub(super) root: Field,
+    pub(super) validator: Option<Arc<jsonschema::Validator>>,
+    pub(super) problem: Option<String>,
 }
 
 impl fmt::Debug for Form {
@@ -268,41 +155,6 @@ impl fmt::Debug for Form {
             .field("problem", &self.problem)
             .finish()
     }
-}
-
-/// The draft a schema declares with `$schema`; 2020-12 when absent or unknown.
-pub fn draft_of(schema: &Value) -> jsonschema::Draft {
-    use jsonschema::Draft;
-    let s = schema.get("$schema").and_then(Value::as_str).unwrap_or("");
-    if s.contains("draft-04") {
-        Draft::Draft4
-    } else if s.contains("draft-06") {
-        Draft::Draft6
-    } else if s.contains("draft-07") {
-        Draft::Draft7
-    } else if s.contains("2019-09") {
-        Draft::Draft201909
-    } else {
-        Draft::Draft202012
-    }
-}
-
-/// A validator for `schema` in its declared draft, formats asserted, no remote `$ref`s.
-pub fn validator_for(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .with_draft(draft_of(schema))
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
-}
-
-/// `parent` + one escaped reference token.
-pub fn child_pointer(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
-}
-
-fn unescape_token(t: &str) -> String {
-    t.replace("~1", "/").replace("~0", "~")
 }
 
 impl Form {
@@ -380,84 +232,6 @@ impl Form {
         self.root.set = true;
     }
 
-    /// Client-side problems plus the validator's, each at the pointer of its field.
-    pub fn validate(&self) -> Vec<FieldError> {
-        let mut errors = Vec::new();
-        self.root.client_errors("", &mut errors);
-        if let Some(validator) = &self.validator {
-            let value = self.value();
-            let mut seen: Vec<(String, String)> = Vec::new();
-            for e in validator.iter_errors(&value) {
-                let base = e.instance_path().as_str().to_owned();
-                let pointers: Vec<String> = match e.kind() {
-                    jsonschema::error::ValidationErrorKind::Required { property } => {
-                        vec![child_pointer(&base, property.as_str().unwrap_or_default())]
-                    }
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                        unexpected.iter().map(|k| child_pointer(&base, k)).collect()
-                    }
-                    _ => vec![base],
-                };
-                let message = e.to_string();
-                for pointer in pointers {
-                    // The client already explained this field (e.g. "abc" is not a number).
-                    if errors.iter().any(|c: &FieldError| c.pointer == pointer) {
-                        continue;
-                    }
-                    let key = (pointer.clone(), message.clone());
-                    if !seen.contains(&key) {
-                        seen.push(key);
-                        errors.push(FieldError {
-                            pointer,
-                            message: message.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        errors
-    }
-
-    /// Sets every required field (recursively) to a value valid for its schema.
-    pub fn fill_sample(&mut self) {
-        self.root.fill_sample(0);
-        self.root.set = true;
-        self.fix_json_fields();
-    }
-
-    /// JSON fields cannot be sampled from their schema: try a few candidates and keep
-    /// the first the validator accepts at that pointer.
-    fn fix_json_fields(&mut self) {
-        let mut pointers = Vec::new();
-        collect_json_fields(&self.root, "", &mut pointers);
-        for (pointer, candidates) in pointers {
-            let Some(validator) = self.validator.clone() else {
-                break;
-            };
-            let ok_at = |form: &Form| {
-                let v = form.value();
-                !validator.iter_errors(&v).any(|e| {
-                    let p = e.instance_path().as_str();
-                    p == pointer || p.starts_with(&format!("{pointer}/"))
-                })
-            };
-            if ok_at(self) {
-                continue;
-            }
-            for c in candidates {
-                if let Some(f) = self.root.at_mut(&pointer) {
-                    f.kind = FieldKind::Json {
-                        text: pretty(&c),
-                        error: None,
-                    };
-                }
-                if ok_at(self) {
-                    break;
-                }
-            }
-        }
-    }
-
     pub fn root(&self) -> &Field {
         &self.root
     }
@@ -475,7 +249,6 @@ impl Form {
         self.root.at_mut(pointer)
     }
 
-    /// Why the form is (partly) a JSON editor or cannot validate, if so.
     /// Includes every top-level optional field that holds its schema default, as
     /// elicitation clients should (SEP-1034: defaults apply to omitted fields).
     pub fn apply_defaults(&mut self) {
@@ -486,64 +259,13 @@ impl Form {
         }
     }
 
+    /// Why the form is (partly) a JSON editor or cannot validate, if so.
     pub fn schema_problem(&self) -> Option<&str> {
         self.problem.as_deref()
     }
 }
 
-fn collect_json_fields(f: &Field, pointer: &str, out: &mut Vec<(String, Vec<Value>)>) {
-    if !f.set || (f.nullable && f.is_null) {
-        return;
-    }
-    match &f.kind {
-        FieldKind::Json { .. } => {
-            let mut c = Vec::new();
-            if let Some(Value::Array(ex)) = f.schema.get("examples") {
-                c.extend(ex.iter().cloned());
-            }
-            for k in ["default", "const"] {
-                if let Some(v) = f.schema.get(k) {
-                    c.push(v.clone());
-                }
-            }
-            c.extend([
-                Value::String("example".into()),
-                Value::from(1),
-                Value::Bool(true),
-                Value::Object(Map::new()),
-                Value::Array(Vec::new()),
-                Value::Null,
-                Value::String(String::new()),
-                Value::from(0),
-                Value::from(-1),
-                Value::from(0.5),
-            ]);
-            out.push((pointer.to_owned(), c));
-        }
-        FieldKind::Array { items, .. } => {
-            for (i, it) in items.iter().enumerate() {
-                collect_json_fields(it, &format!("{pointer}/{i}"), out);
-            }
-        }
-        FieldKind::Object { fields, extra, .. } => {
-            for c in fields {
-                collect_json_fields(c, &child_pointer(pointer, &c.name), out);
-            }
-            for e in extra {
-                collect_json_fields(&e.field, &child_pointer(pointer, &e.key), out);
-            }
-        }
-        FieldKind::Map { entries, .. } => {
-            for e in entries {
-                collect_json_fields(&e.field, &child_pointer(pointer, &e.key), out);
-            }
-        }
-        FieldKind::Choice { current, .. } => collect_json_fields(current, pointer, out),
-        _ => {}
-    }
-}
-
-fn pretty(v: &Value) -> String {
+pub(super) fn pretty(v: &Value) -> String {
     match v {
         Value::Object(m) if m.is_empty() => "{}".into(),
         Value::Array(a) if a.is_empty() => "[]".into(),
@@ -552,16 +274,8 @@ fn pretty(v: &Value) -> String {
     }
 }
 
-/// Label of an enum option: strings as they are, anything else as JSON.
-pub fn value_label(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Text of a number field holding `v` (integers without ".0").
-fn number_value(text: &str) -> Value {
+pub(super) fn number_value(text: &str) -> Value {
     let t = text.trim();
     if t.is_empty() {
         return Value::Null;
@@ -578,521 +292,15 @@ fn number_value(text: &str) -> Value {
     }
 }
 
-fn parses_as_number(text: &str) -> bool {
+pub(super) fn parses_as_number(text: &str) -> bool {
     matches!(text.trim().parse::<f64>(), Ok(f) if f.is_finite())
-}
-
-// ---------------------------------------------------------------------------------------
-// Schema analysis
-
-#[derive(Clone, Debug, PartialEq)]
-enum Shape {
-    Any,
-    Unsupported(String),
-    Const(Value),
-    Enum(Vec<Value>),
-    String,
-    Number,
-    Integer,
-    Boolean,
-    Array,
-    Object,
-    Map,
-    /// Variant schemas (flattened) and their labels.
-    Choice(Vec<(String, Value)>),
-}
-
-struct Analysis {
-    merged: Map<String, Value>,
-    nullable: bool,
-    shape: Shape,
-    /// `$ref`s expanded at this position.
-    refs: Vec<String>,
-}
-
-const ANNOTATIONS: &[&str] = &[
-    "title",
-    "description",
-    "default",
-    "examples",
-    "nullable",
-    "deprecated",
-    "readOnly",
-];
-
-fn resolve_ref<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
-    let frag = r.strip_prefix('#')?;
-    if frag.is_empty() {
-        return Some(root);
-    }
-    if !frag.starts_with('/') {
-        return None; // `$anchor`s are not supported
-    }
-    let decoded = percent_decode(frag);
-    let mut cur = root;
-    for token in decoded.split('/').skip(1) {
-        let token = unescape_token(token);
-        cur = match cur {
-            Value::Object(m) => m.get(&token)?,
-            Value::Array(a) => a.get(token.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(h), Some(l)) = (
-                bytes.get(i + 1).and_then(|b| (*b as char).to_digit(16)),
-                bytes.get(i + 2).and_then(|b| (*b as char).to_digit(16)),
-            )
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Resolves the top-level `$ref` and merges `allOf` into one schema object.
-fn flatten(schema: &Value, root: &Value, hops: usize, refs: &mut Vec<String>) -> Result<Map<String, Value>, String> {
-    if hops > MAX_REF_HOPS {
-        return Err("$ref chain too long (a $ref cycle?)".into());
-    }
-    match schema {
-        Value::Bool(true) => Ok(Map::new()),
-        Value::Bool(false) => Err("the schema is `false`: no value is valid".into()),
-        Value::Object(m) => {
-            let mut out = Map::new();
-            if let Some(r) = m.get("$ref") {
-                let r = r.as_str().ok_or("$ref is not a string")?;
-                let target = resolve_ref(root, r).ok_or_else(|| format!("cannot resolve $ref \"{r}\""))?;
-                refs.push(r.to_owned());
-                out = flatten(target, root, hops + 1, refs)?;
-            }
-            if let Some(all) = m.get("allOf") {
-                let all = all.as_array().ok_or("allOf is not an array")?;
-                for sub in all {
-                    let f = flatten(sub, root, hops + 1, refs)?;
-                    out = merge(out, f)?;
-                }
-            }
-            let own: Map<String, Value> = m
-                .iter()
-                .filter(|(k, _)| {
-                    !matches!(
-                        k.as_str(),
-                        "$ref" | "allOf" | "$defs" | "definitions" | "$schema" | "$id" | "$comment" | "$anchor"
-                    )
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            merge(out, own)
-        }
-        _ => Err("not a schema (neither an object nor a boolean)".into()),
-    }
-}
-
-fn type_set(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Merges `b` into `a` as `allOf: [a, b]` would constrain (approximately: the form only
-/// needs the shape; validation uses the original schema). Annotations of `b` win.
-fn merge(mut a: Map<String, Value>, b: Map<String, Value>) -> Result<Map<String, Value>, String> {
-    for (k, bv) in b {
-        let Some(av) = a.get_mut(&k) else {
-            a.insert(k, bv);
-            continue;
-        };
-        if *av == bv {
-            continue;
-        }
-        match k.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" => {
-                if let (Value::Object(am), Value::Object(bm)) = (&mut *av, bv) {
-                    for (pk, pv) in bm {
-                        match am.get_mut(&pk) {
-                            Some(old) if *old != pv => {
-                                *old = serde_json::json!({ "allOf": [old.clone(), pv] });
-                            }
-                            Some(_) => {}
-                            None => {
-                                am.insert(pk, pv);
-                            }
-                        }
-                    }
-                }
-            }
-            "required" => {
-                if let (Value::Array(ar), Value::Array(br)) = (&mut *av, bv) {
-                    for r in br {
-                        if !ar.contains(&r) {
-                            ar.push(r);
-                        }
-                    }
-                }
-            }
-            "type" => {
-                let at = type_set(av);
-                let bt = type_set(&bv);
-                let mut both: Vec<String> = Vec::new();
-                for t in &at {
-                    if bt.contains(t) {
-                        both.push(t.clone());
-                    } else if (t == "number" && bt.iter().any(|x| x == "integer"))
-                        || (t == "integer" && bt.iter().any(|x| x == "number"))
-                    {
-                        both.push("integer".into());
-                    }
-                }
-                both.dedup();
-                *av = match both.len() {
-                    0 => return Err(format!("allOf: types {at:?} and {bt:?} do not meet")),
-                    1 => Value::String(both.remove(0)),
-                    _ => Value::Array(both.into_iter().map(Value::String).collect()),
-                };
-            }
-            "minimum" | "exclusiveMinimum" | "minLength" | "minItems" | "minProperties" => {
-                if let (Some(x), Some(y)) = (av.as_f64(), bv.as_f64()) {
-                    if y > x {
-                        *av = bv;
-                    }
-                } else {
-                    *av = bv;
-                }
-            }
-            "maximum" | "exclusiveMaximum" | "maxLength" | "maxItems" | "maxProperties" => {
-                if let (Some(x), Some(y)) = (av.as_f64(), bv.as_f64()) {
-                    if y < x {
-                        *av = bv;
-                    }
-                } else {
-                    *av = bv;
-                }
-            }
-            "enum" => {
-                if let (Value::Array(ae), Value::Array(be)) = (&mut *av, &bv) {
-                    ae.retain(|x| be.contains(x));
-                    if ae.is_empty() {
-                        return Err("allOf: the enums have no value in common".into());
-                    }
-                }
-            }
-            "const" => return Err("allOf: two different consts".into()),
-            "additionalProperties" | "items" | "propertyNames" | "contains" => {
-                if *av == Value::Bool(false) || bv == Value::Bool(false) {
-                    *av = Value::Bool(false);
-                } else if *av == Value::Bool(true) {
-                    *av = bv;
-                } else if bv != Value::Bool(true) {
-                    *av = serde_json::json!({ "allOf": [av.clone(), bv] });
-                }
-            }
-            "anyOf" | "oneOf" => return Err(format!("allOf of several `{k}` unions")),
-            _ => *av = bv,
-        }
-    }
-    Ok(a)
-}
-
-fn is_null_schema(m: &Map<String, Value>) -> bool {
-    m.get("type").and_then(Value::as_str) == Some("null")
-        || m.get("const") == Some(&Value::Null)
-        || m.get("enum") == Some(&Value::Array(vec![Value::Null]))
-}
-
-fn analyze(schema: &Value, root: &Value) -> Analysis {
-    let mut refs = Vec::new();
-    let unsupported = |why: String, merged: Map<String, Value>, refs: Vec<String>| Analysis {
-        merged,
-        nullable: false,
-        shape: Shape::Unsupported(why),
-        refs,
-    };
-    let raw_annotations = || -> Map<String, Value> {
-        schema
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| ANNOTATIONS.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut merged = match flatten(schema, root, 0, &mut refs) {
-        Ok(m) => m,
-        Err(e) => return unsupported(e, raw_annotations(), refs),
-    };
-    let mut nullable = merged.get("nullable") == Some(&Value::Bool(true));
-
-    let union_key = match (merged.contains_key("anyOf"), merged.contains_key("oneOf")) {
-        (true, true) => return unsupported("both anyOf and oneOf".into(), merged, refs),
-        (true, false) => Some("anyOf"),
-        (false, true) => Some("oneOf"),
-        (false, false) => None,
-    };
-    if let Some(key) = union_key {
-        let Some(Value::Array(variants)) = merged.remove(key) else {
-            return unsupported(format!("{key} is not an array"), merged, refs);
-        };
-        let mut options = Vec::new();
-        for v in &variants {
-            match flatten(v, root, 1, &mut refs) {
-                Ok(f) if is_null_schema(&f) => nullable = true,
-                Ok(f) => options.push(f),
-                Err(e) => return unsupported(format!("{key} variant: {e}"), merged, refs),
-            }
-        }
-        let structural: Map<String, Value> = merged
-            .iter()
-            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        match options.len() {
-            0 => {
-                merged.insert("const".into(), Value::Null);
-            }
-            1 => {
-                let only = options.remove(0);
-                // The outer annotations (title, description, default) win over the variant's.
-                merged = match merge(only, merged.clone()) {
-                    Ok(m) => m,
-                    Err(e) => return unsupported(e, merged, refs),
-                };
-            }
-            _ => {
-                let mut labelled = Vec::new();
-                for (i, o) in options.into_iter().enumerate() {
-                    let label = variant_label(&o, i);
-                    let schema = merge(structural.clone(), o.clone()).unwrap_or(o);
-                    labelled.push((label, Value::Object(schema)));
-                }
-                dedupe_labels(&mut labelled);
-                return Analysis {
-                    merged,
-                    nullable,
-                    shape: Shape::Choice(labelled),
-                    refs,
-                };
-            }
-        }
-    }
-
-    if let Some(Value::Array(types)) = merged.get("type").cloned() {
-        let mut ts: Vec<String> = types.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect();
-        if ts.iter().any(|t| t == "null") {
-            nullable = true;
-            ts.retain(|t| t != "null");
-        }
-        match ts.len() {
-            0 => {
-                merged.insert("type".into(), Value::String("null".into()));
-            }
-            1 => {
-                merged.insert("type".into(), Value::String(ts.remove(0)));
-            }
-            _ => {
-                let mut labelled: Vec<(String, Value)> = ts
-                    .into_iter()
-                    .map(|t| {
-                        let mut m: Map<String, Value> = merged
-                            .iter()
-                            .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect();
-                        m.insert("type".into(), Value::String(t.clone()));
-                        (t, Value::Object(m))
-                    })
-                    .collect();
-                dedupe_labels(&mut labelled);
-                return Analysis {
-                    merged,
-                    nullable,
-                    shape: Shape::Choice(labelled),
-                    refs,
-                };
-            }
-        }
-    }
-
-    if let Some(Value::Array(e)) = merged.get_mut("enum")
-        && e.len() > 1
-        && e.contains(&Value::Null)
-    {
-        nullable = true;
-        e.retain(|v| !v.is_null());
-    }
-    let shape = shape_of(&merged);
-    Analysis {
-        merged,
-        nullable,
-        shape,
-        refs,
-    }
-}
-
-fn shape_of(m: &Map<String, Value>) -> Shape {
-    if m.contains_key("if") {
-        return Shape::Unsupported("if/then/else is not expressible as a form".into());
-    }
-    if let Some(c) = m.get("const") {
-        return Shape::Const(c.clone());
-    }
-    if let Some(e) = m.get("enum") {
-        return match e {
-            Value::Array(a) if !a.is_empty() => Shape::Enum(a.clone()),
-            _ => Shape::Unsupported("an empty or malformed enum".into()),
-        };
-    }
-    let has = |keys: &[&str]| keys.iter().any(|k| m.contains_key(*k));
-    let ty = match m.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        Some(other) => return Shape::Unsupported(format!("type {other} is not understood")),
-        None if has(&[
-            "properties",
-            "additionalProperties",
-            "required",
-            "patternProperties",
-            "minProperties",
-            "maxProperties",
-        ]) =>
-        {
-            "object".into()
-        }
-        None if has(&["items", "prefixItems", "minItems", "maxItems", "uniqueItems"]) => "array".into(),
-        None if has(&["minLength", "maxLength", "pattern", "format"]) => "string".into(),
-        None if has(&[
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-        ]) =>
-        {
-            "number".into()
-        }
-        None if m.contains_key("not") => {
-            return Shape::Unsupported("`not` is not expressible as a form".into());
-        }
-        None => return Shape::Any,
-    };
-    match ty.as_str() {
-        "string" => Shape::String,
-        "number" => Shape::Number,
-        "integer" => Shape::Integer,
-        "boolean" => Shape::Boolean,
-        "null" => Shape::Const(Value::Null),
-        "array" => {
-            if m.contains_key("prefixItems") || matches!(m.get("items"), Some(Value::Array(_))) {
-                Shape::Unsupported("tuple arrays (prefixItems) are edited as JSON".into())
-            } else {
-                Shape::Array
-            }
-        }
-        "object" => {
-            let no_props = m.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty);
-            let closed = m.get("additionalProperties") == Some(&Value::Bool(false));
-            let patterns = m
-                .get("patternProperties")
-                .and_then(Value::as_object)
-                .is_some_and(|p| !p.is_empty());
-            if no_props && patterns && !m.get("additionalProperties").is_some_and(Value::is_object) {
-                Shape::Unsupported("patternProperties are edited as JSON".into())
-            } else if no_props && !closed {
-                Shape::Map
-            } else {
-                Shape::Object
-            }
-        }
-        other => Shape::Unsupported(format!("unknown type \"{other}\"")),
-    }
-}
-
-fn variant_label(o: &Map<String, Value>, i: usize) -> String {
-    if let Some(t) = o.get("title").and_then(Value::as_str) {
-        return t.to_owned();
-    }
-    if let Some(props) = o.get("properties").and_then(Value::as_object) {
-        for (k, p) in props {
-            let c = p.get("const").or_else(|| {
-                p.get("enum")
-                    .and_then(Value::as_array)
-                    .filter(|a| a.len() == 1)
-                    .map(|a| &a[0])
-            });
-            if let Some(c) = c {
-                let _ = k;
-                return value_label(c);
-            }
-        }
-    }
-    if let Some(c) = o.get("const") {
-        return value_label(c);
-    }
-    if let Some(t) = o.get("type") {
-        return match t {
-            Value::String(s) => s.clone(),
-            other => type_set(other).join(" | "),
-        };
-    }
-    if o.contains_key("properties") {
-        return "object".into();
-    }
-    format!("option {}", i + 1)
-}
-
-fn dedupe_labels(l: &mut [(String, Value)]) {
-    let names: Vec<String> = l.iter().map(|(n, _)| n.clone()).collect();
-    for (i, (n, _)) in l.iter_mut().enumerate() {
-        if names.iter().filter(|x| **x == *n).count() > 1 {
-            *n = format!("{n} ({})", i + 1);
-        }
-    }
-}
-
-fn multiline_rule(name: &str, m: &Map<String, Value>) -> bool {
-    let max = m.get("maxLength").and_then(Value::as_u64);
-    if max.is_some_and(|x| x > 200) || m.contains_key("contentMediaType") {
-        return true;
-    }
-    if max.is_some() || m.contains_key("format") || m.contains_key("pattern") {
-        return false;
-    }
-    matches!(
-        name.to_ascii_lowercase().as_str(),
-        "content"
-            | "body"
-            | "text"
-            | "code"
-            | "source"
-            | "script"
-            | "prompt"
-            | "markdown"
-            | "html"
-            | "sql"
-            | "template"
-    )
 }
 
 // ---------------------------------------------------------------------------------------
 // Fields
 
 impl Field {
-    fn build(tpl: &Template, name: &str, required: bool, force: bool) -> Field {
+    pub(super) fn build(tpl: &Template, name: &str, required: bool, force: bool) -> Field {
         let a = analyze(&tpl.schema, &tpl.root);
         let recursion = a
             .refs
@@ -1135,6 +343,7 @@ impl Field {
             return f;
         }
         f.kind = f.fresh_kind(&a, &stack);
+        f.start_at_example_variant();
         if let Shape::Unsupported(why) = &a.shape {
             f.note = Some(why.clone());
         }
@@ -1151,7 +360,39 @@ impl Field {
         f
     }
 
-    fn fresh_kind(&self, a: &Analysis, stack: &[String]) -> FieldKind {
+    /// A chooser whose schema gives examples starts at the variant its first example
+    /// fits (the example is then what Fill example puts there).
+    fn start_at_example_variant(&mut self) {
+        if !matches!(self.kind, FieldKind::Choice { .. }) {
+            return;
+        }
+        let example = match (self.schema.get("examples"), self.schema.get("example")) {
+            (Some(Value::Array(e)), _) => e.first().cloned(),
+            (_, e) => e.cloned(),
+        };
+        let Some(example) = example else { return };
+        let mut probe = self.clone();
+        if !probe.load_kind(&example) {
+            return;
+        }
+        let FieldKind::Choice { selected: fits, .. } = probe.kind else {
+            return;
+        };
+        let name = self.name.clone();
+        if let FieldKind::Choice {
+            variants,
+            selected,
+            current,
+            ..
+        } = &mut self.kind
+            && *selected != fits
+        {
+            *selected = fits;
+            **current = Field::build(&variants[fits], &name, true, false);
+        }
+    }
+
+    pub(super) fn fresh_kind(&self, a: &Analysis, stack: &[String]) -> FieldKind {
         let m = &a.merged;
         let tpl = &self.template;
         let u64_of = |k: &str| m.get(k).and_then(Value::as_u64);
@@ -1229,12 +470,12 @@ impl Field {
                 ),
             },
             Shape::Choice(variants) => {
-                let templates: Vec<Template> = variants.iter().map(|(_, s)| tpl.child(s.clone(), stack)).collect();
-                let current = Field::build(&templates[0], &self.name, true, false);
+                let templates: Vec<Template> = variants.list.iter().map(|(_, s)| tpl.child(s.clone(), stack)).collect();
+                let current = Field::build(&templates[variants.preferred], &self.name, true, false);
                 FieldKind::Choice {
-                    labels: variants.iter().map(|(l, _)| l.clone()).collect(),
+                    labels: variants.list.iter().map(|(l, _)| l.clone()).collect(),
                     variants: templates,
-                    selected: 0,
+                    selected: variants.preferred,
                     current: Box::new(current),
                 }
             }
@@ -1261,7 +502,7 @@ impl Field {
         self.form_possible
     }
 
-    fn expand(&mut self) {
+    pub(super) fn expand(&mut self) {
         if self.pending {
             let fresh = Field::build(&self.template, &self.name, self.required, true);
             let set = self.set;
@@ -1379,7 +620,7 @@ impl Field {
         }
     }
 
-    fn load_kind(&mut self, v: &Value) -> bool {
+    pub(super) fn load_kind(&mut self, v: &Value) -> bool {
         match (&mut self.kind, v) {
             (FieldKind::Text { text, multiline, .. }, Value::String(s)) => {
                 *text = s.clone();
@@ -1524,83 +765,6 @@ impl Field {
         }
     }
 
-    /// Client-side problems of this field and its children.
-    pub fn client_errors(&self, pointer: &str, out: &mut Vec<FieldError>) {
-        if !self.set || (self.nullable && self.is_null) || self.pending {
-            return;
-        }
-        let mut err = |m: String| {
-            out.push(FieldError {
-                pointer: pointer.to_owned(),
-                message: m,
-            })
-        };
-        match &self.kind {
-            FieldKind::Number { text, .. } | FieldKind::Integer { text, .. } => {
-                let t = text.trim();
-                let integer = matches!(self.kind, FieldKind::Integer { .. });
-                if t.is_empty() {
-                    err(format!("enter {}", if integer { "an integer" } else { "a number" }));
-                } else {
-                    match t.parse::<f64>() {
-                        Ok(x) if x.is_finite() => {
-                            if integer && x.fract() != 0.0 {
-                                err(format!("must be an integer: {t} has a fractional part"));
-                            }
-                        }
-                        _ => err(format!("\"{t}\" is not a number")),
-                    }
-                }
-            }
-            FieldKind::Enum { selected: None, .. } => err("choose one of the values".into()),
-            FieldKind::Json { text, .. } => {
-                if text.trim().is_empty() {
-                    err("enter a JSON value".into());
-                } else if let Err(e) = serde_json::from_str::<Value>(text) {
-                    err(format!("invalid JSON: {e}"));
-                }
-            }
-            FieldKind::Array { items, .. } => {
-                for (i, it) in items.iter().enumerate() {
-                    it.client_errors(&format!("{pointer}/{i}"), out);
-                }
-            }
-            FieldKind::Object { fields, extra, .. } => {
-                for f in fields {
-                    f.client_errors(&child_pointer(pointer, &f.name), out);
-                }
-                let mut seen: Vec<&str> = fields.iter().filter(|f| f.set).map(|f| f.name.as_str()).collect();
-                for e in extra {
-                    let p = child_pointer(pointer, &e.key);
-                    if seen.contains(&e.key.as_str()) {
-                        out.push(FieldError {
-                            pointer: p.clone(),
-                            message: format!("duplicate key \"{}\"", e.key),
-                        });
-                    }
-                    seen.push(&e.key);
-                    e.field.client_errors(&p, out);
-                }
-            }
-            FieldKind::Map { entries, .. } => {
-                let mut seen: Vec<&str> = Vec::new();
-                for e in entries {
-                    let p = child_pointer(pointer, &e.key);
-                    if seen.contains(&e.key.as_str()) {
-                        out.push(FieldError {
-                            pointer: p.clone(),
-                            message: format!("duplicate key \"{}\"", e.key),
-                        });
-                    }
-                    seen.push(&e.key);
-                    e.field.client_errors(&p, out);
-                }
-            }
-            FieldKind::Choice { current, .. } => current.client_errors(pointer, out),
-            FieldKind::Text { .. } | FieldKind::Bool(_) | FieldKind::Const(_) | FieldKind::Enum { .. } => {}
-        }
-    }
-
     // --- editing helpers for the view -------------------------------------------------
 
     /// Re-checks a JSON editor's text after an edit.
@@ -1719,7 +883,10 @@ impl Field {
         self.touch();
     }
 
-    /// Picks variant `i` of a chooser (a fresh field; the old value is kept when it fits).
+    /// Picks variant `i` of a chooser. The new variant starts from its own fields: an
+    /// object keeps the old values of the properties it declares and nothing else (the
+    /// old variant's keys would make the value match the old variant too); any other
+    /// variant keeps the old value when it fits as it is.
     pub fn choose(&mut self, i: usize) {
         let name = self.name.clone();
         if let FieldKind::Choice {
@@ -1733,10 +900,28 @@ impl Field {
         {
             let old = current.current_value();
             let mut fresh = Field::build(&variants[i], &name, true, true);
-            let mut probe = fresh.clone();
-            probe.load(&old);
-            if probe.fits_cleanly() && probe.current_value() == old && !old.is_null() {
-                fresh = probe;
+            let fits = |f: &Field, v: &Value| f.fits_cleanly() && f.current_value() == *v;
+            match (&mut fresh.kind, &old) {
+                (_, Value::Null) => {}
+                (FieldKind::Object { fields, .. }, Value::Object(m)) => {
+                    for f in fields.iter_mut() {
+                        if let Some(x) = m.get(&f.name) {
+                            let mut probe = f.clone();
+                            probe.load(x);
+                            if fits(&probe, x) {
+                                *f = probe;
+                            }
+                        }
+                    }
+                }
+                (FieldKind::Object { .. }, _) => {}
+                _ => {
+                    let mut probe = fresh.clone();
+                    probe.load(&old);
+                    if fits(&probe, &old) {
+                        fresh = probe;
+                    }
+                }
             }
             *selected = i;
             **current = fresh;
@@ -1790,110 +975,6 @@ impl Field {
         };
         child.at_mut(tail)
     }
-
-    // --- samples -------------------------------------------------------------------------
-
-    /// Gives this field (and its required children) a value valid for its schema.
-    /// `seed` varies the value between array rows.
-    pub fn fill_sample(&mut self, seed: usize) {
-        self.expand();
-        self.set = true;
-        self.is_null = false;
-        let keep_default = self.is_default && {
-            let mut e = Vec::new();
-            self.client_errors("", &mut e);
-            e.is_empty()
-        };
-        let name = self.name.clone();
-        match &mut self.kind {
-            FieldKind::Text {
-                text,
-                format,
-                min_length,
-                max_length,
-                pattern,
-                ..
-            } => {
-                if !keep_default {
-                    *text = sample_string(
-                        &name,
-                        format.as_deref(),
-                        pattern.as_deref(),
-                        *min_length,
-                        *max_length,
-                        seed,
-                    );
-                }
-            }
-            FieldKind::Number { text, bounds } => {
-                if !keep_default {
-                    *text = sample_number(bounds, false, seed);
-                }
-            }
-            FieldKind::Integer { text, bounds } => {
-                if !keep_default {
-                    *text = sample_number(bounds, true, seed);
-                }
-            }
-            FieldKind::Bool(_) | FieldKind::Const(_) => {}
-            FieldKind::Enum { options, selected, .. } => {
-                if selected.is_none() || !keep_default {
-                    *selected = Some(seed % options.len().max(1));
-                }
-            }
-            FieldKind::Array {
-                items,
-                item,
-                min_items,
-                max_items,
-            } => {
-                // One row as an example, unless rows would recurse (a tree's children).
-                let example_row = self.template.depth < MAX_DEPTH && !is_recursive(item);
-                let want =
-                    (min_items.unwrap_or(0).max(u64::from(example_row))).min(max_items.unwrap_or(u64::MAX)) as usize;
-                while items.len() < want {
-                    let f = Field::build(item, &items.len().to_string(), true, true);
-                    items.push(f);
-                }
-                for (i, it) in items.iter_mut().enumerate() {
-                    it.fill_sample(i);
-                }
-            }
-            FieldKind::Object { fields, extra, .. } => {
-                for f in fields.iter_mut() {
-                    if f.required || f.set {
-                        f.fill_sample(seed);
-                    }
-                }
-                for e in extra.iter_mut() {
-                    e.field.fill_sample(seed);
-                }
-            }
-            FieldKind::Map { entries, value } => {
-                let want = self.schema.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
-                while entries.len() < want {
-                    let key = format!("key{}", entries.len() + 1);
-                    let field = Field::build(value, &key, true, true);
-                    entries.push(Entry { key, field });
-                }
-                for e in entries.iter_mut() {
-                    e.field.fill_sample(seed);
-                }
-            }
-            FieldKind::Choice { current, .. } => current.fill_sample(seed),
-            FieldKind::Json { text, .. } => {
-                if serde_json::from_str::<Value>(text).is_err() {
-                    let v = self
-                        .schema
-                        .get("default")
-                        .or_else(|| self.schema.get("examples").and_then(|e| e.get(0)))
-                        .cloned()
-                        .unwrap_or(Value::Null);
-                    *text = pretty(&v);
-                }
-            }
-        }
-    }
 }
 
 impl Field {
@@ -1921,18 +1002,13 @@ impl Field {
     }
 }
 
-/// Whether building from `t` expands a `$ref` already being expanded above it.
-fn is_recursive(t: &Template) -> bool {
-    analyze(&t.schema, &t.root).refs.iter().any(|r| t.stack.contains(r))
-}
-
-fn renumber(items: &mut [Field]) {
+pub(super) fn renumber(items: &mut [Field]) {
     for (i, f) in items.iter_mut().enumerate() {
         f.name = i.to_string();
     }
 }
 
-fn consts_match(schema: &Map<String, Value>, v: &Value) -> bool {
+pub(super) fn consts_match(schema: &Map<String, Value>, v: &Value) -> bool {
     let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), v.as_object()) else {
         return schema.get("const").is_some_and(|c| c == v);
     };
@@ -1948,7 +1024,7 @@ fn consts_match(schema: &Map<String, Value>, v: &Value) -> bool {
     any
 }
 
-fn type_matches(schema: &Map<String, Value>, v: &Value) -> bool {
+pub(super) fn type_matches(schema: &Map<String, Value>, v: &Value) -> bool {
     let t = schema.get("type").and_then(Value::as_str).unwrap_or("");
     matches!(
         (t, v),
@@ -1961,369 +1037,25 @@ fn type_matches(schema: &Map<String, Value>, v: &Value) -> bool {
     ) || (t == "integer" && v.as_f64().is_some_and(|x| x.fract() == 0.0))
 }
 
-fn sample_string(
-    name: &str,
-    format: Option<&str>,
-    pattern: Option<&str>,
-    min: Option<u64>,
-    max: Option<u64>,
-    seed: usize,
-) -> String {
-    let n = seed % 9;
-    let by_format = format.and_then(|f| {
-        Some(match f {
-            "email" | "idn-email" => {
-                if seed == 0 {
-                    "user@example.com".to_owned()
-                } else {
-                    format!("user{seed}@example.com")
-                }
-            }
-            "uri" | "url" | "iri" | "uri-reference" | "iri-reference" => {
-                if seed == 0 {
-                    "https://example.com".to_owned()
-                } else {
-                    format!("https://example.com/{seed}")
-                }
-            }
-            "uri-template" => "https://example.com/{id}".to_owned(),
-            "date" => format!("2024-01-0{}", n + 1),
-            "date-time" => format!("2024-01-0{}T12:00:00Z", n + 1),
-            "time" => format!("12:00:0{n}Z"),
-            "duration" => format!("P{}D", seed + 1),
-            "uuid" => format!("123e4567-e89b-12d3-a456-42661417400{n}"),
-            "ipv4" => format!("192.0.2.{}", seed % 250 + 1),
-            "ipv6" => format!("2001:db8::{}", seed % 250 + 1),
-            "hostname" | "idn-hostname" => {
-                if seed == 0 {
-                    "example.com".to_owned()
-                } else {
-                    format!("host{seed}.example.com")
-                }
-            }
-            "json-pointer" => "/example".to_owned(),
-            "relative-json-pointer" => "0".to_owned(),
-            "regex" => "^example$".to_owned(),
-            _ => return None,
-        })
-    });
-    if let Some(s) = by_format {
-        return s;
-    }
-    if let Some(p) = pattern {
-        // Repeat open quantifiers more when the first try is too short.
-        let want = min.unwrap_or(0) as usize;
-        for reps in [1, want.max(1)] {
-            if let Some(s) = sample_for_pattern_reps(p, seed, reps)
-                && s.chars().count() >= want
-            {
-                return s;
-            }
-        }
-    }
-    let base = if name.is_empty() || name.parse::<usize>().is_ok() {
-        "example".to_owned()
-    } else {
-        name.chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-            .to_ascii_lowercase()
-    };
-    let base = if base.is_empty() { "example".to_owned() } else { base };
-    let mut s = if seed == 0 { base } else { format!("{base}{seed}") };
-    let len = s.chars().count() as u64;
-    if let Some(min) = min
-        && len < min
-    {
-        s.extend(std::iter::repeat_n('x', (min - len) as usize));
-    }
-    if let Some(max) = max {
-        s = s.chars().take(max as usize).collect();
-        if seed > 0 && max > 0 {
-            // Keep rows distinct when truncated.
-            let digit = char::from_digit((seed % 10) as u32, 10).unwrap_or('0');
-            s.pop();
-            s.push(digit);
-        }
-    }
-    s
-}
-
-fn sample_number(b: &Bounds, integer: bool, seed: usize) -> String {
-    let seed = seed as f64;
-    let mut lo = f64::NEG_INFINITY;
-    let mut lo_excl = false;
-    if let Some(m) = b.minimum {
-        lo = m;
-    }
-    if let Some(m) = b.exclusive_minimum
-        && m >= lo
-    {
-        lo = m;
-        lo_excl = true;
-    }
-    let mut hi = f64::INFINITY;
-    let mut hi_excl = false;
-    if let Some(m) = b.maximum {
-        hi = m;
-    }
-    if let Some(m) = b.exclusive_maximum
-        && m <= hi
-    {
-        hi = m;
-        hi_excl = true;
-    }
-    let ok = |x: f64| (if lo_excl { x > lo } else { x >= lo }) && (if hi_excl { x < hi } else { x <= hi });
-    let mut x = 1.0 + seed;
-    if !ok(x) {
-        // Start just inside the lower bound, else just inside the upper one.
-        x = if lo.is_finite() {
-            let start = if integer {
-                if lo_excl { lo.floor() + 1.0 } else { lo.ceil() }
-            } else if lo_excl {
-                lo + 1.0
-            } else {
-                lo
-            };
-            start + seed
-        } else {
-            let start = if integer {
-                if hi_excl { hi.ceil() - 1.0 } else { hi.floor() }
-            } else if hi_excl {
-                hi - 1.0
-            } else {
-                hi
-            };
-            start - seed
-        };
-        if !ok(x) && lo.is_finite() && hi.is_finite() {
-            x = if integer {
-                ((lo + hi) / 2.0).round()
-            } else {
-                (lo + hi) / 2.0
-            };
-        }
-    }
-    if let Some(k) = b.multiple_of {
-        let up = (x / k).ceil() * k;
-        let down = (x / k).floor() * k;
-        x = if ok(up) { up } else { down };
-        // Avoid 0.30000000000000004.
-        x = (x * 1e9).round() / 1e9;
-    }
-    if integer || (x.fract() == 0.0 && x.abs() < 9.0e15) {
-        format!("{}", x as i64)
-    } else {
-        x.to_string()
-    }
-}
-
-/// A string matching a simple regex (literals, classes, `\d \w \s .`, groups with `|`,
-/// quantifiers), or `None` for what this tiny generator does not understand.
+/// Helpers for the unit tests of the schema modules.
 #[cfg(test)]
-fn sample_for_pattern(pattern: &str, seed: usize) -> Option<String> {
-    sample_for_pattern_reps(pattern, seed, 1)
-}
+pub(crate) mod testing {
+    pub(crate) use super::{Field, FieldError, FieldKind, Form, validator_for};
+    use serde_json::Value;
 
-/// `reps`: how many times `+`/`*`/`{n,}` repeat.
-fn sample_for_pattern_reps(pattern: &str, seed: usize, reps: usize) -> Option<String> {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut pos = 0;
-    let g = Gen { seed, reps };
-    let out = g.alternation(&chars, &mut pos)?;
-    (pos == chars.len()).then_some(out)
-}
-
-struct Gen {
-    seed: usize,
-    reps: usize,
-}
-
-impl Gen {
-    fn alternation(&self, c: &[char], pos: &mut usize) -> Option<String> {
-        let first = self.sequence(c, pos)?;
-        while *pos < c.len() && c[*pos] == '|' {
-            *pos += 1;
-            self.sequence(c, pos)?;
-        }
-        Some(first)
-    }
-
-    fn sequence(&self, c: &[char], pos: &mut usize) -> Option<String> {
-        let seed = self.seed;
-        let mut out = String::new();
-        while *pos < c.len() {
-            let ch = c[*pos];
-            if ch == '|' || ch == ')' {
-                break;
-            }
-            let atom: String = match ch {
-                '^' | '$' => {
-                    *pos += 1;
-                    continue;
-                }
-                '(' => {
-                    *pos += 1;
-                    if c.get(*pos) == Some(&'?') {
-                        if c.get(*pos + 1) == Some(&':') {
-                            *pos += 2;
-                        } else {
-                            return None;
-                        }
-                    }
-                    let inner = self.alternation(c, pos)?;
-                    if c.get(*pos) != Some(&')') {
-                        return None;
-                    }
-                    *pos += 1;
-                    inner
-                }
-                '[' => {
-                    *pos += 1;
-                    let negated = c.get(*pos) == Some(&'^');
-                    if negated {
-                        *pos += 1;
-                    }
-                    let mut members: Vec<(char, char)> = Vec::new();
-                    let mut first = true;
-                    while *pos < c.len() && (c[*pos] != ']' || first) {
-                        first = false;
-                        let mut a = c[*pos];
-                        *pos += 1;
-                        if a == '\\' {
-                            let e = *c.get(*pos)?;
-                            *pos += 1;
-                            match e {
-                                'd' => {
-                                    members.push(('0', '9'));
-                                    continue;
-                                }
-                                'w' => {
-                                    members.push(('a', 'z'));
-                                    members.push(('A', 'Z'));
-                                    members.push(('0', '9'));
-                                    members.push(('_', '_'));
-                                    continue;
-                                }
-                                's' => {
-                                    members.push((' ', ' '));
-                                    continue;
-                                }
-                                _ => a = e,
-                            }
-                        }
-                        if c.get(*pos) == Some(&'-') && c.get(*pos + 1).is_some_and(|x| *x != ']') {
-                            let mut b = c[*pos + 1];
-                            *pos += 2;
-                            if b == '\\' {
-                                b = *c.get(*pos)?;
-                                *pos += 1;
-                            }
-                            members.push((a, b));
-                        } else {
-                            members.push((a, a));
-                        }
-                    }
-                    if c.get(*pos) != Some(&']') {
-                        return None;
-                    }
-                    *pos += 1;
-                    let inside = |x: char| members.iter().any(|(a, b)| *a <= x && x <= *b);
-                    let pick = if negated {
-                        ('a'..='z').chain('0'..='9').find(|x| !inside(*x))?
-                    } else {
-                        let (a, b) = *members.first()?;
-                        let span = (b as u32).saturating_sub(a as u32) + 1;
-                        char::from_u32(a as u32 + (seed as u32 % span)).unwrap_or(a)
-                    };
-                    pick.to_string()
-                }
-                '\\' => {
-                    *pos += 1;
-                    let e = *c.get(*pos)?;
-                    *pos += 1;
-                    match e {
-                        'd' => char::from_digit((seed % 10) as u32, 10)?.to_string(),
-                        'w' => "a".into(),
-                        's' => " ".into(),
-                        'D' | 'W' | 'S' | 'b' | 'B' => return None,
-                        x if x.is_ascii_alphanumeric() => return None,
-                        x => x.to_string(),
-                    }
-                }
-                '.' => {
-                    *pos += 1;
-                    "a".into()
-                }
-                '*' | '+' | '?' | '{' => return None,
-                other => {
-                    *pos += 1;
-                    other.to_string()
-                }
-            };
-            // Quantifier.
-            let (min, _max) = match c.get(*pos) {
-                Some('*') => {
-                    *pos += 1;
-                    (0, None)
-                }
-                Some('+') => {
-                    *pos += 1;
-                    (1, None)
-                }
-                Some('?') => {
-                    *pos += 1;
-                    (0, Some(1))
-                }
-                Some('{') => {
-                    let close = c[*pos..].iter().position(|x| *x == '}')? + *pos;
-                    let body: String = c[*pos + 1..close].iter().collect();
-                    *pos = close + 1;
-                    let (a, b) = match body.split_once(',') {
-                        Some((a, b)) => (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()),
-                        None => {
-                            let n = body.trim().parse::<usize>().ok()?;
-                            (n, Some(n))
-                        }
-                    };
-                    (a, b)
-                }
-                _ => (1, Some(1)),
-            };
-            if matches!(c.get(*pos), Some('?') | Some('+')) {
-                *pos += 1; // lazy / possessive
-            }
-            // Open quantifiers repeat `reps` times (at least once for a readable sample).
-            let times = match _max {
-                None => min.max(self.reps),
-                Some(_) => min,
-            };
-            for _ in 0..times {
-                out.push_str(&atom);
-            }
-        }
-        Some(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn form(s: Value) -> Form {
+    pub(crate) fn form(s: Value) -> Form {
         Form::from_schema(&s)
     }
 
-    fn pointers(errors: &[FieldError]) -> Vec<&str> {
+    pub(crate) fn pointers(errors: &[FieldError]) -> Vec<&str> {
         errors.iter().map(|e| e.pointer.as_str()).collect()
     }
 
-    fn field<'a>(f: &'a Form, p: &str) -> &'a Field {
+    pub(crate) fn field<'a>(f: &'a Form, p: &str) -> &'a Field {
         f.field_at(p).unwrap_or_else(|| panic!("no field at {p}"))
     }
 
-    fn set_text(f: &mut Form, p: &str, s: &str) {
+    pub(crate) fn set_text(f: &mut Form, p: &str, s: &str) {
         let fld = f.field_at_mut(p).unwrap();
         match &mut fld.kind {
             FieldKind::Text { text, .. } | FieldKind::Number { text, .. } | FieldKind::Integer { text, .. } => {
@@ -2335,7 +1067,7 @@ mod tests {
         fld.touch();
     }
 
-    fn roundtrip(schema: Value, v: Value) {
+    pub(crate) fn roundtrip(schema: Value, v: Value) {
         let mut f = form(schema);
         f.set_value(&v);
         assert_eq!(f.value(), v, "round trip");
@@ -2346,7 +1078,7 @@ mod tests {
         assert_eq!(g.value(), v, "round trip after fill");
     }
 
-    fn assert_sample_valid(schema: Value) -> Value {
+    pub(crate) fn assert_sample_valid(schema: Value) -> Value {
         let mut f = form(schema.clone());
         f.fill_sample();
         let errors = f.validate();
@@ -2355,6 +1087,13 @@ mod tests {
         assert!(v.is_valid(&f.value()), "{}", f.value());
         f.value()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use serde_json::json;
 
     #[test]
     fn strings_and_required_optional() {
@@ -2378,92 +1117,6 @@ mod tests {
         set_text(&mut f, "/name", "Ada");
         assert_eq!(f.value(), json!({"name": "Ada"}));
         assert!(f.validate().is_empty());
-    }
-
-    #[test]
-    fn multiline_rule_and_toggle() {
-        let f = form(json!({"type":"object","properties":{
-            "short":{"type":"string","maxLength":20},
-            "long":{"type":"string","maxLength":1000},
-            "content":{"type":"string"},
-            "email":{"type":"string","format":"email"}
-        }}));
-        let ml = |p: &str| matches!(field(&f, p).kind, FieldKind::Text { multiline: true, .. });
-        assert!(!ml("/short"));
-        assert!(ml("/long"));
-        assert!(ml("/content"));
-        assert!(!ml("/email"));
-        let mut g = form(json!({"type":"object","properties":{"s":{"type":"string"}}}));
-        g.set_value(&json!({"s": "a\nb"}));
-        assert!(matches!(
-            g.field_at("/s").unwrap().kind,
-            FieldKind::Text { multiline: true, .. }
-        ));
-    }
-
-    #[test]
-    fn string_constraints_validated() {
-        let mut f = form(json!({"type":"object","properties":{
-            "code":{"type":"string","pattern":"^[A-Z]{3}$","minLength":3,"maxLength":3},
-            "mail":{"type":"string","format":"email"}
-        },"required":["code","mail"]}));
-        set_text(&mut f, "/code", "abcd");
-        set_text(&mut f, "/mail", "not an email");
-        let e = f.validate();
-        assert!(pointers(&e).contains(&"/code"), "{e:?}");
-        assert!(pointers(&e).contains(&"/mail"), "{e:?}");
-        f.fill_sample();
-        assert!(f.validate().is_empty(), "{:?} {}", f.validate(), f.value());
-    }
-
-    #[test]
-    fn numbers_and_integers() {
-        let mut f = form(json!({"type":"object","properties":{
-            "n":{"type":"number","minimum":0,"maximum":10},
-            "i":{"type":"integer","exclusiveMinimum":0}
-        },"required":["n","i"]}));
-        set_text(&mut f, "/n", "2.5");
-        set_text(&mut f, "/i", "3");
-        assert_eq!(f.value(), json!({"n": 2.5, "i": 3}));
-        assert!(f.validate().is_empty());
-        set_text(&mut f, "/i", "1.5");
-        let e = f.validate();
-        assert_eq!(pointers(&e), vec!["/i"], "{e:?}");
-        assert!(e[0].message.contains("integer"), "{e:?}");
-        set_text(&mut f, "/n", "abc");
-        let e = f.validate();
-        assert!(
-            e.iter()
-                .any(|e| e.pointer == "/n" && e.message.contains("not a number")),
-            "{e:?}"
-        );
-        // Only the client message for /n, not the validator's type error too.
-        assert_eq!(e.iter().filter(|e| e.pointer == "/n").count(), 1, "{e:?}");
-        set_text(&mut f, "/n", "11");
-        set_text(&mut f, "/i", "0");
-        let e = f.validate();
-        assert!(pointers(&e).contains(&"/n") && pointers(&e).contains(&"/i"), "{e:?}");
-        set_text(&mut f, "/n", "");
-        assert!(
-            f.validate()
-                .iter()
-                .any(|e| e.pointer == "/n" && e.message.contains("enter"))
-        );
-    }
-
-    #[test]
-    fn draft4_style_exclusive_bounds() {
-        let b = Bounds::from_schema(json!({"minimum": 0, "exclusiveMinimum": true}).as_object().unwrap());
-        assert_eq!(b.exclusive_minimum, Some(0.0));
-        assert_eq!(b.minimum, None);
-        assert_eq!(sample_number(&b, true, 0), "1");
-        let b = Bounds::from_schema(json!({"exclusiveMaximum": 0}).as_object().unwrap());
-        assert_eq!(sample_number(&b, true, 0), "-1");
-        let b = Bounds::from_schema(json!({"minimum": 0.1, "maximum": 0.2}).as_object().unwrap());
-        assert_eq!(sample_number(&b, false, 0), "0.1");
-        let b = Bounds::from_schema(json!({"minimum": 5, "multipleOf": 3}).as_object().unwrap());
-        assert_eq!(sample_number(&b, true, 0), "6");
-        assert_eq!(b.describe(), ">= 5, multiple of 3");
     }
 
     #[test]
@@ -2646,273 +1299,6 @@ mod tests {
     }
 
     #[test]
-    fn ref_defs_pydantic_style() {
-        let s = json!({
-            "$defs": {
-                "Address": {"type":"object","title":"Address","properties":{"street":{"type":"string"},"city":{"type":"string"}},"required":["street","city"]},
-                "Color": {"enum":["red","green"],"title":"Color","type":"string"}
-            },
-            "type":"object",
-            "properties":{
-                "addr":{"$ref":"#/$defs/Address","description":"Where"},
-                "color":{"$ref":"#/$defs/Color","default":"green"}
-            },
-            "required":["addr"]
-        });
-        let f = form(s.clone());
-        let addr = field(&f, "/addr");
-        assert!(matches!(addr.kind, FieldKind::Object { .. }));
-        assert_eq!(addr.description.as_deref(), Some("Where"), "sibling annotations win");
-        assert_eq!(addr.title.as_deref(), Some("Address"));
-        assert!(matches!(
-            field(&f, "/color").kind,
-            FieldKind::Enum { selected: Some(1), .. }
-        ));
-        assert_eq!(f.value(), json!({"addr": {"street": "", "city": ""}}));
-        roundtrip(s.clone(), json!({"addr": {"street": "a", "city": "b"}, "color": "red"}));
-        assert_sample_valid(s);
-    }
-
-    #[test]
-    fn definitions_and_escaped_pointers() {
-        let s = json!({
-            "$schema":"http://json-schema.org/draft-07/schema#",
-            "definitions": {"a/b": {"type":"integer","minimum":5}, "Pct%": {"type":"number"}},
-            "type":"object",
-            "properties":{"x":{"$ref":"#/definitions/a~1b"},"y":{"$ref":"#/definitions/Pct%25"}},
-            "required":["x","y"]
-        });
-        let f = form(s.clone());
-        assert!(matches!(field(&f, "/x").kind, FieldKind::Integer { .. }));
-        assert!(matches!(field(&f, "/y").kind, FieldKind::Number { .. }));
-        let v = assert_sample_valid(s);
-        assert_eq!(v["x"], json!(5));
-    }
-
-    #[test]
-    fn recursive_ref_guard() {
-        let tree = json!({
-            "$defs": {"Node": {"type":"object","properties":{
-                "value":{"type":"string"},
-                "children":{"type":"array","items":{"$ref":"#/$defs/Node"}},
-                "parent":{"anyOf":[{"$ref":"#/$defs/Node"},{"type":"null"}],"default":null}
-            },"required":["value"]}},
-            "type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"required":["root"]
-        });
-        let mut f = form(tree.clone());
-        let parent = field(&f, "/root/parent");
-        assert!(parent.is_pending() && !parent.set);
-        // Expanding on demand works one level at a time.
-        f.field_at_mut("/root/parent").unwrap().set_null(false);
-        assert!(matches!(field(&f, "/root/parent").kind, FieldKind::Object { .. }));
-        assert!(field(&f, "/root/parent/parent").is_pending());
-        let v = json!({"root": {"value": "a", "children": [{"value": "b", "children": [{"value": "c"}]}],
-            "parent": {"value": "p", "parent": {"value": "pp", "parent": null}}}});
-        roundtrip(tree.clone(), v);
-        assert_sample_valid(tree);
-        // Self-reference through "#" and a required cycle do not hang.
-        let list = json!({"type":"object","properties":{"v":{"type":"integer"},"next":{"$ref":"#"}},"required":["v"]});
-        roundtrip(list.clone(), json!({"v": 1, "next": {"v": 2, "next": {"v": 3}}}));
-        assert_sample_valid(list);
-        let cycle = json!({"$defs":{"A":{"type":"object","properties":{"b":{"$ref":"#/$defs/B"}},"required":["b"]},
-            "B":{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},"required":["a"]}},
-            "type":"object","properties":{"a":{"$ref":"#/$defs/A"}}});
-        let f = form(cycle);
-        let _ = f.value();
-        let loop_ref = json!({"$defs":{"A":{"$ref":"#/$defs/B"},"B":{"$ref":"#/$defs/A"}},
-            "type":"object","properties":{"x":{"$ref":"#/$defs/A"}}});
-        let f = form(loop_ref);
-        assert!(field(&f, "/x").kind.is_json());
-    }
-
-    #[test]
-    fn nullable_unions() {
-        let s = json!({"type":"object","properties":{
-            "nick":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"title":"Nickname"},
-            "age":{"type":["integer","null"]},
-            "n":{"type":"number","nullable":true}
-        },"required":["age"]});
-        let mut f = form(s.clone());
-        let nick = field(&f, "/nick");
-        assert!(nick.nullable && nick.is_null && nick.is_default && !nick.set);
-        assert!(matches!(nick.kind, FieldKind::Text { .. }));
-        assert_eq!(nick.title.as_deref(), Some("Nickname"));
-        let age = field(&f, "/age");
-        assert!(age.nullable && matches!(age.kind, FieldKind::Integer { .. }));
-        assert!(field(&f, "/n").nullable);
-        f.field_at_mut("/age").unwrap().set_null(true);
-        assert_eq!(f.value(), json!({"age": null}));
-        assert!(f.validate().is_empty());
-        roundtrip(s.clone(), json!({"nick": "Bo", "age": 3}));
-        roundtrip(s.clone(), json!({"nick": null, "age": null, "n": 1.5}));
-        assert_sample_valid(s);
-    }
-
-    #[test]
-    fn type_array_choice() {
-        let s = json!({"type":"object","properties":{"id":{"type":["string","integer"]}},"required":["id"]});
-        let mut f = form(s.clone());
-        match &field(&f, "/id").kind {
-            FieldKind::Choice { labels, .. } => assert_eq!(labels, &["string", "integer"]),
-            k => panic!("{k:?}"),
-        }
-        f.set_value(&json!({"id": 5}));
-        assert!(matches!(field(&f, "/id").kind, FieldKind::Choice { selected: 1, .. }));
-        assert_eq!(f.value(), json!({"id": 5}));
-        roundtrip(s.clone(), json!({"id": "abc"}));
-        roundtrip(s.clone(), json!({"id": "5"}));
-        assert_sample_valid(s);
-    }
-
-    #[test]
-    fn one_of_chooser_switches_variants() {
-        let s = json!({"type":"object","properties":{"shape":{"oneOf":[
-            {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number"}},"required":["kind","r"]},
-            {"type":"object","properties":{"kind":{"const":"rect"},"w":{"type":"number"},"h":{"type":"number"}},"required":["kind","w","h"]}
-        ]}},"required":["shape"]});
-        let mut f = form(s.clone());
-        match &field(&f, "/shape").kind {
-            FieldKind::Choice { labels, selected, .. } => {
-                assert_eq!(labels, &["circle", "rect"]);
-                assert_eq!(*selected, 0);
-            }
-            k => panic!("{k:?}"),
-        }
-        assert_eq!(f.value()["shape"]["kind"], "circle");
-        f.field_at_mut("/shape").unwrap().choose(1);
-        assert_eq!(f.value(), json!({"shape": {"kind": "rect", "w": null, "h": null}}));
-        set_text(&mut f, "/shape/w", "2");
-        set_text(&mut f, "/shape/h", "3");
-        assert!(f.validate().is_empty(), "{:?}", f.validate());
-        // Loading picks the variant by its const discriminator.
-        f.set_value(&json!({"shape": {"kind": "circle", "r": 1}}));
-        assert!(matches!(
-            field(&f, "/shape").kind,
-            FieldKind::Choice { selected: 0, .. }
-        ));
-        roundtrip(s.clone(), json!({"shape": {"kind": "rect", "w": 1, "h": 2}}));
-        assert_sample_valid(s);
-    }
-
-    #[test]
-    fn any_of_scalars_and_titles() {
-        let s = json!({"type":"object","properties":{"v":{"anyOf":[
-            {"type":"string","title":"Text"},{"type":"number","title":"Amount"},{"type":"boolean"},{"type":"null"}
-        ]}}});
-        let mut f = form(s.clone());
-        let v = field(&f, "/v");
-        assert!(v.nullable);
-        match &v.kind {
-            FieldKind::Choice { labels, .. } => assert_eq!(labels, &["Text", "Amount", "boolean"]),
-            k => panic!("{k:?}"),
-        }
-        f.set_value(&json!({"v": true}));
-        assert!(matches!(field(&f, "/v").kind, FieldKind::Choice { selected: 2, .. }));
-        f.set_value(&json!({"v": "12"}));
-        assert!(matches!(field(&f, "/v").kind, FieldKind::Choice { selected: 0, .. }));
-        f.set_value(&json!({"v": 12}));
-        assert!(matches!(field(&f, "/v").kind, FieldKind::Choice { selected: 1, .. }));
-        roundtrip(s, json!({"v": null}));
-    }
-
-    #[test]
-    fn all_of_merged() {
-        let s = json!({"$defs":{"Base":{"type":"object","properties":{"id":{"type":"integer","minimum":1}},"required":["id"]}},
-            "type":"object","properties":{"item":{"allOf":[
-                {"$ref":"#/$defs/Base"},
-                {"properties":{"name":{"type":"string","minLength":2}},"required":["name"]},
-                {"properties":{"id":{"maximum":9}}}
-            ],"description":"merged"}},"required":["item"]});
-        let f = form(s.clone());
-        let item = field(&f, "/item");
-        assert_eq!(item.description.as_deref(), Some("merged"));
-        match &item.kind {
-            FieldKind::Object { fields, .. } => {
-                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-                assert_eq!(names, ["id", "name"]);
-                assert!(fields.iter().all(|f| f.required));
-            }
-            k => panic!("{k:?}"),
-        }
-        assert!(
-            matches!(&field(&f, "/item/id").kind, FieldKind::Integer { bounds, .. } if bounds.minimum == Some(1.0) && bounds.maximum == Some(9.0))
-        );
-        assert_sample_valid(s);
-        // Conflicting allOf types fall back to JSON.
-        let f = form(json!({"type":"object","properties":{"x":{"allOf":[{"type":"string"},{"type":"integer"}]}}}));
-        assert!(field(&f, "/x").kind.is_json());
-    }
-
-    #[test]
-    fn unsupported_schemas_fall_back_to_json() {
-        let s = json!({"type":"object","properties":{
-            "not":{"not":{"type":"string"}},
-            "cond":{"type":"object","if":{"properties":{"a":{"const":1}}},"then":{"required":["b"]}},
-            "pat":{"type":"object","patternProperties":{"^x":{"type":"string"}}},
-            "never":false,
-            "missing":{"$ref":"#/$defs/Nope"},
-            "remote":{"$ref":"https://example.com/schema.json"},
-            "tuple":{"type":"array","prefixItems":[{"type":"string"}]},
-            "any":{},
-            "yes":true
-        }});
-        let mut f = form(s.clone());
-        for p in [
-            "/not", "/cond", "/pat", "/never", "/missing", "/remote", "/tuple", "/any", "/yes",
-        ] {
-            assert!(field(&f, p).kind.is_json(), "{p}");
-        }
-        assert!(
-            field(&f, "/missing")
-                .note
-                .as_deref()
-                .unwrap()
-                .contains("cannot resolve")
-        );
-        assert!(!field(&f, "/any").can_use_form());
-        // The whole schema cannot be compiled (unresolvable refs): reported, no panic.
-        assert!(f.schema_problem().is_some());
-        // Parse errors are shown for the field.
-        let any = f.field_at_mut("/any").unwrap();
-        any.set_enabled(true);
-        if let FieldKind::Json { text, .. } = &mut any.kind {
-            *text = "{nope".into();
-        }
-        any.json_edited();
-        assert!(matches!(&any.kind, FieldKind::Json { error: Some(_), .. }));
-        assert!(
-            f.validate()
-                .iter()
-                .any(|e| e.pointer == "/any" && e.message.contains("invalid JSON"))
-        );
-        let v = json!({"not": 5, "cond": {"a": 1, "b": 2}, "pat": {"xa": "1"}, "tuple": ["a", 1], "any": [null], "yes": {"k": 1}});
-        f.set_value(&v);
-        assert_eq!(f.value(), v);
-    }
-
-    #[test]
-    fn non_object_root_schemas() {
-        for s in [json!(false), json!({"type": "string"}), json!(42), json!({"not": {}})] {
-            let mut f = form(s.clone());
-            assert!(f.schema_problem().is_some(), "{s}");
-            assert!(f.root().kind.is_json());
-            assert_eq!(f.value(), json!({}));
-            f.set_value(&json!({"a": 1}));
-            assert_eq!(f.value(), json!({"a": 1}));
-        }
-        for s in [json!(true), json!({}), json!({"type":"object"})] {
-            let mut f = form(s.clone());
-            assert!(f.schema_problem().is_none(), "{s}");
-            assert!(matches!(f.root().kind, FieldKind::Map { .. }), "{s}");
-            assert_eq!(f.value(), json!({}));
-            assert!(f.validate().is_empty());
-            f.root_mut().add_entry("k");
-            set_text(&mut f, "/k", "[1,2]");
-            assert_eq!(f.value(), json!({"k": [1, 2]}));
-        }
-    }
-
-    #[test]
     fn value_that_does_not_fit_goes_json_and_back() {
         let s = json!({"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}}});
         let mut f = form(s);
@@ -2965,113 +1351,6 @@ mod tests {
     }
 
     #[test]
-    fn required_field_missing_from_loaded_json_stays_missing() {
-        let s =
-            json!({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a","b"]});
-        let mut f = form(s);
-        f.set_value(&json!({"a": "x"}));
-        assert_eq!(f.value(), json!({"a": "x"}));
-        let e = f.validate();
-        assert_eq!(pointers(&e), vec!["/b"], "required errors map to the missing field");
-    }
-
-    #[test]
-    fn validate_pointer_mapping_deep() {
-        let s = json!({"type":"object","properties":{
-            "items":{"type":"array","items":{"type":"object","properties":{"qty":{"type":"integer","minimum":1},"a/b":{"type":"string","maxLength":1}}}}
-        }});
-        let mut f = form(s);
-        f.set_value(&json!({"items": [{"qty": 1}, {"qty": 0, "a/b": "long"}]}));
-        let e = f.validate();
-        let mut p = pointers(&e);
-        p.sort();
-        assert_eq!(p, vec!["/items/1/a~1b", "/items/1/qty"], "{e:?}");
-        assert!(f.field_at("/items/1/a~1b").is_some());
-    }
-
-    #[test]
-    fn drafts_from_schema_keyword() {
-        use jsonschema::Draft;
-        assert_eq!(
-            draft_of(&json!({"$schema":"http://json-schema.org/draft-07/schema#"})),
-            Draft::Draft7
-        );
-        assert_eq!(
-            draft_of(&json!({"$schema":"http://json-schema.org/draft-04/schema#"})),
-            Draft::Draft4
-        );
-        assert_eq!(
-            draft_of(&json!({"$schema":"https://json-schema.org/draft/2019-09/schema"})),
-            Draft::Draft201909
-        );
-        assert_eq!(draft_of(&json!({})), Draft::Draft202012);
-        // Draft-07 ignores siblings of $ref and 2020-12 does not: the validator follows the draft.
-        let s7 = json!({"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"S":{"type":"string"}},
-            "type":"object","properties":{"x":{"$ref":"#/definitions/S","maxLength":1}}});
-        let mut f = form(s7);
-        f.set_value(&json!({"x": "long"}));
-        assert!(f.validate().is_empty(), "{:?}", f.validate());
-        let s2020 = json!({"$defs":{"S":{"type":"string"}},
-            "type":"object","properties":{"x":{"$ref":"#/$defs/S","maxLength":1}}});
-        let mut f = form(s2020);
-        f.set_value(&json!({"x": "long"}));
-        assert_eq!(pointers(&f.validate()), vec!["/x"]);
-    }
-
-    #[test]
-    fn fill_sample_formats_and_patterns() {
-        let s = json!({"type":"object","properties":{
-            "email":{"type":"string","format":"email"},
-            "uri":{"type":"string","format":"uri"},
-            "date":{"type":"string","format":"date"},
-            "dt":{"type":"string","format":"date-time"},
-            "id":{"type":"string","format":"uuid"},
-            "ip":{"type":"string","format":"ipv4"},
-            "ip6":{"type":"string","format":"ipv6"},
-            "host":{"type":"string","format":"hostname"},
-            "phone":{"type":"string","pattern":"^\\+?[0-9]{3}-[0-9]{4}$"},
-            "code":{"type":"string","pattern":"^(?:AB|CD)_[a-z]+\\d{2}$"},
-            "slug":{"type":"string","pattern":"^[a-z0-9-]+$","minLength":3},
-            "short":{"type":"string","minLength":10,"maxLength":12},
-            "tiny":{"type":"string","maxLength":2},
-            "level":{"type":"integer","minimum":10,"maximum":20},
-            "ratio":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},
-            "step":{"type":"number","multipleOf":0.25,"minimum":0.3},
-            "list":{"type":"array","items":{"type":"string","enum":["a","b","c"]},"minItems":3,"uniqueItems":true},
-            "opt":{"type":"string"}
-        },"required":["email","uri","date","dt","id","ip","ip6","host","phone","code","slug","short","tiny","level","ratio","step","list"]});
-        let v = assert_sample_valid(s);
-        assert_eq!(v["email"], "user@example.com");
-        assert_eq!(v["list"], json!(["a", "b", "c"]));
-        assert!(v.get("opt").is_none(), "optional fields stay unset");
-    }
-
-    #[test]
-    fn pattern_generator() {
-        assert_eq!(sample_for_pattern("^[A-Z]{2,3}$", 0).as_deref(), Some("AA"));
-        assert_eq!(sample_for_pattern("^\\d{3}-\\d{2}$", 0).as_deref(), Some("000-00"));
-        assert_eq!(sample_for_pattern("^(foo|bar)+$", 0).as_deref(), Some("foo"));
-        assert_eq!(sample_for_pattern("^[^0-9]x?$", 0).as_deref(), Some("a"));
-        assert_eq!(sample_for_pattern("a\\.b", 0).as_deref(), Some("a.b"));
-        assert_eq!(sample_for_pattern("^(?=x)", 0), None);
-        assert_eq!(sample_for_pattern("\\p{L}", 0), None);
-    }
-
-    #[test]
-    fn fill_sample_choice_map_json_and_nullable_required() {
-        let s = json!({"type":"object","properties":{
-            "pick":{"oneOf":[{"type":"object","properties":{"t":{"const":"a"}},"required":["t"]},{"type":"string"}]},
-            "m":{"type":"object","additionalProperties":{"type":"integer","minimum":3},"minProperties":2},
-            "free":{"not":{"type":"string"}},
-            "opt":{"anyOf":[{"type":"integer","minimum":4},{"type":"null"}]}
-        },"required":["pick","m","free","opt"]});
-        let v = assert_sample_valid(s);
-        assert_eq!(v["m"], json!({"key1": 3, "key2": 3}));
-        assert_eq!(v["opt"], json!(4));
-        assert!(!v["free"].is_string());
-    }
-
-    #[test]
     fn choose_keeps_value_when_it_fits() {
         let s = json!({"type":"object","properties":{"x":{"anyOf":[{"type":"string","maxLength":3},{"type":"string","title":"long"}]}}});
         let mut f = form(s);
@@ -3087,39 +1366,33 @@ mod tests {
     }
 
     #[test]
-    fn zod_draft07_and_pydantic_real_shapes() {
-        let zod = json!({"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{
-            "customer":{"type":"object","properties":{"name":{"type":"string"},"email":{"type":"string"},
-                "address":{"type":"object","properties":{"city":{"type":"string"},"zip":{"type":"string"}},"required":["city"]}},
-                "required":["name","address"],"description":"Who orders"},
-            "items":{"minItems":1,"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"},
-                "quantity":{"type":"integer","minimum":1,"maximum":9007199254740991_i64},"size":{"type":"string","enum":["S","M","L"]}},
-                "required":["sku","quantity"]},"description":"Order lines"},
-            "priority":{"default":"normal","type":"string","enum":["low","normal","high"]},
-            "gift":{"type":"boolean"}},"required":["customer","items"],"additionalProperties":false});
-        let v = assert_sample_valid(zod.clone());
-        assert_eq!(v["items"][0]["quantity"], json!(1));
-        assert!(v.get("priority").is_none());
-        roundtrip(zod, v);
-        let py = json!({"properties":{"person":{"$ref":"#/$defs/Person"},"shout":{"default":false,"title":"Shout","type":"boolean"}},
-            "required":["person"],"type":"object","$defs":{
-            "Address":{"properties":{"street":{"title":"Street","type":"string"},"city":{"title":"City","type":"string"},
-                "zip_code":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"title":"Zip Code"}},"required":["street","city"],"title":"Address","type":"object"},
-            "Person":{"properties":{"name":{"title":"Name","type":"string"},"age":{"minimum":0,"title":"Age","type":"integer"},
-                "address":{"anyOf":[{"$ref":"#/$defs/Address"},{"type":"null"}],"default":null},
-                "tags":{"items":{"type":"string"},"title":"Tags","type":"array"}},"required":["name","age"],"title":"Person","type":"object"}},
-            "title":"describe_personArguments"});
-        let v = assert_sample_valid(py.clone());
-        assert_eq!(v, json!({"person": {"name": "name", "age": 1}}));
-        let mut f = form(py.clone());
-        let addr = f.field_at_mut("/person/address").unwrap();
-        assert!(addr.nullable && addr.is_null);
-        addr.set_null(false);
-        assert!(matches!(addr.kind, FieldKind::Object { .. }));
-        roundtrip(
-            py,
-            json!({"person": {"name": "A", "age": 3, "address": {"street": "s", "city": "c", "zip_code": null}, "tags": ["x"]}, "shout": true}),
-        );
+    fn one_of_chooser_switches_variants() {
+        let s = json!({"type":"object","properties":{"shape":{"oneOf":[
+            {"type":"object","properties":{"kind":{"const":"circle"},"r":{"type":"number"}},"required":["kind","r"]},
+            {"type":"object","properties":{"kind":{"const":"rect"},"w":{"type":"number"},"h":{"type":"number"}},"required":["kind","w","h"]}
+        ]}},"required":["shape"]});
+        let mut f = form(s.clone());
+        match &field(&f, "/shape").kind {
+            FieldKind::Choice { labels, selected, .. } => {
+                assert_eq!(labels, &["circle", "rect"]);
+                assert_eq!(*selected, 0);
+            }
+            k => panic!("{k:?}"),
+        }
+        assert_eq!(f.value()["shape"]["kind"], "circle");
+        f.field_at_mut("/shape").unwrap().choose(1);
+        assert_eq!(f.value(), json!({"shape": {"kind": "rect", "w": null, "h": null}}));
+        set_text(&mut f, "/shape/w", "2");
+        set_text(&mut f, "/shape/h", "3");
+        assert!(f.validate().is_empty(), "{:?}", f.validate());
+        // Loading picks the variant by its const discriminator.
+        f.set_value(&json!({"shape": {"kind": "circle", "r": 1}}));
+        assert!(matches!(
+            field(&f, "/shape").kind,
+            FieldKind::Choice { selected: 0, .. }
+        ));
+        roundtrip(s.clone(), json!({"shape": {"kind": "rect", "w": 1, "h": 2}}));
+        assert_sample_valid(s);
     }
 
     #[test]
@@ -3137,5 +1410,45 @@ mod tests {
         assert_eq!(form.value(), json!({"name": ""}));
         form.apply_defaults();
         assert_eq!(form.value(), json!({"name": "", "pet": "dog", "n": 3}));
+    }
+
+    /// Issue #17.2: Notion's `parent`, a oneOf of open objects.
+    fn notion_parent() -> Value {
+        json!({"type": "object", "properties": {"parent": {"oneOf": [
+            {"type": "object", "properties": {"page_id": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["page_id"], "additionalProperties": true},
+            {"type": "object", "properties": {"database_id": {"type": "string"}, "note": {"type": "string"}},
+                "required": ["database_id"], "additionalProperties": true},
+            {"properties": {"type": {"const": "workspace"}}, "required": ["type"]}
+        ]}}, "required": ["parent"]})
+    }
+
+    #[test]
+    fn switching_variants_keeps_only_what_the_new_variant_declares() {
+        let mut f = form(notion_parent());
+        assert_eq!(f.value(), json!({"parent": {"page_id": ""}}));
+        set_text(&mut f, "/parent/page_id", "p1");
+        let note = f.field_at_mut("/parent/note").unwrap();
+        note.set_enabled(true);
+        set_text(&mut f, "/parent/note", "shared");
+        f.field_at_mut("/parent").unwrap().choose(1);
+        assert_eq!(
+            f.value(),
+            json!({"parent": {"database_id": "", "note": "shared"}}),
+            "page_id is not carried over, the note both declare is"
+        );
+        set_text(&mut f, "/parent/database_id", "d1");
+        assert!(f.validate().is_empty(), "{:?}", f.validate());
+        f.field_at_mut("/parent").unwrap().choose(2);
+        assert_eq!(f.value(), json!({"parent": {"type": "workspace"}}));
+        assert!(f.validate().is_empty(), "{:?}", f.validate());
+        f.field_at_mut("/parent").unwrap().choose(0);
+        assert_eq!(f.value(), json!({"parent": {"page_id": ""}}));
+        // Extra keys loaded from JSON stay until the person switches.
+        let both = json!({"parent": {"page_id": "p", "database_id": "d"}});
+        f.set_value(&both);
+        assert_eq!(f.value(), both);
+        f.field_at_mut("/parent").unwrap().choose(1);
+        assert_eq!(f.value(), json!({"parent": {"database_id": "d"}}));
     }
 }

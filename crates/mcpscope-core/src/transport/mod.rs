@@ -1,12 +1,17 @@
 //! Where a server is and how bytes reach it: child processes over stdio,
-//! Streamable HTTP and HTTP+SSE, the session thread that owns either, the
-//! byte-exact stdio proxy, and the authorizer that runs OAuth for HTTP
-//! servers that ask for it.
+//! Streamable HTTP and HTTP+SSE (two links behind one runner), the session
+//! handle, the byte-exact stdio proxy, what happens when mcpscope itself is
+//! told to stop, and the authorizer that runs OAuth for HTTP servers that
+//! ask for it.
 
 pub mod auth;
 pub mod event;
 pub mod http;
+pub mod lifecycle;
 pub mod process;
 pub mod proxy;
+pub mod reverse_proxy;
+pub(crate) mod runner;
 pub mod session;
+pub(crate) mod stdio;
 pub mod target;

@@ -1,0 +1,532 @@
+//! The request composer, one file per mode, each with its own state: tool
+//! (forms from `inputSchema`), prompt, resource, logging, listen and raw; the
+//! history to re-send from; the answers the user gives to the server; the
+//! roots offered; and the answer area. It only builds [`ComposerAction`]s;
+//! the app carries them out through the inspection.
+
+mod answers;
+mod completion;
+mod history;
+mod listen;
+mod lists;
+mod prompt;
+mod raw;
+mod resource;
+mod result;
+mod roots;
+mod tool;
+
+pub use history::{History, HistoryEntry};
+pub use lists::{Lists, PromptArg, PromptDef, ToolDef};
+pub use raw::{RawComposer, RawKind, parse_id};
+pub use result::{Pending, progress_ui};
+pub use roots::parse_roots;
+
+use crate::inspection::{Inspection, Outgoing};
+use crate::theme;
+use egui::{Key, Modifiers, RichText, Ui};
+use mcpscope_core::driver::QuestionId;
+use mcpscope_core::protocol::methods;
+use mcpscope_core::protocol::subscriptions::Filter;
+use mcpscope_core::protocol::tasks::Flavor;
+use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::wire::message::{ErrorObject, RequestId};
+use serde_json::{Value, json};
+
+/// What the composer asks the app to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ComposerAction {
+    Send(Outgoing),
+    /// A `completion/complete` asked by a prompt or template field (not history).
+    Complete(Outgoing),
+    Cancel(RequestId),
+    /// Answer a question from the server (elicitation, sampling).
+    Answer(QuestionId, Result<Value, ErrorObject>),
+    /// The user edited the roots offered to the server.
+    RootsChanged(Vec<Value>),
+    /// Run `tools/call` with these params as a task.
+    RunTask(Value),
+    CancelTask(RequestId),
+    /// Open a `subscriptions/listen` stream.
+    Listen(Filter),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Tool,
+    Prompt,
+    Resource,
+    Logging,
+    Listen,
+    Raw,
+}
+
+impl Mode {
+    const ALL: [Mode; 6] = [
+        Mode::Tool,
+        Mode::Prompt,
+        Mode::Resource,
+        Mode::Logging,
+        Mode::Listen,
+        Mode::Raw,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Tool => "Tool",
+            Mode::Prompt => "Prompt",
+            Mode::Resource => "Resource",
+            Mode::Logging => "Logging",
+            Mode::Listen => "Listen",
+            Mode::Raw => "Raw",
+        }
+    }
+
+    /// The server capability that offers this mode's methods.
+    fn capability(self) -> Option<&'static str> {
+        match self {
+            Mode::Tool => Some("tools"),
+            Mode::Prompt => Some("prompts"),
+            Mode::Resource => Some("resources"),
+            Mode::Logging => Some("logging"),
+            Mode::Listen | Mode::Raw => None,
+        }
+    }
+
+    /// The list request that fills this mode's picker.
+    fn list_method(self) -> Option<&'static str> {
+        match self {
+            Mode::Tool => Some(methods::TOOLS_LIST),
+            Mode::Prompt => Some(methods::PROMPTS_LIST),
+            Mode::Resource => Some(methods::RESOURCES_LIST),
+            _ => None,
+        }
+    }
+}
+
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The send button with its Ctrl+Enter shortcut; true when either was used.
+fn send_row(ui: &mut Ui, live: bool, enabled: bool, label: &str) -> bool {
+    let mut send = false;
+    ui.horizontal(|ui| {
+        let b = ui.add_enabled(live && enabled, egui::Button::new(label));
+        send = b.clicked();
+        ui.weak("Ctrl+Enter");
+        if !live {
+            ui.weak("(no live session)");
+        }
+    });
+    // Ctrl+Enter sends from anywhere in the composer, even from a text field.
+    if live && enabled && ui.input_mut(|i| i.consume_key(Modifiers::COMMAND, Key::Enter)) {
+        send = true;
+    }
+    send
+}
+
+pub struct ComposerPanel {
+    pub mode: Mode,
+    pub lists: Lists,
+    pub tool: tool::ToolMode,
+    pub prompt: prompt::PromptMode,
+    pub resource: resource::ResourceMode,
+    pub log_level: String,
+    pub listen: listen::ListenMode,
+    pub raw: RawComposer,
+    pub history: History,
+    pub answers: answers::Answers,
+    pub roots: roots::RootsEditor,
+    pub result: result::ResultArea,
+    completions: completion::Completions,
+    /// Which flavour of tasks the session can use (set from the era).
+    pub task_flavor: Option<Flavor>,
+}
+
+impl Default for ComposerPanel {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Tool,
+            lists: Lists::default(),
+            tool: tool::ToolMode::default(),
+            prompt: prompt::PromptMode::default(),
+            resource: resource::ResourceMode::default(),
+            log_level: "info".into(),
+            listen: listen::ListenMode::default(),
+            raw: RawComposer::default(),
+            history: History::default(),
+            answers: answers::Answers::default(),
+            roots: roots::RootsEditor::default(),
+            result: result::ResultArea::default(),
+            completions: completion::Completions::default(),
+            task_flavor: None,
+        }
+    }
+}
+
+impl ComposerPanel {
+    /// Forgets the session (keeps the history, to re-send to the next one).
+    pub fn reset(&mut self) {
+        let history = std::mem::take(&mut self.history);
+        *self = ComposerPanel {
+            history,
+            ..ComposerPanel::default()
+        };
+    }
+
+    /// Picks up new list results; keeps the tool form while its tool is listed.
+    pub fn sync(&mut self, model: &SessionModel) {
+        if self.lists.sync(model).tools_replaced {
+            self.tool.lists_replaced(&self.lists);
+        }
+    }
+
+    /// Chooses a tool and builds its form.
+    pub fn choose_tool(&mut self, name: &str) {
+        self.tool.choose(&self.lists, name);
+    }
+
+    /// The `tools/call` for the chosen tool, as the form has it.
+    pub fn tool_call(&self) -> Option<Outgoing> {
+        self.tool.tool_call(&self.lists)
+    }
+
+    /// Whether the composer needs another frame soon (a field's text is
+    /// settling before suggestions are asked for).
+    pub fn wants_repaint(&self) -> bool {
+        self.completions.settling()
+    }
+
+    /// Records a sent message (the app calls this with the id it got).
+    pub fn sent(&mut self, outgoing: Outgoing, id: Option<RequestId>) {
+        let method = match &outgoing {
+            Outgoing::Request { method, .. } => Some(method.clone()),
+            Outgoing::Raw(line) => serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned)),
+            Outgoing::Notification { .. } => None,
+        };
+        if let (Some(id), Some(method)) = (&id, method)
+            && method != mcpscope_core::protocol::subscriptions::LISTEN
+        {
+            // A listen stays open: its stream shows under Listen, not as an answer.
+            let params = match &outgoing {
+                Outgoing::Request { params, .. } => params.clone(),
+                _ => None,
+            };
+            self.track(id.clone(), method, params.as_ref(), false);
+        }
+        self.history.push(outgoing, id);
+    }
+
+    /// A suggestion request went out under `id` (not kept in the history).
+    pub fn completion_sent(&mut self, id: RequestId) {
+        self.completions.sent(id);
+    }
+
+    /// A tool call run as a task went out under `id`.
+    pub fn task_started(&mut self, params: Value, id: RequestId) {
+        self.track(id.clone(), methods::TOOLS_CALL.into(), Some(&params), true);
+        self.history.push(
+            Outgoing::Request {
+                method: methods::TOOLS_CALL.into(),
+                params: Some(params),
+                id: None,
+            },
+            Some(id),
+        );
+    }
+
+    /// Shows the answer to `id` in the answer area.
+    fn track(&mut self, id: RequestId, method: String, params: Option<&Value>, task: bool) {
+        let output_schema = (method == methods::TOOLS_CALL)
+            .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
+            .flatten()
+            .and_then(|n| self.lists.tool(n))
+            .and_then(|t| t.output_schema.clone());
+        if method == methods::TOOLS_CALL {
+            self.tool.calls += 1;
+        }
+        let progress_token = params.and_then(|p| p.pointer("/_meta/progressToken")).cloned();
+        self.result.set(Pending {
+            id,
+            method,
+            output_schema,
+            progress_token,
+            task,
+        });
+    }
+
+    /// Loads a past message into the composer to edit.
+    pub fn load(&mut self, entry: &HistoryEntry) {
+        match &entry.outgoing {
+            Outgoing::Request {
+                method,
+                params: Some(p),
+                ..
+            } if method == methods::TOOLS_CALL
+                && p.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| self.lists.tool(n).is_some()) =>
+            {
+                let name = p["name"].as_str().unwrap_or_default().to_owned();
+                self.mode = Mode::Tool;
+                self.choose_tool(&name);
+                if let Some(form) = &mut self.tool.form {
+                    form.set_value(p.get("arguments").unwrap_or(&json!({})));
+                }
+                self.tool.form_changed();
+            }
+            other => {
+                self.mode = Mode::Raw;
+                self.raw.load(other);
+            }
+        }
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui, i: &Inspection) -> Vec<ComposerAction> {
+        let model = &i.model;
+        let live = model.running();
+        self.sync(model);
+        self.completions.poll(model, |id| i.failure(id).is_some());
+        let mut actions = Vec::new();
+        if !i.questions().is_empty() {
+            self.answers.ui(ui, i, &mut actions);
+            ui.separator();
+        }
+        let caps = model.capabilities().cloned().unwrap_or(Value::Null);
+        ui.horizontal_wrapped(|ui| {
+            for m in Mode::ALL {
+                ui.selectable_value(&mut self.mode, m, m.label());
+            }
+        });
+        if let Some(cap) = self.mode.capability()
+            && model.capabilities().is_some()
+            && caps.get(cap).is_none()
+        {
+            ui.label(
+                RichText::new(format!(
+                    "⚠ the server did not advertise \"{cap}\": it may answer -32601 (you can still send on purpose)"
+                ))
+                .color(theme::WARN),
+            );
+        }
+        if let Some(list) = self.mode.list_method() {
+            self.list_buttons_ui(ui, list, live, &mut actions);
+        }
+        ui.separator();
+        let completions = caps.get("completions").is_some().then_some(&mut self.completions);
+        match self.mode {
+            Mode::Tool => self.tool.ui(ui, &self.lists, self.task_flavor, live, &mut actions),
+            Mode::Prompt => self.prompt.ui(ui, &self.lists, completions, live, &mut actions),
+            Mode::Resource => {
+                self.resource.ui(ui, &self.lists, completions, live, &mut actions);
+                self.resource.updates_ui(ui, model, live, &mut actions);
+            }
+            Mode::Logging => self.logging_ui(ui, live, &mut actions),
+            Mode::Listen => self.listen.ui(ui, model, live, &mut actions),
+            Mode::Raw => self.raw.ui(ui, live, &mut actions),
+        }
+        ui.separator();
+        self.result.ui(ui, i, live, &mut actions);
+        ui.separator();
+        if let Some(e) = self.history.ui(ui, live, &mut actions) {
+            self.load(&e);
+        }
+        self.roots.ui(ui, i.roots(), &mut actions);
+        actions
+    }
+
+    fn list_buttons_ui(&mut self, ui: &mut Ui, list: &'static str, live: bool, actions: &mut Vec<ComposerAction>) {
+        let request = |method: &str, params: Option<Value>| {
+            ComposerAction::Send(Outgoing::Request {
+                method: method.into(),
+                params,
+                id: None,
+            })
+        };
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(live, egui::Button::new(format!("Fetch {list}")))
+                .clicked()
+            {
+                actions.push(request(list, None));
+            }
+            if let Some(cursor) = self.lists.next_cursor.get(list) {
+                let page = self.lists.pages.get(list).copied().unwrap_or(1);
+                if ui
+                    .add_enabled(live, egui::Button::new(format!("Load page {} (nextCursor)", page + 1)))
+                    .clicked()
+                {
+                    actions.push(request(list, Some(json!({ "cursor": cursor }))));
+                }
+            }
+            if self.mode == Mode::Resource
+                && ui
+                    .add_enabled(live, egui::Button::new("Fetch resources/templates/list"))
+                    .clicked()
+            {
+                actions.push(request(methods::RESOURCES_TEMPLATES_LIST, None));
+            }
+        });
+    }
+
+    fn logging_ui(&mut self, ui: &mut Ui, live: bool, actions: &mut Vec<ComposerAction>) {
+        let label = ui.label("level");
+        egui::ComboBox::from_id_salt("composer-log-level")
+            .selected_text(self.log_level.clone())
+            .show_ui(ui, |ui| {
+                for l in LOG_LEVELS {
+                    ui.selectable_value(&mut self.log_level, l.to_owned(), l);
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        if send_row(ui, live, true, "Send logging/setLevel") {
+            actions.push(ComposerAction::Send(Outgoing::Request {
+                method: methods::LOGGING_SET_LEVEL.into(),
+                params: Some(json!({ "level": self.log_level })),
+                id: None,
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn composer_with_tool(schema: Value) -> ComposerPanel {
+        let mut c = ComposerPanel::default();
+        c.lists.tools = vec![ToolDef {
+            name: "echo".into(),
+            title: None,
+            description: None,
+            input_schema: schema,
+            output_schema: Some(json!({"type": "object"})),
+        }];
+        c.tool.with_progress = false;
+        c.choose_tool("echo");
+        c
+    }
+
+    #[test]
+    fn tool_call_json_view_stays_in_sync_with_the_form() {
+        let mut c = composer_with_tool(json!({
+            "type": "object",
+            "properties": {"message": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["message"]
+        }));
+        c.tool.args_text = r#"{"message": "hi", "n": 3}"#.into();
+        c.tool.args_text_changed();
+        assert_eq!(c.tool.args_error, None);
+        assert_eq!(
+            c.tool_call(),
+            Some(Outgoing::Request {
+                method: "tools/call".into(),
+                params: Some(json!({"name": "echo", "arguments": {"message": "hi", "n": 3}})),
+                id: None,
+            })
+        );
+        c.tool.args_text = "[1]".into();
+        c.tool.args_text_changed();
+        assert!(c.tool.args_error.as_deref().unwrap().contains("object"));
+        c.tool.args_text = "{".into();
+        c.tool.args_text_changed();
+        assert!(c.tool.args_error.as_deref().unwrap().contains("not JSON"));
+    }
+
+    #[test]
+    fn history_loads_back_into_the_form_or_the_raw_composer() {
+        let mut c = composer_with_tool(json!({
+            "type": "object",
+            "properties": {"message": {"type": "string"}}
+        }));
+        let call = Outgoing::Request {
+            method: "tools/call".into(),
+            params: Some(json!({"name": "echo", "arguments": {"message": "again"}})),
+            id: None,
+        };
+        c.sent(call.clone(), Some(RequestId::Number(4)));
+        assert_eq!(
+            c.result.pending.as_ref().unwrap().output_schema,
+            Some(json!({"type": "object"}))
+        );
+        c.sent(
+            Outgoing::Notification {
+                method: "notifications/x".into(),
+                params: Some(json!({"a": 1})),
+            },
+            None,
+        );
+        assert_eq!(c.history.len(), 2);
+        assert_eq!(c.history.entries[0].label, "tools/call echo");
+        c.tool.form = None;
+        let first = c.history.entries[0].clone();
+        c.load(&first);
+        assert_eq!(c.mode, Mode::Tool);
+        assert_eq!(c.tool_call(), Some(call));
+        let second = c.history.entries[1].clone();
+        c.load(&second);
+        assert_eq!(c.mode, Mode::Raw);
+        assert_eq!(c.raw.kind, RawKind::Notification);
+        assert_eq!(c.raw.method, "notifications/x");
+    }
+
+    #[test]
+    fn tool_calls_carry_a_progress_token_the_result_view_follows() {
+        let mut c = composer_with_tool(json!({"type": "object"}));
+        c.tool.with_progress = true;
+        let out = c.tool_call().unwrap();
+        let Outgoing::Request { params: Some(p), .. } = &out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(p["_meta"]["progressToken"], "mcpscope-1");
+        c.sent(out, Some(RequestId::Number(9)));
+        assert_eq!(
+            c.result.pending.as_ref().unwrap().progress_token,
+            Some(json!("mcpscope-1"))
+        );
+        assert_eq!(
+            c.tool_call()
+                .and_then(|o| match o {
+                    Outgoing::Request { params, .. } => params,
+                    _ => None,
+                })
+                .unwrap()["_meta"]["progressToken"],
+            "mcpscope-2",
+            "a fresh token per call"
+        );
+    }
+
+    #[test]
+    fn prompt_arguments_leave_out_empty_optionals() {
+        let mut c = ComposerPanel::default();
+        c.lists.prompts = vec![
+            PromptDef::from_json(&json!({
+                "name": "greet",
+                "arguments": [{"name": "who", "required": true}, {"name": "style"}]
+            }))
+            .unwrap(),
+        ];
+        c.prompt.name = Some("greet".into());
+        c.prompt.args.insert("who".into(), String::new());
+        c.prompt.args.insert("style".into(), String::new());
+        assert_eq!(
+            c.prompt.prompt_get(&c.lists),
+            Some(Outgoing::Request {
+                method: "prompts/get".into(),
+                params: Some(json!({"name": "greet", "arguments": {"who": ""}})),
+                id: None
+            })
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! Tool mode: a form from the chosen tool's `inputSchema`, the `arguments`
+//! JSON kept in sync with it both ways, progress and run-as-task options.
+
+use super::lists::{Lists, ToolDef};
+use super::{ComposerAction, send_row};
+use crate::inspection::Outgoing;
+use crate::panels::form_view;
+use crate::theme;
+use egui::{RichText, Ui};
+use mcpscope_core::protocol::methods;
+use mcpscope_core::protocol::tasks::Flavor;
+use mcpscope_core::schema::form::{FieldError, Form};
+use serde_json::{Value, json};
+
+pub struct ToolMode {
+    /// The chosen tool's name.
+    pub name: Option<String>,
+    pub form: Option<Form>,
+    pub errors: Vec<FieldError>,
+    /// The `arguments` JSON as text, kept in sync with the form both ways.
+    pub args_text: String,
+    pub args_error: Option<String>,
+    /// Ask for progress notifications on tool calls.
+    pub with_progress: bool,
+    /// Ask the server to run tool calls as tasks (when it offers them).
+    pub as_task: bool,
+    /// Tool calls sent so far: each gets a fresh progress token.
+    pub calls: usize,
+    /// What the tool picker is filtered by.
+    pub search: String,
+    /// The picker was open last frame (its search field takes the focus
+    /// only when it opens).
+    picker_open: bool,
+}
+
+impl Default for ToolMode {
+    fn default() -> Self {
+        Self {
+            name: None,
+            form: None,
+            errors: Vec::new(),
+            args_text: "{}".into(),
+            args_error: None,
+            with_progress: true,
+            as_task: false,
+            calls: 0,
+            search: String::new(),
+            picker_open: false,
+        }
+    }
+}
+
+/// Whether a tool matches what was typed in the picker's search field (every
+/// word, ignoring case, in its name, title or description).
+pub fn tool_matches(t: &ToolDef, search: &str) -> bool {
+    let hay = format!(
+        "{} {} {}",
+        t.name,
+        t.title.as_deref().unwrap_or_default(),
+        t.description.as_deref().unwrap_or_default()
+    )
+    .to_lowercase();
+    search.to_lowercase().split_whitespace().all(|w| hay.contains(w))
+}
+
+impl ToolMode {
+    pub fn def<'a>(&self, lists: &'a Lists) -> Option<&'a ToolDef> {
+        lists.tool(self.name.as_ref()?)
+    }
+
+    /// Chooses a tool and builds its form.
+    pub fn choose(&mut self, lists: &Lists, name: &str) {
+        let Some(def) = lists.tool(name) else {
+            return;
+        };
+        self.form = Some(Form::from_schema(&def.input_schema));
+        self.name = Some(name.to_owned());
+        self.form_changed();
+    }
+
+    /// The tool list was replaced: keep the form when the chosen tool is still there.
+    pub fn lists_replaced(&mut self, lists: &Lists) {
+        if self.name.as_ref().is_some_and(|n| lists.tool(n).is_none()) {
+            self.name = None;
+            self.form = None;
+        }
+    }
+
+    /// Re-validates and rewrites the JSON view after a form edit.
+    pub fn form_changed(&mut self) {
+        if let Some(form) = &self.form {
+            self.errors = form.validate();
+            self.args_text = serde_json::to_string_pretty(&form.value()).unwrap_or_default();
+            self.args_error = None;
+        }
+    }
+
+    /// Loads the JSON view into the form after a text edit.
+    pub fn args_text_changed(&mut self) {
+        match serde_json::from_str::<Value>(&self.args_text) {
+            Ok(v) => {
+                self.args_error = if v.is_object() {
+                    None
+                } else {
+                    Some("arguments must be a JSON object".into())
+                };
+                if let Some(form) = &mut self.form {
+                    form.set_value(&v);
+                    self.errors = form.validate();
+                }
+            }
+            Err(e) => self.args_error = Some(format!("not JSON: {e}")),
+        }
+    }
+
+    /// The `tools/call` params for the chosen tool, as the form has it.
+    pub fn call_params(&self, lists: &Lists) -> Option<Value> {
+        let def = self.def(lists)?;
+        let arguments = self.form.as_ref().map_or_else(|| json!({}), Form::value);
+        let mut params = json!({"name": def.name, "arguments": arguments});
+        if self.with_progress {
+            params["_meta"] = json!({ "progressToken": format!("mcpscope-{}", self.calls + 1) });
+        }
+        Some(params)
+    }
+
+    /// The `tools/call` request for the chosen tool.
+    pub fn tool_call(&self, lists: &Lists) -> Option<Outgoing> {
+        Some(Outgoing::Request {
+            method: methods::TOOLS_CALL.into(),
+            params: Some(self.call_params(lists)?),
+            id: None,
+        })
+    }
+
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        lists: &Lists,
+        task_flavor: Option<Flavor>,
+        live: bool,
+        actions: &mut Vec<ComposerAction>,
+    ) {
+        if lists.tools.is_empty() {
+            ui.weak("No tools listed yet: fetch tools/list.");
+            return;
+        }
+        let current = self.name.clone().unwrap_or_else(|| "choose a tool".into());
+        let mut chosen = None;
+        let label = ui.label("tool");
+        let search = &mut self.search;
+        let selected = &self.name;
+        let was_open = self.picker_open;
+        let mut open = false;
+        egui::ComboBox::from_id_salt("composer-tool")
+            .selected_text(current)
+            .width(260.0)
+            .height(360.0)
+            .show_ui(ui, |ui| {
+                let l = ui.label("search tools");
+                let field = ui
+                    .add(egui::TextEdit::singleline(search).hint_text("name, title or description"))
+                    .labelled_by(l.id);
+                open = true;
+                if !was_open {
+                    field.request_focus();
+                }
+                let matching: Vec<&ToolDef> = lists.tools.iter().filter(|t| tool_matches(t, search)).collect();
+                ui.weak(format!("{} of {} tools", matching.len(), lists.tools.len()));
+                for t in matching {
+                    let text = match &t.title {
+                        Some(title) if title != &t.name => format!("{} ({title})", t.name),
+                        _ => t.name.clone(),
+                    };
+                    if ui.selectable_label(selected.as_ref() == Some(&t.name), text).clicked() {
+                        chosen = Some(t.name.clone());
+                        ui.close();
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        self.picker_open = open;
+        if let Some(name) = chosen {
+            self.choose(lists, &name);
+        }
+        let Some(def) = self.def(lists).cloned() else { return };
+        if let Some(d) = &def.description {
+            ui.add(egui::Label::new(RichText::new(d).weak()).wrap());
+        }
+        if let Some(form) = &mut self.form {
+            if let Some(problem) = form.schema_problem() {
+                ui.label(RichText::new(format!("⚠ {problem}")).color(theme::WARN));
+            }
+            let changed = ui
+                .push_id("tool-form", |ui| form_view::form_ui(ui, form, &self.errors))
+                .inner;
+            ui.horizontal(|ui| {
+                if ui.button("Fill example").clicked() {
+                    form.fill_sample();
+                    self.errors.clear();
+                    self.args_text.clear();
+                }
+            });
+            if changed || self.args_text.is_empty() {
+                self.form_changed();
+            }
+        }
+        egui::CollapsingHeader::new("arguments as JSON")
+            .id_salt("composer-args-json")
+            .default_open(false)
+            .show(ui, |ui| {
+                let resp = ui.add(
+                    egui::TextEdit::multiline(&mut self.args_text)
+                        .code_editor()
+                        .desired_rows(4)
+                        .desired_width(f32::INFINITY),
+                );
+                if resp.changed() {
+                    self.args_text_changed();
+                }
+                if let Some(e) = &self.args_error {
+                    ui.label(RichText::new(e).color(theme::ERROR));
+                }
+            });
+        let problems = self.errors.len() + usize::from(self.args_error.is_some());
+        if problems > 0 {
+            ui.label(
+                RichText::new(format!(
+                    "{problems} problem(s) with the arguments: sending anyway shows how the server copes"
+                ))
+                .color(theme::WARN),
+            );
+        }
+        ui.checkbox(&mut self.with_progress, "ask for progress (send a progressToken)");
+        if let Some(flavor) = task_flavor {
+            ui.checkbox(&mut self.as_task, format!("run as a task ({})", flavor.label()))
+                .on_hover_text("The server offers tasks for tools/call: the call returns a task, polled until it ends");
+        }
+        if send_row(ui, live, true, "Send tools/call")
+            && let Some(params) = self.call_params(lists)
+        {
+            actions.push(if self.as_task && task_flavor.is_some() {
+                ComposerAction::RunTask(params)
+            } else {
+                ComposerAction::Send(Outgoing::Request {
+                    method: methods::TOOLS_CALL.into(),
+                    params: Some(params),
+                    id: None,
+                })
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_picker_matches_every_word_in_name_title_or_description() {
+        let t = ToolDef {
+            name: "get-weather".into(),
+            title: Some("Weather".into()),
+            description: Some("Forecast for a city".into()),
+            input_schema: json!({}),
+            output_schema: None,
+        };
+        assert!(tool_matches(&t, ""));
+        assert!(tool_matches(&t, "WEATHER city"));
+        assert!(tool_matches(&t, "forecast"));
+        assert!(!tool_matches(&t, "weather stock"));
+    }
+}
