@@ -424,3 +424,77 @@ fn screenshots_of_the_authorization_flow() {
     image.save(&path).unwrap();
     eprintln!("wrote {}", path.display());
 }
+
+/// The app signs in when the server asks: the handshake's 401 is held back
+/// from the driver, the authorization runs on a worker with every step on
+/// the timeline, and the session goes on with the token.
+#[test]
+fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
+    use egui_kittest::Harness;
+    use mcpscope_app::inspection::Inspection;
+    use mcpscope_app::panels::launcher::SignIn;
+    use mcpscope_app::{McpscopeApp, StartupArgs};
+    use mcpscope_core::protocol::era::EraChoice;
+    use mcpscope_core::transport::auth::Interaction;
+    use mcpscope_core::transport::target::{HttpTarget, Target};
+    let s = OAuthServer::start();
+    let mut h = Harness::builder()
+        .with_size([1440.0, 900.0])
+        .build_eframe(|cc| McpscopeApp::new(cc, StartupArgs::default()));
+    h.step();
+    let sign_in = SignIn {
+        scopes: "mcp:tools".into(),
+        ..SignIn::default()
+    };
+    h.state_mut().inspection = Some(Inspection::launch_signing_in(
+        Target::Http(HttpTarget::streamable(&s.url)),
+        "2025-11-25",
+        EraChoice::Legacy,
+        sign_in.auth_config(),
+        // The test server approves at once; a person would use the browser.
+        Interaction::NonInteractive,
+        None,
+    ));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ready = |app: &McpscopeApp| {
+        app.inspection.as_ref().is_some_and(|i| {
+            i.model.handshake.initialized_row.is_some()
+                && i.model.store.iter().any(|r| r.auth_step() == Some(Step::Retry))
+        })
+    };
+    while !ready(h.state()) {
+        assert!(
+            Instant::now() < deadline,
+            "no signed-in handshake: {:?}",
+            h.state()
+                .inspection
+                .as_ref()
+                .and_then(|i| i.sign_in.as_ref())
+                .and_then(|si| si.failed.clone())
+        );
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.step();
+    let app = h.state();
+    let i = app.inspection.as_ref().unwrap();
+    let steps: Vec<Step> = i.model.store.iter().filter_map(|r| r.auth_step()).collect();
+    assert_eq!(
+        steps,
+        [
+            Step::Challenge,
+            Step::ResourceMetadata,
+            Step::ServerMetadata,
+            Step::Registration,
+            Step::Authorize,
+            Step::Callback,
+            Step::Token,
+            Step::Retry,
+        ]
+    );
+    let si = i.sign_in.as_ref().unwrap();
+    assert!(si.failed.is_none() && !si.in_progress());
+    assert!(si.summary().contains("mcp:tools"), "{}", si.summary());
+    // The handshake was answered (under the reissued id) and the session goes on.
+    assert!(i.model.handshake.judged().is_some());
+}

@@ -7,11 +7,14 @@
 //! session, and keeps the model the panels read in step with it.
 
 use anyhow::{Context as _, Result};
+use crossbeam_channel::{Receiver, Sender};
 use mcpscope_core::client::feed;
 use mcpscope_core::driver::{
     Action, Chain, Driver, DriverConfig, EraStatus, Failure, Input, Outcome, Question, QuestionId, RequestOptions,
     TaskRun,
 };
+use mcpscope_core::protocol::auth::AuthError;
+use mcpscope_core::protocol::auth::flow::AuthConfig;
 use mcpscope_core::protocol::era::EraChoice;
 use mcpscope_core::protocol::handshake::HandshakeOptions;
 use mcpscope_core::protocol::mrtr::InputPolicy;
@@ -19,12 +22,17 @@ use mcpscope_core::protocol::subscriptions::Filter;
 use mcpscope_core::protocol::tasks::Flavor;
 use mcpscope_core::record::capture;
 use mcpscope_core::record::model::{SessionModel, Source};
+use mcpscope_core::transport::auth::gate::{ChallengeGate, Held};
+use mcpscope_core::transport::auth::{self, AuthOptions, Authorizer, Interaction};
+use mcpscope_core::transport::event::AuthExchange;
 use mcpscope_core::transport::session::{Session, SessionOptions, Waker};
 use mcpscope_core::transport::target::Target;
 use mcpscope_core::wire::message::{ErrorObject, RequestId};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long one frame may spend applying events before it draws.
@@ -85,6 +93,96 @@ pub struct Inspection {
     /// Problems reading a capture, shown once.
     pub load_warnings: Vec<String>,
     ends: Ends,
+    /// Signing in when an HTTP server asks (OAuth); `None` for stdio and offline.
+    pub sign_in: Option<SignInState>,
+}
+
+/// How a session signs in: the authorizer runs on a worker (it waits on
+/// the network and the browser), its steps come back over a channel and go
+/// to the session (timeline and capture); the request it answers is held
+/// back from the driver until it is done.
+pub struct SignInState {
+    authorizer: Arc<Mutex<Authorizer>>,
+    gate: ChallengeGate,
+    steps: (Sender<AuthExchange>, Receiver<AuthExchange>),
+    running: Option<(Held, Receiver<Result<(), AuthError>>)>,
+    waiting: VecDeque<Held>,
+    /// Where to authorize, once the flow has an authorization URL.
+    pub url: Arc<Mutex<Option<String>>>,
+    cancel: Arc<AtomicBool>,
+    waker: Option<Waker>,
+    /// Why the last sign-in failed.
+    pub failed: Option<String>,
+}
+
+impl SignInState {
+    /// Whether a sign-in is under way (the person may be in the browser).
+    pub fn in_progress(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// The authorization URL to show while signing in.
+    pub fn pending_url(&self) -> Option<String> {
+        if !self.in_progress() {
+            return None;
+        }
+        self.url
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stops waiting for the browser.
+    pub fn cancel(&self) {
+        self.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The authorization state in one line (none, authorized with scopes and expiry).
+    pub fn summary(&self) -> String {
+        self.authorizer
+            .try_lock()
+            .map_or_else(|_| "signing in…".to_owned(), |a| a.summary())
+    }
+
+    /// Starts the next held challenge on a worker, if none runs.
+    fn start_next(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        let Some(held) = self.waiting.pop_front() else { return };
+        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let authorizer = Arc::clone(&self.authorizer);
+        let steps = self.steps.0.clone();
+        let waker = self.waker.clone();
+        let challenge = held.challenge.clone();
+        let attempt = held.attempt;
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-sign-in".into())
+            .spawn(move || {
+                let mut a = authorizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let wake = waker.clone();
+                let mut record = |x: AuthExchange| {
+                    let _ = steps.send(x);
+                    if let Some(w) = &wake {
+                        w();
+                    }
+                };
+                let outcome = auth::answer_challenge_with(&mut a, &mut record, &challenge, attempt);
+                let _ = tx.send(outcome);
+                if let Some(w) = &waker {
+                    w();
+                }
+            });
+        match spawned {
+            Ok(_) => self.running = Some((held, rx)),
+            Err(e) => {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let _ = tx.send(Err(AuthError::Config(format!("could not start signing in: {e}"))));
+                self.running = Some((held, rx));
+            }
+        }
+    }
 }
 
 /// How the user's requests ended.
@@ -115,6 +213,14 @@ impl Inspection {
         choice: EraChoice,
         waker: Option<Waker>,
     ) -> Inspection {
+        let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
+        i.driver.start();
+        i.perform();
+        i
+    }
+
+    /// The session started, the driver not yet.
+    fn launch_deferred(target: Target, protocol_version: &str, choice: EraChoice, waker: Option<Waker>) -> Inspection {
         // A private file (0600, in a 0700 directory of this user): captures
         // hold whole conversations.
         let capture = mcpscope_core::record::private_files::new_capture_file();
@@ -132,7 +238,7 @@ impl Inspection {
             ));
         }
         let capture_path = capture.ok();
-        let mut driver = Driver::new(DriverConfig {
+        let driver = Driver::new(DriverConfig {
             era: choice,
             handshake: HandshakeOptions {
                 protocol_version: protocol_version.to_owned(),
@@ -148,7 +254,6 @@ impl Inspection {
             request_timeout,
             ..DriverConfig::default()
         });
-        driver.start();
         let mut model = SessionModel::new(Source::Live {
             command_line: target.display(),
         });
@@ -163,7 +268,55 @@ impl Inspection {
             started: Some(Instant::now()),
             load_warnings: Vec::new(),
             ends: Ends::default(),
+            sign_in: None,
         };
+        i.perform();
+        i
+    }
+
+    /// [`Inspection::launch_with_era`], signing in with these settings when
+    /// an HTTP server asks (a stdio target, or one with an Authorization
+    /// header of the user's, does not sign in).
+    pub fn launch_signing_in(
+        target: Target,
+        protocol_version: &str,
+        choice: EraChoice,
+        config: AuthConfig,
+        interaction: Interaction,
+        waker: Option<Waker>,
+    ) -> Inspection {
+        let sign_in = match &target {
+            Target::Http(h) if !h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) => {
+                let url: Arc<Mutex<Option<String>>> = Arc::default();
+                let shown = Arc::clone(&url);
+                let cancel = Arc::new(AtomicBool::new(false));
+                let options = AuthOptions {
+                    interaction,
+                    cancel: Arc::clone(&cancel),
+                    show_url: Some(Arc::new(move |u: &str, _opened: Option<&str>| {
+                        *shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(u.to_owned());
+                    })),
+                    ..AuthOptions::default()
+                };
+                let authorizer = Authorizer::new(h.url.clone(), config, options, h.bearer.clone());
+                Some(SignInState {
+                    authorizer: Arc::new(Mutex::new(authorizer)),
+                    gate: ChallengeGate::new(),
+                    steps: crossbeam_channel::unbounded(),
+                    running: None,
+                    waiting: VecDeque::new(),
+                    url,
+                    cancel,
+                    waker: waker.clone(),
+                    failed: None,
+                })
+            }
+            _ => None,
+        };
+        // The gate must see the very first request (the handshake) go out.
+        let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
+        i.sign_in = sign_in;
+        i.driver.start();
         i.perform();
         i
     }
@@ -189,6 +342,7 @@ impl Inspection {
             started: None,
             load_warnings: Vec::new(),
             ends: Ends::default(),
+            sign_in: None,
         }
     }
 
@@ -270,22 +424,88 @@ impl Inspection {
         let mut applied = 0usize;
         while let Ok(ev) = session.events().try_recv() {
             self.model.apply(&ev);
-            feed(&mut self.driver, &ev, now());
-            perform(&mut self.driver, session, &mut self.model, &mut self.ends);
+            // A challenge for one of our requests is answered by signing in
+            // before the driver hears of it (transport::auth::gate).
+            match self
+                .sign_in
+                .as_mut()
+                .and_then(|si| si.gate.on_event(&ev).map(|h| (si, h)))
+            {
+                Some((si, held)) => {
+                    si.waiting.push_back(held);
+                    si.start_next();
+                }
+                None => feed(&mut self.driver, &ev, now()),
+            }
+            perform(
+                &mut self.driver,
+                session,
+                &mut self.model,
+                &mut self.ends,
+                self.sign_in.as_mut().map(|si| &mut si.gate),
+            );
             applied += 1;
             // Check the clock every few events: a flood has many tiny ones.
             if applied.is_multiple_of(64) && Instant::now() >= deadline {
                 break;
             }
         }
+        if let Some(si) = &mut self.sign_in {
+            while let Ok(step) = si.steps.1.try_recv() {
+                session.record_auth(step);
+            }
+            let finished = si.running.as_ref().and_then(|(_, rx)| rx.try_recv().ok());
+            if let Some(outcome) = finished {
+                let (held, _) = si.running.take().expect("checked");
+                while let Ok(step) = si.steps.1.try_recv() {
+                    session.record_auth(step);
+                }
+                match outcome {
+                    Ok(()) => {
+                        si.failed = None;
+                        match self.driver.reissue(&held.id) {
+                            Some(new) => {
+                                if let Some(sent) = si.gate.reissue(&held, new.clone()) {
+                                    self.model.watch(new);
+                                    session.send(&sent.message, sent.timeout, sent.headers);
+                                }
+                            }
+                            None => si.gate.give_up(&held),
+                        }
+                    }
+                    Err(e) => {
+                        si.gate.give_up(&held);
+                        si.failed = Some(e.to_string());
+                        self.driver.handle(Input::NotDelivered {
+                            id: &held.id,
+                            why: &format!("authorization failed: {e}"),
+                            http: true,
+                        });
+                    }
+                }
+                si.start_next();
+            }
+        }
         self.driver.handle(Input::Tick(now()));
-        perform(&mut self.driver, session, &mut self.model, &mut self.ends);
-        !session.events().is_empty()
+        perform(
+            &mut self.driver,
+            session,
+            &mut self.model,
+            &mut self.ends,
+            self.sign_in.as_mut().map(|si| &mut si.gate),
+        );
+        !session.events().is_empty() || self.sign_in.as_ref().is_some_and(|si| !si.steps.1.is_empty())
     }
 
     fn perform(&mut self) {
         if let Some(session) = &self.session {
-            perform(&mut self.driver, session, &mut self.model, &mut self.ends);
+            perform(
+                &mut self.driver,
+                session,
+                &mut self.model,
+                &mut self.ends,
+                self.sign_in.as_mut().map(|si| &mut si.gate),
+            );
         }
     }
 
@@ -381,6 +601,9 @@ impl Inspection {
     }
 
     pub fn stop(&mut self) {
+        if let Some(si) = &self.sign_in {
+            si.cancel();
+        }
         if let Some(s) = &self.session {
             s.shutdown();
         }
@@ -406,7 +629,13 @@ impl Inspection {
 
 /// Does what the driver asked, and keeps the model's view of requests
 /// (watched ids, retries, conversations) in step with it.
-fn perform(driver: &mut Driver, session: &Session, model: &mut SessionModel, ends: &mut Ends) {
+fn perform(
+    driver: &mut Driver,
+    session: &Session,
+    model: &mut SessionModel,
+    ends: &mut Ends,
+    mut gate: Option<&mut ChallengeGate>,
+) {
     while let Some(a) = driver.poll_action() {
         match a {
             Action::Send {
@@ -416,6 +645,9 @@ fn perform(driver: &mut Driver, session: &Session, model: &mut SessionModel, end
             } => {
                 if let Some(id) = message_request_id(&message) {
                     model.watch(id);
+                }
+                if let Some(g) = gate.as_deref_mut() {
+                    g.on_send(&message, timeout, &headers);
                 }
                 session.send(&message, timeout, headers);
             }

@@ -356,10 +356,12 @@ impl McpscopeApp {
             Command::Launch(saved) => {
                 self.replace_inspection();
                 self.launcher.remember(&saved);
-                self.inspection = Some(Inspection::launch_with_era(
+                self.inspection = Some(Inspection::launch_signing_in(
                     saved.target(),
                     &saved.protocol_version,
                     saved.era_choice(),
+                    saved.oauth.auth_config(),
+                    mcpscope_core::transport::auth::Interaction::Browser,
                     Some(Arc::clone(&self.waker)),
                 ));
                 self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
@@ -1085,6 +1087,9 @@ impl eframe::App for McpscopeApp {
                 });
             }
             Some(i) => {
+                if let Some(si) = &i.sign_in {
+                    sign_in_banner(ui, si);
+                }
                 self.handshake_strip(ui);
                 ui.separator();
                 if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model) {
@@ -1144,6 +1149,39 @@ fn capability_summary(caps: &serde_json::Value) -> String {
         "none".into()
     } else {
         parts.join(" · ")
+    }
+}
+
+/// While signing in: where to authorize (the browser was opened on it),
+/// with a copy button and a way to stop waiting; afterwards, the state of
+/// the authorization or why it failed.
+fn sign_in_banner(ui: &mut Ui, si: &inspection::SignInState) {
+    if let Some(url) = si.pending_url() {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(
+                RichText::new("🔑 Signing in:")
+                    .color(theme::RowKind::Auth.color())
+                    .strong(),
+            );
+            ui.label("authorize in the browser that opened, or open");
+            ui.add(egui::Label::new(RichText::new(&url).monospace()).truncate());
+            if ui.button("Copy URL").clicked() {
+                ui.ctx().copy_text(url.clone());
+            }
+            if ui.button("Cancel").clicked() {
+                si.cancel();
+            }
+        });
+        ui.separator();
+    } else if si.in_progress() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(RichText::new("🔑 Signing in…").color(theme::RowKind::Auth.color()));
+        });
+        ui.separator();
+    } else if let Some(e) = &si.failed {
+        ui.label(RichText::new(format!("🔑 Sign-in failed: {e}")).color(theme::ERROR));
+        ui.separator();
     }
 }
 

@@ -79,6 +79,9 @@ pub struct LifecycleFacts {
     pub requests_after_response: Vec<u64>,
     /// Lines on stdout that are not JSON-RPC while the handshake was under way.
     pub stray_during_handshake: Vec<u64>,
+    /// `initialize` sent again before any answer (the first one's HTTP
+    /// exchange asked for authorization): whichever is answered is the one.
+    pub init_resent: Vec<u64>,
     /// The first `server/discover` result: its seq and what it says.
     pub discovery: Option<(u64, Discovery)>,
     /// A client request carried a modern protocol version in `_meta`.
@@ -100,6 +103,10 @@ impl LifecycleFacts {
         let method = f.class.method.as_deref();
         match (f.direction, f.kind()) {
             (Direction::Out, Kind::Request) => {
+                if method == Some(methods::INITIALIZE) && self.init_req.is_some() && self.init_resp.is_none() {
+                    self.init_resent.push(f.seq);
+                    return;
+                }
                 if method == Some(methods::INITIALIZE) && self.init_req.is_none() {
                     self.init_req = Some(f.seq);
                     let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
@@ -136,8 +143,13 @@ impl LifecycleFacts {
             (Direction::In, Kind::Result | Kind::Error)
                 if self.init_resp.is_none()
                     && self.init_req.is_some()
-                    && f.link.as_ref().map(|l| l.request_seq) == self.init_req =>
+                    && f.link.as_ref().is_some_and(|l| {
+                        Some(l.request_seq) == self.init_req || self.init_resent.contains(&l.request_seq)
+                    }) =>
             {
+                if let Some(l) = &f.link {
+                    self.init_req = Some(l.request_seq);
+                }
                 self.init_resp = Some(f.seq);
                 let v = f.json().unwrap_or(Value::Null);
                 if f.kind() == Kind::Result {
@@ -438,5 +450,18 @@ mod tests {
         assert!(f.modern());
         assert!(f.verdicts(true).is_empty());
         assert!(f.modern_only().unwrap().contains("2026-07-28"));
+    }
+
+    #[test]
+    fn an_initialize_sent_again_before_any_answer_is_the_handshake() {
+        let mut r = Replay::new();
+        r.out(INIT);
+        r.out(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+        r.inn(r#"{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#);
+        r.out(INITIALIZED);
+        let facts = facts(&r);
+        assert!(facts.judged.is_some());
+        assert_eq!((facts.init_req, facts.init_resent.as_slice()), (Some(1), &[1][..]));
+        assert!(facts.early_requests.is_empty());
     }
 }

@@ -135,17 +135,28 @@ pub fn answer_challenge(
     challenge: &HttpChallenge,
     attempt: u32,
 ) -> Result<(), AuthError> {
+    answer_challenge_with(authorizer, &mut |x| session.record_auth(x), challenge, attempt)
+}
+
+/// [`answer_challenge`] with the steps handed to `record` (the app runs it
+/// on a worker, which has no session of its own).
+pub fn answer_challenge_with(
+    authorizer: &mut Authorizer,
+    record: &mut dyn FnMut(AuthExchange),
+    challenge: &HttpChallenge,
+    attempt: u32,
+) -> Result<(), AuthError> {
     if attempt > MAX_AUTHORIZATIONS_PER_REQUEST {
         let e = AuthError::TooManyAttempts {
             attempts: MAX_AUTHORIZATIONS_PER_REQUEST,
         };
-        session.record_auth(AuthExchange {
+        record(AuthExchange {
             error: Some(e.to_string()),
             ..AuthExchange::new(Step::Failed, format!("{} was refused again", challenge.method))
         });
         return Err(e);
     }
-    authorizer.on_challenge(challenge, &mut |x| session.record_auth(x))
+    authorizer.on_challenge(challenge, record)
 }
 
 /// The client's hook before sending: refresh a token about to expire.
