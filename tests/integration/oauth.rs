@@ -497,4 +497,14 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     assert!(si.summary().contains("mcp:tools"), "{}", si.summary());
     // The handshake was answered (under the reissued id) and the session goes on.
     assert!(i.model.handshake.judged().is_some());
+    // The state is shown above the timeline, and the tokens can be forgotten.
+    {
+        use egui_kittest::kittest::Queryable as _;
+        assert!(h.query_all_by_label_contains("authorized by").next().is_some());
+        h.get_by_label("Forget tokens").click();
+    }
+    h.step();
+    h.step();
+    let si = h.state().inspection.as_ref().unwrap().sign_in.as_ref().unwrap();
+    assert_eq!(si.summary(), "not authorized");
 }

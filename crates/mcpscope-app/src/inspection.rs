@@ -137,6 +137,14 @@ impl SignInState {
         self.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Forgets the tokens: the next request the server refuses signs in
+    /// again (the browser opens). Not while a sign-in runs.
+    pub fn forget_tokens(&self) {
+        if let Ok(mut a) = self.authorizer.try_lock() {
+            a.forget_tokens();
+        }
+    }
+
     /// The authorization state in one line (none, authorized with scopes and expiry).
     pub fn summary(&self) -> String {
         self.authorizer

@@ -1179,8 +1179,25 @@ fn sign_in_banner(ui: &mut Ui, si: &inspection::SignInState) {
             ui.label(RichText::new("🔑 Signing in…").color(theme::RowKind::Auth.color()));
         });
         ui.separator();
-    } else if let Some(e) = &si.failed {
-        ui.label(RichText::new(format!("🔑 Sign-in failed: {e}")).color(theme::ERROR));
+    } else {
+        let summary = si.summary();
+        if summary == "not authorized" && si.failed.is_none() {
+            // The server has not asked: nothing to say.
+            return;
+        }
+        ui.horizontal_wrapped(|ui| {
+            match &si.failed {
+                Some(e) => ui.label(RichText::new(format!("🔑 Sign-in failed: {e}")).color(theme::ERROR)),
+                None => ui.label(RichText::new(format!("🔑 {summary}")).color(theme::RowKind::Auth.color())),
+            };
+            if ui
+                .button("Forget tokens")
+                .on_hover_text("The next request the server refuses signs in again (the browser opens)")
+                .clicked()
+            {
+                si.forget_tokens();
+            }
+        });
         ui.separator();
     }
 }

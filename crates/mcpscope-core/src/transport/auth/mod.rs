@@ -406,6 +406,18 @@ impl Authorizer {
         }
     }
 
+    /// Forgets the tokens (access and refresh) so that the next request the
+    /// server refuses signs in from the start; registrations and metadata
+    /// are kept. The token store, if any, is told.
+    pub fn forget_tokens(&mut self) {
+        self.memory.token = None;
+        self.memory.refresh_tokens.clear();
+        self.slot.set(None);
+        if let Some(cb) = &self.options.on_change {
+            cb(&self.server_url, &self.memory);
+        }
+    }
+
     /// Takes the flow's memory and puts its token (or none) in the slot.
     fn settle(&mut self, flow: &AuthFlow) {
         self.memory = flow.memory().clone();
@@ -582,6 +594,27 @@ impl Authorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forgetting_tokens_empties_the_slot_and_tells_the_store() {
+        let slot = BearerSlot::default();
+        let told = Arc::new(std::sync::Mutex::new(0));
+        let t = Arc::clone(&told);
+        let options = AuthOptions {
+            on_change: Some(Arc::new(move |_: &str, m: &Memory| {
+                assert!(m.token.is_none());
+                *t.lock().unwrap() += 1;
+            })),
+            ..AuthOptions::default()
+        };
+        let mut a = Authorizer::new("http://s/mcp", AuthConfig::default(), options, slot.clone());
+        a.memory.refresh_tokens.insert("http://as".into(), "r".into());
+        slot.set(Some("t".into()));
+        a.forget_tokens();
+        assert!(!slot.is_set() && a.memory().refresh_tokens.is_empty());
+        assert_eq!(a.summary(), "not authorized");
+        assert_eq!(*told.lock().unwrap(), 1);
+    }
 
     #[test]
     fn challenges_from_http_exchanges() {
