@@ -12,6 +12,7 @@ mod faulty_servers;
 mod http;
 mod lint;
 mod live;
+mod live_app;
 mod protocol_features;
 mod real_servers;
 mod schema_form;

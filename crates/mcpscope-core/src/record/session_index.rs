@@ -443,6 +443,19 @@ fn timestamp_id(unix_ms: u64) -> String {
     )
 }
 
+/// `2026-09-03 14:15:02 UTC`: a record's time for people.
+pub fn format_unix_ms_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -655,5 +668,6 @@ mod tests {
         // 2024-02-29 12:34:56 UTC, a leap day.
         assert_eq!(timestamp_id(1_709_210_096_000), "20240229T123456Z");
         assert_eq!(timestamp_id(951_782_400_000), "20000229T000000Z");
+        assert_eq!(format_unix_ms_utc(1_709_210_096_000), "2024-02-29 12:34:56 UTC");
     }
 }
