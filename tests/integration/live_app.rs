@@ -12,32 +12,33 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A proxied session of the faulty server (normal mode), recorded under a
-/// private state home, with the test as its client.
-struct Proxied {
+/// A session `mcpscope proxy --session` records under a private state home,
+/// with the test as its client.
+pub struct Proxied {
     child: Child,
     stdin: Option<ChildStdin>,
-    sessions: PathBuf,
+    pub sessions: PathBuf,
     _home: tempfile::TempDir,
 }
 
 impl Proxied {
-    fn start(name: &str) -> Proxied {
-        let home = tempfile::tempdir().unwrap();
+    /// The faulty server in normal mode.
+    pub fn start(name: &str) -> Proxied {
+        Self::start_in(tempfile::tempdir().unwrap(), name, &faulty("normal"))
+    }
+
+    /// `server` through the proxy, recorded under `home`.
+    pub fn start_in(
+        home: tempfile::TempDir,
+        name: &str,
+        server: &mcpscope_core::transport::process::ServerSpec,
+    ) -> Proxied {
         let xdg = home.path().join(".local/state");
         let mut child = Command::new(bin())
             .env("XDG_STATE_HOME", &xdg)
             .env("HOME", home.path())
-            .args([
-                "proxy",
-                "--session",
-                name,
-                "--",
-                "python3",
-                &faulty_path(),
-                "--mode",
-                "normal",
-            ])
+            .args(["proxy", "--session", name, "--", &server.program])
+            .args(&server.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -53,7 +54,7 @@ impl Proxied {
     }
 
     /// What the client says, one JSON-RPC message per line.
-    fn say(&mut self, line: &str) {
+    pub fn say(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("the client is still talking");
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -61,7 +62,7 @@ impl Proxied {
     }
 
     /// The client quits: the proxy shuts the server down and ends the session.
-    fn hang_up(&mut self) {
+    pub fn hang_up(&mut self) {
         self.stdin = None;
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.child.try_wait().unwrap().is_none() {
@@ -70,7 +71,7 @@ impl Proxied {
         }
     }
 
-    fn wait_listed(&self) {
+    pub fn wait_listed(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while !list_sessions(&self.sessions)
             .map(|l| l.sessions.iter().any(|s| s.state == SessionState::Running))
@@ -115,7 +116,7 @@ fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
 }
 
 /// Opens the session listed in the Live sessions panel of `dir`.
-fn open_listed(h: &mut Harness<'static, McpscopeApp>, dir: &Path, name: &str) {
+pub fn open_listed(h: &mut Harness<'static, McpscopeApp>, dir: &Path, name: &str) {
     h.state_mut().live.watch(vec![dir.to_owned()]);
     step_until(h, "the session in the list", |app| {
         app.live.sessions.iter().any(|s| s.record.name == name)
@@ -304,4 +305,78 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     assert_eq!(h.state().tabs.len(), 2);
     assert!(shows(&h, "proxied-one (live)"));
     proxied.hang_up();
+}
+
+#[test]
+fn watch_in_your_client_wraps_the_imported_config_after_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    let original = serde_json::to_string_pretty(&serde_json::json!({"mcpServers": {
+        "faulty": {"command": "python3", "args": [faulty_path(), "--mode", "normal"]},
+        "other": {"command": "python3", "args": ["other.py"]}
+    }}))
+    .unwrap();
+    std::fs::write(&config, &original).unwrap();
+    let mut h = harness();
+    h.state_mut().import_config(&config);
+    h.step();
+    h.get_by_label("Watch in your client…").click();
+    // A new window is laid out once before it shows.
+    for _ in 0..4 {
+        h.step();
+    }
+    // It asks first, and says where the backup goes.
+    let backup = format!("{}.mcpscope-backup", config.display());
+    // The app is the mcpscope binary; this test is not: name the real one.
+    h.state_mut()
+        .watch_client
+        .as_mut()
+        .expect("the confirmation is open")
+        .mcpscope = Some(bin().display().to_string());
+    assert!(shows(&h, &backup), "the backup path is shown");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        original,
+        "nothing written yet"
+    );
+    h.get_by_role_and_label(egui::accesskit::Role::CheckBox, "other")
+        .click();
+    h.step();
+    h.get_by_label("Wrap the chosen servers").click();
+    step_until(&mut h, "the wrap", |app| {
+        app.watch_client.as_ref().is_some_and(|w| w.outcome.is_some())
+    });
+    let outcome = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    assert!(outcome.ok, "{:?}", outcome.lines);
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&wrapped).unwrap();
+    let faulty = &json["mcpServers"]["faulty"];
+    assert_eq!(faulty["args"][0], "proxy");
+    assert_eq!(faulty["args"][2], "faulty");
+    assert_eq!(
+        faulty["command"],
+        bin().display().to_string(),
+        "mcpscope by its absolute path"
+    );
+    assert_eq!(
+        json["mcpServers"]["other"]["args"],
+        serde_json::json!(["other.py"]),
+        "unchosen: untouched"
+    );
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
+    assert!(shows(&h, "faulty: wrapped"));
+    // Unwrap puts the file back exactly.
+    h.get_by_label("Unwrap them").click();
+    step_until(&mut h, "the unwrap", |app| {
+        app.watch_client
+            .as_ref()
+            .and_then(|w| w.outcome.as_ref())
+            .is_some_and(|o| *o != outcome)
+    });
+    let undone = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    assert!(undone.lines.iter().any(|l| l == "faulty: restored"), "{undone:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+    h.get_by_label("Close").click();
+    h.step();
+    assert!(h.state().watch_client.is_none());
 }

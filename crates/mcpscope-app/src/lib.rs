@@ -749,8 +749,23 @@ impl McpscopeApp {
                 }
                 Some(i) => {
                     let m = &i.model;
-                    if !m.is_live() {
-                        ui.label(RichText::new("offline capture").strong());
+                    match &i.live {
+                        Some(live) if live.is_following() => {
+                            ui.label(
+                                RichText::new("live: a proxied session, followed as it is written").color(theme::OK),
+                            );
+                        }
+                        Some(live) => {
+                            let ended = live.ended.as_ref().map(|s| s.label()).unwrap_or_default();
+                            ui.label(RichText::new(format!("offline capture ({ended})")).strong());
+                        }
+                        None if !m.is_live() => {
+                            ui.label(RichText::new("offline capture").strong());
+                        }
+                        None => {}
+                    }
+                    if let Some(problem) = i.live.as_ref().and_then(|l| l.problem.as_ref()) {
+                        ui.label(RichText::new(problem).color(theme::WARN));
                     }
                     if let Some(e) = &m.spawn_error {
                         ui.label(RichText::new(format!("could not start: {e}")).color(theme::ERROR));

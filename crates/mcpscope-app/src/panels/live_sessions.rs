@@ -237,7 +237,7 @@ impl LiveSessionsPanel {
                 Some(v) => format!("{} {v}", c.name),
                 None => c.name.clone(),
             },
-            None => "client not known yet".into(),
+            None => "not known yet (no initialize seen)".into(),
         };
         ui.label(format!("client: {client}"));
         let what = match (&r.upstream, &r.listen) {

@@ -94,6 +94,9 @@ pub struct WatchClientDialog {
     /// Each server of the config and whether it is chosen.
     pub servers: Vec<(String, bool)>,
     pub outcome: Option<Outcome>,
+    /// The mcpscope binary the client is to run; None: this one (the app is
+    /// the `mcpscope` binary; tests name the real one).
+    pub mcpscope: Option<String>,
     job: Option<Receiver<Outcome>>,
 }
 
@@ -103,6 +106,7 @@ impl WatchClientDialog {
             config,
             servers: servers.into_iter().map(|s| (s, true)).collect(),
             outcome: None,
+            mcpscope: None,
             job: None,
         }
     }
@@ -131,8 +135,9 @@ impl WatchClientDialog {
     fn start(&mut self, undo: bool, waker: &Arc<dyn Fn() + Send + Sync>) {
         let (tx, rx) = bounded(1);
         let (config, servers, waker) = (self.config.clone(), self.chosen(), Arc::clone(waker));
+        let named = self.mcpscope.clone();
         let spawned = std::thread::Builder::new().name("mcpscope-wrap".into()).spawn(move || {
-            let outcome = match this_binary() {
+            let outcome = match named.map_or_else(this_binary, Ok) {
                 Ok(me) => apply(&config, servers, undo, &me),
                 Err(e) => Outcome {
                     lines: vec![e],
