@@ -17,6 +17,8 @@ use std::time::Duration;
 
 /// How often the directories are listed (a readdir and a few small reads).
 const LIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Ended sessions shown before "Show all": the running ones always are.
+const ENDED_SHOWN: usize = 8;
 
 /// What the panel asks the app to do.
 #[derive(Clone, Debug)]
@@ -82,6 +84,8 @@ pub struct LiveSessionsPanel {
     pub listed: bool,
     /// Capture paths open in a tab (marked in the list).
     pub open: Vec<PathBuf>,
+    /// Every ended session listed, not only the latest few.
+    pub show_all_ended: bool,
     worker: Option<Worker>,
     error: Option<String>,
 }
@@ -101,6 +105,7 @@ impl LiveSessionsPanel {
             problems: Vec::new(),
             listed: false,
             open: Vec::new(),
+            show_all_ended: false,
             worker: None,
             error: None,
         }
@@ -202,12 +207,30 @@ impl LiveSessionsPanel {
                          (Watch in your client, below, rewrites a client's config to do that).",
                     );
                 }
-                for s in &self.sessions {
+                let running = self.running();
+                let ended = self.sessions.len() - running;
+                let shown = if self.show_all_ended {
+                    self.sessions.len()
+                } else {
+                    running + ended.min(ENDED_SHOWN)
+                };
+                // Running sessions come first in the list.
+                for s in &self.sessions[..shown] {
                     ui.push_id(&s.record.id, |ui| {
                         if let Some(a) = self.session_ui(ui, s) {
                             action = Some(a);
                         }
                     });
+                }
+                if ended > ENDED_SHOWN {
+                    let text = if self.show_all_ended {
+                        "Show only the latest ended sessions".to_owned()
+                    } else {
+                        format!("Show all {ended} ended sessions")
+                    };
+                    if ui.button(text).clicked() {
+                        self.show_all_ended = !self.show_all_ended;
+                    }
                 }
                 for p in &self.problems {
                     ui.label(RichText::new(p).color(theme::WARN).small());
@@ -311,5 +334,42 @@ mod tests {
         assert_eq!(names, ["new", "old"]);
         assert!(all.sessions[0].state.is_running());
         assert!(all.problems.is_empty(), "{:?}", all.problems);
+    }
+
+    #[test]
+    fn only_the_latest_ended_sessions_are_shown_until_asked() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = mcpscope_core::transport::process::ServerSpec::new("python3", ["server.py".to_owned()]);
+        for n in 0..12 {
+            let (mut s, _f) = LiveSession::start(dir.path(), NewSession::stdio(&format!("s{n}"), &spec)).unwrap();
+            s.finish(
+                mcpscope_core::record::session_index::EndCause::ClientClosed,
+                "the client closed its stdin",
+                None,
+            )
+            .unwrap();
+        }
+        let (_running, _g) = LiveSession::start(dir.path(), NewSession::stdio("live-one", &spec)).unwrap();
+        let mut panel = LiveSessionsPanel::new(vec![dir.path().to_owned()]);
+        let listing = list_all(&panel.dirs);
+        panel.sessions = listing.sessions;
+        panel.listed = true;
+        // Tall enough to lay out every row at once.
+        let mut h = Harness::builder().with_size([500.0, 4000.0]).build_ui_state(
+            |ui, p: &mut LiveSessionsPanel| {
+                p.ui(ui);
+            },
+            panel,
+        );
+        h.run();
+        assert!(h.query_by_label("Live sessions (1 running)").is_some());
+        assert_eq!(h.query_all_by_label("Open live").count(), 1);
+        assert_eq!(h.query_all_by_label("Remove").count(), ENDED_SHOWN);
+        h.get_by_label("Show all 12 ended sessions").click();
+        h.run();
+        assert_eq!(h.query_all_by_label("Remove").count(), 12);
+        assert_eq!(h.query_all_by_label("Stop").count(), 1);
     }
 }
