@@ -304,7 +304,21 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     h.step();
     assert_eq!(h.state().tabs.len(), 2);
     assert!(shows(&h, "proxied-one (live)"));
-    proxied.hang_up();
+
+    // Stop from the app ends the proxied session; its tab stays, offline.
+    h.state_mut().diff.open = false;
+    h.step();
+    h.get_by_label("proxied-one (live)").click();
+    h.step();
+    h.step();
+    assert!(h.state().inspection.as_ref().unwrap().is_following());
+    h.get_by_label("Stop").click();
+    step_until(&mut h, "the stopped session", |app| {
+        app.live.sessions.iter().all(|s| !s.state.is_running())
+            && app.inspection.as_ref().is_some_and(|i| !i.is_following())
+    });
+    assert!(shows(&h, "offline capture"));
+    assert!(h.state().tabs.len() == 2 && shows(&h, "proxied-one"));
 }
 
 #[test]
