@@ -13,6 +13,7 @@ mod hostile;
 mod http;
 mod lint;
 mod live;
+mod live_app;
 mod oauth;
 mod protocol_features;
 mod real_servers;

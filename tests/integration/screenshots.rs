@@ -11,7 +11,7 @@ use std::time::Duration;
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
     Harness::builder()
-        .with_size([1600.0, 1000.0])
+        .with_size([1440.0, 900.0])
         .allow_missing_glyphs()
         .wgpu()
         .build_eframe(move |cc| McpscopeApp::new(cc, args))
@@ -239,4 +239,64 @@ fn regenerate_screenshots() {
         app.diff.result.is_some() || app.diff.error.is_some()
     });
     save(&mut h, "session-diff");
+}
+
+/// The app following a proxied session of the reference server while its
+/// client (here the test) talks, next to a session a TypeScript SDK client ran.
+#[test]
+#[ignore = "writes screenshots/; run scripts/screenshots"]
+fn live_session_screenshot() {
+    use crate::live_app::{Proxied, open_listed};
+    let home = tempfile::tempdir().unwrap();
+    let xdg = home.path().join(".local/state");
+    // An ended session: the TypeScript SDK client through the proxy.
+    let ts = std::process::Command::new("node")
+        .arg(repo().join("tests/clients/ts_client.mjs"))
+        .arg("stdio")
+        .arg(bin())
+        .args(["proxy", "--session", "ts-sdk-run", "--"])
+        .arg(&everything().program)
+        .args(&everything().args)
+        .env("XDG_STATE_HOME", &xdg)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(ts.status.success(), "{ts:?}");
+    // A running one, driven by the test.
+    let mut proxied = Proxied::start_in(home, "everything", &everything());
+    proxied.wait_listed();
+    let mut h = harness(StartupArgs::default());
+    open_listed(&mut h, &proxied.sessions.clone(), "everything");
+    proxied.say(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"example-client","version":"1.0"}}}"#,
+    );
+    step_until(&mut h, "the initialize result", |app| {
+        rows_with(app, "result #1 (initialize)").is_some()
+    });
+    proxied.say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    proxied.say(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    step_until(&mut h, "the tools", |app| {
+        rows_with(app, "result #2 (tools/list)").is_some()
+    });
+    proxied.say(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello from the client"}}}"#);
+    proxied.say(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#);
+    step_until(&mut h, "the client's calls", |app| {
+        rows_with(app, "result #3 (tools/call)").is_some() && rows_with(app, "#4 (prompts/list)").is_some()
+    });
+    step_until(&mut h, "both sessions listed", |app| {
+        app.live.sessions.len() == 2 && app.live.sessions.iter().all(|s| s.record.client.is_some())
+    });
+    let call = rows_with(h.state(), "result #3 (tools/call)").unwrap();
+    h.state_mut().timeline.select(call);
+    {
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(call));
+        app.detail.tree.expand_all();
+    }
+    for _ in 0..6 {
+        h.step();
+    }
+    save(&mut h, "live-session");
+    proxied.hang_up();
 }

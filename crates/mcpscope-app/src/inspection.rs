@@ -6,6 +6,7 @@
 //! this file feeds it the session's events, performs its actions on the
 //! session, and keeps the model the panels read in step with it.
 
+use crate::live_follow::{FollowMsg, LiveFollow};
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
 use mcpscope_core::client::feed;
@@ -22,9 +23,11 @@ use mcpscope_core::protocol::subscriptions::Filter;
 use mcpscope_core::protocol::tasks::Flavor;
 use mcpscope_core::record::capture;
 use mcpscope_core::record::model::{SessionModel, Source};
+use mcpscope_core::record::session_index::ListedSession;
 use mcpscope_core::transport::auth::gate::{ChallengeGate, Held};
 use mcpscope_core::transport::auth::{self, AuthOptions, Authorizer, Interaction};
 use mcpscope_core::transport::event::AuthExchange;
+use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::{Session, SessionOptions, Waker};
 use mcpscope_core::transport::target::Target;
 use mcpscope_core::wire::message::{ErrorObject, RequestId};
@@ -93,6 +96,12 @@ pub struct Inspection {
     /// Problems reading a capture, shown once.
     pub load_warnings: Vec<String>,
     ends: Ends,
+    /// A proxied session's capture followed while it grows.
+    pub live: Option<LiveFollow>,
+    /// Followed events not applied yet (a frame's budget is spent).
+    pending: VecDeque<Event>,
+    /// Bumped when a followed capture starts over: the views drop what they showed.
+    pub resets: u64,
     /// Signing in when an HTTP server asks (OAuth); `None` for stdio and offline.
     pub sign_in: Option<SignInState>,
 }
@@ -276,6 +285,9 @@ impl Inspection {
             started: Some(Instant::now()),
             load_warnings: Vec::new(),
             ends: Ends::default(),
+            live: None,
+            pending: VecDeque::new(),
+            resets: 0,
             sign_in: None,
         };
         i.perform();
@@ -350,8 +362,77 @@ impl Inspection {
             started: None,
             load_warnings: Vec::new(),
             ends: Ends::default(),
+            live: None,
+            pending: VecDeque::new(),
+            resets: 0,
             sign_in: None,
         }
+    }
+
+    /// Follows a proxied session's capture as the proxy writes it; nothing is
+    /// read here (a worker does it). Once the session ends this is an offline capture.
+    pub fn follow(session: ListedSession, waker: Option<Waker>) -> Inspection {
+        let mut i = Inspection::offline(Self::followed_model(&session));
+        i.capture_path = Some(session.capture_path.clone());
+        i.live = Some(LiveFollow::start(session, waker));
+        i
+    }
+
+    fn followed_model(session: &ListedSession) -> SessionModel {
+        let mut model = SessionModel::new(Source::Capture {
+            path: session.capture_path.clone(),
+            command_line: session.record.command_line.clone(),
+        });
+        model.remote = session.record.transport != "stdio";
+        model
+    }
+
+    /// Whether this shows a proxied session that is still running.
+    pub fn is_following(&self) -> bool {
+        self.live.as_ref().is_some_and(LiveFollow::is_following)
+    }
+
+    /// Applies what the follow worker delivered, within the frame's budget.
+    fn drain_followed(&mut self) -> bool {
+        let Some(live) = &mut self.live else { return false };
+        let deadline = Instant::now() + DRAIN_BUDGET;
+        let mut reset = false;
+        while let Ok(msg) = live.receiver().try_recv() {
+            match msg {
+                FollowMsg::Update(u) => {
+                    if u.reset {
+                        reset = true;
+                        self.pending.clear();
+                        self.load_warnings.clear();
+                    }
+                    self.load_warnings.extend(u.warnings);
+                    self.pending.extend(u.events);
+                }
+                FollowMsg::Problem(p) => live.problem = Some(p),
+                FollowMsg::Ended(state) => live.ended = Some(state),
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        if reset {
+            self.model = Self::followed_model(&live.session);
+            self.resets += 1;
+        }
+        let mut applied = 0usize;
+        while let Some(ev) = self.pending.pop_front() {
+            self.model.apply(&ev);
+            applied += 1;
+            if applied.is_multiple_of(64) && Instant::now() >= deadline {
+                break;
+            }
+        }
+        // The end is reported after the last update: once that is applied the
+        // capture is complete, and judged as such.
+        if live.ended.is_some() && self.pending.is_empty() && live.receiver().is_empty() {
+            self.model.closed = true;
+        }
+        !self.pending.is_empty() || !live.receiver().is_empty()
     }
 
     pub fn session(&self) -> Option<&Session> {
@@ -423,6 +504,9 @@ impl Inspection {
     /// Applies waiting events for at most one frame's budget.
     /// Returns true when events remain (the caller should repaint again).
     pub fn drain(&mut self) -> bool {
+        if self.live.is_some() {
+            return self.drain_followed();
+        }
         let Some(session) = &self.session else {
             return false;
         };

@@ -3,7 +3,9 @@
 
 pub mod composer;
 pub mod inspection;
+pub mod live_follow;
 pub mod panels;
+pub mod tabs;
 pub mod theme;
 
 use self::composer::{ComposerAction, ComposerPanel};
@@ -13,15 +15,19 @@ use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
 use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
+use self::panels::live_sessions::{LiveAction, LiveSessionsPanel};
 use self::panels::log_view::{LogAction, LogPanel};
 use self::panels::notifications::{NotificationsAction, NotificationsPanel};
 use self::panels::stats_view::StatsPanel;
 use self::panels::timeline::{TimelineAction, TimelinePanel};
+use self::panels::watch_client::WatchClientDialog;
+use self::tabs::SessionTab;
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::record::model::Severity;
+use mcpscope_core::record::session_index::{self, ListedSession};
 use mcpscope_core::wire::message::RequestId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -123,6 +129,12 @@ enum Command {
     SelectRows(Vec<usize>),
     Compose(ComposerAction),
     Ping,
+    /// Open a proxied session in a tab, following it while it runs.
+    OpenLive(Box<ListedSession>),
+    StopProxied(Box<ListedSession>),
+    RemoveProxied(Box<ListedSession>),
+    /// Ask before wrapping the imported config for its client.
+    WatchInClient,
 }
 
 /// The tabs of the right panel.
@@ -171,6 +183,16 @@ pub struct McpscopeApp {
     jobs: Vec<(String, Receiver<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
+    /// Every open session; the one on screen is `active_tab`, whose state is
+    /// in the fields above (its slot holds only its title).
+    pub tabs: Vec<SessionTab>,
+    pub active_tab: usize,
+    /// The followed capture's restarts the views have caught up with.
+    resets_seen: u64,
+    /// Proxied sessions recorded for real clients.
+    pub live: LiveSessionsPanel,
+    /// The "Watch in your client" confirmation, while open.
+    pub watch_client: Option<WatchClientDialog>,
 }
 
 const RECENT_KEY: &str = "recent_servers";
@@ -215,6 +237,11 @@ impl McpscopeApp {
             jobs: Vec::new(),
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
+            tabs: vec![SessionTab::default()],
+            active_tab: 0,
+            resets_seen: 0,
+            live: LiveSessionsPanel::default(),
+            watch_client: None,
         }
     }
 
@@ -327,6 +354,11 @@ impl McpscopeApp {
         self.launcher.recent.iter().map(SavedServer::without_secrets).collect()
     }
 
+    /// Opens a capture file offline, in a tab of its own when the tab on screen shows a session.
+    pub fn open_capture(&mut self, path: PathBuf) {
+        self.apply(Command::OpenCapture(path));
+    }
+
     fn running(&self) -> bool {
         self.inspection.as_ref().is_some_and(|i| i.model.running())
     }
@@ -348,24 +380,43 @@ impl McpscopeApp {
         self.stats.reset();
         self.ping = None;
         self.seen_server_requests = 0;
+        self.resets_seen = 0;
         self.detail.show_row_none();
+    }
+
+    /// Clears the views of a followed capture that started over.
+    fn reset_views(&mut self) {
+        self.timeline.reset();
+        self.expert.reset();
+        self.log.reset();
+        self.notifications.reset();
+        self.stats.reset();
+        self.detail.show_row_none();
+    }
+
+    /// Starts `saved` in the tab on screen, replacing its session.
+    fn launch_here(&mut self, saved: SavedServer) {
+        self.replace_inspection();
+        self.launcher.remember(&saved);
+        self.inspection = Some(Inspection::launch_signing_in(
+            saved.target(),
+            &saved.protocol_version,
+            saved.era_choice(),
+            saved.oauth.auth_config(),
+            mcpscope_core::transport::auth::Interaction::Browser,
+            Some(Arc::clone(&self.waker)),
+        ));
+        self.tabs[self.active_tab].title = saved.name.clone();
+        self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
+        self.last_launch = Some(saved);
     }
 
     fn apply(&mut self, cmd: Command) {
         match cmd {
             Command::Launch(saved) => {
-                self.replace_inspection();
-                self.launcher.remember(&saved);
-                self.inspection = Some(Inspection::launch_signing_in(
-                    saved.target(),
-                    &saved.protocol_version,
-                    saved.era_choice(),
-                    saved.oauth.auth_config(),
-                    mcpscope_core::transport::auth::Interaction::Browser,
-                    Some(Arc::clone(&self.waker)),
-                ));
-                self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
-                self.last_launch = Some(saved);
+                // A running session keeps its tab; the new one gets its own.
+                self.tab_for_new_session(saved.name.clone());
+                self.launch_here(saved);
             }
             Command::Stop => {
                 if let Some(i) = &mut self.inspection {
@@ -375,12 +426,15 @@ impl McpscopeApp {
             Command::Restart => {
                 let again = self.last_launch.clone().or_else(|| self.launcher.form.to_saved().ok());
                 if let Some(s) = again {
-                    self.apply(Command::Launch(s));
+                    self.launch_here(s);
                 }
             }
             Command::OpenCapture(path) => match Inspection::open_capture(&path) {
                 Ok(i) => {
-                    self.replace_inspection();
+                    let title = path
+                        .file_name()
+                        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+                    self.tab_for_new_session(title);
                     self.message = Some(if i.load_warnings.is_empty() {
                         (Severity::Info, format!("opened {}", path.display()))
                     } else {
@@ -420,6 +474,42 @@ impl McpscopeApp {
                         params: None,
                         id: None,
                     });
+                }
+            }
+            Command::OpenLive(s) => match self.tab_showing(&s.capture_path) {
+                Some(idx) => self.activate_tab(idx),
+                None => {
+                    self.tab_for_new_session(s.record.name.clone());
+                    self.message = Some((
+                        Severity::Info,
+                        format!("following {} ({})", s.record.name, s.capture_path.display()),
+                    ));
+                    self.inspection = Some(Inspection::follow(*s, Some(Arc::clone(&self.waker))));
+                }
+            },
+            Command::StopProxied(s) => {
+                let name = s.record.name.clone();
+                self.background(format!("stopping {name}"), move || {
+                    session_index::request_stop(&s)
+                        .map(|()| format!("asked the proxy of {name} to stop"))
+                        .map_err(|e| format!("cannot stop {name}: {e}"))
+                });
+            }
+            Command::RemoveProxied(s) => {
+                if let Some(idx) = self.tab_showing(&s.capture_path) {
+                    self.close_tab(idx);
+                }
+                let name = s.record.name.clone();
+                self.background(format!("removing {name}"), move || {
+                    session_index::remove_session(&s)
+                        .map(|()| format!("removed the session {name}"))
+                        .map_err(|e| format!("cannot remove {name}: {e}"))
+                });
+            }
+            Command::WatchInClient => {
+                if let Some((path, servers, _)) = &self.launcher.imported {
+                    let names = servers.iter().map(|s| s.name.clone()).collect();
+                    self.watch_client = Some(WatchClientDialog::new(path.clone(), names));
                 }
             }
             Command::Select(row) => {
@@ -638,9 +728,22 @@ impl McpscopeApp {
         self.poll_dialog();
         self.poll_jobs();
         self.diff.poll();
-        let mut more = false;
+        self.live.poll(&self.waker);
+        if let Some(w) = &mut self.watch_client {
+            w.poll();
+        }
+        let mut more = self.pump_parked();
+        self.live.open = (0..self.tabs.len())
+            .filter_map(|t| self.tab_capture(t).cloned())
+            .collect();
+        if let Some(i) = &self.inspection
+            && i.resets != self.resets_seen
+        {
+            self.resets_seen = i.resets;
+            self.reset_views();
+        }
         if let Some(i) = &mut self.inspection {
-            more = i.drain();
+            more |= i.drain();
             // The lint worker wakes the UI itself when it finishes.
             self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
             self.composer.sync(&i.model);
@@ -708,8 +811,23 @@ impl McpscopeApp {
                 }
                 Some(i) => {
                     let m = &i.model;
-                    if !m.is_live() {
-                        ui.label(RichText::new("offline capture").strong());
+                    match &i.live {
+                        Some(live) if live.is_following() => {
+                            ui.label(
+                                RichText::new("live: a proxied session, followed as it is written").color(theme::OK),
+                            );
+                        }
+                        Some(live) => {
+                            let ended = live.ended.as_ref().map(|s| s.label()).unwrap_or_default();
+                            ui.label(RichText::new(format!("offline capture ({ended})")).strong());
+                        }
+                        None if !m.is_live() => {
+                            ui.label(RichText::new("offline capture").strong());
+                        }
+                        None => {}
+                    }
+                    if let Some(problem) = i.live.as_ref().and_then(|l| l.problem.as_ref()) {
+                        ui.label(RichText::new(problem).color(theme::WARN));
                     }
                     if let Some(e) = &m.spawn_error {
                         ui.label(RichText::new(format!("could not start: {e}")).color(theme::ERROR));
@@ -1015,6 +1133,8 @@ impl eframe::App for McpscopeApp {
     fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
         let mut commands = Vec::new();
         egui::Panel::top("menu").show(ui, |ui| self.menu_bar(ui, &mut commands));
+        let mut tab_action = None;
+        egui::Panel::top("tabs").show(ui, |ui| tab_action = self.tab_bar_ui(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
         let running = self.running();
         egui::Panel::left("launcher")
@@ -1022,6 +1142,13 @@ impl eframe::App for McpscopeApp {
             .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
+                    match self.live.ui(ui) {
+                        Some(LiveAction::Open(s)) => commands.push(Command::OpenLive(s)),
+                        Some(LiveAction::Stop(s)) => commands.push(Command::StopProxied(s)),
+                        Some(LiveAction::Remove(s)) => commands.push(Command::RemoveProxied(s)),
+                        None => {}
+                    }
+                    ui.separator();
                     if let Some(a) = self.launcher.ui(ui, running) {
                         commands.push(match a {
                             LauncherAction::Launch(s) => Command::Launch(*s),
@@ -1029,6 +1156,7 @@ impl eframe::App for McpscopeApp {
                             LauncherAction::Restart => Command::Restart,
                             LauncherAction::PickCwd => Command::Pick(DialogPurpose::WorkingDirectory),
                             LauncherAction::PickConfig => Command::Pick(DialogPurpose::ImportConfig),
+                            LauncherAction::WatchInClient => Command::WatchInClient,
                         });
                     }
                 });
@@ -1108,6 +1236,14 @@ impl eframe::App for McpscopeApp {
             }
             None => {}
         }
+        if let Some(w) = &mut self.watch_client
+            && !w.window(ui.ctx(), &self.waker)
+        {
+            self.watch_client = None;
+        }
+        if let Some(a) = tab_action {
+            self.apply_tab_action(a);
+        }
         for c in commands {
             self.apply(c);
         }
@@ -1120,6 +1256,9 @@ impl eframe::App for McpscopeApp {
     fn on_exit(&mut self) {
         // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
         self.inspection = None;
+        for t in &mut self.tabs {
+            t.inspection = None;
+        }
     }
 }
 

@@ -422,6 +422,8 @@ pub enum LauncherAction {
     Restart,
     PickCwd,
     PickConfig,
+    /// Wrap the imported config so its client runs servers through mcpscope.
+    WatchInClient,
 }
 
 /// A server found in an imported config file.
@@ -637,7 +639,18 @@ impl LauncherPanel {
             }
         });
         if let Some((path, servers, problems)) = &self.imported {
-            ui.weak(path.display().to_string());
+            ui.horizontal_wrapped(|ui| {
+                ui.weak(path.display().to_string());
+                if ui
+                    .button("Watch in your client…")
+                    .on_hover_text(
+                        "Make the client of this config run its servers through mcpscope, to watch them live",
+                    )
+                    .clicked()
+                {
+                    action = Some(LauncherAction::WatchInClient);
+                }
+            });
             for p in problems {
                 ui.label(RichText::new(p).color(crate::theme::WARN));
             }

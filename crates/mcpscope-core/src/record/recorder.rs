@@ -164,6 +164,9 @@ impl Recorder {
     /// (as a note event returned to the caller) and then left alone, so a full
     /// disk does not stop the session.
     pub fn capture(&mut self, event: &Event) -> Option<Event> {
+        // A note timed with `now()` is later than the last line handed out:
+        // lines read before it but recorded after it must not go back in time.
+        self.last_at = self.last_at.max(event.at());
         let w = self.capture.as_mut()?;
         if let Err(e) = w.write(event) {
             let text = format!(

@@ -407,13 +407,23 @@ pub fn proxy_alive(record: &SessionRecord) -> bool {
     }
     // SAFETY: signal 0 only checks that the process exists.
     let exists = unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    if !exists {
+    // A zombie has exited; it lingers only until its parent (the client) reaps it.
+    if !exists || process_exited(record.proxy_pid) {
         return false;
     }
     match (record.proxy_start_ticks, process_start_ticks(record.proxy_pid)) {
         (Some(recorded), Some(now)) => recorded == now,
         _ => true,
     }
+}
+
+/// Whether a process has exited but not been reaped yet (state Z or X in /proc/PID/stat).
+fn process_exited(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
 }
 
 /// A process's start time in clock ticks after boot (field 22 of /proc/PID/stat).
@@ -437,6 +447,19 @@ fn timestamp_id(unix_ms: u64) -> String {
     let (y, m, d) = civil_from_days(days as i64);
     format!(
         "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `2026-09-03 14:15:02 UTC`: a record's time for people.
+pub fn format_unix_ms_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
@@ -622,6 +645,24 @@ mod tests {
     }
 
     #[test]
+    fn an_exited_proxy_its_client_has_not_reaped_yet_is_not_running() {
+        let t = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let ticks = process_start_ticks(pid);
+        // Exited, not reaped: a zombie until `wait`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !process_exited(pid) {
+            assert!(std::time::Instant::now() < deadline, "the child did not exit");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        write_record(t.path(), "zombie", 100, pid, ticks, false);
+        let listing = list_sessions(t.path()).unwrap();
+        assert_eq!(listing.sessions[0].state, SessionState::Vanished);
+        child.wait().unwrap();
+    }
+
+    #[test]
     fn a_missing_directory_lists_nothing() {
         let t = tempfile::tempdir().unwrap();
         let listing = list_sessions(&t.path().join("nope")).unwrap();
@@ -655,5 +696,6 @@ mod tests {
         // 2024-02-29 12:34:56 UTC, a leap day.
         assert_eq!(timestamp_id(1_709_210_096_000), "20240229T123456Z");
         assert_eq!(timestamp_id(951_782_400_000), "20000229T000000Z");
+        assert_eq!(format_unix_ms_utc(1_709_210_096_000), "2024-02-29 12:34:56 UTC");
     }
 }

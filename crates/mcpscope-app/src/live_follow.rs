@@ -1,0 +1,180 @@
+//! Following a proxied session's capture while the proxy writes it.
+//!
+//! A worker thread tails the capture with the core's [`Follower`] (it reads
+//! only what was appended) and watches the session's index record; it hands
+//! what it finds to the UI thread over a bounded channel and wakes it. When
+//! the record says the session ended (or its proxy is gone), the worker reads
+//! the capture to its very end, says so, and stops: the tab stays open as an
+//! offline capture.
+
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
+use mcpscope_core::record::follower::{FollowError, Follower, Update};
+use mcpscope_core::record::session_index::{ListedSession, SessionState, proxy_alive, read_record};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the capture is polled: a `stat` while nothing changes, and well
+/// inside the ~100 ms a user notices.
+const POLL_INTERVAL: Duration = Duration::from_millis(40);
+/// How often the index record is read to notice the end of the session.
+const RECORD_INTERVAL: Duration = Duration::from_millis(300);
+
+/// What the worker reports.
+#[derive(Debug)]
+pub enum FollowMsg {
+    Update(Box<Update>),
+    /// A problem reading the capture (retried), or the reason following stopped.
+    Problem(String),
+    /// The session is over and everything it wrote was delivered.
+    Ended(SessionState),
+}
+
+/// A followed session: its channel and its worker (stopped and joined on drop).
+pub struct LiveFollow {
+    pub session: ListedSession,
+    /// Set once the worker reported the end.
+    pub ended: Option<SessionState>,
+    pub problem: Option<String>,
+    rx: Receiver<FollowMsg>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LiveFollow {
+    pub fn start(session: ListedSession, waker: Option<Arc<dyn Fn() + Send + Sync>>) -> LiveFollow {
+        let (tx, rx) = bounded(16);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let s = session.clone();
+        let thread = std::thread::Builder::new()
+            .name("mcpscope-live".into())
+            .spawn(move || follow(&s, &tx, &flag, waker.as_deref()));
+        let (thread, problem) = match thread {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(format!("cannot start the follow thread: {e}"))),
+        };
+        LiveFollow {
+            session,
+            ended: None,
+            problem,
+            rx,
+            stop,
+            thread,
+        }
+    }
+
+    pub fn receiver(&self) -> &Receiver<FollowMsg> {
+        &self.rx
+    }
+
+    pub fn is_following(&self) -> bool {
+        self.ended.is_none()
+    }
+}
+
+impl Drop for LiveFollow {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sends unless stopped; false when the worker should end.
+fn deliver(
+    tx: &Sender<FollowMsg>,
+    stop: &AtomicBool,
+    mut msg: FollowMsg,
+    waker: Option<&(dyn Fn() + Send + Sync)>,
+) -> bool {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        match tx.send_timeout(msg, Duration::from_millis(100)) {
+            Ok(()) => {
+                if let Some(w) = waker {
+                    w();
+                }
+                return true;
+            }
+            Err(SendTimeoutError::Timeout(m)) => msg = m,
+            Err(SendTimeoutError::Disconnected(_)) => return false,
+        }
+    }
+}
+
+/// Where the session stands according to its record (None: still running).
+fn ended_state(session: &ListedSession) -> Result<Option<SessionState>, String> {
+    let record =
+        read_record(&session.index_path).map_err(|e| format!("cannot read {}: {e}", session.index_path.display()))?;
+    Ok(match &record.ended {
+        Some(end) => Some(SessionState::Ended(end.clone())),
+        None if proxy_alive(&record) => None,
+        None => Some(SessionState::Vanished),
+    })
+}
+
+fn follow(
+    session: &ListedSession,
+    tx: &Sender<FollowMsg>,
+    stop: &AtomicBool,
+    waker: Option<&(dyn Fn() + Send + Sync)>,
+) {
+    let mut follower = Follower::new(&session.capture_path);
+    let mut last_problem: Option<String> = None;
+    let mut next_record_check = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        let (ended, record_problem) = if Instant::now() >= next_record_check {
+            next_record_check = Instant::now() + RECORD_INTERVAL;
+            match ended_state(session) {
+                Ok(state) => (state, None),
+                // A removed record ends the session as far as the app can tell.
+                Err(e) => (Some(SessionState::Vanished), Some(e)),
+            }
+        } else {
+            (None, None)
+        };
+        let polled = match &ended {
+            Some(_) => follower.poll_to_end(),
+            None => follower.poll(),
+        };
+        let more = match polled {
+            Ok(u) => {
+                let more = u.more;
+                if !u.is_empty() && !deliver(tx, stop, FollowMsg::Update(Box::new(u)), waker) {
+                    return;
+                }
+                last_problem = None;
+                more
+            }
+            Err(e) => {
+                let fatal = matches!(e, FollowError::NotACapture(..));
+                let text = e.to_string();
+                if last_problem.as_deref() != Some(text.as_str()) {
+                    if !deliver(tx, stop, FollowMsg::Problem(text.clone()), waker) {
+                        return;
+                    }
+                    last_problem = Some(text);
+                }
+                if fatal {
+                    return;
+                }
+                false
+            }
+        };
+        if let Some(state) = ended {
+            if let Some(p) = record_problem {
+                deliver(tx, stop, FollowMsg::Problem(p), waker);
+            }
+            deliver(tx, stop, FollowMsg::Ended(state), waker);
+            return;
+        }
+        if !more {
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Several sessions open at once, as tabs. The app's own fields (inspection,
+//! timeline, detail, …) are the state of the tab on screen, so every panel
+//! keeps reading them as before; the other tabs are parked in
+//! [`SessionTab`]s and swapped in when chosen. A parked tab keeps draining
+//! its session (a launched server or a followed capture goes on growing).
+
+use crate::composer::ComposerPanel;
+use crate::inspection::Inspection;
+use crate::panels::detail::DetailPanel;
+use crate::panels::expert::ExpertPanel;
+use crate::panels::launcher::SavedServer;
+use crate::panels::log_view::LogPanel;
+use crate::panels::notifications::NotificationsPanel;
+use crate::panels::stats_view::StatsPanel;
+use crate::panels::timeline::TimelinePanel;
+use crate::{McpscopeApp, RightTab};
+use mcpscope_core::wire::message::RequestId;
+use std::path::PathBuf;
+
+/// One tab's session and views. For the tab on screen the app holds them and
+/// this slot holds only its title.
+#[derive(Default)]
+pub struct SessionTab {
+    pub title: String,
+    pub inspection: Option<Inspection>,
+    pub timeline: TimelinePanel,
+    pub detail: DetailPanel,
+    pub expert: ExpertPanel,
+    pub composer: ComposerPanel,
+    pub log: LogPanel,
+    pub notifications: NotificationsPanel,
+    pub stats: StatsPanel,
+    pub ping: Option<RequestId>,
+    right_tab: Option<RightTab>,
+    seen_server_requests: usize,
+    marks_generation: u64,
+    resets_seen: u64,
+    last_launch: Option<SavedServer>,
+}
+
+impl SessionTab {
+    pub fn titled(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn capture_path(&self) -> Option<&PathBuf> {
+        self.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
+    }
+}
+
+/// What the tab bar asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TabAction {
+    Activate(usize),
+    Close(usize),
+    /// Compare the tab on screen with another in the side-by-side diff.
+    CompareWith(usize),
+    New,
+}
+
+impl McpscopeApp {
+    /// Exchanges the app's session state with slot `idx` (titles stay put).
+    fn swap_slot(&mut self, idx: usize) {
+        let t = &mut self.tabs[idx];
+        std::mem::swap(&mut self.inspection, &mut t.inspection);
+        std::mem::swap(&mut self.timeline, &mut t.timeline);
+        std::mem::swap(&mut self.detail, &mut t.detail);
+        std::mem::swap(&mut self.expert, &mut t.expert);
+        std::mem::swap(&mut self.composer, &mut t.composer);
+        std::mem::swap(&mut self.log, &mut t.log);
+        std::mem::swap(&mut self.notifications, &mut t.notifications);
+        std::mem::swap(&mut self.stats, &mut t.stats);
+        std::mem::swap(&mut self.ping, &mut t.ping);
+        std::mem::swap(&mut self.seen_server_requests, &mut t.seen_server_requests);
+        std::mem::swap(&mut self.marks_generation, &mut t.marks_generation);
+        std::mem::swap(&mut self.resets_seen, &mut t.resets_seen);
+        std::mem::swap(&mut self.last_launch, &mut t.last_launch);
+        // The right panel's tab is remembered per session (a parked slot holds Some).
+        let mine = Some(self.right_tab);
+        if let Some(r) = std::mem::replace(&mut t.right_tab, mine) {
+            self.right_tab = r;
+        }
+    }
+
+    /// Shows tab `idx`.
+    pub fn activate_tab(&mut self, idx: usize) {
+        if idx >= self.tabs.len() || idx == self.active_tab {
+            return;
+        }
+        self.swap_slot(self.active_tab);
+        self.swap_slot(idx);
+        self.active_tab = idx;
+        self.tabs[idx].right_tab = None;
+    }
+
+    /// Makes room for a new session: the tab on screen if it shows none,
+    /// else a new tab. Either way the views start empty.
+    pub(crate) fn tab_for_new_session(&mut self, title: String) {
+        if self.inspection.is_some() {
+            self.tabs.push(SessionTab::default());
+            let idx = self.tabs.len() - 1;
+            self.activate_tab(idx);
+        }
+        self.replace_inspection();
+        self.tabs[self.active_tab].title = title;
+    }
+
+    /// Closes tab `idx`; its session ends off the UI thread.
+    pub fn close_tab(&mut self, idx: usize) {
+        if idx >= self.tabs.len() {
+            return;
+        }
+        if self.tabs.len() == 1 {
+            self.replace_inspection();
+            self.tabs[0].title = String::new();
+            return;
+        }
+        if idx == self.active_tab {
+            let next = if idx + 1 < self.tabs.len() { idx + 1 } else { idx - 1 };
+            self.activate_tab(next);
+        }
+        let closed = self.tabs.remove(idx);
+        if idx < self.active_tab {
+            self.active_tab -= 1;
+        }
+        if let Some(i) = closed.inspection {
+            // Dropping a live session shuts its server down and may wait.
+            std::thread::Builder::new()
+                .name("mcpscope-shutdown".into())
+                .spawn(move || drop(i))
+                .ok();
+        }
+    }
+
+    /// The tab showing `capture`, if one does.
+    pub fn tab_showing(&self, capture: &std::path::Path) -> Option<usize> {
+        (0..self.tabs.len()).find(|&i| self.tab_capture(i).is_some_and(|p| p == capture))
+    }
+
+    /// The capture of tab `idx` (the one on screen included).
+    pub fn tab_capture(&self, idx: usize) -> Option<&PathBuf> {
+        if idx == self.active_tab {
+            self.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
+        } else {
+            self.tabs.get(idx).and_then(SessionTab::capture_path)
+        }
+    }
+
+    fn tab_inspection(&self, idx: usize) -> Option<&Inspection> {
+        if idx == self.active_tab {
+            self.inspection.as_ref()
+        } else {
+            self.tabs.get(idx).and_then(|t| t.inspection.as_ref())
+        }
+    }
+
+    /// A tab's label: its title, and whether it is live.
+    pub fn tab_label(&self, idx: usize) -> String {
+        let title = match self.tabs[idx].title.as_str() {
+            "" => "New tab",
+            t => t,
+        };
+        match self.tab_inspection(idx) {
+            Some(i) if i.is_following() => format!("{title} (live)"),
+            Some(i) if i.model.running() => format!("{title} (running)"),
+            _ => title.to_owned(),
+        }
+    }
+
+    /// Keeps parked tabs' sessions moving; true when one has more waiting.
+    pub(crate) fn pump_parked(&mut self) -> bool {
+        let mut more = false;
+        for (idx, t) in self.tabs.iter_mut().enumerate() {
+            if idx != self.active_tab
+                && let Some(i) = &mut t.inspection
+            {
+                more |= i.drain();
+            }
+        }
+        more
+    }
+
+    pub(crate) fn tab_bar_ui(&self, ui: &mut egui::Ui) -> Option<TabAction> {
+        let mut action = None;
+        ui.horizontal_wrapped(|ui| {
+            for idx in 0..self.tabs.len() {
+                ui.push_id(("tab", idx), |ui| {
+                    let label = self.tab_label(idx);
+                    if ui.selectable_label(idx == self.active_tab, &label).clicked() {
+                        action = Some(TabAction::Activate(idx));
+                    }
+                    if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                        action = Some(TabAction::Close(idx));
+                    }
+                });
+                ui.separator();
+            }
+            if ui.small_button("+").on_hover_text("New tab").clicked() {
+                action = Some(TabAction::New);
+            }
+            let others: Vec<usize> = (0..self.tabs.len())
+                .filter(|&i| i != self.active_tab && self.tab_capture(i).is_some())
+                .collect();
+            let can = self.tab_capture(self.active_tab).is_some() && !others.is_empty();
+            ui.add_enabled_ui(can, |ui| {
+                ui.menu_button("Compare with…", |ui| {
+                    for i in others {
+                        if ui.button(format!("with {}", self.tab_label(i))).clicked() {
+                            action = Some(TabAction::CompareWith(i));
+                            ui.close();
+                        }
+                    }
+                })
+                .response
+                .on_disabled_hover_text("Open two sessions with captures to compare them side by side");
+            });
+        });
+        action
+    }
+
+    pub(crate) fn apply_tab_action(&mut self, a: TabAction) {
+        match a {
+            TabAction::Activate(i) => self.activate_tab(i),
+            TabAction::Close(i) => self.close_tab(i),
+            TabAction::New => {
+                self.tabs.push(SessionTab::default());
+                self.activate_tab(self.tabs.len() - 1);
+            }
+            TabAction::CompareWith(other) => self.compare_tabs(self.active_tab, other),
+        }
+    }
+
+    /// Puts two open tabs' captures side by side in the diff window.
+    pub fn compare_tabs(&mut self, a: usize, b: usize) {
+        match (self.tab_capture(a).cloned(), self.tab_capture(b).cloned()) {
+            (Some(pa), Some(pb)) => {
+                self.diff.a = Some(pa);
+                self.diff.set(crate::panels::diff_view::Side::B, pb, &self.waker);
+            }
+            _ => {
+                self.message = Some((
+                    mcpscope_core::record::model::Severity::Warning,
+                    "both tabs need a capture to compare".into(),
+                ))
+            }
+        }
+    }
+}
