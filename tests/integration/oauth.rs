@@ -383,7 +383,7 @@ fn screenshots_of_the_authorization_flow() {
     );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let mut h = Harness::builder()
-        .with_size([1600.0, 1000.0])
+        .with_size([1440.0, 900.0])
         .allow_missing_glyphs()
         .wgpu()
         .build_eframe(move |cc| {

@@ -874,3 +874,44 @@ fn annotated_arguments_go_out_as_headers_and_invalid_tools_are_known() {
     s.pump();
     assert!(s.headers.last().unwrap().is_empty());
 }
+
+// ------------------------------------------------------- authorization ---
+
+/// The owner held back an HTTP refusal that asked for authorization,
+/// authorized, and sends the request again under a new id: the driver
+/// waits for the answer there, whatever the request was for.
+#[test]
+fn a_request_reissued_after_authorizing_is_answered_under_its_new_id() {
+    let mut s = Script::started(config(EraChoice::Legacy));
+    let first = RequestId::from_json(&s.last()["id"]).unwrap();
+    let new = s.d.reissue(&first).expect("initialize is waiting");
+    s.pump();
+    assert_ne!(new, first);
+    assert_eq!(s.resent, [(first.clone(), new.clone())]);
+    assert_eq!(s.d.era().state, EraState::Initializing { id: new.clone() });
+    // The first id is no longer waited for.
+    assert_eq!(s.d.reissue(&first), None);
+    s.recv(json!({"jsonrpc": "2.0", "id": new.to_json(), "result": Script::init_result("2025-11-25")}));
+    assert_eq!(s.settled_ok().era, Era::Legacy);
+
+    // An owner's request ends under its first id, its last send the reissued one.
+    let root = s.d.request("tools/list", None);
+    s.pump();
+    let again = s.d.reissue(&root).unwrap();
+    s.pump();
+    s.recv(json!({"jsonrpc": "2.0", "id": again.to_json(), "result": {"tools": []}}));
+    let c = s.done.last().expect("done");
+    assert_eq!((&c.id, &c.last), (&root, &again));
+    assert!(matches!(c.outcome, Outcome::Result(_)), "{:?}", c.outcome);
+}
+
+#[test]
+fn a_reissued_probe_still_settles_the_era() {
+    let mut s = Script::started(config(EraChoice::Modern));
+    let first = RequestId::from_json(&s.last()["id"]).unwrap();
+    let new = s.d.reissue(&first).unwrap();
+    s.pump();
+    assert!(matches!(&s.d.era().state, EraState::Probing { id, .. } if *id == new));
+    s.recv(json!({"jsonrpc": "2.0", "id": new.to_json(), "result": Script::discover_result()}));
+    assert_eq!(s.settled_ok().era, Era::Modern);
+}
