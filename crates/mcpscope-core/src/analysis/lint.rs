@@ -266,6 +266,9 @@ struct HandshakeFacts {
     /// The client's capabilities from the initialize params (`{}` when absent).
     client_caps: Option<Value>,
     init_resp: Option<u64>,
+    /// `initialize` sent again before any answer (the first one's HTTP
+    /// exchange asked for authorization): whichever is answered counts.
+    init_resent: Vec<u64>,
     judged: Option<Handshake>,
     initialized: Option<u64>,
     /// The client speaks the stateless 2026-07-28 revision, which has no handshake.
@@ -282,6 +285,11 @@ impl HandshakeFacts {
         for f in frames {
             let method = f.class.method.as_deref();
             match (f.direction, f.kind()) {
+                (Direction::Out, Kind::Request)
+                    if method == Some(methods::INITIALIZE) && h.init_req.is_some() && h.init_resp.is_none() =>
+                {
+                    h.init_resent.push(f.seq);
+                }
                 (Direction::Out, Kind::Request) if method == Some(methods::INITIALIZE) && h.init_req.is_none() => {
                     h.init_req = Some(f.seq);
                     let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
@@ -296,8 +304,13 @@ impl HandshakeFacts {
                 (Direction::In, Kind::Result | Kind::Error)
                     if h.init_resp.is_none()
                         && h.init_req.is_some()
-                        && f.link.as_ref().map(|l| l.request_seq) == h.init_req =>
+                        && f.link.as_ref().is_some_and(|l| {
+                            Some(l.request_seq) == h.init_req || h.init_resent.contains(&l.request_seq)
+                        }) =>
                 {
+                    if let Some(l) = &f.link {
+                        h.init_req = Some(l.request_seq);
+                    }
                     h.init_resp = Some(f.seq);
                     if f.kind() == Kind::Result {
                         let result = f.json().and_then(|v| v.get("result").cloned()).unwrap_or(Value::Null);
@@ -2683,6 +2696,29 @@ mod tests {
             .inn(r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#);
         assert_eq!(s.find(rule::INITIALIZED_BEFORE_RESPONSE).seqs, [1]);
         assert!(!s.rules().contains(&rule::INITIALIZED_NOT_SENT));
+    }
+
+    /// After a 401, mcpscope authorizes and sends initialize again under a
+    /// new id: the answered one is the handshake, and nothing was early.
+    #[test]
+    fn an_initialize_sent_again_after_authorizing_is_the_handshake() {
+        let mut s = S::new();
+        s.out(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+            .out(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+            .inn(r#"{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#)
+            .out(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .out(TOOLS_LIST.replace("\"id\":1", "\"id\":3").as_str())
+            .inn(r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}"#);
+        // (The first initialize's HTTP refusal is not in this frames-only
+        // session, so it counts as unanswered here; a capture has it.)
+        let rules = s.rules();
+        for r in [
+            rule::INITIALIZED_BEFORE_RESPONSE,
+            rule::REQUEST_BEFORE_INITIALIZE,
+            rule::INITIALIZED_NOT_SENT,
+        ] {
+            assert!(!rules.contains(&r), "{rules:?}");
+        }
     }
 
     #[test]
