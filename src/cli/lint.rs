@@ -2,7 +2,7 @@
 
 use clap::Args;
 use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
-use mcpscope_core::record::capture;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,7 +24,11 @@ pub struct LintArgs {
 /// Exit status: 0 without error-level findings, 1 with some, 4 when the
 /// capture cannot be read.
 pub fn run(args: LintArgs) -> ExitCode {
-    let loaded = match capture::load(&args.capture) {
+    let options = LintOptions {
+        slow_response: Duration::from_millis(args.slow_ms),
+    };
+    // One pass over the file, record by record: the events are not kept.
+    let linted = match lint::lint_capture(&args.capture, &options) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("mcpscope lint: {e:#}");
@@ -32,28 +36,27 @@ pub fn run(args: LintArgs) -> ExitCode {
         }
     };
     // On stderr, so that --json output stays parseable.
-    for w in &loaded.warnings {
+    for w in &linted.warnings {
         eprintln!("mcpscope lint: {}: skipped {w}", args.capture.display());
     }
-    let options = LintOptions {
-        slow_response: Duration::from_millis(args.slow_ms),
-    };
-    let findings = lint::lint(&loaded.events, &options);
+    let findings = linted.findings;
     if args.json {
         let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
         println!("{}", serde_json::to_string_pretty(&array).expect("findings serialise"));
     } else {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for f in &findings {
-            println!("{}", f.line());
+            let _ = writeln!(out, "{}", f.line());
         }
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-        println!(
+        let _ = writeln!(
+            out,
             "{}: {} error(s), {} warning(s), {} info in {} event(s)",
             args.capture.display(),
             count(Severity::Error),
             count(Severity::Warning),
             count(Severity::Info),
-            loaded.events.len()
+            linted.events
         );
     }
     if lint::has_errors(&findings) {

@@ -302,48 +302,183 @@ pub struct Loaded {
 /// Reads a capture, re-classifying and re-correlating every frame.
 pub fn load(path: &Path) -> Result<Loaded> {
     let file = File::open(path).with_context(|| format!("cannot open capture {}", path.display()))?;
-    load_from(BufReader::new(file)).with_context(|| format!("cannot read capture {}", path.display()))
+    load_from(BufReader::with_capacity(READ_BUFFER, file))
+        .with_context(|| format!("cannot read capture {}", path.display()))
 }
 
 pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
+    let mut events = EventReader::new(reader)?;
     let mut loaded = Loaded::default();
-    let mut recorder = Recorder::replay(Limits::default());
-    let mut header_seen = false;
-    for (idx, line) in reader.split(b'\n').enumerate() {
-        let lineno = idx + 1;
-        let line = line?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    while let Some(item) = events.next_item()? {
+        match item {
+            Item::Event(ev) => loaded.events.push(ev),
+            Item::Warning(w) => loaded.warnings.push(w),
         }
-        let v: Value = match serde_json::from_slice(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                loaded.warnings.push(format!("line {lineno}: not JSON ({e})"));
+    }
+    loaded.header = events.header;
+    Ok(loaded)
+}
+
+/// How much of a capture file is read at once.
+pub const READ_BUFFER: usize = 256 * 1024;
+
+/// What a capture yields, one record at a time.
+#[derive(Debug)]
+pub enum Item {
+    Event(Event),
+    /// A line that could not be read, with its line number.
+    Warning(String),
+}
+
+/// Reads a capture record by record, re-classifying and re-correlating each
+/// frame as it goes: a million-record capture is linted or diffed without
+/// holding its events. [`load`] collects them.
+pub struct EventReader<R> {
+    reader: R,
+    header: Header,
+    recorder: Recorder,
+    line: Vec<u8>,
+    /// A last line still being written (see [`EventReader::following`]).
+    partial: Vec<u8>,
+    following: bool,
+    lineno: usize,
+    /// Bytes consumed so far, for progress.
+    offset: u64,
+}
+
+/// The fields of a frame or stderr record, borrowed where the JSON has no
+/// escapes. Anything else (meta records, odd types) takes the `Value` path.
+#[derive(serde::Deserialize)]
+struct LineRecord<'a> {
+    t_us: u64,
+    #[serde(borrow)]
+    dir: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    raw: Option<String>,
+    #[serde(default, borrow)]
+    raw_b64: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    eol: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<R: BufRead> EventReader<R> {
+    /// Reads the header line; fails when the file is empty or not a capture.
+    pub fn new(reader: R) -> Result<Self> {
+        let mut r = Self {
+            reader,
+            header: Header::default(),
+            recorder: Recorder::replay(Limits::default()),
+            line: Vec::with_capacity(4096),
+            partial: Vec::new(),
+            following: false,
+            lineno: 0,
+            offset: 0,
+        };
+        loop {
+            if !r.read_line()? {
+                anyhow::bail!("the file is empty");
+            }
+            if r.line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-        };
-        if !header_seen {
-            header_seen = true;
-            match Header::from_json(&v) {
+            let header = serde_json::from_slice::<Value>(&r.line)
+                .ok()
+                .and_then(|v| Header::from_json(&v));
+            match header {
                 Some(h) => {
-                    loaded.header = h;
-                    continue;
+                    r.header = h;
+                    return Ok(r);
                 }
                 None => {
                     anyhow::bail!("line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})")
                 }
             }
         }
-        match record_to_event(&v, &mut recorder) {
-            Ok(Some(ev)) => loaded.events.push(ev),
-            Ok(None) => {}
-            Err(e) => loaded.warnings.push(format!("line {lineno}: {e}")),
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Bytes of the file read so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// For a capture still being written: a last line without its newline is
+    /// left for a later call (after the writer finished it) instead of read
+    /// as a line cut short. Turn it off once the writer is done.
+    pub fn following(&mut self, on: bool) {
+        self.following = on;
+    }
+
+    fn read_line(&mut self) -> io::Result<bool> {
+        self.line.clear();
+        std::mem::swap(&mut self.line, &mut self.partial);
+        self.reader.read_until(b'\n', &mut self.line)?;
+        if self.line.is_empty() {
+            return Ok(false);
+        }
+        if self.following && self.line.last() != Some(&b'\n') {
+            std::mem::swap(&mut self.line, &mut self.partial);
+            return Ok(false);
+        }
+        self.offset += self.line.len() as u64;
+        self.lineno += 1;
+        if self.line.last() == Some(&b'\n') {
+            self.line.pop();
+        }
+        Ok(true)
+    }
+
+    /// The next event or warning; `None` at the end of the file.
+    pub fn next_item(&mut self) -> Result<Option<Item>> {
+        loop {
+            if !self.read_line()? {
+                return Ok(None);
+            }
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let lineno = self.lineno;
+            if let Some(ev) = self.fast_record() {
+                return Ok(Some(Item::Event(ev)));
+            }
+            let v: Value = match serde_json::from_slice(&self.line) {
+                Ok(v) => v,
+                Err(e) => return Ok(Some(Item::Warning(format!("line {lineno}: not JSON ({e})")))),
+            };
+            return Ok(Some(match record_to_event(&v, &mut self.recorder) {
+                Ok(Some(ev)) => Item::Event(ev),
+                Ok(None) => continue,
+                Err(e) => Item::Warning(format!("line {lineno}: {e}")),
+            }));
         }
     }
-    if !header_seen {
-        anyhow::bail!("the file is empty");
+
+    /// A frame or stderr record read without building a `Value` (most of a
+    /// capture); `None` sends the line down the general path.
+    fn fast_record(&mut self) -> Option<Event> {
+        let rec: LineRecord = serde_json::from_slice(&self.line).ok()?;
+        let direction = match &*rec.dir {
+            "out" => Some(Direction::Out),
+            "in" => Some(Direction::In),
+            "stderr" => None,
+            _ => return None,
+        };
+        let bytes = match (rec.raw, rec.raw_b64) {
+            (Some(s), _) => s.into_bytes(),
+            (None, Some(b)) => B64.decode(&*b).ok()?,
+            (None, None) => return None,
+        };
+        let ending = rec.eol.as_deref().and_then(LineEnding::parse).unwrap_or(LineEnding::Lf);
+        let line = RawLine { bytes, ending };
+        let at = Duration::from_micros(rec.t_us);
+        Some(match direction {
+            Some(d) => Event::Frame(self.recorder.frame_at(d, line, at, None)),
+            None => Event::Stderr(self.recorder.stderr_at(line, at)),
+        })
     }
-    Ok(loaded)
 }
 
 fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<Event>, String> {
@@ -571,5 +706,49 @@ mod tests {
         assert!(e.to_string().contains("not an mcpscope capture header"), "{e}");
         let e = load_from(&b""[..]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn a_follower_waits_for_a_line_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.jsonl");
+        let header = json!({"format": FORMAT, "version": 1}).to_string();
+        let first = r#"{"t_us":5,"seq":0,"dir":"in","raw":"{}","eol":"lf"}"#;
+        let second = r#"{"t_us":9,"seq":1,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}","eol":"lf"}"#;
+        let (head, tail) = second.split_at(20);
+        std::fs::write(&path, format!("{header}\n{first}\n{head}")).unwrap();
+        let mut r = EventReader::new(BufReader::new(File::open(&path).unwrap())).unwrap();
+        r.following(true);
+        assert!(matches!(r.next_item().unwrap(), Some(Item::Event(Event::Frame(_)))));
+        assert!(r.next_item().unwrap().is_none(), "half a line is not read yet");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(format!("{tail}\n").as_bytes()).unwrap();
+        let Some(Item::Event(Event::Frame(ping))) = r.next_item().unwrap() else {
+            panic!("the finished line is read")
+        };
+        assert_eq!(ping.class.method.as_deref(), Some("ping"));
+        assert_eq!(r.offset(), std::fs::metadata(&path).unwrap().len());
+        // Not following: a line cut short is read (and reported) for what it is.
+        f.write_all(b"{\"t_us\":12,\"se").unwrap();
+        assert!(r.next_item().unwrap().is_none());
+        r.following(false);
+        assert!(matches!(r.next_item().unwrap(), Some(Item::Warning(w)) if w.starts_with("line 4:")));
+    }
+
+    #[test]
+    fn records_with_odd_fields_take_the_general_path() {
+        let text = format!(
+            "{}\n{}\n{}\n{}\n",
+            json!({"format": FORMAT, "version": 1}),
+            r#"{"t_us":"5","dir":"in","raw":"{}"}"#,
+            r#"{"t_us":6,"seq":0,"dir":"in","raw_b64":"e30=","eol":"crlf"}"#,
+            r#"{"t_us":7,"dir":"sideways","raw":"{}"}"#,
+        );
+        let loaded = load_from(text.as_bytes()).unwrap();
+        assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("numeric t_us"), "{:?}", loaded.warnings);
+        assert!(loaded.warnings[1].contains("unknown dir"), "{:?}", loaded.warnings);
+        let Event::Frame(f) = &loaded.events[0] else { panic!() };
+        assert_eq!((f.raw.as_slice(), f.ending), (&b"{}"[..], LineEnding::CrLf));
     }
 }
