@@ -2,7 +2,6 @@
 
 use clap::Args;
 use mcpscope_core::analysis::session_diff::{self, Verdict};
-use mcpscope_core::record::capture;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,15 +30,17 @@ pub fn run(args: DiffArgs) -> ExitCode {
             ..Default::default()
         });
     }
-    let load = |p: &PathBuf| capture::load(p).map_err(|e| format!("{e:#}"));
-    let (a, b) = match (load(&args.a), load(&args.b)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("mcpscope diff: {e}");
+    // Both captures are read at once, record by record, keeping only each
+    // exchange's JSON text.
+    let ((a_header, a), (b_header, b)) = match session_diff::read_both(&args.a, &args.b) {
+        Ok(both) => both,
+        Err(e) => {
+            eprintln!("mcpscope diff: {e:#}");
             return ExitCode::from(super::exit::IO);
         }
     };
-    let entries = session_diff::diff(&a.events, &b.events);
+    let entries = session_diff::diff_exchanges(&a, &b);
+    drop((a, b));
     let differing = entries.iter().filter(|e| e.verdict != Verdict::Same).count();
     if args.json {
         let list: Vec<_> = entries
@@ -57,8 +58,8 @@ pub fn run(args: DiffArgs) -> ExitCode {
             .collect();
         println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
-        println!("A: {} ({})", args.a.display(), a.header.command_line);
-        println!("B: {} ({})", args.b.display(), b.header.command_line);
+        println!("A: {} ({})", args.a.display(), a_header.command_line);
+        println!("B: {} ({})", args.b.display(), b_header.command_line);
         for e in &entries {
             match &e.verdict {
                 Verdict::Same if args.all => println!("  same       {}", e.key),
