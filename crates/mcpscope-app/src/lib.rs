@@ -7,7 +7,7 @@ pub mod panels;
 pub mod theme;
 
 use self::composer::{ComposerAction, ComposerPanel};
-use self::inspection::Inspection;
+use self::inspection::{Inspection, LoadState};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
@@ -81,6 +81,8 @@ enum Command {
     ImportConfig(PathBuf),
     Pick(DialogPurpose),
     Select(usize),
+    /// Select a row and bring the Frame tab forward (a click on the timeline).
+    ShowRow(usize),
     /// Select several rows at once (a lint finding's frames); the first is shown.
     SelectRows(Vec<usize>),
     Compose(ComposerAction),
@@ -124,11 +126,63 @@ pub struct McpscopeApp {
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    /// A capture being opened: shown once its header is read.
+    opening: Option<Inspection>,
+    /// A config file being read.
+    importing: Option<Importing>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
 }
 
 const RECENT_KEY: &str = "recent_servers";
+
+/// A config file being read on a worker.
+struct Importing {
+    path: PathBuf,
+    rx: Receiver<Result<ConfigRead, String>>,
+    /// The server to launch once it is read (`--config F --server NAME`).
+    launch: Option<String>,
+}
+
+/// A config file, read and turned into launcher entries (on the worker).
+struct ConfigRead {
+    format: String,
+    servers: Vec<ImportedServer>,
+    problems: Vec<String>,
+}
+
+fn read_config(path: &Path) -> Result<ConfigRead, String> {
+    let import = server_config::load_config(path).map_err(|e| e.to_string())?;
+    let servers = import
+        .servers
+        .into_iter()
+        .map(|s| match s.transport {
+            Transport::Stdio(spec) => ImportedServer {
+                saved: Some(SavedServer {
+                    name: s.name.clone(),
+                    program: spec.program,
+                    args: spec.args,
+                    env: spec.env,
+                    cwd: spec.cwd.map(|c| c.display().to_string()),
+                    protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
+                    ..SavedServer::default()
+                }),
+                name: s.name,
+                notes: s.notes,
+            },
+            Transport::Http { url, headers, kind } => ImportedServer {
+                saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
+                name: s.name,
+                notes: s.notes,
+            },
+        })
+        .collect();
+    Ok(ConfigRead {
+        format: import.format.label().to_owned(),
+        servers,
+        problems: import.problems.iter().map(ToString::to_string).collect(),
+    })
+}
 
 impl McpscopeApp {
     pub fn new(cc: &eframe::CreationContext<'_>, args: StartupArgs) -> Self {
@@ -163,6 +217,8 @@ impl McpscopeApp {
             marks_generation: 0,
             message: None,
             dialog: None,
+            opening: None,
+            importing: None,
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
         }
@@ -176,24 +232,7 @@ impl McpscopeApp {
         if let Some(path) = args.open {
             self.apply(Command::OpenCapture(path));
         } else if let (Some(config), Some(name)) = (args.config, args.server) {
-            self.import_config(&config);
-            let found = self
-                .launcher
-                .imported
-                .as_ref()
-                .and_then(|(_, servers, _)| servers.iter().find(|s| s.name == name).cloned());
-            match found {
-                Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
-                Some(ImportedServer { notes, .. }) => {
-                    self.message = Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
-                }
-                None => {
-                    self.message = Some((
-                        Severity::Error,
-                        format!("no server named {name:?} in {}", config.display()),
-                    ))
-                }
-            }
+            self.import_config_then(&config, Some(name));
         } else if !args.launch.is_empty() {
             let saved = SavedServer {
                 name: args.launch[0].clone(),
@@ -207,45 +246,73 @@ impl McpscopeApp {
         }
     }
 
-    /// Loads a config file into the launcher's import list.
+    /// Loads a config file into the launcher's import list, reading and
+    /// parsing it on a worker (a config may list 200,000 servers).
     pub fn import_config(&mut self, path: &Path) {
-        match server_config::load_config(path) {
-            Ok(import) => {
-                let servers = import
-                    .servers
-                    .into_iter()
-                    .map(|s| match s.transport {
-                        Transport::Stdio(spec) => ImportedServer {
-                            saved: Some(SavedServer {
-                                name: s.name.clone(),
-                                program: spec.program,
-                                args: spec.args,
-                                env: spec.env,
-                                cwd: spec.cwd.map(|c| c.display().to_string()),
-                                protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
-                                ..SavedServer::default()
-                            }),
-                            name: s.name,
-                            notes: s.notes,
-                        },
-                        Transport::Http { url, headers, kind } => ImportedServer {
-                            saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
-                            name: s.name,
-                            notes: s.notes,
-                        },
-                    })
-                    .collect::<Vec<_>>();
+        self.import_config_then(path, None);
+    }
+
+    /// [`McpscopeApp::import_config`], then launches the server of this name.
+    fn import_config_then(&mut self, path: &Path, launch: Option<String>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let from = path.to_owned();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-import".into())
+            .spawn(move || {
+                let _ = tx.send(read_config(&from));
+                waker();
+            });
+        match spawned {
+            Ok(_) => {
+                self.importing = Some(Importing {
+                    path: path.to_owned(),
+                    rx,
+                    launch,
+                });
+                self.message = Some((Severity::Info, format!("reading {}…", path.display())));
+            }
+            Err(e) => self.message = Some((Severity::Error, format!("cannot start the import thread: {e}"))),
+        }
+    }
+
+    /// Whether a config file is being read.
+    pub fn importing(&self) -> bool {
+        self.importing.is_some()
+    }
+
+    fn poll_import(&mut self) {
+        let Some(job) = &self.importing else { return };
+        let Ok(result) = job.rx.try_recv() else { return };
+        let job = self.importing.take().expect("checked above");
+        let path = job.path;
+        match result {
+            Ok(read) => {
                 self.message = Some((
                     Severity::Info,
                     format!(
                         "{}: {} server(s) from {}",
-                        import.format.label(),
-                        servers.len(),
+                        read.format,
+                        read.servers.len(),
                         path.display()
                     ),
                 ));
-                let problems = import.problems.iter().map(ToString::to_string).collect();
-                self.launcher.imported = Some((path.to_owned(), servers, problems));
+                if let Some(name) = job.launch {
+                    match read.servers.iter().find(|s| s.name == name).cloned() {
+                        Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
+                        Some(ImportedServer { notes, .. }) => {
+                            self.message =
+                                Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
+                        }
+                        None => {
+                            self.message = Some((
+                                Severity::Error,
+                                format!("no server named {name:?} in {}", path.display()),
+                            ))
+                        }
+                    }
+                }
+                self.launcher.imported = Some((path, read.servers, read.problems));
             }
             Err(e) => {
                 self.launcher.imported = None;
@@ -302,21 +369,14 @@ impl McpscopeApp {
                     self.apply(Command::Launch(s));
                 }
             }
-            Command::OpenCapture(path) => match Inspection::open_capture(&path) {
-                Ok(i) => {
-                    self.replace_inspection();
-                    self.message = Some(if i.load_warnings.is_empty() {
-                        (Severity::Info, format!("opened {}", path.display()))
-                    } else {
-                        (
-                            Severity::Warning,
-                            format!("opened {} ({})", path.display(), i.load_warnings.join("; ")),
-                        )
-                    });
-                    self.inspection = Some(i);
-                }
-                Err(e) => self.message = Some((Severity::Error, format!("{e:#}"))),
-            },
+            Command::OpenCapture(path) => {
+                // Read on a worker: the rows appear as they are read.
+                self.opening = Some(Inspection::open_capture_in_background(
+                    &path,
+                    Some(Arc::clone(&self.waker)),
+                ));
+                self.message = Some((Severity::Info, format!("opening {}…", path.display())));
+            }
             Command::SaveCapture(path) => match &self.inspection {
                 Some(i) => {
                     self.message = Some(match i.save_capture(&path) {
@@ -343,6 +403,10 @@ impl McpscopeApp {
                         id: None,
                     });
                 }
+            }
+            Command::ShowRow(row) => {
+                self.right_tab = RightTab::Frame;
+                self.apply(Command::Select(row));
             }
             Command::Select(row) => {
                 self.timeline.highlighted.clear();
@@ -452,12 +516,37 @@ impl McpscopeApp {
     /// Applies waiting events; returns true when more work remains.
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
+        self.poll_import();
         self.diff.poll();
         let mut more = false;
+        if let Some(o) = &mut self.opening {
+            o.drain();
+            if let LoadState::Failed(e) = o.load_state() {
+                self.message = Some((Severity::Error, e));
+                self.opening = None;
+            } else if o.load_started() {
+                let opened = self.opening.take();
+                self.replace_inspection();
+                self.inspection = opened;
+            }
+        }
         if let Some(i) = &mut self.inspection {
+            let was_loading = i.loading();
             more = i.drain();
+            if was_loading && !i.loading() {
+                let path = i.capture_path.clone().unwrap_or_default();
+                self.message = Some(match i.load_state() {
+                    LoadState::Failed(e) => (Severity::Error, e),
+                    _ if i.load_warnings.is_empty() => (Severity::Info, format!("opened {}", path.display())),
+                    _ => (
+                        Severity::Warning,
+                        format!("opened {} ({})", path.display(), i.load_warnings.join("; ")),
+                    ),
+                });
+            }
             // The lint worker wakes the UI itself when it finishes.
-            self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
+            self.expert
+                .poll(&i.model, i.capture_path.as_ref(), !i.loading(), &self.waker);
             self.composer.sync(&i.model);
             self.composer.task_flavor = i.task_flavor();
             // A question from the server brings the composer forward.
@@ -557,6 +646,17 @@ impl McpscopeApp {
                         ui.weak(format!("capture: {}", p.display()));
                     }
                 }
+            }
+            if let Some(i) = &self.inspection
+                && let LoadState::Loading(done) = i.load_state()
+            {
+                ui.separator();
+                ui.spinner();
+                ui.label(format!(
+                    "loading capture: {:.0} % ({} rows)",
+                    done * 100.0,
+                    i.model.store.len()
+                ));
             }
             if let Some((sev, text)) = &self.message {
                 ui.separator();
@@ -921,7 +1021,8 @@ impl eframe::App for McpscopeApp {
                 self.handshake_strip(ui);
                 ui.separator();
                 if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model) {
-                    commands.push(Command::Select(r));
+                    // A row picked on the timeline is shown, even over the composer.
+                    commands.push(Command::ShowRow(r));
                 }
             }
         });
