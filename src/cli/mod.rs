@@ -1,5 +1,5 @@
 //! The `mcpscope` command line: the desktop app's entry points and the
-//! headless subcommands (`call`, `proxy`, `doctor`, `lint`) that share its engine.
+//! headless subcommands (`call`, `proxy`, `wrap`, `doctor`, `lint`, …) that share its engine.
 
 mod call;
 mod diff;
@@ -10,6 +10,7 @@ mod lint;
 mod listen;
 mod proxy;
 mod trace;
+mod wrap;
 
 use clap::{Args, Parser, Subcommand};
 use mcpscope_core::transport::process::ServerSpec;
@@ -56,39 +57,15 @@ pub enum Cmd {
     Diff(diff::DiffArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
+    /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
+    Unwrap(wrap::UnwrapArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
         capture: PathBuf,
     },
-}
-
-/// How to start the server: shared by the subcommands.
-#[derive(Args, Debug, Clone)]
-pub struct ServerArgs {
-    /// Environment variable for the server (repeatable), added to the inherited environment.
-    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub env: Vec<(String, String)>,
-
-    /// Working directory for the server.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-
-    /// The server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND ARGS")]
-    pub command: Vec<String>,
-}
-
-impl ServerArgs {
-    pub fn spec(&self) -> ServerSpec {
-        let mut parts = self.command.iter();
-        ServerSpec {
-            program: parts.next().cloned().unwrap_or_default(),
-            args: parts.cloned().collect(),
-            env: self.env.clone(),
-            cwd: self.cwd.clone(),
-        }
-    }
 }
 
 /// How a subcommand reaches its server: a command to start (stdio, the
@@ -225,6 +202,8 @@ pub fn main() -> ExitCode {
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
+        Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
+        Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {
             open: Some(capture),
             ..Default::default()

@@ -1,34 +1,81 @@
-//! `mcpscope proxy`: put mcpscope between a real client and its server.
+//! `mcpscope proxy`: put mcpscope between a real client and its server, over
+//! stdio (`-- COMMAND`) or HTTP (`--listen ADDR --upstream URL`).
 
-use super::ServerArgs;
+use super::exit;
 use clap::Args;
-use mcpscope_core::transport::proxy::{self, ProxyOptions};
+use mcpscope_core::record::state_dir;
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::proxy::{self, ProxyOptions, SessionOptions};
+use mcpscope_core::transport::reverse_proxy::{self, ReverseProxyOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
-    /// Record both directions and the server's stderr to this JSONL capture.
+    /// Record both directions (and the server's stderr) to this JSONL capture.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
 
-    #[command(flatten)]
-    pub server: ServerArgs,
+    /// Record the session under this name in the per-user session directory
+    /// ($XDG_STATE_HOME/mcpscope/sessions), where the app lists and follows it live.
+    #[arg(long, value_name = "NAME", conflicts_with = "capture")]
+    pub session: Option<String>,
+
+    /// Be an HTTP reverse proxy listening on this loopback address (e.g.
+    /// 127.0.0.1:8931) for a client of a remote server; needs --upstream.
+    #[arg(long, value_name = "ADDR", requires = "upstream")]
+    pub listen: Option<String>,
+
+    /// The remote server's MCP endpoint that --listen forwards to.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub upstream: Option<String>,
+
+    /// Environment variable for the server (repeatable), added to the inherited environment.
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
+    pub env: Vec<(String, String)>,
+
+    /// Working directory for the server.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// The server command and its arguments, after `--` (stdio).
+    #[arg(last = true, value_name = "COMMAND ARGS")]
+    pub command: Vec<String>,
 }
 
 pub fn run(args: ProxyArgs) -> ExitCode {
-    let options = ProxyOptions {
-        capture: args.capture,
+    if let (Some(listen), Some(upstream)) = (&args.listen, &args.upstream) {
+        return run_reverse(&args, listen, upstream);
+    }
+    let mut parts = args.command.iter();
+    let Some(program) = parts.next() else {
+        eprintln!("mcpscope proxy: give the server command after `--` (or --listen ADDR --upstream URL)");
+        return ExitCode::from(exit::USAGE);
+    };
+    let spec = ServerSpec {
+        program: program.clone(),
+        args: parts.cloned().collect(),
+        env: args.env.clone(),
+        cwd: args.cwd.clone(),
+    };
+    let mut options = ProxyOptions {
+        capture: args.capture.clone(),
         ..ProxyOptions::default()
     };
+    if let Some(name) = &args.session {
+        // The server must run even if there is nowhere to record it.
+        match state_dir::sessions_dir() {
+            Ok(dir) => {
+                options.session = Some(SessionOptions {
+                    dir,
+                    name: name.clone(),
+                })
+            }
+            Err(e) => eprintln!("mcpscope proxy: not recording this session: {e}"),
+        }
+    }
     // The client reads our stdout as the server's: nothing of ours may go there.
-    match proxy::run(
-        &args.server.spec(),
-        &options,
-        std::io::stdin(),
-        std::io::stdout(),
-        std::io::stderr(),
-    ) {
+    match proxy::run(&spec, &options, std::io::stdin(), std::io::stdout(), std::io::stderr()) {
         Ok(outcome) => {
             for n in &outcome.notes {
                 eprintln!("mcpscope proxy: {n}");
@@ -41,4 +88,50 @@ pub fn run(args: ProxyArgs) -> ExitCode {
             ExitCode::from(127)
         }
     }
+}
+
+fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
+    if !args.command.is_empty() || !args.env.is_empty() || args.cwd.is_some() {
+        eprintln!("mcpscope proxy: --listen forwards to --upstream; a command, --env or --cwd has no place there");
+        return ExitCode::from(exit::USAGE);
+    }
+    let mut options = match ReverseProxyOptions::new(listen, upstream) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("mcpscope proxy: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    options.capture = args.capture.clone();
+    if let Some(name) = &args.session {
+        match state_dir::sessions_dir() {
+            Ok(dir) => {
+                options.session = Some(SessionOptions {
+                    dir,
+                    name: name.clone(),
+                })
+            }
+            Err(e) => eprintln!("mcpscope proxy: not recording this session: {e}"),
+        }
+    }
+    let mut proxy = match reverse_proxy::ReverseProxy::bind(options) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("mcpscope proxy: {e:#}");
+            return ExitCode::from(exit::UNREACHABLE);
+        }
+    };
+    // A client (or a script) may wait for this line to know the port is open.
+    for n in proxy.take_notes() {
+        eprintln!("mcpscope proxy: {n}; forwarding goes on");
+    }
+    eprintln!(
+        "mcpscope proxy: listening on http://{} and forwarding to {upstream}",
+        proxy.local_addr()
+    );
+    let outcome = proxy.run_until_signalled();
+    for n in &outcome.notes {
+        eprintln!("mcpscope proxy: {n}");
+    }
+    ExitCode::from(exit::OK)
 }

@@ -11,6 +11,7 @@ mod eras;
 mod faulty_servers;
 mod http;
 mod lint;
+mod live;
 mod protocol_features;
 mod real_servers;
 mod schema_form;

@@ -196,12 +196,6 @@ fn resources_prompts_subscriptions_logging_progress_over_streamable_http() {
 /// The app's engine: a list_changed burst causes one re-fetch, said on the timeline.
 fn list_changed_refetch(target: Target) {
     let mut i = Inspection::launch(target, "2025-11-25", None);
-    let has = |i: &Inspection, text: &str| {
-        i.model
-            .store
-            .iter()
-            .any(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains(text))
-    };
     // Settled: a re-fetch was made, every tools/list is answered, and no
     // re-fetch is waiting for its burst to end.
     drain_until(&mut i, "a settled re-fetch after tools/list_changed", |i| {
@@ -212,7 +206,18 @@ fn list_changed_refetch(target: Target) {
             .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
             .filter_map(|r| r.id())
             .collect();
-        has(i, "re-fetches tools/list")
+        let refetches = i
+            .model
+            .store
+            .iter()
+            .filter(|r| {
+                r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains("re-fetches tools/list")
+            })
+            .count();
+        // The note is written when the driver decides; the request's frame
+        // comes back from the session thread a moment later.
+        refetches >= 1
+            && lists.len() == 1 + refetches
             && lists.iter().all(|id| i.model.response_to(id).is_some())
             && i.next_wakeup().is_none()
     });

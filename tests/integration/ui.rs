@@ -42,7 +42,7 @@ fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
 fn handshake_done(app: &McpscopeApp) -> bool {
     app.inspection
         .as_ref()
-        .is_some_and(|i| i.model.handshake.judged.is_some() && i.model.handshake.initialized_row.is_some())
+        .is_some_and(|i| i.model.handshake.judged().is_some() && i.model.handshake.initialized_row.is_some())
 }
 
 fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
@@ -156,12 +156,45 @@ fn open_a_capture_offline() {
     let app = h.state();
     let model = &app.inspection.as_ref().unwrap().model;
     assert!(!model.is_live());
-    assert!(model.handshake.judged.is_some());
+    assert!(model.handshake.judged().is_some());
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
     h.step();
     assert!(shows(&h, "\"echo\""), "tools/list result in the tree");
     assert!(shows(&h, "offline capture"));
+}
+
+/// #14: File, Open capture… works where no desktop portal runs (as here):
+/// mcpscope's own picker lists the folder and takes a typed path.
+#[test]
+fn open_capture_through_the_in_app_file_picker() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("picked.jsonl");
+    std::fs::copy(repo().join("tests/captures/not-json.jsonl"), &cap).unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("File").click();
+    h.step();
+    h.step();
+    h.get_by_label("Open capture…").click();
+    h.step();
+    h.step();
+    assert!(h.state().picker.is_some(), "the picker opened");
+    // A window is laid out on its first frame and shown on the next.
+    h.step();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file")
+        .type_text(&cap.display().to_string());
+    h.step();
+    h.get_by_label("Open").click();
+    step_until(&mut h, "the capture", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.is_live() && !i.model.store.is_empty())
+    });
+    assert!(h.state().picker.is_none(), "the picker closed");
 }
 
 #[test]
@@ -628,10 +661,147 @@ fn images_render_and_prompt_arguments_get_completions() {
     );
     // The suggestions row is gone on the next frame: query the button after it.
     h.step();
+    // The second argument's suggestions depend on the first (sent as context)
+    // and are shown; with both fields filled nothing asks again and again.
+    h.get_by_role_and_label(Role::TextInput, "name *").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "name *").type_text("A");
+    let completions = |app: &McpscopeApp| {
+        app.inspection.as_ref().map_or(0, |i| {
+            i.model
+                .store
+                .iter()
+                .filter(|r| {
+                    r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("completion/complete")
+                })
+                .count()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.query_by_label("Alice").is_none() {
+        assert!(Instant::now() < deadline, "no suggestion for name");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let asked = completions(h.state());
+    assert_eq!(asked, 2, "one request per settled text of each field");
+    // Give a storm time to show: three round trips to the server.
+    for _ in 0..3 {
+        let ping = h
+            .state_mut()
+            .inspection
+            .as_mut()
+            .unwrap()
+            .send(mcpscope_app::inspection::Outgoing::Request {
+                method: "ping".into(),
+                params: None,
+                id: None,
+            });
+        step_until(&mut h, "the ping's answer", |app| {
+            let i = app.inspection.as_ref().unwrap();
+            ping.as_ref().is_some_and(|id| i.model.response_to(id).is_some())
+        });
+    }
+    assert_eq!(completions(h.state()), asked, "no requests while nothing changed");
+    h.get_by_label("Alice").click_accesskit();
+    h.step();
+    h.step();
     h.get_by_label("Send prompts/get").click_accesskit();
     step_until(&mut h, "the prompt", |app| {
-        answer_text(app).is_some_and(|t| t.contains("Engineering"))
+        answer_text(app).is_some_and(|t| t.contains("Engineering") && t.contains("Alice"))
     });
+    h.state_mut().inspection = None;
+}
+
+/// #14: adding an environment variable keeps the section open.
+#[test]
+fn add_variable_keeps_the_environment_section_open() {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("Environment (0)").click();
+    h.step();
+    h.step();
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "Environment (1)"));
+    assert!(
+        h.query_by_label("Add variable").is_some(),
+        "the section stays open with its new row"
+    );
+    h.get_by_label("Add variable").click();
+    h.step();
+    h.step();
+    assert!(h.query_by_label("Add variable").is_some());
+    assert_eq!(h.state().launcher.form.env.len(), 2);
+}
+
+/// #14: the notifications the server sent are listed, not only counted.
+#[test]
+fn notifications_are_listed_in_their_own_tab() {
+    let mut h = launch_everything();
+    step_until(&mut h, "a notification", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.notification_rows.is_empty())
+    });
+    h.get_by_label_contains("Notifications (").click();
+    h.step();
+    h.step();
+    let n = h.state().inspection.as_ref().unwrap().model.notification_rows.len();
+    assert!(shows(&h, &format!("{n} of {n} notifications")));
+    assert!(h.query_all_by_label_contains("notifications/").count() >= 1);
+    h.state_mut().inspection = None;
+}
+
+/// #14: the tool picker can be searched.
+#[test]
+fn the_tool_picker_is_searchable() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "get-tiny-image");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_role_and_label(Role::ComboBox, "tool").click();
+    h.step();
+    h.step();
+    let total = h.state().composer.lists.tools.len();
+    assert!(shows(&h, &format!("{total} of {total} tools")));
+    h.get_by_role_and_label(Role::TextInput, "search tools")
+        .type_text("TINY image");
+    h.step();
+    h.step();
+    assert!(
+        shows(&h, &format!("1 of {total} tools")),
+        "only the matching tool is listed"
+    );
+    h.get_by_label("get-tiny-image (Get Tiny Image Tool)").click_accesskit();
+    h.step();
+    h.step();
+    assert_eq!(h.state().composer.tool.name.as_deref(), Some("get-tiny-image"));
+    h.state_mut().inspection = None;
+}
+
+/// #14: a request pending when the server dies ends at once, saying so.
+#[test]
+fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
+    let mut h = harness(launching(&faulty("crash-on-call")));
+    wait_for_tool(&mut h, "echo");
+    choose_tool(&mut h, "echo", "");
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the end of the call", |app| {
+        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+            return false;
+        };
+        i.failure(&p.id).is_some()
+    });
+    assert!(
+        shows(&h, "the server exited with code 7 before answering"),
+        "the reason is shown"
+    );
+    assert!(
+        !shows(&h, "waiting for the answer"),
+        "no spinner for a request that cannot be answered"
+    );
     h.state_mut().inspection = None;
 }
 

@@ -33,7 +33,7 @@ import traceback
 
 MODES = [
     "normal", "stdout-log", "invalid-utf8", "not-jsonrpc", "bad-jsonrpc", "crlf", "partial-eof",
-    "big-line", "crash", "hang", "no-read", "out-of-order", "counter-offer", "bogus-version",
+    "big-line", "crash", "crash-on-call", "hang", "no-read", "out-of-order", "counter-offer", "bogus-version",
     "enforce", "tool-error", "ping", "grandchild", "flood", "stderr-flood", "paginate",
 ]
 
@@ -204,6 +204,10 @@ class Server:
                 return
             send(result(id_, {"tools": [ECHO_TOOL]}))
         elif method == "tools/call":
+            if self.mode == "crash-on-call":
+                log(f"crash-on-call: exiting with status 7 before answering id={id_!r}")
+                sys.stderr.flush()
+                os._exit(7)
             if self.mode == "out-of-order":
                 self.pending.append((id_, params))
                 if self.deadline is None:

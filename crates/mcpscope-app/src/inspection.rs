@@ -522,9 +522,9 @@ impl Inspection {
         }
     }
 
-    /// Copies the capture to `to` (it is already complete on disk up to the last event).
-    pub fn save_capture(&self, to: &Path) -> Result<()> {
-        let from = self.capture_path.as_ref().context("this session has no capture")?;
+    /// Copies the capture to `to` (it is already complete on disk up to the
+    /// last event). File I/O: the app runs it on a worker.
+    pub fn save_capture(from: &Path, to: &Path) -> Result<()> {
         if from != to {
             std::fs::copy(from, to).with_context(|| format!("cannot write {}", to.display()))?;
         }
@@ -605,11 +605,15 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
 fn perform(driver: &mut Driver, session: &Session, model: &mut SessionModel, ends: &mut Ends) {
     while let Some(a) = driver.poll_action() {
         match a {
-            Action::Send { message, timeout } => {
+            Action::Send {
+                message,
+                timeout,
+                headers,
+            } => {
                 if let Some(id) = message_request_id(&message) {
                     model.watch(id);
                 }
-                session.send(&message, timeout);
+                session.send(&message, timeout, headers);
             }
             Action::SendRaw { line, .. } => session.send_raw(line),
             Action::Cancel { id, reason } => session.cancel(id, Some(reason)),

@@ -11,8 +11,10 @@ use self::inspection::{Inspection, LoadState};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
+use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::log_view::{LogAction, LogPanel};
+use self::panels::notifications::{NotificationsAction, NotificationsPanel};
 use self::panels::stats_view::StatsPanel;
 use self::panels::timeline::{TimelineAction, TimelinePanel};
 use crossbeam_channel::{Receiver, bounded};
@@ -62,7 +64,7 @@ pub fn run(args: StartupArgs) -> ExitCode {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DialogPurpose {
+pub enum DialogPurpose {
     OpenCapture,
     SaveCapture,
     ImportConfig,
@@ -101,6 +103,7 @@ pub enum RightTab {
 pub enum BottomTab {
     Stderr,
     Expert,
+    Notifications,
     Log,
     Latency,
 }
@@ -114,6 +117,7 @@ pub struct McpscopeApp {
     pub diff: DiffView,
     pub composer: ComposerPanel,
     pub log: LogPanel,
+    pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
@@ -130,6 +134,11 @@ pub struct McpscopeApp {
     opening: Option<Inspection>,
     /// A config file being read.
     importing: Option<Importing>,
+    /// The in-app file picker, while open.
+    pub picker: Option<(DialogPurpose, FilePicker)>,
+    ctx: egui::Context,
+    /// File work running on workers: what it is, and its outcome when done.
+    jobs: Vec<(String, Receiver<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
 }
@@ -208,6 +217,7 @@ impl McpscopeApp {
             diff: DiffView::default(),
             composer: ComposerPanel::default(),
             log: LogPanel::default(),
+            notifications: NotificationsPanel::default(),
             stats: StatsPanel::default(),
             ping: None,
             right_tab: RightTab::Frame,
@@ -219,6 +229,9 @@ impl McpscopeApp {
             dialog: None,
             opening: None,
             importing: None,
+            picker: None,
+            ctx: ctx.clone(),
+            jobs: Vec::new(),
             last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
         }
@@ -338,6 +351,7 @@ impl McpscopeApp {
         self.expert.reset();
         self.composer.reset();
         self.log.reset();
+        self.notifications.reset();
         self.stats.reset();
         self.ping = None;
         self.seen_server_requests = 0;
@@ -377,12 +391,14 @@ impl McpscopeApp {
                 ));
                 self.message = Some((Severity::Info, format!("opening {}…", path.display())));
             }
-            Command::SaveCapture(path) => match &self.inspection {
-                Some(i) => {
-                    self.message = Some(match i.save_capture(&path) {
-                        Ok(()) => (Severity::Ok, format!("capture saved to {}", path.display())),
-                        Err(e) => (Severity::Error, format!("{e:#}")),
-                    })
+            Command::SaveCapture(path) => match self.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
+                Some(from) => {
+                    let to = path.clone();
+                    self.background(format!("saving the capture to {}", path.display()), move || {
+                        Inspection::save_capture(&from, &to)
+                            .map(|()| format!("capture saved to {}", to.display()))
+                            .map_err(|e| format!("{e:#}"))
+                    });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
             },
@@ -469,14 +485,48 @@ impl McpscopeApp {
         }
     }
 
-    /// Opens a native file dialog on a worker thread: it blocks until the user answers.
+    /// Opens the in-app file picker (it works without a desktop portal); it
+    /// offers the system dialog too.
     fn pick(&mut self, purpose: DialogPurpose) {
+        let (title, kind) = match purpose {
+            DialogPurpose::OpenCapture => (
+                "Open capture",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::SaveCapture => (
+                "Save capture",
+                PickKind::Save {
+                    default_name: "capture.jsonl".into(),
+                },
+            ),
+            DialogPurpose::ImportConfig => (
+                "Import servers from a config file",
+                PickKind::Open {
+                    extensions: vec!["json"],
+                },
+            ),
+            DialogPurpose::DiffSide(_) => (
+                "Choose a capture to compare",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
+            DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
+        };
+        let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        self.picker = Some((purpose, FilePicker::new(title, kind, start, &self.ctx)));
+    }
+
+    /// The desktop's own dialog, on a worker thread: it blocks until the user answers.
+    fn system_dialog(&mut self, purpose: DialogPurpose) {
         if self.dialog.is_some() {
             return;
         }
         let (tx, rx) = bounded(1);
         let waker = Arc::clone(&self.waker);
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("mcpscope-dialog".into())
             .spawn(move || {
                 let dialog = rfd::FileDialog::new();
@@ -492,9 +542,11 @@ impl McpscopeApp {
                 };
                 let _ = tx.send(path);
                 waker();
-            })
-            .expect("spawning the dialog thread");
-        self.dialog = Some((purpose, rx));
+            });
+        match spawned {
+            Ok(_) => self.dialog = Some((purpose, rx)),
+            Err(e) => self.message = Some((Severity::Error, format!("cannot open the system dialog: {e}"))),
+        }
     }
 
     fn poll_dialog(&mut self) {
@@ -502,14 +554,84 @@ impl McpscopeApp {
         let Ok(answer) = rx.try_recv() else { return };
         let purpose = *purpose;
         self.dialog = None;
-        if let Some(path) = answer {
-            match purpose {
-                DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
-                DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
-                DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
-                DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
-                DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        match answer {
+            Some(path) => self.picked(purpose, path),
+            // rfd answers nothing both when the user cancels and when no
+            // dialog could be shown: say both.
+            None => {
+                self.message = Some((
+                    Severity::Warning,
+                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running: use \
+                     mcpscope's own picker)"
+                        .into(),
+                ))
             }
+        }
+    }
+
+    fn picked(&mut self, purpose: DialogPurpose, path: PathBuf) {
+        match purpose {
+            DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
+            DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
+            DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
+            DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
+            DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+        }
+    }
+
+    /// The in-app picker, while one is open.
+    fn picker_ui(&mut self, ctx: &egui::Context) {
+        let Some((purpose, picker)) = &mut self.picker else {
+            return;
+        };
+        let purpose = *purpose;
+        match picker.window(ctx) {
+            None => {}
+            Some(PickerAction::Cancelled) => self.picker = None,
+            Some(PickerAction::Chosen(path)) => {
+                self.picker = None;
+                self.picked(purpose, path);
+            }
+            Some(PickerAction::SystemDialog) => {
+                self.picker = None;
+                self.system_dialog(purpose);
+            }
+        }
+    }
+
+    /// Runs file work on a worker (the UI thread never does I/O); its outcome
+    /// shows in the status bar.
+    fn background(&mut self, what: String, work: impl FnOnce() -> Result<String, String> + Send + 'static) {
+        let (tx, rx) = bounded(1);
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new().name("mcpscope-file".into()).spawn(move || {
+            let _ = tx.send(work());
+            waker();
+        });
+        match spawned {
+            Ok(_) => {
+                self.message = Some((Severity::Info, format!("{what}…")));
+                self.jobs.push((what, rx));
+            }
+            Err(e) => self.message = Some((Severity::Error, format!("{what}: cannot start a worker: {e}"))),
+        }
+    }
+
+    fn poll_jobs(&mut self) {
+        let mut done = Vec::new();
+        self.jobs.retain(|(_, rx)| match rx.try_recv() {
+            Ok(outcome) => {
+                done.push(outcome);
+                false
+            }
+            Err(crossbeam_channel::TryRecvError::Empty) => true,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => false,
+        });
+        for outcome in done {
+            self.message = Some(match outcome {
+                Ok(text) => (Severity::Ok, text),
+                Err(text) => (Severity::Error, text),
+            });
         }
     }
 
@@ -517,6 +639,7 @@ impl McpscopeApp {
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
         self.poll_import();
+        self.poll_jobs();
         self.diff.poll();
         let mut more = false;
         if let Some(o) = &mut self.opening {
@@ -724,7 +847,7 @@ impl McpscopeApp {
 
     fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
-        let Some(h) = &i.model.handshake.judged else {
+        let Some(h) = i.model.handshake.judged() else {
             match &i.era().discovery {
                 Some(d) => {
                     ui.horizontal_wrapped(|ui| {
@@ -845,6 +968,8 @@ impl McpscopeApp {
                 }))
             };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let notes = format!("Notifications ({})", i.model.notification_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Notifications, notes);
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
@@ -857,6 +982,13 @@ impl McpscopeApp {
                     && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Notifications => {
+                if let Some(i) = &self.inspection
+                    && let Some(NotificationsAction::Select(row)) = self.notifications.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
                 }
             }
             BottomTab::Log => {
@@ -950,7 +1082,7 @@ impl eframe::App for McpscopeApp {
         let running = self.running();
         egui::Panel::left("launcher")
             .resizable(true)
-            .default_size(330.0)
+            .default_size(300.0)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
                     if let Some(a) = self.launcher.ui(ui, running) {
@@ -972,7 +1104,7 @@ impl eframe::App for McpscopeApp {
         }
         egui::Panel::right("detail")
             .resizable(true)
-            .default_size(560.0)
+            .default_size(460.0)
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();
@@ -1027,6 +1159,7 @@ impl eframe::App for McpscopeApp {
             }
         });
         let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        self.picker_ui(ui.ctx());
         match self.diff.window(ui.ctx(), session_capture.is_some()) {
             Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
             Some(DiffAction::UseSession(side)) => {

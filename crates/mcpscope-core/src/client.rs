@@ -315,7 +315,11 @@ impl Client {
     fn perform(&mut self, frame: Option<&Frame>) {
         while let Some(a) = self.driver.poll_action() {
             match a {
-                Action::Send { message, timeout } => self.session.send(&message, timeout),
+                Action::Send {
+                    message,
+                    timeout,
+                    headers,
+                } => self.session.send(&message, timeout, headers),
                 Action::SendRaw { line, .. } => self.session.send_raw(line),
                 Action::Cancel { id, reason } => self.session.cancel(id, Some(reason)),
                 Action::Note(text) => self.session.note(text),

@@ -26,6 +26,11 @@ pub struct ToolMode {
     pub as_task: bool,
     /// Tool calls sent so far: each gets a fresh progress token.
     pub calls: usize,
+    /// What the tool picker is filtered by.
+    pub search: String,
+    /// The picker was open last frame (its search field takes the focus
+    /// only when it opens).
+    picker_open: bool,
 }
 
 impl Default for ToolMode {
@@ -39,8 +44,23 @@ impl Default for ToolMode {
             with_progress: true,
             as_task: false,
             calls: 0,
+            search: String::new(),
+            picker_open: false,
         }
     }
+}
+
+/// Whether a tool matches what was typed in the picker's search field (every
+/// word, ignoring case, in its name, title or description).
+pub fn tool_matches(t: &ToolDef, search: &str) -> bool {
+    let hay = format!(
+        "{} {} {}",
+        t.name,
+        t.title.as_deref().unwrap_or_default(),
+        t.description.as_deref().unwrap_or_default()
+    )
+    .to_lowercase();
+    search.to_lowercase().split_whitespace().all(|w| hay.contains(w))
 }
 
 impl ToolMode {
@@ -128,22 +148,39 @@ impl ToolMode {
         let current = self.name.clone().unwrap_or_else(|| "choose a tool".into());
         let mut chosen = None;
         let label = ui.label("tool");
+        let search = &mut self.search;
+        let selected = &self.name;
+        let was_open = self.picker_open;
+        let mut open = false;
         egui::ComboBox::from_id_salt("composer-tool")
             .selected_text(current)
             .width(260.0)
+            .height(360.0)
             .show_ui(ui, |ui| {
-                for t in &lists.tools {
+                let l = ui.label("search tools");
+                let field = ui
+                    .add(egui::TextEdit::singleline(search).hint_text("name, title or description"))
+                    .labelled_by(l.id);
+                open = true;
+                if !was_open {
+                    field.request_focus();
+                }
+                let matching: Vec<&ToolDef> = lists.tools.iter().filter(|t| tool_matches(t, search)).collect();
+                ui.weak(format!("{} of {} tools", matching.len(), lists.tools.len()));
+                for t in matching {
                     let text = match &t.title {
                         Some(title) if title != &t.name => format!("{} ({title})", t.name),
                         _ => t.name.clone(),
                     };
-                    if ui.selectable_label(self.name.as_ref() == Some(&t.name), text).clicked() {
+                    if ui.selectable_label(selected.as_ref() == Some(&t.name), text).clicked() {
                         chosen = Some(t.name.clone());
+                        ui.close();
                     }
                 }
             })
             .response
             .labelled_by(label.id);
+        self.picker_open = open;
         if let Some(name) = chosen {
             self.choose(lists, &name);
         }
@@ -213,5 +250,25 @@ impl ToolMode {
                 })
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_picker_matches_every_word_in_name_title_or_description() {
+        let t = ToolDef {
+            name: "get-weather".into(),
+            title: Some("Weather".into()),
+            description: Some("Forecast for a city".into()),
+            input_schema: json!({}),
+            output_schema: None,
+        };
+        assert!(tool_matches(&t, ""));
+        assert!(tool_matches(&t, "WEATHER city"));
+        assert!(tool_matches(&t, "forecast"));
+        assert!(!tool_matches(&t, "weather stock"));
     }
 }

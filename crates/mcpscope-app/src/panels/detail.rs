@@ -32,6 +32,8 @@ pub struct DetailPanel {
     parsed: Parsed,
     pub tree: JsonTreeState,
     pub show_raw: bool,
+    /// The next frame drawn starts its views at the top.
+    scroll_to_top: bool,
 }
 
 impl Default for DetailPanel {
@@ -41,6 +43,7 @@ impl Default for DetailPanel {
             parsed: Parsed::None,
             tree: JsonTreeState::default(),
             show_raw: true,
+            scroll_to_top: false,
         }
     }
 }
@@ -57,6 +60,8 @@ impl DetailPanel {
         }
         self.row = row;
         self.tree.reset();
+        // Another frame starts at its top, not at the last frame's offset.
+        self.scroll_to_top = true;
         self.parsed = Parsed::None;
         let Some(r) = row.and_then(|r| model.store.get(r)) else {
             return;
@@ -157,7 +162,8 @@ impl DetailPanel {
                 }
             });
         }
-        ui.horizontal(|ui| {
+        // Wrapped, and the transient "copied …" truncated: neither may widen the panel.
+        ui.horizontal_wrapped(|ui| {
             if ui.button("Expand all").clicked() {
                 self.tree.expand_all();
             }
@@ -171,7 +177,7 @@ impl DetailPanel {
                 self.tree.last_copied = Some("the raw line".into());
             }
             if let Some(c) = &self.tree.last_copied {
-                ui.weak(format!("copied {c}"));
+                ui.add(egui::Label::new(RichText::new(format!("copied {c}")).weak()).truncate());
             }
         });
         ui.separator();
@@ -181,47 +187,59 @@ impl DetailPanel {
             0.0
         };
         let tree_height = (ui.available_height() - raw_height).max(80.0);
-        egui::ScrollArea::both()
-            .id_salt("detail-tree")
-            .max_height(tree_height)
-            .auto_shrink([false, true])
-            .show(ui, |ui| match &self.parsed {
-                Parsed::Ready(v) => {
-                    let v = Arc::clone(v);
-                    json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
-                }
-                Parsed::Pending(_) => {
-                    ui.horizontal(|ui| {
-                        ui.spinner();
-                        ui.label(format!("parsing {} bytes…", row.raw().len()));
-                    });
-                }
-                Parsed::Failed(e) => {
-                    ui.label(RichText::new(format!("Not JSON: {e}")).color(theme::ANOMALY_MARK));
-                }
-                Parsed::None => {
-                    ui.label(RichText::new(row.text()).monospace());
-                }
-            });
+        let top = std::mem::take(&mut self.scroll_to_top);
+        let at_top = |area: egui::ScrollArea| {
+            if top {
+                area.scroll_offset(egui::Vec2::ZERO)
+            } else {
+                area
+            }
+        };
+        at_top(
+            egui::ScrollArea::both()
+                .id_salt("detail-tree")
+                .max_height(tree_height)
+                .auto_shrink([false, true]),
+        )
+        .show(ui, |ui| match &self.parsed {
+            Parsed::Ready(v) => {
+                let v = Arc::clone(v);
+                json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
+            }
+            Parsed::Pending(_) => {
+                ui.horizontal(|ui| {
+                    ui.spinner();
+                    ui.label(format!("parsing {} bytes…", row.raw().len()));
+                });
+            }
+            Parsed::Failed(e) => {
+                ui.label(RichText::new(format!("Not JSON: {e}")).color(theme::ANOMALY_MARK));
+            }
+            Parsed::None => {
+                ui.label(RichText::new(row.text()).monospace());
+            }
+        });
         if self.show_raw && row.lane() != Lane::Meta {
             ui.separator();
-            egui::ScrollArea::both()
-                .id_salt("detail-raw")
-                .auto_shrink([false, false])
-                .show(ui, |ui| {
-                    let text = row.text();
-                    let shown = mcpscope_core::text::shorten(&text, RAW_VIEW_LIMIT);
-                    let ending = match row.ending() {
-                        mcpscope_core::wire::framing::LineEnding::Lf => "",
-                        mcpscope_core::wire::framing::LineEnding::CrLf => "\\r",
-                        mcpscope_core::wire::framing::LineEnding::Eof => "  (no newline: the stream ended here)",
-                    };
-                    ui.add(
-                        egui::Label::new(RichText::new(format!("{shown}{ending}")).monospace())
-                            .wrap()
-                            .selectable(true),
-                    );
-                });
+            at_top(
+                egui::ScrollArea::both()
+                    .id_salt("detail-raw")
+                    .auto_shrink([false, false]),
+            )
+            .show(ui, |ui| {
+                let text = row.text();
+                let shown = mcpscope_core::text::shorten(&text, RAW_VIEW_LIMIT);
+                let ending = match row.ending() {
+                    mcpscope_core::wire::framing::LineEnding::Lf => "",
+                    mcpscope_core::wire::framing::LineEnding::CrLf => "\\r",
+                    mcpscope_core::wire::framing::LineEnding::Eof => "  (no newline: the stream ended here)",
+                };
+                ui.add(
+                    egui::Label::new(RichText::new(format!("{shown}{ending}")).monospace())
+                        .wrap()
+                        .selectable(true),
+                );
+            });
         }
         action
     }

@@ -452,7 +452,10 @@ impl LauncherPanel {
         } else {
             (format!("Environment ({})", self.form.env.len()), &mut self.form.env)
         };
-        ui.collapsing(title, |ui| {
+        // A salt that does not change with the count: a title with the count
+        // in it would be another header (collapsed) after each Add.
+        let salt = if http { "launcher-headers" } else { "launcher-env" };
+        egui::CollapsingHeader::new(title).id_salt(salt).show(ui, |ui| {
             let mut remove = None;
             for (i, row) in rows.iter_mut().enumerate() {
                 ui.horizontal(|ui| {

@@ -4,10 +4,12 @@
 pub mod detail;
 pub mod diff_view;
 pub mod expert;
+pub mod file_picker;
 pub mod form_view;
 pub mod json_tree;
 pub mod launcher;
 pub mod log_view;
+pub mod notifications;
 pub mod result_view;
 pub mod stats_view;
 pub mod timeline;

@@ -5,6 +5,7 @@
 
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
+use crossbeam_channel::{Receiver, bounded};
 use egui::{Color32, RichText, Ui};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::tool_result::{self, Block, CallOutcome, ResourceContents, StructuredCheck, ToolResult};
@@ -16,15 +17,27 @@ use std::path::PathBuf;
 /// Images wider than this are scaled down to fit.
 const MAX_IMAGE_WIDTH: f32 = 420.0;
 
+/// An answer read on a worker: parsed, interpreted, its images decoded.
+struct Read {
+    message: Option<Value>,
+    outcome: Option<CallOutcome>,
+    images: HashMap<usize, Result<egui::ColorImage, String>>,
+}
+
 #[derive(Default)]
 pub struct ResultView {
     row: Option<usize>,
+    /// The answer being read on a worker (it can be megabytes of base64).
+    reading: Option<Receiver<Read>>,
     message: Option<Value>,
     outcome: Option<CallOutcome>,
     tree: JsonTreeState,
     block_trees: HashMap<usize, JsonTreeState>,
     /// Decoded images by block index (or why they could not be shown).
+    images: HashMap<usize, Result<egui::ColorImage, String>>,
     textures: HashMap<usize, Result<egui::TextureHandle, String>>,
+    /// A blob being written on a worker.
+    saving: Option<Receiver<Result<PathBuf, String>>>,
     /// Where the last saved blob went.
     pub saved: Option<Result<PathBuf, String>>,
 }
@@ -39,34 +52,75 @@ impl ResultView {
         self.outcome.as_ref()
     }
 
-    fn load(&mut self, model: &SessionModel, row: usize, method: &str, output_schema: Option<&Value>) {
+    /// Starts reading the answer at `row` on a worker (once per row).
+    fn load(
+        &mut self,
+        ctx: &egui::Context,
+        model: &SessionModel,
+        row: usize,
+        method: &str,
+        output_schema: Option<&Value>,
+    ) {
         if self.row == Some(row) {
             return;
         }
         self.reset();
         self.row = Some(row);
-        let v = model
-            .store
-            .get(row)
-            .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok());
-        // A task (2026-07-28 extension) that ended carries the tool's answer inline.
-        let v = v.map(|v| {
-            if method == methods::TOOLS_CALL {
-                unwrap_task(v)
-            } else {
-                v
+        let raw = model.store.get(row).map(|r| r.raw().to_vec()).unwrap_or_default();
+        let method = method.to_owned();
+        let output_schema = output_schema.cloned();
+        let (tx, rx) = bounded(1);
+        let ctx = ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-result".into())
+            .spawn(move || {
+                let _ = tx.send(read(&raw, &method, output_schema.as_ref()));
+                ctx.request_repaint();
+            });
+        match spawned {
+            Ok(_) => self.reading = Some(rx),
+            Err(e) => {
+                self.message = None;
+                self.saved = Some(Err(format!("cannot start a worker to read the answer: {e}")));
             }
-        });
-        if method == methods::TOOLS_CALL
-            && let Some(v) = &v
-        {
-            self.outcome = Some(tool_result::interpret(v, output_schema));
         }
-        self.message = v;
+    }
+
+    /// Takes what the workers finished.
+    fn poll(&mut self) {
+        if let Some(rx) = &self.reading
+            && let Ok(read) = rx.try_recv()
+        {
+            self.reading = None;
+            self.message = read.message;
+            self.outcome = read.outcome;
+            self.images = read.images;
+        }
+        if let Some(rx) = &self.saving
+            && let Ok(saved) = rx.try_recv()
+        {
+            self.saving = None;
+            self.saved = Some(saved);
+        }
+    }
+
+    /// Writes a blob on a worker; [`ResultView::poll`] takes the outcome.
+    fn save(&mut self, ctx: &egui::Context, bytes: &[u8], mime: &str, index: usize) {
+        let (tx, rx) = bounded(1);
+        let (bytes, mime, ctx) = (bytes.to_vec(), mime.to_owned(), ctx.clone());
+        let spawned = std::thread::Builder::new().name("mcpscope-save".into()).spawn(move || {
+            let _ = tx.send(save_blob(&bytes, &mime, index));
+            ctx.request_repaint();
+        });
+        match spawned {
+            Ok(_) => self.saving = Some(rx),
+            Err(e) => self.saved = Some(Err(format!("cannot start a worker to save: {e}"))),
+        }
     }
 
     pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel, row: usize, method: &str, output_schema: Option<&Value>) {
-        self.load(model, row, method, output_schema);
+        self.load(ui.ctx(), model, row, method, output_schema);
+        self.poll();
         let latency = model.store.get(row).and_then(|r| r.link()).map(|(_, l)| l);
         ui.horizontal(|ui| {
             ui.strong(format!("Answer to {method}"));
@@ -75,6 +129,16 @@ impl ResultView {
                 ui.weak(crate::panels::timeline::format_latency(l));
             }
         });
+        if self.reading.is_some() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.weak(format!(
+                    "reading the answer ({} bytes)",
+                    model.store.get(row).map_or(0, |r| r.raw().len())
+                ));
+            });
+            return;
+        }
         let Some(message) = self.message.clone() else {
             ui.label(RichText::new("the answer is not JSON: see the raw line on the timeline").color(theme::ERROR));
             return;
@@ -219,10 +283,17 @@ impl ResultView {
                         ui.label(RichText::new(format!("cannot decode the base64 data: {e}")).color(theme::ERROR));
                     }
                     Ok(bytes) => {
-                        let texture = self
-                            .textures
-                            .entry(i)
-                            .or_insert_with(|| decode_image(ui.ctx(), &format!("result-image-{i}"), bytes));
+                        let decoded = self.images.remove(&i);
+                        let texture = self.textures.entry(i).or_insert_with(|| match decoded {
+                            // Uploading the decoded pixels is all the UI thread does.
+                            Some(Ok(img)) => Ok(ui.ctx().load_texture(
+                                format!("result-image-{i}"),
+                                img,
+                                egui::TextureOptions::LINEAR,
+                            )),
+                            Some(Err(e)) => Err(e),
+                            None => Err("the image was not decoded".into()),
+                        });
                         match texture {
                             Ok(t) => {
                                 let size = t.size_vec2();
@@ -235,7 +306,7 @@ impl ResultView {
                             }
                         }
                         if ui.small_button("Save image…").clicked() {
-                            self.saved = Some(save_blob(bytes, mime, i));
+                            self.save(ui.ctx(), bytes, mime, i);
                         }
                     }
                 }
@@ -249,7 +320,7 @@ impl ResultView {
                     Ok(bytes) => {
                         ui.label(format!("{} bytes of audio", bytes.len()));
                         if ui.small_button("Save audio to a file").clicked() {
-                            self.saved = Some(save_blob(bytes, mime, i));
+                            self.save(ui.ctx(), bytes, mime, i);
                         }
                     }
                 }
@@ -298,7 +369,7 @@ impl ResultView {
                     ResourceContents::Blob(Ok(bytes)) => {
                         ui.label(format!("{} bytes of binary data", bytes.len()));
                         if ui.small_button("Save to a file").clicked() {
-                            self.saved = Some(save_blob(bytes, mime.as_deref().unwrap_or(""), i));
+                            self.save(ui.ctx(), bytes, mime.as_deref().unwrap_or(""), i);
                         }
                     }
                     ResourceContents::Blob(Err(e)) => {
@@ -403,13 +474,42 @@ fn resource_contents_ui(ui: &mut Ui, result: &Value) {
     }
 }
 
-/// Decodes PNG, JPEG, GIF or WebP bytes into a texture.
-fn decode_image(ctx: &egui::Context, name: &str, bytes: &[u8]) -> Result<egui::TextureHandle, String> {
+/// Parses an answer, interprets a tool result and decodes its images: the
+/// work a multi-megabyte answer must not do on the UI thread.
+fn read(raw: &[u8], method: &str, output_schema: Option<&Value>) -> Read {
+    let message = serde_json::from_slice::<Value>(raw).ok();
+    // A task (2026-07-28 extension) that ended carries the tool's answer inline.
+    let message = message.map(|v| {
+        if method == methods::TOOLS_CALL {
+            unwrap_task(v)
+        } else {
+            v
+        }
+    });
+    let outcome = (method == methods::TOOLS_CALL)
+        .then(|| message.as_ref().map(|v| tool_result::interpret(v, output_schema)))
+        .flatten();
+    let mut images = HashMap::new();
+    if let Some(CallOutcome::ToolSuccess(r) | CallOutcome::ToolFailure(r)) = &outcome {
+        for (i, block) in r.blocks.iter().enumerate() {
+            if let Block::Image { data: Ok(bytes), .. } = block {
+                images.insert(i, decode_image(bytes.as_slice()));
+            }
+        }
+    }
+    Read {
+        message,
+        outcome,
+        images,
+    }
+}
+
+/// Decodes PNG, JPEG, GIF or WebP bytes into pixels.
+fn decode_image(bytes: &[u8]) -> Result<egui::ColorImage, String> {
     let img = image::load_from_memory(bytes).map_err(|e| format!("cannot decode the image: {e}"))?;
     let rgba = img.to_rgba8();
     let size = [rgba.width() as usize, rgba.height() as usize];
-    let color = egui::ColorImage::from_rgba_unmultiplied(size, rgba.as_raw());
-    Ok(ctx.load_texture(name, color, egui::TextureOptions::LINEAR))
+    Ok(egui::ColorImage::from_rgba_unmultiplied(size, rgba.as_raw()))
 }
 
 /// Writes a blob to the temp directory, named by its type.

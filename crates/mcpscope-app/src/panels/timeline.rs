@@ -399,10 +399,21 @@ impl TimelinePanel {
         let spacing = ui.spacing().item_spacing.y;
         // A million rows must not shrink the thumb to a dot.
         ui.spacing_mut().scroll.handle_min_length = THUMB_MIN_LENGTH;
+        // Scrolling the list by hand stops following the tail.
+        let wheel = ui.input(|i| i.smooth_scroll_delta.y != 0.0);
+        if self.follow_tail && wheel && ui.rect_contains_pointer(ui.available_rect_before_wrap()) {
+            self.follow_tail = false;
+        }
         let mut area = egui::ScrollArea::vertical()
             .id_salt("timeline")
             .auto_shrink([false, false])
             .stick_to_bottom(self.follow_tail);
+        if self.follow_tail {
+            // Ticked means the newest row is on screen, wherever the view was
+            // (an exact offset: one past the end would hide every row).
+            let content = total as f32 * (row_h + spacing) - spacing;
+            area = area.vertical_scroll_offset((content - ui.available_height()).max(0.0));
+        }
         if self.scroll_to_selection
             && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
         {
@@ -651,9 +662,16 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// Room kept right of the stderr lane for its text and notes.
+    const STDERR_TEXT: f32 = 190.0;
+
     fn new(rect: Rect) -> Self {
         let left = rect.left() + 150.0;
-        let right = (rect.left() + rect.width() * 0.68).max(left + 260.0);
+        // The server's lifeline stays far enough from the right edge for the
+        // stderr lane's text, however narrow the timeline is.
+        let right = (rect.left() + rect.width() * 0.62)
+            .min(rect.right() - 30.0 - Self::STDERR_TEXT)
+            .max(left + 220.0);
         Self {
             client_x: left,
             server_x: right,
@@ -861,5 +879,52 @@ mod tests {
         assert_eq!(t.selected, Some(4));
         t.step_selection(-1);
         assert_eq!(t.selected, Some(3));
+    }
+
+    /// #14: ticking Follow tail shows the newest row wherever the view was.
+    #[test]
+    fn follow_tail_jumps_to_the_newest_row() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let mut r = Replay::new();
+        for i in 0..400 {
+            r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+        }
+        let m = r.model();
+        let panel = TimelinePanel {
+            follow_tail: false,
+            ..TimelinePanel::default()
+        };
+        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
+            |ui, t: &mut TimelinePanel| {
+                let _ = t.ui(ui, &m);
+            },
+            panel,
+        );
+        h.run_steps(2);
+        let newest = "ping #399";
+        assert!(
+            h.query_by_label_contains(newest).is_none(),
+            "the view starts at the top"
+        );
+        h.state_mut().follow_tail = true;
+        h.run_steps(2);
+        assert!(h.query_by_label_contains(newest).is_some(), "the newest row is shown");
+        assert!(h.state().follow_tail);
+    }
+
+    /// #14: at the default window size every lane, and the stderr lane's
+    /// text, fits in the timeline.
+    #[test]
+    fn every_lane_fits_at_the_default_size() {
+        // 1440 px wide, minus the launcher (300) and detail (460) panels.
+        let rect = Rect::from_min_size(egui::pos2(300.0, 0.0), Vec2::new(680.0, 500.0));
+        let g = Geometry::new(rect);
+        assert!(g.client_x > rect.left() + 100.0, "room for the time column");
+        assert!(g.server_x - g.client_x > 200.0, "room for arrow labels");
+        assert!(
+            rect.right() - g.stderr_x >= Geometry::STDERR_TEXT,
+            "room for stderr text"
+        );
     }
 }

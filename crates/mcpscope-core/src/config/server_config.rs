@@ -37,7 +37,7 @@ impl ConfigFormat {
         }
     }
 
-    fn servers_key(self) -> &'static str {
+    pub fn servers_key(self) -> &'static str {
         match self {
             ConfigFormat::ClaudeDesktop | ConfigFormat::McpJson => "mcpServers",
             ConfigFormat::VsCode => "servers",
@@ -749,7 +749,7 @@ fn describe(value: &Value) -> String {
 /// Blanks out what JSONC allows and JSON does not (comments, trailing commas, a BOM)
 /// with spaces, so serde_json's line and column still point into the original text.
 /// Returns whether anything was blanked.
-fn strip_jsonc(text: &str) -> (String, bool) {
+pub(crate) fn strip_jsonc(text: &str) -> (String, bool) {
     let mut bytes = text.as_bytes().to_vec();
     let mut changed = false;
     if bytes.starts_with("\u{feff}".as_bytes()) {

@@ -25,6 +25,7 @@ mod tests;
 use crate::protocol::era::{self, Discovery, EraChoice, EraDecision, EraFailure, ProbeVerdict};
 use crate::protocol::era::{Envelope, Era};
 use crate::protocol::handshake::{self, Handshake, HandshakeOptions};
+use crate::protocol::http_headers::{self, InvalidAnnotation, ParamHeader};
 use crate::protocol::methods;
 use crate::protocol::mrtr::{self, InputPolicy, InputRequired};
 use crate::protocol::subscriptions::{self, Filter};
@@ -213,10 +214,13 @@ pub struct Completion {
 /// Something for the owner to do or know, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Send this message; requests carry their timeout.
+    /// Send this message; requests carry their timeout. Over HTTP the message
+    /// also carries these headers (the `Mcp-Param-*` mirrors of a tool's
+    /// annotated arguments); other transports ignore them.
     Send {
         message: Message,
         timeout: Option<Duration>,
+        headers: Vec<(String, String)>,
     },
     /// Send these bytes as they are (the user's raw line).
     SendRaw { line: Vec<u8>, timeout: Option<Duration> },
@@ -416,6 +420,9 @@ pub struct Driver {
     conversations: mrtr::Conversations,
     /// -32022 answers to the probe so far.
     probe_retries: u32,
+    /// Each listed tool's `x-mcp-header` annotations, or why they are invalid.
+    tool_headers: HashMap<String, Result<Vec<ParamHeader>, InvalidAnnotation>>,
+    tools_listed: bool,
     /// The probe was sent again after a refused fallback `initialize`.
     reprobed: bool,
     /// When the process exited: pending requests fail after the grace.
@@ -455,6 +462,8 @@ impl Driver {
             listens: HashMap::new(),
             conversations: mrtr::Conversations::default(),
             probe_retries: 0,
+            tool_headers: HashMap::new(),
+            tools_listed: false,
             reprobed: false,
             exited: None,
             gone: None,
@@ -904,6 +913,9 @@ impl Driver {
     }
 
     fn on_frame(&mut self, f: &Frame) {
+        if f.class.kind == Kind::Result && f.link.as_ref().is_some_and(|l| l.method == methods::TOOLS_LIST) {
+            self.tools_answered(f);
+        }
         match f.class.kind {
             Kind::Result | Kind::Error => {
                 if let Some(id) = &f.class.id
@@ -1453,6 +1465,47 @@ impl Driver {
         id
     }
 
+    /// The `Mcp-Param-*` headers of a `tools/call` (from the annotations of
+    /// the tool as last listed).
+    fn param_headers(&self, params: &Value) -> Vec<(String, String)> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        match self.tool_headers.get(name) {
+            Some(Ok(annotations)) => {
+                http_headers::headers(annotations, params.get("arguments").unwrap_or(&Value::Null))
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Why a listed tool must not be called (its `x-mcp-header` annotations
+    /// break the rules), if they do.
+    pub fn tool_problem(&self, name: &str) -> Option<&InvalidAnnotation> {
+        self.tool_headers.get(name).and_then(|r| r.as_ref().err())
+    }
+
+    /// Whether `tools/list` was answered in this session (so annotations are known).
+    pub fn tools_listed(&self) -> bool {
+        self.tools_listed
+    }
+
+    /// Reads a `tools/list` answer: each tool's header annotations.
+    fn tools_answered(&mut self, f: &Frame) {
+        let Some(tools) = f
+            .json()
+            .and_then(|v| v.pointer("/result/tools").and_then(Value::as_array).cloned())
+        else {
+            return;
+        };
+        self.tools_listed = true;
+        for t in tools {
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                let schema = t.get("inputSchema").unwrap_or(&Value::Null);
+                self.tool_headers
+                    .insert(name.to_owned(), http_headers::annotations(schema));
+            }
+        }
+    }
+
     /// Makes sure the driver's next id is above `id` (the user chose one).
     pub fn reserve_id(&mut self, id: &RequestId) {
         if let RequestId::Number(n) = id
@@ -1470,7 +1523,11 @@ impl Driver {
     }
 
     fn push_send(&mut self, message: Message, timeout: Option<Duration>) {
-        self.actions.push_back(Action::Send { message, timeout });
+        self.actions.push_back(Action::Send {
+            message,
+            timeout,
+            headers: Vec::new(),
+        });
     }
 
     fn send_pending(&mut self, id: RequestId, p: Pending) {
@@ -1479,13 +1536,21 @@ impl Driver {
         } else {
             p.params.clone()
         };
+        let headers = match (&params, p.method.as_str()) {
+            (Some(params), methods::TOOLS_CALL) if p.enveloped => self.param_headers(params),
+            _ => Vec::new(),
+        };
         let message = Message::request(id.clone(), &p.method, params);
         let timeout = p.timeout;
         if let Some(o) = self.owner.get_mut(&p.root) {
             o.current = id.clone();
         }
         self.pending.insert(id, p);
-        self.push_send(message, timeout);
+        self.actions.push_back(Action::Send {
+            message,
+            timeout,
+            headers,
+        });
     }
 
     /// Sends a request nobody waits for (the session is gone: it is still

@@ -24,6 +24,8 @@ struct Script {
     listening: Vec<(RequestId, Value)>,
     cancels: Vec<RequestId>,
     resent: Vec<(RequestId, RequestId)>,
+    /// The extra headers of each message sent.
+    headers: Vec<Vec<(String, String)>>,
 }
 
 fn config(era: EraChoice) -> DriverConfig {
@@ -49,6 +51,7 @@ impl Script {
             listening: Vec::new(),
             cancels: Vec::new(),
             resent: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -70,7 +73,12 @@ impl Script {
     fn pump(&mut self) {
         while let Some(a) = self.d.poll_action() {
             match a {
-                Action::Send { message, timeout } => {
+                Action::Send {
+                    message,
+                    timeout,
+                    headers,
+                } => {
+                    self.headers.push(headers);
                     let f = self
                         .rec
                         .frame_at(Direction::Out, Self::line(message.to_line()), self.t, timeout);
@@ -829,4 +837,40 @@ fn roots_changes_are_announced_only_in_the_legacy_era() {
     s.d.set_roots(vec![]);
     s.pump();
     assert_eq!(s.sent.len(), n);
+}
+
+// ------------------------------------------------------ http headers ---
+
+#[test]
+fn annotated_arguments_go_out_as_headers_and_invalid_tools_are_known() {
+    let mut s = Script::modern(DriverConfig::default());
+    s.d.request("tools/list", None);
+    s.pump();
+    s.answer(json!({"tools": [
+        {"name": "deploy", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "note": {"type": "string"}}}},
+        {"name": "broken", "inputSchema": {"type": "object", "properties": {
+            "q": {"type": "object", "x-mcp-header": "Q"}}}}
+    ], "resultType": "complete"}));
+    assert!(s.d.tools_listed());
+    assert!(s.d.tool_problem("deploy").is_none());
+    assert_eq!(s.d.tool_problem("broken").unwrap().rule(), "primitive-only");
+    s.d.request(
+        "tools/call",
+        Some(json!({"name": "deploy", "arguments": {"region": "eu west", "note": "x"}})),
+    );
+    s.pump();
+    assert_eq!(
+        s.headers.last().unwrap(),
+        &[("Mcp-Param-Region".to_owned(), "eu west".to_owned())]
+    );
+    // A legacy session sends none (the headers are a 2026-07-28 feature).
+    let mut s = Script::legacy();
+    s.d.request(
+        "tools/call",
+        Some(json!({"name": "deploy", "arguments": {"region": "eu"}})),
+    );
+    s.pump();
+    assert!(s.headers.last().unwrap().is_empty());
 }

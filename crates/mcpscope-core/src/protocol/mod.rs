@@ -4,6 +4,8 @@
 
 pub mod era;
 pub mod handshake;
+pub mod http_headers;
+pub mod lifecycle;
 pub mod methods;
 pub mod mrtr;
 pub mod subscriptions;

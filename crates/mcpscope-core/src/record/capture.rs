@@ -142,6 +142,12 @@ pub struct Writer {
 impl Writer {
     pub fn create(path: &Path, header: &Header) -> Result<Self> {
         let file = File::create(path).with_context(|| format!("cannot create capture file {}", path.display()))?;
+        Self::with_file(file, path, header)
+    }
+
+    /// Starts a capture in a file the caller opened (e.g. a private one in the
+    /// state directory); `path` names it in messages.
+    pub fn with_file(file: File, path: &Path, header: &Header) -> Result<Self> {
         let mut w = Self {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_owned(),
@@ -322,29 +328,30 @@ pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
 /// How much of a capture file is read at once.
 pub const READ_BUFFER: usize = 256 * 1024;
 
-/// What a capture yields, one record at a time.
+/// What one line of a capture held.
 #[derive(Debug)]
-pub enum Item {
+pub enum LineRead {
+    Header(Header),
     Event(Event),
-    /// A line that could not be read, with its line number.
+    /// A line that could not be read, with its line number: reported, skipped.
     Warning(String),
+    Blank,
 }
 
-/// Reads a capture record by record, re-classifying and re-correlating each
-/// frame as it goes: a million-record capture is linted or diffed without
-/// holding its events. [`load`] collects them.
-pub struct EventReader<R> {
-    reader: R,
-    header: Header,
-    recorder: Recorder,
-    line: Vec<u8>,
-    /// A last line still being written (see [`EventReader::following`]).
-    partial: Vec<u8>,
-    following: bool,
-    lineno: usize,
-    /// Bytes consumed so far, for progress.
-    offset: u64,
+/// The first line is not a capture header: the file is something else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotACapture;
+
+impl std::fmt::Display for NotACapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})"
+        )
+    }
 }
+
+impl std::error::Error for NotACapture {}
 
 /// The fields of a frame or stderr record, borrowed where the JSON has no
 /// escapes. Anything else (meta records, odd types) takes the `Value` path.
@@ -361,37 +368,134 @@ struct LineRecord<'a> {
     eol: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// Reads a capture one line at a time, re-classifying and re-correlating each
+/// frame: loading a whole file, streaming one ([`EventReader`]) and following
+/// a growing one all go through it.
+pub struct RecordReader {
+    recorder: Recorder,
+    header: Option<Header>,
+    lineno: usize,
+}
+
+impl Default for RecordReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecordReader {
+    pub fn new() -> Self {
+        Self {
+            recorder: Recorder::replay(Limits::default()),
+            header: None,
+            lineno: 0,
+        }
+    }
+
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+
+    /// Lines read so far (blank ones included), i.e. the number of the last one.
+    pub fn lines_read(&self) -> usize {
+        self.lineno
+    }
+
+    /// Reads one complete line, without its `\n`.
+    pub fn read_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+        self.lineno += 1;
+        let lineno = self.lineno;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(LineRead::Blank);
+        }
+        if self.header.is_some()
+            && let Some(ev) = self.fast_record(line)
+        {
+            return Ok(LineRead::Event(ev));
+        }
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => return Ok(LineRead::Warning(format!("line {lineno}: not JSON ({e})"))),
+        };
+        if self.header.is_none() {
+            let header = Header::from_json(&v).ok_or(NotACapture)?;
+            self.header = Some(header.clone());
+            return Ok(LineRead::Header(header));
+        }
+        Ok(match record_to_event(&v, &mut self.recorder) {
+            Ok(Some(ev)) => LineRead::Event(ev),
+            Ok(None) => LineRead::Blank,
+            Err(e) => LineRead::Warning(format!("line {lineno}: {e}")),
+        })
+    }
+
+    /// A frame or stderr record read without building a `Value` (most of a
+    /// capture); `None` sends the line down the general path.
+    fn fast_record(&mut self, line: &[u8]) -> Option<Event> {
+        let rec: LineRecord = serde_json::from_slice(line).ok()?;
+        let direction = match &*rec.dir {
+            "out" => Some(Direction::Out),
+            "in" => Some(Direction::In),
+            "stderr" => None,
+            _ => return None,
+        };
+        let bytes = match (rec.raw, rec.raw_b64) {
+            (Some(s), _) => s.into_bytes(),
+            (None, Some(b)) => B64.decode(&*b).ok()?,
+            (None, None) => return None,
+        };
+        let ending = rec.eol.as_deref().and_then(LineEnding::parse).unwrap_or(LineEnding::Lf);
+        let line = RawLine { bytes, ending };
+        let at = Duration::from_micros(rec.t_us);
+        Some(match direction {
+            Some(d) => Event::Frame(self.recorder.frame_at(d, line, at, None)),
+            None => Event::Stderr(self.recorder.stderr_at(line, at)),
+        })
+    }
+}
+
+/// What a capture yields, one record at a time.
+#[derive(Debug)]
+pub enum Item {
+    Event(Event),
+    /// A line that could not be read, with its line number.
+    Warning(String),
+}
+
+/// Reads a capture file record by record through a [`RecordReader`]: a
+/// million-record capture is linted, diffed or opened without holding its
+/// events. [`load`] collects them.
+pub struct EventReader<R> {
+    reader: R,
+    header: Header,
+    records: RecordReader,
+    line: Vec<u8>,
+    /// A last line still being written (see [`EventReader::following`]).
+    partial: Vec<u8>,
+    following: bool,
+    /// Bytes consumed so far, for progress.
+    offset: u64,
+}
+
 impl<R: BufRead> EventReader<R> {
-    /// Reads the header line; fails when the file is empty or not a capture.
+    /// Reads up to the header line; fails when the file is empty or not a capture.
     pub fn new(reader: R) -> Result<Self> {
         let mut r = Self {
             reader,
             header: Header::default(),
-            recorder: Recorder::replay(Limits::default()),
+            records: RecordReader::new(),
             line: Vec::with_capacity(4096),
             partial: Vec::new(),
             following: false,
-            lineno: 0,
             offset: 0,
         };
         loop {
             if !r.read_line()? {
                 anyhow::bail!("the file is empty");
             }
-            if r.line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let header = serde_json::from_slice::<Value>(&r.line)
-                .ok()
-                .and_then(|v| Header::from_json(&v));
-            match header {
-                Some(h) => {
-                    r.header = h;
-                    return Ok(r);
-                }
-                None => {
-                    anyhow::bail!("line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})")
-                }
+            if let LineRead::Header(h) = r.records.read_line(&r.line)? {
+                r.header = h;
+                return Ok(r);
             }
         }
     }
@@ -424,7 +528,6 @@ impl<R: BufRead> EventReader<R> {
             return Ok(false);
         }
         self.offset += self.line.len() as u64;
-        self.lineno += 1;
         if self.line.last() == Some(&b'\n') {
             self.line.pop();
         }
@@ -437,47 +540,12 @@ impl<R: BufRead> EventReader<R> {
             if !self.read_line()? {
                 return Ok(None);
             }
-            if self.line.iter().all(u8::is_ascii_whitespace) {
-                continue;
+            match self.records.read_line(&self.line)? {
+                LineRead::Event(ev) => return Ok(Some(Item::Event(ev))),
+                LineRead::Warning(w) => return Ok(Some(Item::Warning(w))),
+                LineRead::Header(_) | LineRead::Blank => {}
             }
-            let lineno = self.lineno;
-            if let Some(ev) = self.fast_record() {
-                return Ok(Some(Item::Event(ev)));
-            }
-            let v: Value = match serde_json::from_slice(&self.line) {
-                Ok(v) => v,
-                Err(e) => return Ok(Some(Item::Warning(format!("line {lineno}: not JSON ({e})")))),
-            };
-            return Ok(Some(match record_to_event(&v, &mut self.recorder) {
-                Ok(Some(ev)) => Item::Event(ev),
-                Ok(None) => continue,
-                Err(e) => Item::Warning(format!("line {lineno}: {e}")),
-            }));
         }
-    }
-
-    /// A frame or stderr record read without building a `Value` (most of a
-    /// capture); `None` sends the line down the general path.
-    fn fast_record(&mut self) -> Option<Event> {
-        let rec: LineRecord = serde_json::from_slice(&self.line).ok()?;
-        let direction = match &*rec.dir {
-            "out" => Some(Direction::Out),
-            "in" => Some(Direction::In),
-            "stderr" => None,
-            _ => return None,
-        };
-        let bytes = match (rec.raw, rec.raw_b64) {
-            (Some(s), _) => s.into_bytes(),
-            (None, Some(b)) => B64.decode(&*b).ok()?,
-            (None, None) => return None,
-        };
-        let ending = rec.eol.as_deref().and_then(LineEnding::parse).unwrap_or(LineEnding::Lf);
-        let line = RawLine { bytes, ending };
-        let at = Duration::from_micros(rec.t_us);
-        Some(match direction {
-            Some(d) => Event::Frame(self.recorder.frame_at(d, line, at, None)),
-            None => Event::Stderr(self.recorder.stderr_at(line, at)),
-        })
     }
 }
 

@@ -2,7 +2,8 @@
 //! every row, the process's state, and the judged handshake. Pure logic fed
 //! by [`Event`]s, so the UI only draws it.
 
-use crate::protocol::handshake::{self, Handshake, VersionVerdict};
+use crate::protocol::handshake::{self, Handshake};
+use crate::protocol::lifecycle::{Level, LifecycleFacts};
 use crate::protocol::methods;
 use crate::record::store::{FrameStore, Lane};
 use crate::transport::event::Event;
@@ -34,20 +35,14 @@ impl Severity {
     }
 }
 
-/// The handshake as observed, with findings.
+/// The handshake as observed: the lifecycle facts (shared with the protocol
+/// lint and the doctor), and the rows of its frames for the timeline.
 #[derive(Clone, Debug, Default)]
 pub struct HandshakeView {
+    pub facts: LifecycleFacts,
     pub initialize_row: Option<usize>,
-    pub offered: Option<String>,
     pub response_row: Option<usize>,
-    pub judged: Option<Handshake>,
-    /// The server refused initialize with a JSON-RPC error.
-    pub refused: Option<String>,
     pub initialized_row: Option<usize>,
-    /// Client requests (other than ping) sent before the initialize response.
-    pub early_requests: Vec<usize>,
-    /// Server requests (other than ping) sent before `notifications/initialized`.
-    pub early_server_requests: Vec<usize>,
 }
 
 impl HandshakeView {
@@ -62,74 +57,39 @@ impl HandshakeView {
         self.rows().any(|r| r == row)
     }
 
-    /// Judgements a person reads, most severe first.
+    /// The initialize result, judged.
+    pub fn judged(&self) -> Option<&Handshake> {
+        self.facts.judged.as_ref()
+    }
+
+    /// Takes one more frame (at `row`) into account.
+    fn observe(&mut self, f: &Frame, row: usize) {
+        self.facts.observe(f);
+        let at = Some(f.seq);
+        if self.facts.init_req == at {
+            self.initialize_row = Some(row);
+        } else if self.facts.init_resp == at {
+            self.response_row = Some(row);
+        } else if self.facts.initialized == at {
+            self.initialized_row = Some(row);
+        }
+    }
+
+    /// Judgements a person reads, most severe first (the lifecycle verdicts).
     pub fn findings(&self, closed: bool) -> Vec<(Severity, String)> {
-        let mut out = Vec::new();
-        match (&self.initialize_row, &self.judged, &self.refused) {
-            (None, _, _) => {
-                if !self.early_requests.is_empty() {
-                    out.push((
-                        Severity::Warning,
-                        format!(
-                            "{} request(s) sent without initialize (the handshake is required up to 2025-11-25)",
-                            self.early_requests.len()
-                        ),
-                    ));
-                } else {
-                    out.push((Severity::Info, "no initialize sent yet".into()));
-                }
-            }
-            (Some(_), None, None) => out.push((
-                if closed { Severity::Error } else { Severity::Info },
-                "initialize has no response".into(),
-            )),
-            (Some(_), _, Some(err)) => out.push((Severity::Error, format!("initialize refused: {err}"))),
-            (Some(_), Some(h), None) => {
-                let sev = match h.verdict {
-                    VersionVerdict::Accepted => Severity::Ok,
-                    VersionVerdict::CounterOffer => Severity::Warning,
-                    VersionVerdict::Unsupported | VersionVerdict::Missing => Severity::Error,
+        self.facts
+            .verdicts(closed)
+            .into_iter()
+            .map(|v| {
+                let sev = match v.level {
+                    Level::Ok => Severity::Ok,
+                    Level::Info => Severity::Info,
+                    Level::Warning => Severity::Warning,
+                    Level::Error => Severity::Error,
                 };
-                out.push((sev, h.verdict_text()));
-                if !h.missing_fields.is_empty() {
-                    out.push((
-                        Severity::Error,
-                        format!("initialize result lacks {}", h.missing_fields.join(", ")),
-                    ));
-                }
-                if self.initialized_row.is_none() && h.usable() {
-                    out.push((Severity::Warning, "notifications/initialized not sent".into()));
-                }
-            }
-        }
-        if let (Some(init), Some(resp)) = (self.initialized_row, self.response_row)
-            && init < resp
-        {
-            out.push((
-                Severity::Warning,
-                "notifications/initialized sent before the initialize response".into(),
-            ));
-        }
-        if self.initialize_row.is_some() && !self.early_requests.is_empty() {
-            out.push((
-                Severity::Warning,
-                format!(
-                    "{} request(s) sent before the initialize response",
-                    self.early_requests.len()
-                ),
-            ));
-        }
-        if !self.early_server_requests.is_empty() {
-            out.push((
-                Severity::Warning,
-                format!(
-                    "the server sent {} request(s) before notifications/initialized",
-                    self.early_server_requests.len()
-                ),
-            ));
-        }
-        out.sort_by_key(|f| std::cmp::Reverse(f.0));
-        out
+                (sev, v.text)
+            })
+            .collect()
     }
 }
 
@@ -166,6 +126,8 @@ pub struct SessionModel {
     watched: HashMap<RequestId, Option<usize>>,
     /// Rows of `notifications/message` from the server, for the log view.
     pub log_rows: Vec<usize>,
+    /// Every notification the server sent, in order.
+    pub notification_rows: Vec<usize>,
     /// Latest `notifications/progress` per progress token (as JSON text).
     pub progress: HashMap<String, Progress>,
     /// `notifications/resources/updated` per URI.
@@ -291,6 +253,7 @@ impl SessionModel {
             latest_results: HashMap::new(),
             watched: HashMap::new(),
             log_rows: Vec::new(),
+            notification_rows: Vec::new(),
             progress: HashMap::new(),
             resource_updates: HashMap::new(),
             latencies: HashMap::new(),
@@ -376,6 +339,7 @@ impl SessionModel {
             }
         }
         if f.direction == crate::wire::frame::Direction::In && f.kind() == Kind::Notification {
+            self.notification_rows.push(row);
             match f.class.method.as_deref() {
                 Some(methods::MESSAGE) => self.log_rows.push(row),
                 Some(methods::PROGRESS) => {
@@ -451,45 +415,7 @@ impl SessionModel {
         {
             self.conversation_rows.insert(row, no);
         }
-        let method = f.class.method.as_deref();
-        let hs = &mut self.handshake;
-        let outgoing = f.direction == crate::wire::frame::Direction::Out;
-        match (outgoing, f.kind(), method) {
-            (true, Kind::Request, Some(methods::INITIALIZE)) if hs.initialize_row.is_none() => {
-                hs.initialize_row = Some(row);
-                hs.offered = f
-                    .json()
-                    .and_then(|v| v["params"]["protocolVersion"].as_str().map(str::to_owned));
-            }
-            (true, Kind::Request, Some(m)) if m != methods::PING && hs.response_row.is_none() => {
-                hs.early_requests.push(row);
-            }
-            (true, Kind::Notification, Some(methods::INITIALIZED)) if hs.initialized_row.is_none() => {
-                hs.initialized_row = Some(row);
-            }
-            (false, Kind::Result | Kind::Error, _)
-                if hs.response_row.is_none()
-                    && hs.initialize_row.is_some()
-                    && self.store.get(row).and_then(|r| r.link()).map(|(req, _)| req) == hs.initialize_row =>
-            {
-                hs.response_row = Some(row);
-                let v = f.json().unwrap_or(Value::Null);
-                if f.kind() == Kind::Error {
-                    hs.refused = Some(
-                        crate::wire::message::ErrorObject::from_json(&v["error"])
-                            .map_or_else(|| "malformed error".to_owned(), |e| e.to_string()),
-                    );
-                } else {
-                    let latency = f.link.as_ref().map_or(Duration::ZERO, |l| l.latency);
-                    let offered = hs.offered.clone().unwrap_or_default();
-                    hs.judged = Some(Handshake::judge(&offered, &v["result"], latency));
-                }
-            }
-            (false, Kind::Request, Some(m)) if m != methods::PING && hs.initialized_row.is_none() => {
-                hs.early_server_requests.push(row);
-            }
-            _ => {}
-        }
+        self.handshake.observe(f, row);
     }
 
     /// Applies every event of a loaded capture.
@@ -506,11 +432,11 @@ impl SessionModel {
     }
 
     pub fn server_info(&self) -> Option<&Value> {
-        self.handshake.judged.as_ref()?.server_info.as_ref()
+        self.handshake.judged()?.server_info.as_ref()
     }
 
     pub fn negotiated_version(&self) -> Option<&str> {
-        self.handshake.judged.as_ref()?.version()
+        self.handshake.judged()?.version()
     }
 
     /// Rows that are stderr (for the console) in order.
@@ -576,8 +502,7 @@ impl SessionModel {
     /// The server's capabilities, from the handshake or from `server/discover`.
     pub fn capabilities(&self) -> Option<&Value> {
         self.handshake
-            .judged
-            .as_ref()
+            .judged()
             .and_then(|h| h.capabilities.as_ref())
             .or(self.server_capabilities.as_ref())
     }

@@ -100,6 +100,8 @@ struct Outgoing {
     body: Vec<u8>,
     request_id: Option<RequestId>,
     method: Option<String>,
+    /// Headers the owner added for this message (`Mcp-Param-*`).
+    headers: Vec<(String, String)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -279,7 +281,7 @@ impl Runner {
 
     fn on_command(&mut self, cmd: Command) {
         match cmd {
-            Command::Send { line, timeout } => self.send(line, timeout),
+            Command::Send { line, timeout, headers } => self.send(line, timeout, headers),
             Command::Cancel { id, reason } => {
                 self.recorder.cancel(&id);
                 let mut params = json!({ "requestId": id.to_json() });
@@ -289,7 +291,7 @@ impl Runner {
                 let at = self.recorder.now();
                 self.emit(Event::Cancelled { at, id });
                 let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send(line, None);
+                self.send(line, None, Vec::new());
             }
             Command::Shutdown => self.begin_shutdown(),
             Command::Note { text } => self.note(text),
@@ -298,7 +300,7 @@ impl Runner {
 
     /// Records the message as one outgoing frame (an HTTP body is one
     /// message, newlines and all) and queues its POST.
-    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>) {
+    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>, headers: Vec<(String, String)>) {
         let at = self.recorder.now();
         let timeout = timeout.or(self.options.request_timeout);
         let line = RawLine {
@@ -326,6 +328,7 @@ impl Runner {
             body,
             request_id,
             method,
+            headers,
         });
         self.dispatch();
     }
@@ -522,7 +525,7 @@ impl Runner {
             if self.options.cancel_on_timeout && self.phase == Phase::Running {
                 let params = json!({"requestId": id.to_json(), "reason": "timed out"});
                 let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send(line, None);
+                self.send(line, None, Vec::new());
             }
         }
         if self.gate.is_some_and(|(_, t)| Instant::now() >= t) {
@@ -612,54 +615,6 @@ impl Headers {
         if let Some(v) = protocol_version {
             self.add("MCP-Protocol-Version", v);
         }
-    }
-}
-
-/// The 2026-07-28 standard headers for a message whose `_meta` carries a
-/// protocol version: `MCP-Protocol-Version` (equal to `_meta`), `Mcp-Method`,
-/// and `Mcp-Name` for tools/call and prompts/get (the name) and
-/// resources/read (the uri). Empty for legacy messages.
-pub fn modern_headers(body: &[u8]) -> Vec<(String, String)> {
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
-        return Vec::new();
-    };
-    let Some(version) = v
-        .get("params")
-        .and_then(|p| crate::protocol::era::request_version(p))
-        .filter(|ver| crate::protocol::era::Era::of_version(ver) != Some(crate::protocol::era::Era::Legacy))
-    else {
-        return Vec::new();
-    };
-    let mut out = vec![("MCP-Protocol-Version".to_owned(), version.to_owned())];
-    if let Some(method) = v.get("method").and_then(Value::as_str) {
-        out.push(("Mcp-Method".to_owned(), header_value(method)));
-        let name = match method {
-            methods::TOOLS_CALL | methods::PROMPTS_GET => v.pointer("/params/name"),
-            methods::RESOURCES_READ => v.pointer("/params/uri"),
-            _ => None,
-        };
-        if let Some(n) = name.and_then(Value::as_str) {
-            out.push(("Mcp-Name".to_owned(), header_value(n)));
-        }
-    }
-    out
-}
-
-/// A header value as the spec wants it: visible ASCII as is, anything else
-/// (or leading/trailing spaces) as `=?base64?…?=` of the UTF-8.
-fn header_value(s: &str) -> String {
-    let visible = s.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let padded = s.starts_with(' ') || s.ends_with(' ');
-    let looks_encoded = s.starts_with("=?base64?") && s.ends_with("?=");
-    let plain = visible && !padded && !looks_encoded;
-    if plain {
-        s.to_owned()
-    } else {
-        use base64::Engine as _;
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
-        )
     }
 }
 
@@ -753,7 +708,7 @@ fn post(ctx: Ctx, job: PostJob) {
     let mut headers = Headers::new(&ctx.target);
     headers.add("Content-Type", "application/json");
     headers.add("Accept", ACCEPT_POST);
-    let modern = modern_headers(&out.body);
+    let modern = crate::protocol::http_headers::standard(&out.body);
     // In the modern era the version header must equal the request's `_meta`.
     let protocol_version = match modern.iter().find(|(k, _)| k == "MCP-Protocol-Version") {
         Some((_, v)) => Some(v.clone()),
@@ -761,6 +716,9 @@ fn post(ctx: Ctx, job: PostJob) {
     };
     headers.session(&session_id, &protocol_version);
     for (k, v) in modern.iter().filter(|(k, _)| k != "MCP-Protocol-Version") {
+        headers.add(k, v);
+    }
+    for (k, v) in &out.headers {
         headers.add(k, v);
     }
     let mut req = ctx.agent.post(&url);
@@ -1527,25 +1485,5 @@ mod tests {
         assert!(is_sse("text/event-stream; charset=utf-8"));
         assert_eq!(status_text(404), "404 Not Found");
         assert_eq!(status_text(599), "599");
-    }
-
-    #[test]
-    fn modern_messages_get_the_standard_headers() {
-        let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        assert_eq!(
-            modern_headers(body),
-            [
-                ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
-                ("Mcp-Method".to_owned(), "tools/call".to_owned()),
-                ("Mcp-Name".to_owned(), "add".to_owned()),
-            ]
-        );
-        let read = br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///caf\u00e9","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        let h = modern_headers(read);
-        assert_eq!(h[2].0, "Mcp-Name");
-        assert!(h[2].1.starts_with("=?base64?") && h[2].1.ends_with("?="), "{h:?}");
-        let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-        assert!(modern_headers(legacy).is_empty());
-        assert!(modern_headers(b"not json").is_empty());
     }
 }

@@ -6,5 +6,6 @@ pub mod event;
 pub mod http;
 pub mod process;
 pub mod proxy;
+pub mod reverse_proxy;
 pub mod session;
 pub mod target;

@@ -7,6 +7,7 @@
 
 use crate::record::capture;
 use crate::record::recorder::Recorder;
+use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
 use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError};
 use crate::wire::classify::Limits;
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct ProxyOptions {
     pub capture: Option<PathBuf>,
+    /// Record into the per-user session directory instead: a capture and an
+    /// index record the app lists and follows live. Takes precedence over `capture`.
+    pub session: Option<SessionOptions>,
     pub limits: Limits,
     pub stdin_close_grace: Duration,
     pub term_grace: Duration,
@@ -29,6 +33,7 @@ impl Default for ProxyOptions {
     fn default() -> Self {
         Self {
             capture: None,
+            session: None,
             limits: Limits::default(),
             stdin_close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
@@ -47,6 +52,15 @@ enum Msg {
     Chunk(Stream, Vec<u8>, Instant),
     Eof(Stream),
     Exited(ExitInfo, Instant),
+}
+
+/// Where and under which name a proxied session is recorded.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The sessions directory (normally [`crate::record::state_dir::sessions_dir`]).
+    pub dir: PathBuf,
+    /// The server's name, as the client's config calls it.
+    pub name: String,
 }
 
 /// How the proxy ended.
@@ -93,7 +107,20 @@ pub fn run(
     let start = Instant::now();
     let mut notes = Vec::new();
     let mut recorder = Recorder::new(options.limits, start);
-    if let Some(path) = &options.capture {
+    let mut live = None;
+    if let Some(session) = &options.session {
+        // A session that cannot be recorded is still proxied: the client must not notice.
+        match LiveSession::start(&session.dir, NewSession::stdio(&session.name, spec)) {
+            Ok((l, file)) => {
+                match capture::Writer::with_file(file, l.capture_path(), &capture::Header::for_spec(spec, "proxy")) {
+                    Ok(w) => recorder = recorder.with_capture(w),
+                    Err(e) => notes.push(format!("{e:#}")),
+                }
+                live = Some(l);
+            }
+            Err(e) => notes.push(format!("cannot record the session in {}: {e}", session.dir.display())),
+        }
+    } else if let Some(path) = &options.capture {
         match capture::Writer::create(path, &capture::Header::for_spec(spec, "proxy")) {
             Ok(w) => recorder = recorder.with_capture(w),
             Err(e) => notes.push(format!("{e:#}")),
@@ -108,11 +135,23 @@ pub fn run(
                 error: error.clone(),
             });
             recorder.flush();
+            if let Some(l) = live.as_mut() {
+                let _ = l.finish(
+                    EndCause::SpawnFailed,
+                    format!("could not start the server: {error}"),
+                    None,
+                );
+            }
             return Err(error);
         }
     };
     let mut child = spawned.child;
     let pgid = child.id();
+    if let Some(l) = live.as_mut()
+        && let Err(e) = l.set_server_pid(pgid)
+    {
+        notes.push(format!("cannot update the session record: {e}"));
+    }
     let at = recorder.now();
     recorder.capture(&Event::Spawned {
         at,
@@ -161,12 +200,15 @@ pub fn run(
         recorder,
         splitters: [LineSplitter::new(), LineSplitter::new(), LineSplitter::new()],
         notes,
+        live,
+        end: None,
     };
     let status = rec.drive(&rx, pgid, options);
     rec.recorder.flush();
     if let Some(failed) = rec.recorder.capture_failed() {
         rec.notes.push(failed.to_owned());
     }
+    rec.finish_session(status);
     Ok(ProxyOutcome {
         status,
         notes: rec.notes,
@@ -177,9 +219,58 @@ struct Recording {
     recorder: Recorder,
     splitters: [LineSplitter; 3],
     notes: Vec<String>,
+    live: Option<LiveSession>,
+    /// What ended the session first.
+    end: Option<(EndCause, String)>,
 }
 
 impl Recording {
+    /// Remembers the first thing that ended the session.
+    fn ended(&mut self, cause: EndCause, text: &str) {
+        self.end.get_or_insert_with(|| (cause, text.to_owned()));
+    }
+
+    /// Notes the client's name from its `initialize` in the session record.
+    fn note_client(&mut self, frame: &crate::wire::frame::Frame) {
+        let Some(live) = self.live.as_mut() else { return };
+        if live.record().client.is_some() || frame.class.method.as_deref() != Some("initialize") {
+            return;
+        }
+        let Some(info) = frame.json().and_then(|v| v.pointer("/params/clientInfo").cloned()) else {
+            return;
+        };
+        let Some(name) = info.get("name").and_then(serde_json::Value::as_str) else {
+            return;
+        };
+        let client = ClientInfo {
+            name: name.to_owned(),
+            version: info
+                .get("version")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        };
+        if let Err(e) = live.set_client(client) {
+            self.notes.push(format!("cannot update the session record: {e}"));
+        }
+    }
+
+    /// Marks the session record ended, saying how.
+    fn finish_session(&mut self, status: Option<ExitInfo>) {
+        let Some(live) = self.live.as_mut() else { return };
+        let (cause, mut text) = self
+            .end
+            .clone()
+            .unwrap_or((EndCause::Other, "the proxy ended".to_owned()));
+        match status {
+            Some(s) if text == "the server exited" => text = format!("the server {s}"),
+            Some(s) => text.push_str(&format!("; the server {s}")),
+            None => {}
+        }
+        if let Err(e) = live.finish(cause, text, status) {
+            self.notes.push(format!("cannot update the session record: {e}"));
+        }
+    }
+
     fn on_chunk(&mut self, stream: Stream, bytes: &[u8], at: Instant) {
         let at = self.recorder.since_start(at);
         let mut lines = Vec::new();
@@ -198,7 +289,11 @@ impl Recording {
 
     fn record_line(&mut self, stream: Stream, line: crate::wire::framing::RawLine, at: Duration) {
         let ev = match stream {
-            Stream::ClientToServer => Event::Frame(self.recorder.frame_at(Direction::Out, line, at, None)),
+            Stream::ClientToServer => {
+                let frame = self.recorder.frame_at(Direction::Out, line, at, None);
+                self.note_client(&frame);
+                Event::Frame(frame)
+            }
             Stream::ServerToClient => Event::Frame(self.recorder.frame_at(Direction::In, line, at, None)),
             Stream::ServerStderr => Event::Stderr(self.recorder.stderr_at(line, at)),
         };
@@ -229,16 +324,21 @@ impl Recording {
                     match stream {
                         Stream::ClientToServer if !client_closed => {
                             client_closed = true;
+                            self.ended(EndCause::ClientClosed, "the client closed its stdin");
                             self.note("the client closed its stdin; closed the server's stdin".into());
                             deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
                         }
-                        Stream::ServerToClient => server_out_closed = true,
+                        Stream::ServerToClient => {
+                            server_out_closed = true;
+                            self.ended(EndCause::ServerExited, "the server closed its stdout");
+                        }
                         Stream::ServerStderr => server_err_closed = true,
                         _ => {}
                     }
                 }
                 Ok(Msg::Exited(status, at)) => {
                     exited = Some(status);
+                    self.ended(EndCause::ServerExited, "the server exited");
                     let at = self.recorder.since_start(at);
                     self.recorder.capture(&Event::Exited { at, status });
                     // Let the pipes drain what the server wrote before exiting.

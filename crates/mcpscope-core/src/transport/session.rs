@@ -68,7 +68,12 @@ impl Default for SessionOptions {
 pub enum Command {
     /// Send bytes as they are, followed by a newline. May hold anything,
     /// including malformed JSON or embedded newlines, on purpose.
-    Send { line: Vec<u8>, timeout: Option<Duration> },
+    Send {
+        line: Vec<u8>,
+        timeout: Option<Duration>,
+        /// Extra HTTP headers for this message (ignored over stdio).
+        headers: Vec<(String, String)>,
+    },
     /// Cancel an outgoing request with `notifications/cancelled`.
     Cancel { id: RequestId, reason: Option<String> },
     /// Close stdin, wait, SIGTERM, SIGKILL, as the stdio transport prescribes.
@@ -155,13 +160,21 @@ impl Session {
     ) -> RequestId {
         let id = id.unwrap_or_else(|| self.next_id());
         let line = Message::request(id.clone(), method, params).to_line();
-        self.command(Command::Send { line, timeout });
+        self.command(Command::Send {
+            line,
+            timeout,
+            headers: Vec::new(),
+        });
         id
     }
 
     pub fn notify(&self, method: &str, params: Option<Value>) {
         let line = Message::notification(method, params).to_line();
-        self.command(Command::Send { line, timeout: None });
+        self.command(Command::Send {
+            line,
+            timeout: None,
+            headers: Vec::new(),
+        });
     }
 
     /// Answers a server-to-client request.
@@ -173,15 +186,17 @@ impl Session {
         self.command(Command::Send {
             line: msg.to_line(),
             timeout: None,
+            headers: Vec::new(),
         });
     }
 
     /// Sends a message the caller built (its id, if any, chosen by the caller:
-    /// the protocol driver allocates ids).
-    pub fn send(&self, message: &Message, timeout: Option<Duration>) {
+    /// the protocol driver allocates ids), with extra HTTP headers for it.
+    pub fn send(&self, message: &Message, timeout: Option<Duration>, headers: Vec<(String, String)>) {
         self.command(Command::Send {
             line: message.to_line(),
             timeout,
+            headers,
         });
     }
 
@@ -190,6 +205,7 @@ impl Session {
         self.command(Command::Send {
             line: line.into(),
             timeout: self.default_timeout,
+            headers: Vec::new(),
         });
     }
 
@@ -520,7 +536,7 @@ impl Runner {
 
     fn on_command(&mut self, cmd: Command) {
         match cmd {
-            Command::Send { line, timeout } => self.send_line(line, timeout),
+            Command::Send { line, timeout, .. } => self.send_line(line, timeout),
             Command::Cancel { id, reason } => {
                 self.recorder.cancel(&id);
                 let mut params = json!({ "requestId": id.to_json() });

@@ -1,0 +1,272 @@
+//! An in-app file picker: works where no desktop portal runs (minimal
+//! desktops, Xvfb, containers), where the system dialog returns nothing. A
+//! path can also be typed or pasted. Directories are listed on a worker.
+
+use crate::theme;
+use crossbeam_channel::{Receiver, bounded};
+use egui::{RichText, Ui};
+use std::path::{Path, PathBuf};
+
+/// What is being picked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PickKind {
+    /// An existing file; names ending in one of these are listed first.
+    Open {
+        extensions: Vec<&'static str>,
+    },
+    /// A file to write (it may not exist yet).
+    Save {
+        default_name: String,
+    },
+    Folder,
+}
+
+/// One entry of a directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub is_dir: bool,
+}
+
+/// What the user did with the picker.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PickerAction {
+    Chosen(PathBuf),
+    Cancelled,
+    /// Try the desktop's own dialog instead.
+    SystemDialog,
+}
+
+struct Listing {
+    dir: PathBuf,
+    rx: Receiver<Result<Vec<Entry>, String>>,
+}
+
+pub struct FilePicker {
+    pub title: String,
+    pub kind: PickKind,
+    pub dir: PathBuf,
+    pub entries: Vec<Entry>,
+    listing: Option<Listing>,
+    pub error: Option<String>,
+    /// The typed path or file name.
+    pub name: String,
+    pub show_hidden: bool,
+}
+
+/// Lists a directory: folders first, then files, each by name.
+pub fn list_dir(dir: &Path) -> Result<Vec<Entry>, String> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_dir = std::fs::metadata(e.path()).map(|m| m.is_dir()).unwrap_or(false);
+        out.push(Entry { name, is_dir });
+    }
+    out.sort_by(|a, b| {
+        b.is_dir
+            .cmp(&a.is_dir)
+            .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
+    });
+    Ok(out)
+}
+
+impl FilePicker {
+    pub fn new(title: impl Into<String>, kind: PickKind, start: PathBuf, ctx: &egui::Context) -> Self {
+        let name = match &kind {
+            PickKind::Save { default_name } => default_name.clone(),
+            _ => String::new(),
+        };
+        let mut p = Self {
+            title: title.into(),
+            kind,
+            dir: start.clone(),
+            entries: Vec::new(),
+            listing: None,
+            error: None,
+            name,
+            show_hidden: false,
+        };
+        p.go(start, ctx);
+        p
+    }
+
+    /// Lists `dir` on a worker; the list shows once it is read.
+    pub fn go(&mut self, dir: PathBuf, ctx: &egui::Context) {
+        let (tx, rx) = bounded(1);
+        let (d, ctx) = (dir.clone(), ctx.clone());
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-list-dir".into())
+            .spawn(move || {
+                let _ = tx.send(list_dir(&d));
+                ctx.request_repaint();
+            });
+        match spawned {
+            Ok(_) => self.listing = Some(Listing { dir, rx }),
+            Err(e) => self.error = Some(format!("cannot start a worker to list {}: {e}", dir.display())),
+        }
+    }
+
+    fn poll(&mut self) {
+        let Some(l) = &self.listing else { return };
+        let Ok(result) = l.rx.try_recv() else { return };
+        let dir = l.dir.clone();
+        self.listing = None;
+        match result {
+            Ok(entries) => {
+                self.dir = dir;
+                self.entries = entries;
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn wanted(&self, e: &Entry) -> bool {
+        (self.show_hidden || !e.name.starts_with('.'))
+            && match &self.kind {
+                PickKind::Folder => e.is_dir,
+                _ => true,
+            }
+    }
+
+    /// The path the typed name means (absolute, or relative to the directory shown).
+    pub fn typed_path(&self) -> Option<PathBuf> {
+        let t = self.name.trim();
+        if t.is_empty() {
+            return None;
+        }
+        let p = PathBuf::from(shellish_home(t));
+        Some(if p.is_absolute() { p } else { self.dir.join(p) })
+    }
+
+    /// Draws the picker window; returns what the user did.
+    pub fn window(&mut self, ctx: &egui::Context) -> Option<PickerAction> {
+        self.poll();
+        let mut action = None;
+        let mut open = true;
+        egui::Window::new(self.title.clone())
+            .open(&mut open)
+            .collapsible(false)
+            .default_size([560.0, 420.0])
+            .show(ctx, |ui| action = self.ui(ui));
+        if !open {
+            action = Some(PickerAction::Cancelled);
+        }
+        action
+    }
+
+    fn ui(&mut self, ui: &mut Ui) -> Option<PickerAction> {
+        let ctx = ui.ctx().clone();
+        let mut action = None;
+        ui.horizontal(|ui| {
+            if ui.button("⬆ Up").clicked()
+                && let Some(parent) = self.dir.parent()
+            {
+                self.go(parent.to_owned(), &ctx);
+            }
+            if ui.button("Home").clicked()
+                && let Some(home) = std::env::var_os("HOME")
+            {
+                self.go(PathBuf::from(home), &ctx);
+            }
+            ui.monospace(self.dir.display().to_string());
+            if self.listing.is_some() {
+                ui.spinner();
+            }
+        });
+        ui.checkbox(&mut self.show_hidden, "show hidden files");
+        if let Some(e) = &self.error {
+            ui.label(RichText::new(e).color(theme::ERROR));
+        }
+        let shown: Vec<Entry> = self.entries.iter().filter(|e| self.wanted(e)).cloned().collect();
+        let row_h = ui.spacing().interact_size.y;
+        egui::ScrollArea::vertical()
+            .id_salt("file-picker-list")
+            .max_height(260.0)
+            .auto_shrink([false, false])
+            .show_rows(ui, row_h, shown.len(), |ui, range| {
+                for e in &shown[range] {
+                    let text = if e.is_dir {
+                        format!("📁 {}", e.name)
+                    } else {
+                        e.name.clone()
+                    };
+                    let r = ui.selectable_label(self.name == e.name, text);
+                    if r.double_clicked() && e.is_dir {
+                        self.go(self.dir.join(&e.name), &ctx);
+                    } else if r.clicked() {
+                        if e.is_dir && self.kind != PickKind::Folder {
+                            self.go(self.dir.join(&e.name), &ctx);
+                        } else {
+                            self.name = e.name.clone();
+                        }
+                    }
+                }
+            });
+        ui.horizontal(|ui| {
+            let l = ui.label(match self.kind {
+                PickKind::Folder => "folder",
+                PickKind::Save { .. } => "file name",
+                PickKind::Open { .. } => "file",
+            });
+            ui.add(
+                egui::TextEdit::singleline(&mut self.name)
+                    .hint_text("a name here, or a whole path")
+                    .desired_width(360.0),
+            )
+            .labelled_by(l.id);
+        });
+        ui.horizontal(|ui| {
+            let target = match self.kind {
+                PickKind::Folder => self.typed_path().or_else(|| Some(self.dir.clone())),
+                _ => self.typed_path(),
+            };
+            let label = match self.kind {
+                PickKind::Save { .. } => "Save",
+                PickKind::Open { .. } => "Open",
+                PickKind::Folder => "Choose folder",
+            };
+            if ui.add_enabled(target.is_some(), egui::Button::new(label)).clicked()
+                && let Some(t) = target
+            {
+                action = Some(PickerAction::Chosen(t));
+            }
+            if ui.button("Cancel").clicked() {
+                action = Some(PickerAction::Cancelled);
+            }
+            if ui
+                .button("System dialog…")
+                .on_hover_text("The desktop's own file dialog (needs an xdg-desktop-portal)")
+                .clicked()
+            {
+                action = Some(PickerAction::SystemDialog);
+            }
+        });
+        action
+    }
+}
+
+/// `~/x` → `$HOME/x`, as people type paths.
+fn shellish_home(t: &str) -> String {
+    match (t.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) => format!("{home}/{rest}"),
+        _ => t.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_list_folders_first_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("zdir")).unwrap();
+        std::fs::write(d.path().join("b.jsonl"), "").unwrap();
+        std::fs::write(d.path().join("A.json"), "").unwrap();
+        let names: Vec<String> = list_dir(d.path()).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["zdir", "A.json", "b.jsonl"]);
+        assert!(list_dir(&d.path().join("missing")).unwrap_err().contains("cannot list"));
+    }
+}

@@ -1,0 +1,136 @@
+//! `mcpscope wrap` / `mcpscope unwrap`: make a client's own config run its
+//! servers through `mcpscope proxy`, and put it back.
+
+use super::exit;
+use clap::Args;
+use mcpscope_core::config::wrap::{Change, Selection, WrapError};
+use mcpscope_core::config::wrap_file::{self, Ledger};
+use mcpscope_core::record::state_dir;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct WrapArgs {
+    /// The client's config: claude_desktop_config.json, a project .mcp.json,
+    /// VS Code's mcp.json (comments and layout are kept) or Cursor's mcp.json.
+    pub config: PathBuf,
+
+    /// A server to wrap (repeatable).
+    #[arg(long = "server", value_name = "NAME", conflicts_with = "all")]
+    pub servers: Vec<String>,
+
+    /// Wrap every server in the file.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Say what would change without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UnwrapArgs {
+    /// The config file `mcpscope wrap` changed.
+    pub config: PathBuf,
+
+    /// A server to restore (repeatable); by default every wrapped one.
+    #[arg(long = "server", value_name = "NAME")]
+    pub servers: Vec<String>,
+
+    /// Say what would change without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn ledger() -> Result<Ledger, String> {
+    let root = state_dir::root().map_err(|e| e.to_string())?;
+    Ledger::load(&root).map_err(|e| format!("cannot read the ledger of wrapped remote servers: {e}"))
+}
+
+fn fail(e: &WrapError) -> ExitCode {
+    eprintln!("mcpscope: {e}; nothing was written");
+    ExitCode::from(match e {
+        WrapError::UnknownServers { .. } | WrapError::NothingChosen { .. } => exit::USAGE,
+        WrapError::Config(_) | WrapError::Io(_) => exit::IO,
+    })
+}
+
+pub fn run_wrap(args: WrapArgs) -> ExitCode {
+    let selection = if args.all {
+        Selection::All
+    } else {
+        Selection::Named(args.servers.clone())
+    };
+    // Where the client will find mcpscope: this very binary, by absolute path,
+    // since a desktop client's PATH is minimal.
+    let me = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(p) => p.display().to_string(),
+        Err(e) => {
+            eprintln!("mcpscope: cannot tell where this mcpscope binary is: {e}");
+            return ExitCode::from(exit::IO);
+        }
+    };
+    let mut ledger = match ledger() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mcpscope: {e}");
+            return ExitCode::from(exit::IO);
+        }
+    };
+    let report = match wrap_file::wrap_file(&args.config, &me, &selection, &mut ledger, args.dry_run) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    for c in &report.changes {
+        println!("{c}");
+        if let Change::WrappedRemote { remote, .. } = c {
+            println!(
+                "  start its proxy before the client connects:\n    {}",
+                remote.proxy_command(&me)
+            );
+        }
+    }
+    summary(&args.config, &report, args.dry_run, "wrap");
+    ExitCode::from(exit::OK)
+}
+
+pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
+    let selection = if args.servers.is_empty() {
+        Selection::All
+    } else {
+        Selection::Named(args.servers.clone())
+    };
+    let mut ledger = match ledger() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mcpscope: {e}");
+            return ExitCode::from(exit::IO);
+        }
+    };
+    let report = match wrap_file::unwrap_file(&args.config, &selection, &mut ledger, args.dry_run) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    for c in &report.changes {
+        println!("{c}");
+    }
+    summary(&args.config, &report, args.dry_run, "unwrap");
+    ExitCode::from(exit::OK)
+}
+
+fn summary(config: &std::path::Path, report: &wrap_file::FileReport, dry_run: bool, verb: &str) {
+    if dry_run {
+        println!("dry run: {} left unchanged", config.display());
+    } else if let Some(backup) = &report.backup {
+        println!(
+            "wrote {} (the previous version is in {})",
+            config.display(),
+            backup.display()
+        );
+        if verb == "wrap" {
+            println!("restart the client (or reload its MCP servers) to start watching; `mcpscope unwrap` undoes this");
+        }
+    } else {
+        println!("nothing to change in {}", config.display());
+    }
+}
