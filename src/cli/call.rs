@@ -1,9 +1,10 @@
 //! `mcpscope call`: handshake, one request, the result as JSON on stdout.
 
 use super::TargetArgs;
+use super::watch::{self, Watch};
 use super::{exit, trace};
 use clap::Args;
-use mcpscope_core::client::{Client, ClientError};
+use mcpscope_core::client::Client;
 use mcpscope_core::driver::Outcome;
 use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
@@ -12,7 +13,6 @@ use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
 use serde_json::{Map, Value, json};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -124,6 +124,28 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
         (None, Some(_)) => methods::TOOLS_CALL.to_owned(),
         (None, None) => return Err("give --method or --tool-name".into()),
     };
+    if let (Some(name), Some(Value::Object(p))) = (&args.tool_name, &params) {
+        // With --tool-name, --params is the whole tools/call params; a bare
+        // arguments object would be sent as params and the tool would get no
+        // arguments: say so instead.
+        let known = ["name", "arguments", "_meta", "task"];
+        let unknown: Vec<&str> = p.keys().map(String::as_str).filter(|k| !known.contains(k)).collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "--params with --tool-name is the whole tools/call params ({{\"arguments\": {{…}}}}), but it has \
+                 {}: for the tool's arguments use --tool-arg KEY=VALUE or --params '{{\"arguments\": {}}}'",
+                unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
+                Value::Object(p.clone())
+            ));
+        }
+        if let Some(other) = p.get("name").and_then(Value::as_str)
+            && other != name
+        {
+            return Err(format!(
+                "--tool-name {name:?} and the name {other:?} in --params disagree"
+            ));
+        }
+    }
     if let Some(name) = &args.tool_name {
         let p = params.get_or_insert_with(|| json!({}));
         p["name"] = Value::from(name.clone());
@@ -143,14 +165,13 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
 }
 
 fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
-    eprintln!("mcpscope: {reason}");
+    crate::errln!("mcpscope: {reason}");
     ExitCode::from(code)
 }
 
 fn print_json(v: &Value) {
-    let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, v);
-    let _ = writeln!(out);
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    crate::outln!("{text}");
 }
 
 pub fn run(args: CallArgs) -> ExitCode {
@@ -162,6 +183,19 @@ pub fn run(args: CallArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(exit::USAGE, e),
     };
+    let choice = era_choice(&args);
+    let roots: Vec<Value> = args
+        .root
+        .iter()
+        .map(|r| json!({"uri": root_uri(r), "name": r}))
+        .collect();
+    let policy = match input_policy(&args, roots, choice) {
+        Ok(p) => p,
+        Err(e) => return fail(exit::USAGE, e),
+    };
+    if let Err(e) = watch::check_capture(args.capture.as_deref()) {
+        return fail(exit::IO, e);
+    }
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
         request_timeout: Some(timeout),
@@ -169,38 +203,28 @@ pub fn run(args: CallArgs) -> ExitCode {
         ..SessionOptions::default()
     };
     let tracing = args.trace;
+    let http = matches!(target, mcpscope_core::transport::target::Target::Http(_));
+    let watch = Watch::default();
+    let seen = watch.clone();
     let observer = Box::new(move |ev: &Event| {
+        seen.see(ev, "mcpscope");
         if tracing {
             for line in trace::event_lines(ev) {
-                eprintln!("{line}");
+                crate::errln!("{line}");
             }
         } else if let Event::Frame(f) = ev
-            && let Some(w) = trace::anomaly_warning(f)
+            && let Some(w) = trace::anomaly_warning(f, http)
         {
-            eprintln!("{w}");
-        } else if let Event::Note { text, .. } = ev
-            && text.starts_with("capture")
-        {
-            eprintln!("mcpscope: {text}");
+            crate::errln!("{w}");
         } else if let Event::Http(h) = ev
             && h.error.is_some()
             && h.request_id.is_none()
         {
             // Failures of a request are reported with it; these are the others.
-            eprintln!("mcpscope: {}", h.summary());
+            crate::errln!("mcpscope: {}", h.summary());
         }
     });
     let mut client = Client::connect(target, options, observer);
-    let roots: Vec<Value> = args
-        .root
-        .iter()
-        .map(|r| json!({"uri": root_uri(r), "name": r}))
-        .collect();
-    let choice = era_choice(&args);
-    let policy = match input_policy(&args, roots, choice) {
-        Ok(p) => p,
-        Err(e) => return fail(exit::UNREACHABLE, e),
-    };
     let mut capabilities = policy.capabilities();
     if args.task && choice != EraChoice::Legacy {
         capabilities = mcpscope_core::protocol::tasks::client_capabilities(
@@ -212,16 +236,20 @@ pub fn run(args: CallArgs) -> ExitCode {
 
     let code = call(&mut client, &args, choice, &method, params, capabilities, timeout);
     let exit = client.close();
-    match code {
-        Ok(code) => ExitCode::from(code),
+    let code = match code {
+        Ok(code) => code,
         Err(e) => {
-            let mut reason = e.to_string();
-            if let (ClientError::TimedOut { .. } | ClientError::Closed { .. }, Some(status)) = (&e, exit) {
-                reason.push_str(&format!(" (the server {status})"));
+            if super::signals::caught().is_none() {
+                watch.explain("mcpscope", &e.to_string(), exit);
             }
-            fail(exit::UNREACHABLE, reason)
+            exit::UNREACHABLE
         }
+    };
+    if watch.capture_failed() {
+        // The session ran, but what was asked for (a record of it) is lost.
+        return ExitCode::from(exit::IO);
     }
+    ExitCode::from(code)
 }
 
 /// `--era`, or the one `--protocol-version` implies (legacy by default).
@@ -262,7 +290,7 @@ fn call(
     params: Option<Value>,
     capabilities: Value,
     timeout: Duration,
-) -> Result<u8, ClientError> {
+) -> Result<u8, mcpscope_core::client::ClientError> {
     client.wait_started(Duration::from_secs(10))?;
     if !args.no_handshake {
         let protocol_version = args.protocol_version.clone().unwrap_or_else(|| {
@@ -279,7 +307,7 @@ fn call(
         };
         match client.establish(choice, &hs, timeout)? {
             Err(e) => {
-                eprintln!("mcpscope: {e}");
+                crate::errln!("mcpscope: {e}");
                 return Ok(exit::UNREACHABLE);
             }
             Ok(d) => {
@@ -288,27 +316,28 @@ fn call(
                     .as_ref()
                     .is_none_or(|h| h.verdict == handshake::VersionVerdict::Accepted);
                 if choice != EraChoice::Legacy && (args.trace || !d.notes.is_empty() || choice == EraChoice::Auto) {
-                    eprintln!("mcpscope: era: {} ({})", d.summary(), d.server_name());
+                    crate::errln!("mcpscope: era: {} ({})", d.summary(), d.server_name());
                     for n in d.notes.iter().filter(|n| !n.starts_with("era:")) {
-                        eprintln!("mcpscope: {n}");
+                        crate::errln!("mcpscope: {n}");
                     }
                 }
                 if let Some(h) = &d.handshake
                     && (args.trace || !accepted)
                 {
-                    eprintln!("mcpscope: {} ({})", h.verdict_text(), h.server_name());
+                    crate::errln!("mcpscope: {} ({})", h.verdict_text(), h.server_name());
                 }
             }
         }
     }
     if args.task {
         let give_up = Duration::from_millis(args.task_timeout_ms);
-        let mut on_status =
-            |t: &mcpscope_core::protocol::tasks::Task| eprintln!("mcpscope: task {}: {}", t.task_id, t.status_line());
+        let mut on_status = |t: &mcpscope_core::protocol::tasks::Task| {
+            crate::errln!("mcpscope: task {}: {}", t.task_id, t.status_line())
+        };
         let run = client.run_task(params.unwrap_or_else(|| json!({})), timeout, give_up, &mut on_status)?;
         match run.flavor {
-            None => eprintln!("mcpscope: the server answered at once, without creating a task"),
-            Some(f) => eprintln!(
+            None => crate::errln!("mcpscope: the server answered at once, without creating a task"),
+            Some(f) => crate::errln!(
                 "mcpscope: {} ended {}{}",
                 f.label(),
                 run.transitions.last().map_or("?".into(), |t| t.status.to_string()),
@@ -323,7 +352,7 @@ fn call(
             Outcome::Result(result) => {
                 print_json(&result);
                 if result.get("isError").and_then(Value::as_bool) == Some(true) {
-                    eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
+                    crate::errln!("mcpscope: the tool reported a failure (result.isError is true)");
                     exit::TOOL_ERROR
                 } else if run.cancelled {
                     exit::FAILED
@@ -333,7 +362,7 @@ fn call(
             }
             Outcome::Error(e) => {
                 print_json(&e.to_json());
-                eprintln!("mcpscope: the task failed: {e}");
+                crate::errln!("mcpscope: the task failed: {e}");
                 exit::FAILED
             }
             Outcome::Failed(why) => {
@@ -347,7 +376,7 @@ fn call(
         let out = client.request_with_input(method, params, timeout)?;
         for (id, ir) in &out.rounds {
             let what: Vec<String> = ir.requests.iter().map(|r| r.summary()).collect();
-            eprintln!(
+            crate::errln!(
                 "mcpscope: #{id} answered input_required ({}){}",
                 if what.is_empty() {
                     "no input requests".to_owned()
@@ -365,14 +394,14 @@ fn call(
             && let Some(last) = &out.response.frame.class.id
             && last != root
         {
-            eprintln!(
+            crate::errln!(
                 "mcpscope: answered and retried as #{last} (one conversation with #{root}, {} round(s))",
                 out.rounds.len() + 1
             );
         }
         if let Some(why) = &out.stopped {
             print_json(out.response.outcome.as_ref().unwrap_or(&Value::Null));
-            eprintln!("mcpscope: stopped: {why}");
+            crate::errln!("mcpscope: stopped: {why}");
             return Ok(exit::FAILED);
         }
         out.response
@@ -384,7 +413,7 @@ fn call(
         Ok(result) => {
             print_json(&result);
             if tool_error {
-                eprintln!("mcpscope: the tool reported a failure (result.isError is true)");
+                crate::errln!("mcpscope: the tool reported a failure (result.isError is true)");
                 Ok(exit::TOOL_ERROR)
             } else {
                 Ok(exit::OK)
@@ -392,7 +421,7 @@ fn call(
         }
         Err(e) => {
             print_json(&e.to_json());
-            eprintln!("mcpscope: {method} failed with JSON-RPC error {e}");
+            crate::errln!("mcpscope: {method} failed with JSON-RPC error {e}");
             Ok(exit::FAILED)
         }
     }
@@ -446,5 +475,26 @@ mod tests {
         assert!(build_request(&a).unwrap_err().contains("not valid JSON"));
         let a = parse(&["--method", "resources/read", "--params", r#"{"uri":"x"}"#, "--", "srv"]);
         assert_eq!(build_request(&a).unwrap().1.unwrap(), json!({"uri":"x"}));
+    }
+
+    #[test]
+    fn params_with_a_tool_name_are_the_whole_call_params() {
+        let a = parse(&["--tool-name", "add", "--params", r#"{"a":1}"#, "--", "srv"]);
+        let e = build_request(&a).unwrap_err();
+        assert!(e.contains("--tool-arg") && e.contains(r#""arguments""#), "{e}");
+        let a = parse(&[
+            "--tool-name",
+            "add",
+            "--params",
+            r#"{"arguments":{"a":1}}"#,
+            "--",
+            "srv",
+        ]);
+        assert_eq!(
+            build_request(&a).unwrap().1.unwrap(),
+            json!({"arguments":{"a":1},"name":"add"})
+        );
+        let a = parse(&["--tool-name", "add", "--params", r#"{"name":"sub"}"#, "--", "srv"]);
+        assert!(build_request(&a).unwrap_err().contains("disagree"));
     }
 }

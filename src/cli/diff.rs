@@ -32,15 +32,29 @@ pub fn run(args: DiffArgs) -> ExitCode {
     }
     // Both captures are read at once, record by record, keeping only each
     // exchange's JSON text.
-    let ((a_header, a), (b_header, b)) = match session_diff::read_both(&args.a, &args.b) {
+    let (a, b) = match session_diff::read_both(&args.a, &args.b) {
         Ok(both) => both,
         Err(e) => {
-            eprintln!("mcpscope diff: {e:#}");
+            crate::errln!("mcpscope diff: {e:#}");
             return ExitCode::from(super::exit::IO);
         }
     };
-    let entries = session_diff::diff_exchanges(&a, &b);
-    drop((a, b));
+    // What was not compared is said, on stderr (so --json stays parseable).
+    for (path, read) in [(&args.a, &a), (&args.b, &b)] {
+        for w in &read.warnings {
+            crate::errln!("mcpscope diff: {}: skipped {w}", path.display());
+        }
+        if read.sessions > 1 {
+            crate::errln!(
+                "mcpscope diff: {} holds {} sessions; they are compared as one, in order",
+                path.display(),
+                read.sessions
+            );
+        }
+    }
+    let entries = session_diff::diff_exchanges(&a.exchanges, &b.exchanges);
+    let (a_header, b_header) = (a.header, b.header);
+    drop((a.exchanges, b.exchanges));
     let differing = entries.iter().filter(|e| e.verdict != Verdict::Same).count();
     if args.json {
         let list: Vec<_> = entries
@@ -56,25 +70,25 @@ pub fn run(args: DiffArgs) -> ExitCode {
                 json!({"exchange": e.key, "verdict": verdict, "details": details})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
-        println!("A: {} ({})", args.a.display(), a_header.command_line);
-        println!("B: {} ({})", args.b.display(), b_header.command_line);
+        crate::outln!("A: {} ({})", args.a.display(), a_header.command_line);
+        crate::outln!("B: {} ({})", args.b.display(), b_header.command_line);
         for e in &entries {
             match &e.verdict {
-                Verdict::Same if args.all => println!("  same       {}", e.key),
+                Verdict::Same if args.all => crate::outln!("  same       {}", e.key),
                 Verdict::Same => {}
-                Verdict::OnlyInA => println!("  only in A  {}", e.key),
-                Verdict::OnlyInB => println!("  only in B  {}", e.key),
+                Verdict::OnlyInA => crate::outln!("  only in A  {}", e.key),
+                Verdict::OnlyInB => crate::outln!("  only in B  {}", e.key),
                 Verdict::Differs(lines) => {
-                    println!("  differs    {}", e.key);
+                    crate::outln!("  differs    {}", e.key);
                     for l in lines {
-                        println!("             {l}");
+                        crate::outln!("             {l}");
                     }
                 }
             }
         }
-        println!(
+        crate::outln!(
             "{} exchange(s) compared, {} differ (ids, key order and timing ignored)",
             entries.len(),
             differing
@@ -83,6 +97,6 @@ pub fn run(args: DiffArgs) -> ExitCode {
     if differing == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(super::exit::FAILED)
     }
 }

@@ -35,8 +35,8 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let target = match args.server.target() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("mcpscope doctor: {e}");
-            return ExitCode::from(2);
+            crate::errln!("mcpscope doctor: {e}");
+            return ExitCode::from(super::exit::USAGE);
         }
     };
     let options = DoctorOptions {
@@ -46,16 +46,16 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         probe_enforcement: !args.no_enforcement_probe,
         ..DoctorOptions::default()
     };
-    println!("mcpscope doctor: {}", target.display());
+    crate::outln!("mcpscope doctor: {}", target.display());
     let report = doctor::diagnose_target(&target, &options);
     for check in &report.checks {
-        println!("[{}] {}", check.status.mark(), check.title);
+        crate::outln!("[{}] {}", check.status.mark(), check.title);
         for d in &check.details {
-            println!("       {d}");
+            crate::outln!("       {d}");
         }
     }
     if report.healthy() {
-        println!(
+        crate::outln!(
             "Healthy: the server speaks MCP over {} as expected.",
             match &target {
                 mcpscope_core::transport::target::Target::Stdio(_) => "stdio",
@@ -64,7 +64,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         );
         ExitCode::SUCCESS
     } else {
-        println!("Not healthy: see the FAIL lines above.");
-        ExitCode::from(1)
+        crate::outln!("Not healthy: see the FAIL lines above.");
+        ExitCode::from(super::exit::FAILED)
     }
 }

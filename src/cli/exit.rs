@@ -3,8 +3,8 @@
 
 /// Success.
 pub const OK: u8 = 0;
-/// A JSON-RPC error response (`call`), error-level findings (`lint`, `doctor`),
-/// differences (`diff`), or a refused listen.
+/// A JSON-RPC error response (`call`), error-level findings (`lint`), an
+/// unhealthy server (`doctor`), differences (`diff`), or a refused listen.
 pub const FAILED: u8 = 1;
 /// `call`: the tool answered with `isError: true`.
 pub const TOOL_ERROR: u8 = 2;
@@ -14,3 +14,7 @@ pub const UNREACHABLE: u8 = 3;
 pub const IO: u8 = 4;
 /// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
 pub const USAGE: u8 = 64;
+/// `proxy`: the server could not be started (a shell's "command not found").
+pub const NOT_STARTED: u8 = 127;
+// Also: 128 + N when mcpscope was stopped by signal N (130 for SIGINT), and
+// 141 when its stdout was closed (see `output`).

@@ -34,7 +34,7 @@ pub fn run(s: Startup) -> ExitCode {
     } else {
         "the desktop app"
     };
-    eprintln!(
+    crate::errln!(
         "mcpscope: {what} is not in this build (it was built without the `gui` feature); \
          the headless subcommands are: call, proxy, doctor, lint, diff, listen. \
          Build with default features for the app."

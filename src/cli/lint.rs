@@ -2,7 +2,6 @@
 
 use clap::Args;
 use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,36 +30,42 @@ pub fn run(args: LintArgs) -> ExitCode {
     let linted = match lint::lint_capture(&args.capture, &options) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mcpscope lint: {e:#}");
+            crate::errln!("mcpscope lint: {e:#}");
             return ExitCode::from(super::exit::IO);
         }
     };
     // On stderr, so that --json output stays parseable.
     for w in &linted.warnings {
-        eprintln!("mcpscope lint: {}: skipped {w}", args.capture.display());
+        crate::errln!("mcpscope lint: {}: skipped {w}", args.capture.display());
     }
+    // Each session of an appended capture is linted on its own: ids and the
+    // handshake start again at a session boundary.
+    let sessions = linted.sessions;
     let findings = linted.findings;
     if args.json {
         let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&array).expect("findings serialise"));
+        crate::outln!("{}", serde_json::to_string_pretty(&array).unwrap_or_default());
     } else {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for f in &findings {
-            let _ = writeln!(out, "{}", f.line());
+            crate::outln!("{}", f.line());
         }
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-        let _ = writeln!(
-            out,
-            "{}: {} error(s), {} warning(s), {} info in {} event(s)",
+        crate::outln!(
+            "{}: {} error(s), {} warning(s), {} info in {} event(s){}",
             args.capture.display(),
             count(Severity::Error),
             count(Severity::Warning),
             count(Severity::Info),
-            linted.events
+            linted.events,
+            if sessions > 1 {
+                format!(" of {sessions} sessions (each linted on its own)")
+            } else {
+                String::new()
+            }
         );
     }
     if lint::has_errors(&findings) {
-        ExitCode::from(1)
+        ExitCode::from(super::exit::FAILED)
     } else {
         ExitCode::SUCCESS
     }

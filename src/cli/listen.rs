@@ -1,7 +1,8 @@
 //! `mcpscope listen`: open a `subscriptions/listen` stream on a 2026-07-28
 //! server and print what it carries, one JSON message per line.
 
-use super::TargetArgs;
+use super::watch::{self, Watch};
+use super::{TargetArgs, exit};
 use clap::Args;
 use mcpscope_core::client::Client;
 use mcpscope_core::protocol::era::{self, EraChoice};
@@ -10,7 +11,6 @@ use mcpscope_core::protocol::subscriptions::{ACKNOWLEDGED, Filter};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
 use mcpscope_core::wire::frame::Direction;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -61,64 +61,94 @@ impl ListenArgs {
 }
 
 fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
-    eprintln!("mcpscope listen: {reason}");
+    crate::errln!("mcpscope listen: {reason}");
     ExitCode::from(code)
 }
 
+/// Exit status: 0; 1 when the server refuses the listen; 3 when it is not a
+/// modern server or cannot be reached; 4 when the capture cannot be written;
+/// 64 for a wrong command line.
 pub fn run(args: ListenArgs) -> ExitCode {
     let target = match args.server.target() {
         Ok(t) => t,
-        Err(e) => return fail(2, e),
+        Err(e) => return fail(exit::USAGE, e),
     };
+    if let Err(e) = watch::check_capture(args.capture.as_deref()) {
+        return fail(exit::IO, e);
+    }
     let timeout = Duration::from_millis(args.timeout_ms);
     let options = SessionOptions {
         request_timeout: Some(timeout),
         capture: args.capture.clone(),
         ..SessionOptions::default()
     };
+    let watch = Watch::default();
+    let seen = watch.clone();
     // Every notification the server sends (acknowledgement included) goes to stdout as it comes.
-    let observer = Box::new(|ev: &Event| {
+    let observer = Box::new(move |ev: &Event| {
+        seen.see(ev, "mcpscope listen");
         if let Event::Frame(f) = ev
             && f.direction == Direction::In
             && f.class.kind == mcpscope_core::wire::classify::Kind::Notification
         {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&f.raw);
-            let _ = out.write_all(b"\n");
-            let _ = out.flush();
+            let mut line = f.raw.clone();
+            line.push(b'\n');
+            super::output::out_bytes(&line);
         }
     });
     let mut client = Client::connect(target, options, observer);
-    if let Err(e) = client.wait_started(timeout) {
-        return fail(2, e);
+    let code = listen(&mut client, &args, timeout, &watch);
+    let exit = client.close();
+    let code = match code {
+        Ok(()) => exit::OK,
+        Err((code, reason)) => {
+            if super::signals::caught().is_none() {
+                watch.explain("mcpscope listen", &reason, exit);
+            }
+            code
+        }
+    };
+    if watch.capture_failed() {
+        return ExitCode::from(exit::IO);
     }
+    ExitCode::from(code)
+}
+
+fn listen(client: &mut Client, args: &ListenArgs, timeout: Duration, _watch: &Watch) -> Result<(), (u8, String)> {
+    let unreachable = |e: &dyn std::fmt::Display| (exit::UNREACHABLE, e.to_string());
+    client.wait_started(timeout).map_err(|e| unreachable(&e))?;
     let hs = HandshakeOptions {
         protocol_version: args.protocol_version.clone(),
         ..HandshakeOptions::default()
     };
     match client.establish(EraChoice::Modern, &hs, timeout) {
-        Err(e) => return fail(2, e),
-        Ok(Err(e)) => return fail(2, format!("{e} (subscriptions/listen needs a 2026-07-28 server)")),
-        Ok(Ok(d)) if d.discovery.is_none() => {
-            return fail(
-                2,
-                format!("{} (subscriptions/listen needs a 2026-07-28 server)", d.reason),
-            );
+        Err(e) => return Err(unreachable(&e)),
+        Ok(Err(e)) => {
+            return Err(unreachable(&format!(
+                "{e} (subscriptions/listen needs a 2026-07-28 server)"
+            )));
         }
-        Ok(Ok(d)) => eprintln!("mcpscope listen: {} ({})", d.summary(), d.server_name()),
+        Ok(Ok(d)) if d.discovery.is_none() => {
+            return Err(unreachable(&format!(
+                "{} (subscriptions/listen needs a 2026-07-28 server)",
+                d.reason
+            )));
+        }
+        Ok(Ok(d)) => crate::errln!("mcpscope listen: {} ({})", d.summary(), d.server_name()),
     }
     let filter = args.filter();
     let id = match client.listen(&filter, timeout) {
-        Err(e) => return fail(2, e),
-        Ok(Err(e)) => return fail(1, format!("the server refused subscriptions/listen: {e}")),
+        Err(e) => return Err(unreachable(&e)),
+        Ok(Err(e)) => {
+            return Err((exit::FAILED, format!("the server refused subscriptions/listen: {e}")));
+        }
         Ok(Ok((id, honoured))) => {
-            eprintln!("mcpscope listen: #{id} acknowledged ({ACKNOWLEDGED}); the server honours {honoured}");
+            crate::errln!("mcpscope listen: #{id} acknowledged ({ACKNOWLEDGED}); the server honours {honoured}");
             id
         }
     };
     client.pump_for(Duration::from_millis(args.for_ms));
     client.stop_listening(id);
     client.pump_for(Duration::from_millis(200));
-    client.close();
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -8,8 +8,11 @@ mod exit;
 mod gui;
 mod lint;
 mod listen;
+pub(crate) mod output;
 mod proxy;
+mod signals;
 mod trace;
+mod watch;
 mod wrap;
 
 use clap::{Args, Parser, Subcommand};
@@ -17,6 +20,7 @@ use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::target::{HttpKind, HttpTarget, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -195,7 +199,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match cli.command {
+    // Subcommands that run servers end them properly on SIGINT, SIGTERM
+    // and SIGHUP; lint and diff keep the default (they hold no processes).
+    let backstop = signals::Then::Return {
+        grace: Duration::from_secs(30),
+    };
+    match &cli.command {
+        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_)) => signals::install(backstop),
+        Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
+        Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
+        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+    }
+    let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
         Some(Cmd::Proxy(args)) => proxy::run(args),
         Some(Cmd::Doctor(args)) => doctor::run(args),
@@ -214,7 +229,19 @@ pub fn main() -> ExitCode {
             launch: cli.launch,
             ..Default::default()
         }),
+    };
+    if let Some(sig) = signals::caught() {
+        crate::errln!(
+            "mcpscope: stopped by {}: the server was shut down{}",
+            mcpscope_core::transport::process::signal_name(sig),
+            " (its capture, if any, records how)"
+        );
+        return ExitCode::from((128 + sig).clamp(0, 255) as u8);
     }
+    if output::stdout_closed() {
+        return ExitCode::from(output::STDOUT_CLOSED_STATUS);
+    }
+    code
 }
 
 #[cfg(test)]

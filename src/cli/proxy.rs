@@ -1,9 +1,9 @@
 //! `mcpscope proxy`: put mcpscope between a real client and its server, over
 //! stdio (`-- COMMAND`) or HTTP (`--listen ADDR --upstream URL`).
 
-use super::exit;
+use super::{exit, watch};
 use clap::Args;
-use mcpscope_core::record::state_dir;
+use mcpscope_core::record::{capture, state_dir};
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::proxy::{self, ProxyOptions, SessionOptions};
 use mcpscope_core::transport::reverse_proxy::{self, ReverseProxyOptions};
@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
-    /// Record both directions (and the server's stderr) to this JSONL capture.
+    /// Append both directions and the server's stderr to this JSONL capture
+    /// (each session after a header line of its own; created 0600).
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
 
@@ -43,13 +44,16 @@ pub struct ProxyArgs {
     pub command: Vec<String>,
 }
 
+/// Exit status: the server's (128 + signal when it was killed); 127 when it
+/// could not be started (as a shell says for a command not found); 4 when the
+/// capture cannot be written (checked before the server starts).
 pub fn run(args: ProxyArgs) -> ExitCode {
     if let (Some(listen), Some(upstream)) = (&args.listen, &args.upstream) {
         return run_reverse(&args, listen, upstream);
     }
     let mut parts = args.command.iter();
     let Some(program) = parts.next() else {
-        eprintln!("mcpscope proxy: give the server command after `--` (or --listen ADDR --upstream URL)");
+        crate::errln!("mcpscope proxy: give the server command after `--` (or --listen ADDR --upstream URL)");
         return ExitCode::from(exit::USAGE);
     };
     let spec = ServerSpec {
@@ -58,6 +62,12 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         env: args.env.clone(),
         cwd: args.cwd.clone(),
     };
+    // Refuse before the client starts talking: a proxy that cannot record
+    // where it was told to is not what was asked for.
+    if let Err(e) = watch::check_capture(args.capture.as_deref()) {
+        crate::errln!("mcpscope proxy: {e}");
+        return ExitCode::from(exit::IO);
+    }
     let mut options = ProxyOptions {
         capture: args.capture.clone(),
         ..ProxyOptions::default()
@@ -71,34 +81,37 @@ pub fn run(args: ProxyArgs) -> ExitCode {
                     name: name.clone(),
                 })
             }
-            Err(e) => eprintln!("mcpscope proxy: not recording this session: {e}"),
+            Err(e) => crate::errln!("mcpscope proxy: not recording this session: {e}"),
         }
     }
     // The client reads our stdout as the server's: nothing of ours may go there.
     match proxy::run(&spec, &options, std::io::stdin(), std::io::stdout(), std::io::stderr()) {
         Ok(outcome) => {
             for n in &outcome.notes {
-                eprintln!("mcpscope proxy: {n}");
+                crate::errln!("mcpscope proxy: {n}");
+            }
+            if outcome.notes.iter().any(|n| n.starts_with(capture::FAILED)) {
+                return ExitCode::from(exit::IO);
             }
             let code = outcome.status.map_or(1, |s| s.shell_code());
             ExitCode::from(code.clamp(0, 255) as u8)
         }
         Err(e) => {
-            eprintln!("mcpscope proxy: could not start the server: {e}");
-            ExitCode::from(127)
+            crate::errln!("mcpscope proxy: could not start the server: {e}");
+            ExitCode::from(exit::NOT_STARTED)
         }
     }
 }
 
 fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
     if !args.command.is_empty() || !args.env.is_empty() || args.cwd.is_some() {
-        eprintln!("mcpscope proxy: --listen forwards to --upstream; a command, --env or --cwd has no place there");
+        crate::errln!("mcpscope proxy: --listen forwards to --upstream; a command, --env or --cwd has no place there");
         return ExitCode::from(exit::USAGE);
     }
     let mut options = match ReverseProxyOptions::new(listen, upstream) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("mcpscope proxy: {e}");
+            crate::errln!("mcpscope proxy: {e}");
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -111,27 +124,27 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
                     name: name.clone(),
                 })
             }
-            Err(e) => eprintln!("mcpscope proxy: not recording this session: {e}"),
+            Err(e) => crate::errln!("mcpscope proxy: not recording this session: {e}"),
         }
     }
     let mut proxy = match reverse_proxy::ReverseProxy::bind(options) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("mcpscope proxy: {e:#}");
+            crate::errln!("mcpscope proxy: {e:#}");
             return ExitCode::from(exit::UNREACHABLE);
         }
     };
     // A client (or a script) may wait for this line to know the port is open.
     for n in proxy.take_notes() {
-        eprintln!("mcpscope proxy: {n}; forwarding goes on");
+        crate::errln!("mcpscope proxy: {n}; forwarding goes on");
     }
-    eprintln!(
+    crate::errln!(
         "mcpscope proxy: listening on http://{} and forwarding to {upstream}",
         proxy.local_addr()
     );
-    let outcome = proxy.run_until_signalled();
+    let outcome = proxy.run_until_stopped();
     for n in &outcome.notes {
-        eprintln!("mcpscope proxy: {n}");
+        crate::errln!("mcpscope proxy: {n}");
     }
     ExitCode::from(exit::OK)
 }

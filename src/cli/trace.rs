@@ -1,6 +1,7 @@
 //! Human-readable lines for events, as printed by `--trace` and the doctor.
 
 use mcpscope_core::transport::event::Event;
+use mcpscope_core::wire::classify::Anomalies;
 use mcpscope_core::wire::frame::{Direction, Frame};
 
 /// Longest line shown before it is shortened (the capture keeps it whole).
@@ -34,17 +35,24 @@ pub fn event_lines(ev: &Event) -> Vec<String> {
     }
 }
 
-/// One-line warning for a received frame with anomalies (printed even without --trace).
-pub fn anomaly_warning(f: &Frame) -> Option<String> {
+/// One-line warning for a received frame with anomalies (printed even
+/// without --trace). Over HTTP a body that is not JSON is usually an error
+/// page, not a log line, and is described as such.
+pub fn anomaly_warning(f: &Frame, http: bool) -> Option<String> {
     if f.direction != Direction::In || f.anomalies().is_empty() {
         return None;
     }
     let codes: Vec<&str> = f.anomalies().codes().collect();
     let first = f.anomalies().descriptions().next().map(|(_, d)| d).unwrap_or_default();
+    let what = if http && f.anomalies().contains(Anomalies::NOT_JSON) {
+        "a response body that is not JSON (an error page or a proxy's answer?)"
+    } else {
+        first
+    };
     Some(format!(
         "mcpscope: warning: from the server: {} [{}]: {}",
         shorten(&format!("{:?}", f.text())),
         codes.join(", "),
-        first
+        what
     ))
 }

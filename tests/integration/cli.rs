@@ -360,7 +360,8 @@ fn listen_prints_the_stream_of_a_modern_server_and_refuses_a_legacy_one() {
         .args(&legacy.args)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // 3, as for any server that cannot be spoken to as asked.
+    assert_eq!(out.status.code(), Some(3));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("needs a 2026-07-28 server"),
         "{}",

@@ -114,6 +114,7 @@ fn oversize_line_is_kept_whole() {
     let options = SessionOptions {
         limits: Limits {
             max_line_bytes: 1024 * 1024,
+            ..Limits::default()
         },
         ..quick()
     };

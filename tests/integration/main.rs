@@ -9,6 +9,7 @@ mod capture_roundtrip;
 mod cli;
 mod eras;
 mod faulty_servers;
+mod hostile;
 mod http;
 mod lint;
 mod live;

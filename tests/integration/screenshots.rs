@@ -11,7 +11,7 @@ use std::time::Duration;
 
 fn harness(args: StartupArgs) -> Harness<'static, McpscopeApp> {
     Harness::builder()
-        .with_size([1600.0, 1000.0])
+        .with_size([1440.0, 900.0])
         .allow_missing_glyphs()
         .wgpu()
         .build_eframe(move |cc| McpscopeApp::new(cc, args))

@@ -133,15 +133,6 @@ struct Ends {
     failures: HashMap<RequestId, Failure>,
 }
 
-fn temp_capture_path() -> PathBuf {
-    let dir = std::env::temp_dir().join("mcpscope");
-    let _ = std::fs::create_dir_all(&dir);
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    dir.join(format!("capture-{stamp}-{}.jsonl", std::process::id()))
-}
-
 impl Inspection {
     /// Starts a server, records it to a fresh capture file, and begins the handshake.
     pub fn launch(target: Target, protocol_version: &str, waker: Option<Waker>) -> Inspection {
@@ -161,14 +152,23 @@ impl Inspection {
         choice: EraChoice,
         waker: Option<Waker>,
     ) -> Inspection {
-        let capture_path = temp_capture_path();
+        // A private file (0600, in a 0700 directory of this user): captures
+        // hold whole conversations.
+        let capture = mcpscope_core::record::private_files::new_capture_file();
         let options = SessionOptions {
-            capture: Some(capture_path.clone()),
+            capture: capture.as_ref().ok().cloned(),
             waker,
             ..SessionOptions::default()
         };
         let request_timeout = options.request_timeout;
         let session = Session::connect(target.clone(), options);
+        if let Err(e) = &capture {
+            session.note(format!(
+                "{}no private capture file: {e:#} (this session is not recorded)",
+                mcpscope_core::record::capture::FAILED
+            ));
+        }
+        let capture_path = capture.ok();
         let mut driver = Driver::new(DriverConfig {
             era: choice,
             handshake: HandshakeOptions {
@@ -194,7 +194,7 @@ impl Inspection {
             model,
             session: Some(session),
             driver,
-            capture_path: Some(capture_path),
+            capture_path,
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
             started: Some(Instant::now()),
@@ -550,7 +550,7 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
             w();
         }
     };
-    let opened = std::fs::File::open(path)
+    let opened = mcpscope_core::record::private_files::open_regular(path)
         .with_context(|| format!("cannot open capture {}", path.display()))
         .and_then(|f| {
             let total = f.metadata().map_or(0, |m| m.len());
@@ -585,6 +585,8 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
                 }
             }
             Ok(Some(Item::Warning(w))) => warnings.push(w),
+            // The note that marks another session of the same capture.
+            Ok(Some(Item::Boundary(_, note))) => batch.push(note),
             Ok(None) => break,
             Err(e) => {
                 let _ = tx.send(Loaded::Failed(format!("cannot read capture {}: {e:#}", path.display())));

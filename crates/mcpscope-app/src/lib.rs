@@ -45,6 +45,7 @@ pub fn run(args: StartupArgs) -> ExitCode {
             .with_inner_size([1440.0, 900.0])
             .with_min_inner_size([800.0, 500.0])
             .with_title("mcpscope"),
+        persistence_path: state_file(),
         ..Default::default()
     };
     match eframe::run_native(
@@ -61,6 +62,41 @@ pub fn run(args: StartupArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The app's saved state (recent servers, window layout), readable by the
+/// user alone: `app.ron` in mcpscope's private directory (0700), created 0600.
+/// The file eframe used to write (`~/.local/share/mcpscope/app.ron`, 0644,
+/// which held environment and header values) is moved there once.
+/// Without a private directory nothing is saved.
+fn state_file() -> Option<PathBuf> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = match mcpscope_core::record::private_files::state_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("mcpscope: not saving the app's state: {e:#}");
+            return None;
+        }
+    };
+    let file = dir.join("app.ron");
+    if let Some(old) = eframe::storage_dir("mcpscope").map(|d| d.join("app.ron"))
+        && old != file
+        && old.exists()
+    {
+        if !file.exists() {
+            let _ = std::fs::copy(&old, &file);
+        }
+        let _ = std::fs::remove_file(&old);
+    }
+    // eframe creates the file with the default mode: create it first, 0600.
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{}"));
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+    Some(file)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,7 +236,8 @@ impl McpscopeApp {
         if let Some(storage) = cc.storage
             && let Some(recent) = eframe::get_value::<Vec<SavedServer>>(storage, RECENT_KEY)
         {
-            app.launcher.recent = recent;
+            // State saved by older versions held secret values: drop them.
+            app.launcher.recent = recent.iter().map(SavedServer::without_secrets).collect();
         }
         app.startup(args);
         app
@@ -318,10 +355,22 @@ impl McpscopeApp {
                                 Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
                         }
                         None => {
-                            self.message = Some((
-                                Severity::Error,
-                                format!("no server named {name:?} in {}", path.display()),
-                            ))
+                            let mut text = format!("no server named {name:?} in {}", path.display());
+                            let names: Vec<&str> = read.servers.iter().map(|s| s.name.as_str()).collect();
+                            if names.is_empty() {
+                                text.push_str(": it lists no servers");
+                            } else {
+                                const NAMES_SHOWN: usize = 20;
+                                let mut list = names.iter().take(NAMES_SHOWN).copied().collect::<Vec<_>>().join(", ");
+                                if names.len() > NAMES_SHOWN {
+                                    list.push_str(&format!(" and {} more", names.len() - NAMES_SHOWN));
+                                }
+                                text.push_str(&format!(" (it has: {list})"));
+                            }
+                            if !read.problems.is_empty() {
+                                text.push_str(&format!("; {}", read.problems.join("; ")));
+                            }
+                            self.message = Some((Severity::Error, text))
                         }
                     }
                 }
@@ -329,9 +378,21 @@ impl McpscopeApp {
             }
             Err(e) => {
                 self.launcher.imported = None;
-                self.message = Some((Severity::Error, format!("{}: {e}", path.display())));
+                let text = format!("{}: {e}", path.display());
+                self.message = Some(match job.launch {
+                    // The config could not be read: that is the problem to
+                    // show, not a missing server name.
+                    Some(name) => (Severity::Error, format!("cannot launch {name:?}: {text}")),
+                    None => (Severity::Error, text),
+                });
             }
         }
+    }
+
+    /// The recent servers as they are saved: names of environment variables
+    /// and headers, never their values.
+    pub fn saved_state(&self) -> Vec<SavedServer> {
+        self.launcher.recent.iter().map(SavedServer::without_secrets).collect()
     }
 
     fn running(&self) -> bool {
@@ -722,7 +783,7 @@ impl McpscopeApp {
             });
             ui.separator();
             if let Some(i) = &self.inspection {
-                ui.label(RichText::new(mcpscope_core::text::shorten(i.model.command_line(), 100)).monospace());
+                ui.label(RichText::new(mcpscope_core::text::ellipsize(i.model.command_line(), 100)).monospace());
             }
         });
     }
@@ -911,32 +972,7 @@ impl McpscopeApp {
             }
         });
         if let Some(caps) = &h.capabilities {
-            let caps: Vec<String> = caps
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| match v.as_object().filter(|x| !x.is_empty()) {
-                            Some(sub) => format!(
-                                "{k} ({})",
-                                sub.iter()
-                                    .filter(|(_, b)| b.as_bool() == Some(true))
-                                    .map(|(n, _)| n.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                            None => k.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            ui.label(format!(
-                "capabilities: {}",
-                if caps.is_empty() {
-                    "none".into()
-                } else {
-                    caps.join(" · ")
-                }
-            ));
+            ui.label(format!("capabilities: {}", capability_summary(caps)));
         }
         if let Some(text) = &h.instructions {
             egui::CollapsingHeader::new("instructions")
@@ -1175,11 +1211,55 @@ impl eframe::App for McpscopeApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, RECENT_KEY, &self.launcher.recent);
+        eframe::set_value(storage, RECENT_KEY, &self.saved_state());
     }
 
     fn on_exit(&mut self) {
         // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
         self.inspection = None;
+    }
+}
+
+/// A server's capabilities in one line: each capability, with the flags that
+/// are on (`{"listChanged": false}` says nothing, so `tools`, not `tools ()`).
+fn capability_summary(caps: &serde_json::Value) -> String {
+    let parts: Vec<String> = caps
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let flags: Vec<&str> = v
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, b)| b.as_bool() == Some(true))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if flags.is_empty() {
+                k.clone()
+            } else {
+                format!("{k} ({})", flags.join(", "))
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_name_only_the_flags_that_are_on() {
+        let caps = serde_json::json!({"tools": {"listChanged": false}, "resources": {"subscribe": true, "listChanged": true}, "logging": {}});
+        assert_eq!(
+            capability_summary(&caps),
+            "tools · resources (subscribe, listChanged) · logging"
+        );
+        assert_eq!(capability_summary(&serde_json::json!({})), "none");
     }
 }

@@ -44,7 +44,7 @@ fn describe(out: &Outgoing) -> String {
         }
         Outgoing::Raw(line) => format!(
             "raw: {}",
-            mcpscope_core::text::shorten(&String::from_utf8_lossy(line), 60)
+            mcpscope_core::text::ellipsize(&String::from_utf8_lossy(line), 60)
         ),
     }
 }

@@ -233,6 +233,9 @@ impl DetailPanel {
                     mcpscope_core::wire::framing::LineEnding::Lf => "",
                     mcpscope_core::wire::framing::LineEnding::CrLf => "\\r",
                     mcpscope_core::wire::framing::LineEnding::Eof => "  (no newline: the stream ended here)",
+                    mcpscope_core::wire::framing::LineEnding::Cut => {
+                        "  (cut: the line was longer than the in-memory cap and goes on in the next row)"
+                    }
                 };
                 ui.add(
                     egui::Label::new(RichText::new(format!("{shown}{ending}")).monospace())

@@ -52,13 +52,13 @@ pub struct DiffView {
 
 /// Loads both captures and compares them (runs on the worker).
 pub fn load_and_compare(a: &Path, b: &Path) -> Result<Compared, String> {
-    let ((ha, xa), (hb, xb)) = session_diff::read_both(a, b).map_err(|e| format!("{e:#}"))?;
+    let (xa, xb) = session_diff::read_both(a, b).map_err(|e| format!("{e:#}"))?;
     Ok(Compared {
         a: a.to_owned(),
         b: b.to_owned(),
-        a_command: ha.command_line,
-        b_command: hb.command_line,
-        comparison: session_diff::compare_exchanges(&xa, &xb),
+        a_command: xa.header.command_line,
+        b_command: xb.header.command_line,
+        comparison: session_diff::compare_exchanges(&xa.exchanges, &xb.exchanges),
     })
 }
 

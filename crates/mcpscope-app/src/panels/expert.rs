@@ -133,6 +133,8 @@ fn read_new(
         match r.next_item() {
             Ok(Some(Item::Event(e))) => linter.push(&e),
             Ok(Some(Item::Warning(_))) => {}
+            // Another session of the same capture: ids and the handshake start again.
+            Ok(Some(Item::Boundary(..))) => linter.next_session(),
             Ok(None) => return Ok(()),
             Err(e) => return Err(format!("cannot read capture {}: {e:#}", path.display())),
         }
@@ -640,7 +642,7 @@ mod tests {
             &mcpscope_core::transport::process::ServerSpec::new("x", Vec::<String>::new()),
             "t",
         );
-        let mut w = mcpscope_core::record::capture::Writer::create(&path, &header).unwrap();
+        let mut w = mcpscope_core::record::capture::Writer::open(&path, &header).unwrap();
         let mut rec = Recorder::replay(Limits::default());
         let mut events = vec![Event::Note {
             at: Duration::ZERO,

@@ -145,19 +145,21 @@ fn field_ui(
                 changed = true;
             }
         }
-        if shows_value(f) {
-            changed |= inline_ui(ui, f, label, label_id);
-        }
+        // The small marks go before the editor: it takes the rest of the
+        // row, and anything after it would wrap onto a line of its own.
         if f.is_default {
             ui.weak("(default)");
         }
         changed |= mode_toggle_ui(ui, f, label);
+        if shows_value(f) {
+            changed |= inline_ui(ui, f, label, label_id);
+        }
     });
     if let Some(d) = &f.description {
-        ui.label(RichText::new(d).weak().small());
+        ui.label(RichText::new(d).weak());
     }
     if let Some(n) = &f.note {
-        ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR).small());
+        ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR));
     }
     // Errors about a whole object, list or choice (a oneOf value matching two variants)
     // go under its header, next to the chooser, before its children.
@@ -421,10 +423,10 @@ fn block_ui(ui: &mut Ui, f: &mut Field, pointer: &str, label: &str, label_id: Op
         FieldKind::Choice { current, .. } => {
             if !is_scalar(&current.kind) && !current.is_pending() {
                 if let Some(n) = &current.description {
-                    ui.label(RichText::new(n).weak().small());
+                    ui.label(RichText::new(n).weak());
                 }
                 if let Some(n) = &current.note {
-                    ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR).small());
+                    ui.label(RichText::new(format!("⚠ {n}")).color(WARN_COLOR));
                 }
                 let c = block_ui(ui, current, pointer, label, label_id, ctx);
                 if c {

@@ -79,6 +79,19 @@ impl SavedServer {
     pub fn command_line(&self) -> String {
         self.target().display()
     }
+
+    /// What may be written to the app's saved state: environment and header
+    /// values (API keys, tokens) are left out, and so are credentials in the
+    /// URL; only the names are kept, and the launcher asks for the values again.
+    pub fn without_secrets(&self) -> SavedServer {
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(k, _)| (k.clone(), String::new())).collect();
+        SavedServer {
+            env: names(&self.env),
+            headers: names(&self.headers),
+            url: mcpscope_core::transport::target::mask_url(&self.url),
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -466,7 +479,7 @@ impl LauncherPanel {
                     );
                     ui.add(
                         egui::TextEdit::singleline(&mut row.value)
-                            .hint_text("value")
+                            .hint_text("value (never saved to disk)")
                             .password(!row.revealed)
                             .desired_width(120.0),
                     );
@@ -564,7 +577,7 @@ impl LauncherPanel {
             ui.strong("Recent");
             let mut pick = None;
             for (i, r) in self.recent.iter().enumerate() {
-                let text = format!("{} — {}", r.name, mcpscope_core::text::shorten(&r.command_line(), 60));
+                let text = format!("{} — {}", r.name, mcpscope_core::text::ellipsize(&r.command_line(), 60));
                 if ui
                     .selectable_label(false, text)
                     .on_hover_text("Load into the form")
@@ -678,5 +691,25 @@ mod tests {
         assert_eq!(l.recent.len(), RECENT_LIMIT);
         assert_eq!(l.recent[0].program, "p10");
         assert_eq!(l.recent.iter().filter(|r| r.program == "p10").count(), 1);
+    }
+
+    #[test]
+    fn saved_servers_keep_names_not_secrets() {
+        let s = SavedServer {
+            name: "x".into(),
+            program: "node".into(),
+            env: vec![("API_KEY".into(), "sk-live-123".into())],
+            headers: vec![("Authorization".into(), "Bearer tok-456".into())],
+            url: "http://alice:pw@h/mcp?token=t-789".into(),
+            ..SavedServer::default()
+        };
+        let stored = serde_json::to_string(&s.without_secrets()).unwrap();
+        for secret in ["sk-live-123", "tok-456", "t-789", "pw"] {
+            assert!(!stored.contains(secret), "{secret} in {stored}");
+        }
+        assert!(
+            stored.contains("API_KEY") && stored.contains("Authorization"),
+            "{stored}"
+        );
     }
 }

@@ -512,16 +512,15 @@ fn decode_image(bytes: &[u8]) -> Result<egui::ColorImage, String> {
     Ok(egui::ColorImage::from_rgba_unmultiplied(size, rgba.as_raw()))
 }
 
-/// Writes a blob to the temp directory, named by its type.
+/// Writes a blob to a private file (0600, in mcpscope's 0700 directory of
+/// this user), named by its type.
 fn save_blob(bytes: &[u8], mime: &str, index: usize) -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join("mcpscope");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let path = dir.join(format!("content-{stamp}-{index}.{}", tool_result::file_extension(mime)));
-    std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(path)
+    mcpscope_core::record::private_files::save_blob(
+        &format!("content-{index}"),
+        tool_result::file_extension(mime),
+        bytes,
+    )
+    .map_err(|e| format!("{e:#}"))
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn chart_ui(ui: &mut Ui, summary: &[LatencySummary]) {
         p.text(
             Pos2::new(rect.left(), y + row_h / 2.0),
             Align2::LEFT_CENTER,
-            mcpscope_core::text::shorten(&s.method, 18),
+            mcpscope_core::text::ellipsize(&s.method, 18),
             font.clone(),
             text,
         );

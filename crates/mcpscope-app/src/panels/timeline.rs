@@ -592,6 +592,13 @@ impl TimelinePanel {
             lifeline,
         );
         let color = kind.color();
+        // Kind colours (pink, amber) are hard to read on the selection's
+        // blue: a selected row's text is drawn in the strong text colour.
+        let label_color = if self.selected == Some(idx) {
+            ui.visuals().strong_text_color()
+        } else {
+            color
+        };
         let y = rect.center().y + 4.0;
         let glyph_label = format!("{} {label}", kind.glyph());
         match row.lane() {
@@ -604,13 +611,14 @@ impl TimelinePanel {
                 let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
                 let stroke = Stroke::new(width, color);
                 p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
-                p.text(
-                    Pos2::new((geo.client_x + geo.server_x) / 2.0, rect.top() + 1.0),
-                    Align2::CENTER_TOP,
-                    &glyph_label,
-                    mono.clone(),
-                    color,
-                );
+                // Between the lifelines, clear of both arrowheads: a long
+                // label is cut with an ellipsis instead of running past them.
+                let room = (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0);
+                let mut job = egui::text::LayoutJob::simple_singleline(glyph_label.clone(), mono.clone(), label_color);
+                job.wrap = egui::text::TextWrapping::truncate_at_width(room);
+                let galley = p.layout_job(job);
+                let x = (geo.client_x + geo.server_x) / 2.0 - galley.size().x / 2.0;
+                p.galley(Pos2::new(x, rect.top() + 1.0), galley, label_color);
                 if let Some((_, latency)) = row.link() {
                     p.text(
                         Pos2::new(geo.client_x - 6.0, rect.center().y),
@@ -635,7 +643,7 @@ impl TimelinePanel {
                     Align2::LEFT_CENTER,
                     &glyph_label,
                     mono.clone(),
-                    color,
+                    label_color,
                 );
             }
             Lane::Meta => {
@@ -645,7 +653,7 @@ impl TimelinePanel {
                     Align2::LEFT_CENTER,
                     &glyph_label,
                     mono.clone(),
-                    color,
+                    label_color,
                 );
             }
         }
@@ -653,6 +661,9 @@ impl TimelinePanel {
         response.clicked()
     }
 }
+
+/// Room kept free at each end of an arrow for its head.
+const ARROW_LABEL_MARGIN: f32 = 14.0;
 
 /// Where the lifelines are within a row.
 struct Geometry {
@@ -694,7 +705,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     use mcpscope_core::wire::classify::Kind;
     let id = row.id().map(|i| format!(" #{i}")).unwrap_or_default();
     match row.lane() {
-        Lane::Stderr | Lane::Meta => mcpscope_core::text::shorten(&row.text(), 160),
+        Lane::Stderr | Lane::Meta => mcpscope_core::text::ellipsize(&row.text(), 160),
         _ => match row.kind() {
             Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
             Kind::Result => {
@@ -712,8 +723,8 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
             }
             Kind::Error => format!("error{id} {}", row.error_code().unwrap_or_default()),
             Kind::Batch => "batch".into(),
-            Kind::NotJsonRpc => format!("not JSON-RPC: {}", mcpscope_core::text::shorten(&row.text(), 60)),
-            Kind::NotJson => format!("NOT JSON: {}", mcpscope_core::text::shorten(&row.text(), 60)),
+            Kind::NotJsonRpc => format!("not JSON-RPC: {}", mcpscope_core::text::ellipsize(&row.text(), 60)),
+            Kind::NotJson => format!("NOT JSON: {}", mcpscope_core::text::ellipsize(&row.text(), 60)),
         },
     }
 }

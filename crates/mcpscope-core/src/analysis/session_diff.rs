@@ -209,26 +209,44 @@ fn response_outcome(r: &Frame) -> RawOutcome {
 }
 
 /// Reads a capture's exchanges record by record (the events are not kept).
+/// The sessions of an appended capture are read as one, in order.
 pub fn read_exchanges(path: &std::path::Path) -> anyhow::Result<CaptureExchanges> {
     use crate::record::capture::{EventReader, Item, READ_BUFFER};
     use anyhow::Context as _;
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open capture {}", path.display()))?;
+    let file = crate::record::private_files::open_regular(path)
+        .with_context(|| format!("cannot open capture {}", path.display()))?;
     let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
         .with_context(|| format!("cannot read capture {}", path.display()))?;
     let mut c = Collector::default();
+    let (mut warnings, mut sessions) = (Vec::new(), 1);
     while let Some(item) = reader
         .next_item()
         .with_context(|| format!("cannot read capture {}", path.display()))?
     {
-        if let Item::Event(e) = item {
-            c.push(&e);
+        match item {
+            Item::Event(e) => c.push(&e),
+            Item::Warning(w) => warnings.push(w),
+            Item::Boundary(..) => sessions += 1,
         }
     }
-    Ok((reader.header().clone(), c.finish()))
+    Ok(CaptureExchanges {
+        header: reader.header().clone(),
+        exchanges: c.finish(),
+        warnings,
+        sessions,
+    })
 }
 
-/// A capture's header and exchanges.
-pub type CaptureExchanges = (crate::record::capture::Header, Vec<RawExchange>);
+/// A capture's header and exchanges, and what could not be read.
+pub struct CaptureExchanges {
+    /// The first session's header.
+    pub header: crate::record::capture::Header,
+    pub exchanges: Vec<RawExchange>,
+    /// Lines skipped (see [`crate::record::capture::Loaded::warnings`]).
+    pub warnings: Vec<String>,
+    /// Sessions in the file.
+    pub sessions: usize,
+}
 
 /// Both captures' exchanges, read at the same time on two threads.
 pub fn read_both(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {

@@ -7,6 +7,11 @@
 //! `eol` (`lf`, `crlf` or `eof`). Classification fields (`kind`, `id`,
 //! `method`, `anomalies`, `latency_us`) are written for readers such as `jq`;
 //! loading recomputes them from the raw bytes so old captures gain new checks.
+//!
+//! A capture file is appended to, never truncated: every session starts with
+//! its own header line, which is the boundary between sessions. Loading
+//! keeps the sessions apart ([`Loaded::sessions`]): times go on from one to
+//! the next, and ids are matched within a session only.
 
 use crate::record::recorder::Recorder;
 use crate::transport::event::{Event, HttpInfo};
@@ -20,13 +25,24 @@ use anyhow::{Context, Result};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const FORMAT: &str = "mcpscope-capture";
 pub const VERSION: u64 = 1;
+
+/// Every note about a capture that could not be written starts with this, so
+/// whoever runs a session (the CLI) can tell the user and fail.
+pub const FAILED: &str = "capture failed: ";
+
+/// Longest record the loader reads into memory. The writer never produces a
+/// longer one for lines within [`Limits::max_held_line_bytes`] (JSON string
+/// escaping can make a record up to six times its line); anything longer is
+/// skipped with a warning instead of exhausting memory.
+const MAX_RECORD_BYTES: usize = 8 * crate::wire::classify::DEFAULT_MAX_HELD_LINE_BYTES + 64 * 1024;
 
 /// What the first line of a capture says about the session.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -76,7 +92,7 @@ impl Header {
                 command_line: h.display(),
                 mode: mode.to_owned(),
                 transport: h.kind.as_str().into(),
-                url: Some(h.url.clone()),
+                url: Some(crate::transport::target::mask_url(&h.url)),
                 header_keys: h.headers.iter().map(|(k, _)| k.clone()).collect(),
                 ..Self::default()
             },
@@ -139,9 +155,31 @@ pub struct Writer {
     path: PathBuf,
 }
 
+/// Opens `path` for appending (created `0600` when missing; an existing
+/// file keeps its mode and its contents).
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Checks that a capture can be opened for appending at `path` (creating it
+/// `0600` if needed), so a command can refuse to start instead of running a
+/// session nobody can look at later.
+pub fn check_writable(path: &Path) -> Result<()> {
+    open_append(path)
+        .map(drop)
+        .with_context(|| format!("cannot write the capture {}", path.display()))
+}
+
 impl Writer {
-    pub fn create(path: &Path, header: &Header) -> Result<Self> {
-        let file = File::create(path).with_context(|| format!("cannot create capture file {}", path.display()))?;
+    /// Opens a capture for appending and writes this session's header (the
+    /// boundary from any session already in the file).
+    pub fn open(path: &Path, header: &Header) -> Result<Self> {
+        let file = open_append(path).with_context(|| format!("cannot open the capture {}", path.display()))?;
         Self::with_file(file, path, header)
     }
 
@@ -152,9 +190,11 @@ impl Writer {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_owned(),
         };
-        serde_json::to_writer(&mut w.out, &header.to_json())?;
-        w.out.write_all(b"\n")?;
-        w.out.flush()?;
+        serde_json::to_writer(&mut w.out, &header.to_json())
+            .map_err(io::Error::from)
+            .and_then(|_| w.out.write_all(b"\n"))
+            .and_then(|_| w.out.flush())
+            .with_context(|| format!("cannot write the capture {}", path.display()))?;
         Ok(w)
     }
 
@@ -298,30 +338,76 @@ fn meta_json(e: &Event) -> Value {
 /// A capture read back from disk.
 #[derive(Debug, Default)]
 pub struct Loaded {
+    /// The first session's header.
     pub header: Header,
+    /// Every session's events, one after the other. Each session after the
+    /// first begins with a note naming it; times go on from the session before.
     pub events: Vec<Event>,
+    /// The sessions in the file, in order (one for most captures).
+    pub sessions: Vec<SessionSpan>,
     /// Lines that could not be read, with their line numbers. A capture cut
     /// short by a crash usually has one here: its last, partial line.
     pub warnings: Vec<String>,
 }
 
-/// Reads a capture, re-classifying and re-correlating every frame.
+/// One session of a capture: its header and where its events are.
+#[derive(Clone, Debug, Default)]
+pub struct SessionSpan {
+    pub header: Header,
+    pub events: std::ops::Range<usize>,
+}
+
+impl Loaded {
+    /// The events of session `i` (0-based).
+    pub fn session_events(&self, i: usize) -> &[Event] {
+        self.sessions.get(i).map_or(&[], |s| &self.events[s.events.clone()])
+    }
+}
+
+/// Reads a capture, re-classifying and re-correlating every frame. Only a
+/// regular file is read: a FIFO or a device is refused at once.
 pub fn load(path: &Path) -> Result<Loaded> {
-    let file = File::open(path).with_context(|| format!("cannot open capture {}", path.display()))?;
+    let file = crate::record::private_files::open_regular(path)
+        .with_context(|| format!("cannot open capture {}", path.display()))?;
     load_from(BufReader::with_capacity(READ_BUFFER, file))
         .with_context(|| format!("cannot read capture {}", path.display()))
 }
 
 pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
-    let mut events = EventReader::new(reader)?;
-    let mut loaded = Loaded::default();
+    load_with_limit(reader, MAX_RECORD_BYTES)
+}
+
+fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded> {
+    let mut events = EventReader::with_limit(reader, max_record)?;
+    let mut loaded = Loaded {
+        header: events.header().clone(),
+        sessions: vec![SessionSpan {
+            header: events.header().clone(),
+            events: 0..0,
+        }],
+        ..Loaded::default()
+    };
     while let Some(item) = events.next_item()? {
         match item {
             Item::Event(ev) => loaded.events.push(ev),
             Item::Warning(w) => loaded.warnings.push(w),
+            Item::Boundary(h, note) => {
+                let end = loaded.events.len();
+                if let Some(prev) = loaded.sessions.last_mut() {
+                    prev.events.end = end;
+                }
+                loaded.events.push(note);
+                loaded.sessions.push(SessionSpan {
+                    header: h,
+                    events: end..end,
+                });
+            }
         }
     }
-    loaded.header = events.header;
+    let end = loaded.events.len();
+    if let Some(last) = loaded.sessions.last_mut() {
+        last.events.end = end;
+    }
     Ok(loaded)
 }
 
@@ -331,7 +417,11 @@ pub const READ_BUFFER: usize = 256 * 1024;
 /// What one line of a capture held.
 #[derive(Debug)]
 pub enum LineRead {
+    /// The file's first line.
     Header(Header),
+    /// Another session appended to the same file: its header and the note
+    /// that marks where it begins (ids start again there, times go on).
+    Boundary(Header, Event),
     Event(Event),
     /// A line that could not be read, with its line number: reported, skipped.
     Warning(String),
@@ -340,14 +430,11 @@ pub enum LineRead {
 
 /// The first line is not a capture header: the file is something else.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotACapture;
+pub struct NotACapture(pub String);
 
 impl std::fmt::Display for NotACapture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "line 1 is not an mcpscope capture header (expected {{\"format\":\"{FORMAT}\",…}})"
-        )
+        write!(f, "not an mcpscope capture: {}", self.0)
     }
 }
 
@@ -375,6 +462,10 @@ pub struct RecordReader {
     recorder: Recorder,
     header: Option<Header>,
     lineno: usize,
+    sessions: usize,
+    /// Where the current session's times start on the file's clock.
+    offset: Duration,
+    last_at: Duration,
 }
 
 impl Default for RecordReader {
@@ -389,9 +480,13 @@ impl RecordReader {
             recorder: Recorder::replay(Limits::default()),
             header: None,
             lineno: 0,
+            sessions: 0,
+            offset: Duration::ZERO,
+            last_at: Duration::ZERO,
         }
     }
 
+    /// The first session's header, once read.
     pub fn header(&self) -> Option<&Header> {
         self.header.as_ref()
     }
@@ -399,6 +494,19 @@ impl RecordReader {
     /// Lines read so far (blank ones included), i.e. the number of the last one.
     pub fn lines_read(&self) -> usize {
         self.lineno
+    }
+
+    /// Accounts for a line longer than the reader keeps in memory: skipped
+    /// with a warning, or refused when it is where the header should be.
+    pub fn skip_oversize(&mut self, max: usize) -> std::result::Result<LineRead, NotACapture> {
+        self.lineno += 1;
+        if self.header.is_none() {
+            return Err(NotACapture(format!("line {} is longer than {max} bytes", self.lineno)));
+        }
+        Ok(LineRead::Warning(format!(
+            "line {}: longer than {max} bytes, skipped",
+            self.lineno
+        )))
     }
 
     /// Reads one complete line, without its `\n`.
@@ -413,17 +521,56 @@ impl RecordReader {
         {
             return Ok(LineRead::Event(ev));
         }
-        let v: Value = match serde_json::from_slice(line) {
+        let parsed: std::result::Result<Value, _> = serde_json::from_slice(line);
+        let Some(first) = &self.header else {
+            // The first line must be a header: anything else is not a capture.
+            let v = match parsed {
+                Ok(v) => v,
+                Err(e) if std::str::from_utf8(line).is_err() => {
+                    return Err(NotACapture(format!("line {lineno} is binary data, not JSON ({e})")));
+                }
+                Err(e) => return Err(NotACapture(format!("line {lineno} is not JSON ({e})"))),
+            };
+            let header = Header::from_json(&v).ok_or_else(|| {
+                NotACapture(format!(
+                    "line {lineno} is not a capture header (expected {{\"format\":\"{FORMAT}\",…}})"
+                ))
+            })?;
+            self.header = Some(header.clone());
+            self.sessions = 1;
+            return Ok(LineRead::Header(header));
+        };
+        let v = match parsed {
             Ok(v) => v,
             Err(e) => return Ok(LineRead::Warning(format!("line {lineno}: not JSON ({e})"))),
         };
-        if self.header.is_none() {
-            let header = Header::from_json(&v).ok_or(NotACapture)?;
-            self.header = Some(header.clone());
-            return Ok(LineRead::Header(header));
+        if let Some(h) = Header::from_json(&v) {
+            // A session boundary: ids start again, times go on.
+            self.sessions += 1;
+            let wall = Duration::from_millis(h.started_unix_ms.saturating_sub(first.started_unix_ms));
+            self.offset = wall.max(self.last_at);
+            self.recorder = Recorder::replay_after(Limits::default(), self.recorder.next_seq());
+            let note = Event::Note {
+                at: self.offset,
+                text: format!(
+                    "session {} of this capture ({}{}): {}",
+                    self.sessions,
+                    h.mode,
+                    if h.transport.is_empty() || h.transport == "stdio" {
+                        String::new()
+                    } else {
+                        format!(", {}", h.transport)
+                    },
+                    h.command_line
+                ),
+            };
+            return Ok(LineRead::Boundary(h, note));
         }
-        Ok(match record_to_event(&v, &mut self.recorder) {
-            Ok(Some(ev)) => LineRead::Event(ev),
+        Ok(match record_to_event(&v, &mut self.recorder, self.offset) {
+            Ok(Some(ev)) => {
+                self.last_at = self.last_at.max(ev.at());
+                LineRead::Event(ev)
+            }
             Ok(None) => LineRead::Blank,
             Err(e) => LineRead::Warning(format!("line {lineno}: {e}")),
         })
@@ -446,7 +593,8 @@ impl RecordReader {
         };
         let ending = rec.eol.as_deref().and_then(LineEnding::parse).unwrap_or(LineEnding::Lf);
         let line = RawLine { bytes, ending };
-        let at = Duration::from_micros(rec.t_us);
+        let at = self.offset + Duration::from_micros(rec.t_us);
+        self.last_at = self.last_at.max(at);
         Some(match direction {
             Some(d) => Event::Frame(self.recorder.frame_at(d, line, at, None)),
             None => Event::Stderr(self.recorder.stderr_at(line, at)),
@@ -460,6 +608,9 @@ pub enum Item {
     Event(Event),
     /// A line that could not be read, with its line number.
     Warning(String),
+    /// Another session appended to the same file begins: its header and the
+    /// note that marks it (ids start again there, times go on).
+    Boundary(Header, Event),
 }
 
 /// Reads a capture file record by record through a [`RecordReader`]: a
@@ -469,9 +620,13 @@ pub struct EventReader<R> {
     reader: R,
     header: Header,
     records: RecordReader,
+    /// Longest record kept in memory (see [`MAX_RECORD_BYTES`]).
+    max_record: usize,
     line: Vec<u8>,
-    /// A last line still being written (see [`EventReader::following`]).
+    /// A last line still being written (see [`EventReader::following`]), and
+    /// whether it still fits.
     partial: Vec<u8>,
+    partial_fits: Option<bool>,
     following: bool,
     /// Bytes consumed so far, for progress.
     offset: u64,
@@ -480,26 +635,38 @@ pub struct EventReader<R> {
 impl<R: BufRead> EventReader<R> {
     /// Reads up to the header line; fails when the file is empty or not a capture.
     pub fn new(reader: R) -> Result<Self> {
+        Self::with_limit(reader, MAX_RECORD_BYTES)
+    }
+
+    fn with_limit(reader: R, max_record: usize) -> Result<Self> {
         let mut r = Self {
             reader,
             header: Header::default(),
             records: RecordReader::new(),
+            max_record,
             line: Vec::with_capacity(4096),
             partial: Vec::new(),
+            partial_fits: None,
             following: false,
             offset: 0,
         };
         loop {
-            if !r.read_line()? {
+            let Some(fits) = r.read_line()? else {
                 anyhow::bail!("the file is empty");
-            }
-            if let LineRead::Header(h) = r.records.read_line(&r.line)? {
+            };
+            let read = if fits {
+                r.records.read_line(&r.line)?
+            } else {
+                r.records.skip_oversize(max_record)?
+            };
+            if let LineRead::Header(h) = read {
                 r.header = h;
                 return Ok(r);
             }
         }
     }
 
+    /// The first session's header.
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -516,45 +683,84 @@ impl<R: BufRead> EventReader<R> {
         self.following = on;
     }
 
-    fn read_line(&mut self) -> io::Result<bool> {
+    /// Reads the next line (without its `\n`) into `self.line`: `None` at the
+    /// end, `Some(false)` for a line longer than the limit (skipped, not kept).
+    fn read_line(&mut self) -> io::Result<Option<bool>> {
         self.line.clear();
-        std::mem::swap(&mut self.line, &mut self.partial);
-        self.reader.read_until(b'\n', &mut self.line)?;
-        if self.line.is_empty() {
-            return Ok(false);
-        }
-        if self.following && self.line.last() != Some(&b'\n') {
+        let (mut fits, mut any) = (true, false);
+        if let Some(f) = self.partial_fits.take() {
             std::mem::swap(&mut self.line, &mut self.partial);
-            return Ok(false);
+            (fits, any) = (f, true);
         }
-        self.offset += self.line.len() as u64;
-        if self.line.last() == Some(&b'\n') {
-            self.line.pop();
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                if self.following {
+                    std::mem::swap(&mut self.line, &mut self.partial);
+                    self.partial_fits = Some(fits);
+                    return Ok(None);
+                }
+                return Ok(Some(fits));
+            }
+            any = true;
+            let (part, done) = match newline_at(available) {
+                Some(i) => (&available[..i], Some(i + 1)),
+                None => (available, None),
+            };
+            if fits && self.line.len() + part.len() <= self.max_record {
+                self.line.extend_from_slice(part);
+            } else {
+                fits = false;
+                self.line.clear();
+            }
+            let used = done.unwrap_or(available.len());
+            self.reader.consume(used);
+            self.offset += used as u64;
+            if done.is_some() {
+                return Ok(Some(fits));
+            }
         }
-        Ok(true)
     }
 
-    /// The next event or warning; `None` at the end of the file.
+    /// The next event, warning or session boundary; `None` at the end of the file.
     pub fn next_item(&mut self) -> Result<Option<Item>> {
         loop {
-            if !self.read_line()? {
+            let Some(fits) = self.read_line()? else {
                 return Ok(None);
-            }
-            match self.records.read_line(&self.line)? {
+            };
+            let read = if fits {
+                self.records.read_line(&self.line)?
+            } else {
+                self.records.skip_oversize(self.max_record)?
+            };
+            match read {
                 LineRead::Event(ev) => return Ok(Some(Item::Event(ev))),
                 LineRead::Warning(w) => return Ok(Some(Item::Warning(w))),
+                LineRead::Boundary(h, note) => return Ok(Some(Item::Boundary(h, note))),
                 LineRead::Header(_) | LineRead::Blank => {}
             }
         }
     }
 }
 
-fn record_to_event(v: &Value, rec: &mut Recorder) -> std::result::Result<Option<Event>, String> {
-    let at = Duration::from_micros(
-        v.get("t_us")
-            .and_then(Value::as_u64)
-            .ok_or("record without a numeric t_us")?,
-    );
+fn newline_at(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::result::Result<Option<Event>, String> {
+    let at = offset
+        + Duration::from_micros(
+            v.get("t_us")
+                .and_then(Value::as_u64)
+                .ok_or("record without a numeric t_us")?,
+        );
     let dir = v.get("dir").and_then(Value::as_str).ok_or("record without dir")?;
     let raw_line = || -> std::result::Result<RawLine, String> {
         let bytes = if let Some(s) = v.get("raw").and_then(Value::as_str) {
@@ -672,7 +878,7 @@ mod tests {
         let path = dir.path().join("c.jsonl");
         let spec = ServerSpec::new("server", ["--flag"]);
         let mut rec = Recorder::new(Limits::default(), Instant::now());
-        let mut w = Writer::create(&path, &Header::for_spec(&spec, "session")).unwrap();
+        let mut w = Writer::open(&path, &Header::for_spec(&spec, "session")).unwrap();
         let lines: Vec<(Direction, RawLine)> = vec![
             (
                 Direction::Out,
@@ -771,9 +977,106 @@ mod tests {
     #[test]
     fn not_a_capture_is_a_clear_error() {
         let e = load_from(&b"{\"hello\":1}\n"[..]).unwrap_err();
-        assert!(e.to_string().contains("not an mcpscope capture header"), "{e}");
+        assert!(
+            e.to_string().contains("not an mcpscope capture") && e.to_string().contains("not a capture header"),
+            "{e}"
+        );
         let e = load_from(&b""[..]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
+        // Random bytes are not "empty": they are not a capture.
+        let noise: Vec<u8> = (0u32..100_000)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let e = load_from(&noise[..]).unwrap_err().to_string();
+        assert!(e.contains("not an mcpscope capture") && e.contains("binary"), "{e}");
+        let e = load_from(&b"hello world\n"[..]).unwrap_err().to_string();
+        assert!(e.contains("line 1 is not JSON"), "{e}");
+    }
+
+    fn frame(rec: &mut Recorder, d: Direction, text: &str, ms: u64) -> Event {
+        let line = RawLine {
+            bytes: text.as_bytes().to_vec(),
+            ending: LineEnding::Lf,
+        };
+        Event::Frame(rec.frame_at(d, line, Duration::from_millis(ms), None))
+    }
+
+    #[test]
+    fn a_second_session_is_appended_after_a_boundary_and_loaded_apart() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        for (n, server) in ["first", "second"].iter().enumerate() {
+            let mut header = Header::for_spec(&ServerSpec::new(*server, Vec::<String>::new()), "proxy");
+            header.started_unix_ms = 1_000_000 + n as u64 * 5;
+            let mut rec = Recorder::new(Limits::default(), Instant::now());
+            let mut w = Writer::open(&path, &header).unwrap();
+            w.write(&frame(
+                &mut rec,
+                Direction::Out,
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+                1,
+            ))
+            .unwrap();
+            w.write(&frame(
+                &mut rec,
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+                30,
+            ))
+            .unwrap();
+            w.flush().unwrap();
+        }
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let loaded = load(&path).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.sessions.len(), 2);
+        assert_eq!(loaded.sessions[0].header.command_line, "first");
+        assert_eq!(loaded.sessions[1].header.command_line, "second");
+        assert_eq!(loaded.session_events(0).len(), 2);
+        let second = loaded.session_events(1);
+        assert_eq!(second.len(), 3);
+        let Event::Note { text, .. } = &second[0] else {
+            panic!("{second:?}")
+        };
+        assert!(text.contains("session 2") && text.contains("second"), "{text}");
+        // Ids are matched within each session: the reused id 1 is no anomaly.
+        for ev in &loaded.events {
+            if let Event::Frame(f) = ev {
+                assert!(f.anomalies().is_empty(), "{f:?}");
+            }
+        }
+        let Event::Frame(answer) = &second[2] else { panic!() };
+        assert_eq!(answer.link.as_ref().unwrap().latency, Duration::from_millis(29));
+        // Times go on from one session to the next.
+        let times: Vec<Duration> = loaded.events.iter().map(Event::at).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    }
+
+    #[test]
+    fn an_overlong_record_is_skipped_without_holding_it() {
+        let long = format!(r#"{{"t_us":1,"dir":"in","raw":"{}","eol":"lf"}}"#, "x".repeat(500));
+        let text = format!(
+            "{}\n{long}\n{}\n",
+            json!({"format": FORMAT, "version": 1}),
+            r#"{"t_us":2,"seq":1,"dir":"in","raw":"{}","eol":"lf"}"#
+        );
+        let loaded = load_with_limit(text.as_bytes(), 200).unwrap();
+        assert_eq!(loaded.events.len(), 1);
+        assert!(
+            loaded.warnings[0].contains("line 2: longer than 200 bytes"),
+            "{:?}",
+            loaded.warnings
+        );
+    }
+
+    #[test]
+    fn a_capture_that_cannot_be_written_says_so() {
+        let e = check_writable(Path::new("/nonexistent/x.jsonl")).unwrap_err();
+        assert!(format!("{e:#}").contains("/nonexistent/x.jsonl"), "{e:#}");
+        let e = Writer::open(Path::new("/dev/full"), &Header::default()).err().unwrap();
+        assert!(format!("{e:#}").contains("No space left"), "{e:#}");
     }
 
     #[test]

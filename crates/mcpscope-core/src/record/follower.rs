@@ -50,14 +50,14 @@ impl Update {
 #[derive(Debug)]
 pub enum FollowError {
     /// The file's first line is not a capture header.
-    NotACapture(PathBuf),
+    NotACapture(PathBuf, NotACapture),
     Io(PathBuf, io::Error),
 }
 
 impl std::fmt::Display for FollowError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FollowError::NotACapture(p) => write!(f, "{}: {NotACapture}", p.display()),
+            FollowError::NotACapture(p, why) => write!(f, "{}: {why}", p.display()),
             FollowError::Io(p, e) => write!(f, "cannot read {}: {e}", p.display()),
         }
     }
@@ -228,10 +228,11 @@ impl Follower {
     fn read_line(&mut self, line: &[u8], update: &mut Update) -> Result<(), FollowError> {
         match self.reader.read_line(line) {
             Ok(LineRead::Header(h)) => update.header = Some(h),
+            Ok(LineRead::Boundary(_, note)) => update.events.push(note),
             Ok(LineRead::Event(ev)) => update.events.push(ev),
             Ok(LineRead::Warning(w)) => update.warnings.push(w),
             Ok(LineRead::Blank) => {}
-            Err(NotACapture) => return Err(FollowError::NotACapture(self.path.clone())),
+            Err(why) => return Err(FollowError::NotACapture(self.path.clone(), why)),
         }
         Ok(())
     }
@@ -302,7 +303,7 @@ pub fn spawn_follow(
                 let result = follower.poll();
                 let (more, fatal) = match &result {
                     Ok(u) => (u.more, false),
-                    Err(FollowError::NotACapture(_)) => (false, true),
+                    Err(FollowError::NotACapture(..)) => (false, true),
                     Err(FollowError::Io(..)) => (false, false),
                 };
                 let skip = matches!(&result, Ok(u) if u.is_empty());
@@ -340,7 +341,7 @@ mod tests {
     fn capture_text(messages: &[&str]) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.jsonl");
-        let mut w = Writer::create(
+        let mut w = Writer::open(
             &path,
             &capture::Header::for_spec(&ServerSpec::new("srv", ["a"]), "proxy"),
         )
@@ -510,7 +511,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.jsonl");
         append(&path, b"{\"hello\":1}\n");
-        assert!(matches!(Follower::new(&path).poll(), Err(FollowError::NotACapture(_))));
+        assert!(matches!(Follower::new(&path).poll(), Err(FollowError::NotACapture(..))));
 
         let path = dir.path().join("d.jsonl");
         append(&path, &capture_text(&[REQ]));

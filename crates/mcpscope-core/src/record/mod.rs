@@ -6,6 +6,7 @@
 pub mod capture;
 pub mod follower;
 pub mod model;
+pub mod private_files;
 pub mod recorder;
 pub mod replay;
 pub mod session_index;

@@ -3,13 +3,17 @@
 //!
 //! Shared by the session (mcpscope drives the server), the proxy (a real
 //! client drives it) and capture loading (replay), so all three agree.
+//!
+//! Times come from several threads (each reader stamps what it read), so the
+//! recorder is the one clock of a session: every time it hands out is at
+//! least the one before, and a capture's `t_us` never runs backwards.
 
 use crate::record::capture;
 use crate::transport::event::{Event, StderrLine};
-use crate::wire::classify::Limits;
+use crate::wire::classify::{Limits, classify_piece};
 use crate::wire::correlation::{Correlator, TimedOut};
 use crate::wire::frame::{Direction, Frame};
-use crate::wire::framing::RawLine;
+use crate::wire::framing::{LineEnding, RawLine};
 use crate::wire::message::RequestId;
 use std::time::{Duration, Instant};
 
@@ -20,6 +24,11 @@ pub struct Recorder {
     correlator: Correlator,
     capture: Option<capture::Writer>,
     capture_failed: Option<String>,
+    /// The latest time handed out: times never go back.
+    last_at: Duration,
+    /// Per direction (out, in, stderr): the last line was cut at the
+    /// in-memory cap, so the next one is its continuation.
+    continues: [bool; 3],
 }
 
 impl Recorder {
@@ -31,12 +40,27 @@ impl Recorder {
             correlator: Correlator::new(),
             capture: None,
             capture_failed: None,
+            last_at: Duration::ZERO,
+            continues: [false; 3],
         }
     }
 
     /// A recorder for frames whose times are already known (loading a capture).
     pub fn replay(limits: Limits) -> Self {
         Self::new(limits, Instant::now())
+    }
+
+    /// A replay recorder for the next session of a capture: ids are matched
+    /// afresh, sequence numbers go on from `next_seq`.
+    pub fn replay_after(limits: Limits, next_seq: u64) -> Self {
+        let mut r = Self::replay(limits);
+        r.next_seq = next_seq;
+        r
+    }
+
+    /// The sequence number the next line will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
     }
 
     pub fn with_capture(mut self, writer: capture::Writer) -> Self {
@@ -48,12 +72,29 @@ impl Recorder {
         self.start
     }
 
-    pub fn since_start(&self, at: Instant) -> Duration {
-        at.saturating_duration_since(self.start)
+    /// The session time of an instant seen by some thread, never earlier
+    /// than a time already handed out.
+    pub fn since_start(&mut self, at: Instant) -> Duration {
+        self.monotonic(at.saturating_duration_since(self.start))
     }
 
+    /// The session time now. (Never earlier than what was handed out: every
+    /// earlier time came from an instant before this one.)
     pub fn now(&self) -> Duration {
-        self.since_start(Instant::now())
+        Instant::now().saturating_duration_since(self.start).max(self.last_at)
+    }
+
+    fn monotonic(&mut self, at: Duration) -> Duration {
+        self.last_at = self.last_at.max(at);
+        self.last_at
+    }
+
+    /// Whether this line continues one cut at the cap, and remembers whether
+    /// the next one will.
+    fn continuation(&mut self, stream: usize, ending: LineEnding) -> bool {
+        let continues = self.continues[stream];
+        self.continues[stream] = ending == LineEnding::Cut;
+        continues
     }
 
     pub fn correlator(&self) -> &Correlator {
@@ -68,14 +109,27 @@ impl Recorder {
 
     /// Builds a frame from a line seen at `at` (time since start).
     /// `timeout` is the deadline for an outgoing request.
+    /// A piece of a line longer than the in-memory cap is marked as such
+    /// (oversize, not parsed), whichever piece it is.
     pub fn frame_at(&mut self, direction: Direction, line: RawLine, at: Duration, timeout: Option<Duration>) -> Frame {
+        let at = self.monotonic(at);
         let seq = self.take_seq();
+        let stream = match direction {
+            Direction::Out => 0,
+            Direction::In => 1,
+        };
+        let piece = self.continuation(stream, line.ending);
         let mut frame = Frame::from_line(seq, at, direction, line, &self.limits);
+        if piece {
+            frame.class = classify_piece();
+        }
         self.correlator.observe(&mut frame, timeout);
         frame
     }
 
     pub fn stderr_at(&mut self, line: RawLine, at: Duration) -> StderrLine {
+        let at = self.monotonic(at);
+        self.continuation(2, line.ending);
         StderrLine {
             seq: self.take_seq(),
             at,
@@ -110,9 +164,16 @@ impl Recorder {
     /// (as a note event returned to the caller) and then left alone, so a full
     /// disk does not stop the session.
     pub fn capture(&mut self, event: &Event) -> Option<Event> {
+        // A note timed with `now()` is later than the last line handed out:
+        // lines read before it but recorded after it must not go back in time.
+        self.last_at = self.last_at.max(event.at());
         let w = self.capture.as_mut()?;
         if let Err(e) = w.write(event) {
-            let text = format!("capture to {} stopped: {e}", w.path().display());
+            let text = format!(
+                "{}writing {}: {e}; nothing more is recorded",
+                capture::FAILED,
+                w.path().display()
+            );
             self.capture = None;
             self.capture_failed = Some(text.clone());
             return Some(Event::Note { at: self.now(), text });
@@ -123,7 +184,11 @@ impl Recorder {
     pub fn flush(&mut self) -> Option<Event> {
         let w = self.capture.as_mut()?;
         if let Err(e) = w.flush() {
-            let text = format!("capture to {} stopped: {e}", w.path().display());
+            let text = format!(
+                "{}writing {}: {e}; nothing more is recorded",
+                capture::FAILED,
+                w.path().display()
+            );
             self.capture = None;
             self.capture_failed = Some(text.clone());
             return Some(Event::Note { at: self.now(), text });
@@ -133,5 +198,66 @@ impl Recorder {
 
     pub fn capture_failed(&self) -> Option<&str> {
         self.capture_failed.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(bytes: &[u8], ending: LineEnding) -> RawLine {
+        RawLine {
+            bytes: bytes.to_vec(),
+            ending,
+        }
+    }
+
+    #[test]
+    fn times_from_several_threads_never_run_backwards() {
+        let start = Instant::now();
+        let mut r = Recorder::new(Limits::default(), start);
+        let a = r.frame_at(
+            Direction::In,
+            line(b"{}", LineEnding::Lf),
+            Duration::from_micros(150),
+            None,
+        );
+        // A stderr line read earlier by another thread, recorded later.
+        let b = r.stderr_at(line(b"log", LineEnding::Lf), Duration::from_micros(100));
+        let c = r.since_start(start + Duration::from_micros(120));
+        assert_eq!(a.at, Duration::from_micros(150));
+        assert_eq!(b.at, Duration::from_micros(150));
+        assert_eq!(c, Duration::from_micros(150));
+        assert!(r.now() >= c);
+    }
+
+    #[test]
+    fn every_piece_of_a_cut_line_is_oversize_and_unparsed() {
+        use crate::wire::classify::{Anomalies, Kind};
+        let mut r = Recorder::replay(Limits::default());
+        let t = Duration::ZERO;
+        let first = r.frame_at(Direction::In, line(br#"{"jsonrpc":"2.0","#, LineEnding::Cut), t, None);
+        let middle = r.frame_at(Direction::In, line(br#""id":1,"#, LineEnding::Cut), t, None);
+        // An outgoing line in between is not part of it.
+        let out = r.frame_at(
+            Direction::Out,
+            line(br#"{"jsonrpc":"2.0","method":"x"}"#, LineEnding::Lf),
+            t,
+            None,
+        );
+        let last = r.frame_at(Direction::In, line(br#""result":{}}"#, LineEnding::Lf), t, None);
+        let after = r.frame_at(
+            Direction::In,
+            line(br#"{"jsonrpc":"2.0","method":"y"}"#, LineEnding::Lf),
+            t,
+            None,
+        );
+        for f in [&first, &middle, &last] {
+            assert_eq!(f.kind(), Kind::NotJson, "{f:?}");
+            assert_eq!(f.anomalies(), Anomalies::OVERSIZE, "{f:?}");
+        }
+        assert_eq!(out.kind(), Kind::Notification);
+        assert_eq!(after.kind(), Kind::Notification);
+        assert!(after.anomalies().is_empty());
     }
 }

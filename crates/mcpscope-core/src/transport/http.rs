@@ -1,32 +1,42 @@
-//! The HTTP transports behind a [`crate::transport::session::Session`]: Streamable HTTP
-//! (2025-03-26 … 2025-11-25) and the older HTTP+SSE transport (2024-11-05).
+//! The HTTP link behind a [`crate::transport::session::Session`]: Streamable
+//! HTTP (2025-03-26 … 2025-11-25) and the older HTTP+SSE transport (2024-11-05).
 //!
-//! The session thread never blocks on the network. Every POST runs on its own
-//! worker thread, which reads the answer incrementally (one JSON body, or an
-//! SSE stream that may carry notifications and server requests before the
-//! response) and hands each JSON-RPC message back as an incoming line. So
-//! HTTP sessions produce the same [`Event::Frame`]s as stdio sessions, and the
-//! timeline, the lint and the capture work unchanged; what only HTTP has
-//! (status codes, content types, session ids, reconnects) arrives as
-//! [`Event::Http`] on the same timeline.
+//! The session thread never blocks on the network. Every POST runs on a worker
+//! thread (at most [`MAX_POSTS`] at once, plus a few for responses to the
+//! server's own requests), which reads the answer incrementally (one JSON
+//! body, or an SSE stream that may carry notifications and server requests
+//! before the response) and hands each JSON-RPC message back as a received
+//! line. So HTTP sessions produce the same [`Event::Frame`]s as stdio
+//! sessions, and the timeline, the lint and the capture work unchanged; what
+//! only HTTP has (status codes, content types, session ids, redirects,
+//! reconnects) arrives as [`Event::Http`] on the same timeline.
+//!
+//! Workers report through a bounded channel: a server that streams faster
+//! than the session records stops being read (TCP pushes back on it) instead
+//! of filling memory.
 //!
 //! Messages are POSTed in the order they were sent: the next POST waits until
 //! the previous one got its response headers, or [`ORDER_WAIT`] at most, so a
 //! slow JSON answer cannot hold back a cancellation.
+//!
+//! Credentials go only where the user pointed: a redirect to another origin
+//! is never followed, and an HTTP+SSE `endpoint` on another origin is refused
+//! (as the official TypeScript SDK does). URLs are shown and recorded with
+//! their userinfo and secret-looking query values masked.
 
 use crate::protocol::methods;
 use crate::record::capture;
-use crate::record::recorder::Recorder;
 use crate::transport::event::{Event, HttpInfo};
+use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
 use crate::transport::session::{Command, SessionOptions};
-use crate::transport::target::{HttpKind, HttpTarget, Target, mask_value};
+use crate::transport::target::{HttpKind, HttpTarget, Target, mask_url, mask_value};
 use crate::wire::classify::Kind;
-use crate::wire::frame::Direction;
+use crate::wire::frame::Frame;
 use crate::wire::framing::{LineEnding, RawLine};
-use crate::wire::message::{Message, RequestId};
+use crate::wire::message::RequestId;
 use crate::wire::sse::{SseEvent, SseReader};
-use crossbeam_channel::{Receiver, Sender, select, unbounded};
-use serde_json::{Value, json};
+use crossbeam_channel::{Receiver, Sender, bounded};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufReader, Read};
 use std::sync::Arc;
@@ -36,8 +46,20 @@ use std::time::{Duration, Instant};
 /// How long a POST may hold back the next one while waiting for its response headers.
 pub const ORDER_WAIT: Duration = Duration::from_millis(150);
 
-/// Bodies longer than this are cut (and the cut is noted); SSE streams are not limited.
-const MAX_BODY: u64 = 256 * 1024 * 1024;
+/// At most this many POSTs are in flight (each holds a thread and a socket);
+/// more wait in the queue.
+pub const MAX_POSTS: usize = 16;
+/// Extra POSTs allowed for responses to the server's requests, so a server
+/// that holds [`MAX_POSTS`] requests open until it gets an answer cannot
+/// deadlock the session.
+const RESPONSE_POSTS: usize = 4;
+/// Messages that may wait for a POST slot; beyond this a message fails at once.
+const MAX_QUEUED: usize = 1024;
+/// What workers may have handed over and the session thread not yet
+/// recorded: beyond this they stop reading their sockets.
+const INPUT_QUEUE: usize = 256;
+/// Redirects followed for one request at most.
+const MAX_REDIRECTS: usize = 5;
 
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
@@ -53,13 +75,13 @@ const RELEVANT: &[&str] = &[
     "allow",
 ];
 
-/// What the worker threads tell the session thread.
 /// The gate id of the GET stream's first answer (POST workers count up from 0).
 const GET_WORKER: u64 = u64::MAX;
 /// How long `notifications/initialized` waits for the GET stream to open.
 const GET_WAIT: Duration = Duration::from_secs(2);
 
-enum Internal {
+/// What the worker threads tell the session thread (besides received messages).
+pub(crate) enum HttpMsg {
     /// An HTTP fact for the timeline. `worker` is set for a POST's response
     /// headers (which open the ordering gate).
     Http {
@@ -68,12 +90,6 @@ enum Internal {
         worker: Option<u64>,
         /// `Mcp-Session-Id` of a response to `initialize`.
         new_session: Option<Option<String>>,
-    },
-    /// One JSON-RPC message (or whatever bytes came where one was expected).
-    Message {
-        bytes: Vec<u8>,
-        ending: LineEnding,
-        at: Instant,
     },
     /// An exchange failed: the request it carried gets no response.
     Failed {
@@ -88,21 +104,15 @@ enum Internal {
     Endpoint {
         url: String,
     },
-    /// HTTP+SSE: the stream is gone (or never opened); nothing more will come.
+    /// HTTP+SSE: no message can be delivered any more (the stream is gone,
+    /// never opened, or named an endpoint that was refused).
     LegacyDown {
         reason: String,
     },
     DeleteDone,
 }
 
-/// A message waiting to be POSTed.
-struct Outgoing {
-    body: Vec<u8>,
-    request_id: Option<RequestId>,
-    method: Option<String>,
-    /// Headers the owner added for this message (`Mcp-Param-*`).
-    headers: Vec<(String, String)>,
-}
+type Tx = Sender<Input<HttpMsg>>;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Phase {
@@ -122,46 +132,57 @@ enum Phase {
 #[derive(Clone)]
 struct Ctx {
     agent: ureq::Agent,
-    tx: Sender<Internal>,
+    tx: Tx,
     closing: Arc<AtomicBool>,
     target: Arc<HttpTarget>,
+    /// The most one message (a body, an SSE event) may hold in memory.
+    max_held: usize,
 }
 
-pub(crate) fn run(target: HttpTarget, options: SessionOptions, commands: Receiver<Command>, events: Sender<Event>) {
-    let start = Instant::now();
-    let mut recorder = Recorder::new(options.limits, start);
-    let mut early = Vec::new();
-    if let Some(path) = &options.capture {
-        match capture::Writer::create(
-            path,
-            &capture::Header::for_target(&Target::Http(target.clone()), "session"),
-        ) {
-            Ok(w) => recorder = recorder.with_capture(w),
-            Err(e) => early.push(format!("{e:#}")),
-        }
-    }
+pub(crate) fn run(
+    target: HttpTarget,
+    options: SessionOptions,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    owner: Arc<OwnerFlags>,
+) {
+    let header = capture::Header::for_target(&Target::Http(target.clone()), "session");
+    let mut sink = runner::open_sink(&options, &header, events);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        // Redirects are handled (and recorded) here, never followed blindly.
+        .max_redirects(0)
         .timeout_connect(Some(target.connect_timeout))
         .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let (tx, rx) = unbounded::<Internal>();
+    let (tx, inputs) = bounded::<Input<HttpMsg>>(INPUT_QUEUE);
     let ctx = Ctx {
         agent,
         tx,
         closing: Arc::new(AtomicBool::new(false)),
         target: Arc::new(target.clone()),
+        max_held: options.limits.max_held_line_bytes,
     };
     let post_url = match target.kind {
         HttpKind::StreamableHttp => Some(target.url.clone()),
         HttpKind::Sse => None,
     };
-    let mut runner = Runner {
-        options,
-        recorder,
-        events,
+    let what = match target.kind {
+        HttpKind::StreamableHttp => format!("connecting to {} over Streamable HTTP", mask_url(&target.url)),
+        HttpKind::Sse => format!("connecting to {} over HTTP+SSE (2024-11-05)", mask_url(&target.url)),
+    };
+    sink.note(what);
+    if crate::transport::lifecycle::stopping() {
+        sink.note("not connecting: mcpscope is stopping");
+        let at = sink.recorder.now();
+        sink.emit(Event::Closed { at });
+        sink.flush_and_wake();
+        return;
+    }
+    let mut link = HttpLink {
         ctx,
+        drain_grace: options.stdin_close_grace,
         session_id: None,
         protocol_version: None,
         post_url,
@@ -170,37 +191,23 @@ pub(crate) fn run(target: HttpTarget, options: SessionOptions, commands: Receive
         gate: None,
         next_worker: 0,
         in_flight: 0,
+        capped_noted: false,
         get_after: None,
         get_started: false,
         phase: Phase::Running,
     };
-    for text in early {
-        runner.note(text);
-    }
-    let what = match target.kind {
-        HttpKind::StreamableHttp => format!("connecting to {} over Streamable HTTP", target.url),
-        HttpKind::Sse => format!("connecting to {} over HTTP+SSE (2024-11-05)", target.url),
-    };
-    runner.note(what);
     if target.kind == HttpKind::Sse {
-        let ctx = runner.ctx.clone();
-        spawn_named("mcpscope-sse-stream", move || legacy_stream(ctx));
+        let ctx = link.ctx.clone();
+        if let Err(e) = runner::spawn_named("mcpscope-sse-stream", move || legacy_stream(ctx)) {
+            link.legacy_down = Some(format!("could not start the SSE reader thread: {e}"));
+        }
     }
-    runner.run(commands, rx);
+    runner::run(link, sink, options, commands, inputs, owner);
 }
 
-fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .expect("spawning an HTTP worker thread");
-}
-
-struct Runner {
-    options: SessionOptions,
-    recorder: Recorder,
-    events: Sender<Event>,
+struct HttpLink {
     ctx: Ctx,
+    drain_grace: Duration,
     session_id: Option<String>,
     protocol_version: Option<String>,
     /// Where messages are POSTed: the URL (Streamable HTTP) or the endpoint
@@ -213,128 +220,42 @@ struct Runner {
     gate: Option<(u64, Instant)>,
     next_worker: u64,
     in_flight: usize,
+    /// Whether the timeline already says that POSTs are being held back.
+    capped_noted: bool,
     /// Open the GET stream once this worker (the `initialized` POST) answers.
     get_after: Option<u64>,
     get_started: bool,
     phase: Phase,
 }
 
-impl Runner {
-    fn emit(&mut self, ev: Event) {
-        crate::transport::session::deliver(&mut self.recorder, &self.events, ev);
-    }
-
-    fn note(&mut self, text: String) {
-        let at = self.recorder.now();
-        self.emit(Event::Note { at, text });
-    }
-
-    fn wake(&mut self) {
-        crate::transport::session::flush_and_wake(&mut self.recorder, &self.events, self.options.waker.as_ref());
-    }
-
-    fn run(&mut self, commands: Receiver<Command>, internal: Receiver<Internal>) {
-        let mut commands_open = true;
-        while self.phase != Phase::Done {
-            let wait = self.next_wakeup().map(|t| t.saturating_duration_since(Instant::now()));
-            let never = crossbeam_channel::never();
-            let cmd_rx = if commands_open { &commands } else { &never };
-            select! {
-                recv(internal) -> msg => {
-                    if let Ok(msg) = msg {
-                        self.on_internal(msg);
-                    }
-                }
-                recv(cmd_rx) -> cmd => match cmd {
-                    Ok(cmd) => self.on_command(cmd),
-                    Err(_) => {
-                        commands_open = false;
-                        self.begin_shutdown();
-                    }
-                },
-                default(wait.unwrap_or(Duration::from_secs(3600))) => {}
-            }
-            self.on_tick();
-            if internal.is_empty() && (!commands_open || commands.is_empty()) {
-                self.wake();
-            }
-        }
-        // Interrupt every read still blocked on a socket (the GET stream,
-        // slow responses): no thread outlives the session for long.
-        self.ctx.closing.store(true, Ordering::SeqCst);
-        self.ctx.agent.clone().shutdown();
-        let at = self.recorder.now();
-        self.emit(Event::Closed { at });
-        self.wake();
-    }
-
-    fn next_wakeup(&self) -> Option<Instant> {
-        let start = self.recorder.start();
-        let deadline = self.recorder.next_deadline().map(|d| start + d);
-        let gate = self.gate.map(|(_, t)| t);
-        let phase = match self.phase {
-            Phase::Draining { deadline } | Phase::Deleting { deadline } => Some(deadline),
-            Phase::Running | Phase::Done => None,
-        };
-        [deadline, gate, phase].into_iter().flatten().min()
-    }
-
-    fn on_command(&mut self, cmd: Command) {
-        match cmd {
-            Command::Send { line, timeout, headers } => self.send(line, timeout, headers),
-            Command::Cancel { id, reason } => {
-                self.recorder.cancel(&id);
-                let mut params = json!({ "requestId": id.to_json() });
-                if let Some(r) = reason {
-                    params["reason"] = Value::from(r);
-                }
-                let at = self.recorder.now();
-                self.emit(Event::Cancelled { at, id });
-                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send(line, None, Vec::new());
-            }
-            Command::Shutdown => self.begin_shutdown(),
-            Command::Note { text } => self.note(text),
-        }
-    }
-
-    /// Records the message as one outgoing frame (an HTTP body is one
-    /// message, newlines and all) and queues its POST.
-    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>, headers: Vec<(String, String)>) {
-        let at = self.recorder.now();
-        let timeout = timeout.or(self.options.request_timeout);
-        let line = RawLine {
-            bytes: body.clone(),
-            ending: LineEnding::Lf,
-        };
-        let frame = self.recorder.frame_at(Direction::Out, line, at, timeout);
-        let (request_id, method) = match frame.class.kind {
-            Kind::Request => (frame.class.id.clone(), frame.class.method.clone()),
-            _ => (None, frame.class.method.clone()),
-        };
-        self.emit(Event::Frame(frame));
-        if matches!(self.phase, Phase::Deleting { .. } | Phase::Done) {
-            let info = HttpInfo {
-                method: "POST".into(),
-                url: self.post_url.clone().unwrap_or_else(|| self.ctx.target.url.clone()),
-                request_id,
-                error: Some("the session is closing: the message was not sent".into()),
-                ..HttpInfo::default()
-            };
-            self.fail(info, Instant::now());
-            return;
-        }
-        self.queue.push_back(Outgoing {
-            body,
+impl HttpLink {
+    fn post_info(&self, request_id: Option<RequestId>, error: String) -> HttpInfo {
+        HttpInfo {
+            method: "POST".into(),
+            url: mask_url(self.post_url.as_deref().unwrap_or(&self.ctx.target.url)),
             request_id,
-            method,
-            headers,
-        });
-        self.dispatch();
+            error: Some(error),
+            ..HttpInfo::default()
+        }
     }
 
-    /// POSTs queued messages, in order, as far as the ordering gate allows.
-    fn dispatch(&mut self) {
+    /// Which queued message may be POSTed now, if any: the oldest while
+    /// there is room; only a response once [`MAX_POSTS`] are in flight.
+    fn next_sendable(&self) -> Option<usize> {
+        if self.queue.is_empty() {
+            None
+        } else if self.in_flight < MAX_POSTS {
+            Some(0)
+        } else if self.in_flight < MAX_POSTS + RESPONSE_POSTS {
+            self.queue.iter().position(|o| o.is_response)
+        } else {
+            None
+        }
+    }
+
+    /// POSTs queued messages, in order, as far as the ordering gate and the
+    /// limit on POSTs in flight allow.
+    fn dispatch(&mut self, sink: &mut Sink) {
         if let Some((_, until)) = self.gate
             && Instant::now() < until
             && self.phase == Phase::Running
@@ -344,21 +265,27 @@ impl Runner {
         self.gate = None;
         if let Some(reason) = self.legacy_down.clone() {
             while let Some(out) = self.queue.pop_front() {
-                let info = HttpInfo {
-                    method: "POST".into(),
-                    url: self.ctx.target.url.clone(),
-                    request_id: out.request_id,
-                    error: Some(reason.clone()),
-                    ..HttpInfo::default()
-                };
-                self.fail(info, Instant::now());
+                let info = self.post_info(out.request_id, reason.clone());
+                sink.fail(info, Instant::now());
             }
             return;
         }
         let Some(url) = self.post_url.clone() else {
             return; // HTTP+SSE: waiting for the endpoint event.
         };
-        while let Some(out) = self.queue.pop_front() {
+        loop {
+            let Some(idx) = self.next_sendable() else {
+                if !self.queue.is_empty() && !self.capped_noted {
+                    self.capped_noted = true;
+                    sink.note(format!(
+                        "{} POSTs are in flight: {} message(s) wait until one is answered",
+                        self.in_flight,
+                        self.queue.len()
+                    ));
+                }
+                return;
+            };
+            let Some(out) = self.queue.remove(idx) else { return };
             if out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
@@ -369,22 +296,19 @@ impl Runner {
                 // Open the GET stream first: servers often announce things
                 // (tools/list_changed, log messages) the moment they see
                 // `initialized`, and with no stream open those are lost.
-                self.queue.push_front(out);
-                self.start_get_stream();
+                self.queue.insert(idx, out);
+                self.start_get_stream(sink);
                 self.gate = Some((GET_WORKER, Instant::now() + GET_WAIT));
                 return;
             }
             let worker = self.next_worker;
             self.next_worker += 1;
-            self.in_flight += 1;
             let is_initialize = out.method.as_deref() == Some(methods::INITIALIZE);
-            if out.method.as_deref() == Some(methods::INITIALIZED)
+            let get_after = out.method.as_deref() == Some(methods::INITIALIZED)
                 && self.ctx.target.kind == HttpKind::StreamableHttp
                 && self.ctx.target.open_get_stream
-                && !self.get_started
-            {
-                self.get_after = Some(worker);
-            }
+                && !self.get_started;
+            let request_id = out.request_id.clone();
             let job = PostJob {
                 worker,
                 url: url.clone(),
@@ -399,7 +323,16 @@ impl Runner {
                 is_initialize,
             };
             let ctx = self.ctx.clone();
-            spawn_named("mcpscope-post", move || post(ctx, job));
+            if let Err(e) = runner::spawn_named("mcpscope-post", move || post(ctx, job)) {
+                let info = self.post_info(request_id, format!("could not start a POST worker thread: {e}"));
+                sink.fail(info, Instant::now());
+                continue;
+            }
+            self.in_flight += 1;
+            self.capped_noted = false;
+            if get_after {
+                self.get_after = Some(worker);
+            }
             if self.phase == Phase::Running {
                 self.gate = Some((worker, Instant::now() + ORDER_WAIT));
                 return;
@@ -407,17 +340,99 @@ impl Runner {
         }
     }
 
-    fn fail(&mut self, mut info: HttpInfo, at: Instant) {
-        info.at = self.recorder.since_start(at);
-        if let Some(id) = &info.request_id {
-            self.recorder.abandon(id);
+    /// A POST got its answer (or gave up): the next one may go, and the GET
+    /// stream may open once `initialized` is through.
+    fn opened(&mut self, sink: &mut Sink, worker: u64) {
+        if self.gate.is_some_and(|(w, _)| w == worker) {
+            self.gate = None;
+            self.dispatch(sink);
         }
-        self.emit(Event::Http(info));
+        if self.get_after == Some(worker) && !self.get_started && self.phase == Phase::Running {
+            self.get_after = None;
+            self.start_get_stream(sink);
+        }
     }
 
-    fn on_internal(&mut self, msg: Internal) {
+    fn start_get_stream(&mut self, sink: &mut Sink) {
+        self.get_started = true;
+        let ctx = self.ctx.clone();
+        let session_id = self.session_id.clone();
+        let protocol_version = self.protocol_version.clone();
+        if let Err(e) = runner::spawn_named("mcpscope-get-stream", move || {
+            get_stream(ctx, session_id, protocol_version)
+        }) {
+            sink.note(format!("could not start the GET stream thread: {e}"));
+            if self.gate.is_some_and(|(w, _)| w == GET_WORKER) {
+                self.gate = None;
+            }
+        }
+    }
+
+    fn start_delete(&mut self, sink: &mut Sink) {
+        match (&self.session_id, self.ctx.target.kind) {
+            (Some(sid), HttpKind::StreamableHttp) => {
+                let ctx = self.ctx.clone();
+                let sid = sid.clone();
+                let pv = self.protocol_version.clone();
+                self.phase = Phase::Deleting {
+                    deadline: Instant::now() + self.drain_grace.max(Duration::from_millis(500)),
+                };
+                if let Err(e) = runner::spawn_named("mcpscope-delete", move || delete(ctx, sid, pv)) {
+                    sink.note(format!("could not start the DELETE thread: {e}"));
+                    self.phase = Phase::Done;
+                }
+            }
+            _ => self.phase = Phase::Done,
+        }
+    }
+}
+
+impl Link for HttpLink {
+    type Msg = HttpMsg;
+
+    /// An HTTP body is one message, newlines and all.
+    fn split(&self, body: &[u8]) -> Vec<RawLine> {
+        vec![RawLine {
+            bytes: body.to_vec(),
+            ending: LineEnding::Lf,
+        }]
+    }
+
+    fn send(&mut self, sink: &mut Sink, out: Outgoing) {
+        if matches!(self.phase, Phase::Deleting { .. } | Phase::Done) {
+            let info = self.post_info(
+                out.request_id,
+                "the session is closing: the message was not sent".into(),
+            );
+            sink.fail(info, Instant::now());
+            return;
+        }
+        if self.queue.len() >= MAX_QUEUED {
+            let info = self.post_info(
+                out.request_id,
+                format!("not sent: {MAX_QUEUED} messages already wait for the server to answer earlier POSTs"),
+            );
+            sink.fail(info, Instant::now());
+            return;
+        }
+        self.queue.push_back(out);
+        self.dispatch(sink);
+    }
+
+    fn observed(&mut self, frame: &Frame) {
+        let answered_initialize = matches!(frame.class.kind, Kind::Result)
+            && frame.link.as_ref().is_some_and(|l| l.method == methods::INITIALIZE);
+        if answered_initialize
+            && let Some(v) = frame.json()
+            && let Some(pv) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+        {
+            self.protocol_version = Some(pv.to_owned());
+        }
+    }
+
+    fn on_msg(&mut self, sink: &mut Sink, msg: HttpMsg) {
         match msg {
-            Internal::Http {
+            HttpMsg::Http {
                 mut info,
                 at,
                 worker,
@@ -432,30 +447,12 @@ impl Runner {
                     self.session_id = sid;
                     self.protocol_version = None;
                 }
-                info.at = self.recorder.since_start(at);
-                self.emit(Event::Http(info));
+                sink.http(info, at);
                 if let Some(w) = worker {
-                    self.opened(w);
+                    self.opened(sink, w);
                 }
             }
-            Internal::Message { bytes, ending, at } => {
-                let at = self.recorder.since_start(at);
-                let frame = self
-                    .recorder
-                    .frame_at(Direction::In, RawLine { bytes, ending }, at, None);
-                let answered_initialize = matches!(frame.class.kind, Kind::Result)
-                    && frame.link.as_ref().is_some_and(|l| l.method == methods::INITIALIZE);
-                if answered_initialize
-                    && let Some(v) = frame.json()
-                    && let Some(pv) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
-                {
-                    self.protocol_version = Some(pv.to_owned());
-                }
-                // Pings are answered by the owner's protocol driver, like
-                // every other server request.
-                self.emit(Event::Frame(frame));
-            }
-            Internal::Failed {
+            HttpMsg::Failed {
                 mut info,
                 at,
                 expired_session,
@@ -465,28 +462,33 @@ impl Runner {
                     self.protocol_version = None;
                 }
                 // A JSON-RPC error in the body may already have answered it.
-                let still_waiting = info
-                    .request_id
-                    .as_ref()
-                    .is_some_and(|id| self.recorder.correlator().is_pending(Direction::Out, id));
+                let still_waiting = info.request_id.as_ref().is_some_and(|id| {
+                    sink.recorder
+                        .correlator()
+                        .is_pending(crate::wire::frame::Direction::Out, id)
+                });
                 if !still_waiting && info.request_id.is_some() {
                     info.request_id = None;
                 }
-                self.fail(info, at);
+                sink.fail(info, at);
             }
-            Internal::WorkerDone { worker } => {
+            HttpMsg::WorkerDone { worker } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
-                self.opened(worker);
+                self.opened(sink, worker);
+                if !self.queue.is_empty() {
+                    self.dispatch(sink);
+                }
             }
-            Internal::Endpoint { url } => {
+            HttpMsg::Endpoint { url } => {
                 self.post_url = Some(url);
-                self.dispatch();
+                self.dispatch(sink);
             }
-            Internal::LegacyDown { reason } => {
-                self.legacy_down = Some(reason);
-                self.dispatch();
+            HttpMsg::LegacyDown { reason } => {
+                // The first reason is the one that matters (e.g. a refused endpoint).
+                self.legacy_down.get_or_insert(reason);
+                self.dispatch(sink);
             }
-            Internal::DeleteDone => {
+            HttpMsg::DeleteDone => {
                 if matches!(self.phase, Phase::Deleting { .. }) {
                     self.phase = Phase::Done;
                 }
@@ -494,84 +496,64 @@ impl Runner {
         }
     }
 
-    /// A POST got its answer (or gave up): the next one may go, and the GET
-    /// stream may open once `initialized` is through.
-    fn opened(&mut self, worker: u64) {
-        if self.gate.is_some_and(|(w, _)| w == worker) {
-            self.gate = None;
-            self.dispatch();
+    fn begin_shutdown(&mut self, sink: &mut Sink) {
+        if self.phase != Phase::Running {
+            return;
         }
-        if self.get_after == Some(worker) && !self.get_started && self.phase == Phase::Running {
-            self.get_after = None;
-            self.start_get_stream();
-        }
+        self.phase = Phase::Draining {
+            deadline: Instant::now() + self.drain_grace,
+        };
+        self.ctx.closing.store(true, Ordering::SeqCst);
+        self.dispatch(sink);
     }
 
-    fn start_get_stream(&mut self) {
-        self.get_started = true;
-        let ctx = self.ctx.clone();
-        let session_id = self.session_id.clone();
-        let protocol_version = self.protocol_version.clone();
-        spawn_named("mcpscope-get-stream", move || {
-            get_stream(ctx, session_id, protocol_version)
-        });
-    }
-
-    fn on_tick(&mut self) {
-        let now = self.recorder.now();
-        for t in self.recorder.expire(now) {
-            let id = t.id.clone();
-            self.emit(Event::TimedOut { at: now, timed_out: t });
-            if self.options.cancel_on_timeout && self.phase == Phase::Running {
-                let params = json!({"requestId": id.to_json(), "reason": "timed out"});
-                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send(line, None, Vec::new());
-            }
-        }
+    fn on_tick(&mut self, sink: &mut Sink) {
         if self.gate.is_some_and(|(_, t)| Instant::now() >= t) {
             self.gate = None;
-            self.dispatch();
+            self.dispatch(sink);
         }
-        let instant_now = Instant::now();
+        let now = Instant::now();
         match self.phase {
-            Phase::Draining { deadline } if self.in_flight == 0 || instant_now >= deadline => {
+            Phase::Draining { deadline } if (self.in_flight == 0 && self.queue.is_empty()) || now >= deadline => {
                 if self.in_flight > 0 {
-                    self.note(format!("closing with {} HTTP exchange(s) still open", self.in_flight));
+                    sink.note(format!("closing with {} HTTP exchange(s) still open", self.in_flight));
                 }
-                self.start_delete();
+                for out in std::mem::take(&mut self.queue) {
+                    let info = self.post_info(out.request_id, "the session closed before this message was sent".into());
+                    sink.fail(info, now);
+                }
+                self.start_delete(sink);
             }
-            Phase::Deleting { deadline } if instant_now >= deadline => {
-                self.note("DELETE got no answer in time; closing anyway".into());
+            Phase::Deleting { deadline } if now >= deadline => {
+                sink.note("DELETE got no answer in time; closing anyway");
                 self.phase = Phase::Done;
             }
             _ => {}
         }
     }
 
-    fn begin_shutdown(&mut self) {
-        if self.phase != Phase::Running {
-            return;
-        }
-        self.phase = Phase::Draining {
-            deadline: Instant::now() + self.options.stdin_close_grace,
+    fn next_wakeup(&self) -> Option<Instant> {
+        let gate = self.gate.map(|(_, t)| t);
+        let phase = match self.phase {
+            Phase::Draining { deadline } | Phase::Deleting { deadline } => Some(deadline),
+            Phase::Running | Phase::Done => None,
         };
-        self.ctx.closing.store(true, Ordering::SeqCst);
-        self.dispatch();
+        [gate, phase].into_iter().flatten().min()
     }
 
-    fn start_delete(&mut self) {
-        match (&self.session_id, self.ctx.target.kind) {
-            (Some(sid), HttpKind::StreamableHttp) => {
-                let ctx = self.ctx.clone();
-                let sid = sid.clone();
-                let pv = self.protocol_version.clone();
-                self.phase = Phase::Deleting {
-                    deadline: Instant::now() + self.options.stdin_close_grace.max(Duration::from_millis(500)),
-                };
-                spawn_named("mcpscope-delete", move || delete(ctx, sid, pv));
-            }
-            _ => self.phase = Phase::Done,
-        }
+    fn open(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    fn finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn finish(&mut self, _sink: &mut Sink) {
+        // Interrupt every read still blocked on a socket (the GET stream,
+        // slow responses): no thread outlives the session for long.
+        self.ctx.closing.store(true, Ordering::SeqCst);
+        self.ctx.agent.clone().shutdown();
     }
 }
 
@@ -616,19 +598,34 @@ impl Headers {
             self.add("MCP-Protocol-Version", v);
         }
     }
+
+    /// The record of a request with these headers.
+    fn info(&self, method: &str, url: &str) -> HttpInfo {
+        HttpInfo {
+            method: method.into(),
+            url: mask_url(url),
+            sent: self.shown.clone(),
+            ..HttpInfo::default()
+        }
+    }
 }
 
-fn relevant_headers(resp: &ureq::http::Response<ureq::Body>) -> Vec<(String, String)> {
+type Response = ureq::http::Response<ureq::Body>;
+
+fn relevant_headers(resp: &Response) -> Vec<(String, String)> {
     RELEVANT
         .iter()
         .filter_map(|name| {
             let v = resp.headers().get(*name)?;
-            Some(((*name).to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            // A Location can carry credentials too.
+            let v = if *name == "location" { mask_url(&v) } else { v };
+            Some(((*name).to_owned(), v))
         })
         .collect()
 }
 
-fn content_type(resp: &ureq::http::Response<ureq::Body>) -> String {
+fn content_type(resp: &Response) -> String {
     resp.headers()
         .get("content-type")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase())
@@ -652,13 +649,30 @@ fn status_text(status: u16) -> String {
     format!("{status} {reason}").trim_end().to_owned()
 }
 
+/// `host:port` of a URL, without userinfo, for messages.
+fn host_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => mask_url(url),
+        },
+        Err(_) => mask_url(url),
+    }
+}
+
+/// Whether two URLs have the same origin (scheme, host and port).
+fn same_origin(a: &url::Url, b: &url::Url) -> bool {
+    a.origin() == b.origin()
+}
+
+fn origin_text(u: &url::Url) -> String {
+    u.origin().ascii_serialization()
+}
+
 /// A transport failure in words a person can act on.
 fn describe_error(e: &ureq::Error, url: &str) -> String {
-    let host = url
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or(url);
+    let host = host_of(url);
     match e {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("connection refused: nothing is listening at {host} (is the server running, on this port?)")
@@ -671,29 +685,193 @@ fn describe_error(e: &ureq::Error, url: &str) -> String {
         }
         ureq::Error::Timeout(t) => format!("timed out talking to {host} ({t:?})"),
         ureq::Error::HostNotFound => format!("host not found: {host}"),
-        ureq::Error::BadUri(u) => format!("not a usable URL: {u}"),
+        ureq::Error::BadUri(_) => format!("not a usable URL: {}", mask_url(url)),
         ureq::Error::Protocol(p) => format!("{host} did not answer with valid HTTP: {p}"),
-        other => format!("HTTP request to {host} failed: {other}"),
+        other => format!("HTTP request to {host} failed: {}", mask_url(&other.to_string())),
     }
 }
 
+/// How a body relates to the request it should answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Answer {
+    #[default]
+    No,
+    /// The response to the request.
+    Direct,
+    /// A JSON array (a batch) holding the response.
+    InBatch,
+}
+
 /// Whether a JSON body (or SSE data) is the response to `id`.
-fn answers(bytes: &[u8], id: &RequestId) -> bool {
+fn answers(bytes: &[u8], id: &RequestId) -> Answer {
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
-        return false;
+        return Answer::No;
     };
     let one = |m: &Value| {
         m.get("id").and_then(RequestId::from_json).as_ref() == Some(id)
             && (m.get("result").is_some() || m.get("error").is_some())
     };
     match &v {
-        Value::Array(items) => items.iter().any(one),
-        m => one(m),
+        Value::Array(items) if items.iter().any(one) => Answer::InBatch,
+        Value::Array(_) => Answer::No,
+        m if one(m) => Answer::Direct,
+        _ => Answer::No,
     }
 }
 
-fn send(ctx: &Ctx, msg: Internal) {
-    let _ = ctx.tx.send(msg);
+fn batch_error(id: &RequestId) -> String {
+    format!(
+        "the server answered request #{id} inside a JSON-RPC batch (a JSON array); MCP has had no batches \
+         since 2025-06-18 (only 2025-03-26 allowed them), so the answer is kept as it came but not taken as \
+         the response"
+    )
+}
+
+fn send(ctx: &Ctx, msg: HttpMsg) {
+    let _ = ctx.tx.send(Input::Link(msg));
+}
+
+fn http(ctx: &Ctx, info: HttpInfo) {
+    send(
+        ctx,
+        HttpMsg::Http {
+            info,
+            at: Instant::now(),
+            worker: None,
+            new_session: None,
+        },
+    );
+}
+
+fn received(ctx: &Ctx, bytes: Vec<u8>, ending: LineEnding) {
+    let _ = ctx.tx.send(Input::Received {
+        line: RawLine { bytes, ending },
+        at: Instant::now(),
+    });
+}
+
+/// Makes one HTTP request with these headers.
+fn call(ctx: &Ctx, method: &str, url: &str, headers: &Headers, body: Option<&[u8]>) -> Result<Response, ureq::Error> {
+    macro_rules! with_headers {
+        ($req:expr) => {{
+            let mut req = $req;
+            for (k, v) in &headers.wire {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            req
+        }};
+    }
+    match method {
+        "POST" => with_headers!(ctx.agent.post(url)).send(body.unwrap_or_default()),
+        "DELETE" => with_headers!(ctx.agent.delete(url)).call(),
+        _ => with_headers!(ctx.agent.get(url)).call(),
+    }
+}
+
+/// One exchange, with redirects handled as a careful client should: every
+/// redirect is recorded; one that stays on the same origin and keeps the
+/// method (307/308, or any for GET) is followed; one to another origin (your
+/// headers would go there) or one that would turn a POST into a GET
+/// (301/302/303) is not, and the error says why and where it pointed.
+///
+/// Returns the final response and the URL that gave it.
+fn exchange(
+    ctx: &Ctx,
+    method: &str,
+    url: &str,
+    headers: &Headers,
+    body: Option<&[u8]>,
+    request_id: Option<&RequestId>,
+) -> Result<(Response, String), String> {
+    let mut url = url.to_owned();
+    for _ in 0..=MAX_REDIRECTS {
+        let resp = call(ctx, method, &url, headers, body).map_err(|e| describe_error(&e, &url))?;
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get("location")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let (true, Some(location)) = ((300..400).contains(&status) && status != 304, location) else {
+            return Ok((resp, url));
+        };
+        let info = HttpInfo {
+            status: Some(status),
+            received: relevant_headers(&resp),
+            request_id: request_id.cloned(),
+            ..headers.info(method, &url)
+        };
+        let from = url::Url::parse(&url).map_err(|e| format!("not a usable URL: {e}"))?;
+        let to = match from.join(&location) {
+            Ok(t) => t,
+            Err(e) => {
+                http(
+                    ctx,
+                    HttpInfo {
+                        text: format!("redirected ({}) to {location:?}", status_text(status)),
+                        ..info
+                    },
+                );
+                return Err(format!(
+                    "the server redirected ({}) to {:?}, which is not a usable URL: {e}",
+                    status_text(status),
+                    mask_url(&location)
+                ));
+            }
+        };
+        let shown_to = mask_url(to.as_str());
+        http(
+            ctx,
+            HttpInfo {
+                text: format!("redirected ({}) to {shown_to}", status_text(status)),
+                ..info
+            },
+        );
+        if !same_origin(&from, &to) {
+            return Err(format!(
+                "the server redirected {method} ({}) to another origin, {shown_to}: not followed, because your \
+                 headers (and the message) would go to {}; if you trust it, use that URL directly",
+                status_text(status),
+                origin_text(&to)
+            ));
+        }
+        if method != "GET" && matches!(status, 301..=303) {
+            return Err(format!(
+                "the server moved the endpoint ({}) to {shown_to}: a {method} is not re-sent as GET, as that \
+                 redirect would demand; use that URL instead",
+                status_text(status)
+            ));
+        }
+        url = to.to_string();
+    }
+    Err(format!("more than {MAX_REDIRECTS} redirects: gave up"))
+}
+
+/// Reads a whole body, holding at most `ctx.max_held` bytes: a longer body is
+/// handed over in pieces as it is read (every byte recorded), and `Ok(None)`
+/// says so. `Ok(Some(bytes))` is a body that fit.
+fn read_body(ctx: &Ctx, reader: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    let limit = ctx.max_held as u64;
+    reader.by_ref().take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 <= limit {
+        return Ok(Some(bytes));
+    }
+    let mut rest = bytes.split_off(ctx.max_held);
+    received(ctx, bytes, LineEnding::Cut);
+    loop {
+        let have = rest.len();
+        reader
+            .by_ref()
+            .take((ctx.max_held - have.min(ctx.max_held)) as u64 + 1)
+            .read_to_end(&mut rest)?;
+        if rest.len() <= ctx.max_held {
+            received(ctx, rest, LineEnding::Lf);
+            return Ok(None);
+        }
+        let next = rest.split_off(ctx.max_held);
+        received(ctx, rest, LineEnding::Cut);
+        rest = next;
+    }
 }
 
 fn post(ctx: Ctx, job: PostJob) {
@@ -721,25 +899,16 @@ fn post(ctx: Ctx, job: PostJob) {
     for (k, v) in &out.headers {
         headers.add(k, v);
     }
-    let mut req = ctx.agent.post(&url);
-    for (k, v) in &headers.wire {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let base = HttpInfo {
-        method: "POST".into(),
-        url: url.clone(),
-        sent: headers.shown.clone(),
+    let mut base = HttpInfo {
         request_id: out.request_id.clone(),
-        ..HttpInfo::default()
+        ..headers.info("POST", &url)
     };
-    let result = req.send(&out.body[..]);
-    let resp = match result {
+    let (resp, answered_by) = match exchange(&ctx, "POST", &url, &headers, Some(&out.body), out.request_id.as_ref()) {
         Ok(r) => r,
-        Err(e) => {
-            let error = describe_error(&e, &url);
+        Err(error) => {
             send(
                 &ctx,
-                Internal::Failed {
+                HttpMsg::Failed {
                     info: HttpInfo {
                         error: Some(error),
                         ..base
@@ -748,23 +917,24 @@ fn post(ctx: Ctx, job: PostJob) {
                     expired_session: false,
                 },
             );
-            send(&ctx, Internal::WorkerDone { worker });
+            send(&ctx, HttpMsg::WorkerDone { worker });
             return;
         }
     };
+    base.url = mask_url(&answered_by);
     let status = resp.status().as_u16();
     let ct = content_type(&resp);
-    let received = relevant_headers(&resp);
+    let received_headers = relevant_headers(&resp);
     let session_header = resp
         .headers()
         .get("mcp-session-id")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let what = out.method.as_deref().unwrap_or("message");
     let sse = (200..300).contains(&status) && is_sse(&ct);
-    let failed = |error: String, expired: bool| Internal::Failed {
+    let failed = |error: String, expired: bool| HttpMsg::Failed {
         info: HttpInfo {
             status: Some(status),
-            received: received.clone(),
+            received: received_headers.clone(),
             error: Some(error),
             ..base.clone()
         },
@@ -775,10 +945,10 @@ fn post(ctx: Ctx, job: PostJob) {
     if sse {
         send(
             &ctx,
-            Internal::Http {
+            HttpMsg::Http {
                 info: HttpInfo {
                     status: Some(status),
-                    received: received.clone(),
+                    received: received_headers.clone(),
                     text: format!("{what}: the answer comes as an SSE stream"),
                     ..base.clone()
                 },
@@ -787,25 +957,41 @@ fn post(ctx: Ctx, job: PostJob) {
                 new_session: is_initialize.then_some(session_header),
             },
         );
-        let mut reader = SseReader::new(BufReader::new(body.into_reader()));
+        let mut reader = SseReader::with_limit(BufReader::new(body.into_reader()), ctx.max_held);
         let outcome = read_sse(&ctx, &mut reader, out.request_id.as_ref());
-        let answered = outcome.answered;
-        if let (Some(id), false) = (&out.request_id, answered) {
-            if !ctx.closing.load(Ordering::SeqCst) {
-                resume(&ctx, &url, id, outcome, &session_id, &protocol_version, base.clone());
+        let closing = ctx.closing.load(Ordering::SeqCst);
+        match (&out.request_id, outcome.answer) {
+            (Some(id), Answer::InBatch) => send(&ctx, failed(batch_error(id), false)),
+            (Some(id), Answer::No) if !closing => {
+                resume(
+                    &ctx,
+                    &answered_by,
+                    id,
+                    outcome,
+                    &session_id,
+                    &protocol_version,
+                    base.clone(),
+                );
             }
-        } else if let Some(e) = outcome.error
-            && !ctx.closing.load(Ordering::SeqCst)
-        {
-            sse_note(&ctx, &url, format!("the stream answering {what} broke"), Some(e));
+            (Some(_), Answer::No) => {}
+            _ => {
+                if let Some(e) = outcome.error
+                    && !closing
+                {
+                    sse_note(
+                        &ctx,
+                        &answered_by,
+                        format!("the stream answering {what} broke"),
+                        Some(e),
+                    );
+                }
+            }
         }
-        send(&ctx, Internal::WorkerDone { worker });
+        send(&ctx, HttpMsg::WorkerDone { worker });
         return;
     }
 
     // A whole body: JSON, an error page, or anything else. Every byte is kept.
-    let mut bytes = Vec::new();
-    let read = body.into_reader().take(MAX_BODY).read_to_end(&mut bytes);
     let at = Instant::now();
     let accepted = status == 202 || status == 204;
     let mut text = match status {
@@ -813,19 +999,24 @@ fn post(ctx: Ctx, job: PostJob) {
         200..=299 => String::new(),
         _ => status_text(status),
     };
-    if accepted && !bytes.is_empty() {
+    let mut reader = body.into_reader();
+    if accepted {
         // A 202 body is not a message (Python's HTTP+SSE server says "Accepted").
-        text.push_str(&format!(
-            " (body: {})",
-            crate::text::shorten(&String::from_utf8_lossy(&bytes), 200)
-        ));
+        let mut bytes = Vec::new();
+        let _ = (&mut reader).take(64 * 1024).read_to_end(&mut bytes);
+        if !bytes.is_empty() {
+            text.push_str(&format!(
+                " (body: {})",
+                crate::text::shorten(&String::from_utf8_lossy(&bytes), 200)
+            ));
+        }
     }
     send(
         &ctx,
-        Internal::Http {
+        HttpMsg::Http {
             info: HttpInfo {
                 status: Some(status),
-                received: received.clone(),
+                received: received_headers.clone(),
                 text,
                 ..base.clone()
             },
@@ -834,19 +1025,38 @@ fn post(ctx: Ctx, job: PostJob) {
             new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
         },
     );
+    let read = if accepted {
+        Ok(Some(Vec::new()))
+    } else {
+        read_body(&ctx, &mut reader)
+    };
+    let bytes = match read {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            send(
+                &ctx,
+                failed(
+                    format!(
+                        "the response body is longer than the {} MiB a message may hold in memory; it is recorded in \
+                         pieces and not taken as the response",
+                        ctx.max_held / (1024 * 1024)
+                    ),
+                    false,
+                ),
+            );
+            send(&ctx, HttpMsg::WorkerDone { worker });
+            return;
+        }
+        Err(e) => {
+            send(&ctx, failed(format!("reading the response body failed: {e}"), false));
+            send(&ctx, HttpMsg::WorkerDone { worker });
+            return;
+        }
+    };
     if !bytes.is_empty() && !accepted {
-        send(
-            &ctx,
-            Internal::Message {
-                bytes: bytes.clone(),
-                ending: LineEnding::Lf,
-                at,
-            },
-        );
+        received(&ctx, bytes.clone(), LineEnding::Lf);
     }
-    if let Err(e) = read {
-        send(&ctx, failed(format!("reading the response body failed: {e}"), false));
-    } else if accepted {
+    if accepted {
         if let Some(id) = &out.request_id
             && ctx.target.kind == HttpKind::StreamableHttp
         {
@@ -877,37 +1087,40 @@ fn post(ctx: Ctx, job: PostJob) {
         }
         if status == 405 || status == 404 {
             e.push_str(&format!(
-                " (is {url} the MCP endpoint? for an HTTP+SSE server use --transport sse)"
+                " (is {} the MCP endpoint? for an HTTP+SSE server use --transport sse)",
+                mask_url(&answered_by)
             ));
         }
         send(&ctx, failed(e, false));
     } else if out.request_id.is_some() && !is_json(&ct) {
         let shown = if ct.is_empty() { "none".to_owned() } else { ct.clone() };
-        send(
-            &ctx,
-            failed(
-                format!("the response has Content-Type {shown}, not application/json or text/event-stream"),
-                false,
-            ),
-        );
-    } else if let Some(id) = &out.request_id
-        && !answers(&bytes, id)
-    {
-        let e = if bytes.is_empty() {
-            "the response body is empty".to_owned()
-        } else if serde_json::from_slice::<Value>(&bytes).is_err() {
-            "the response body is not valid JSON".to_owned()
-        } else {
-            format!("the response body is not the response to request #{id}")
-        };
+        let mut e = format!("the response has Content-Type {shown}, not application/json or text/event-stream");
+        if ct.contains("html") {
+            e.push_str(" (an HTML page: is this the MCP endpoint?)");
+        }
         send(&ctx, failed(e, false));
+    } else if let Some(id) = &out.request_id {
+        match answers(&bytes, id) {
+            Answer::Direct => {}
+            Answer::InBatch => send(&ctx, failed(batch_error(id), false)),
+            Answer::No => {
+                let e = if bytes.is_empty() {
+                    "the response body is empty".to_owned()
+                } else if serde_json::from_slice::<Value>(&bytes).is_err() {
+                    "the response body is not valid JSON".to_owned()
+                } else {
+                    format!("the response body is not the response to request #{id}")
+                };
+                send(&ctx, failed(e, false));
+            }
+        }
     }
-    send(&ctx, Internal::WorkerDone { worker });
+    send(&ctx, HttpMsg::WorkerDone { worker });
 }
 
 #[derive(Default)]
 struct SseOutcome {
-    answered: bool,
+    answer: Answer,
     last_id: Option<String>,
     retry: Option<u64>,
     events: usize,
@@ -924,8 +1137,11 @@ fn read_sse<R: std::io::BufRead>(ctx: &Ctx, reader: &mut SseReader<R>, waiting_f
                 note_ids(&mut o, &ev);
                 // Any event with data is kept: a server may name its events otherwise.
                 if ev.has_data() {
-                    if waiting_for.is_some_and(|id| answers(&ev.data, id)) {
-                        o.answered = true;
+                    if let Some(id) = waiting_for
+                        && o.answer == Answer::No
+                        && !ev.cut
+                    {
+                        o.answer = answers(&ev.data, id);
                     }
                     deliver(ctx, ev);
                 }
@@ -951,31 +1167,25 @@ fn note_ids(o: &mut SseOutcome, ev: &SseEvent) {
 }
 
 fn deliver(ctx: &Ctx, ev: SseEvent) {
-    let ending = if ev.truncated { LineEnding::Eof } else { LineEnding::Lf };
-    send(
-        ctx,
-        Internal::Message {
-            bytes: ev.data,
-            ending,
-            at: Instant::now(),
-        },
-    );
+    let ending = if ev.cut {
+        LineEnding::Cut
+    } else if ev.truncated {
+        LineEnding::Eof
+    } else {
+        LineEnding::Lf
+    };
+    received(ctx, ev.data, ending);
 }
 
 fn sse_note(ctx: &Ctx, url: &str, text: String, error: Option<String>) {
-    send(
+    http(
         ctx,
-        Internal::Http {
-            info: HttpInfo {
-                method: "SSE".into(),
-                url: url.to_owned(),
-                text,
-                error,
-                ..HttpInfo::default()
-            },
-            at: Instant::now(),
-            worker: None,
-            new_session: None,
+        HttpInfo {
+            method: "SSE".into(),
+            url: mask_url(url),
+            text,
+            error,
+            ..HttpInfo::default()
         },
     );
 }
@@ -994,6 +1204,17 @@ fn pause(ctx: &Ctx, d: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
     }
     !ctx.closing.load(Ordering::SeqCst)
+}
+
+fn failed_now(info: HttpInfo, error: String) -> HttpMsg {
+    HttpMsg::Failed {
+        info: HttpInfo {
+            error: Some(error),
+            ..info
+        },
+        at: Instant::now(),
+        expired_session: false,
+    }
 }
 
 /// The response stream ended before the response: resume it with a GET and
@@ -1018,29 +1239,16 @@ fn resume(
                 e.push_str(&format!(" ({err})"));
             }
             e.push_str(", and gave no event id to resume from");
-            send(
-                ctx,
-                Internal::Failed {
-                    info: HttpInfo { error: Some(e), ..base },
-                    at: Instant::now(),
-                    expired_session: false,
-                },
-            );
+            send(ctx, failed_now(base, e));
             return;
         };
         if attempts >= ctx.target.max_reconnects {
             send(
                 ctx,
-                Internal::Failed {
-                    info: HttpInfo {
-                        error: Some(format!(
-                            "gave up resuming the stream for #{id} after {attempts} reconnect(s)"
-                        )),
-                        ..base
-                    },
-                    at: Instant::now(),
-                    expired_session: false,
-                },
+                failed_now(
+                    base,
+                    format!("gave up resuming the stream for #{id} after {attempts} reconnect(s)"),
+                ),
             );
             return;
         }
@@ -1062,43 +1270,32 @@ fn resume(
         headers.add("Accept", "text/event-stream");
         headers.session(session_id, protocol_version);
         headers.add("Last-Event-ID", &last);
-        let mut req = ctx.agent.get(url);
-        for (k, v) in &headers.wire {
-            req = req.header(k.as_str(), v.as_str());
-        }
         let info = HttpInfo {
-            method: "GET".into(),
-            url: url.to_owned(),
-            sent: headers.shown.clone(),
             request_id: Some(id.clone()),
-            ..HttpInfo::default()
+            ..headers.info("GET", url)
         };
-        match req.call() {
+        match exchange(ctx, "GET", url, &headers, None, Some(id)) {
             Err(e) => {
-                sse_note(ctx, url, "resuming failed".into(), Some(describe_error(&e, url)));
-                outcome.error = Some(describe_error(&e, url));
+                sse_note(ctx, url, "resuming failed".into(), Some(e.clone()));
+                outcome.error = Some(e);
             }
-            Ok(resp) => {
+            Ok((resp, at_url)) => {
                 let status = resp.status().as_u16();
                 let ct = content_type(&resp);
-                send(
+                http(
                     ctx,
-                    Internal::Http {
-                        info: HttpInfo {
-                            status: Some(status),
-                            received: relevant_headers(&resp),
-                            text: format!("resuming the stream for #{id}"),
-                            ..info.clone()
-                        },
-                        at: Instant::now(),
-                        worker: None,
-                        new_session: None,
+                    HttpInfo {
+                        url: mask_url(&at_url),
+                        status: Some(status),
+                        received: relevant_headers(&resp),
+                        text: format!("resuming the stream for #{id}"),
+                        ..info.clone()
                     },
                 );
                 if status != 200 || !is_sse(&ct) {
                     send(
                         ctx,
-                        Internal::Failed {
+                        HttpMsg::Failed {
                             info: HttpInfo {
                                 status: Some(status),
                                 error: Some(format!(
@@ -1113,17 +1310,22 @@ fn resume(
                     );
                     return;
                 }
-                let mut reader = SseReader::new(BufReader::new(resp.into_body().into_reader()));
+                let mut reader = SseReader::with_limit(BufReader::new(resp.into_body().into_reader()), ctx.max_held);
                 let next = read_sse(ctx, &mut reader, Some(id));
-                if next.answered {
-                    return;
+                match next.answer {
+                    Answer::Direct => return,
+                    Answer::InBatch => {
+                        send(ctx, failed_now(base, batch_error(id)));
+                        return;
+                    }
+                    Answer::No => {}
                 }
                 outcome = SseOutcome {
                     last_id: next.last_id.or(outcome.last_id),
                     retry: next.retry.or(outcome.retry),
                     events: outcome.events + next.events,
                     error: next.error,
-                    answered: false,
+                    answer: Answer::No,
                 };
             }
         }
@@ -1150,48 +1352,43 @@ fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<Str
         if let Some(l) = &last_id {
             headers.add("Last-Event-ID", l);
         }
-        let mut req = ctx.agent.get(&url);
-        for (k, v) in &headers.wire {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        let info = HttpInfo {
-            method: "GET".into(),
-            url: url.clone(),
-            sent: headers.shown.clone(),
-            ..HttpInfo::default()
-        };
+        let info = headers.info("GET", &url);
         // The first answer (open, refused or failed) releases the POST of
         // `notifications/initialized`, which waits for the stream to exist.
         let first = last_id.is_none() && failures == 0;
-        let http = |info: HttpInfo| Internal::Http {
+        let report = |info: HttpInfo| HttpMsg::Http {
             info,
             at: Instant::now(),
             worker: first.then_some(GET_WORKER),
             new_session: None,
         };
-        let outcome = match req.call() {
+        let outcome = match exchange(&ctx, "GET", &url, &headers, None, None) {
             Err(e) => {
                 if ctx.closing.load(Ordering::SeqCst) {
                     return;
                 }
                 send(
                     &ctx,
-                    http(HttpInfo {
+                    report(HttpInfo {
                         text: "the GET stream could not be opened".into(),
-                        error: Some(describe_error(&e, &url)),
+                        error: Some(e),
                         ..info
                     }),
                 );
                 None
             }
-            Ok(resp) => {
+            Ok((resp, at_url)) => {
+                let info = HttpInfo {
+                    url: mask_url(&at_url),
+                    ..info
+                };
                 let status = resp.status().as_u16();
                 let ct = content_type(&resp);
                 let received = relevant_headers(&resp);
                 if status == 405 {
                     send(
                         &ctx,
-                        http(HttpInfo {
+                        report(HttpInfo {
                             status: Some(status),
                             received,
                             text: "the server offers no GET stream (405): it sends messages only on POST responses"
@@ -1206,7 +1403,7 @@ fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<Str
                     let _ = resp.into_body().into_reader().take(64 * 1024).read_to_end(&mut bytes);
                     send(
                         &ctx,
-                        http(HttpInfo {
+                        report(HttpInfo {
                             status: Some(status),
                             received,
                             text: format!(
@@ -1224,14 +1421,14 @@ fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<Str
                 };
                 send(
                     &ctx,
-                    http(HttpInfo {
+                    report(HttpInfo {
                         status: Some(status),
                         received,
                         text,
                         ..info
                     }),
                 );
-                let mut reader = SseReader::new(BufReader::new(resp.into_body().into_reader()));
+                let mut reader = SseReader::with_limit(BufReader::new(resp.into_body().into_reader()), ctx.max_held);
                 Some(read_sse(&ctx, &mut reader, None))
             }
         };
@@ -1276,49 +1473,38 @@ fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<Str
 }
 
 /// HTTP+SSE (2024-11-05): GET the SSE URL, learn the POST endpoint from the
-/// `endpoint` event, then pass every `message` event on.
+/// `endpoint` event, then pass every `message` event on. An endpoint on
+/// another origin than the SSE URL is refused: the user's headers and every
+/// message would go to a host they never named.
 fn legacy_stream(ctx: Ctx) {
     let url = ctx.target.url.clone();
     let mut headers = Headers::new(&ctx.target);
     headers.add("Accept", "text/event-stream");
-    let mut req = ctx.agent.get(&url);
-    for (k, v) in &headers.wire {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let info = HttpInfo {
-        method: "GET".into(),
-        url: url.clone(),
-        sent: headers.shown.clone(),
-        ..HttpInfo::default()
-    };
-    let down = |reason: String| Internal::LegacyDown { reason };
-    let resp = match req.call() {
+    let info = headers.info("GET", &url);
+    let down = |reason: String| HttpMsg::LegacyDown { reason };
+    let (resp, stream_url) = match exchange(&ctx, "GET", &url, &headers, None, None) {
         Ok(r) => r,
-        Err(e) => {
-            let error = describe_error(&e, &url);
-            send(
+        Err(error) => {
+            http(
                 &ctx,
-                Internal::Http {
-                    info: HttpInfo {
-                        text: "the SSE stream could not be opened".into(),
-                        error: Some(error.clone()),
-                        ..info
-                    },
-                    at: Instant::now(),
-                    worker: None,
-                    new_session: None,
+                HttpInfo {
+                    text: "the SSE stream could not be opened".into(),
+                    error: Some(error.clone()),
+                    ..info
                 },
             );
             send(&ctx, down(error));
             return;
         }
     };
+    let info = HttpInfo {
+        url: mask_url(&stream_url),
+        ..info
+    };
     let status = resp.status().as_u16();
     let ct = content_type(&resp);
-    let received = relevant_headers(&resp);
+    let received_headers = relevant_headers(&resp);
     if status != 200 || !is_sse(&ct) {
-        let mut bytes = Vec::new();
-        let _ = resp.into_body().into_reader().take(MAX_BODY).read_to_end(&mut bytes);
         let mut error = format!("the SSE URL answered HTTP {}", status_text(status));
         if status == 200 {
             error = format!("the SSE URL answered with Content-Type {ct}, not text/event-stream");
@@ -1326,70 +1512,79 @@ fn legacy_stream(ctx: Ctx) {
         if status == 405 || status == 404 || (status == 200 && !is_sse(&ct)) {
             error.push_str(" (for a Streamable HTTP server use --transport http)");
         }
-        send(
+        http(
             &ctx,
-            Internal::Http {
-                info: HttpInfo {
-                    status: Some(status),
-                    received,
-                    error: Some(error.clone()),
-                    ..info
-                },
-                at: Instant::now(),
-                worker: None,
-                new_session: None,
+            HttpInfo {
+                status: Some(status),
+                received: received_headers,
+                error: Some(error.clone()),
+                ..info
             },
         );
-        if !bytes.is_empty() {
-            send(
-                &ctx,
-                Internal::Message {
-                    bytes,
-                    ending: LineEnding::Lf,
-                    at: Instant::now(),
-                },
-            );
+        let mut reader = resp.into_body().into_reader();
+        if let Ok(Some(bytes)) = read_body(&ctx, &mut reader)
+            && !bytes.is_empty()
+        {
+            received(&ctx, bytes, LineEnding::Lf);
         }
         send(&ctx, down(error));
         return;
     }
-    send(
+    http(
         &ctx,
-        Internal::Http {
-            info: HttpInfo {
-                status: Some(status),
-                received,
-                text: "SSE stream open; waiting for the endpoint event".into(),
-                ..info
-            },
-            at: Instant::now(),
-            worker: None,
-            new_session: None,
+        HttpInfo {
+            status: Some(status),
+            received: received_headers,
+            text: "SSE stream open; waiting for the endpoint event".into(),
+            ..info
         },
     );
-    let mut reader = SseReader::new(BufReader::new(resp.into_body().into_reader()));
+    let base = url::Url::parse(&stream_url).ok();
+    let mut reader = SseReader::with_limit(BufReader::new(resp.into_body().into_reader()), ctx.max_held);
     let mut have_endpoint = false;
     let mut events = 0usize;
     let error = loop {
         match reader.next_event() {
             Ok(Some(ev)) => {
                 events += 1;
-                if ev.kind() == "endpoint" {
+                if ev.kind() == "endpoint" && !ev.cut {
                     let target = String::from_utf8_lossy(&ev.data).trim().to_owned();
-                    match url::Url::parse(&url).and_then(|b| b.join(&target)) {
-                        Ok(full) => {
+                    match base.as_ref().map(|b| b.join(&target)) {
+                        Some(Ok(full)) if base.as_ref().is_some_and(|b| same_origin(b, &full)) => {
                             have_endpoint = true;
-                            sse_note(&ctx, &url, format!("endpoint: messages go to {full}"), None);
-                            send(&ctx, Internal::Endpoint { url: full.to_string() });
-                        }
-                        Err(e) => {
                             sse_note(
                                 &ctx,
-                                &url,
-                                format!("endpoint event {target:?}"),
+                                &stream_url,
+                                format!("endpoint: messages go to {}", mask_url(full.as_str())),
+                                None,
+                            );
+                            send(&ctx, HttpMsg::Endpoint { url: full.to_string() });
+                        }
+                        Some(Ok(full)) => {
+                            let reason = format!(
+                                "refused the endpoint {}: it is on another origin ({}) than the SSE stream ({}), \
+                                 and your headers and messages go only where you connected",
+                                mask_url(full.as_str()),
+                                origin_text(&full),
+                                base.as_ref().map(origin_text).unwrap_or_default()
+                            );
+                            sse_note(
+                                &ctx,
+                                &stream_url,
+                                format!("endpoint event {:?}", mask_url(&target)),
+                                Some(reason.clone()),
+                            );
+                            send(&ctx, down(reason));
+                        }
+                        Some(Err(e)) => {
+                            sse_note(
+                                &ctx,
+                                &stream_url,
+                                format!("endpoint event {:?}", mask_url(&target)),
                                 Some(format!("not a usable URL: {e}")),
                             );
                         }
+                        None => {}
                     }
                 } else if ev.has_data() {
                     deliver(&ctx, ev);
@@ -1407,7 +1602,7 @@ fn legacy_stream(ctx: Ctx) {
     } else {
         format!("the SSE stream closed after {events} event(s) without an endpoint event")
     };
-    sse_note(&ctx, &url, reason.clone(), error);
+    sse_note(&ctx, &stream_url, reason.clone(), error);
     send(&ctx, down(reason));
 }
 
@@ -1416,18 +1611,9 @@ fn delete(ctx: Ctx, session_id: String, protocol_version: Option<String>) {
     let url = ctx.target.url.clone();
     let mut headers = Headers::new(&ctx.target);
     headers.session(&Some(session_id.clone()), &protocol_version);
-    let mut req = ctx.agent.delete(&url);
-    for (k, v) in &headers.wire {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let info = HttpInfo {
-        method: "DELETE".into(),
-        url: url.clone(),
-        sent: headers.shown.clone(),
-        ..HttpInfo::default()
-    };
-    let info = match req.call() {
-        Ok(resp) => {
+    let info = headers.info("DELETE", &url);
+    let info = match exchange(&ctx, "DELETE", &url, &headers, None, None) {
+        Ok((resp, at_url)) => {
             let status = resp.status().as_u16();
             let text = match status {
                 200..=299 => format!("session {session_id} ended"),
@@ -1436,6 +1622,7 @@ fn delete(ctx: Ctx, session_id: String, protocol_version: Option<String>) {
                 _ => format!("ending session {session_id}: {}", status_text(status)),
             };
             HttpInfo {
+                url: mask_url(&at_url),
                 status: Some(status),
                 received: relevant_headers(&resp),
                 text,
@@ -1444,20 +1631,12 @@ fn delete(ctx: Ctx, session_id: String, protocol_version: Option<String>) {
         }
         Err(e) => HttpInfo {
             text: format!("ending session {session_id}"),
-            error: Some(describe_error(&e, &url)),
+            error: Some(e),
             ..info
         },
     };
-    send(
-        &ctx,
-        Internal::Http {
-            info,
-            at: Instant::now(),
-            worker: None,
-            new_session: None,
-        },
-    );
-    send(&ctx, Internal::DeleteDone);
+    http(&ctx, info);
+    send(&ctx, HttpMsg::DeleteDone);
 }
 
 #[cfg(test)]
@@ -1467,14 +1646,19 @@ mod tests {
     #[test]
     fn answers_matches_the_response_only() {
         let id = RequestId::Number(3);
-        assert!(answers(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, &id));
-        assert!(answers(
-            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}"#,
-            &id
-        ));
-        assert!(!answers(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#, &id));
-        assert!(!answers(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#, &id));
-        assert!(!answers(b"<html>", &id));
+        assert_eq!(answers(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, &id), Answer::Direct);
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}"#, &id),
+            Answer::Direct
+        );
+        assert_eq!(answers(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#, &id), Answer::No);
+        assert_eq!(answers(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#, &id), Answer::No);
+        assert_eq!(answers(b"<html>", &id), Answer::No);
+        assert_eq!(
+            answers(br#"[{"jsonrpc":"2.0","id":3,"result":{}}]"#, &id),
+            Answer::InBatch
+        );
+        assert_eq!(answers(br#"[{"jsonrpc":"2.0","id":4,"result":{}}]"#, &id), Answer::No);
     }
 
     #[test]
@@ -1485,5 +1669,24 @@ mod tests {
         assert!(is_sse("text/event-stream; charset=utf-8"));
         assert_eq!(status_text(404), "404 Not Found");
         assert_eq!(status_text(599), "599");
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        assert!(same_origin(
+            &u("http://127.0.0.1:80/sse"),
+            &u("http://127.0.0.1/messages?x=1")
+        ));
+        assert!(!same_origin(
+            &u("http://127.0.0.1:8000/sse"),
+            &u("http://127.0.0.2:8000/steal")
+        ));
+        assert!(!same_origin(
+            &u("http://127.0.0.1:8000/sse"),
+            &u("http://127.0.0.1:8001/sse")
+        ));
+        assert!(!same_origin(&u("https://h/sse"), &u("http://h/sse")));
+        assert_eq!(host_of("http://alice:pw@example.com:8080/mcp"), "example.com:8080");
     }
 }

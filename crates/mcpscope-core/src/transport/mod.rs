@@ -1,11 +1,15 @@
 //! Where a server is and how bytes reach it: child processes over stdio,
-//! Streamable HTTP and HTTP+SSE, the session thread that owns either, and the
-//! byte-exact stdio proxy.
+//! Streamable HTTP and HTTP+SSE (two links behind one runner), the session
+//! handle, the byte-exact stdio proxy, and what happens when mcpscope itself
+//! is told to stop.
 
 pub mod event;
 pub mod http;
+pub mod lifecycle;
 pub mod process;
 pub mod proxy;
 pub mod reverse_proxy;
+pub(crate) mod runner;
 pub mod session;
+pub(crate) mod stdio;
 pub mod target;

@@ -173,11 +173,200 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
     }
     match cmd.spawn() {
         Ok(child) => Ok(Spawned { child, program }),
-        Err(e) => Err(SpawnError {
-            program: spec.program.clone(),
-            resolved: Some(program),
-            message: e.to_string(),
-        }),
+        Err(e) => {
+            let message = match e.kind() {
+                // The file exists (it was resolved), so ENOENT means its
+                // `#!` interpreter does not: say which one.
+                std::io::ErrorKind::NotFound => missing_interpreter(&program).unwrap_or_else(|| e.to_string()),
+                _ => e.to_string(),
+            };
+            Err(SpawnError {
+                program: spec.program.clone(),
+                resolved: Some(program),
+                message,
+            })
+        }
+    }
+}
+
+/// Why a script that exists cannot be run: its `#!` line names an
+/// interpreter that is not there (or carries a Windows line ending).
+fn missing_interpreter(script: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let text = String::from_utf8_lossy(line);
+    let interpreter = text.split([' ', '\t']).find(|w| !w.is_empty())?;
+    if let Some(bare) = interpreter.strip_suffix('\r') {
+        return Some(format!(
+            "its #! line ends with a carriage return (Windows line endings), so the interpreter {bare:?} \
+             is looked up as {interpreter:?}, which does not exist: convert the file to LF line endings"
+        ));
+    }
+    if Path::new(interpreter).exists() {
+        return None;
+    }
+    Some(format!(
+        "the interpreter named on its #! line, {interpreter}, does not exist (the script itself does)"
+    ))
+}
+
+/// A process outside the server's group that ends the group if mcpscope
+/// dies without doing so itself (SIGKILL cannot be caught, and
+/// `PR_SET_PDEATHSIG` reaches only the direct child, not what it started).
+///
+/// It waits on a pipe whose only writer is mcpscope. [`Watchdog::stand_down`]
+/// writes a byte: the group is gone, nothing to do. End of file without that
+/// byte means mcpscope is gone (or gave up): the watchdog sends SIGTERM to
+/// the group, waits `grace`, then SIGKILL, and exits.
+pub struct Watchdog {
+    pid: libc::pid_t,
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Watchdog {
+    pub fn start(pgid: u32, grace: std::time::Duration) -> std::io::Result<Watchdog> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds has room for two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let (read_fd, write_fd) = (fds[0], fds[1]);
+        // Everything the child needs is computed before fork: after it, only
+        // async-signal-safe calls (no allocation, no locks).
+        // SAFETY: getrlimit writes into a local struct.
+        let max_fd = unsafe {
+            let mut rl = std::mem::zeroed::<libc::rlimit>();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur != libc::RLIM_INFINITY {
+                rl.rlim_cur.min(1 << 20) as libc::c_int
+            } else {
+                1 << 16
+            }
+        };
+        let pgid = pgid as libc::pid_t;
+        let steps = (grace.as_millis() / 50).max(1) as u32;
+        // SAFETY: the child runs only async-signal-safe functions and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: closing descriptors we own.
+            unsafe {
+                libc::close(read_fd);
+                libc::close(write_fd);
+            }
+            return Err(e);
+        }
+        if pid == 0 {
+            // SAFETY: the child of fork, see above.
+            unsafe { watchdog_main(read_fd, max_fd, pgid, steps) }
+        }
+        // SAFETY: closing the read end we no longer need; write_fd is ours.
+        unsafe { libc::close(read_fd) };
+        Ok(Watchdog {
+            pid,
+            fd: Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(write_fd) }),
+        })
+    }
+
+    /// The group is gone: the watchdog exits without signalling anything.
+    pub fn stand_down(mut self) {
+        if let Some(fd) = self.fd.take() {
+            use std::os::fd::AsRawFd;
+            // SAFETY: writing one byte from a local to a descriptor we own.
+            unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+        }
+        self.reap();
+    }
+
+    /// Hands the group over: the watchdog ends it (SIGTERM, then SIGKILL).
+    pub fn release(mut self) {
+        self.fd = None;
+        let pid = self.pid;
+        self.pid = 0;
+        // Reaped on the side: the watchdog may take the grace period.
+        let _ = std::thread::Builder::new()
+            .name("mcpscope-watchdog-reaper".into())
+            .spawn(move || {
+                // SAFETY: waiting for our own child.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            });
+    }
+
+    fn reap(&mut self) {
+        if self.pid > 0 {
+            // SAFETY: waiting for our own child, which exits at once.
+            unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
+            self.pid = 0;
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            // Not stood down: the same as release.
+            let w = Watchdog {
+                pid: self.pid,
+                fd: self.fd.take(),
+            };
+            self.pid = 0;
+            w.release();
+        }
+    }
+}
+
+/// The watchdog process. Never returns.
+///
+/// # Safety
+/// Only in the child of `fork`: calls nothing but async-signal-safe functions.
+unsafe fn watchdog_main(read_fd: libc::c_int, max_fd: libc::c_int, pgid: libc::pid_t, steps: u32) -> ! {
+    unsafe {
+        // Hold nothing of mcpscope's: not the server's pipes (the server
+        // must see EOF on its stdin), not a proxy's client pipes.
+        let below = read_fd > 0 && libc::syscall(libc::SYS_close_range, 0u32, (read_fd - 1) as u32, 0u32) == 0;
+        let above = libc::syscall(libc::SYS_close_range, (read_fd + 1) as u32, u32::MAX, 0u32) == 0;
+        if !(below || read_fd == 0) || !above {
+            // An older kernel without close_range.
+            for fd in 0..max_fd {
+                if fd != read_fd {
+                    libc::close(fd);
+                }
+            }
+        }
+        // Out of mcpscope's process group: Ctrl-C and a hangup of the
+        // terminal, or a signal to mcpscope's whole group, do not reach it.
+        libc::setpgid(0, 0);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        let mut byte = 0u8;
+        loop {
+            let n = libc::read(read_fd, (&mut byte as *mut u8).cast(), 1);
+            if n == 1 {
+                libc::_exit(0); // stood down
+            }
+            if n < 0 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            break; // end of file: mcpscope is gone
+        }
+        if libc::killpg(pgid, libc::SIGTERM) == 0 {
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000_000,
+            };
+            for _ in 0..steps {
+                libc::nanosleep(&pause, std::ptr::null_mut());
+                if libc::killpg(pgid, 0) != 0 {
+                    libc::_exit(0);
+                }
+            }
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+        libc::_exit(0)
     }
 }
 
@@ -281,6 +470,48 @@ mod tests {
         assert!(e.message.contains("not executable"), "{e}");
         let e = resolve_program(&ServerSpec::new("/tmp", Vec::<String>::new())).unwrap_err();
         assert!(e.message.contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn a_script_with_a_missing_interpreter_names_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.py");
+        std::fs::write(&script, "#!/nonexistent/python9 -u\nprint(1)\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = spawn(&ServerSpec::new(script.display().to_string(), Vec::<String>::new()))
+            .err()
+            .unwrap();
+        assert!(e.message.contains("/nonexistent/python9"), "{e}");
+        assert!(e.message.contains("#!"), "{e}");
+        std::fs::write(&script, "#!/bin/sh\r\necho\r\n").unwrap();
+        let e = spawn(&ServerSpec::new(script.display().to_string(), Vec::<String>::new()))
+            .err()
+            .unwrap();
+        assert!(e.message.contains("carriage return"), "{e}");
+    }
+
+    #[test]
+    fn the_watchdog_ends_the_group_when_released_and_not_when_stood_down() {
+        let spawn_group = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        let mut kept = spawn_group();
+        let w = Watchdog::start(kept.id(), std::time::Duration::from_millis(200)).unwrap();
+        w.stand_down();
+        assert!(group_alive(kept.id()), "standing down must not signal the group");
+        let _ = kept.kill();
+        let _ = kept.wait();
+
+        let mut ended = spawn_group();
+        let w = Watchdog::start(ended.id(), std::time::Duration::from_millis(200)).unwrap();
+        w.release();
+        let status = ended.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
     }
 
     #[test]

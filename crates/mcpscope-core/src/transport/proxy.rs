@@ -9,13 +9,15 @@ use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
-use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError};
+use crate::transport::lifecycle;
+use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError, Watchdog};
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::LineSplitter;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded, select};
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -51,6 +53,9 @@ enum Stream {
 enum Msg {
     Chunk(Stream, Vec<u8>, Instant),
     Eof(Stream),
+    /// Forwarding failed: the receiving side (the client, or the server's
+    /// stdin) stopped reading. What arrives is still recorded.
+    Undeliverable(Stream, String),
     Exited(ExitInfo, Instant),
 }
 
@@ -71,7 +76,38 @@ pub struct ProxyOutcome {
     pub notes: Vec<String>,
 }
 
-fn pump(mut from: impl Read, mut to: Option<impl Write>, stream: Stream, tx: Sender<Msg>) {
+/// The server's stdin, shared so the proxy can close it when it must stop
+/// while the client's pump still holds it.
+type SharedStdin = Arc<Mutex<Option<std::process::ChildStdin>>>;
+
+enum Sink<W> {
+    Writer(W),
+    Stdin(SharedStdin),
+}
+
+impl<W: Write> Sink<W> {
+    fn forward(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Writer(w) => w.write_all(bytes).and_then(|_| w.flush()),
+            Sink::Stdin(shared) => match shared.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                Some(w) => w.write_all(bytes).and_then(|_| w.flush()),
+                None => Err(std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the server's stdin was closed",
+                )),
+            },
+        }
+    }
+
+    fn close(self) {
+        if let Sink::Stdin(shared) = self {
+            // Closes the server's stdin: it sees EOF.
+            shared.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+}
+
+fn pump<W: Write>(mut from: impl Read, mut to: Option<Sink<W>>, stream: Stream, tx: Sender<Msg>) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match from.read(&mut buf) {
@@ -81,17 +117,22 @@ fn pump(mut from: impl Read, mut to: Option<impl Write>, stream: Stream, tx: Sen
                 // could be recorded before the request that caused it.
                 let _ = tx.send(Msg::Chunk(stream, buf[..n].to_vec(), Instant::now()));
                 if let Some(w) = to.as_mut()
-                    && w.write_all(&buf[..n]).and_then(|_| w.flush()).is_err()
+                    && let Err(e) = w.forward(&buf[..n])
                 {
                     // The receiving side is gone; keep recording what arrives.
-                    to = None;
+                    let _ = tx.send(Msg::Undeliverable(stream, e.to_string()));
+                    if let Some(w) = to.take() {
+                        w.close();
+                    }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    drop(to); // closes the child's stdin when this pump forwards the client's input
+    if let Some(w) = to.take() {
+        w.close(); // closes the child's stdin when this pump forwards the client's input
+    }
     let _ = tx.send(Msg::Eof(stream));
 }
 
@@ -104,6 +145,7 @@ pub fn run(
     client_out: impl Write + Send + 'static,
     client_err: impl Write + Send + 'static,
 ) -> Result<ProxyOutcome, SpawnError> {
+    let _live = lifecycle::LiveGuard::new();
     let start = Instant::now();
     let mut notes = Vec::new();
     let mut recorder = Recorder::new(options.limits, start);
@@ -121,9 +163,9 @@ pub fn run(
             Err(e) => notes.push(format!("cannot record the session in {}: {e}", session.dir.display())),
         }
     } else if let Some(path) = &options.capture {
-        match capture::Writer::create(path, &capture::Header::for_spec(spec, "proxy")) {
+        match capture::Writer::open(path, &capture::Header::for_spec(spec, "proxy")) {
             Ok(w) => recorder = recorder.with_capture(w),
-            Err(e) => notes.push(format!("{e:#}")),
+            Err(e) => notes.push(format!("{}{e:#}", capture::FAILED)),
         }
     }
     let spawned = match process::spawn(spec) {
@@ -159,9 +201,11 @@ pub fn run(
         program: spawned.program,
         command_line: spec.display(),
     });
+    let watchdog = Watchdog::start(pgid, options.term_grace);
 
-    let (tx, rx) = bounded::<Msg>(4096);
-    let stdin = child.stdin.take().expect("piped");
+    // Small: a flood waits in the pipes (and slows the server), not in memory.
+    let (tx, rx) = bounded::<Msg>(256);
+    let stdin: SharedStdin = Arc::new(Mutex::new(child.stdin.take()));
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let named = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -171,19 +215,20 @@ pub fn run(
             .expect("spawning a proxy thread");
     };
     let t = tx.clone();
+    let server_stdin = stdin.clone();
     named(
         "proxy-client-in",
-        Box::new(move || pump(client_in, Some(stdin), Stream::ClientToServer, t)),
+        Box::new(move || pump::<std::io::Sink>(client_in, Some(Sink::Stdin(server_stdin)), Stream::ClientToServer, t)),
     );
     let t = tx.clone();
     named(
         "proxy-server-out",
-        Box::new(move || pump(stdout, Some(client_out), Stream::ServerToClient, t)),
+        Box::new(move || pump(stdout, Some(Sink::Writer(client_out)), Stream::ServerToClient, t)),
     );
     let t = tx.clone();
     named(
         "proxy-server-err",
-        Box::new(move || pump(stderr, Some(client_err), Stream::ServerStderr, t)),
+        Box::new(move || pump(stderr, Some(Sink::Writer(client_err)), Stream::ServerStderr, t)),
     );
     named(
         "proxy-wait",
@@ -196,14 +241,30 @@ pub fn run(
         }),
     );
 
+    let limit = options.limits.max_held_line_bytes;
     let mut rec = Recording {
         recorder,
-        splitters: [LineSplitter::new(), LineSplitter::new(), LineSplitter::new()],
+        splitters: [
+            LineSplitter::with_limit(limit),
+            LineSplitter::with_limit(limit),
+            LineSplitter::with_limit(limit),
+        ],
         notes,
+        stdin,
         live,
         end: None,
     };
+    if let Err(e) = &watchdog {
+        rec.note(format!(
+            "could not start the watchdog that ends the server's process group if mcpscope is killed: {e}"
+        ));
+    }
     let status = rec.drive(&rx, pgid, options);
+    match watchdog {
+        Ok(w) if process::group_alive(pgid) => w.release(),
+        Ok(w) => w.stand_down(),
+        Err(_) => {}
+    }
     rec.recorder.flush();
     if let Some(failed) = rec.recorder.capture_failed() {
         rec.notes.push(failed.to_owned());
@@ -219,6 +280,7 @@ struct Recording {
     recorder: Recorder,
     splitters: [LineSplitter; 3],
     notes: Vec<String>,
+    stdin: SharedStdin,
     live: Option<LiveSession>,
     /// What ended the session first.
     end: Option<(EndCause, String)>,
@@ -305,7 +367,8 @@ impl Recording {
         self.recorder.capture(&Event::Note { at, text });
     }
 
-    /// Records until one side closes; then ends the server and returns its status.
+    /// Records until one side closes (or mcpscope is told to stop); then ends
+    /// the server (close stdin, SIGTERM, SIGKILL to its group) and returns its status.
     fn drive(&mut self, rx: &Receiver<Msg>, pgid: u32, options: &ProxyOptions) -> Option<ExitInfo> {
         let mut exited: Option<ExitInfo> = None;
         let mut client_closed = false;
@@ -313,13 +376,55 @@ impl Recording {
         let mut server_err_closed = false;
         let mut deadline: Option<Instant> = None;
         let mut signalled = 0;
+        let stop = lifecycle::stop_signal();
+        let mut stopping = false;
+        let never = crossbeam_channel::never();
         loop {
             let wait = deadline.map_or(Duration::from_secs(3600), |d| {
                 d.saturating_duration_since(Instant::now())
             });
-            match rx.recv_timeout(wait) {
-                Ok(Msg::Chunk(stream, bytes, at)) => self.on_chunk(stream, &bytes, at),
-                Ok(Msg::Eof(stream)) => {
+            let stop_rx = if stopping { &never } else { &stop };
+            enum Woke {
+                Msg(Option<Msg>),
+                Stop,
+                Deadline,
+            }
+            let woke = select! {
+                recv(rx) -> m => Woke::Msg(m.ok()),
+                recv(stop_rx) -> _ => Woke::Stop,
+                default(wait) => Woke::Deadline,
+            };
+            let msg = match woke {
+                Woke::Msg(m) => m,
+                Woke::Stop => {
+                    stopping = true;
+                    let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
+                    self.ended(EndCause::ProxyStopped, &why);
+                    self.note(format!("{why}: closed the server's stdin"));
+                    self.close_stdin();
+                    deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                    continue;
+                }
+                Woke::Deadline => {
+                    if exited.is_some() {
+                        break;
+                    }
+                    let sig = if signalled == 0 { libc::SIGTERM } else { libc::SIGKILL };
+                    if process::signal_group(pgid, sig) {
+                        self.note(format!("sent {} to process group {pgid}", process::signal_name(sig)));
+                    }
+                    signalled += 1;
+                    deadline = Some(Instant::now() + options.term_grace);
+                    if signalled > 2 {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            let Some(msg) = msg else { break };
+            match msg {
+                Msg::Chunk(stream, bytes, at) => self.on_chunk(stream, &bytes, at),
+                Msg::Eof(stream) => {
                     self.on_eof(stream);
                     match stream {
                         Stream::ClientToServer if !client_closed => {
@@ -336,28 +441,33 @@ impl Recording {
                         _ => {}
                     }
                 }
-                Ok(Msg::Exited(status, at)) => {
+                Msg::Undeliverable(stream, error) => match stream {
+                    Stream::ServerToClient => {
+                        // The client no longer reads what the server says: it is
+                        // gone, or broken. End the session as if it had closed.
+                        self.ended(EndCause::ClientStoppedReading, "the client stopped reading");
+                        self.note(format!(
+                            "the client stopped reading its stdin ({error}): the server's output from here on is \
+                             recorded but not delivered; closed the server's stdin"
+                        ));
+                        self.close_stdin();
+                        deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                    }
+                    Stream::ClientToServer => self.note(format!(
+                        "the server stopped reading its stdin ({error}): the client's messages from here on are \
+                         recorded but not delivered"
+                    )),
+                    Stream::ServerStderr => self.note(format!(
+                        "the client's stderr cannot be written ({error}): the server's stderr is still recorded"
+                    )),
+                },
+                Msg::Exited(status, at) => {
                     exited = Some(status);
                     self.ended(EndCause::ServerExited, "the server exited");
                     let at = self.recorder.since_start(at);
                     self.recorder.capture(&Event::Exited { at, status });
                     // Let the pipes drain what the server wrote before exiting.
                     deadline = Some(Instant::now() + Duration::from_millis(500));
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    if exited.is_some() {
-                        break;
-                    }
-                    let sig = if signalled == 0 { libc::SIGTERM } else { libc::SIGKILL };
-                    if process::signal_group(pgid, sig) {
-                        self.note(format!("sent {} to process group {pgid}", process::signal_name(sig)));
-                    }
-                    signalled += 1;
-                    deadline = Some(Instant::now() + options.term_grace);
-                    if signalled > 2 {
-                        break;
-                    }
                 }
             }
             if server_out_closed && server_err_closed && exited.is_some() {
@@ -368,9 +478,15 @@ impl Recording {
             }
         }
         // Whatever the server started must not outlive the proxy.
-        if process::group_alive(pgid) {
-            process::signal_group(pgid, libc::SIGKILL);
+        if process::group_alive(pgid) && process::signal_group(pgid, libc::SIGKILL) {
+            self.note(format!("sent SIGKILL to what was left of process group {pgid}"));
         }
+        let at = self.recorder.now();
+        self.recorder.capture(&Event::Closed { at });
         exited
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }

@@ -245,7 +245,7 @@ impl ReverseProxy {
                 Err(e) => notes.push(format!("cannot record the session in {}: {e}", session.dir.display())),
             }
         } else if let Some(path) = &options.capture {
-            match capture::Writer::create(path, &header) {
+            match capture::Writer::open(path, &header) {
                 Ok(w) => recorder = recorder.with_capture(w),
                 Err(e) => notes.push(format!("{e:#}")),
             }
@@ -343,38 +343,21 @@ impl ReverseProxy {
         ReverseOutcome { notes: self.notes }
     }
 
-    /// Serves until SIGINT, SIGTERM or SIGHUP, then records how it ended.
-    /// Call before any other thread is started, so they all inherit the mask.
-    pub fn run_until_signalled(self) -> ReverseOutcome {
-        let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-        // SAFETY: sigset manipulation on a local set; pthread_sigmask affects this
-        // thread and the threads it starts, so only the waiter below takes them.
-        let set = unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in signals {
-                libc::sigaddset(&mut set, s);
-            }
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            set
-        };
-        let got = Arc::new(AtomicUsize::new(0));
+    /// Serves until mcpscope is asked to stop (the binary turns SIGINT,
+    /// SIGTERM and SIGHUP into [`crate::transport::lifecycle::request_stop`]),
+    /// then records how it ended.
+    pub fn run_until_stopped(self) -> ReverseOutcome {
+        let _live = crate::transport::lifecycle::LiveGuard::new();
+        let stop = crate::transport::lifecycle::stop_signal();
         let stopper = self.stopper();
-        let g = got.clone();
         let _ = std::thread::Builder::new()
-            .name("mcpscope-rproxy-signals".into())
+            .name("mcpscope-rproxy-stop".into())
             .spawn(move || {
-                let mut sig: libc::c_int = 0;
-                // SAFETY: the set is initialised and blocked in this thread.
-                if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
-                    g.store(sig as usize, Ordering::SeqCst);
-                    stopper.stop();
-                }
+                // Ready (disconnected) once mcpscope is asked to stop.
+                let _ = stop.recv();
+                stopper.stop();
             });
-        self.serve(move || match got.load(Ordering::SeqCst) as i32 {
-            0 => "stopped".into(),
-            sig => format!("received {}", crate::transport::process::signal_name(sig)),
-        })
+        self.serve(|| crate::transport::lifecycle::stop_reason().unwrap_or_else(|| "stopped".into()))
     }
 }
 

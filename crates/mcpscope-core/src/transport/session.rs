@@ -1,29 +1,30 @@
 //! A live session with one server, owned by a background thread: a child
-//! process over stdio (this file) or a URL over HTTP ([`crate::transport::http`]).
+//! process over stdio ([`crate::transport::stdio`]) or a URL over HTTP
+//! ([`crate::transport::http`]), both driven by the one runner in
+//! [`crate::transport::runner`].
 //!
 //! The owner (the desktop UI or the CLI) talks to the session only through two
-//! channels: [`Command`]s in, [`Event`]s out. Separate threads write the
-//! server's stdin and read its stdout and stderr, so a server that stops
-//! reading, floods, or hangs cannot freeze the session thread or its owner.
+//! channels: [`Command`]s in, [`Event`]s out. Sending a command never blocks:
+//! a UI thread cannot be frozen by a session that is not keeping up (a
+//! command that finds the channel full is counted, and the session says so on
+//! the timeline). Separate threads write the server's stdin and read its
+//! stdout and stderr, so a server that stops reading, floods, or hangs cannot
+//! freeze the session thread or its owner.
 
-use crate::protocol::methods;
-use crate::record::capture;
-use crate::record::recorder::Recorder;
 use crate::transport::event::Event;
-use crate::transport::process::{self, ExitInfo, ServerSpec};
+use crate::transport::lifecycle;
+use crate::transport::process::ServerSpec;
+use crate::transport::runner::OwnerFlags;
 use crate::transport::target::Target;
 use crate::wire::classify::Limits;
-use crate::wire::frame::Direction;
-use crate::wire::framing::{LineSplitter, RawLine, read_lines};
 use crate::wire::message::{ErrorObject, Message, RequestId};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded, select};
-use serde_json::{Value, json};
-use std::io::Write;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Wakes the owner when events are waiting (the UI's `request_repaint`).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -86,12 +87,18 @@ pub enum Command {
 /// The owner's handle on a session. Dropping it shuts the server down and
 /// waits until no process of its group is left.
 pub struct Session {
-    commands: Sender<Command>,
+    /// `None` once closing: dropping the sender tells the runner to shut down
+    /// even when the channel is full.
+    commands: Option<Sender<Command>>,
     events: Receiver<Event>,
     next_id: AtomicI64,
     default_timeout: Option<Duration>,
+    owner: Arc<OwnerFlags>,
     thread: Option<JoinHandle<()>>,
 }
+
+/// How many commands may wait for the session thread.
+const COMMAND_CAPACITY: usize = 1024;
 
 impl Session {
     /// Starts the server on a background thread. Never fails: a spawn failure
@@ -106,21 +113,28 @@ impl Session {
     /// [`Event::Http`] with an error for each message that could not be sent).
     pub fn connect(target: impl Into<Target>, options: SessionOptions) -> Session {
         let target = target.into();
-        let (cmd_tx, cmd_rx) = bounded(1024);
+        let (cmd_tx, cmd_rx) = bounded(COMMAND_CAPACITY);
         let (ev_tx, ev_rx) = bounded(options.event_capacity.max(16));
         let default_timeout = options.request_timeout;
+        let owner = Arc::new(OwnerFlags::default());
+        let flags = owner.clone();
+        let live = lifecycle::LiveGuard::new();
         let thread = std::thread::Builder::new()
             .name("mcpscope-session".into())
-            .spawn(move || match target {
-                Target::Stdio(spec) => run(spec, options, cmd_rx, ev_tx),
-                Target::Http(http) => crate::transport::http::run(http, options, cmd_rx, ev_tx),
+            .spawn(move || {
+                let _live = live;
+                match target {
+                    Target::Stdio(spec) => crate::transport::stdio::run(spec, options, cmd_rx, ev_tx, flags),
+                    Target::Http(http) => crate::transport::http::run(http, options, cmd_rx, ev_tx, flags),
+                }
             })
             .expect("spawning the session thread");
         Session {
-            commands: cmd_tx,
+            commands: Some(cmd_tx),
             events: ev_rx,
             next_id: AtomicI64::new(1),
             default_timeout,
+            owner,
             thread: Some(thread),
         }
     }
@@ -139,10 +153,21 @@ impl Session {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn command(&self, c: Command) {
-        // The session thread only goes away after Closed; a send after that
-        // has nobody to act on it, which is what the caller wants anyway.
-        let _ = self.commands.send(c);
+    /// Hands a command to the session thread without ever blocking. A
+    /// command that finds the channel full is not sent; the session notes how
+    /// many were refused on its timeline. Returns whether it was accepted.
+    fn command(&self, c: Command) -> bool {
+        let Some(tx) = &self.commands else { return false };
+        match tx.try_send(c) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.owner.refuse();
+                false
+            }
+            // The session thread only goes away after Closed; a send after
+            // that has nobody to act on it, which is what the caller wants anyway.
+            Err(TrySendError::Disconnected(_)) => false,
+        }
     }
 
     /// Sends a request with a fresh id and the default timeout.
@@ -220,6 +245,8 @@ impl Session {
 
     /// Starts shutting down; events keep arriving until [`Event::Closed`].
     pub fn shutdown(&self) {
+        // A flag, not only a command: it must not be lost to a full channel.
+        self.owner.request_shutdown();
         self.command(Command::Shutdown);
     }
 
@@ -228,7 +255,9 @@ impl Session {
     pub fn close(&mut self) -> Vec<Event> {
         let mut rest = Vec::new();
         if let Some(thread) = self.thread.take() {
-            self.shutdown();
+            // Dropping the sender is a shutdown the runner cannot miss, even
+            // with a full command channel (it acts on what was queued first).
+            self.commands = None;
             // Keep draining so a full event channel cannot block the thread.
             loop {
                 match self.events.recv_timeout(Duration::from_millis(50)) {
@@ -250,415 +279,5 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-enum Internal {
-    Stdout(RawLine, Instant),
-    StdoutClosed(Option<String>),
-    Stderr(RawLine, Instant),
-    StderrClosed,
-    WriteFailed { line: Vec<u8>, error: String, at: Instant },
-    Exited(ExitInfo, Instant),
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    Running,
-    /// stdin closed; waiting for the server to exit by itself.
-    ClosedStdin {
-        deadline: Instant,
-    },
-    /// SIGTERM sent to the group.
-    Terminated {
-        deadline: Instant,
-    },
-    /// SIGKILL sent; waiting for the pipes to close.
-    Killed {
-        deadline: Instant,
-    },
-}
-
-struct Runner {
-    options: SessionOptions,
-    recorder: Recorder,
-    events: Sender<Event>,
-    stdin: Option<Sender<Vec<u8>>>,
-    pgid: u32,
-    exited: bool,
-    stdout_open: bool,
-    stderr_open: bool,
-    phase: Phase,
-    /// Set once the leader has exited during shutdown, to bound how long we
-    /// wait for pipes held open by processes that left the group.
-    pipes_deadline: Option<Instant>,
-}
-
-fn run(spec: ServerSpec, options: SessionOptions, commands: Receiver<Command>, events: Sender<Event>) {
-    let start = Instant::now();
-    let mut recorder = Recorder::new(options.limits, start);
-    let mut early_notes = Vec::new();
-    if let Some(path) = &options.capture {
-        match capture::Writer::create(path, &capture::Header::for_spec(&spec, "session")) {
-            Ok(w) => recorder = recorder.with_capture(w),
-            Err(e) => early_notes.push(format!("{e:#}")),
-        }
-    }
-    let emit_now = |recorder: &mut Recorder, ev: Event| deliver(recorder, &events, ev);
-    for text in early_notes {
-        let at = recorder.now();
-        emit_now(&mut recorder, Event::Note { at, text });
-    }
-
-    let spawned = match process::spawn(&spec) {
-        Ok(s) => s,
-        Err(error) => {
-            let at = recorder.now();
-            emit_now(&mut recorder, Event::SpawnFailed { at, error });
-            let at = recorder.now();
-            emit_now(&mut recorder, Event::Closed { at });
-            recorder.flush();
-            if let Some(w) = &options.waker {
-                w();
-            }
-            return;
-        }
-    };
-    let mut child = spawned.child;
-    let pid = child.id();
-    let at = recorder.now();
-    emit_now(
-        &mut recorder,
-        Event::Spawned {
-            at,
-            pid,
-            program: spawned.program,
-            command_line: spec.display(),
-        },
-    );
-
-    let (int_tx, int_rx) = bounded::<Internal>(8 * 1024);
-    let (stdin_tx, stdin_rx) = bounded::<Vec<u8>>(1024);
-
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    let tx = int_tx.clone();
-    spawn_named("mcpscope-stdin", move || {
-        for line in stdin_rx {
-            if let Err(e) = stdin.write_all(&line).and_then(|_| stdin.flush()) {
-                let _ = tx.send(Internal::WriteFailed {
-                    line,
-                    error: e.to_string(),
-                    at: Instant::now(),
-                });
-                // Keep draining so the session can report every lost line.
-            }
-        }
-        // Dropping stdin here closes the pipe: the server sees EOF.
-    });
-
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let tx = int_tx.clone();
-    spawn_named("mcpscope-stdout", move || {
-        let result = read_lines(stdout, |line| {
-            let _ = tx.send(Internal::Stdout(line, Instant::now()));
-        });
-        let _ = tx.send(Internal::StdoutClosed(result.err().map(|e| e.to_string())));
-    });
-
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let tx = int_tx.clone();
-    spawn_named("mcpscope-stderr", move || {
-        let _ = read_lines(stderr, |line| {
-            let _ = tx.send(Internal::Stderr(line, Instant::now()));
-        });
-        let _ = tx.send(Internal::StderrClosed);
-    });
-
-    let tx = int_tx;
-    spawn_named("mcpscope-wait", move || {
-        let status = match child.wait() {
-            Ok(s) => ExitInfo::from(s),
-            Err(_) => ExitInfo {
-                code: None,
-                signal: None,
-            },
-        };
-        let _ = tx.send(Internal::Exited(status, Instant::now()));
-    });
-
-    let mut runner = Runner {
-        options,
-        recorder,
-        events,
-        stdin: Some(stdin_tx),
-        pgid: pid,
-        exited: false,
-        stdout_open: true,
-        stderr_open: true,
-        phase: Phase::Running,
-        pipes_deadline: None,
-    };
-    runner.run(commands, int_rx);
-}
-
-fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .expect("spawning a session I/O thread");
-}
-
-/// Records an event in the capture and hands it to the owner, followed by
-/// the note a failed capture write produced (both runners do this).
-pub(crate) fn deliver(recorder: &mut Recorder, events: &Sender<Event>, ev: Event) {
-    let note = recorder.capture(&ev);
-    let _ = events.send(ev);
-    if let Some(n) = note {
-        let _ = events.send(n);
-    }
-}
-
-/// Hands buffered capture records to the OS and wakes the owner.
-pub(crate) fn flush_and_wake(recorder: &mut Recorder, events: &Sender<Event>, waker: Option<&Waker>) {
-    if let Some(n) = recorder.flush() {
-        let _ = events.send(n);
-    }
-    if let Some(w) = waker {
-        w();
-    }
-}
-
-impl Runner {
-    fn emit(&mut self, ev: Event) {
-        deliver(&mut self.recorder, &self.events, ev);
-    }
-
-    fn note(&mut self, text: String) {
-        let at = self.recorder.now();
-        self.emit(Event::Note { at, text });
-    }
-
-    fn wake(&mut self) {
-        flush_and_wake(&mut self.recorder, &self.events, self.options.waker.as_ref());
-    }
-
-    fn run(&mut self, commands: Receiver<Command>, internal: Receiver<Internal>) {
-        let mut commands_open = true;
-        loop {
-            let wait = self.next_wakeup().map(|t| t.saturating_duration_since(Instant::now()));
-            let never = crossbeam_channel::never();
-            let cmd_rx = if commands_open { &commands } else { &never };
-            let timeout = wait.unwrap_or(Duration::from_secs(3600));
-            select! {
-                recv(internal) -> msg => {
-                    if let Ok(msg) = msg {
-                        self.on_internal(msg);
-                    }
-                }
-                recv(cmd_rx) -> cmd => match cmd {
-                    Ok(cmd) => self.on_command(cmd),
-                    Err(_) => {
-                        // The owner is gone without saying goodbye: shut down.
-                        commands_open = false;
-                        self.begin_shutdown();
-                    }
-                },
-                default(timeout) => {}
-            }
-            self.on_tick();
-            if internal.is_empty() && (!commands_open || commands.is_empty()) {
-                self.wake();
-            }
-            if self.finished() {
-                break;
-            }
-        }
-        let at = self.recorder.now();
-        self.emit(Event::Closed { at });
-        self.wake();
-    }
-
-    fn finished(&self) -> bool {
-        if self.exited && !self.stdout_open && !self.stderr_open && self.phase != Phase::Running {
-            return true;
-        }
-        // Pipes held by a process that escaped the group must not keep us here.
-        self.exited && self.pipes_deadline.is_some_and(|d| Instant::now() >= d)
-    }
-
-    fn next_wakeup(&self) -> Option<Instant> {
-        let start = self.recorder.start();
-        let deadline = self.recorder.next_deadline().map(|d| start + d);
-        let phase = match self.phase {
-            Phase::Running => None,
-            Phase::ClosedStdin { deadline } | Phase::Terminated { deadline } | Phase::Killed { deadline } => {
-                Some(deadline)
-            }
-        };
-        [deadline, phase, self.pipes_deadline].into_iter().flatten().min()
-    }
-
-    fn on_internal(&mut self, msg: Internal) {
-        match msg {
-            Internal::Stdout(line, at) => {
-                let at = self.recorder.since_start(at);
-                let frame = self.recorder.frame_at(Direction::In, line, at, None);
-                // Pings are answered by the owner's protocol driver, like
-                // every other server request.
-                self.emit(Event::Frame(frame));
-            }
-            Internal::Stderr(line, at) => {
-                let at = self.recorder.since_start(at);
-                let s = self.recorder.stderr_at(line, at);
-                self.emit(Event::Stderr(s));
-            }
-            Internal::StdoutClosed(err) => {
-                self.stdout_open = false;
-                if let Some(e) = err {
-                    self.note(format!("reading stdout failed: {e}"));
-                }
-            }
-            Internal::StderrClosed => self.stderr_open = false,
-            Internal::WriteFailed { line, error, at } => {
-                let at = self.recorder.since_start(at);
-                self.emit(Event::WriteFailed { at, error, line });
-            }
-            Internal::Exited(status, at) => {
-                self.exited = true;
-                let at = self.recorder.since_start(at);
-                self.emit(Event::Exited { at, status });
-                if self.phase != Phase::Running {
-                    self.after_leader_exit_in_shutdown();
-                }
-            }
-        }
-    }
-
-    fn on_command(&mut self, cmd: Command) {
-        match cmd {
-            Command::Send { line, timeout, .. } => self.send_line(line, timeout),
-            Command::Cancel { id, reason } => {
-                self.recorder.cancel(&id);
-                let mut params = json!({ "requestId": id.to_json() });
-                if let Some(r) = reason {
-                    params["reason"] = Value::from(r);
-                }
-                let at = self.recorder.now();
-                self.emit(Event::Cancelled { at, id });
-                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send_line(line, None);
-            }
-            Command::Shutdown => self.begin_shutdown(),
-            Command::Note { text } => self.note(text),
-        }
-    }
-
-    /// Records the line as one or more outgoing frames (a raw line with
-    /// embedded newlines is several lines to the server) and queues it.
-    fn send_line(&mut self, mut line: Vec<u8>, timeout: Option<Duration>) {
-        line.push(b'\n');
-        let at = self.recorder.now();
-        let mut frames = Vec::new();
-        let mut splitter = LineSplitter::new();
-        splitter.push(&line, |l| frames.push(l));
-        let timeout = timeout.or(self.options.request_timeout);
-        for l in frames {
-            let f = self.recorder.frame_at(Direction::Out, l, at, timeout);
-            self.emit(Event::Frame(f));
-        }
-        let failed = match &self.stdin {
-            None => Some(("stdin is already closed (the session is shutting down)", line)),
-            Some(tx) => match tx.try_send(line) {
-                Ok(()) => None,
-                Err(TrySendError::Full(l)) => {
-                    Some(("the server is not reading its stdin (1024 lines already queued)", l))
-                }
-                Err(TrySendError::Disconnected(l)) => Some(("the stdin writer has stopped", l)),
-            },
-        };
-        if let Some((error, mut line)) = failed {
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            let at = self.recorder.now();
-            self.emit(Event::WriteFailed {
-                at,
-                error: error.to_owned(),
-                line,
-            });
-        }
-    }
-
-    fn on_tick(&mut self) {
-        let now = self.recorder.now();
-        for t in self.recorder.expire(now) {
-            let id = t.id.clone();
-            self.emit(Event::TimedOut { at: now, timed_out: t });
-            if self.options.cancel_on_timeout && self.phase == Phase::Running {
-                let params = json!({"requestId": id.to_json(), "reason": "timed out"});
-                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
-                self.send_line(line, None);
-            }
-        }
-        let instant_now = Instant::now();
-        match self.phase {
-            Phase::ClosedStdin { deadline } if instant_now >= deadline && !self.exited => {
-                self.signal(libc::SIGTERM, "did not exit after stdin was closed");
-                self.phase = Phase::Terminated {
-                    deadline: instant_now + self.options.term_grace,
-                };
-            }
-            Phase::Terminated { deadline } if instant_now >= deadline && process::group_alive(self.pgid) => {
-                self.signal(libc::SIGKILL, "still running after SIGTERM");
-                self.phase = Phase::Killed {
-                    deadline: instant_now + Duration::from_secs(1),
-                };
-            }
-            Phase::Killed { deadline } if instant_now >= deadline => {
-                // Everything that could be done is done; stop waiting for pipes.
-                self.pipes_deadline.get_or_insert(instant_now);
-                if !self.exited {
-                    self.note("the server did not die after SIGKILL; giving up waiting".into());
-                    self.exited = true;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn signal(&mut self, sig: i32, why: &str) {
-        if process::signal_group(self.pgid, sig) {
-            self.note(format!(
-                "{why}: sent {} to process group {}",
-                process::signal_name(sig),
-                self.pgid
-            ));
-        }
-    }
-
-    fn begin_shutdown(&mut self) {
-        if self.phase != Phase::Running {
-            return;
-        }
-        // Dropping the sender lets the writer flush what is queued, then close stdin.
-        self.stdin = None;
-        self.note("closed the server's stdin".into());
-        self.phase = Phase::ClosedStdin {
-            deadline: Instant::now() + self.options.stdin_close_grace,
-        };
-        if self.exited {
-            self.after_leader_exit_in_shutdown();
-        }
-    }
-
-    fn after_leader_exit_in_shutdown(&mut self) {
-        // The leader is gone; whatever it started may not be.
-        if process::group_alive(self.pgid) {
-            self.signal(libc::SIGTERM, "the server exited but left processes behind");
-            self.phase = Phase::Terminated {
-                deadline: Instant::now() + self.options.term_grace,
-            };
-        }
-        self.pipes_deadline = Some(Instant::now() + self.options.term_grace + Duration::from_secs(1));
     }
 }

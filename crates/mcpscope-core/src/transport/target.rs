@@ -115,9 +115,9 @@ impl HttpTarget {
         self
     }
 
-    /// The URL, the transport and the extra headers (values masked).
+    /// The URL (credentials masked), the transport and the extra headers (values masked).
     pub fn display(&self) -> String {
-        let mut s = format!("{} ({})", self.url, self.kind.label());
+        let mut s = format!("{} ({})", mask_url(&self.url), self.kind.label());
         for (k, v) in &self.headers {
             s.push_str(&format!(" -H {}", shell_quote(&format!("{k}: {}", mask_value(v)))));
         }
@@ -147,6 +147,75 @@ pub fn mask_value(value: &str) -> String {
         String::new()
     } else {
         "****".into()
+    }
+}
+
+/// Query parameters whose values are secrets (compared without case, `-`, `_`, `.`).
+const SECRET_PARAMS: &[&str] = &["key", "pwd", "pass", "sig", "code", "jwt", "bearer"];
+/// ...and parts of names that make a parameter a secret.
+const SECRET_PARTS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "signature",
+    "credential",
+    "auth",
+    "privatekey",
+];
+
+fn secret_param(name: &str) -> bool {
+    let n: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_PARAMS.contains(&n.as_str()) || SECRET_PARTS.iter().any(|p| n.contains(p))
+}
+
+/// A URL as it may be shown or recorded: userinfo (`alice:pw@`) and the
+/// values of secret-looking query parameters (`token`, `api_key`,
+/// `access_token`, `password`, `sig`…) become `****`. Anything else is
+/// returned exactly as given.
+pub fn mask_url(url: &str) -> String {
+    let Ok(mut u) = url::Url::parse(url) else {
+        return mask_userinfo_text(url);
+    };
+    let mut masked = false;
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_password(None);
+        let _ = u.set_username("****");
+        masked = true;
+    }
+    if u.query_pairs().any(|(k, _)| secret_param(&k)) {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret_param(&k) {
+                    "****".to_owned()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+        masked = true;
+    }
+    if masked { u.to_string() } else { url.to_owned() }
+}
+
+/// `scheme://user:pass@host…` in text that is not a parseable URL.
+fn mask_userinfo_text(s: &str) -> String {
+    let Some(start) = s.find("://").map(|i| i + 3) else {
+        return s.to_owned();
+    };
+    let rest = &s[start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}****{}", &s[..start], &rest[at..]),
+        None => s.to_owned(),
     }
 }
 
@@ -191,6 +260,31 @@ mod tests {
         assert!(parse_header("novalue").is_err());
         assert!(parse_header(": v").is_err());
         assert!(parse_header("bad name: v").is_err());
+    }
+
+    #[test]
+    fn urls_lose_their_credentials_when_shown() {
+        assert_eq!(
+            mask_url("http://alice:pw@host:8080/mcp?token=abc&x=1"),
+            "http://****@host:8080/mcp?token=****&x=1"
+        );
+        assert_eq!(
+            mask_url("https://h/mcp?api_key=1&Access-Token=2&page=3"),
+            "https://h/mcp?api_key=****&Access-Token=****&page=3"
+        );
+        assert_eq!(
+            mask_url("http://127.0.0.1:1/mcp?sessionId=abc"),
+            "http://127.0.0.1:1/mcp?sessionId=abc"
+        );
+        // Untouched when there is nothing to mask (no normalisation either).
+        assert_eq!(mask_url("http://host"), "http://host");
+        assert_eq!(
+            mask_url("not a url: http://bob:secret@h/x"),
+            "not a url: http://****@h/x"
+        );
+        let t = HttpTarget::streamable("http://alice:pw@h/mcp?token=zzz");
+        let d = t.display();
+        assert!(!d.contains("pw") && !d.contains("zzz") && !d.contains("alice"), "{d}");
     }
 
     #[test]

@@ -76,7 +76,7 @@ macro_rules! anomalies {
 }
 
 anomalies! {
-    /// The line is not JSON. Servers must write only MCP messages to stdout; logs belong on stderr.
+    /// The message is not JSON. On stdio, servers must write only MCP messages to stdout: logs belong on stderr.
     NOT_JSON = 0, "not-json";
     /// The line is not valid UTF-8, which the stdio transport requires.
     INVALID_UTF8 = 1, "invalid-utf8";
@@ -94,9 +94,9 @@ anomalies! {
     NULL_ID = 7, "null-id";
     /// The id is neither a string nor an integer.
     INVALID_ID = 8, "invalid-id";
-    /// A JSON array (batch); not allowed on stdio since 2025-06-18.
+    /// A JSON array (batch); MCP allowed batches only in revision 2025-03-26 (removed in 2025-06-18).
     BATCH = 9, "batch";
-    /// The line is longer than the configured limit (kept whole, shortened only for display).
+    /// The line is longer than the configured limit (kept whole, shortened only for display), or is a piece of a line longer than the in-memory cap.
     OVERSIZE = 10, "oversize";
     /// The stream ended in the middle of a line: a message cut short.
     PARTIAL_AT_EOF = 11, "partial-at-eof";
@@ -211,19 +211,36 @@ impl Classification {
     }
 }
 
-/// Limits that affect classification.
+/// Limits that affect framing and classification.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Lines longer than this are flagged as oversize (and still kept whole).
     pub max_line_bytes: usize,
+    /// The most one line may hold in memory. A longer line (or a stream that
+    /// never sends a newline) is recorded in pieces of this size, each marked
+    /// oversize, so memory stays bounded and every byte still reaches the capture.
+    pub max_held_line_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_line_bytes: 4 * 1024 * 1024,
+            max_held_line_bytes: DEFAULT_MAX_HELD_LINE_BYTES,
         }
     }
+}
+
+/// See [`Limits::max_held_line_bytes`]: generous, far above any sane message.
+pub const DEFAULT_MAX_HELD_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A piece of a line longer than [`Limits::max_held_line_bytes`] (the first
+/// one ends in [`LineEnding::Cut`]; the rest follow it): not parsed, since no
+/// piece is a whole message.
+pub fn classify_piece() -> Classification {
+    let mut c = Classification::new(Kind::NotJson);
+    c.anomalies.insert(Anomalies::OVERSIZE);
+    c
 }
 
 /// Borrows a member as raw JSON. Unlike `Option<&RawValue>`, an explicit
@@ -267,6 +284,7 @@ pub fn classify(line: &[u8], ending: LineEnding, limits: &Limits) -> Classificat
     match ending {
         LineEnding::CrLf => extra.insert(Anomalies::CRLF),
         LineEnding::Eof => extra.insert(Anomalies::PARTIAL_AT_EOF),
+        LineEnding::Cut => return classify_piece(),
         LineEnding::Lf => {}
     }
     if line.len() > limits.max_line_bytes {
@@ -601,7 +619,10 @@ mod tests {
 
     #[test]
     fn oversize_crlf_partial_bom_blank() {
-        let limits = Limits { max_line_bytes: 10 };
+        let limits = Limits {
+            max_line_bytes: 10,
+            ..Limits::default()
+        };
         let c = classify(
             br#"{"jsonrpc":"2.0","method":"notifications/x"}"#,
             LineEnding::CrLf,

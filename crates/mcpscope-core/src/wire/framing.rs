@@ -16,6 +16,11 @@ pub enum LineEnding {
     CrLf,
     /// The stream ended before a newline arrived: a partial last line.
     Eof,
+    /// Not an ending: the line reached the in-memory cap
+    /// ([`crate::wire::classify::Limits::max_held_line_bytes`]) and goes on in
+    /// the next line of the same stream. Every byte is still recorded; the
+    /// pieces together are the line.
+    Cut,
 }
 
 impl LineEnding {
@@ -24,6 +29,7 @@ impl LineEnding {
             LineEnding::Lf => "lf",
             LineEnding::CrLf => "crlf",
             LineEnding::Eof => "eof",
+            LineEnding::Cut => "cut",
         }
     }
 
@@ -32,6 +38,7 @@ impl LineEnding {
             "lf" => Some(LineEnding::Lf),
             "crlf" => Some(LineEnding::CrLf),
             "eof" => Some(LineEnding::Eof),
+            "cut" => Some(LineEnding::Cut),
             _ => None,
         }
     }
@@ -41,7 +48,7 @@ impl LineEnding {
         match self {
             LineEnding::Lf => b"\n",
             LineEnding::CrLf => b"\r\n",
-            LineEnding::Eof => b"",
+            LineEnding::Eof | LineEnding::Cut => b"",
         }
     }
 }
@@ -67,37 +74,79 @@ impl RawLine {
 ///
 /// Push-based so the same code frames a child's stdout, the proxy's two
 /// directions (which forward chunks unchanged and frame a copy) and benchmarks.
-#[derive(Default)]
+///
+/// A line never holds more than `limit` bytes in memory: a stream without
+/// newlines (or one enormous line) comes out in pieces of `limit` bytes
+/// ending in [`LineEnding::Cut`], so memory stays bounded and no byte is lost.
 pub struct LineSplitter {
     pending: Vec<u8>,
+    limit: usize,
+}
+
+impl Default for LineSplitter {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LineSplitter {
+    /// A splitter with no cap on a line's length (for bytes already in memory).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limit(usize::MAX)
     }
 
-    /// Feeds a chunk; `emit` is called once per completed line.
-    pub fn push(&mut self, mut chunk: &[u8], mut emit: impl FnMut(RawLine)) {
-        while let Some(pos) = memchr_newline(chunk) {
-            let (line_part, rest) = chunk.split_at(pos);
-            chunk = &rest[1..];
-            let mut bytes = if self.pending.is_empty() {
-                line_part.to_vec()
-            } else {
-                let mut b = std::mem::take(&mut self.pending);
-                b.extend_from_slice(line_part);
-                b
-            };
-            let ending = if bytes.last() == Some(&b'\r') {
-                bytes.pop();
-                LineEnding::CrLf
-            } else {
-                LineEnding::Lf
-            };
-            emit(RawLine { bytes, ending });
+    /// A splitter that cuts lines at `limit` bytes (at least 1).
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            pending: Vec::new(),
+            limit: limit.max(1),
         }
-        self.pending.extend_from_slice(chunk);
+    }
+
+    /// Feeds a chunk; `emit` is called once per completed line (or piece).
+    pub fn push(&mut self, mut chunk: &[u8], mut emit: impl FnMut(RawLine)) {
+        loop {
+            let room = self.limit - self.pending.len();
+            let newline = memchr_newline(&chunk[..chunk.len().min(room.saturating_add(1))]);
+            match newline {
+                Some(pos) => {
+                    let (line_part, rest) = chunk.split_at(pos);
+                    chunk = &rest[1..];
+                    let mut bytes = if self.pending.is_empty() {
+                        line_part.to_vec()
+                    } else {
+                        let mut b = std::mem::take(&mut self.pending);
+                        b.extend_from_slice(line_part);
+                        b
+                    };
+                    let ending = if bytes.last() == Some(&b'\r') {
+                        bytes.pop();
+                        LineEnding::CrLf
+                    } else {
+                        LineEnding::Lf
+                    };
+                    emit(RawLine { bytes, ending });
+                }
+                None if chunk.len() > room => {
+                    // No newline within the cap: hand over a piece and go on.
+                    let (piece, rest) = chunk.split_at(room);
+                    chunk = rest;
+                    let mut bytes = std::mem::take(&mut self.pending);
+                    bytes.extend_from_slice(piece);
+                    emit(RawLine {
+                        bytes,
+                        ending: LineEnding::Cut,
+                    });
+                    if chunk.is_empty() {
+                        return;
+                    }
+                }
+                None => {
+                    self.pending.extend_from_slice(chunk);
+                    return;
+                }
+            }
+        }
     }
 
     /// Bytes received since the last newline.
@@ -124,12 +173,13 @@ fn memchr_newline(haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == b'\n')
 }
 
-/// Reads `reader` to the end, calling `on_line` for every line.
+/// Reads `reader` to the end, calling `on_line` for every line; a line longer
+/// than `limit` bytes is handed over in pieces (see [`LineSplitter`]).
 ///
 /// Returns the I/O error that ended the stream, if any; lines read before the
 /// error (and a partial remainder) are still delivered.
-pub fn read_lines<R: Read>(mut reader: R, mut on_line: impl FnMut(RawLine)) -> std::io::Result<()> {
-    let mut splitter = LineSplitter::new();
+pub fn read_lines<R: Read>(mut reader: R, limit: usize, mut on_line: impl FnMut(RawLine)) -> std::io::Result<()> {
+    let mut splitter = LineSplitter::with_limit(limit);
     let mut buf = vec![0u8; 64 * 1024];
     let result = loop {
         match reader.read(&mut buf) {
@@ -208,8 +258,71 @@ mod tests {
             }
         }
         let mut got = Vec::new();
-        read_lines(OneByte(b"ab\ncd"), |l| got.push(l)).unwrap();
+        read_lines(OneByte(b"ab\ncd"), usize::MAX, |l| got.push(l)).unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[1].ending, LineEnding::Eof);
+    }
+
+    fn split_capped(limit: usize, chunks: &[&[u8]]) -> Vec<RawLine> {
+        let mut s = LineSplitter::with_limit(limit);
+        let mut out = Vec::new();
+        for c in chunks {
+            s.push(c, |l| out.push(l));
+        }
+        out.extend(s.finish());
+        out
+    }
+
+    #[test]
+    fn a_line_over_the_cap_comes_in_pieces_and_keeps_every_byte() {
+        let input: &[&[u8]] = &[b"abcdefghij", b"klm\nxy", b"z\n0123456789\n"];
+        let lines = split_capped(4, input);
+        let shape: Vec<(&[u8], LineEnding)> = lines.iter().map(|l| (&l.bytes[..], l.ending)).collect();
+        assert_eq!(
+            shape,
+            vec![
+                (&b"abcd"[..], LineEnding::Cut),
+                (b"efgh", LineEnding::Cut),
+                (b"ijkl", LineEnding::Cut),
+                (b"m", LineEnding::Lf),
+                (b"xyz", LineEnding::Lf),
+                (b"0123", LineEnding::Cut),
+                (b"4567", LineEnding::Cut),
+                (b"89", LineEnding::Lf),
+            ]
+        );
+        let rejoined: Vec<u8> = lines.iter().flat_map(|l| l.wire_bytes()).collect();
+        assert_eq!(rejoined, input.concat());
+        assert!(lines.iter().all(|l| l.bytes.len() <= 4));
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_cap_is_not_cut() {
+        let lines = split_capped(4, &[b"abcd\nefgh", b"\n"]);
+        assert_eq!(lines.len(), 2);
+        assert!(lines.iter().all(|l| l.ending == LineEnding::Lf), "{lines:?}");
+    }
+
+    #[test]
+    fn an_endless_stream_without_newlines_holds_at_most_the_cap() {
+        struct Zeros(usize);
+        impl Read for Zeros {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.0);
+                buf[..n].fill(0);
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        let mut pieces = 0;
+        let mut total = 0;
+        read_lines(Zeros(10 * 1024 * 1024 + 5), 1024 * 1024, |l| {
+            assert!(l.bytes.len() <= 1024 * 1024);
+            total += l.bytes.len();
+            pieces += 1;
+        })
+        .unwrap();
+        assert_eq!(total, 10 * 1024 * 1024 + 5);
+        assert_eq!(pieces, 11);
     }
 }

@@ -287,6 +287,16 @@ impl Linter {
         out
     }
 
+    /// Another session of the same capture begins (ids and the handshake
+    /// start again): the one before is over, and its findings (sorted) join
+    /// the settled ones.
+    pub fn next_session(&mut self) {
+        let lines = self.lines;
+        let done = std::mem::replace(self, Linter::new(self.options.clone()));
+        self.settled = done.finish();
+        self.lines = lines;
+    }
+
     /// Every finding of a session that is over, sorted.
     pub fn finish(mut self) -> Vec<Finding> {
         let mut all = self.take_settled();
@@ -352,8 +362,10 @@ pub struct LintedCapture {
     pub findings: Vec<Finding>,
     /// Lines that could not be read (see [`crate::record::capture::Loaded::warnings`]).
     pub warnings: Vec<String>,
-    /// Events read.
+    /// Events read (a note marks each session after the first).
     pub events: usize,
+    /// Sessions in the file (each linted on its own).
+    pub sessions: usize,
 }
 
 /// Lints a capture file record by record, holding only what the rules still
@@ -362,10 +374,11 @@ pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> anyhow::Re
     use crate::record::capture::{EventReader, Item, READ_BUFFER};
     use anyhow::Context as _;
     let what = || format!("cannot read capture {}", path.display());
-    let file = std::fs::File::open(path).with_context(|| format!("cannot open capture {}", path.display()))?;
+    let file = crate::record::private_files::open_regular(path)
+        .with_context(|| format!("cannot open capture {}", path.display()))?;
     let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).with_context(what)?;
     let mut linter = Linter::new(options.clone());
-    let (mut warnings, mut events) = (Vec::new(), 0);
+    let (mut findings, mut warnings, mut events, mut sessions) = (Vec::new(), Vec::new(), 0, 1);
     while let Some(item) = reader.next_item().with_context(what)? {
         match item {
             Item::Event(e) => {
@@ -373,12 +386,20 @@ pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> anyhow::Re
                 linter.push(&e);
             }
             Item::Warning(w) => warnings.push(w),
+            Item::Boundary(_, _note) => {
+                // Ids and the handshake start again: the session before is over.
+                events += 1;
+                sessions += 1;
+                findings.extend(std::mem::replace(&mut linter, Linter::new(options.clone())).finish());
+            }
         }
     }
+    findings.extend(linter.finish());
     Ok(LintedCapture {
-        findings: linter.finish(),
+        findings,
         warnings,
         events,
+        sessions,
     })
 }
 

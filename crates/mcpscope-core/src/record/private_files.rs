@@ -1,0 +1,246 @@
+//! Where mcpscope keeps what it records for the user alone: captures of
+//! live sessions, saved content blobs, the app's saved state.
+//!
+//! Captures hold whole conversations (tool arguments, results, sometimes
+//! secrets), so they live in a per-user directory created `0700` — by
+//! default `$XDG_STATE_HOME/mcpscope` (`~/.local/state/mcpscope`) — never in
+//! a shared temp directory. A directory that is a symlink, not a directory,
+//! or owned by someone else is refused (never followed or trusted), and one
+//! of ours that others can read is made private again. Files are created
+//! `0600`, exclusively (`O_EXCL | O_NOFOLLOW`), with names that cannot be
+//! predicted (a random suffix).
+
+use crate::record::state_dir;
+use anyhow::{Context, Result, bail};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// mcpscope's private directory for this user (created if needed).
+pub fn state_dir() -> Result<PathBuf> {
+    let dir = base_dir()?;
+    ensure_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Where live sessions are recorded.
+pub fn captures_dir() -> Result<PathBuf> {
+    private_subdir("captures")
+}
+
+/// Where content blobs (audio, binary resources) a tool returned are saved.
+pub fn blobs_dir() -> Result<PathBuf> {
+    private_subdir("content")
+}
+
+fn private_subdir(name: &str) -> Result<PathBuf> {
+    let dir = state_dir()?.join(name);
+    ensure_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// [`state_dir::root`] (`$XDG_STATE_HOME/mcpscope`, `~/.local/state/mcpscope`);
+/// with no home, `$XDG_RUNTIME_DIR/mcpscope`, then a per-user directory in
+/// the temp dir.
+fn base_dir() -> Result<PathBuf> {
+    if let Ok(root) = state_dir::root() {
+        return Ok(root);
+    }
+    let absolute = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(runtime) = absolute(std::env::var_os("XDG_RUNTIME_DIR")) {
+        return Ok(runtime.join("mcpscope"));
+    }
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    Ok(std::env::temp_dir().join(format!("mcpscope-{uid}")))
+}
+
+/// Makes sure `dir` is a directory of this user that only they can use
+/// (the one rule is [`state_dir::ensure_private_dir`]).
+pub fn ensure_private_dir(dir: &Path) -> Result<()> {
+    state_dir::ensure_private_dir(dir).with_context(|| format!("cannot use the private directory {}", dir.display()))
+}
+
+/// Creates a new file `0600` in `dir` (which should be private), named
+/// `{prefix}-{unix ms}-{random}.{ext}`: exclusive, never through a symlink.
+pub fn create_private_file(dir: &Path, prefix: &str, ext: &str) -> Result<(File, PathBuf)> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    for _ in 0..16 {
+        let path = dir.join(format!("{prefix}-{stamp}-{}.{ext}", random_hex()?));
+        match state_dir::create_private_file(&path) {
+            Ok(f) => return Ok((f, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    bail!("cannot find a free file name in {}", dir.display())
+}
+
+/// A new, empty capture file for a live session, in [`captures_dir`].
+pub fn new_capture_file() -> Result<PathBuf> {
+    let dir = captures_dir()?;
+    let (_, path) = create_private_file(&dir, "capture", "jsonl")?;
+    Ok(path)
+}
+
+/// Writes `bytes` to a new private file in [`blobs_dir`].
+pub fn save_blob(prefix: &str, ext: &str, bytes: &[u8]) -> Result<PathBuf> {
+    use std::io::Write;
+    let dir = blobs_dir()?;
+    let (mut f, path) = create_private_file(&dir, prefix, ext)?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// 64 random bits as hex, from the kernel.
+fn random_hex() -> Result<String> {
+    let mut buf = [0u8; 8];
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled part of `buf`.
+        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e).context("cannot get random bytes for a file name");
+        }
+        filled += n as usize;
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Opens a file for reading only if it is a regular file: a FIFO (which
+/// would block until a writer appears), a device (`/dev/zero`, endless) or a
+/// directory is refused with a clear error, without blocking. The error does
+/// not name the path: the caller says what it was opening.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        // Opening a FIFO without O_NONBLOCK waits for a writer.
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        bail!("it is {what}, not a regular file");
+    }
+    // Regular files ignore O_NONBLOCK, but clear it so reads behave as usual.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn creates_a_private_dir_and_tightens_an_open_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("mine");
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_symlink_or_a_file_at_the_path_is_refused_and_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("attacker");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let link = tmp.path().join("mcpscope");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = format!("{:#}", ensure_private_dir(&link).unwrap_err());
+        assert!(e.contains("symbolic link"), "{e}");
+        // The link's target was left alone.
+        assert_eq!(mode(&target), 0o777);
+        let file = tmp.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        let e = format!("{:#}", ensure_private_dir(&file).unwrap_err());
+        assert!(e.contains("not a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_dir_of_another_user_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        // SAFETY: geteuid cannot fail.
+        let dir = if unsafe { libc::geteuid() } == 0 {
+            // As root, make one that belongs to nobody.
+            let d = tmp.path().join("theirs");
+            std::fs::create_dir(&d).unwrap();
+            std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+            d
+        } else {
+            PathBuf::from("/")
+        };
+        let e = format!("{:#}", ensure_private_dir(&dir).unwrap_err());
+        assert!(e.contains("belongs to user id"), "{e}");
+    }
+
+    #[test]
+    fn private_files_are_0600_exclusive_and_unpredictable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, a) = create_private_file(tmp.path(), "capture", "jsonl").unwrap();
+        let (_, b) = create_private_file(tmp.path(), "capture", "jsonl").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(mode(&a), 0o600);
+        let name = a.file_name().unwrap().to_string_lossy().into_owned();
+        let random = name.trim_end_matches(".jsonl").rsplit('-').next().unwrap();
+        assert_eq!(random.len(), 16, "{name}");
+        assert!(random.bytes().all(|b| b.is_ascii_hexdigit()), "{name}");
+    }
+
+    #[test]
+    fn only_regular_files_are_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Would block forever without O_NONBLOCK: there is no writer.
+        let e = open_regular(&fifo).unwrap_err().to_string();
+        assert!(e.contains("FIFO"), "{e}");
+        let e = open_regular(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(e.contains("character device"), "{e}");
+        let e = open_regular(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("directory"), "{e}");
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(open_regular(&file).is_ok());
+    }
+}

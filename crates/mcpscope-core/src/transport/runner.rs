@@ -1,0 +1,368 @@
+//! The one session runner, shared by every transport.
+//!
+//! A session thread runs [`run`]: it owns the [`Recorder`] (so numbering,
+//! timing, correlation and the capture are the same for every transport),
+//! takes the owner's [`Command`]s, times requests out, and hands frames to a
+//! [`Link`]. A link is what differs between transports: the stdio link writes
+//! lines to a child's stdin; the HTTP link POSTs bodies. Both report back
+//! through one bounded channel of [`Input`]s, so a server that floods is
+//! slowed down (its pipe or socket stops being read) instead of filling memory.
+
+use crate::protocol::methods;
+use crate::record::capture;
+use crate::record::recorder::Recorder;
+use crate::transport::event::{Event, HttpInfo};
+use crate::transport::lifecycle;
+use crate::transport::session::{Command, SessionOptions, Waker};
+use crate::wire::classify::Kind;
+use crate::wire::frame::{Direction, Frame};
+use crate::wire::framing::RawLine;
+use crate::wire::message::{Message, RequestId};
+use crossbeam_channel::{Receiver, Sender, select};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a link's threads tell the runner.
+pub(crate) enum Input<M> {
+    /// A message (a line on stdio, a body or an SSE event over HTTP) from the server.
+    Received { line: RawLine, at: Instant },
+    /// A line the server wrote to stderr.
+    Stderr { line: RawLine, at: Instant },
+    /// Something only this transport knows about.
+    Link(M),
+}
+
+/// A message on its way to the server, already recorded as a frame.
+pub(crate) struct Outgoing {
+    /// The bytes as the owner gave them (no terminator).
+    pub body: Vec<u8>,
+    /// Set for a request: the id a response will carry.
+    pub request_id: Option<RequestId>,
+    pub method: Option<String>,
+    /// Whether it is a response (to a server request): those may overtake
+    /// requests held back by a full link, so a server waiting on one cannot
+    /// deadlock the session.
+    pub is_response: bool,
+    /// Headers the owner added for this message (`Mcp-Param-*`; HTTP only).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Where a runner's facts go: the recorder (and through it the capture) and
+/// the owner's event channel.
+pub(crate) struct Sink {
+    pub recorder: Recorder,
+    events: Sender<Event>,
+    waker: Option<Waker>,
+}
+
+impl Sink {
+    pub fn new(recorder: Recorder, events: Sender<Event>, waker: Option<Waker>) -> Self {
+        Self {
+            recorder,
+            events,
+            waker,
+        }
+    }
+
+    /// Records an event in the capture and hands it to the owner, followed by
+    /// the note a failed capture write produced.
+    pub fn emit(&mut self, ev: Event) {
+        let note = self.recorder.capture(&ev);
+        let _ = self.events.send(ev);
+        if let Some(n) = note {
+            let _ = self.events.send(n);
+        }
+    }
+
+    pub fn note(&mut self, text: impl Into<String>) {
+        let at = self.recorder.now();
+        self.emit(Event::Note { at, text: text.into() });
+    }
+
+    /// An HTTP fact seen at `at` (by a worker thread).
+    pub fn http(&mut self, mut info: HttpInfo, at: Instant) {
+        info.at = self.recorder.since_start(at);
+        self.emit(Event::Http(info));
+    }
+
+    /// An exchange failed: the request it carried (if any) will get no
+    /// response, so it stops waiting for one.
+    pub fn fail(&mut self, info: HttpInfo, at: Instant) {
+        if let Some(id) = &info.request_id {
+            self.recorder.abandon(id);
+        }
+        self.http(info, at);
+    }
+
+    /// Hands buffered capture records to the OS and wakes the owner.
+    pub fn flush_and_wake(&mut self) {
+        if let Some(n) = self.recorder.flush() {
+            let _ = self.events.send(n);
+        }
+        if let Some(w) = &self.waker {
+            w();
+        }
+    }
+}
+
+/// What differs between transports. The runner calls these from the session
+/// thread only; a link's own threads report through [`Input`]s.
+pub(crate) trait Link {
+    type Msg: Send + 'static;
+
+    /// How bytes the owner sends become lines on the wire: over stdio a raw
+    /// line with embedded newlines is several lines; over HTTP a body is one
+    /// message whatever it holds.
+    fn split(&self, body: &[u8]) -> Vec<RawLine>;
+
+    /// Transmits a message that was just recorded (or records why it cannot).
+    fn send(&mut self, sink: &mut Sink, out: Outgoing);
+
+    /// A received frame, after it was recorded and before it goes to the owner.
+    fn observed(&mut self, _frame: &Frame) {}
+
+    fn on_msg(&mut self, sink: &mut Sink, msg: Self::Msg);
+
+    /// Starts the transport's shutdown sequence (idempotent).
+    fn begin_shutdown(&mut self, sink: &mut Sink);
+
+    /// Advances timers (shutdown steps, ordering gates).
+    fn on_tick(&mut self, sink: &mut Sink);
+
+    fn next_wakeup(&self) -> Option<Instant>;
+
+    /// Whether the session is still open for new messages (a timed-out request
+    /// is then cancelled with `notifications/cancelled`).
+    fn open(&self) -> bool;
+
+    /// Whether everything is over: the runner then emits `Closed`.
+    fn finished(&self) -> bool;
+
+    /// Last words before `Closed` (interrupt what still blocks on a socket…).
+    fn finish(&mut self, _sink: &mut Sink) {}
+}
+
+/// What the owner tells the runner outside the command channel, because
+/// that channel may be full: the UI never blocks on a send, so refused
+/// commands are counted (and reported), and a shutdown is never lost.
+#[derive(Default)]
+pub(crate) struct OwnerFlags {
+    refused: AtomicU64,
+    shutdown: AtomicBool,
+}
+
+impl OwnerFlags {
+    pub fn refuse(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+
+    fn take_refused(&self) -> u64 {
+        self.refused.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// Runs a session until the link is finished, then emits `Closed`.
+pub(crate) fn run<L: Link>(
+    link: L,
+    sink: Sink,
+    options: SessionOptions,
+    commands: Receiver<Command>,
+    inputs: Receiver<Input<L::Msg>>,
+    owner: Arc<OwnerFlags>,
+) {
+    let mut r = Runner {
+        link,
+        sink,
+        options,
+        owner,
+    };
+    r.run(commands, inputs);
+}
+
+struct Runner<L: Link> {
+    link: L,
+    sink: Sink,
+    options: SessionOptions,
+    owner: Arc<OwnerFlags>,
+}
+
+impl<L: Link> Runner<L> {
+    fn run(&mut self, commands: Receiver<Command>, inputs: Receiver<Input<L::Msg>>) {
+        let mut commands_open = true;
+        let stop = lifecycle::stop_signal();
+        let mut stop_seen = false;
+        loop {
+            let wait = self.next_wakeup().map_or(Duration::from_secs(3600), |t| {
+                t.saturating_duration_since(Instant::now())
+            });
+            let never = crossbeam_channel::never();
+            let never_stop = crossbeam_channel::never();
+            let cmd_rx = if commands_open { &commands } else { &never };
+            let stop_rx = if stop_seen { &never_stop } else { &stop };
+            select! {
+                recv(inputs) -> msg => {
+                    if let Ok(msg) = msg {
+                        self.on_input(msg);
+                    }
+                }
+                recv(cmd_rx) -> cmd => match cmd {
+                    Ok(cmd) => self.on_command(cmd),
+                    Err(_) => {
+                        // The owner is gone without saying goodbye: shut down.
+                        commands_open = false;
+                        self.link.begin_shutdown(&mut self.sink);
+                    }
+                },
+                recv(stop_rx) -> _ => {
+                    // mcpscope itself is asked to stop (a signal): end the
+                    // server as a normal shutdown would, and say why.
+                    stop_seen = true;
+                    let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
+                    self.sink.note(format!("{why}: shutting the server down"));
+                    self.link.begin_shutdown(&mut self.sink);
+                }
+                default(wait) => {}
+            }
+            if self.owner.shutdown.swap(false, Ordering::SeqCst) {
+                self.link.begin_shutdown(&mut self.sink);
+            }
+            let refused = self.owner.take_refused();
+            if refused > 0 {
+                self.sink.note(format!(
+                    "{refused} command(s) from the owner were not accepted: the session was not keeping up \
+                     (they were not sent)"
+                ));
+            }
+            self.on_tick();
+            if inputs.is_empty() && (!commands_open || commands.is_empty()) {
+                self.sink.flush_and_wake();
+            }
+            if self.link.finished() {
+                break;
+            }
+        }
+        self.link.finish(&mut self.sink);
+        let at = self.sink.recorder.now();
+        self.sink.emit(Event::Closed { at });
+        self.sink.flush_and_wake();
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        let start = self.sink.recorder.start();
+        let deadline = self.sink.recorder.next_deadline().map(|d| start + d);
+        [deadline, self.link.next_wakeup()].into_iter().flatten().min()
+    }
+
+    fn on_input(&mut self, input: Input<L::Msg>) {
+        match input {
+            Input::Received { line, at } => {
+                let at = self.sink.recorder.since_start(at);
+                let frame = self.sink.recorder.frame_at(Direction::In, line, at, None);
+                self.link.observed(&frame);
+                // Pings and other server requests are answered by the owner's
+                // protocol driver.
+                self.sink.emit(Event::Frame(frame));
+            }
+            Input::Stderr { line, at } => {
+                let at = self.sink.recorder.since_start(at);
+                let s = self.sink.recorder.stderr_at(line, at);
+                self.sink.emit(Event::Stderr(s));
+            }
+            Input::Link(m) => self.link.on_msg(&mut self.sink, m),
+        }
+    }
+
+    fn on_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Send { line, timeout, headers } => self.send(line, timeout, headers),
+            Command::Cancel { id, reason } => {
+                self.sink.recorder.cancel(&id);
+                let mut params = json!({ "requestId": id.to_json() });
+                if let Some(r) = reason {
+                    params["reason"] = Value::from(r);
+                }
+                let at = self.sink.recorder.now();
+                self.sink.emit(Event::Cancelled { at, id });
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
+                self.send(line, None, Vec::new());
+            }
+            Command::Shutdown => self.link.begin_shutdown(&mut self.sink),
+            Command::Note { text } => self.sink.note(text),
+        }
+    }
+
+    /// Records what the owner sends as outgoing frames, then hands it to the link.
+    fn send(&mut self, body: Vec<u8>, timeout: Option<Duration>, headers: Vec<(String, String)>) {
+        let at = self.sink.recorder.now();
+        let timeout = timeout.or(self.options.request_timeout);
+        let mut request_id = None;
+        let mut method = None;
+        let mut is_response = false;
+        for line in self.link.split(&body) {
+            let f = self.sink.recorder.frame_at(Direction::Out, line, at, timeout);
+            if method.is_none() {
+                method = f.class.method.clone();
+                match f.class.kind {
+                    Kind::Request => request_id = f.class.id.clone(),
+                    Kind::Result | Kind::Error => is_response = true,
+                    _ => {}
+                }
+            }
+            self.sink.emit(Event::Frame(f));
+        }
+        self.link.send(
+            &mut self.sink,
+            Outgoing {
+                body,
+                request_id,
+                method,
+                is_response,
+                headers,
+            },
+        );
+    }
+
+    fn on_tick(&mut self) {
+        let now = self.sink.recorder.now();
+        for t in self.sink.recorder.expire(now) {
+            let id = t.id.clone();
+            self.sink.emit(Event::TimedOut { at: now, timed_out: t });
+            if self.options.cancel_on_timeout && self.link.open() {
+                let params = json!({"requestId": id.to_json(), "reason": "timed out"});
+                let line = Message::notification(methods::CANCELLED, Some(params)).to_line();
+                self.send(line, None, Vec::new());
+            }
+        }
+        self.link.on_tick(&mut self.sink);
+    }
+}
+
+/// The sink of a new session: a recorder starting now, appending to the
+/// capture the options name (a capture that cannot be opened is said at once,
+/// as a note starting with [`capture::FAILED`]).
+pub(crate) fn open_sink(options: &SessionOptions, header: &capture::Header, events: Sender<Event>) -> Sink {
+    let mut recorder = Recorder::new(options.limits, Instant::now());
+    let mut failed = None;
+    if let Some(path) = &options.capture {
+        match capture::Writer::open(path, header) {
+            Ok(w) => recorder = recorder.with_capture(w),
+            Err(e) => failed = Some(format!("{}{e:#}", capture::FAILED)),
+        }
+    }
+    let mut sink = Sink::new(recorder, events, options.waker.clone());
+    if let Some(text) = failed {
+        sink.note(text);
+    }
+    sink
+}
+
+/// Starts a named thread for a link (readers, writers, HTTP workers).
+pub(crate) fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    std::thread::Builder::new().name(name.into()).spawn(f).map(|_| ())
+}

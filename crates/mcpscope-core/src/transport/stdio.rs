@@ -1,0 +1,350 @@
+//! The stdio link: a child process spoken to over its stdin and stdout,
+//! one JSON-RPC message per line, with its stderr recorded beside.
+//!
+//! Shutdown follows the stdio transport: close stdin, wait, SIGTERM, wait,
+//! SIGKILL, each to the server's whole process group (npx and uv start
+//! grandchildren). A watchdog process outside the group ends the group if
+//! mcpscope itself dies without running this sequence (SIGKILL).
+
+use crate::transport::event::Event;
+use crate::transport::lifecycle;
+use crate::transport::process::{self, ExitInfo, ServerSpec, Watchdog};
+use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
+use crate::transport::session::{Command, SessionOptions};
+use crate::wire::framing::{LineSplitter, RawLine, read_lines};
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Lines that may wait for a server that is slow to read its stdin.
+const STDIN_QUEUE: usize = 1024;
+/// Lines read from the server that may wait for the session thread. Small:
+/// a flood waits in the pipe (the server blocks on its writes), not in memory.
+const INPUT_QUEUE: usize = 1024;
+
+pub(crate) enum StdioMsg {
+    StdoutClosed(Option<String>),
+    StderrClosed,
+    WriteFailed { line: Vec<u8>, error: String, at: Instant },
+    Exited(ExitInfo, Instant),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Running,
+    /// stdin closed; waiting for the server to exit by itself.
+    ClosedStdin {
+        deadline: Instant,
+    },
+    /// SIGTERM sent to the group.
+    Terminated {
+        deadline: Instant,
+    },
+    /// SIGKILL sent; waiting for the pipes to close.
+    Killed {
+        deadline: Instant,
+    },
+}
+
+struct StdioLink {
+    stdin: Option<Sender<Vec<u8>>>,
+    pgid: u32,
+    watchdog: Option<Watchdog>,
+    stdin_close_grace: Duration,
+    term_grace: Duration,
+    exited: bool,
+    stdout_open: bool,
+    stderr_open: bool,
+    phase: Phase,
+    /// Set once the leader has exited during shutdown, to bound how long we
+    /// wait for pipes held open by processes that left the group.
+    pipes_deadline: Option<Instant>,
+}
+
+pub(crate) fn run(
+    spec: ServerSpec,
+    options: SessionOptions,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    owner: Arc<OwnerFlags>,
+) {
+    let header = crate::record::capture::Header::for_spec(&spec, "session");
+    let mut sink = runner::open_sink(&options, &header, events);
+    if lifecycle::stopping() {
+        sink.note("not started: mcpscope is stopping");
+        let at = sink.recorder.now();
+        sink.emit(Event::Closed { at });
+        sink.flush_and_wake();
+        return;
+    }
+    let spawned = match process::spawn(&spec) {
+        Ok(s) => s,
+        Err(error) => {
+            let at = sink.recorder.now();
+            sink.emit(Event::SpawnFailed { at, error });
+            let at = sink.recorder.now();
+            sink.emit(Event::Closed { at });
+            sink.flush_and_wake();
+            return;
+        }
+    };
+    let mut child = spawned.child;
+    let pid = child.id();
+    let at = sink.recorder.now();
+    sink.emit(Event::Spawned {
+        at,
+        pid,
+        program: spawned.program,
+        command_line: spec.display(),
+    });
+    let watchdog = match Watchdog::start(pid, options.term_grace) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            sink.note(format!(
+                "could not start the watchdog that ends the server's process group if mcpscope is killed: {e}"
+            ));
+            None
+        }
+    };
+
+    let (tx, inputs) = bounded::<Input<StdioMsg>>(INPUT_QUEUE);
+    let (stdin_tx, stdin_rx) = bounded::<Vec<u8>>(STDIN_QUEUE);
+    let max_line = options.limits.max_held_line_bytes;
+
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let t = tx.clone();
+    let writer = move || {
+        for line in stdin_rx {
+            if let Err(e) = stdin.write_all(&line).and_then(|_| stdin.flush()) {
+                let _ = t.send(Input::Link(StdioMsg::WriteFailed {
+                    line,
+                    error: e.to_string(),
+                    at: Instant::now(),
+                }));
+                // Keep draining so the session can report every lost line.
+            }
+        }
+        // Dropping stdin here closes the pipe: the server sees EOF.
+    };
+
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let t = tx.clone();
+    let out_reader = move || {
+        let result = read_lines(stdout, max_line, |line| {
+            let _ = t.send(Input::Received {
+                line,
+                at: Instant::now(),
+            });
+        });
+        let _ = t.send(Input::Link(StdioMsg::StdoutClosed(result.err().map(|e| e.to_string()))));
+    };
+
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let t = tx.clone();
+    let err_reader = move || {
+        let _ = read_lines(stderr, max_line, |line| {
+            let _ = t.send(Input::Stderr {
+                line,
+                at: Instant::now(),
+            });
+        });
+        let _ = t.send(Input::Link(StdioMsg::StderrClosed));
+    };
+
+    let t = tx;
+    let waiter = move || {
+        let status = child.wait().map(ExitInfo::from).unwrap_or(ExitInfo {
+            code: None,
+            signal: None,
+        });
+        let _ = t.send(Input::Link(StdioMsg::Exited(status, Instant::now())));
+    };
+
+    type Job = Box<dyn FnOnce() + Send>;
+    let threads: [(&str, Job); 4] = [
+        ("mcpscope-stdin", Box::new(writer)),
+        ("mcpscope-stdout", Box::new(out_reader)),
+        ("mcpscope-stderr", Box::new(err_reader)),
+        ("mcpscope-wait", Box::new(waiter)),
+    ];
+    for (name, f) in threads {
+        runner::spawn_named(name, f).expect("spawning a session I/O thread");
+    }
+
+    let link = StdioLink {
+        stdin: Some(stdin_tx),
+        pgid: pid,
+        watchdog,
+        stdin_close_grace: options.stdin_close_grace,
+        term_grace: options.term_grace,
+        exited: false,
+        stdout_open: true,
+        stderr_open: true,
+        phase: Phase::Running,
+        pipes_deadline: None,
+    };
+    runner::run(link, sink, options, commands, inputs, owner);
+}
+
+impl StdioLink {
+    fn signal(&mut self, sink: &mut Sink, sig: i32, why: &str) {
+        if process::signal_group(self.pgid, sig) {
+            sink.note(format!(
+                "{why}: sent {} to process group {}",
+                process::signal_name(sig),
+                self.pgid
+            ));
+        }
+    }
+
+    fn after_leader_exit_in_shutdown(&mut self, sink: &mut Sink) {
+        // The leader is gone; whatever it started may not be.
+        if process::group_alive(self.pgid) {
+            self.signal(sink, libc::SIGTERM, "the server exited but left processes behind");
+            self.phase = Phase::Terminated {
+                deadline: Instant::now() + self.term_grace,
+            };
+        }
+        self.pipes_deadline = Some(Instant::now() + self.term_grace + Duration::from_secs(1));
+    }
+}
+
+impl Link for StdioLink {
+    type Msg = StdioMsg;
+
+    fn split(&self, body: &[u8]) -> Vec<RawLine> {
+        let mut lines = Vec::new();
+        let mut splitter = LineSplitter::new();
+        splitter.push(body, |l| lines.push(l));
+        splitter.push(b"\n", |l| lines.push(l));
+        lines
+    }
+
+    fn send(&mut self, sink: &mut Sink, out: Outgoing) {
+        let mut line = out.body;
+        line.push(b'\n');
+        let failed = match &self.stdin {
+            None => Some(("stdin is already closed (the session is shutting down)", line)),
+            Some(tx) => match tx.try_send(line) {
+                Ok(()) => None,
+                Err(TrySendError::Full(l)) => {
+                    Some(("the server is not reading its stdin (1024 lines already queued)", l))
+                }
+                Err(TrySendError::Disconnected(l)) => Some(("the stdin writer has stopped", l)),
+            },
+        };
+        if let Some((error, mut line)) = failed {
+            line.pop();
+            let at = sink.recorder.now();
+            sink.emit(Event::WriteFailed {
+                at,
+                error: error.to_owned(),
+                line,
+            });
+        }
+    }
+
+    fn on_msg(&mut self, sink: &mut Sink, msg: StdioMsg) {
+        match msg {
+            StdioMsg::StdoutClosed(err) => {
+                self.stdout_open = false;
+                if let Some(e) = err {
+                    sink.note(format!("reading stdout failed: {e}"));
+                }
+            }
+            StdioMsg::StderrClosed => self.stderr_open = false,
+            StdioMsg::WriteFailed { line, error, at } => {
+                let at = sink.recorder.since_start(at);
+                sink.emit(Event::WriteFailed { at, error, line });
+            }
+            StdioMsg::Exited(status, at) => {
+                self.exited = true;
+                let at = sink.recorder.since_start(at);
+                sink.emit(Event::Exited { at, status });
+                if self.phase != Phase::Running {
+                    self.after_leader_exit_in_shutdown(sink);
+                }
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self, sink: &mut Sink) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        // Dropping the sender lets the writer flush what is queued, then close stdin.
+        self.stdin = None;
+        sink.note("closed the server's stdin");
+        self.phase = Phase::ClosedStdin {
+            deadline: Instant::now() + self.stdin_close_grace,
+        };
+        if self.exited {
+            self.after_leader_exit_in_shutdown(sink);
+        }
+    }
+
+    fn on_tick(&mut self, sink: &mut Sink) {
+        let now = Instant::now();
+        match self.phase {
+            Phase::ClosedStdin { deadline } if now >= deadline && !self.exited => {
+                self.signal(sink, libc::SIGTERM, "did not exit after stdin was closed");
+                self.phase = Phase::Terminated {
+                    deadline: now + self.term_grace,
+                };
+            }
+            Phase::Terminated { deadline } if now >= deadline && process::group_alive(self.pgid) => {
+                self.signal(sink, libc::SIGKILL, "still running after SIGTERM");
+                self.phase = Phase::Killed {
+                    deadline: now + Duration::from_secs(1),
+                };
+            }
+            Phase::Killed { deadline } if now >= deadline => {
+                // Everything that could be done is done; stop waiting for pipes.
+                self.pipes_deadline.get_or_insert(now);
+                if !self.exited {
+                    sink.note("the server did not die after SIGKILL; giving up waiting");
+                    self.exited = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        let phase = match self.phase {
+            Phase::Running => None,
+            Phase::ClosedStdin { deadline } | Phase::Terminated { deadline } | Phase::Killed { deadline } => {
+                Some(deadline)
+            }
+        };
+        [phase, self.pipes_deadline].into_iter().flatten().min()
+    }
+
+    fn open(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    fn finished(&self) -> bool {
+        if self.exited && !self.stdout_open && !self.stderr_open && self.phase != Phase::Running {
+            return true;
+        }
+        // Pipes held by a process that escaped the group must not keep us here.
+        self.exited && self.pipes_deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn finish(&mut self, sink: &mut Sink) {
+        if let Some(w) = self.watchdog.take() {
+            if process::group_alive(self.pgid) {
+                // Leave it to the watchdog, which the group cannot outlive.
+                sink.note(format!(
+                    "processes of group {} are still alive; the watchdog ends them",
+                    self.pgid
+                ));
+                w.release();
+            } else {
+                w.stand_down();
+            }
+        }
+    }
+}

@@ -1,0 +1,860 @@
+//! A hostile environment: servers of our own that steal credentials, redirect,
+//! flood, never send a newline, exit at once or leave children behind
+//! (`tests/servers/hostile_server.py`, `tests/servers/hostile_http.py`), and
+//! the signals, closed pipes, FIFOs and unwritable captures a user's shell
+//! throws at the binary. Each test fails without the fix it guards.
+
+use crate::support::*;
+use mcpscope_core::client::ClientError;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::{Event, HttpInfo};
+use mcpscope_core::transport::session::{Session, SessionOptions};
+use mcpscope_core::transport::target::{HttpTarget, Target};
+use mcpscope_core::wire::classify::{Anomalies, Kind, Limits};
+use mcpscope_core::wire::framing::LineEnding;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn hostile_server() -> String {
+    repo().join("tests/servers/hostile_server.py").display().to_string()
+}
+
+fn hostile_args(mode: &str, extra: &[&str]) -> Vec<String> {
+    let mut v = vec!["python3".to_owned(), hostile_server(), "--mode".into(), mode.into()];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn hostile(mode: &str, extra: &[&str]) -> mcpscope_core::transport::process::ServerSpec {
+    let mut a = hostile_args(mode, extra);
+    let program = a.remove(0);
+    mcpscope_core::transport::process::ServerSpec::new(program, a)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs the binary to its end, killing it (and failing) if it takes longer than `within`.
+fn run_bin(args: &[&str], within: Duration) -> Output {
+    let child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running mcpscope");
+    wait_output(child, within, &format!("mcpscope {}", args.join(" ")))
+}
+
+fn wait_output(mut child: Child, within: Duration, what: &str) -> Output {
+    let deadline = Instant::now() + within;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut o = Vec::new();
+        let mut e = Vec::new();
+        if let Some(s) = out.as_mut() {
+            let _ = s.read_to_end(&mut o);
+        }
+        if let Some(s) = err.as_mut() {
+            let _ = s.read_to_end(&mut e);
+        }
+        (o, e)
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let (stdout, stderr) = reader.join().unwrap();
+            return Output { status, stdout, stderr };
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z"),
+        Err(_) => false,
+    }
+}
+
+fn wait_until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn read_pid(path: &Path, within: Duration) -> i32 {
+    wait_until(within, "the grandchild's pid file", || path.exists());
+    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+}
+
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: a plain kill of a test's own stray process.
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}
+
+/// The hostile HTTP server, killed when dropped; its report lines collected.
+struct HostileHttp {
+    child: Child,
+    port: u16,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl HostileHttp {
+    fn start(args: &[&str]) -> HostileHttp {
+        let mut child = Command::new("python3")
+            .arg(repo().join("tests/servers/hostile_http.py"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3");
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        let port = first
+            .strip_prefix("PORT ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("hostile_http.py said {first:?}"));
+        let lines: Arc<Mutex<Vec<String>>> = Default::default();
+        let l = lines.clone();
+        std::thread::spawn(move || {
+            for line in reader.lines() {
+                let Ok(line) = line else { return };
+                l.lock().unwrap().push(line);
+            }
+        });
+        HostileHttp { child, port, lines }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Everything the server reported before now (a GET /mark orders it).
+    fn reported(&self) -> Vec<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"GET /mark HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+        wait_until(Duration::from_secs(10), "the MARK line", || {
+            self.lines.lock().unwrap().iter().any(|l| l == "MARK")
+        });
+        let lines = self.lines.lock().unwrap();
+        let end = lines.iter().position(|l| l == "MARK").unwrap();
+        let out = lines[..end].to_vec();
+        drop(lines);
+        self.lines.lock().unwrap().retain(|l| l != "MARK");
+        out
+    }
+
+    fn wait_line(&self, within: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| pred(l)) {
+                return l.clone();
+            }
+            assert!(Instant::now() < deadline, "no such report line within {within:?}");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for HostileHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn connect(target: impl Into<Target>, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
+    let sink: Sink = Default::default();
+    let s = sink.clone();
+    let c = mcpscope_core::client::Client::connect(
+        target,
+        options,
+        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
+    );
+    (c, sink)
+}
+
+fn http_events(events: &[Event]) -> Vec<&HttpInfo> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Http(h) => Some(h),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// 1. Credentials go only to the origin the user named.
+
+#[test]
+fn an_sse_endpoint_on_another_origin_is_refused_and_gets_no_credentials() {
+    let server = HostileHttp::start(&["--mode", "sse-steal"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let url = server.url("/sse");
+    let out = run_bin(
+        &[
+            "call",
+            "--method",
+            "tools/list",
+            "--transport",
+            "sse",
+            "--server-url",
+            &url,
+            "-H",
+            "Authorization: Bearer s3cret-token",
+            "--timeout-ms",
+            "20000",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("another origin") && err.contains("127.0.0.2"), "{err}");
+    let stolen: Vec<String> = server
+        .reported()
+        .into_iter()
+        .filter(|l| l.starts_with("STOLEN"))
+        .collect();
+    assert!(stolen.is_empty(), "credentials went to another origin: {stolen:?}");
+    let loaded = capture::load(&cap).unwrap();
+    assert!(loaded.events.iter().any(|e| matches!(e, Event::Http(h)
+        if h.error.as_deref().is_some_and(|x| x.contains("refused the endpoint")))));
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_recorded_and_not_followed() {
+    for status in ["301", "307", "308"] {
+        let server = HostileHttp::start(&["--mode", "redirect-other", "--status", status]);
+        let target = HttpTarget::streamable(server.url("/mcp")).with_header("Authorization", "Bearer s3cret-token");
+        let (mut c, sink) = connect(target, SessionOptions { ..quick() });
+        let started = Instant::now();
+        let err = c.initialize(&HandshakeOptions::default(), T).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "waited for a timeout");
+        let ClientError::Http { error, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            error.contains("another origin") && error.contains("127.0.0.2"),
+            "{status}: {error}"
+        );
+        c.close();
+        let evs = snapshot(&sink);
+        let hops: Vec<&HttpInfo> = http_events(&evs)
+            .into_iter()
+            .filter(|h| h.status == Some(status.parse().unwrap()))
+            .collect();
+        assert_eq!(hops.len(), 1, "{status}: the redirect is recorded once");
+        assert!(
+            hops[0]
+                .received_header("location")
+                .is_some_and(|l| l.contains("127.0.0.2"))
+        );
+        assert!(hops[0].text.contains("redirected"), "{:?}", hops[0]);
+        let stolen: Vec<String> = server
+            .reported()
+            .into_iter()
+            .filter(|l| l.starts_with("STOLEN"))
+            .collect();
+        assert!(stolen.is_empty(), "{status}: followed to another origin: {stolen:?}");
+    }
+}
+
+#[test]
+fn a_same_origin_307_is_followed_with_the_method_and_recorded() {
+    let server = HostileHttp::start(&["--mode", "redirect-same"]);
+    let (mut c, sink) = connect(HttpTarget::streamable(server.url("/mcp")), quick());
+    let hs = c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap();
+    assert!(hs.usable());
+    c.close();
+    let evs = snapshot(&sink);
+    let http = http_events(&evs);
+    assert!(
+        http.iter().any(|h| h.status == Some(307) && h.text.contains("/mcp2")),
+        "{http:#?}"
+    );
+    assert!(
+        http.iter().any(|h| h.status == Some(200) && h.url.ends_with("/mcp2")),
+        "{http:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 4. Credentials in URLs are masked wherever a URL is shown or recorded.
+
+#[test]
+fn credentials_in_the_url_never_reach_the_capture_or_the_trace() {
+    let server = HostileHttp::start(&["--mode", "plain"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let url = format!(
+        "http://alice:pw-SECRET1@127.0.0.1:{}/mcp?token=SECRET2&page=1",
+        server.port
+    );
+    let out = run_bin(
+        &[
+            "call",
+            "--method",
+            "tools/list",
+            "--server-url",
+            &url,
+            "--trace",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let recorded = std::fs::read_to_string(&cap).unwrap();
+    for secret in ["SECRET1", "SECRET2", "alice"] {
+        assert!(!err.contains(secret), "{secret} in the trace:\n{err}");
+        assert!(!recorded.contains(secret), "{secret} in the capture:\n{recorded}");
+    }
+    assert!(recorded.contains("token=****"), "{recorded}");
+    assert!(err.contains("page=1"), "the rest of the URL is still shown:\n{err}");
+}
+
+// ---------------------------------------------------------------------------
+// 3. Captures of the app: per-user private directory, private files.
+
+#[test]
+fn the_apps_captures_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut a = mcpscope_app::inspection::Inspection::launch(
+        Target::Stdio(hostile("interleave", &["--count", "1"])),
+        "2025-11-25",
+        None,
+    );
+    let b = mcpscope_app::inspection::Inspection::launch(
+        Target::Stdio(hostile("interleave", &["--count", "1"])),
+        "2025-11-25",
+        None,
+    );
+    let (pa, pb) = (a.capture_path.clone().unwrap(), b.capture_path.clone().unwrap());
+    assert_ne!(pa, pb);
+    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&pa), 0o600, "{}", pa.display());
+    assert_eq!(mode(pa.parent().unwrap()), 0o700, "{}", pa.display());
+    assert!(!pa.starts_with(std::env::temp_dir()), "{}", pa.display());
+    a.stop();
+    drop(a);
+    drop(b);
+    let _ = std::fs::remove_file(pa);
+    let _ = std::fs::remove_file(pb);
+}
+
+// ---------------------------------------------------------------------------
+// 5. Signals: the whole process group is ended and the end is recorded.
+
+fn grandchild_session(sub: &[&str], sig: i32, ignores_term: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let cap = dir.path().join("c.jsonl");
+    let mut args: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+    // The doctor keeps no capture; the others are checked for the record of the end.
+    let captured = sub[0] != "doctor";
+    if captured {
+        args.extend(["--capture".into(), cap.display().to_string()]);
+    }
+    args.push("--".into());
+    let mut extra = vec!["--pid-file", pid_file.to_str().unwrap()];
+    if ignores_term {
+        extra.push("--grandchild-ignores-term");
+    }
+    args.extend(hostile_args("grandchild", &extra));
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take(); // a proxy's client keeps its end open
+    let grandchild = read_pid(&pid_file, Duration::from_secs(20));
+    let _cleanup = KillOnDrop(grandchild);
+    // SAFETY: signalling the mcpscope we started.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let what = format!("{sub:?} after signal {sig}");
+    let out = wait_output(child, Duration::from_secs(30), &what);
+    drop(stdin);
+    let err = text(&out.stderr);
+    if sig == libc::SIGKILL {
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL));
+    } else {
+        assert_eq!(out.status.code(), Some(128 + sig), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    wait_until(Duration::from_secs(15), &format!("{what}: the grandchild dies"), || {
+        !alive(grandchild)
+    });
+    if sig != libc::SIGKILL && captured {
+        let recorded = std::fs::read_to_string(&cap).unwrap();
+        let name = mcpscope_core::transport::process::signal_name(sig);
+        assert!(
+            recorded.contains(&format!("mcpscope received {name}")),
+            "{what}: the capture says why it ended:\n{recorded}"
+        );
+        assert!(recorded.contains(r#""event":"closed""#), "{what}:\n{recorded}");
+    }
+}
+
+#[test]
+fn sigint_sigterm_and_sighup_end_the_servers_whole_group() {
+    let call = ["call", "--method", "tools/list"];
+    grandchild_session(&call, libc::SIGINT, false);
+    grandchild_session(&call, libc::SIGTERM, true);
+    grandchild_session(&["proxy"], libc::SIGHUP, false);
+    grandchild_session(&["proxy"], libc::SIGTERM, true);
+}
+
+#[test]
+fn doctor_and_listen_end_the_group_on_a_signal_too() {
+    grandchild_session(
+        &["doctor", "--era", "legacy", "--timeout-ms", "20000"],
+        libc::SIGTERM,
+        false,
+    );
+    grandchild_session(&["listen", "--timeout-ms", "20000"], libc::SIGINT, true);
+}
+
+#[test]
+fn when_mcpscope_is_killed_outright_the_group_still_dies() {
+    grandchild_session(&["call", "--method", "tools/list"], libc::SIGKILL, false);
+    grandchild_session(&["proxy"], libc::SIGKILL, true);
+}
+
+// ---------------------------------------------------------------------------
+// 6, 7. Captures: a failure is an error; a second session is appended.
+
+#[test]
+fn a_capture_that_cannot_be_written_fails_the_command() {
+    let server = hostile_args("interleave", &["--count", "1"]);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    for (sub, cap) in [
+        (vec!["call", "--method", "tools/list"], "/nonexistent/x.jsonl"),
+        (vec!["call", "--method", "tools/list"], "/dev/full"),
+        (vec!["proxy"], "/nonexistent/x.jsonl"),
+        (vec!["listen", "--for-ms", "100"], "/nonexistent/x.jsonl"),
+    ] {
+        let mut args = sub.clone();
+        args.extend(["--capture", cap, "--"]);
+        args.extend(&server);
+        let out = run_bin(&args, Duration::from_secs(30));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{sub:?} {cap}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(cap)).collect();
+        assert_eq!(lines.len(), 1, "{sub:?} {cap}: one line names the capture:\n{err}");
+    }
+}
+
+#[test]
+fn a_second_run_appends_a_session_instead_of_truncating() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let server = hostile_args("interleave", &["--count", "1"]);
+    for _ in 0..2 {
+        let mut args = vec![
+            "call",
+            "--method",
+            "tools/list",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--",
+        ];
+        args.extend(server.iter().map(String::as_str));
+        let out = run_bin(&args, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let loaded = capture::load(&cap).unwrap();
+    assert_eq!(loaded.sessions.len(), 2);
+    for i in 0..2 {
+        let answered = loaded
+            .session_events(i)
+            .iter()
+            .filter(|e| matches!(e, Event::Frame(f) if f.kind() == Kind::Result))
+            .count();
+        assert_eq!(answered, 2, "session {i}: initialize and tools/list answered");
+    }
+    let out = run_bin(&["lint", cap.to_str().unwrap()], Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("of 2 sessions"), "{stdout}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+}
+
+// ---------------------------------------------------------------------------
+// 8, 9. Memory stays bounded: endless lines, floods faster than the capture.
+
+#[test]
+fn a_line_without_newline_is_capped_recorded_whole_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let options = SessionOptions {
+        limits: Limits {
+            max_held_line_bytes: 1024 * 1024,
+            ..Limits::default()
+        },
+        capture: Some(cap.clone()),
+        ..quick()
+    };
+    let junk = 5 * 1024 * 1024 + 17;
+    let (mut c, sink) = client_with(hostile("no-newline", &["--bytes", &junk.to_string()]), options);
+    let hs = c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap();
+    assert!(hs.usable(), "the session goes on after the oversize line");
+    let r = c.request("tools/list", None, T).unwrap();
+    assert!(r.outcome.is_ok());
+    c.close();
+    let evs = snapshot(&sink);
+    let pieces: Vec<_> = received(&evs)
+        .into_iter()
+        .filter(|f| f.anomalies().contains(Anomalies::OVERSIZE))
+        .collect();
+    assert_eq!(pieces.len(), 6, "5 MiB + 17 in pieces of at most 1 MiB");
+    assert!(pieces.iter().all(|f| f.raw.len() <= 1024 * 1024));
+    assert_eq!(pieces.iter().map(|f| f.raw.len()).sum::<usize>(), junk);
+    assert!(pieces[..5].iter().all(|f| f.ending == LineEnding::Cut));
+    assert_eq!(pieces[5].ending, LineEnding::Lf);
+    // Every byte is in the capture, and it loads back the same way.
+    let loaded = capture::load(&cap).unwrap();
+    let recorded: usize = loaded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f) if f.anomalies().contains(Anomalies::OVERSIZE) => Some(f.raw.len()),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(recorded, junk);
+}
+
+#[test]
+fn lint_refuses_devices_and_fifos_instead_of_hanging_or_exhausting_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, says) in [(fifo.to_str().unwrap(), "FIFO"), ("/dev/zero", "character device")] {
+        let out = run_bin(&["lint", path], Duration::from_secs(20));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{path}: {err}");
+        assert!(err.contains(says), "{path}: {err}");
+    }
+    // The app opens captures the same way: refused, not blocked on.
+    let e = mcpscope_app::inspection::Inspection::open_capture(&fifo).err().unwrap();
+    assert!(format!("{e:#}").contains("FIFO"), "{e:#}");
+}
+
+#[test]
+fn an_sse_flood_is_slowed_down_by_backpressure_not_buffered() {
+    let server = HostileHttp::start(&["--mode", "sse-flood", "--count", "400000"]);
+    let options = SessionOptions {
+        event_capacity: 1024,
+        ..quick()
+    };
+    let session = Session::connect(HttpTarget::streamable(server.url("/mcp")), options);
+    session.request("initialize", Some(HandshakeOptions::default().params()));
+    // Read only until the handshake is answered, then stop reading events:
+    // the owner is slow, so the session must stop reading the server.
+    collect_until(
+        &session,
+        T,
+        |e| matches!(e, Event::Frame(f) if f.kind() == Kind::Result),
+    );
+    session.notify("notifications/initialized", None);
+    let line = server.wait_line(Duration::from_secs(90), |l| {
+        l.starts_with("BLOCKED") || l.starts_with("DONE")
+    });
+    assert!(
+        line.starts_with("BLOCKED"),
+        "the server wrote all its events although nobody read them: {line}"
+    );
+    drop(session);
+}
+
+// ---------------------------------------------------------------------------
+// 10, 11. Closed pipes and FIFOs.
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let mut args = vec![
+        "call",
+        "--method",
+        "tools/list",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--",
+    ];
+    let server = hostile_args("interleave", &["--count", "300"]);
+    args.extend(server.iter().map(String::as_str));
+    assert_eq!(run_bin(&args, Duration::from_secs(30)).status.code(), Some(0));
+    let c = cap.to_str().unwrap();
+    for args in [
+        vec!["lint", c],
+        vec!["lint", "--json", c],
+        vec!["diff", "--json", "--all", c, c],
+    ] {
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // like `| head -c0`: nobody reads
+        let out = wait_output(child, Duration::from_secs(30), &format!("{args:?}"));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 12. A batch answer over HTTP fails at once, with the right words.
+
+#[test]
+fn an_http_batch_answer_fails_at_once_and_says_what_it_is() {
+    let server = HostileHttp::start(&["--mode", "batch"]);
+    let (mut c, sink) = connect(HttpTarget::streamable(server.url("/mcp")), quick());
+    c.initialize(&HandshakeOptions::default(), T).unwrap().unwrap();
+    let started = Instant::now();
+    let err = c.request("tools/list", None, T).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10), "waited for the timeout");
+    let ClientError::Http { error, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(error.contains("batch"), "{error}");
+    c.close();
+    let evs = snapshot(&sink);
+    let batch = received(&evs)
+        .into_iter()
+        .find(|f| f.kind() == Kind::Batch)
+        .expect("the batch is kept as it came");
+    let words: Vec<&str> = batch.anomalies().descriptions().map(|(_, d)| d).collect();
+    assert!(words.iter().all(|d| !d.contains("stdio")), "{words:?}");
+}
+
+// ---------------------------------------------------------------------------
+// 14. --config F --server N shows the real load error.
+
+#[test]
+fn a_config_that_cannot_be_loaded_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (dir.path().join("missing.json"), "No such file"),
+        (file("malformed.json", b"{\"mcpServers\": {"), "JSON"),
+        (file("empty.json", b""), "empty"),
+        (file("binary.json", b"\x00\xff\xfe\x01"), ""),
+        (dir.path().to_owned(), ""),
+        (file("shape.json", b"{\"mcpServers\": 5}"), "mcpServers"),
+    ];
+    for (path, says) in cases {
+        let mut app = mcpscope_app::McpscopeApp::with_context(egui::Context::default());
+        app.startup(mcpscope_app::StartupArgs {
+            config: Some(path.clone()),
+            server: Some("a".into()),
+            ..Default::default()
+        });
+        let (_, message) = app.message.clone().expect("a message");
+        assert!(
+            !message.starts_with("no server named"),
+            "{}: the load error is hidden: {message}",
+            path.display()
+        );
+        assert!(message.contains(says), "{}: {message}", path.display());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 15, 16. Exit statuses and messages that say what happened.
+
+#[test]
+fn usage_errors_exit_64_in_every_subcommand() {
+    for args in [
+        vec!["doctor", "--transport", "http"],
+        vec!["listen", "--transport", "sse"],
+        vec!["proxy"],
+        vec!["call", "--method", "x", "--elicit-accept", "[1]", "--", "true"],
+        vec!["call", "--tool-name", "add", "--params", r#"{"a":1}"#, "--", "true"],
+        vec!["lint"],
+    ] {
+        let out = run_bin(&args, Duration::from_secs(20));
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_explained_with_its_status_and_stderr() {
+    let mut args = vec!["call", "--method", "tools/list", "--"];
+    let server = hostile_args("exit-at-once", &[]);
+    args.extend(server.iter().map(String::as_str));
+    let out = run_bin(&args, Duration::from_secs(30));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("exited with code 3"), "{err}");
+    assert!(
+        err.contains("HOSTILE_CONFIG is not set"),
+        "the server's last words: {err}"
+    );
+}
+
+#[test]
+fn random_bytes_are_not_an_empty_capture_and_diff_names_skipped_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let noise = dir.path().join("noise.jsonl");
+    let bytes: Vec<u8> = (0u32..1_000_000)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+        .collect();
+    std::fs::write(&noise, bytes).unwrap();
+    let out = run_bin(&["lint", noise.to_str().unwrap()], Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        !err.contains("empty") && err.contains("not an mcpscope capture"),
+        "{err}"
+    );
+
+    let cap = dir.path().join("c.jsonl");
+    let good = format!(
+        "{}\n{}\n{}\n",
+        serde_json::json!({"format": "mcpscope-capture", "version": 1}),
+        r#"{"t_us":1,"seq":0,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}","eol":"lf"}"#,
+        "garbage that is not a record"
+    );
+    std::fs::write(&cap, good).unwrap();
+    let c = cap.to_str().unwrap();
+    let out = run_bin(&["diff", c, c], Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert!(err.contains("skipped") && err.contains("line 3"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// 17. The proxy notices a client that stopped reading; times never go back.
+
+#[test]
+fn the_proxy_records_a_client_that_stopped_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let mut args = vec![
+        "proxy".to_owned(),
+        "--capture".into(),
+        cap.display().to_string(),
+        "--".into(),
+    ];
+    args.extend(hostile_args("interleave", &["--count", "5000"]));
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the client reads nothing at all
+    let stdin = child.stdin.take();
+    let out = wait_output(child, Duration::from_secs(30), "proxy with a client that does not read");
+    drop(stdin);
+    let _ = out;
+    let recorded = std::fs::read_to_string(&cap).unwrap();
+    assert!(recorded.contains("the client stopped reading"), "{recorded}");
+}
+
+#[test]
+fn capture_times_never_run_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let mut args = vec![
+        "call",
+        "--method",
+        "tools/list",
+        "--capture",
+        cap.to_str().unwrap(),
+        "--",
+    ];
+    let server = hostile_args("interleave", &["--count", "20000"]);
+    args.extend(server.iter().map(String::as_str));
+    let out = run_bin(&args, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let text = std::fs::read_to_string(&cap).unwrap();
+    let times: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["t_us"].as_u64())
+        .collect();
+    assert!(times.len() > 40_000);
+    let back = times.windows(2).filter(|w| w[1] < w[0]).count();
+    assert_eq!(back, 0, "{back} record(s) earlier than the one before");
+}
+
+// ---------------------------------------------------------------------------
+// #11: the owner never blocks on a session that is not keeping up.
+
+#[test]
+fn sending_to_a_stalled_session_never_blocks_and_is_reported() {
+    let options = SessionOptions {
+        event_capacity: 16,
+        ..quick()
+    };
+    // A server flooding stdout with nobody reading events: the session
+    // thread blocks on its full event channel and stops taking commands.
+    let session = Arc::new(Session::start(faulty_with("flood", &["--count", "200000"]), options));
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let s = session.clone();
+    std::thread::spawn(move || {
+        for _ in 0..5000 {
+            s.notify("notifications/progress", None);
+        }
+        let _ = done_tx.send(());
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "the owner was blocked by a full command channel"
+    );
+    let evs = collect_until(
+        &session,
+        Duration::from_secs(60),
+        |e| matches!(e, Event::Note { text, .. } if text.contains("were not accepted")),
+    );
+    assert!(!evs.is_empty());
+}

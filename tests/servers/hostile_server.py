@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""A stdio MCP server (standard library only) that attacks its client's
+robustness rather than its protocol logic. Each --mode is one hostile habit:
+
+  grandchild          start a grandchild (its pid in --pid-file), answer
+                      initialize, then never answer anything else; with
+                      --grandchild-ignores-term the grandchild ignores SIGTERM
+  no-newline          when initialize arrives, first write --bytes bytes of
+                      "x" with no newline, then a newline and the answer;
+                      then serve normally (the client must cap the line and go on)
+  endless-no-newline  write "x" forever, never a newline
+  exit-at-once        write a fatal message to stderr and exit 3 at once
+  interleave          write --count notifications to stdout and as many
+                      lines to stderr, alternating, then serve normally
+
+It answers initialize (2025-11-25), notifications are ignored, tools/list
+returns one tool, ping is answered, anything else gets -32601.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+OUT = sys.stdout.buffer
+
+
+def write_line(obj):
+    OUT.write(json.dumps(obj).encode() + b"\n")
+    OUT.flush()
+
+
+def log(text):
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def init_result(msg_id):
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "1"},
+        },
+    }
+
+
+def start_grandchild(args):
+    code = "import signal, time\n"
+    if args.grandchild_ignores_term:
+        code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    code += "while True:\n    time.sleep(1)\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    if args.pid_file:
+        tmp = args.pid_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{child.pid}\n")
+        os.rename(tmp, args.pid_file)
+    log(f"grandchild pid {child.pid}")
+
+
+def serve(args):
+    for raw in sys.stdin.buffer:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        method = msg.get("method")
+        msg_id = msg.get("id")
+        if msg_id is None:
+            continue  # a notification
+        if method == "initialize":
+            if args.mode == "no-newline":
+                chunk = b"x" * 65536
+                left = args.bytes
+                while left > 0:
+                    OUT.write(chunk[: min(left, len(chunk))])
+                    left -= len(chunk)
+                OUT.write(b"\n")
+            write_line(init_result(msg_id))
+        elif args.mode == "grandchild":
+            continue  # never answered: the client waits
+        elif method == "tools/list":
+            write_line({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}}]}})
+        elif method == "ping":
+            write_line({"jsonrpc": "2.0", "id": msg_id, "result": {}})
+        else:
+            write_line({"jsonrpc": "2.0", "id": msg_id,
+                        "error": {"code": -32601, "message": f"Method not found: {method}"}})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", required=True, choices=[
+        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave"])
+    ap.add_argument("--pid-file", help="grandchild: write the grandchild's pid here")
+    ap.add_argument("--grandchild-ignores-term", action="store_true")
+    ap.add_argument("--bytes", type=int, default=5 * 1024 * 1024, help="no-newline: bytes before the newline")
+    ap.add_argument("--count", type=int, default=2000, help="interleave: lines on each stream")
+    args = ap.parse_args()
+
+    if args.mode == "exit-at-once":
+        log("fatal: HOSTILE_CONFIG is not set; refusing to start")
+        return 3
+    if args.mode == "endless-no-newline":
+        chunk = b"x" * 65536
+        try:
+            while True:
+                OUT.write(chunk)
+        except BrokenPipeError:
+            return 0
+    if args.mode == "grandchild":
+        start_grandchild(args)
+    if args.mode == "interleave":
+        for i in range(args.count):
+            OUT.write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}\n' % i)
+            OUT.flush()
+            sys.stderr.write("stderr line %d\n" % i)
+            sys.stderr.flush()
+    serve(args)
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main())
