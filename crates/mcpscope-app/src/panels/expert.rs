@@ -8,7 +8,7 @@
 //! still in flight is not reported as unanswered until the session is over.
 
 use crate::theme;
-use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::lint::{self, Finding, LintOptions, Linter, Severity};
 use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
@@ -300,7 +300,9 @@ impl ExpertPanel {
             return false;
         }
         let due = self.next_step.is_none_or(|t| Instant::now() >= t);
-        if !due && !(session_over && self.stepped_for.is_some_and(|(_, over)| !over)) {
+        // The session just ended: its last step is not held back.
+        let just_ended = session_over && self.stepped_for.is_some_and(|(_, over)| !over);
+        if !(due || just_ended) {
             // The app asks for a frame then ([`ExpertPanel::wakeup`]).
             self.wakeup = self.next_step;
             return false;
@@ -473,7 +475,7 @@ impl ExpertPanel {
         (!f.rows.is_empty()).then(|| ExpertAction::SelectRows(f.rows.clone()))
     }
 
-    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<ExpertAction> {
+    pub fn ui(&mut self, ui: &mut Ui, _model: &SessionModel) -> Option<ExpertAction> {
         let mut action = None;
         ui.horizontal(|ui| {
             for sev in [Severity::Error, Severity::Warning, Severity::Info] {
@@ -696,7 +698,7 @@ mod tests {
         let mut m = SessionModel::new(mcpscope_core::record::model::Source::Live {
             command_line: "flood".into(),
         });
-        let mut add = |m: &mut SessionModel, r: &mut Replay, d: Direction, line: &str| {
+        let add = |m: &mut SessionModel, r: &mut Replay, d: Direction, line: &str| {
             let f = r.frame(d, line.as_bytes());
             m.apply(&Event::Frame(f));
         };

@@ -797,7 +797,7 @@ mod tests {
             command_line: "t".into(),
         });
         let mut add = |m: &mut SessionModel, i: usize| {
-            let word = if i % 2 == 0 { "alpha" } else { "Beta" };
+            let word = if i.is_multiple_of(2) { "alpha" } else { "Beta" };
             let line =
                 format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{word} {i}"}}}}"#);
             let f = r.frame(Direction::In, line.as_bytes());

@@ -398,7 +398,7 @@ fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded> {
                 }
                 loaded.events.push(note);
                 loaded.sessions.push(SessionSpan {
-                    header: h,
+                    header: *h,
                     events: end..end,
                 });
             }
@@ -610,7 +610,7 @@ pub enum Item {
     Warning(String),
     /// Another session appended to the same file begins: its header and the
     /// note that marks it (ids start again there, times go on).
-    Boundary(Header, Event),
+    Boundary(Box<Header>, Event),
 }
 
 /// Reads a capture file record by record through a [`RecordReader`]: a
@@ -743,7 +743,7 @@ impl<R: BufRead> EventReader<R> {
             match read {
                 LineRead::Event(ev) => return Ok(Some(Item::Event(ev))),
                 LineRead::Warning(w) => return Ok(Some(Item::Warning(w))),
-                LineRead::Boundary(h, note) => return Ok(Some(Item::Boundary(h, note))),
+                LineRead::Boundary(h, note) => return Ok(Some(Item::Boundary(Box::new(h), note))),
                 LineRead::Header(_) | LineRead::Blank => {}
             }
         }
@@ -1085,7 +1085,8 @@ mod tests {
         let path = dir.path().join("live.jsonl");
         let header = json!({"format": FORMAT, "version": 1}).to_string();
         let first = r#"{"t_us":5,"seq":0,"dir":"in","raw":"{}","eol":"lf"}"#;
-        let second = r#"{"t_us":9,"seq":1,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}","eol":"lf"}"#;
+        let second =
+            r#"{"t_us":9,"seq":1,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}","eol":"lf"}"#;
         let (head, tail) = second.split_at(20);
         std::fs::write(&path, format!("{header}\n{first}\n{head}")).unwrap();
         let mut r = EventReader::new(BufReader::new(File::open(&path).unwrap())).unwrap();

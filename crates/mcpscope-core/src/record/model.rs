@@ -682,7 +682,11 @@ mod tests {
         }
         exact.sort_unstable();
         assert_eq!(stats.count(), 10_000);
-        assert_eq!(stats.max(), Duration::from_micros(*exact.last().unwrap()), "the maximum is exact");
+        assert_eq!(
+            stats.max(),
+            Duration::from_micros(*exact.last().unwrap()),
+            "the maximum is exact"
+        );
         for q in [0.5, 0.95, 0.99] {
             let rank = ((q * exact.len() as f64).ceil() as usize).clamp(1, exact.len());
             let want = exact[rank - 1] as f64;

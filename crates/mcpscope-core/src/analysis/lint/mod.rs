@@ -292,7 +292,8 @@ impl Linter {
     /// the settled ones.
     pub fn next_session(&mut self) {
         let lines = self.lines;
-        let done = std::mem::replace(self, Linter::new(self.options.clone()));
+        let fresh = Linter::new(self.options.clone());
+        let done = std::mem::replace(self, fresh);
         self.settled = done.finish();
         self.lines = lines;
     }
