@@ -2,7 +2,6 @@
 
 use clap::Args;
 use mcpscope_core::analysis::session_diff::{self, Verdict};
-use mcpscope_core::record::capture;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,28 +30,31 @@ pub fn run(args: DiffArgs) -> ExitCode {
             ..Default::default()
         });
     }
-    let load = |p: &PathBuf| capture::load(p).map_err(|e| format!("{e:#}"));
-    let (a, b) = match (load(&args.a), load(&args.b)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            crate::errln!("mcpscope diff: {e}");
+    // Both captures are read at once, record by record, keeping only each
+    // exchange's JSON text.
+    let (a, b) = match session_diff::read_both(&args.a, &args.b) {
+        Ok(both) => both,
+        Err(e) => {
+            crate::errln!("mcpscope diff: {e:#}");
             return ExitCode::from(super::exit::IO);
         }
     };
     // What was not compared is said, on stderr (so --json stays parseable).
-    for (path, loaded) in [(&args.a, &a), (&args.b, &b)] {
-        for w in &loaded.warnings {
+    for (path, read) in [(&args.a, &a), (&args.b, &b)] {
+        for w in &read.warnings {
             crate::errln!("mcpscope diff: {}: skipped {w}", path.display());
         }
-        if loaded.sessions.len() > 1 {
+        if read.sessions > 1 {
             crate::errln!(
                 "mcpscope diff: {} holds {} sessions; they are compared as one, in order",
                 path.display(),
-                loaded.sessions.len()
+                read.sessions
             );
         }
     }
-    let entries = session_diff::diff(&a.events, &b.events);
+    let entries = session_diff::diff_exchanges(&a.exchanges, &b.exchanges);
+    let (a_header, b_header) = (a.header, b.header);
+    drop((a.exchanges, b.exchanges));
     let differing = entries.iter().filter(|e| e.verdict != Verdict::Same).count();
     if args.json {
         let list: Vec<_> = entries
@@ -70,8 +72,8 @@ pub fn run(args: DiffArgs) -> ExitCode {
             .collect();
         crate::outln!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
-        crate::outln!("A: {} ({})", args.a.display(), a.header.command_line);
-        crate::outln!("B: {} ({})", args.b.display(), b.header.command_line);
+        crate::outln!("A: {} ({})", args.a.display(), a_header.command_line);
+        crate::outln!("B: {} ({})", args.b.display(), b_header.command_line);
         for e in &entries {
             match &e.verdict {
                 Verdict::Same if args.all => crate::outln!("  same       {}", e.key),

@@ -2,7 +2,6 @@
 
 use clap::Args;
 use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
-use mcpscope_core::record::capture;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,7 +23,11 @@ pub struct LintArgs {
 /// Exit status: 0 without error-level findings, 1 with some, 4 when the
 /// capture cannot be read.
 pub fn run(args: LintArgs) -> ExitCode {
-    let loaded = match capture::load(&args.capture) {
+    let options = LintOptions {
+        slow_response: Duration::from_millis(args.slow_ms),
+    };
+    // One pass over the file, record by record: the events are not kept.
+    let linted = match lint::lint_capture(&args.capture, &options) {
         Ok(l) => l,
         Err(e) => {
             crate::errln!("mcpscope lint: {e:#}");
@@ -32,18 +35,13 @@ pub fn run(args: LintArgs) -> ExitCode {
         }
     };
     // On stderr, so that --json output stays parseable.
-    for w in &loaded.warnings {
+    for w in &linted.warnings {
         crate::errln!("mcpscope lint: {}: skipped {w}", args.capture.display());
     }
-    let options = LintOptions {
-        slow_response: Duration::from_millis(args.slow_ms),
-    };
     // Each session of an appended capture is linted on its own: ids and the
     // handshake start again at a session boundary.
-    let sessions = loaded.sessions.len();
-    let findings: Vec<lint::Finding> = (0..sessions)
-        .flat_map(|i| lint::lint(loaded.session_events(i), &options))
-        .collect();
+    let sessions = linted.sessions;
+    let findings = linted.findings;
     if args.json {
         let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
         crate::outln!("{}", serde_json::to_string_pretty(&array).unwrap_or_default());
@@ -58,7 +56,7 @@ pub fn run(args: LintArgs) -> ExitCode {
             count(Severity::Error),
             count(Severity::Warning),
             count(Severity::Info),
-            loaded.events.len(),
+            linted.events,
             if sessions > 1 {
                 format!(" of {sessions} sessions (each linted on its own)")
             } else {

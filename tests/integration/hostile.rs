@@ -696,6 +696,13 @@ fn a_config_that_cannot_be_loaded_is_named_as_such() {
             server: Some("a".into()),
             ..Default::default()
         });
+        // The config is read on a worker.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while app.importing() {
+            assert!(std::time::Instant::now() < deadline, "the config was never read");
+            app.pump();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let (_, message) = app.message.clone().expect("a message");
         assert!(
             !message.starts_with("no server named"),

@@ -55,6 +55,7 @@ fn regenerate_screenshots() {
     .unwrap();
     let mut h = harness(StartupArgs::default());
     h.state_mut().import_config(&config);
+    step_until(&mut h, "the config read", |app| !app.importing());
     h.state_mut().launcher.recent = vec![
         SavedServer {
             name: "notes".into(),

@@ -117,8 +117,7 @@ fn import_a_config_file_and_launch_from_it() {
     .unwrap();
     let mut h = harness(StartupArgs::default());
     h.state_mut().import_config(&path);
-    h.step();
-    h.step();
+    step_until(&mut h, "the config read", |app| !app.importing());
     h.get_by_label("faulty-normal").click();
     h.step();
     assert_eq!(h.state().launcher.form.command, "python3");
@@ -131,7 +130,7 @@ fn import_a_config_file_and_launch_from_it() {
     let bad = dir.path().join("broken.json");
     std::fs::write(&bad, "{\"mcpServers\": {\"x\": {\"command\": \"a\"\n").unwrap();
     h.state_mut().import_config(&bad);
-    h.step();
+    step_until(&mut h, "the config read", |app| !app.importing());
     let (_, msg) = h.state().message.clone().unwrap();
     assert!(msg.contains("not valid JSON at line 2"), "{msg}");
 }
@@ -151,15 +150,21 @@ fn open_a_capture_offline() {
         open: Some(cap),
         ..StartupArgs::default()
     });
-    h.step();
-    h.step();
+    // The capture is read on a worker; the rows arrive over a few frames.
+    step_until(&mut h, "the capture loaded", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.loading())
+    });
     let app = h.state();
     let model = &app.inspection.as_ref().unwrap().model;
     assert!(!model.is_live());
     assert!(model.handshake.judged().is_some());
+    // #14: a row clicked while the composer is shown brings its frame forward.
+    h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
+    h.step();
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
     h.step();
+    assert_eq!(h.state().right_tab, mcpscope_app::RightTab::Frame);
     assert!(shows(&h, "\"echo\""), "tools/list result in the tree");
     assert!(shows(&h, "offline capture"));
 }
@@ -221,6 +226,8 @@ fn config_and_server_arguments_launch_at_once() {
         server: Some("missing".into()),
         ..StartupArgs::default()
     });
+    // The config is read on a worker.
+    step_until(&mut h, "the config read", |app| !app.importing());
     h.step();
     assert!(shows(&h, "no server named \"missing\""));
 }

@@ -41,6 +41,41 @@ use std::time::{Duration, Instant};
 /// How long one frame may spend applying events before it draws.
 const DRAIN_BUDGET: Duration = Duration::from_millis(8);
 
+/// The same while a capture loads: nothing else competes for the frame then.
+const LOAD_BUDGET: Duration = Duration::from_millis(12);
+
+/// Events a loading worker hands over at once.
+const LOAD_BATCH: usize = 8192;
+
+/// What the capture loading worker sends.
+enum Loaded {
+    /// The header and the file's size.
+    Header(capture::Header, u64),
+    /// Events and how far into the file they reach.
+    Events(Vec<mcpscope_core::transport::event::Event>, u64),
+    Done(Vec<String>),
+    Failed(String),
+}
+
+/// A capture read on a worker and applied a frame's budget at a time.
+struct CaptureLoad {
+    rx: crossbeam_channel::Receiver<Loaded>,
+    batch: std::vec::IntoIter<mcpscope_core::transport::event::Event>,
+    total_bytes: u64,
+    read_bytes: u64,
+    header_seen: bool,
+    failed: Option<String>,
+}
+
+/// How far a capture has loaded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoadState {
+    /// Reading; the fraction of the file read so far.
+    Loading(f32),
+    Done,
+    Failed(String),
+}
+
 /// Something the user composed, to send as it is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outgoing {
@@ -104,6 +139,8 @@ pub struct Inspection {
     pub resets: u64,
     /// Signing in when an HTTP server asks (OAuth); `None` for stdio and offline.
     pub sign_in: Option<SignInState>,
+    /// A capture still being read.
+    load: Option<CaptureLoad>,
 }
 
 /// How a session signs in: the authorizer runs on a worker (it waits on
@@ -289,6 +326,7 @@ impl Inspection {
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,
+            load: None,
         };
         i.perform();
         i
@@ -350,6 +388,100 @@ impl Inspection {
         Ok(i)
     }
 
+    /// Opens a capture offline, reading it on a worker: the rows appear as
+    /// they are read ([`Inspection::drain`] applies them), the UI never waits
+    /// on the file. See [`Inspection::load_state`].
+    pub fn open_capture_in_background(path: &Path, waker: Option<Waker>) -> Inspection {
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let from = path.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-open".into())
+            .spawn(move || read_capture(&from, &tx, waker));
+        let mut i = Inspection::offline(SessionModel::new(Source::Capture {
+            path: path.to_owned(),
+            command_line: String::new(),
+        }));
+        i.capture_path = Some(path.to_owned());
+        i.load = Some(CaptureLoad {
+            rx,
+            batch: Vec::new().into_iter(),
+            total_bytes: 0,
+            read_bytes: 0,
+            header_seen: false,
+            failed: spawned.err().map(|e| format!("cannot start the loading thread: {e}")),
+        });
+        i
+    }
+
+    /// Whether a capture is still being read.
+    pub fn loading(&self) -> bool {
+        self.load.as_ref().is_some_and(|l| l.failed.is_none())
+    }
+
+    /// Where loading a capture stands (Done for a live session).
+    pub fn load_state(&self) -> LoadState {
+        match &self.load {
+            None => LoadState::Done,
+            Some(l) => match &l.failed {
+                Some(e) => LoadState::Failed(e.clone()),
+                None if l.total_bytes == 0 => LoadState::Loading(0.0),
+                None => LoadState::Loading((l.read_bytes as f64 / l.total_bytes as f64).min(1.0) as f32),
+            },
+        }
+    }
+
+    /// Whether the capture's header was read (it is a capture, and the rows come).
+    pub fn load_started(&self) -> bool {
+        self.load.as_ref().is_none_or(|l| l.header_seen)
+    }
+
+    /// Applies a loading capture's events for at most a frame's budget.
+    fn drain_load(&mut self) -> bool {
+        let Some(load) = &mut self.load else { return false };
+        let deadline = Instant::now() + LOAD_BUDGET;
+        let mut applied = 0usize;
+        loop {
+            if let Some(ev) = load.batch.next() {
+                self.model.apply(&ev);
+                applied += 1;
+                if applied.is_multiple_of(256) && Instant::now() >= deadline {
+                    return true;
+                }
+                continue;
+            }
+            match load.rx.try_recv() {
+                Ok(Loaded::Header(h, total)) => {
+                    load.header_seen = true;
+                    load.total_bytes = total;
+                    if let Source::Capture { command_line, .. } = &mut self.model.source {
+                        *command_line = h.command_line;
+                    }
+                }
+                Ok(Loaded::Events(events, offset)) => {
+                    load.read_bytes = offset;
+                    load.batch = events.into_iter();
+                }
+                Ok(Loaded::Done(warnings)) => {
+                    self.model.closed = true;
+                    self.load_warnings = warnings;
+                    self.load = None;
+                    return false;
+                }
+                Ok(Loaded::Failed(e)) => {
+                    load.failed = Some(e);
+                    return false;
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => return false,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    if load.failed.is_none() {
+                        load.failed = Some("the loading thread stopped".into());
+                    }
+                    return false;
+                }
+            }
+        }
+    }
+
     /// Shows a model that is already complete (no process behind it).
     pub fn offline(model: SessionModel) -> Inspection {
         Inspection {
@@ -366,6 +498,7 @@ impl Inspection {
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,
+            load: None,
         }
     }
 
@@ -504,6 +637,9 @@ impl Inspection {
     /// Applies waiting events for at most one frame's budget.
     /// Returns true when events remain (the caller should repaint again).
     pub fn drain(&mut self) -> bool {
+        if self.load.is_some() {
+            return self.drain_load();
+        }
         if self.live.is_some() {
             return self.drain_followed();
         }
@@ -717,6 +853,68 @@ impl Inspection {
             _ => None,
         }
     }
+}
+
+/// The loading worker: reads a capture record by record and hands the
+/// events over in batches (the bounded channel keeps it a few batches ahead
+/// of the UI, so memory stays near the store's own).
+fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Option<Waker>) {
+    use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
+    let wake = || {
+        if let Some(w) = &waker {
+            w();
+        }
+    };
+    let opened = mcpscope_core::record::private_files::open_regular(path)
+        .with_context(|| format!("cannot open capture {}", path.display()))
+        .and_then(|f| {
+            let total = f.metadata().map_or(0, |m| m.len());
+            EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, f))
+                .with_context(|| format!("cannot read capture {}", path.display()))
+                .map(|r| (r, total))
+        });
+    let (mut reader, total) = match opened {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Loaded::Failed(format!("{e:#}")));
+            wake();
+            return;
+        }
+    };
+    if tx.send(Loaded::Header(reader.header().clone(), total)).is_err() {
+        return;
+    }
+    wake();
+    let mut warnings = Vec::new();
+    let mut batch = Vec::with_capacity(LOAD_BATCH);
+    loop {
+        match reader.next_item() {
+            Ok(Some(Item::Event(e))) => {
+                batch.push(e);
+                if batch.len() == LOAD_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(LOAD_BATCH));
+                    if tx.send(Loaded::Events(full, reader.offset())).is_err() {
+                        return;
+                    }
+                    wake();
+                }
+            }
+            Ok(Some(Item::Warning(w))) => warnings.push(w),
+            // The note that marks another session of the same capture.
+            Ok(Some(Item::Boundary(_, note))) => batch.push(note),
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(Loaded::Failed(format!("cannot read capture {}: {e:#}", path.display())));
+                wake();
+                return;
+            }
+        }
+    }
+    if !batch.is_empty() && tx.send(Loaded::Events(batch, reader.offset())).is_err() {
+        return;
+    }
+    let _ = tx.send(Loaded::Done(warnings));
+    wake();
 }
 
 /// Does what the driver asked, and keeps the model's view of requests

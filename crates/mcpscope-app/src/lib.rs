@@ -9,7 +9,7 @@ pub mod tabs;
 pub mod theme;
 
 use self::composer::{ComposerAction, ComposerPanel};
-use self::inspection::Inspection;
+use self::inspection::{Inspection, LoadState};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
@@ -125,6 +125,8 @@ enum Command {
     ImportConfig(PathBuf),
     Pick(DialogPurpose),
     Select(usize),
+    /// Select a row and bring the Frame tab forward (a click on the timeline).
+    ShowRow(usize),
     /// Select several rows at once (a lint finding's frames); the first is shown.
     SelectRows(Vec<usize>),
     Compose(ComposerAction),
@@ -176,6 +178,10 @@ pub struct McpscopeApp {
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    /// A capture being opened: shown once its header is read.
+    opening: Option<Inspection>,
+    /// A config file being read.
+    importing: Option<Importing>,
     /// The in-app file picker, while open.
     pub picker: Option<(DialogPurpose, FilePicker)>,
     ctx: egui::Context,
@@ -196,6 +202,54 @@ pub struct McpscopeApp {
 }
 
 const RECENT_KEY: &str = "recent_servers";
+
+/// A config file being read on a worker.
+struct Importing {
+    path: PathBuf,
+    rx: Receiver<Result<ConfigRead, String>>,
+    /// The server to launch once it is read (`--config F --server NAME`).
+    launch: Option<String>,
+}
+
+/// A config file, read and turned into launcher entries (on the worker).
+struct ConfigRead {
+    format: String,
+    servers: Vec<ImportedServer>,
+    problems: Vec<String>,
+}
+
+fn read_config(path: &Path) -> Result<ConfigRead, String> {
+    let import = server_config::load_config(path).map_err(|e| e.to_string())?;
+    let servers = import
+        .servers
+        .into_iter()
+        .map(|s| match s.transport {
+            Transport::Stdio(spec) => ImportedServer {
+                saved: Some(SavedServer {
+                    name: s.name.clone(),
+                    program: spec.program,
+                    args: spec.args,
+                    env: spec.env,
+                    cwd: spec.cwd.map(|c| c.display().to_string()),
+                    protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
+                    ..SavedServer::default()
+                }),
+                name: s.name,
+                notes: s.notes,
+            },
+            Transport::Http { url, headers, kind } => ImportedServer {
+                saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
+                name: s.name,
+                notes: s.notes,
+            },
+        })
+        .collect();
+    Ok(ConfigRead {
+        format: import.format.label().to_owned(),
+        servers,
+        problems: import.problems.iter().map(ToString::to_string).collect(),
+    })
+}
 
 impl McpscopeApp {
     pub fn new(cc: &eframe::CreationContext<'_>, args: StartupArgs) -> Self {
@@ -232,6 +286,8 @@ impl McpscopeApp {
             marks_generation: 0,
             message: None,
             dialog: None,
+            opening: None,
+            importing: None,
             picker: None,
             ctx: ctx.clone(),
             jobs: Vec::new(),
@@ -253,41 +309,7 @@ impl McpscopeApp {
         if let Some(path) = args.open {
             self.apply(Command::OpenCapture(path));
         } else if let (Some(config), Some(name)) = (args.config, args.server) {
-            self.import_config(&config);
-            if self.launcher.imported.is_none() {
-                // The config could not be read: that is the problem to show,
-                // not a missing server name.
-                if let Some((_, e)) = &self.message {
-                    self.message = Some((Severity::Error, format!("cannot launch {name:?}: {e}")));
-                }
-                return;
-            }
-            let found = self
-                .launcher
-                .imported
-                .as_ref()
-                .and_then(|(_, servers, _)| servers.iter().find(|s| s.name == name).cloned());
-            match found {
-                Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
-                Some(ImportedServer { notes, .. }) => {
-                    self.message = Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
-                }
-                None => {
-                    let mut text = format!("no server named {name:?} in {}", config.display());
-                    if let Some((_, servers, problems)) = &self.launcher.imported {
-                        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-                        if names.is_empty() {
-                            text.push_str(": it lists no servers");
-                        } else {
-                            text.push_str(&format!(" (it has: {})", names.join(", ")));
-                        }
-                        if !problems.is_empty() {
-                            text.push_str(&format!("; {}", problems.join("; ")));
-                        }
-                    }
-                    self.message = Some((Severity::Error, text))
-                }
-            }
+            self.import_config_then(&config, Some(name));
         } else if !args.launch.is_empty() {
             let saved = SavedServer {
                 name: args.launch[0].clone(),
@@ -301,49 +323,95 @@ impl McpscopeApp {
         }
     }
 
-    /// Loads a config file into the launcher's import list.
+    /// Loads a config file into the launcher's import list, reading and
+    /// parsing it on a worker (a config may list 200,000 servers).
     pub fn import_config(&mut self, path: &Path) {
-        match server_config::load_config(path) {
-            Ok(import) => {
-                let servers = import
-                    .servers
-                    .into_iter()
-                    .map(|s| match s.transport {
-                        Transport::Stdio(spec) => ImportedServer {
-                            saved: Some(SavedServer {
-                                name: s.name.clone(),
-                                program: spec.program,
-                                args: spec.args,
-                                env: spec.env,
-                                cwd: spec.cwd.map(|c| c.display().to_string()),
-                                protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
-                                ..SavedServer::default()
-                            }),
-                            name: s.name,
-                            notes: s.notes,
-                        },
-                        Transport::Http { url, headers, kind } => ImportedServer {
-                            saved: Some(SavedServer::http(&s.name, &url, kind, headers)),
-                            name: s.name,
-                            notes: s.notes,
-                        },
-                    })
-                    .collect::<Vec<_>>();
+        self.import_config_then(path, None);
+    }
+
+    /// [`McpscopeApp::import_config`], then launches the server of this name.
+    fn import_config_then(&mut self, path: &Path, launch: Option<String>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let from = path.to_owned();
+        let waker = Arc::clone(&self.waker);
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-import".into())
+            .spawn(move || {
+                let _ = tx.send(read_config(&from));
+                waker();
+            });
+        match spawned {
+            Ok(_) => {
+                self.importing = Some(Importing {
+                    path: path.to_owned(),
+                    rx,
+                    launch,
+                });
+                self.message = Some((Severity::Info, format!("reading {}…", path.display())));
+            }
+            Err(e) => self.message = Some((Severity::Error, format!("cannot start the import thread: {e}"))),
+        }
+    }
+
+    /// Whether a config file is being read.
+    pub fn importing(&self) -> bool {
+        self.importing.is_some()
+    }
+
+    fn poll_import(&mut self) {
+        let Some(job) = &self.importing else { return };
+        let Ok(result) = job.rx.try_recv() else { return };
+        let job = self.importing.take().expect("checked above");
+        let path = job.path;
+        match result {
+            Ok(read) => {
                 self.message = Some((
                     Severity::Info,
                     format!(
                         "{}: {} server(s) from {}",
-                        import.format.label(),
-                        servers.len(),
+                        read.format,
+                        read.servers.len(),
                         path.display()
                     ),
                 ));
-                let problems = import.problems.iter().map(ToString::to_string).collect();
-                self.launcher.imported = Some((path.to_owned(), servers, problems));
+                if let Some(name) = job.launch {
+                    match read.servers.iter().find(|s| s.name == name).cloned() {
+                        Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
+                        Some(ImportedServer { notes, .. }) => {
+                            self.message =
+                                Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
+                        }
+                        None => {
+                            let mut text = format!("no server named {name:?} in {}", path.display());
+                            let names: Vec<&str> = read.servers.iter().map(|s| s.name.as_str()).collect();
+                            if names.is_empty() {
+                                text.push_str(": it lists no servers");
+                            } else {
+                                const NAMES_SHOWN: usize = 20;
+                                let mut list = names.iter().take(NAMES_SHOWN).copied().collect::<Vec<_>>().join(", ");
+                                if names.len() > NAMES_SHOWN {
+                                    list.push_str(&format!(" and {} more", names.len() - NAMES_SHOWN));
+                                }
+                                text.push_str(&format!(" (it has: {list})"));
+                            }
+                            if !read.problems.is_empty() {
+                                text.push_str(&format!("; {}", read.problems.join("; ")));
+                            }
+                            self.message = Some((Severity::Error, text))
+                        }
+                    }
+                }
+                self.launcher.imported = Some((path, read.servers, read.problems));
             }
             Err(e) => {
                 self.launcher.imported = None;
-                self.message = Some((Severity::Error, format!("{}: {e}", path.display())));
+                let text = format!("{}: {e}", path.display());
+                self.message = Some(match job.launch {
+                    // The config could not be read: that is the problem to
+                    // show, not a missing server name.
+                    Some(name) => (Severity::Error, format!("cannot launch {name:?}: {text}")),
+                    None => (Severity::Error, text),
+                });
             }
         }
     }
@@ -429,24 +497,14 @@ impl McpscopeApp {
                     self.launch_here(s);
                 }
             }
-            Command::OpenCapture(path) => match Inspection::open_capture(&path) {
-                Ok(i) => {
-                    let title = path
-                        .file_name()
-                        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-                    self.tab_for_new_session(title);
-                    self.message = Some(if i.load_warnings.is_empty() {
-                        (Severity::Info, format!("opened {}", path.display()))
-                    } else {
-                        (
-                            Severity::Warning,
-                            format!("opened {} ({})", path.display(), i.load_warnings.join("; ")),
-                        )
-                    });
-                    self.inspection = Some(i);
-                }
-                Err(e) => self.message = Some((Severity::Error, format!("{e:#}"))),
-            },
+            Command::OpenCapture(path) => {
+                // Read on a worker: the rows appear as they are read.
+                self.opening = Some(Inspection::open_capture_in_background(
+                    &path,
+                    Some(Arc::clone(&self.waker)),
+                ));
+                self.message = Some((Severity::Info, format!("opening {}…", path.display())));
+            }
             Command::SaveCapture(path) => match self.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
                 Some(from) => {
                     let to = path.clone();
@@ -511,6 +569,10 @@ impl McpscopeApp {
                     let names = servers.iter().map(|s| s.name.clone()).collect();
                     self.watch_client = Some(WatchClientDialog::new(path.clone(), names));
                 }
+            }
+            Command::ShowRow(row) => {
+                self.right_tab = RightTab::Frame;
+                self.apply(Command::Select(row));
             }
             Command::Select(row) => {
                 self.timeline.highlighted.clear();
@@ -726,6 +788,7 @@ impl McpscopeApp {
     /// Applies waiting events; returns true when more work remains.
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
+        self.poll_import();
         self.poll_jobs();
         self.diff.poll();
         self.live.poll(&self.waker);
@@ -736,6 +799,22 @@ impl McpscopeApp {
         self.live.open = (0..self.tabs.len())
             .filter_map(|t| self.tab_capture(t).cloned())
             .collect();
+        if let Some(o) = &mut self.opening {
+            o.drain();
+            if let LoadState::Failed(e) = o.load_state() {
+                self.message = Some((Severity::Error, e));
+                self.opening = None;
+            } else if o.load_started() {
+                let opened = self.opening.take();
+                let title = opened
+                    .as_ref()
+                    .and_then(|i| i.capture_path.as_ref())
+                    .and_then(|p| p.file_name())
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                self.tab_for_new_session(title);
+                self.inspection = opened;
+            }
+        }
         if let Some(i) = &self.inspection
             && i.resets != self.resets_seen
         {
@@ -743,9 +822,22 @@ impl McpscopeApp {
             self.reset_views();
         }
         if let Some(i) = &mut self.inspection {
+            let was_loading = i.loading();
             more |= i.drain();
+            if was_loading && !i.loading() {
+                let path = i.capture_path.clone().unwrap_or_default();
+                self.message = Some(match i.load_state() {
+                    LoadState::Failed(e) => (Severity::Error, e),
+                    _ if i.load_warnings.is_empty() => (Severity::Info, format!("opened {}", path.display())),
+                    _ => (
+                        Severity::Warning,
+                        format!("opened {} ({})", path.display(), i.load_warnings.join("; ")),
+                    ),
+                });
+            }
             // The lint worker wakes the UI itself when it finishes.
-            self.expert.poll(&i.model, i.capture_path.as_ref(), &self.waker);
+            self.expert
+                .poll(&i.model, i.capture_path.as_ref(), !i.loading(), &self.waker);
             self.composer.sync(&i.model);
             self.composer.task_flavor = i.task_flavor();
             // A question from the server brings the composer forward.
@@ -860,6 +952,17 @@ impl McpscopeApp {
                         ui.weak(format!("capture: {}", p.display()));
                     }
                 }
+            }
+            if let Some(i) = &self.inspection
+                && let LoadState::Loading(done) = i.load_state()
+            {
+                ui.separator();
+                ui.spinner();
+                ui.label(format!(
+                    "loading capture: {:.0} % ({} rows)",
+                    done * 100.0,
+                    i.model.store.len()
+                ));
             }
             if let Some((sev, text)) = &self.message {
                 ui.separator();
@@ -1221,7 +1324,8 @@ impl eframe::App for McpscopeApp {
                 self.handshake_strip(ui);
                 ui.separator();
                 if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model) {
-                    commands.push(Command::Select(r));
+                    // A row picked on the timeline is shown, even over the composer.
+                    commands.push(Command::ShowRow(r));
                 }
             }
         });

@@ -52,14 +52,13 @@ pub struct DiffView {
 
 /// Loads both captures and compares them (runs on the worker).
 pub fn load_and_compare(a: &Path, b: &Path) -> Result<Compared, String> {
-    let load = |p: &Path| mcpscope_core::record::capture::load(p).map_err(|e| format!("{e:#}"));
-    let (la, lb) = (load(a)?, load(b)?);
+    let (xa, xb) = session_diff::read_both(a, b).map_err(|e| format!("{e:#}"))?;
     Ok(Compared {
         a: a.to_owned(),
         b: b.to_owned(),
-        a_command: la.header.command_line.clone(),
-        b_command: lb.header.command_line.clone(),
-        comparison: session_diff::compare(&la.events, &lb.events),
+        a_command: xa.header.command_line,
+        b_command: xb.header.command_line,
+        comparison: session_diff::compare_exchanges(&xa.exchanges, &xb.exchanges),
     })
 }
 

@@ -1,27 +1,31 @@
 //! The Expert panel: protocol lint findings for the session on screen.
 //!
-//! Lint runs on a worker thread over the session's capture (live sessions
-//! append theirs as they go), so the UI thread never parses a million frames.
-//! A live session is linted again when new rows arrive, no more often than a
-//! multiple of the previous run's duration.
+//! A lint worker owns a streaming [`Linter`] for the session and, on each
+//! step, reads only what is new: the lines its capture gained since the last
+//! step (live sessions append theirs as they go), or the store's new rows for
+//! a session without a capture. The UI thread merges what comes back, so the
+//! findings stay current as rows arrive at any session size, and a request
+//! still in flight is not reported as unanswered until the session is over.
 
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::{RichText, Ui};
-use mcpscope_core::analysis::lint::{self, Finding, LintOptions, Severity};
+use mcpscope_core::analysis::lint::{self, Finding, LintOptions, Linter, Severity};
+use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
 use mcpscope_core::record::model::SessionModel;
 use mcpscope_core::record::store::Lane;
 use mcpscope_core::transport::event::{Event, StderrLine};
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Above this many rows a live session is linted only when asked: each run
-/// re-reads the whole capture.
-pub const AUTO_LINT_MAX_ROWS: usize = 200_000;
+/// At most this often while rows stream in.
+const STEP_INTERVAL: Duration = Duration::from_millis(250);
 
-/// What a lint run reads.
+/// What a lint step reads.
 pub enum LintSource {
     /// A capture file; findings name event seqs, resolved through the store.
     Capture(PathBuf),
@@ -29,21 +33,12 @@ pub enum LintSource {
     Rows(Vec<Event>),
 }
 
-impl LintSource {
-    /// The best source for a model: its capture if it has one, else its rows.
-    pub fn for_model(model: &SessionModel, capture: Option<&PathBuf>) -> LintSource {
-        match capture {
-            Some(p) => LintSource::Capture(p.clone()),
-            None => LintSource::Rows(events_from_rows(model)),
-        }
-    }
-}
-
-/// The store's frames and stderr lines as events, numbered by row.
-pub fn events_from_rows(model: &SessionModel) -> Vec<Event> {
+/// The store's frames and stderr lines from `from` on, as events numbered by row.
+pub fn events_from_rows(model: &SessionModel, from: usize) -> Vec<Event> {
     model
         .store
         .iter()
+        .skip(from)
         .filter_map(|row| match row.lane() {
             Lane::Out | Lane::In => row.to_frame().map(Event::Frame),
             Lane::Stderr => Some(Event::Stderr(StderrLine {
@@ -59,17 +54,93 @@ pub fn events_from_rows(model: &SessionModel) -> Vec<Event> {
         .collect()
 }
 
-struct LintOutcome {
-    findings: Result<Vec<Finding>, String>,
-    seqs_are_rows: bool,
-    took: Duration,
-    /// Rows the linted events make (a live capture on disk may trail the UI).
-    rows_seen: Option<usize>,
+struct Step {
+    source: LintSource,
+    session_over: bool,
 }
 
-struct LintJob {
-    rx: Receiver<LintOutcome>,
-    rows_at_start: usize,
+struct StepOutcome {
+    settled: Vec<Finding>,
+    provisional: Vec<Finding>,
+    error: Option<String>,
+    lines: u64,
+    took: Duration,
+}
+
+/// The worker thread: a linter and, for a capture, where it stopped reading.
+struct Worker {
+    steps: Sender<Step>,
+    outcomes: Receiver<StepOutcome>,
+    seqs_are_rows: bool,
+}
+
+fn spawn_worker(options: LintOptions, seqs_are_rows: bool, waker: Arc<dyn Fn() + Send + Sync>) -> Option<Worker> {
+    let (steps, step_rx) = unbounded::<Step>();
+    let (out_tx, outcomes) = unbounded();
+    std::thread::Builder::new()
+        .name("mcpscope-lint".into())
+        .spawn(move || {
+            let mut linter = Linter::new(options);
+            let mut reader: Option<EventReader<BufReader<File>>> = None;
+            while let Ok(step) = step_rx.recv() {
+                let started = Instant::now();
+                let mut error = None;
+                match step.source {
+                    LintSource::Rows(events) => events.iter().for_each(|e| linter.push(e)),
+                    LintSource::Capture(path) => {
+                        if let Err(e) = read_new(&mut reader, &path, step.session_over, &mut linter) {
+                            error = Some(e);
+                        }
+                    }
+                }
+                let outcome = StepOutcome {
+                    settled: linter.take_settled(),
+                    provisional: linter.provisional(step.session_over),
+                    error,
+                    lines: linter.lines_seen(),
+                    took: started.elapsed(),
+                };
+                if out_tx.send(outcome).is_err() {
+                    break;
+                }
+                waker();
+            }
+        })
+        .ok()?;
+    Some(Worker {
+        steps,
+        outcomes,
+        seqs_are_rows,
+    })
+}
+
+/// Feeds the linter the records the capture gained since the last call.
+fn read_new(
+    reader: &mut Option<EventReader<BufReader<File>>>,
+    path: &PathBuf,
+    session_over: bool,
+    linter: &mut Linter,
+) -> Result<(), String> {
+    if reader.is_none() {
+        let file = File::open(path).map_err(|e| format!("cannot open capture {}: {e}", path.display()))?;
+        let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file))
+            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?;
+        *reader = Some(r);
+    }
+    let r = reader.as_mut().expect("opened above");
+    // A live capture's last line may be half written; once the session is
+    // over, a line cut short is read for what it is.
+    r.following(!session_over);
+    loop {
+        match r.next_item() {
+            Ok(Some(Item::Event(e))) => linter.push(&e),
+            Ok(Some(Item::Warning(_))) => {}
+            // Another session of the same capture: ids and the handshake start again.
+            Ok(Some(Item::Boundary(..))) => linter.next_session(),
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("cannot read capture {}: {e:#}", path.display())),
+        }
+    }
 }
 
 /// A finding with the rows it is about.
@@ -77,6 +148,8 @@ struct LintJob {
 pub struct ShownFinding {
     pub finding: Finding,
     pub rows: Vec<usize>,
+    /// Depends on what comes next; replaced by every step.
+    provisional: bool,
 }
 
 /// What the panel asks the app to do.
@@ -87,28 +160,39 @@ pub enum ExpertAction {
 }
 
 pub struct ExpertPanel {
+    /// Sorted as `mcpscope lint` lists them.
     pub findings: Vec<ShownFinding>,
-    /// Bumped whenever `findings` is replaced.
+    /// Bumped whenever `findings` changes.
     pub generation: u64,
     /// The most severe finding per row, for the timeline's markers.
     pub marks: HashMap<usize, Severity>,
+    /// The same from settled findings alone (provisional ones come and go).
+    settled_marks: HashMap<usize, Severity>,
+    counts: [usize; 4],
     pub options: LintOptions,
     /// Only findings at least this severe are listed.
     pub min_severity: Severity,
     pub text_filter: String,
     pub selected: Option<usize>,
     pub error: Option<String>,
-    job: Option<LintJob>,
-    rows_linted: Option<usize>,
-    closed_linted: bool,
-    last_took: Duration,
-    next_run: Option<Instant>,
-    /// When a run that is not allowed yet becomes due.
+    worker: Option<Worker>,
+    /// A step is running.
+    in_flight: bool,
+    /// Rows of the store already handed to the worker (rows source).
+    rows_sent: usize,
+    /// What the last step was asked for: rows the model had, and whether the session was over.
+    stepped_for: Option<(usize, bool)>,
+    /// Frames and stderr lines linted so far.
+    lines_linted: Option<u64>,
+    /// Time spent linting, over all steps.
+    took: Duration,
+    next_step: Option<Instant>,
+    /// When a step that is not allowed yet becomes due.
     wakeup: Option<Instant>,
-    run_requested: bool,
+    restart_requested: bool,
     /// Positions in `findings` that pass the filters.
     visible: Vec<usize>,
-    visible_for: Option<(Severity, String, usize)>,
+    visible_for: Option<(Severity, String, u64)>,
 }
 
 impl Default for ExpertPanel {
@@ -117,21 +201,38 @@ impl Default for ExpertPanel {
             findings: Vec::new(),
             generation: 0,
             marks: HashMap::new(),
+            settled_marks: HashMap::new(),
+            counts: [0; 4],
             options: LintOptions::default(),
             min_severity: Severity::Info,
             text_filter: String::new(),
             selected: None,
             error: None,
-            job: None,
-            rows_linted: None,
-            closed_linted: false,
-            last_took: Duration::ZERO,
-            next_run: None,
+            worker: None,
+            in_flight: false,
+            rows_sent: 0,
+            stepped_for: None,
+            lines_linted: None,
+            took: Duration::ZERO,
+            next_step: None,
             wakeup: None,
-            run_requested: false,
+            restart_requested: false,
             visible: Vec::new(),
             visible_for: None,
         }
+    }
+}
+
+fn rule_order(id: &str) -> usize {
+    lint::RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX)
+}
+
+fn severity_slot(s: Severity) -> usize {
+    match s {
+        Severity::Ok => 0,
+        Severity::Info => 1,
+        Severity::Warning => 2,
+        Severity::Error => 3,
     }
 }
 
@@ -146,92 +247,112 @@ impl ExpertPanel {
     }
 
     pub fn busy(&self) -> bool {
-        self.job.is_some()
+        self.in_flight
     }
 
-    /// When the next run is allowed, if one is waiting for it.
+    /// When the next step is allowed, if one is waiting for it.
     pub fn wakeup(&self) -> Option<Instant> {
         self.wakeup
     }
 
-    /// Asks for a run now, whatever the size of the session.
+    /// Lints the whole session again from its start (e.g. after the options changed).
     pub fn request_run(&mut self) {
-        self.run_requested = true;
+        self.restart_requested = true;
     }
 
     pub fn count(&self, severity: Severity) -> usize {
-        self.findings.iter().filter(|f| f.finding.severity == severity).count()
+        self.counts[severity_slot(severity)]
     }
 
-    /// Collects a finished run and starts another when the session changed.
-    /// Returns true while a run is in progress.
+    /// Frames and stderr lines linted so far.
+    pub fn lines_linted(&self) -> Option<u64> {
+        self.lines_linted
+    }
+
+    /// Collects a finished step and starts the next one when the session
+    /// changed. `ready` is false while a capture is still being loaded (its
+    /// rows are not all in the store yet). Returns true while a step runs.
     pub fn poll(
         &mut self,
         model: &SessionModel,
         capture: Option<&PathBuf>,
+        ready: bool,
         waker: &Arc<dyn Fn() + Send + Sync>,
     ) -> bool {
-        if let Some(job) = &self.job
-            && let Ok(outcome) = job.rx.try_recv()
+        if let Some(w) = &self.worker
+            && let Ok(outcome) = w.outcomes.try_recv()
         {
-            let rows = job.rows_at_start;
-            self.job = None;
-            self.finish(model, outcome, rows);
+            let seqs_are_rows = w.seqs_are_rows;
+            self.in_flight = false;
+            self.merge(model, outcome, seqs_are_rows);
         }
-        if self.job.is_some() {
-            return true;
+        if self.restart_requested && !self.in_flight {
+            self.restart_requested = false;
+            let options = self.options.clone();
+            self.reset();
+            self.options = options;
         }
-        let closed = model.closed || model.exit.is_some() || !model.is_live();
-        let changed = self.rows_linted != Some(lintable_rows(model)) || self.closed_linted != closed;
-        let due = self.next_run.is_none_or(|t| Instant::now() >= t);
-        let automatic = model.store.len() <= AUTO_LINT_MAX_ROWS && changed && due;
-        if !(automatic || self.run_requested) {
-            // A run that is not allowed yet is due later: the app asks for a
-            // frame then ([`ExpertPanel::wakeup`]).
-            self.wakeup = (changed && !due).then_some(self.next_run).flatten();
+        if self.in_flight || !ready {
+            return self.in_flight;
+        }
+        let session_over = model.closed || model.exit.is_some() || !model.is_live();
+        let key = (model.store.len(), session_over);
+        if self.stepped_for == Some(key) {
+            self.wakeup = None;
+            return false;
+        }
+        let due = self.next_step.is_none_or(|t| Instant::now() >= t);
+        // The session just ended: its last step is not held back.
+        let just_ended = session_over && self.stepped_for.is_some_and(|(_, over)| !over);
+        if !(due || just_ended) {
+            // The app asks for a frame then ([`ExpertPanel::wakeup`]).
+            self.wakeup = self.next_step;
             return false;
         }
         self.wakeup = None;
-        self.run_requested = false;
-        self.closed_linted = closed;
-        self.start(model, capture, Arc::clone(waker));
+        if self.worker.is_none() {
+            self.worker = spawn_worker(self.options.clone(), capture.is_none(), Arc::clone(waker));
+            if self.worker.is_none() {
+                self.error = Some("cannot start the lint thread".into());
+                return false;
+            }
+        }
+        let w = self.worker.as_ref().expect("started above");
+        let source = match capture {
+            Some(p) if !w.seqs_are_rows => LintSource::Capture(p.clone()),
+            _ => {
+                let events = events_from_rows(model, self.rows_sent);
+                self.rows_sent = model.store.len();
+                LintSource::Rows(events)
+            }
+        };
+        if w.steps.send(Step { source, session_over }).is_err() {
+            self.error = Some("the lint thread stopped".into());
+            self.worker = None;
+            return false;
+        }
+        self.stepped_for = Some(key);
+        self.in_flight = true;
         true
     }
 
-    fn start(&mut self, model: &SessionModel, capture: Option<&PathBuf>, waker: Arc<dyn Fn() + Send + Sync>) {
-        let source = LintSource::for_model(model, capture);
-        let options = self.options.clone();
-        let (tx, rx) = bounded(1);
-        let spawned = std::thread::Builder::new().name("mcpscope-lint".into()).spawn(move || {
-            let _ = tx.send(run_lint(source, &options));
-            waker();
-        });
-        match spawned {
-            Ok(_) => {
-                self.job = Some(LintJob {
-                    rx,
-                    rows_at_start: lintable_rows(model),
-                })
-            }
-            Err(e) => self.error = Some(format!("cannot start the lint thread: {e}")),
+    /// Adds a step's settled findings, replaces the provisional ones, and
+    /// keeps the marks, counts and selection in step.
+    fn merge(&mut self, model: &SessionModel, outcome: StepOutcome, seqs_are_rows: bool) {
+        self.took += outcome.took;
+        self.next_step = Some(Instant::now() + STEP_INTERVAL.max(outcome.took * 2));
+        self.lines_linted = Some(outcome.lines);
+        self.error = outcome.error;
+        let unchanged = outcome.settled.is_empty()
+            && outcome.provisional.len() == self.findings.iter().filter(|f| f.provisional).count()
+            && outcome
+                .provisional
+                .iter()
+                .zip(self.findings.iter().filter(|f| f.provisional))
+                .all(|(a, b)| *a == b.finding);
+        if unchanged {
+            return;
         }
-    }
-
-    fn finish(&mut self, model: &SessionModel, outcome: LintOutcome, rows: usize) {
-        self.rows_linted = Some(outcome.rows_seen.unwrap_or(rows).min(rows));
-        self.last_took = outcome.took;
-        self.next_run = Some(Instant::now() + (outcome.took * 4).max(Duration::from_millis(500)));
-        match outcome.findings {
-            Err(e) => self.error = Some(e),
-            Ok(findings) => {
-                self.error = None;
-                self.set_findings(model, findings, outcome.seqs_are_rows);
-            }
-        }
-    }
-
-    /// Resolves each finding's seqs to rows and rebuilds the timeline marks.
-    pub fn set_findings(&mut self, model: &SessionModel, findings: Vec<Finding>, seqs_are_rows: bool) {
         let resolve = |seq: u64| -> Option<usize> {
             if seqs_are_rows {
                 usize::try_from(seq).ok().filter(|&r| r < model.store.len())
@@ -243,19 +364,56 @@ impl ExpertPanel {
             .selected
             .and_then(|i| self.findings.get(i))
             .map(|f| (f.finding.rule, f.finding.seqs.clone()));
-        self.findings = findings
-            .into_iter()
-            .map(|f| ShownFinding {
-                rows: f.seqs.iter().filter_map(|&s| resolve(s)).collect(),
-                finding: f,
-            })
-            .collect();
-        self.marks.clear();
+        // Provisional findings leave; their marks fall back to the settled ones.
+        let mut touched: Vec<usize> = Vec::new();
+        self.findings.retain(|f| {
+            if f.provisional {
+                touched.extend(&f.rows);
+            }
+            !f.provisional
+        });
+        for row in touched {
+            match self.settled_marks.get(&row) {
+                Some(s) => {
+                    self.marks.insert(row, *s);
+                }
+                None => {
+                    self.marks.remove(&row);
+                }
+            }
+        }
+        let shown = |f: Finding, provisional: bool| ShownFinding {
+            rows: f.seqs.iter().filter_map(|&s| resolve(s)).collect(),
+            finding: f,
+            provisional,
+        };
+        for f in outcome.settled {
+            let f = shown(f, false);
+            for &r in &f.rows {
+                let m = self.settled_marks.entry(r).or_insert(f.finding.severity);
+                *m = (*m).max(f.finding.severity);
+            }
+            self.findings.push(f);
+        }
+        for f in outcome.provisional {
+            self.findings.push(shown(f, true));
+        }
         for f in &self.findings {
             for &r in &f.rows {
                 let m = self.marks.entry(r).or_insert(f.finding.severity);
                 *m = (*m).max(f.finding.severity);
             }
+        }
+        // Nearly sorted already (new findings are mostly about new frames).
+        self.findings.sort_by_key(|f| {
+            (
+                f.finding.seqs.first().copied().unwrap_or(u64::MAX),
+                rule_order(f.finding.rule),
+            )
+        });
+        self.counts = [0; 4];
+        for f in &self.findings {
+            self.counts[severity_slot(f.finding.severity)] += 1;
         }
         self.selected = keep_selected.and_then(|(rule, seqs)| {
             self.findings
@@ -266,8 +424,28 @@ impl ExpertPanel {
         self.generation += 1;
     }
 
+    /// Shows findings computed elsewhere (replacing any), e.g. in tests.
+    pub fn set_findings(&mut self, model: &SessionModel, findings: Vec<Finding>, seqs_are_rows: bool) {
+        let generation = self.generation;
+        self.findings.clear();
+        self.marks.clear();
+        self.settled_marks.clear();
+        self.merge(
+            model,
+            StepOutcome {
+                settled: findings,
+                provisional: Vec::new(),
+                error: None,
+                lines: 0,
+                took: Duration::ZERO,
+            },
+            seqs_are_rows,
+        );
+        self.generation = self.generation.max(generation + 1);
+    }
+
     fn update_visible(&mut self) {
-        let key = (self.min_severity, self.text_filter.to_lowercase(), self.findings.len());
+        let key = (self.min_severity, self.text_filter.to_lowercase(), self.generation);
         if self.visible_for.as_ref() == Some(&key) {
             return;
         }
@@ -299,7 +477,7 @@ impl ExpertPanel {
         (!f.rows.is_empty()).then(|| ExpertAction::SelectRows(f.rows.clone()))
     }
 
-    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<ExpertAction> {
+    pub fn ui(&mut self, ui: &mut Ui, _model: &SessionModel) -> Option<ExpertAction> {
         let mut action = None;
         ui.horizontal(|ui| {
             for sev in [Severity::Error, Severity::Warning, Severity::Info] {
@@ -326,18 +504,19 @@ impl ExpertPanel {
             );
             if self.busy() {
                 ui.spinner();
-                ui.weak("linting…");
-            } else if ui.button("Lint now").clicked() {
+            }
+            if ui
+                .button("Lint again")
+                .on_hover_text("Lint the whole session again from its first line")
+                .clicked()
+            {
                 self.request_run();
             }
-            match self.rows_linted {
-                Some(rows) => ui.weak(format!(
-                    "{rows} frames and stderr lines linted in {:.0} ms",
-                    self.last_took.as_secs_f64() * 1000.0
+            match self.lines_linted {
+                Some(lines) => ui.weak(format!(
+                    "{lines} frames and stderr lines linted ({:.0} ms)",
+                    self.took.as_secs_f64() * 1000.0
                 )),
-                None if model.store.len() > AUTO_LINT_MAX_ROWS => {
-                    ui.weak(format!("over {AUTO_LINT_MAX_ROWS} rows: lint runs when asked"))
-                }
                 None => ui.weak("not linted yet"),
             };
         });
@@ -345,7 +524,7 @@ impl ExpertPanel {
             ui.label(RichText::new(format!("lint failed: {e}")).color(theme::ERROR));
         }
         self.update_visible();
-        if self.findings.is_empty() && self.rows_linted.is_some() {
+        if self.findings.is_empty() && self.lines_linted.is_some() {
             ui.label(RichText::new("✔ no findings: nothing looks wrong in this session").color(theme::OK));
             return None;
         }
@@ -391,12 +570,6 @@ impl ExpertPanel {
     }
 }
 
-/// Frames and stderr lines: what lint reads (meta rows are the app's own).
-fn lintable_rows(model: &SessionModel) -> usize {
-    let c = &model.counts;
-    c.requests + c.notifications + c.results + c.errors + c.not_jsonrpc + c.stderr
-}
-
 fn plural(s: Severity, n: usize) -> &'static str {
     match (s, n == 1) {
         (Severity::Error, true) => "error",
@@ -405,35 +578,6 @@ fn plural(s: Severity, n: usize) -> &'static str {
         (Severity::Warning, false) => "warnings",
         (_, true) => "note",
         (_, false) => "notes",
-    }
-}
-
-fn run_lint(source: LintSource, options: &LintOptions) -> LintOutcome {
-    let started = Instant::now();
-    let (findings, seqs_are_rows, rows_seen) = match source {
-        LintSource::Capture(path) => match mcpscope_core::record::capture::load(&path) {
-            Ok(loaded) => {
-                let rows = loaded
-                    .events
-                    .iter()
-                    .filter(|e| matches!(e, Event::Frame(_) | Event::Stderr(_)))
-                    .count();
-                // Each session of a capture is linted on its own (ids and
-                // the handshake start again at a session boundary).
-                let findings = (0..loaded.sessions.len())
-                    .flat_map(|i| lint::lint(loaded.session_events(i), options))
-                    .collect();
-                (Ok(findings), false, Some(rows))
-            }
-            Err(e) => (Err(format!("{e:#}")), false, None),
-        },
-        LintSource::Rows(events) => (Ok(lint::lint(&events, options)), true, None),
-    };
-    LintOutcome {
-        findings,
-        seqs_are_rows,
-        took: started.elapsed(),
-        rows_seen,
     }
 }
 
@@ -460,8 +604,9 @@ mod tests {
     fn waiting(panel: &mut ExpertPanel, m: &SessionModel, capture: Option<&PathBuf>) {
         let waker: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
         let deadline = Instant::now() + Duration::from_secs(10);
-        panel.poll(m, capture, &waker);
-        while panel.poll(m, capture, &waker) {
+        panel.next_step = None;
+        panel.poll(m, capture, true, &waker);
+        while panel.poll(m, capture, true, &waker) {
             assert!(Instant::now() < deadline, "lint did not finish");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -490,7 +635,7 @@ mod tests {
         assert_eq!(p.marks.get(&2), Some(&Severity::Error));
         assert_eq!(p.select(unknown), Some(ExpertAction::SelectRows(vec![3])));
         // Nothing changed: no second run.
-        assert!(!p.poll(&m, None, &(Arc::new(|| {}) as Arc<dyn Fn() + Send + Sync>)));
+        assert!(!p.poll(&m, None, true, &(Arc::new(|| {}) as Arc<dyn Fn() + Send + Sync>)));
     }
 
     #[test]
@@ -544,5 +689,76 @@ mod tests {
         let visible = p.visible().to_vec();
         let listed: Vec<_> = visible.iter().map(|&i| p.findings[i].finding.severity).collect();
         assert!(!listed.is_empty() && listed.iter().all(|s| *s == Severity::Error));
+    }
+
+    /// Issue #14: findings stay current as rows arrive, at any size (the
+    /// panel used to stop linting live sessions above 200,000 rows and keep
+    /// a stale result), and a request in flight is not "unanswered".
+    #[test]
+    fn a_live_session_is_linted_as_rows_arrive_at_any_size() {
+        let mut r = Replay::new().without_events();
+        let mut m = SessionModel::new(mcpscope_core::record::model::Source::Live {
+            command_line: "flood".into(),
+        });
+        let add = |m: &mut SessionModel, r: &mut Replay, d: Direction, line: &str| {
+            let f = r.frame(d, line.as_bytes());
+            m.apply(&Event::Frame(f));
+        };
+        add(
+            &mut m,
+            &mut r,
+            Direction::Out,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        for _ in 0..200_005 {
+            add(
+                &mut m,
+                &mut r,
+                Direction::In,
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#,
+            );
+        }
+        let mut p = ExpertPanel::default();
+        waiting(&mut p, &m, None);
+        assert_eq!(p.lines_linted(), Some(200_006));
+        assert!(
+            !p.findings
+                .iter()
+                .any(|f| f.finding.rule == lint::rule::UNANSWERED_REQUEST),
+            "tools/list is in flight, not missing"
+        );
+        // More rows: only they are linted, and the findings follow.
+        add(&mut m, &mut r, Direction::In, "Server log line on stdout");
+        add(
+            &mut m,
+            &mut r,
+            Direction::Out,
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/list"}"#,
+        );
+        add(
+            &mut m,
+            &mut r,
+            Direction::In,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
+        );
+        waiting(&mut p, &m, None);
+        assert_eq!(p.lines_linted(), Some(200_009));
+        assert!(p.findings.iter().any(|f| f.finding.rule == lint::rule::NOT_JSON));
+        assert!(
+            !p.findings
+                .iter()
+                .any(|f| f.finding.rule == lint::rule::UNANSWERED_REQUEST)
+        );
+        // Once the session is over, what never got an answer is reported.
+        m.closed = true;
+        waiting(&mut p, &m, None);
+        let unanswered: Vec<_> = p
+            .findings
+            .iter()
+            .filter(|f| f.finding.rule == lint::rule::UNANSWERED_REQUEST)
+            .collect();
+        assert_eq!(unanswered.len(), 1, "prompts/list #2 only");
+        assert_eq!(unanswered[0].rows, [200_007]);
+        assert_eq!(p.marks.get(&200_007), Some(&Severity::Warning));
     }
 }

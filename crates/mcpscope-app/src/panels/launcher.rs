@@ -651,25 +651,41 @@ impl LauncherPanel {
                     action = Some(LauncherAction::WatchInClient);
                 }
             });
-            for p in problems {
+            const PROBLEMS_SHOWN: usize = 20;
+            for p in problems.iter().take(PROBLEMS_SHOWN) {
                 ui.label(RichText::new(p).color(crate::theme::WARN));
             }
-            for s in servers {
-                ui.horizontal_wrapped(|ui| {
-                    match &s.saved {
-                        Some(saved) => {
-                            if ui.button(&s.name).on_hover_text(saved.command_line()).clicked() {
-                                self.form = LaunchForm::from_saved(saved);
+            if problems.len() > PROBLEMS_SHOWN {
+                ui.weak(format!("and {} more problem(s)", problems.len() - PROBLEMS_SHOWN));
+            }
+            // Virtualised: a config may list hundreds of thousands of servers.
+            let row_h = ui.spacing().interact_size.y;
+            let mut pick = None;
+            egui::ScrollArea::vertical()
+                .id_salt("imported-servers")
+                .max_height(320.0)
+                .auto_shrink([false, true])
+                .show_rows(ui, row_h, servers.len(), |ui, range| {
+                    for s in &servers[range] {
+                        ui.horizontal(|ui| {
+                            match &s.saved {
+                                Some(saved) => {
+                                    if ui.button(&s.name).on_hover_text(saved.command_line()).clicked() {
+                                        pick = Some(saved.clone());
+                                    }
+                                }
+                                None => {
+                                    ui.add_enabled(false, egui::Button::new(&s.name));
+                                }
                             }
-                        }
-                        None => {
-                            ui.add_enabled(false, egui::Button::new(&s.name));
-                        }
-                    }
-                    for n in &s.notes {
-                        ui.weak(n);
+                            if !s.notes.is_empty() {
+                                ui.add(egui::Label::new(RichText::new(s.notes.join("; ")).weak()).truncate());
+                            }
+                        });
                     }
                 });
+            if let Some(saved) = pick {
+                self.form = LaunchForm::from_saved(&saved);
             }
         }
         if !self.recent.is_empty() {

@@ -23,7 +23,7 @@ impl StatsPanel {
     }
 
     pub fn sync(&mut self, model: &SessionModel) {
-        let responses: usize = model.latencies.values().map(Vec::len).sum();
+        let responses = model.responses_timed();
         let fresh = self.computed_at.is_some_and(|t| t.elapsed() < REFRESH);
         if responses != self.computed_for && !fresh {
             self.summary = model.latency_summary();

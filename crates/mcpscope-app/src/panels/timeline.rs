@@ -10,6 +10,9 @@ use std::collections::{HashMap, HashSet};
 
 pub const ROW_HEIGHT: f32 = 22.0;
 
+/// The shortest the scrollbar thumb gets, however many rows there are.
+pub const THUMB_MIN_LENGTH: f32 = 32.0;
+
 /// Which rows to show.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Filter {
@@ -27,71 +30,212 @@ impl Filter {
     }
 
     pub fn matches(&self, store: &FrameStore, row: &RowRef<'_>) -> bool {
-        if self.hidden.contains(&RowKind::of(row)) {
+        Compiled::new(self).matches(store, row)
+    }
+}
+
+/// Filter text, lowercased once, found in a line ignoring ASCII case.
+#[derive(Clone, Debug)]
+struct Needle {
+    lower: Vec<u8>,
+}
+
+impl Needle {
+    fn new(text: &str) -> Self {
+        Self {
+            lower: text.to_lowercase().into_bytes(),
+        }
+    }
+
+    fn found_in(&self, hay: &[u8]) -> bool {
+        let n = &self.lower[..];
+        let Some(&first) = n.first() else { return true };
+        if n.len() > hay.len() {
             return false;
         }
-        if !self.method.is_empty() {
+        // memchr finds the candidates (both cases of the first byte) at SIMD speed.
+        let starts = &hay[..=hay.len() - n.len()];
+        let mut from = 0;
+        while let Some(p) = memchr::memchr2(first, first.to_ascii_uppercase(), &starts[from..]) {
+            let i = from + p;
+            if hay[i + 1..i + n.len()]
+                .iter()
+                .zip(&n[1..])
+                .all(|(a, b)| a.to_ascii_lowercase() == *b)
+            {
+                return true;
+            }
+            from = i + 1;
+        }
+        false
+    }
+}
+
+/// A filter ready to test rows with.
+#[derive(Clone, Debug)]
+struct Compiled {
+    hidden: HashSet<RowKind>,
+    method: Option<Needle>,
+    text: Option<Needle>,
+}
+
+impl Compiled {
+    fn new(f: &Filter) -> Self {
+        Self {
+            hidden: f.hidden.clone(),
+            method: (!f.method.is_empty()).then(|| Needle::new(&f.method)),
+            text: (!f.text.is_empty()).then(|| Needle::new(&f.text)),
+        }
+    }
+
+    fn matches(&self, store: &FrameStore, row: &RowRef<'_>) -> bool {
+        if !self.hidden.is_empty() && self.hidden.contains(&RowKind::of(row)) {
+            return false;
+        }
+        if let Some(needle) = &self.method {
             let m = row
                 .method()
                 .or_else(|| row.link().and_then(|(req, _)| store.get(req)).and_then(|r| r.method()));
-            match m {
-                Some(m) if contains_ignore_case(m.as_bytes(), &self.method.to_lowercase()) => {}
-                _ => return false,
+            if !m.is_some_and(|m| needle.found_in(m.as_bytes())) {
+                return false;
             }
         }
-        self.text.is_empty() || contains_ignore_case(row.raw(), &self.text.to_lowercase())
+        self.text.as_ref().is_none_or(|n| n.found_in(row.raw()))
     }
 }
 
-fn contains_ignore_case(haystack: &[u8], needle_lower: &str) -> bool {
-    let n = needle_lower.as_bytes();
-    if n.is_empty() {
-        return true;
-    }
-    if n.len() > haystack.len() {
-        return false;
-    }
-    let first = n[0];
-    haystack
-        .windows(n.len())
-        .any(|w| w[0].to_ascii_lowercase() == first && w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
+/// How long one frame may spend filtering before it draws.
+const FILTER_BUDGET: std::time::Duration = std::time::Duration::from_millis(6);
+
+/// A new filter being applied a frame's budget at a time, while the rows of
+/// the previous one stay on screen.
+struct Rescan {
+    filter: Filter,
+    compiled: Compiled,
+    /// Rows to test: every row, or (a filter that narrows the previous one)
+    /// only the rows that passed the previous one, then the rows added since.
+    candidates: Option<Vec<u32>>,
+    next: usize,
+    /// Rows from here on are tested whatever the candidates.
+    tail_from: usize,
+    found: Vec<u32>,
 }
 
-/// The rows that pass the filter, kept up to date incrementally.
+/// The rows that pass the filter, kept up to date incrementally. A changed
+/// filter is applied in slices of at most [`FILTER_BUDGET`] per frame; the
+/// previous rows stay listed until the new ones are complete.
 #[derive(Default)]
 pub struct RowIndex {
     filter: Filter,
+    compiled: Option<Compiled>,
     visible: Vec<u32>,
     scanned: usize,
+    rescan: Option<Rescan>,
+}
+
+/// Whether every row passing `new` also passes `old`.
+fn narrows(new: &Filter, old: &Filter) -> bool {
+    new.text.to_lowercase().contains(&old.text.to_lowercase())
+        && new.method.to_lowercase().contains(&old.method.to_lowercase())
+        && new.hidden.is_superset(&old.hidden)
 }
 
 impl RowIndex {
     pub fn set_filter(&mut self, filter: Filter) {
-        if filter != self.filter {
-            self.filter = filter;
-            self.visible.clear();
-            self.scanned = 0;
+        let target = self.rescan.as_ref().map_or(&self.filter, |r| &r.filter);
+        if filter == *target {
+            return;
         }
+        if filter.is_empty() {
+            // Every row: nothing to test.
+            self.rescan = None;
+            self.filter = filter;
+            self.compiled = None;
+            self.visible = (0..self.scanned as u32).collect();
+            return;
+        }
+        // The rows on screen passed the filter shown: a filter that narrows it
+        // only needs to test them (and the rows added since).
+        let candidates = narrows(&filter, &self.filter).then(|| self.visible.clone());
+        self.rescan = Some(Rescan {
+            compiled: Compiled::new(&filter),
+            filter,
+            candidates,
+            next: 0,
+            tail_from: self.scanned,
+            found: Vec::new(),
+        });
     }
 
     pub fn filter(&self) -> &Filter {
         &self.filter
     }
 
-    /// Examines rows added since the last call.
+    /// While a changed filter is being applied: how far it got (0 to 1).
+    pub fn progress(&self) -> Option<f32> {
+        let r = self.rescan.as_ref()?;
+        let total = r.candidates.as_ref().map_or(r.tail_from, Vec::len).max(1);
+        Some((r.next as f32 / total as f32).min(1.0))
+    }
+
+    /// Examines rows added since the last call, and goes on applying a
+    /// changed filter; at most [`FILTER_BUDGET`] of work.
     pub fn sync(&mut self, store: &FrameStore) {
+        self.sync_within(store, FILTER_BUDGET);
+    }
+
+    /// [`RowIndex::sync`] with a budget (`Duration::MAX`: until done).
+    pub fn sync_within(&mut self, store: &FrameStore, budget: std::time::Duration) {
+        let deadline = std::time::Instant::now().checked_add(budget);
+        let over = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
         if store.len() < self.scanned {
             // A new session replaced the store.
             self.visible.clear();
             self.scanned = 0;
+            if let Some(r) = &mut self.rescan {
+                r.candidates = None;
+                r.next = 0;
+                r.tail_from = 0;
+                r.found.clear();
+            }
         }
-        if self.filter.is_empty() {
-            self.visible.extend(self.scanned as u32..store.len() as u32);
-        } else {
-            for i in self.scanned..store.len() {
-                let row = store.get(i).expect("in range");
-                if self.filter.matches(store, &row) {
-                    self.visible.push(i as u32);
+        if let Some(r) = &mut self.rescan {
+            let mut tested = 0usize;
+            loop {
+                // The candidates first, then every row added since the rescan began.
+                let row = match &r.candidates {
+                    Some(c) if r.next < c.len() => c[r.next] as usize,
+                    Some(c) => r.tail_from + (r.next - c.len()),
+                    None => r.next,
+                };
+                if row >= store.len() {
+                    break;
+                }
+                let rr = store.get(row).expect("in range");
+                if r.compiled.matches(store, &rr) {
+                    r.found.push(row as u32);
+                }
+                r.next += 1;
+                tested += 1;
+                if tested.is_multiple_of(1024) && over() {
+                    return;
+                }
+            }
+            let r = self.rescan.take().expect("checked above");
+            self.filter = r.filter;
+            self.compiled = Some(r.compiled);
+            self.visible = r.found;
+            self.scanned = store.len();
+            return;
+        }
+        match &self.compiled {
+            None => self.visible.extend(self.scanned as u32..store.len() as u32),
+            Some(c) => {
+                for i in self.scanned..store.len() {
+                    let row = store.get(i).expect("in range");
+                    if c.matches(store, &row) {
+                        self.visible.push(i as u32);
+                    }
                 }
             }
         }
@@ -122,6 +266,12 @@ impl RowIndex {
     pub fn reset(&mut self) {
         self.visible.clear();
         self.scanned = 0;
+        if let Some(r) = self.rescan.take() {
+            // Start the pending filter from scratch on the next sync.
+            self.filter = Filter::default();
+            self.compiled = None;
+            self.set_filter(r.filter);
+        }
     }
 }
 
@@ -221,6 +371,10 @@ impl TimelinePanel {
         self.filter_bar(ui, model);
         self.index.set_filter(self.filter.clone());
         self.index.sync(&model.store);
+        if self.index.progress().is_some() {
+            // A changed filter goes on in the next frame.
+            ui.ctx().request_repaint();
+        }
         self.update_links(&model.store);
 
         // Up/Down move between frames unless a text field has the keyboard.
@@ -243,6 +397,8 @@ impl TimelinePanel {
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
+        // A million rows must not shrink the thumb to a dot.
+        ui.spacing_mut().scroll.handle_min_length = THUMB_MIN_LENGTH;
         // Scrolling the list by hand stops following the tail.
         let wheel = ui.input(|i| i.smooth_scroll_delta.y != 0.0);
         if self.follow_tail && wheel && ui.rect_contains_pointer(ui.available_rect_before_wrap()) {
@@ -313,6 +469,10 @@ impl TimelinePanel {
             }
             ui.checkbox(&mut self.follow_tail, "Follow tail");
             ui.label(format!("{} of {} rows", self.index.len(), model.store.len()));
+            if let Some(done) = self.index.progress() {
+                ui.spinner();
+                ui.weak(format!("filtering {:.0} %", done * 100.0));
+            }
         });
     }
 
@@ -683,6 +843,89 @@ mod tests {
         });
         idx.sync(&m.store);
         assert_eq!(idx.len(), 3);
+    }
+
+    /// Issue #14: a changed filter never blocks a frame. It is applied a slice
+    /// at a time while the previous rows stay listed; a filter that narrows
+    /// the previous one tests only the rows that passed it, and rows that
+    /// arrive meanwhile are not missed.
+    #[test]
+    fn a_changed_filter_is_applied_in_slices_keeping_the_last_result() {
+        let mut r = Replay::new().without_events();
+        let mut m = SessionModel::new(mcpscope_core::record::model::Source::Live {
+            command_line: "t".into(),
+        });
+        let mut add = |m: &mut SessionModel, i: usize| {
+            let word = if i.is_multiple_of(2) { "alpha" } else { "Beta" };
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{word} {i}"}}}}"#);
+            let f = r.frame(Direction::In, line.as_bytes());
+            m.apply(&mcpscope_core::transport::event::Event::Frame(f));
+        };
+        for i in 0..20_000 {
+            add(&mut m, i);
+        }
+        let mut idx = RowIndex::default();
+        idx.sync(&m.store);
+        assert_eq!(idx.len(), 20_000);
+        idx.set_filter(Filter {
+            text: "beta".into(),
+            ..Filter::default()
+        });
+        idx.sync_within(&m.store, std::time::Duration::ZERO);
+        assert!(
+            idx.progress().is_some_and(|p| p < 1.0),
+            "one slice, not the whole store"
+        );
+        assert_eq!(idx.len(), 20_000, "the last result stays until the new one is complete");
+        // Rows that arrive while the filter is applied are tested too.
+        add(&mut m, 20_001);
+        let mut slices = 1;
+        while idx.progress().is_some() {
+            idx.sync_within(&m.store, std::time::Duration::ZERO);
+            slices += 1;
+        }
+        assert!(slices > 5, "{slices}");
+        assert_eq!(idx.len(), 10_001);
+        assert_eq!(idx.row_at(10_000), Some(20_000));
+        // Narrowing: only the 10,001 rows listed are tested, so fewer slices.
+        idx.set_filter(Filter {
+            text: "beta 1".into(),
+            ..Filter::default()
+        });
+        let mut slices = 0;
+        while {
+            idx.sync_within(&m.store, std::time::Duration::ZERO);
+            slices += 1;
+            idx.progress().is_some()
+        } {}
+        assert!(slices <= 10_001 / 1024 + 1, "{slices}");
+        let expected = (0..=20_001)
+            .filter(|i| i % 2 == 1 && format!("{i}").starts_with('1'))
+            .count();
+        assert_eq!(idx.len(), expected);
+        // Clearing the filter lists every row at once.
+        idx.set_filter(Filter::default());
+        assert_eq!(idx.len(), 20_001);
+    }
+
+    #[test]
+    fn text_is_found_ignoring_ascii_case() {
+        for (hay, needle, found) in [
+            ("Hello World", "hello", true),
+            ("Hello World", "O W", true),
+            ("Hello World", "world!", false),
+            ("abc", "", true),
+            ("ab", "abc", false),
+            ("xxAbC", "abc", true),
+            ("ÉCOLE école", "école", true),
+        ] {
+            assert_eq!(
+                Needle::new(needle).found_in(hay.as_bytes()),
+                found,
+                "{hay:?} {needle:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::ErrorObject;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::{BTreeMap, HashMap};
 
 /// One request and what came back.
@@ -48,63 +49,215 @@ pub struct DiffEntry {
 
 /// Requests the client sent and their responses, in order.
 pub fn exchanges(events: &[Event]) -> Vec<Exchange> {
-    let frames: Vec<&Frame> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect();
-    let mut by_request: HashMap<u64, &Frame> = HashMap::new();
-    for f in &frames {
+    let mut c = Collector::default();
+    for e in events {
+        c.push(e);
+    }
+    c.finish().iter().map(RawExchange::to_exchange).collect()
+}
+
+/// An exchange as read, its JSON kept as text until it is compared or shown:
+/// a million of them cost about their bytes, not a tree of values each.
+#[derive(Clone, Debug)]
+pub struct RawExchange {
+    pub key: String,
+    pub method: String,
+    params: Option<Box<RawValue>>,
+    outcome: RawOutcome,
+}
+
+#[derive(Clone, Debug)]
+enum RawOutcome {
+    Result(Box<RawValue>),
+    Error(ErrorObject),
+    NoResponse,
+}
+
+fn parse(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+fn to_raw(v: &Value) -> Box<RawValue> {
+    RawValue::from_string(v.to_string()).expect("a Value prints as JSON")
+}
+
+impl RawExchange {
+    pub fn to_exchange(&self) -> Exchange {
+        Exchange {
+            key: self.key.clone(),
+            method: self.method.clone(),
+            params: self.params.as_deref().map(parse),
+            outcome: self.outcome(),
+        }
+    }
+
+    fn outcome(&self) -> Outcome {
+        match &self.outcome {
+            RawOutcome::Result(r) => Outcome::Result(parse(r)),
+            RawOutcome::Error(e) => Outcome::Error(e.clone()),
+            RawOutcome::NoResponse => Outcome::NoResponse,
+        }
+    }
+}
+
+/// `Some` for any value, `null` included (a plain `Option` reads `null` as absent).
+fn present_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+#[derive(serde::Deserialize)]
+struct RequestParts<'a> {
+    #[serde(borrow, default, deserialize_with = "present_raw")]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct Subject {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct ResponseParts<'a> {
+    #[serde(borrow, default, deserialize_with = "present_raw")]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// Gathers the exchanges of a session event by event, keeping only their JSON
+/// text and the requests still waiting for an answer.
+#[derive(Default)]
+pub struct Collector {
+    out: Vec<RawExchange>,
+    /// Request seq -> its exchange, until the first response.
+    waiting: HashMap<u64, usize>,
+    seen: HashMap<String, usize>,
+}
+
+impl Collector {
+    pub fn push(&mut self, e: &Event) {
+        let Event::Frame(f) = e else { return };
         if f.direction == Direction::In
             && f.kind().is_response()
             && let Some(link) = &f.link
         {
-            by_request.entry(link.request_seq).or_insert(f);
+            if let Some(i) = self.waiting.remove(&link.request_seq) {
+                self.out[i].outcome = response_outcome(f);
+            }
+            return;
         }
-    }
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut out = Vec::new();
-    for f in frames {
         if f.direction != Direction::Out || f.kind() != Kind::Request {
-            continue;
+            return;
         }
         let method = f.class.method.clone().unwrap_or_default();
-        let v = f.json().unwrap_or(Value::Null);
-        let params = v.get("params").cloned();
-        let subject = params.as_ref().and_then(|p| {
-            ["name", "uri"]
-                .iter()
-                .find_map(|k| p.get(*k).and_then(Value::as_str).map(str::to_owned))
-        });
+        let params: Option<Box<RawValue>> = match serde_json::from_slice::<RequestParts>(&f.raw) {
+            Ok(parts) => parts.params.map(ToOwned::to_owned),
+            Err(_) => f.json().and_then(|v| v.get("params").map(to_raw)),
+        };
+        let subject = params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Subject>(p.get()).ok())
+            .and_then(|s| {
+                [s.name, s.uri].into_iter().find_map(|v| match v {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                })
+            });
         let base = match subject {
             Some(s) => format!("{method} {s}"),
             None => method.clone(),
         };
-        let n = seen.entry(base.clone()).or_default();
+        let n = self.seen.entry(base.clone()).or_default();
         *n += 1;
-        let outcome = match by_request.get(&f.seq) {
-            None => Outcome::NoResponse,
-            Some(r) => {
-                let rv = r.json().unwrap_or(Value::Null);
-                if r.kind() == Kind::Error {
-                    Outcome::Error(
-                        ErrorObject::from_json(&rv["error"]).unwrap_or_else(|| ErrorObject::new(0, "malformed error")),
-                    )
-                } else {
-                    Outcome::Result(rv.get("result").cloned().unwrap_or(Value::Null))
-                }
-            }
-        };
-        out.push(Exchange {
+        self.waiting.insert(f.seq, self.out.len());
+        self.out.push(RawExchange {
             key: format!("{base} #{n}"),
             method,
             params,
-            outcome,
+            outcome: RawOutcome::NoResponse,
         });
     }
-    out
+
+    pub fn finish(self) -> Vec<RawExchange> {
+        self.out
+    }
+}
+
+fn response_outcome(r: &Frame) -> RawOutcome {
+    let malformed = || ErrorObject::new(0, "malformed error");
+    match serde_json::from_slice::<ResponseParts>(&r.raw) {
+        Ok(parts) if r.kind() == Kind::Error => RawOutcome::Error(
+            parts
+                .error
+                .as_ref()
+                .and_then(ErrorObject::from_json)
+                .unwrap_or_else(malformed),
+        ),
+        Ok(parts) => RawOutcome::Result(parts.result.map_or_else(|| to_raw(&Value::Null), ToOwned::to_owned)),
+        Err(_) => {
+            let rv = r.json().unwrap_or(Value::Null);
+            if r.kind() == Kind::Error {
+                RawOutcome::Error(ErrorObject::from_json(&rv["error"]).unwrap_or_else(malformed))
+            } else {
+                RawOutcome::Result(to_raw(rv.get("result").unwrap_or(&Value::Null)))
+            }
+        }
+    }
+}
+
+/// Reads a capture's exchanges record by record (the events are not kept).
+/// The sessions of an appended capture are read as one, in order.
+pub fn read_exchanges(path: &std::path::Path) -> anyhow::Result<CaptureExchanges> {
+    use crate::record::capture::{EventReader, Item, READ_BUFFER};
+    use anyhow::Context as _;
+    let file = crate::record::private_files::open_regular(path)
+        .with_context(|| format!("cannot open capture {}", path.display()))?;
+    let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
+        .with_context(|| format!("cannot read capture {}", path.display()))?;
+    let mut c = Collector::default();
+    let (mut warnings, mut sessions) = (Vec::new(), 1);
+    while let Some(item) = reader
+        .next_item()
+        .with_context(|| format!("cannot read capture {}", path.display()))?
+    {
+        match item {
+            Item::Event(e) => c.push(&e),
+            Item::Warning(w) => warnings.push(w),
+            Item::Boundary(..) => sessions += 1,
+        }
+    }
+    Ok(CaptureExchanges {
+        header: reader.header().clone(),
+        exchanges: c.finish(),
+        warnings,
+        sessions,
+    })
+}
+
+/// A capture's header and exchanges, and what could not be read.
+pub struct CaptureExchanges {
+    /// The first session's header.
+    pub header: crate::record::capture::Header,
+    pub exchanges: Vec<RawExchange>,
+    /// Lines skipped (see [`crate::record::capture::Loaded::warnings`]).
+    pub warnings: Vec<String>,
+    /// Sessions in the file.
+    pub sessions: usize,
+}
+
+/// Both captures' exchanges, read at the same time on two threads.
+pub fn read_both(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {
+    std::thread::scope(|s| {
+        let other = s.spawn(|| read_exchanges(b));
+        let first = read_exchanges(a);
+        let second = other
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("reading {} failed", b.display())));
+        Ok((first?, second?))
+    })
 }
 
 /// One aligned pair of exchanges and how they compare.
@@ -133,9 +286,30 @@ impl Comparison {
 
 /// Compares two sessions, keeping the exchanges.
 pub fn compare(a: &[Event], b: &[Event]) -> Comparison {
-    let ea = exchanges(a);
-    let eb = exchanges(b);
-    let mut b_by_key: BTreeMap<&str, usize> = eb.iter().enumerate().map(|(i, e)| (e.key.as_str(), i)).collect();
+    let collect = |events: &[Event]| {
+        let mut c = Collector::default();
+        for e in events {
+            c.push(e);
+        }
+        c.finish()
+    };
+    compare_exchanges(&collect(a), &collect(b))
+}
+
+/// A comparison of exchanges already read (see [`read_both`]).
+pub fn compare_exchanges(a: &[RawExchange], b: &[RawExchange]) -> Comparison {
+    Comparison {
+        entries: align(a, b),
+        a: a.iter().map(RawExchange::to_exchange).collect(),
+        b: b.iter().map(RawExchange::to_exchange).collect(),
+    }
+}
+
+fn align(ea: &[RawExchange], eb: &[RawExchange]) -> Vec<Aligned> {
+    let mut b_by_key: HashMap<&str, usize> = HashMap::with_capacity(eb.len());
+    for (i, e) in eb.iter().enumerate() {
+        b_by_key.insert(e.key.as_str(), i);
+    }
     let mut entries = Vec::new();
     for (ia, x) in ea.iter().enumerate() {
         match b_by_key.remove(x.key.as_str()) {
@@ -146,13 +320,7 @@ pub fn compare(a: &[Event], b: &[Event]) -> Comparison {
                 b: None,
             }),
             Some(ib) => {
-                let y = &eb[ib];
-                let mut lines = Vec::new();
-                if x.method != methods::INITIALIZE {
-                    // initialize params differ only by clientInfo when the same client ran.
-                    compare_values("params", x.params.as_ref(), y.params.as_ref(), &mut lines);
-                }
-                compare_outcomes(&x.outcome, &y.outcome, &mut lines);
+                let lines = compare_pair(x, &eb[ib]);
                 entries.push(Aligned {
                     key: x.key.clone(),
                     verdict: if lines.is_empty() {
@@ -176,13 +344,46 @@ pub fn compare(a: &[Event], b: &[Event]) -> Comparison {
             });
         }
     }
-    Comparison { a: ea, b: eb, entries }
+    entries
+}
+
+/// How two aligned exchanges differ; equal JSON text is equal without parsing.
+fn compare_pair(x: &RawExchange, y: &RawExchange) -> Vec<String> {
+    let mut lines = Vec::new();
+    if x.method != methods::INITIALIZE {
+        // initialize params differ only by clientInfo when the same client ran.
+        let same_text = matches!((&x.params, &y.params), (Some(p), Some(q)) if p.get() == q.get());
+        if !same_text {
+            compare_values(
+                "params",
+                x.params.as_deref().map(parse).as_ref(),
+                y.params.as_deref().map(parse).as_ref(),
+                &mut lines,
+            );
+        }
+    }
+    match (&x.outcome, &y.outcome) {
+        (RawOutcome::Result(p), RawOutcome::Result(q)) if p.get() == q.get() => {}
+        _ => compare_outcomes(&x.outcome(), &y.outcome(), &mut lines),
+    }
+    lines
 }
 
 /// Compares two sessions.
 pub fn diff(a: &[Event], b: &[Event]) -> Vec<DiffEntry> {
     compare(a, b)
         .entries
+        .into_iter()
+        .map(|e| DiffEntry {
+            key: e.key,
+            verdict: e.verdict,
+        })
+        .collect()
+}
+
+/// Compares exchanges already read, without keeping them.
+pub fn diff_exchanges(a: &[RawExchange], b: &[RawExchange]) -> Vec<DiffEntry> {
+    align(a, b)
         .into_iter()
         .map(|e| DiffEntry {
             key: e.key,

@@ -429,84 +429,40 @@ impl Loaded {
 pub fn load(path: &Path) -> Result<Loaded> {
     let file = crate::record::private_files::open_regular(path)
         .with_context(|| format!("cannot open capture {}", path.display()))?;
-    load_from(BufReader::new(file)).with_context(|| format!("cannot read capture {}", path.display()))
-}
-
-/// Reads one line of at most `max` bytes (without its newline) into `buf`.
-/// Returns `None` at the end, `Some(false)` when the line was longer (its
-/// bytes are skipped, not kept).
-fn read_record(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Option<bool>> {
-    buf.clear();
-    let mut fits = true;
-    let mut any = false;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(any.then_some(fits));
-        }
-        any = true;
-        let (part, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(i) => (&available[..i], Some(i + 1)),
-            None => (available, None),
-        };
-        if fits && buf.len() + part.len() <= max {
-            buf.extend_from_slice(part);
-        } else {
-            fits = false;
-            buf.clear();
-        }
-        let used = done.unwrap_or(available.len());
-        reader.consume(used);
-        if done.is_some() {
-            return Ok(Some(fits));
-        }
-    }
+    load_from(BufReader::with_capacity(READ_BUFFER, file))
+        .with_context(|| format!("cannot read capture {}", path.display()))
 }
 
 pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
     load_with_limit(reader, MAX_RECORD_BYTES)
 }
 
-fn load_with_limit(mut reader: impl BufRead, max_record: usize) -> Result<Loaded> {
-    let mut loaded = Loaded::default();
-    let mut records = RecordReader::new();
-    let mut line = Vec::new();
-    while let Some(fits) = read_record(&mut reader, &mut line, max_record)? {
-        let read = if fits {
-            records.read_line(&line)
-        } else {
-            records.skip_oversize(max_record)
-        };
-        match read? {
-            LineRead::Header(h) => {
-                loaded.header = h.clone();
-                loaded.sessions.push(SessionSpan {
-                    header: h,
-                    events: 0..0,
-                });
-            }
-            LineRead::Boundary(h, note) => {
+fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded> {
+    let mut events = EventReader::with_limit(reader, max_record)?;
+    let mut loaded = Loaded {
+        header: events.header().clone(),
+        sessions: vec![SessionSpan {
+            header: events.header().clone(),
+            events: 0..0,
+        }],
+        ..Loaded::default()
+    };
+    while let Some(item) = events.next_item()? {
+        match item {
+            Item::Event(ev) => loaded.events.push(ev),
+            Item::Warning(w) => loaded.warnings.push(w),
+            Item::Boundary(h, note) => {
                 let end = loaded.events.len();
                 if let Some(prev) = loaded.sessions.last_mut() {
                     prev.events.end = end;
                 }
                 loaded.events.push(note);
                 loaded.sessions.push(SessionSpan {
-                    header: h,
+                    header: *h,
                     events: end..end,
                 });
             }
-            LineRead::Event(ev) => loaded.events.push(ev),
-            LineRead::Warning(w) => loaded.warnings.push(w),
-            LineRead::Blank => {}
         }
-    }
-    if loaded.sessions.is_empty() {
-        anyhow::bail!("the file is empty");
     }
     let end = loaded.events.len();
     if let Some(last) = loaded.sessions.last_mut() {
@@ -514,6 +470,9 @@ fn load_with_limit(mut reader: impl BufRead, max_record: usize) -> Result<Loaded
     }
     Ok(loaded)
 }
+
+/// How much of a capture file is read at once.
+pub const READ_BUFFER: usize = 256 * 1024;
 
 /// What one line of a capture held.
 #[derive(Debug)]
@@ -541,8 +500,24 @@ impl std::fmt::Display for NotACapture {
 
 impl std::error::Error for NotACapture {}
 
+/// The fields of a frame or stderr record, borrowed where the JSON has no
+/// escapes. Anything else (meta records, odd types) takes the `Value` path.
+#[derive(serde::Deserialize)]
+struct LineRecord<'a> {
+    t_us: u64,
+    #[serde(borrow)]
+    dir: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    raw: Option<String>,
+    #[serde(default, borrow)]
+    raw_b64: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    eol: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// Reads a capture one line at a time, re-classifying and re-correlating each
-/// frame: loading a whole file and following a growing one both go through it.
+/// frame: loading a whole file, streaming one ([`EventReader`]) and following
+/// a growing one all go through it.
 pub struct RecordReader {
     recorder: Recorder,
     header: Option<Header>,
@@ -601,6 +576,11 @@ impl RecordReader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(LineRead::Blank);
         }
+        if self.header.is_some()
+            && let Some(ev) = self.fast_record(line)
+        {
+            return Ok(LineRead::Event(ev));
+        }
         let parsed: std::result::Result<Value, _> = serde_json::from_slice(line);
         let Some(first) = &self.header else {
             // The first line must be a header: anything else is not a capture.
@@ -655,6 +635,183 @@ impl RecordReader {
             Err(e) => LineRead::Warning(format!("line {lineno}: {e}")),
         })
     }
+
+    /// A frame or stderr record read without building a `Value` (most of a
+    /// capture); `None` sends the line down the general path.
+    fn fast_record(&mut self, line: &[u8]) -> Option<Event> {
+        let rec: LineRecord = serde_json::from_slice(line).ok()?;
+        let direction = match &*rec.dir {
+            "out" => Some(Direction::Out),
+            "in" => Some(Direction::In),
+            "stderr" => None,
+            _ => return None,
+        };
+        let bytes = match (rec.raw, rec.raw_b64) {
+            (Some(s), _) => s.into_bytes(),
+            (None, Some(b)) => B64.decode(&*b).ok()?,
+            (None, None) => return None,
+        };
+        let ending = rec.eol.as_deref().and_then(LineEnding::parse).unwrap_or(LineEnding::Lf);
+        let line = RawLine { bytes, ending };
+        let at = self.offset + Duration::from_micros(rec.t_us);
+        self.last_at = self.last_at.max(at);
+        Some(match direction {
+            Some(d) => Event::Frame(self.recorder.frame_at(d, line, at, None)),
+            None => Event::Stderr(self.recorder.stderr_at(line, at)),
+        })
+    }
+}
+
+/// What a capture yields, one record at a time.
+#[derive(Debug)]
+pub enum Item {
+    Event(Event),
+    /// A line that could not be read, with its line number.
+    Warning(String),
+    /// Another session appended to the same file begins: its header and the
+    /// note that marks it (ids start again there, times go on).
+    Boundary(Box<Header>, Event),
+}
+
+/// Reads a capture file record by record through a [`RecordReader`]: a
+/// million-record capture is linted, diffed or opened without holding its
+/// events. [`load`] collects them.
+pub struct EventReader<R> {
+    reader: R,
+    header: Header,
+    records: RecordReader,
+    /// Longest record kept in memory (see [`MAX_RECORD_BYTES`]).
+    max_record: usize,
+    line: Vec<u8>,
+    /// A last line still being written (see [`EventReader::following`]), and
+    /// whether it still fits.
+    partial: Vec<u8>,
+    partial_fits: Option<bool>,
+    following: bool,
+    /// Bytes consumed so far, for progress.
+    offset: u64,
+}
+
+impl<R: BufRead> EventReader<R> {
+    /// Reads up to the header line; fails when the file is empty or not a capture.
+    pub fn new(reader: R) -> Result<Self> {
+        Self::with_limit(reader, MAX_RECORD_BYTES)
+    }
+
+    fn with_limit(reader: R, max_record: usize) -> Result<Self> {
+        let mut r = Self {
+            reader,
+            header: Header::default(),
+            records: RecordReader::new(),
+            max_record,
+            line: Vec::with_capacity(4096),
+            partial: Vec::new(),
+            partial_fits: None,
+            following: false,
+            offset: 0,
+        };
+        loop {
+            let Some(fits) = r.read_line()? else {
+                anyhow::bail!("the file is empty");
+            };
+            let read = if fits {
+                r.records.read_line(&r.line)?
+            } else {
+                r.records.skip_oversize(max_record)?
+            };
+            if let LineRead::Header(h) = read {
+                r.header = h;
+                return Ok(r);
+            }
+        }
+    }
+
+    /// The first session's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Bytes of the file read so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// For a capture still being written: a last line without its newline is
+    /// left for a later call (after the writer finished it) instead of read
+    /// as a line cut short. Turn it off once the writer is done.
+    pub fn following(&mut self, on: bool) {
+        self.following = on;
+    }
+
+    /// Reads the next line (without its `\n`) into `self.line`: `None` at the
+    /// end, `Some(false)` for a line longer than the limit (skipped, not kept).
+    fn read_line(&mut self) -> io::Result<Option<bool>> {
+        self.line.clear();
+        let (mut fits, mut any) = (true, false);
+        if let Some(f) = self.partial_fits.take() {
+            std::mem::swap(&mut self.line, &mut self.partial);
+            (fits, any) = (f, true);
+        }
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                if self.following {
+                    std::mem::swap(&mut self.line, &mut self.partial);
+                    self.partial_fits = Some(fits);
+                    return Ok(None);
+                }
+                return Ok(Some(fits));
+            }
+            any = true;
+            let (part, done) = match newline_at(available) {
+                Some(i) => (&available[..i], Some(i + 1)),
+                None => (available, None),
+            };
+            if fits && self.line.len() + part.len() <= self.max_record {
+                self.line.extend_from_slice(part);
+            } else {
+                fits = false;
+                self.line.clear();
+            }
+            let used = done.unwrap_or(available.len());
+            self.reader.consume(used);
+            self.offset += used as u64;
+            if done.is_some() {
+                return Ok(Some(fits));
+            }
+        }
+    }
+
+    /// The next event, warning or session boundary; `None` at the end of the file.
+    pub fn next_item(&mut self) -> Result<Option<Item>> {
+        loop {
+            let Some(fits) = self.read_line()? else {
+                return Ok(None);
+            };
+            let read = if fits {
+                self.records.read_line(&self.line)?
+            } else {
+                self.records.skip_oversize(self.max_record)?
+            };
+            match read {
+                LineRead::Event(ev) => return Ok(Some(Item::Event(ev))),
+                LineRead::Warning(w) => return Ok(Some(Item::Warning(w))),
+                LineRead::Boundary(h, note) => return Ok(Some(Item::Boundary(Box::new(h), note))),
+                LineRead::Header(_) | LineRead::Blank => {}
+            }
+        }
+    }
+}
+
+fn newline_at(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
 }
 
 fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::result::Result<Option<Event>, String> {
@@ -1029,5 +1186,50 @@ mod tests {
         assert!(format!("{e:#}").contains("/nonexistent/x.jsonl"), "{e:#}");
         let e = Writer::open(Path::new("/dev/full"), &Header::default()).err().unwrap();
         assert!(format!("{e:#}").contains("No space left"), "{e:#}");
+    }
+
+    #[test]
+    fn a_follower_waits_for_a_line_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.jsonl");
+        let header = json!({"format": FORMAT, "version": 1}).to_string();
+        let first = r#"{"t_us":5,"seq":0,"dir":"in","raw":"{}","eol":"lf"}"#;
+        let second =
+            r#"{"t_us":9,"seq":1,"dir":"out","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}","eol":"lf"}"#;
+        let (head, tail) = second.split_at(20);
+        std::fs::write(&path, format!("{header}\n{first}\n{head}")).unwrap();
+        let mut r = EventReader::new(BufReader::new(File::open(&path).unwrap())).unwrap();
+        r.following(true);
+        assert!(matches!(r.next_item().unwrap(), Some(Item::Event(Event::Frame(_)))));
+        assert!(r.next_item().unwrap().is_none(), "half a line is not read yet");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(format!("{tail}\n").as_bytes()).unwrap();
+        let Some(Item::Event(Event::Frame(ping))) = r.next_item().unwrap() else {
+            panic!("the finished line is read")
+        };
+        assert_eq!(ping.class.method.as_deref(), Some("ping"));
+        assert_eq!(r.offset(), std::fs::metadata(&path).unwrap().len());
+        // Not following: a line cut short is read (and reported) for what it is.
+        f.write_all(b"{\"t_us\":12,\"se").unwrap();
+        assert!(r.next_item().unwrap().is_none());
+        r.following(false);
+        assert!(matches!(r.next_item().unwrap(), Some(Item::Warning(w)) if w.starts_with("line 4:")));
+    }
+
+    #[test]
+    fn records_with_odd_fields_take_the_general_path() {
+        let text = format!(
+            "{}\n{}\n{}\n{}\n",
+            json!({"format": FORMAT, "version": 1}),
+            r#"{"t_us":"5","dir":"in","raw":"{}"}"#,
+            r#"{"t_us":6,"seq":0,"dir":"in","raw_b64":"e30=","eol":"crlf"}"#,
+            r#"{"t_us":7,"dir":"sideways","raw":"{}"}"#,
+        );
+        let loaded = load_from(text.as_bytes()).unwrap();
+        assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("numeric t_us"), "{:?}", loaded.warnings);
+        assert!(loaded.warnings[1].contains("unknown dir"), "{:?}", loaded.warnings);
+        let Event::Frame(f) = &loaded.events[0] else { panic!() };
+        assert_eq!((f.raw.as_slice(), f.ending), (&b"{}"[..], LineEnding::CrLf));
     }
 }
