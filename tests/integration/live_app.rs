@@ -333,7 +333,7 @@ fn watch_in_your_client_wraps_the_imported_config_after_asking() {
     std::fs::write(&config, &original).unwrap();
     let mut h = harness();
     h.state_mut().import_config(&config);
-    h.step();
+    step_until(&mut h, "the config read", |app| !app.importing());
     h.get_by_label("Watch in your client…").click();
     // A new window is laid out once before it shows.
     for _ in 0..4 {
