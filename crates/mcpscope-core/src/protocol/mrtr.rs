@@ -123,6 +123,26 @@ pub struct InputPolicy {
     pub sample_reply: Option<String>,
 }
 
+/// The accepted content: the requested schema's `default`s (SEP-1034),
+/// overridden by what the user gave.
+fn with_schema_defaults(content: &Value, params: &Value) -> Value {
+    let Value::Object(given) = content else {
+        return content.clone();
+    };
+    let mut merged = serde_json::Map::new();
+    if let Some(props) = params.pointer("/requestedSchema/properties").and_then(Value::as_object) {
+        for (name, prop) in props {
+            if let Some(default) = prop.get("default") {
+                merged.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    for (k, v) in given {
+        merged.insert(k.clone(), v.clone());
+    }
+    Value::Object(merged)
+}
+
 impl InputPolicy {
     /// The client capabilities this policy can honour.
     pub fn capabilities(&self) -> Value {
@@ -150,7 +170,9 @@ impl InputPolicy {
             methods::ELICITATION_CREATE => match &self.elicit {
                 Some(ElicitAnswer::Decline) => Ok(json!({"action": "decline"})),
                 Some(ElicitAnswer::Cancel) => Ok(json!({"action": "cancel"})),
-                Some(ElicitAnswer::Accept(content)) => Ok(json!({"action": "accept", "content": content})),
+                Some(ElicitAnswer::Accept(content)) => {
+                    Ok(json!({"action": "accept", "content": with_schema_defaults(content, params)}))
+                }
                 None => Err(
                     "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline \
                      or --elicit-accept JSON)"
@@ -394,6 +416,14 @@ pub(crate) mod tests {
         // No state given: none sent.
         let p = retry_params(&original, &answers, None);
         assert!(p.get("requestState").is_none());
+
+        // An accepted elicitation carries the schema's defaults (SEP-1034) under what was given.
+        let asked = json!({"requestedSchema":{"type":"object","properties":{
+            "name":{"type":"string","default":"John"},"age":{"type":"integer","default":30},"x":{"type":"string"}}}});
+        assert_eq!(
+            policy.answer("elicitation/create", &asked).unwrap(),
+            json!({"action":"accept","content":{"name":"John","age":30,"ok":true}})
+        );
 
         let none = InputPolicy::default();
         assert!(none.answer("roots/list", &json!({})).unwrap_err().contains("--root"));
