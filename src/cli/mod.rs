@@ -9,6 +9,7 @@ mod gui;
 mod lint;
 mod listen;
 mod proxy;
+mod skills;
 mod trace;
 mod wrap;
 
@@ -57,6 +58,9 @@ pub enum Cmd {
     Diff(diff::DiffArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
+    /// Skills over MCP (SEP-2640): list a server's skills, or load one (SKILL.md
+    /// and the files asked for), each file verified against the listing.
+    Skills(skills::SkillsArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -202,6 +206,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
+        Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {
