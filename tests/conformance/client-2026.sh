@@ -68,8 +68,10 @@ case "$S" in
   sep-2640-client-no-prefetch)
     exec "$MCPSCOPE" skills list --server-url "$URL" ;;
   sep-2640-client-verify-*)
-    # The advertised digest, size or frontmatter does not match: the load fails (exit 1).
-    exec "$MCPSCOPE" skills get pdf-processing --server-url "$URL" ;;
+    # Load the skill and one supporting file: SKILL.md does not match the
+    # listing (digest, size or frontmatter), so the load stops with exit 1
+    # before references/FORMS.md is read.
+    exec "$MCPSCOPE" skills get pdf-processing --file references/FORMS.md --server-url "$URL" ;;
   *)
     echo "client-2026.sh: no invocation for scenario '$S'" >&2
     exit 64 ;;
