@@ -10,6 +10,7 @@ use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::mrtr::{ElicitAnswer, InputPolicy};
+use mcpscope_core::schema::typed_arg;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
 use serde_json::{Map, Value, json};
@@ -19,8 +20,9 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct CallArgs {
-    /// The JSON-RPC method, e.g. tools/list (defaults to tools/call with --tool-name).
-    #[arg(long, required_unless_present = "tool_name")]
+    /// The JSON-RPC method, e.g. tools/list (defaults to tools/call with
+    /// --tool-name, resources/read with --uri, prompts/get with --prompt-name).
+    #[arg(long, required_unless_present_any = ["tool_name", "uri", "prompt_name"])]
     pub method: Option<String>,
 
     /// The request's params as a JSON object.
@@ -31,9 +33,33 @@ pub struct CallArgs {
     #[arg(long, value_name = "NAME")]
     pub tool_name: Option<String>,
 
-    /// A tool argument (repeatable); the value is parsed as JSON where it parses, else taken as a string.
+    /// A tool argument (repeatable), typed by the tool's inputSchema (mcpscope
+    /// lists the tools first): text for a string parameter, a number, true or
+    /// false, JSON for objects and arrays. A value that does not fit is
+    /// refused before the call is sent.
     #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
     pub tool_arg: Vec<(String, String)>,
+
+    /// The tool's arguments as one JSON object, sent as they are (--tool-arg values are added to them).
+    #[arg(long, value_name = "JSON")]
+    pub tool_args: Option<String>,
+
+    /// Do not type --tool-arg values by the schema: JSON where they parse, else text.
+    #[arg(long)]
+    pub raw_args: bool,
+
+    /// The resource for resources/read (the default method with --uri),
+    /// resources/subscribe or resources/unsubscribe.
+    #[arg(long, value_name = "URI")]
+    pub uri: Option<String>,
+
+    /// Get this prompt (prompts/get).
+    #[arg(long, value_name = "NAME")]
+    pub prompt_name: Option<String>,
+
+    /// A prompt argument (repeatable; prompt arguments are text).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_key_value, requires = "prompt_name")]
+    pub prompt_arg: Vec<(String, String)>,
 
     /// The protocol version to offer in initialize, or to send in every
     /// request's _meta (modern era). Any string, to test counter-offers and
@@ -103,11 +129,42 @@ pub struct CallArgs {
 
     #[command(flatten)]
     pub auth: super::auth::AuthArgs,
+    /// Set by `mcpscope skills`: list or load skills instead of one request.
+    #[arg(skip)]
+    pub skill: Option<super::skills::SkillRequest>,
 }
 
-/// `--tool-arg` values: JSON where they parse, strings otherwise.
-pub fn tool_arg_value(raw: &str) -> Value {
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+impl CallArgs {
+    /// The session `mcpscope skills` runs: `call`'s machinery with its flags.
+    pub fn for_skills(request: super::skills::SkillRequest, s: super::skills::SessionFlags) -> CallArgs {
+        CallArgs {
+            method: Some(mcpscope_core::protocol::skills::SKILLS_LIST.to_owned()),
+            params: None,
+            tool_name: None,
+            tool_arg: Vec::new(),
+            tool_args: None,
+            raw_args: false,
+            uri: None,
+            prompt_name: None,
+            prompt_arg: Vec::new(),
+            protocol_version: s.protocol_version,
+            era: s.era,
+            elicit_decline: false,
+            elicit_accept: None,
+            elicit_accept_defaults: false,
+            sample_reply: None,
+            task: false,
+            task_timeout_ms: 300_000,
+            timeout_ms: s.timeout_ms,
+            capture: s.capture,
+            trace: s.trace,
+            root: Vec::new(),
+            no_handshake: false,
+            server: s.server,
+            auth: s.auth,
+            skill: Some(request),
+        }
+    }
 }
 
 fn root_uri(root: &str) -> String {
@@ -118,20 +175,20 @@ fn root_uri(root: &str) -> String {
     format!("file://{}", path.display())
 }
 
-/// Builds the method and params from the arguments.
+/// Builds the method and params from the arguments. `--tool-arg` values are
+/// taken as JSON where they parse; [`type_tool_args`] retypes them once the
+/// tool's schema is known.
 pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String> {
     let mut params = match &args.params {
         None => None,
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(v @ Value::Object(_)) => Some(v),
-            Ok(_) => return Err("--params must be a JSON object".into()),
-            Err(e) => return Err(format!("--params is not valid JSON: {e}")),
-        },
+        Some(text) => Some(json_object(text, "--params")?),
     };
-    let method = match (&args.method, &args.tool_name) {
-        (Some(m), _) => m.clone(),
-        (None, Some(_)) => methods::TOOLS_CALL.to_owned(),
-        (None, None) => return Err("give --method or --tool-name".into()),
+    let method = match (&args.method, &args.tool_name, &args.uri, &args.prompt_name) {
+        (Some(m), ..) => m.clone(),
+        (None, Some(_), _, _) => methods::TOOLS_CALL.to_owned(),
+        (None, None, Some(_), _) => methods::RESOURCES_READ.to_owned(),
+        (None, None, None, Some(_)) => methods::PROMPTS_GET.to_owned(),
+        (None, None, None, None) => return Err("give --method, --tool-name, --uri or --prompt-name".into()),
     };
     if let (Some(name), Some(Value::Object(p))) = (&args.tool_name, &params) {
         // With --tool-name, --params is the whole tools/call params; a bare
@@ -159,6 +216,10 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
         let p = params.get_or_insert_with(|| json!({}));
         p["name"] = Value::from(name.clone());
     }
+    if let Some(text) = &args.tool_args {
+        let p = params.get_or_insert_with(|| json!({}));
+        p["arguments"] = json_object(text, "--tool-args")?;
+    }
     if !args.tool_arg.is_empty() {
         let p = params.get_or_insert_with(|| json!({}));
         let mut arguments = match p.get("arguments") {
@@ -166,11 +227,46 @@ pub fn build_request(args: &CallArgs) -> Result<(String, Option<Value>), String>
             _ => Map::new(),
         };
         for (k, v) in &args.tool_arg {
-            arguments.insert(k.clone(), tool_arg_value(v));
+            arguments.insert(k.clone(), typed_arg::untyped(v));
         }
         p["arguments"] = Value::Object(arguments);
     }
+    if let Some(uri) = &args.uri {
+        let p = params.get_or_insert_with(|| json!({}));
+        p["uri"] = Value::from(uri.clone());
+    }
+    if let Some(name) = &args.prompt_name {
+        let p = params.get_or_insert_with(|| json!({}));
+        p["name"] = Value::from(name.clone());
+        if !args.prompt_arg.is_empty() {
+            let arguments: Map<String, Value> = args
+                .prompt_arg
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+                .collect();
+            p["arguments"] = Value::Object(arguments);
+        }
+    }
     Ok((method, params))
+}
+
+fn json_object(text: &str, flag: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(format!("{flag} must be a JSON object")),
+        Err(e) => Err(format!("{flag} is not valid JSON: {e}")),
+    }
+}
+
+/// Retypes the `--tool-arg` values in `params.arguments` by the tool's
+/// `inputSchema`, or says which value does not fit.
+pub fn type_tool_args(params: &mut Value, tool_args: &[(String, String)], input_schema: &Value) -> Result<(), String> {
+    for (k, v) in tool_args {
+        let typed = typed_arg::typed_argument(k, v, input_schema)
+            .map_err(|e| format!("--tool-arg {k}={v}: {e} (--raw-args sends it as JSON or text)"))?;
+        params["arguments"][k] = typed;
+    }
+    Ok(())
 }
 
 fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
@@ -178,7 +274,7 @@ fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn print_json(v: &Value) {
+pub fn print_json(v: &Value) {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     crate::outln!("{text}");
 }
@@ -309,7 +405,7 @@ fn call(
     args: &CallArgs,
     choice: EraChoice,
     method: &str,
-    params: Option<Value>,
+    mut params: Option<Value>,
     capabilities: Value,
     timeout: Duration,
 ) -> Result<u8, mcpscope_core::client::ClientError> {
@@ -349,6 +445,15 @@ fn call(
                     crate::errln!("mcpscope: {} ({})", h.verdict_text(), h.server_name());
                 }
             }
+        }
+    }
+    if !args.no_handshake {
+        warn_unadvertised(client, method);
+        if let Some(request) = &args.skill {
+            return super::skills::perform(client, request, timeout);
+        }
+        if let Some(code) = prepare_tool_call(client, args, method, &mut params, timeout)? {
+            return Ok(code);
         }
     }
     if args.task {
@@ -434,6 +539,9 @@ fn call(
     match resp.outcome {
         Ok(result) => {
             print_json(&result);
+            if method == methods::TOOLS_LIST && modern {
+                warn_invalid_tools(client, &result);
+            }
             if tool_error {
                 crate::errln!("mcpscope: the tool reported a failure (result.isError is true)");
                 Ok(exit::TOOL_ERROR)
@@ -447,6 +555,139 @@ fn call(
             Ok(exit::FAILED)
         }
     }
+}
+
+/// Names on stderr the listed tools mcpscope will not call (their
+/// `x-mcp-header` annotations break the rules); the listing is printed whole.
+fn warn_invalid_tools(client: &Client, result: &Value) {
+    for name in result
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+    {
+        if let Some(problem) = client.driver().tool_problem(name) {
+            eprintln!(
+                "mcpscope: tool {name:?} cannot be called (x-mcp-header rule \"{}\"): {problem}",
+                problem.rule()
+            );
+        }
+    }
+}
+
+/// Says on stderr when the server did not advertise the capability `method`
+/// needs: the request is sent all the same (the user asked for it).
+fn warn_unadvertised(client: &Client, method: &str) {
+    let Some(caps) = client.era().and_then(|d| d.server_capabilities()) else {
+        return;
+    };
+    if let Some(why) = unadvertised(caps, method) {
+        eprintln!("mcpscope: {why}; sending {method} anyway");
+    }
+}
+
+/// Why `method` is not covered by the server's capabilities, if it is not.
+pub fn unadvertised(caps: &Value, method: &str) -> Option<String> {
+    if !caps.is_object() {
+        return None;
+    }
+    if method.starts_with("skills/") {
+        let ext = mcpscope_core::protocol::skills::EXTENSION;
+        return caps
+            .pointer(&format!("/extensions/{}", ext.replace('~', "~0").replace('/', "~1")))
+            .is_none()
+            .then(|| format!("the server did not advertise the {ext} extension"));
+    }
+    let cap = methods::capability_of(method)?;
+    if caps.get(cap).is_none_or(Value::is_null) {
+        return Some(format!("the server did not advertise the \"{cap}\" capability"));
+    }
+    if (method == methods::RESOURCES_SUBSCRIBE || method == methods::RESOURCES_UNSUBSCRIBE)
+        && caps.pointer("/resources/subscribe") != Some(&Value::Bool(true))
+    {
+        return Some("the server did not advertise resources.subscribe".into());
+    }
+    None
+}
+
+/// Before a `tools/call`: lists the tools (every page) so the tool's schema
+/// and header annotations are known, refuses a tool whose `x-mcp-header`
+/// annotations break the rules (modern era), and types the `--tool-arg`
+/// values. `Some(code)`: stop with that exit status, nothing was called.
+fn prepare_tool_call(
+    client: &mut Client,
+    args: &CallArgs,
+    method: &str,
+    params: &mut Option<Value>,
+    timeout: Duration,
+) -> Result<Option<u8>, mcpscope_core::client::ClientError> {
+    let modern = client.era().is_some_and(|d| d.era == Era::Modern);
+    if method == methods::TOOLS_LIST {
+        return Ok(None);
+    }
+    let Some(name) = (method == methods::TOOLS_CALL)
+        .then(|| params.as_ref()?.get("name")?.as_str().map(str::to_owned))
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let advertised = client
+        .era()
+        .and_then(|d| d.server_capabilities())
+        .is_none_or(|c| c.get("tools").is_some_and(|t| !t.is_null()));
+    if !advertised {
+        return Ok(None);
+    }
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _page in 0..100 {
+        let list_params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let resp = client.request(methods::TOOLS_LIST, list_params, timeout)?;
+        match resp.outcome {
+            Ok(result) => {
+                tools.extend(
+                    result
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+                cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            Err(e) => {
+                eprintln!("mcpscope: tools/list failed ({e}): the arguments go untyped");
+                break;
+            }
+        }
+    }
+    if modern && let Some(problem) = client.driver().tool_problem(&name) {
+        eprintln!(
+            "mcpscope: not calling tool {name:?}: its inputSchema breaks the x-mcp-header rule \"{}\": {problem}",
+            problem.rule()
+        );
+        return Ok(Some(exit::FAILED));
+    }
+    let Some(tool) = tools
+        .iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == Some(name.as_str()))
+    else {
+        if client.driver().tools_listed() {
+            eprintln!("mcpscope: the server's tools/list does not include {name:?}; calling it anyway");
+        }
+        return Ok(None);
+    };
+    if !args.raw_args
+        && let (Some(p), Some(schema)) = (params.as_mut(), tool.get("inputSchema"))
+        && let Err(e) = type_tool_args(p, &args.tool_arg, schema)
+    {
+        eprintln!("mcpscope: {e}");
+        return Ok(Some(exit::USAGE));
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -487,6 +728,109 @@ mod tests {
             p.unwrap(),
             json!({"name":"add","arguments":{"a":1,"b":[1,2],"s":"hello world","t":true,"q":"1"}})
         );
+    }
+
+    #[test]
+    fn conveniences_build_their_requests() {
+        let a = parse(&["--uri", "file:///a%20b.txt", "--", "srv"]);
+        assert_eq!(
+            build_request(&a).unwrap(),
+            ("resources/read".into(), Some(json!({"uri":"file:///a%20b.txt"})))
+        );
+        let a = parse(&["--method", "resources/subscribe", "--uri", "x://y", "--", "srv"]);
+        assert_eq!(
+            build_request(&a).unwrap(),
+            ("resources/subscribe".into(), Some(json!({"uri":"x://y"})))
+        );
+        let a = parse(&[
+            "--prompt-name",
+            "greet",
+            "--prompt-arg",
+            "n=42",
+            "--prompt-arg",
+            "who=Ann",
+            "--",
+            "srv",
+        ]);
+        assert_eq!(
+            build_request(&a).unwrap(),
+            (
+                "prompts/get".into(),
+                Some(json!({"name":"greet","arguments":{"n":"42","who":"Ann"}}))
+            )
+        );
+        let a = parse(&[
+            "--tool-name",
+            "t",
+            "--tool-args",
+            r#"{"v":"true","n":null}"#,
+            "--tool-arg",
+            "x=1",
+            "--",
+            "srv",
+        ]);
+        assert_eq!(
+            build_request(&a).unwrap().1.unwrap(),
+            json!({"name":"t","arguments":{"v":"true","n":null,"x":1}})
+        );
+        let a = parse(&["--tool-name", "t", "--tool-args", "[1]", "--", "srv"]);
+        assert!(
+            build_request(&a)
+                .unwrap_err()
+                .contains("--tool-args must be a JSON object")
+        );
+    }
+
+    #[test]
+    fn tool_args_are_typed_by_the_schema() {
+        let a = parse(&[
+            "--tool-name",
+            "t",
+            "--tool-arg",
+            "message=42",
+            "--tool-arg",
+            "a=2",
+            "--",
+            "srv",
+        ]);
+        let (_, p) = build_request(&a).unwrap();
+        let mut p = p.unwrap();
+        let schema = json!({"properties":{"message":{"type":"string"},"a":{"type":"number"}}});
+        type_tool_args(&mut p, &a.tool_arg, &schema).unwrap();
+        assert_eq!(p["arguments"], json!({"message":"42","a":2}));
+        let a = parse(&["--tool-name", "t", "--tool-arg", "a=abc", "--", "srv"]);
+        let mut p = build_request(&a).unwrap().1.unwrap();
+        let e = type_tool_args(&mut p, &a.tool_arg, &schema).unwrap_err();
+        assert!(
+            e.contains("--tool-arg a=abc") && e.contains("a number") && e.contains("--raw-args"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unadvertised_capabilities_are_named() {
+        let tools_only = json!({"tools":{}});
+        assert!(unadvertised(&tools_only, "tools/call").is_none());
+        assert!(unadvertised(&tools_only, "ping").is_none());
+        assert!(
+            unadvertised(&tools_only, "resources/list")
+                .unwrap()
+                .contains("\"resources\"")
+        );
+        let subs = json!({"resources":{}});
+        assert!(
+            unadvertised(&subs, "resources/subscribe")
+                .unwrap()
+                .contains("resources.subscribe")
+        );
+        assert!(unadvertised(&json!({"resources":{"subscribe":true}}), "resources/subscribe").is_none());
+        assert!(
+            unadvertised(&tools_only, "skills/list")
+                .unwrap()
+                .contains("io.modelcontextprotocol/skills")
+        );
+        let ext = json!({"extensions":{"io.modelcontextprotocol/skills":{}}});
+        assert!(unadvertised(&ext, "skills/list").is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod listen;
 pub(crate) mod output;
 mod proxy;
 mod signals;
+mod skills;
 mod trace;
 mod watch;
 mod wrap;
@@ -62,6 +63,9 @@ pub enum Cmd {
     Diff(diff::DiffArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
+    /// Skills over MCP (SEP-2640): list a server's skills, or load one (SKILL.md
+    /// and the files asked for), each file verified against the listing.
+    Skills(skills::SkillsArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -206,7 +210,9 @@ pub fn main() -> ExitCode {
         grace: Duration::from_secs(30),
     };
     match &cli.command {
-        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_)) => signals::install(backstop),
+        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_) | Cmd::Skills(_)) => {
+            signals::install(backstop)
+        }
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
         Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
@@ -218,6 +224,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
+        Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {

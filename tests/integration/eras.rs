@@ -369,7 +369,7 @@ fn cli_call_and_doctor_in_both_eras() {
         err.contains("elicitation/create [confirm]: Create project demo in file:///srv/demo?"),
         "{err}"
     );
-    assert!(err.contains("one conversation with #2, 3 round(s)"), "{err}");
+    assert!(err.contains("one conversation with #3, 3 round(s)"), "{err}");
     assert!(text(&out.stdout).contains("action=accept"), "{}", text(&out.stdout));
 
     // Declining is the default; sampling is refused unless --sample-reply.

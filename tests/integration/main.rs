@@ -7,6 +7,7 @@ mod support;
 mod app_eras;
 mod capture_roundtrip;
 mod cli;
+mod conformance_2026;
 mod eras;
 mod faulty_servers;
 mod hostile;

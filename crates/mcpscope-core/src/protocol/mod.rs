@@ -9,6 +9,7 @@ pub mod http_headers;
 pub mod lifecycle;
 pub mod methods;
 pub mod mrtr;
+pub mod skills;
 pub mod subscriptions;
 pub mod tasks;
 pub mod tool_result;

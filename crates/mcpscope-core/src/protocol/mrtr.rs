@@ -141,6 +141,17 @@ pub struct InputPolicy {
     pub sample_reply: Option<String>,
 }
 
+/// The accepted content: the requested schema's `default`s (SEP-1034),
+/// overridden by what the user gave.
+fn with_schema_defaults(content: &Value, params: &Value) -> Value {
+    let Value::Object(given) = content else {
+        return content.clone();
+    };
+    let mut merged = schema_defaults(params.get("requestedSchema"));
+    merged.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Value::Object(merged)
+}
+
 impl InputPolicy {
     /// The client capabilities this policy can honour.
     pub fn capabilities(&self) -> Value {
@@ -168,13 +179,9 @@ impl InputPolicy {
             methods::ELICITATION_CREATE => match &self.elicit {
                 Some(ElicitAnswer::Decline) => Ok(json!({"action": "decline"})),
                 Some(ElicitAnswer::Cancel) => Ok(json!({"action": "cancel"})),
-                Some(ElicitAnswer::Accept(content)) => Ok(json!({"action": "accept", "content": content})),
-                Some(ElicitAnswer::AcceptDefaults(given)) => {
-                    let mut content = schema_defaults(params.get("requestedSchema"));
-                    if let Some(g) = given.as_object() {
-                        content.extend(g.iter().map(|(k, v)| (k.clone(), v.clone())));
-                    }
-                    Ok(json!({"action": "accept", "content": content}))
+                // Both fill in the requested schema's defaults under what was given (SEP-1034).
+                Some(ElicitAnswer::Accept(content) | ElicitAnswer::AcceptDefaults(content)) => {
+                    Ok(json!({"action": "accept", "content": with_schema_defaults(content, params)}))
                 }
                 None => Err(
                     "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline, \
@@ -440,6 +447,14 @@ pub(crate) mod tests {
         // No state given: none sent.
         let p = retry_params(&original, &answers, None);
         assert!(p.get("requestState").is_none());
+
+        // An accepted elicitation carries the schema's defaults (SEP-1034) under what was given.
+        let asked = json!({"requestedSchema":{"type":"object","properties":{
+            "name":{"type":"string","default":"John"},"age":{"type":"integer","default":30},"x":{"type":"string"}}}});
+        assert_eq!(
+            policy.answer("elicitation/create", &asked).unwrap(),
+            json!({"action":"accept","content":{"name":"John","age":30,"ok":true}})
+        );
 
         let none = InputPolicy::default();
         assert!(none.answer("roots/list", &json!({})).unwrap_err().contains("--root"));

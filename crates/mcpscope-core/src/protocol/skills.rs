@@ -1,0 +1,436 @@
+//! Skills over MCP (SEP-2640, extension `io.modelcontextprotocol/skills`):
+//! `skills/list` entries, and the checks a host makes before it uses a
+//! skill's file. A file is read only when needed (never on listing), and
+//! its bytes must match the entry's `size` and `sha256:` digest; `SKILL.md`'s
+//! YAML frontmatter must equal the entry's `frontmatter`, field by field.
+//! Nothing else of a skill is read after a failed check.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The extension's identifier under `capabilities.extensions`.
+pub const EXTENSION: &str = "io.modelcontextprotocol/skills";
+pub const SKILLS_LIST: &str = "skills/list";
+pub const SKILLS_GET: &str = "skills/get";
+/// The manifest every skill has.
+pub const MANIFEST: &str = "SKILL.md";
+
+/// One file of a skill as its entry announces it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillFile {
+    pub uri: String,
+    /// `sha256:` and 64 lowercase hex digits.
+    pub digest: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// A `skills/list` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkillEntry {
+    /// The skill's `SKILL.md`, e.g. `skill://pdf-processing/SKILL.md`.
+    pub uri: String,
+    pub frontmatter: Map<String, Value>,
+    pub files: Vec<SkillFile>,
+}
+
+impl SkillEntry {
+    /// Reads one entry; `Err` names what is missing.
+    pub fn from_json(v: &Value) -> Result<SkillEntry, String> {
+        let uri = v
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or("a skill entry without a uri")?
+            .to_owned();
+        let frontmatter = v
+            .get("frontmatter")
+            .and_then(Value::as_object)
+            .cloned()
+            .ok_or_else(|| format!("skill {uri} has no frontmatter object"))?;
+        let files = v
+            .get("resources")
+            .and_then(Value::as_array)
+            .map(|rs| {
+                rs.iter()
+                    .filter_map(|r| {
+                        Some(SkillFile {
+                            uri: r.get("uri")?.as_str()?.to_owned(),
+                            digest: r.get("digest").and_then(Value::as_str).map(str::to_owned),
+                            size: r.get("size").and_then(Value::as_u64),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(SkillEntry {
+            uri,
+            frontmatter,
+            files,
+        })
+    }
+
+    /// The entries of a `skills/list` (or `skills/get`) result, and what could not be read.
+    pub fn all_from_result(result: &Value) -> (Vec<SkillEntry>, Vec<String>) {
+        let mut entries = Vec::new();
+        let mut problems = Vec::new();
+        let list: Vec<&Value> = match (result.get("skills"), result.get("skill")) {
+            (Some(Value::Array(a)), _) => a.iter().collect(),
+            (_, Some(one)) => vec![one],
+            _ => Vec::new(),
+        };
+        for v in list {
+            match SkillEntry::from_json(v) {
+                Ok(e) => entries.push(e),
+                Err(e) => problems.push(e),
+            }
+        }
+        (entries, problems)
+    }
+
+    /// The skill's name: the frontmatter's `name`, else the path segment before `SKILL.md`.
+    pub fn name(&self) -> String {
+        if let Some(n) = self.frontmatter.get("name").and_then(Value::as_str) {
+            return n.to_owned();
+        }
+        let path = self.uri.split_once("://").map_or(self.uri.as_str(), |(_, p)| p);
+        path.trim_end_matches(MANIFEST)
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(path)
+            .to_owned()
+    }
+
+    /// The directory URI the skill's files live under (with a trailing `/`).
+    pub fn base(&self) -> &str {
+        self.uri.strip_suffix(MANIFEST).unwrap_or(&self.uri)
+    }
+
+    /// The announced file for `SKILL.md`: the entry of its own uri (a
+    /// bare entry without resources still names its manifest).
+    pub fn manifest(&self) -> SkillFile {
+        self.file(&self.uri).cloned().unwrap_or(SkillFile {
+            uri: self.uri.clone(),
+            digest: None,
+            size: None,
+        })
+    }
+
+    /// A file by its full URI or its path relative to the skill (`references/FORMS.md`).
+    pub fn file(&self, uri_or_path: &str) -> Option<&SkillFile> {
+        self.files
+            .iter()
+            .find(|f| f.uri == uri_or_path || f.uri.strip_prefix(self.base()) == Some(uri_or_path))
+    }
+
+    /// Whether `wanted` names this skill (its name or its SKILL.md URI).
+    pub fn is(&self, wanted: &str) -> bool {
+        self.uri == wanted || self.name() == wanted || self.base().trim_end_matches('/') == wanted
+    }
+}
+
+/// Why a file read for a skill must not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VerifyError {
+    /// The entry announces no digest, so the bytes cannot be checked.
+    NoDigest {
+        uri: String,
+    },
+    Size {
+        uri: String,
+        announced: u64,
+        read: u64,
+    },
+    Digest {
+        uri: String,
+        announced: String,
+        computed: String,
+    },
+    /// The file's frontmatter differs from the entry's.
+    Frontmatter {
+        uri: String,
+        differences: Vec<String>,
+    },
+    /// The content is not something a skill file can be (no text, bad base64, no frontmatter).
+    Content {
+        uri: String,
+        why: String,
+    },
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerifyError::NoDigest { uri } => write!(f, "{uri}: the skill entry announces no digest for it"),
+            VerifyError::Size { uri, announced, read } => {
+                write!(f, "{uri}: {read} bytes read, the skill entry announces {announced}")
+            }
+            VerifyError::Digest {
+                uri,
+                announced,
+                computed,
+            } => write!(f, "{uri}: digest {computed}, the skill entry announces {announced}"),
+            VerifyError::Frontmatter { uri, differences } => {
+                write!(
+                    f,
+                    "{uri}: frontmatter differs from the skill entry: {}",
+                    differences.join("; ")
+                )
+            }
+            VerifyError::Content { uri, why } => write!(f, "{uri}: {why}"),
+        }
+    }
+}
+
+/// `sha256:` + lowercase hex of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A verified file as JSON: uri, size, digest, and the content as `text`
+/// (UTF-8) or `blob` (base64).
+pub fn file_json(file: &SkillFile, bytes: &[u8]) -> Value {
+    let mut v = serde_json::json!({"uri": file.uri, "size": bytes.len(), "digest": digest_of(bytes)});
+    match std::str::from_utf8(bytes) {
+        Ok(t) => v["text"] = Value::from(t),
+        Err(_) => v["blob"] = Value::from(base64::engine::general_purpose::STANDARD.encode(bytes)),
+    }
+    v
+}
+
+/// The bytes of the first content of a `resources/read` result for `uri`
+/// (`text` as UTF-8, `blob` decoded).
+pub fn read_bytes(result: &Value, uri: &str) -> Result<Vec<u8>, VerifyError> {
+    let contents = result.get("contents").and_then(Value::as_array);
+    let item = contents
+        .and_then(|cs| cs.iter().find(|c| c.get("uri").and_then(Value::as_str) == Some(uri)))
+        .or_else(|| contents.and_then(|cs| cs.first()))
+        .ok_or_else(|| VerifyError::Content {
+            uri: uri.to_owned(),
+            why: "resources/read returned no contents".into(),
+        })?;
+    if let Some(t) = item.get("text").and_then(Value::as_str) {
+        return Ok(t.as_bytes().to_vec());
+    }
+    if let Some(b) = item.get("blob").and_then(Value::as_str) {
+        return base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .map_err(|e| VerifyError::Content {
+                uri: uri.to_owned(),
+                why: format!("the blob is not base64: {e}"),
+            });
+    }
+    Err(VerifyError::Content {
+        uri: uri.to_owned(),
+        why: "the content has neither text nor blob".into(),
+    })
+}
+
+/// Checks read bytes against the announced size (first: a size mismatch is
+/// a failure whatever the digest) and digest.
+pub fn verify_bytes(file: &SkillFile, bytes: &[u8]) -> Result<(), VerifyError> {
+    if let Some(announced) = file.size
+        && announced != bytes.len() as u64
+    {
+        return Err(VerifyError::Size {
+            uri: file.uri.clone(),
+            announced,
+            read: bytes.len() as u64,
+        });
+    }
+    let Some(announced) = &file.digest else {
+        return Err(VerifyError::NoDigest { uri: file.uri.clone() });
+    };
+    let computed = digest_of(bytes);
+    if !announced.eq_ignore_ascii_case(&computed) {
+        return Err(VerifyError::Digest {
+            uri: file.uri.clone(),
+            announced: announced.clone(),
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// The YAML frontmatter of a `SKILL.md` (between a first line `---` and the
+/// next `---` line) as JSON, and the body after it.
+pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("SKILL.md does not start with a --- frontmatter line")?;
+    let mut offset = 0;
+    let mut end = None;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            end = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    let (yaml_end, body_start) = end.ok_or("SKILL.md's frontmatter has no closing --- line")?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(&rest[..yaml_end])
+        .map_err(|e| format!("SKILL.md's frontmatter is not valid YAML: {e}"))?;
+    match docs.into_iter().next().map(|y| yaml_to_json(&y)) {
+        Some(Value::Object(m)) => Ok((m, &rest[body_start..])),
+        None | Some(Value::Null) => Ok((Map::new(), &rest[body_start..])),
+        Some(other) => Err(format!("SKILL.md's frontmatter is not a mapping but {other}")),
+    }
+}
+
+fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
+    use yaml_rust2::Yaml;
+    match y {
+        Yaml::Real(s) => s
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| Value::String(s.clone()), Value::Number),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(a) => Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match yaml_to_json(k) {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
+    }
+}
+
+/// Compares a `SKILL.md`'s frontmatter with the entry's, field by field
+/// (both ways: a field only one side has is a difference).
+pub fn verify_frontmatter(entry: &SkillEntry, text: &str) -> Result<Map<String, Value>, VerifyError> {
+    let uri = entry.uri.clone();
+    let (found, _) = frontmatter(text).map_err(|why| VerifyError::Content { uri: uri.clone(), why })?;
+    let mut differences = Vec::new();
+    for (k, announced) in &entry.frontmatter {
+        match found.get(k) {
+            None => differences.push(format!("{k} is missing from the file")),
+            Some(v) if v != announced => differences.push(format!("{k} is {v} in the file, {announced} in the entry")),
+            Some(_) => {}
+        }
+    }
+    for k in found.keys().filter(|k| !entry.frontmatter.contains_key(*k)) {
+        differences.push(format!("{k} is in the file only"));
+    }
+    if differences.is_empty() {
+        Ok(found)
+    } else {
+        Err(VerifyError::Frontmatter { uri, differences })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SKILL: &str =
+        "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
+
+    fn entry(text: &str) -> SkillEntry {
+        SkillEntry::from_json(&json!({
+            "uri": "skill://pdf-processing/SKILL.md",
+            "frontmatter": {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"},
+            "resources": [
+                {"uri": "skill://pdf-processing/SKILL.md", "digest": digest_of(text.as_bytes()), "size": text.len()},
+                {"uri": "skill://pdf-processing/references/FORMS.md", "digest": "sha256:00", "size": 3}
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn digest_is_sha256_hex() {
+        assert_eq!(
+            digest_of(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn an_entry_names_its_files() {
+        let e = entry(SKILL);
+        assert_eq!(e.name(), "pdf-processing");
+        assert_eq!(e.base(), "skill://pdf-processing/");
+        assert!(e.is("pdf-processing") && e.is("skill://pdf-processing/SKILL.md"));
+        assert_eq!(e.manifest().size, Some(SKILL.len() as u64));
+        assert!(e.file("references/FORMS.md").is_some());
+        assert!(e.file("skill://pdf-processing/references/FORMS.md").is_some());
+        assert!(e.file("nope.md").is_none());
+    }
+
+    #[test]
+    fn the_announced_file_verifies_and_tampering_does_not() {
+        let e = entry(SKILL);
+        let m = e.manifest();
+        assert!(verify_bytes(&m, SKILL.as_bytes()).is_ok());
+        // Same length, other bytes: the digest catches it.
+        let evil = SKILL.replace("Skill body.", "Evil body!!");
+        assert!(matches!(
+            verify_bytes(&m, evil.as_bytes()),
+            Err(VerifyError::Digest { .. })
+        ));
+        // Extra bytes: the size is checked first.
+        let longer = format!("{SKILL}more");
+        let err = verify_bytes(&m, longer.as_bytes()).unwrap_err();
+        assert!(matches!(err, VerifyError::Size { .. }), "{err}");
+        assert!(err.to_string().contains("bytes read"));
+        let bare = SkillFile {
+            uri: "x".into(),
+            digest: None,
+            size: None,
+        };
+        assert!(matches!(verify_bytes(&bare, b""), Err(VerifyError::NoDigest { .. })));
+    }
+
+    #[test]
+    fn frontmatter_is_compared_field_by_field() {
+        assert!(verify_frontmatter(&entry(SKILL), SKILL).is_ok());
+        let changed = SKILL.replace(
+            "description: Extract, fill, and assemble PDF documents",
+            "description: Exfiltrate credentials",
+        );
+        let err = verify_frontmatter(&entry(&changed), &changed).unwrap_err();
+        assert!(err.to_string().contains("description"), "{err}");
+        let extra = SKILL.replace("---\n\n", "license: MIT\n---\n\n");
+        assert!(
+            verify_frontmatter(&entry(&extra), &extra)
+                .unwrap_err()
+                .to_string()
+                .contains("license")
+        );
+        // Quoted YAML strings are the same value.
+        let quoted = "---\nname: \"pdf-processing\"\ndescription: 'Extract, fill, and assemble PDF documents'\n---\n";
+        assert!(verify_frontmatter(&entry(quoted), quoted).is_ok());
+        assert!(frontmatter("no frontmatter").is_err());
+        assert!(frontmatter("---\nname: [\n---\n").is_err());
+        let (m, body) = frontmatter("---\r\nname: x\r\n---\r\nbody").unwrap();
+        assert_eq!(m["name"], "x");
+        assert_eq!(body, "body");
+    }
+
+    #[test]
+    fn read_results_give_their_bytes() {
+        let r = json!({"contents":[{"uri":"u","text":"héllo"}]});
+        assert_eq!(read_bytes(&r, "u").unwrap(), "héllo".as_bytes());
+        let r = json!({"contents":[{"uri":"u","blob":"aGk="}]});
+        assert_eq!(read_bytes(&r, "u").unwrap(), b"hi");
+        assert!(read_bytes(&json!({"contents":[]}), "u").is_err());
+        let (entries, problems) =
+            SkillEntry::all_from_result(&json!({"skills":[{"uri":"skill://a/SKILL.md","frontmatter":{}},{"x":1}]}));
+        assert_eq!(entries.len(), 1);
+        assert_eq!(problems.len(), 1);
+    }
+}
