@@ -670,6 +670,30 @@ fn an_http_batch_answer_fails_at_once_and_says_what_it_is() {
     assert!(words.iter().all(|d| !d.contains("stdio")), "{words:?}");
 }
 
+/// #18: an HTTP 400 whose body is the JSON-RPC error answering the request is
+/// that error (exit 1, its code and message), not also an HTTP failure.
+#[test]
+fn an_http_400_carrying_a_jsonrpc_error_is_that_error() {
+    let server = HostileHttp::start(&["--mode", "bad-request"]);
+    let url = server.url("/mcp");
+    let out = run_bin(
+        &[
+            "call",
+            "--server-url",
+            &url,
+            "--method",
+            "tools/call",
+            "--params",
+            r#"{"name":"nope"}"#,
+        ],
+        Duration::from_secs(60),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("-32602") && err.contains("no tool named nope"), "{err}");
+    assert!(!err.contains("answered HTTP 400"), "{err}");
+}
+
 // ---------------------------------------------------------------------------
 // 14. --config F --server N shows the real load error.
 

@@ -172,6 +172,11 @@ class Main(Base):
         if "id" not in msg or "method" not in msg:
             self.send(202)
             return
+        if mode == "bad-request" and msg.get("method") == "tools/call":
+            # A JSON-RPC error in the body of an HTTP 400, as SDK servers answer invalid params.
+            error = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Invalid params: no tool named nope"}}
+            self.send(400, json.dumps(error).encode())
+            return
         reply = answer(msg)
         extra = [("Mcp-Session-Id", "hostile-1")] if msg.get("method") == "initialize" else []
         if mode == "batch" and msg.get("method") != "initialize":
@@ -183,7 +188,7 @@ def main():
     global ARGS, OTHER_PORT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True,
-                    choices=["sse-steal", "redirect-other", "redirect-same", "batch", "sse-flood", "plain"])
+                    choices=["sse-steal", "redirect-other", "redirect-same", "batch", "sse-flood", "plain", "bad-request"])
     ap.add_argument("--status", type=int, default=301, help="redirect-other: the redirect status")
     ap.add_argument("--count", type=int, default=500000, help="sse-flood: events to send")
     ARGS = ap.parse_args()

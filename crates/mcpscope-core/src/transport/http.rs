@@ -1111,6 +1111,15 @@ fn post(ctx: Ctx, job: PostJob) {
                 true,
             ),
         );
+    } else if !(200..300).contains(&status)
+        && out
+            .request_id
+            .as_ref()
+            .is_some_and(|id| matches!(answers(&bytes, id), Answer::Direct))
+    {
+        // A JSON-RPC error in the body of an HTTP error (400 for a bad
+        // request): that error is the answer, already passed on; the status
+        // is in the exchange's record. Not a second, transport-level failure.
     } else if !(200..300).contains(&status) {
         let mut e = format!("the server answered HTTP {}", status_text(status));
         if ct.contains("html") {
