@@ -273,6 +273,7 @@ fn exchange_view(x: &Exchange) -> Value {
     match &x.outcome {
         Outcome::Result(r) => v["result"] = r.clone(),
         Outcome::Error(e) => v["error"] = e.to_json(),
+        Outcome::MalformedError(e) => v["error"] = e.clone(),
         Outcome::NoResponse => v["response"] = json!("none"),
     }
     v
@@ -290,6 +291,9 @@ fn exchange_ui(ui: &mut Ui, side: &str, x: Option<&Exchange>, tree: &mut JsonTre
         }
         Outcome::Result(r) if r.get("isError").and_then(Value::as_bool) == Some(true) => {
             ui.label(RichText::new("tool failure (isError: true)").color(theme::WARN));
+        }
+        Outcome::MalformedError(_) => {
+            ui.label(RichText::new("malformed JSON-RPC error (no integer code or no message)").color(theme::ERROR));
         }
         Outcome::NoResponse => {
             ui.label(RichText::new("no response").color(theme::WARN));

@@ -28,6 +28,9 @@ pub struct Exchange {
 pub enum Outcome {
     Result(Value),
     Error(ErrorObject),
+    /// An `error` member that is not a JSON-RPC error object (no integer
+    /// code or no message), as it was sent: no code is made up for it.
+    MalformedError(Value),
     NoResponse,
 }
 
@@ -70,6 +73,7 @@ pub struct RawExchange {
 enum RawOutcome {
     Result(Box<RawValue>),
     Error(ErrorObject),
+    MalformedError(Value),
     NoResponse,
 }
 
@@ -95,6 +99,7 @@ impl RawExchange {
         match &self.outcome {
             RawOutcome::Result(r) => Outcome::Result(parse(r)),
             RawOutcome::Error(e) => Outcome::Error(e.clone()),
+            RawOutcome::MalformedError(v) => Outcome::MalformedError(v.clone()),
             RawOutcome::NoResponse => Outcome::NoResponse,
         }
     }
@@ -187,20 +192,17 @@ impl Collector {
 }
 
 fn response_outcome(r: &Frame) -> RawOutcome {
-    let malformed = || ErrorObject::new(0, "malformed error");
+    let error = |v: Option<&Value>| match v.and_then(ErrorObject::from_json) {
+        Some(e) => RawOutcome::Error(e),
+        None => RawOutcome::MalformedError(v.cloned().unwrap_or(Value::Null)),
+    };
     match serde_json::from_slice::<ResponseParts>(&r.raw) {
-        Ok(parts) if r.kind() == Kind::Error => RawOutcome::Error(
-            parts
-                .error
-                .as_ref()
-                .and_then(ErrorObject::from_json)
-                .unwrap_or_else(malformed),
-        ),
+        Ok(parts) if r.kind() == Kind::Error => error(parts.error.as_ref()),
         Ok(parts) => RawOutcome::Result(parts.result.map_or_else(|| to_raw(&Value::Null), ToOwned::to_owned)),
         Err(_) => {
             let rv = r.json().unwrap_or(Value::Null);
             if r.kind() == Kind::Error {
-                RawOutcome::Error(ErrorObject::from_json(&rv["error"]).unwrap_or_else(malformed))
+                error(rv.get("error"))
             } else {
                 RawOutcome::Result(to_raw(rv.get("result").unwrap_or(&Value::Null)))
             }
@@ -409,15 +411,24 @@ fn compare_outcomes(a: &Outcome, b: &Outcome, out: &mut Vec<String>) {
                 out.push(format!("error message: A {:?} vs B {:?}", x.message, y.message));
             }
         }
-        (Outcome::Result(_), Outcome::Error(e)) => out.push(format!(
-            "different error behaviour: A answered with a result, B with JSON-RPC error {e}"
-        )),
-        (Outcome::Error(e), Outcome::Result(_)) => out.push(format!(
-            "different error behaviour: A answered with JSON-RPC error {e}, B with a result"
-        )),
+        (Outcome::MalformedError(x), Outcome::MalformedError(y)) => compare_values("error", Some(x), Some(y), out),
         (Outcome::NoResponse, Outcome::NoResponse) => {}
         (Outcome::NoResponse, _) => out.push("A never answered, B did".into()),
         (_, Outcome::NoResponse) => out.push("B never answered, A did".into()),
+        (x, y) => out.push(format!(
+            "different error behaviour: A answered with {}, B with {}",
+            answer_kind(x),
+            answer_kind(y)
+        )),
+    }
+}
+
+fn answer_kind(o: &Outcome) -> String {
+    match o {
+        Outcome::Result(_) => "a result".into(),
+        Outcome::Error(e) => format!("JSON-RPC error {e}"),
+        Outcome::MalformedError(v) => format!("a malformed error object {}", preview(v)),
+        Outcome::NoResponse => "no answer".into(),
     }
 }
 
@@ -517,6 +528,32 @@ mod tests {
                 verdict: Verdict::Same
             }]
         );
+    }
+
+    /// A malformed error object is shown as it was sent, never given a code
+    /// nobody sent (there is no JSON-RPC code for "malformed").
+    #[test]
+    fn a_malformed_error_object_is_compared_as_sent() {
+        let a = session(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":1,"error":"it broke"}"#),
+        ]);
+        let b = session(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#,
+            ),
+        ]);
+        let d = diff(&a, &b);
+        let Verdict::Differs(lines) = &d[0].verdict else {
+            panic!("{d:?}")
+        };
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("a malformed error object \"it broke\""), "{lines:?}");
+        assert!(lines[0].contains("-32601"), "{lines:?}");
+        assert!(!lines[0].contains(" 0:") && !lines[0].contains("code 0"), "{lines:?}");
+        assert_eq!(diff(&a, &a)[0].verdict, Verdict::Same);
     }
 
     #[test]
