@@ -1,34 +1,30 @@
 //! The handshake and the era, as far as the session has shown them.
 
 use super::is_request;
-use crate::protocol::era::{self, Discovery};
-use crate::protocol::handshake::{self, Handshake};
+use crate::protocol::era;
+use crate::protocol::lifecycle::LifecycleFacts;
 use crate::protocol::methods;
-use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
-use serde_json::{Value, json};
-use std::time::Duration;
+use serde_json::Value;
 
+/// The lifecycle facts the handshake strip also judges
+/// ([`LifecycleFacts`], one set for both), plus what only lint's era rules ask.
 #[derive(Default)]
 pub(super) struct Facts {
-    pub init_req: Option<u64>,
-    pub offered: Option<String>,
-    /// The client's capabilities from the initialize params (`{}` when absent).
-    pub client_caps: Option<Value>,
-    pub init_resp: Option<u64>,
-    /// `initialize` sent again before any answer (the first one's HTTP
-    /// exchange asked for authorization): whichever is answered counts.
-    pub init_resent: Vec<u64>,
-    pub judged: Option<Handshake>,
-    pub initialized: Option<u64>,
-    /// The first `server/discover` result: its seq and what it says.
-    pub discovery: Option<(u64, Discovery)>,
-    /// Why the server is known to speak only the modern era, from its refusal of initialize.
-    refused_modern_only: Option<String>,
-    /// A client request (other than initialize) carried a modern protocol version in its `_meta`.
+    lifecycle: LifecycleFacts,
+    /// A client request (other than initialize) carried a modern protocol
+    /// version in its `_meta` while no version was negotiated.
     modern_request: bool,
     /// The client sent initialize at some point (an era probe that fell back).
     pub initialize_sent: bool,
+}
+
+impl std::ops::Deref for Facts {
+    type Target = LifecycleFacts;
+
+    fn deref(&self) -> &LifecycleFacts {
+        &self.lifecycle
+    }
 }
 
 fn all_modern(v: &[String]) -> bool {
@@ -41,65 +37,7 @@ impl Facts {
         if f.direction == Direction::Out && method == Some(methods::INITIALIZE) {
             self.initialize_sent = true;
         }
-        match (f.direction, f.kind()) {
-            (Direction::Out, Kind::Request)
-                if method == Some(methods::INITIALIZE) && self.init_req.is_some() && self.init_resp.is_none() =>
-            {
-                self.init_resent.push(f.seq);
-            }
-            (Direction::Out, Kind::Request) if method == Some(methods::INITIALIZE) && self.init_req.is_none() => {
-                self.init_req = Some(f.seq);
-                let params = f.json().and_then(|v| v.get("params").cloned()).unwrap_or(Value::Null);
-                self.offered = params.get("protocolVersion").and_then(Value::as_str).map(str::to_owned);
-                self.client_caps = Some(params.get("capabilities").cloned().unwrap_or_else(|| json!({})));
-            }
-            (Direction::Out, Kind::Notification)
-                if method == Some(methods::INITIALIZED) && self.initialized.is_none() =>
-            {
-                self.initialized = Some(f.seq);
-            }
-            (Direction::In, Kind::Result | Kind::Error)
-                if self.init_resp.is_none()
-                    && self.init_req.is_some()
-                    && f.link.as_ref().is_some_and(|l| {
-                        Some(l.request_seq) == self.init_req || self.init_resent.contains(&l.request_seq)
-                    }) =>
-            {
-                if let Some(l) = &f.link {
-                    self.init_req = Some(l.request_seq);
-                }
-                self.init_resp = Some(f.seq);
-                if f.kind() == Kind::Result {
-                    let result = f.json().and_then(|v| v.get("result").cloned()).unwrap_or(Value::Null);
-                    let latency = f.link.as_ref().map_or(Duration::ZERO, |l| l.latency);
-                    self.judged = Some(Handshake::judge(
-                        self.offered.as_deref().unwrap_or_default(),
-                        &result,
-                        latency,
-                    ));
-                } else if let Some(e) = f
-                    .json()
-                    .and_then(|v| v.get("error").and_then(crate::wire::message::ErrorObject::from_json))
-                {
-                    let supported = handshake::supported_from_error(&e);
-                    if all_modern(&supported) {
-                        self.refused_modern_only = Some(format!(
-                            "it refused initialize naming only {} as supported",
-                            supported.join(", ")
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-        if f.direction == Direction::In
-            && f.kind() == Kind::Result
-            && self.discovery.is_none()
-            && f.link.as_ref().is_some_and(|l| l.method == methods::SERVER_DISCOVER)
-            && let Some(d) = f.json().and_then(|v| v.get("result").and_then(Discovery::from_result))
-        {
-            self.discovery = Some((f.seq, d));
-        }
+        self.lifecycle.observe(f);
         // Only worth parsing params while there is no handshake to go by.
         if self.negotiated().is_none()
             && !self.modern_request
@@ -113,11 +51,6 @@ impl Facts {
         {
             self.modern_request = true;
         }
-    }
-
-    /// The version both sides settled on, when they did.
-    pub fn negotiated(&self) -> Option<&str> {
-        self.judged.as_ref()?.version()
     }
 
     /// The client speaks the stateless 2026-07-28 revision, which has no
@@ -146,7 +79,12 @@ impl Facts {
                 d.supported_versions.join(", ")
             ));
         }
-        self.refused_modern_only.clone()
+        all_modern(&self.refused_supported).then(|| {
+            format!(
+                "it refused initialize naming only {} as supported",
+                self.refused_supported.join(", ")
+            )
+        })
     }
 
     /// The server's capabilities: from the initialize result, or (modern era)
