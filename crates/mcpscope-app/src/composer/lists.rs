@@ -34,6 +34,14 @@ impl ToolDef {
             output_schema: v.get("outputSchema").cloned(),
         })
     }
+
+    /// Why a 2026-07-28 client leaves this tool out: an `x-mcp-header`
+    /// annotation that breaks a rule (SEP-2243). The tool stays listed.
+    pub fn header_problem(&self) -> Option<String> {
+        mcpscope_core::protocol::http_headers::annotations(&self.input_schema)
+            .err()
+            .map(|e| format!("{e} (rule: {})", e.rule()))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -172,7 +172,19 @@ impl ToolMode {
                         Some(title) if title != &t.name => format!("{} ({title})", t.name),
                         _ => t.name.clone(),
                     };
-                    if ui.selectable_label(selected.as_ref() == Some(&t.name), text).clicked() {
+                    // Greyed, still choosable: its schema can be read and a
+                    // call shows how the server copes.
+                    let problem = t.header_problem();
+                    let text = match &problem {
+                        Some(_) => RichText::new(format!("⚠ {text}")).weak(),
+                        None => RichText::new(text),
+                    };
+                    let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
+                    let r = match &problem {
+                        Some(p) => r.on_hover_text(format!("2026-07-28 clients leave this tool out: {p}")),
+                        None => r,
+                    };
+                    if r.clicked() {
                         chosen = Some(t.name.clone());
                         ui.close();
                     }
@@ -185,6 +197,14 @@ impl ToolMode {
             self.choose(lists, &name);
         }
         let Some(def) = self.def(lists).cloned() else { return };
+        if let Some(p) = def.header_problem() {
+            ui.add(
+                egui::Label::new(
+                    RichText::new(format!("⚠ 2026-07-28 clients leave this tool out: {p}")).color(theme::WARN),
+                )
+                .wrap(),
+            );
+        }
         if let Some(d) = &def.description {
             ui.add(egui::Label::new(RichText::new(d).weak()).wrap());
         }
@@ -256,6 +276,21 @@ impl ToolMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_with_a_broken_header_annotation_says_why() {
+        let mut t = ToolDef {
+            name: "q".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object", "properties": {"f": {"type": "array", "x-mcp-header": "F"}}}),
+            output_schema: None,
+        };
+        let p = t.header_problem().expect("an array cannot be a header");
+        assert!(p.contains("primitive-only"), "{p}");
+        t.input_schema = json!({"type": "object", "properties": {"f": {"type": "string", "x-mcp-header": "F"}}});
+        assert_eq!(t.header_problem(), None);
+    }
 
     #[test]
     fn the_picker_matches_every_word_in_name_title_or_description() {

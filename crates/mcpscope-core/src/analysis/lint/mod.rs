@@ -111,6 +111,7 @@ rules! {
     REQUEST_STATE_NOT_ECHOED = "request-state-not-echoed", "A multi round-trip retry whose requestState is not exactly the one the server gave.";
     SERVER_REQUEST_IN_MODERN_ERA = "server-request-in-modern-era", "A request sent by a server of the modern era, which asks through input_required results instead.";
     LEGACY_METHOD_IN_MODERN_ERA = "legacy-method-in-modern-era", "A method removed in 2026-07-28 (ping, logging/setLevel, resources/subscribe …) used with a modern server.";
+    INVALID_HEADER_ANNOTATION = "invalid-x-mcp-header", "A tool whose x-mcp-header annotations break a rule (empty, not a header name, on a non-primitive parameter, not unique): 2026-07-28 clients will not call it.";
     UNAUTHORIZED_WITHOUT_CHALLENGE = "401-without-www-authenticate", "An HTTP 401 without a WWW-Authenticate header: the client cannot tell how to authorize.";
     OAUTH_RESOURCE_MISMATCH = "oauth-resource-mismatch", "Protected resource metadata whose resource is not the server it was fetched for.";
     OAUTH_ISSUER_MISMATCH = "oauth-issuer-mismatch", "Authorization server metadata whose issuer is not the authorization server it was looked up for.";

@@ -901,3 +901,28 @@ fn an_initialize_sent_again_after_authorizing_is_the_handshake() {
         assert!(!rules.contains(&r), "{rules:?}");
     }
 }
+
+/// #18: a listed tool with a broken x-mcp-header annotation is an Expert
+/// finding naming the tool and the rule; a valid one is not.
+#[test]
+fn a_tool_with_an_invalid_header_annotation_is_reported() {
+    let mut s = S::new();
+    s.out(TOOLS_LIST).inn(
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[
+            {"name":"ok","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},
+            {"name":"bad","inputSchema":{"type":"object","properties":{"filter":{"type":"object","x-mcp-header":"Filter"}}}}
+        ]}}"#
+            .replace('\n', "")
+            .as_str(),
+    );
+    let all = s.lint();
+    let found: Vec<&Finding> = all
+        .iter()
+        .filter(|f| f.rule == rule::INVALID_HEADER_ANNOTATION)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("\"bad\"") && found[0].message.contains("primitive-only"),
+        "{found:?}"
+    );
+}

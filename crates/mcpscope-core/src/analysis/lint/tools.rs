@@ -187,6 +187,7 @@ impl Tools {
                     return;
                 };
                 for (i, tool) in list.iter().enumerate() {
+                    header_annotations(tool, f.seq, out);
                     if let Some((name, info)) = check_tool(tool, i, f.seq, out) {
                         self.tools.insert(name, info);
                     }
@@ -428,4 +429,23 @@ fn check_tool_call_error(f: &Frame, request_seq: u64, name: &str, v: &Value, out
             quote(message)
         ),
     ));
+}
+
+/// SEP-2243: a tool whose `x-mcp-header` annotations break a rule is one a
+/// 2026-07-28 client must leave out; said once per tool, naming the rule.
+fn header_annotations(tool: &Value, seq: u64, out: &mut Vec<Finding>) {
+    let Some(schema) = tool.get("inputSchema") else { return };
+    if let Err(e) = crate::protocol::http_headers::annotations(schema) {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+        out.push(Finding::new(
+            rule::INVALID_HEADER_ANNOTATION,
+            Severity::Error,
+            vec![seq],
+            format!(
+                "The tool {name:?} cannot be called over 2026-07-28 HTTP: {e} (rule: {}). Clients leave such a tool out \
+                 rather than send headers the server did not mean; its schema is still listed.",
+                e.rule()
+            ),
+        ));
+    }
 }
