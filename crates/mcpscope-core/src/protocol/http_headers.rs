@@ -87,10 +87,17 @@ impl fmt::Display for InvalidAnnotation {
                 f,
                 "{ANNOTATION} {name:?} of {path} is not a header name (RFC 9110 token: letters, digits and !#$%&'*+-.^_`|~)"
             ),
-            InvalidAnnotation::NotPrimitive { path, name, kind } => write!(
-                f,
-                "{ANNOTATION} {name:?} is on {path}, a {kind}: only string, integer and boolean parameters can be headers"
-            ),
+            InvalidAnnotation::NotPrimitive { path, name, kind } => {
+                let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                write!(
+                    f,
+                    "{ANNOTATION} {name:?} is on {path}, {article} {kind}: only string, integer and boolean parameters can be headers"
+                )
+            }
             InvalidAnnotation::Duplicate { name, paths } => write!(
                 f,
                 "{ANNOTATION} {name:?} names two parameters ({} and {}), ignoring case",
