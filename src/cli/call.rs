@@ -639,31 +639,13 @@ fn prepare_tool_call(
     if !advertised {
         return Ok(None);
     }
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _page in 0..100 {
-        let list_params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let resp = client.request(methods::TOOLS_LIST, list_params, timeout)?;
-        match resp.outcome {
-            Ok(result) => {
-                tools.extend(
-                    result
-                        .get("tools")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                );
-                cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-                if cursor.is_none() {
-                    break;
-                }
-            }
-            Err(e) => {
-                eprintln!("mcpscope: tools/list failed ({e}): the arguments go untyped");
-                break;
-            }
+    let tools = match client.list_all(methods::TOOLS_LIST, "tools", timeout)? {
+        Ok(tools) => tools,
+        Err(e) => {
+            eprintln!("mcpscope: tools/list failed ({e}): the arguments go untyped");
+            Vec::new()
         }
-    }
+    };
     if modern && let Some(problem) = client.driver().tool_problem(&name) {
         eprintln!(
             "mcpscope: not calling tool {name:?}: its inputSchema breaks the x-mcp-header rule \"{}\": {problem}",

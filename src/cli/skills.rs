@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::skills::{self, SkillEntry, SkillFile};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -103,32 +103,14 @@ pub fn run(args: SkillsArgs) -> ExitCode {
 
 /// Runs the request on an established session; the exit status.
 pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -> Result<u8, ClientError> {
-    let mut raw = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _page in 0..100 {
-        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let resp = client.request(skills::SKILLS_LIST, params, timeout)?;
-        match resp.outcome {
-            Ok(result) => {
-                raw.extend(
-                    result
-                        .get("skills")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                );
-                cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-                if cursor.is_none() {
-                    break;
-                }
-            }
-            Err(e) => {
-                super::call::print_json(&e.to_json());
-                eprintln!("mcpscope: skills/list failed with JSON-RPC error {e}");
-                return Ok(exit::FAILED);
-            }
+    let raw = match client.list_all(skills::SKILLS_LIST, "skills", timeout)? {
+        Ok(raw) => raw,
+        Err(e) => {
+            super::call::print_json(&e.to_json());
+            eprintln!("mcpscope: skills/list failed with JSON-RPC error {e}");
+            return Ok(exit::FAILED);
         }
-    }
+    };
     let listing = json!({ "skills": raw });
     let (entries, problems) = SkillEntry::all_from_result(&listing);
     for p in &problems {

@@ -192,27 +192,6 @@ impl Drop for HostileHttp {
     }
 }
 
-fn connect(target: impl Into<Target>, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
-    let sink: Sink = Default::default();
-    let s = sink.clone();
-    let c = mcpscope_core::client::Client::connect(
-        target,
-        options,
-        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
-    );
-    (c, sink)
-}
-
-fn http_events(events: &[Event]) -> Vec<&HttpInfo> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Http(h) => Some(h),
-            _ => None,
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------
 // 1. Credentials go only to the origin the user named.
 
@@ -607,10 +586,10 @@ fn an_sse_flood_is_slowed_down_by_backpressure_not_buffered() {
 // ---------------------------------------------------------------------------
 // 10, 11. Closed pipes and FIFOs.
 
-#[test]
-fn a_closed_stdout_ends_quietly() {
-    let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("c.jsonl");
+/// `call tools/list` recorded to `cap`, against a server that interleaves
+/// `count` stdout and stderr lines.
+fn interleaved_capture(cap: &Path, count: u32) -> Output {
+    let count = count.to_string();
     let mut args = vec![
         "call",
         "--method",
@@ -619,9 +598,17 @@ fn a_closed_stdout_ends_quietly() {
         cap.to_str().unwrap(),
         "--",
     ];
-    let server = hostile_args("interleave", &["--count", "300"]);
+    let server = hostile_args("interleave", &["--count", &count]);
     args.extend(server.iter().map(String::as_str));
-    assert_eq!(run_bin(&args, Duration::from_secs(30)).status.code(), Some(0));
+    run_bin(&args, Duration::from_secs(60))
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let out = interleaved_capture(&cap, 300);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let c = cap.to_str().unwrap();
     for args in [
         vec!["lint", c],
@@ -834,17 +821,7 @@ fn the_proxy_records_a_client_that_stopped_reading() {
 fn capture_times_never_run_backwards() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("c.jsonl");
-    let mut args = vec![
-        "call",
-        "--method",
-        "tools/list",
-        "--capture",
-        cap.to_str().unwrap(),
-        "--",
-    ];
-    let server = hostile_args("interleave", &["--count", "20000"]);
-    args.extend(server.iter().map(String::as_str));
-    let out = run_bin(&args, Duration::from_secs(60));
+    let out = interleaved_capture(&cap, 20000);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let text = std::fs::read_to_string(&cap).unwrap();
     let times: Vec<u64> = text

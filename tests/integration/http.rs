@@ -8,7 +8,7 @@ use mcpscope_core::client::ClientError;
 use mcpscope_core::protocol::handshake::HandshakeOptions;
 use mcpscope_core::transport::event::{Event, HttpInfo};
 use mcpscope_core::transport::session::SessionOptions;
-use mcpscope_core::transport::target::{HttpTarget, Target};
+use mcpscope_core::transport::target::HttpTarget;
 use mcpscope_core::wire::classify::Kind;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -79,27 +79,6 @@ fn options() -> SessionOptions {
         stdin_close_grace: Duration::from_secs(2),
         ..quick()
     }
-}
-
-fn connect(target: impl Into<Target>, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
-    let sink: Sink = Default::default();
-    let s = sink.clone();
-    let c = mcpscope_core::client::Client::connect(
-        target,
-        options,
-        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
-    );
-    (c, sink)
-}
-
-fn http_events(events: &[Event]) -> Vec<&HttpInfo> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Http(h) => Some(h),
-            _ => None,
-        })
-        .collect()
 }
 
 fn methods_in(events: &[Event]) -> Vec<String> {

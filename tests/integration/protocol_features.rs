@@ -17,14 +17,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 fn connect(target: Target) -> (Client, Sink) {
-    let sink: Sink = Default::default();
-    let s = sink.clone();
-    let c = Client::connect(
-        target,
-        quick(),
-        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
-    );
-    (c, sink)
+    crate::support::connect(target, quick())
 }
 
 fn ok(c: &mut Client, method: &str, params: Value) -> Value {

@@ -184,14 +184,33 @@ pub fn client(spec: ServerSpec) -> (mcpscope_core::client::Client, Sink) {
 }
 
 pub fn client_with(spec: ServerSpec, options: SessionOptions) -> (mcpscope_core::client::Client, Sink) {
+    connect(mcpscope_core::transport::target::Target::Stdio(spec), options)
+}
+
+/// A blocking client of any target whose events are all kept in the returned sink.
+pub fn connect(
+    target: impl Into<mcpscope_core::transport::target::Target>,
+    options: SessionOptions,
+) -> (mcpscope_core::client::Client, Sink) {
     let sink: Sink = Default::default();
     let s = sink.clone();
-    let c = mcpscope_core::client::Client::start(
-        spec,
+    let c = mcpscope_core::client::Client::connect(
+        target,
         options,
         Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
     );
     (c, sink)
+}
+
+/// The HTTP exchanges among the events.
+pub fn http_events(events: &[Event]) -> Vec<&mcpscope_core::transport::event::HttpInfo> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Http(h) => Some(h),
+            _ => None,
+        })
+        .collect()
 }
 
 pub fn snapshot(sink: &Sink) -> Vec<Event> {

@@ -87,6 +87,9 @@ impl fmt::Display for ClientError {
 impl std::error::Error for ClientError {}
 
 /// A response: its frame and what it says.
+/// How many pages [`Client::list_all`] follows.
+pub const MAX_LIST_PAGES: usize = 100;
+
 #[derive(Clone, Debug)]
 pub struct Response {
     pub frame: Frame,
@@ -530,6 +533,36 @@ impl Client {
     pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Response, ClientError> {
         let c = self.run(method, params, RequestOptions::timeout(timeout));
         self.response(method, timeout, c)
+    }
+
+    /// Every item of a paginated list (`tools/list`, `skills/list`, …): the
+    /// `key` array of each page, following `nextCursor` for at most
+    /// [`MAX_LIST_PAGES`] pages (a server that hands out cursors forever
+    /// cannot hold the client). The JSON-RPC error of the first page that
+    /// failed, if one did.
+    pub fn list_all(
+        &mut self,
+        method: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Result<Vec<Value>, ErrorObject>, ClientError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
+            let result = match self.request(method, params, timeout)?.outcome {
+                Ok(result) => result,
+                Err(e) => return Ok(Err(e)),
+            };
+            if let Some(page) = result.get(key).and_then(Value::as_array) {
+                items.extend(page.iter().cloned());
+            }
+            cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(Ok(items))
     }
 
     /// Sends a request exactly as given (no envelope) and waits for its response.

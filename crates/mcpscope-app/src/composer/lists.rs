@@ -14,11 +14,21 @@ pub struct ToolDef {
     pub description: Option<String>,
     pub input_schema: Value,
     pub output_schema: Option<Value>,
+    /// Why a 2026-07-28 client leaves this tool out: an `x-mcp-header`
+    /// annotation that breaks a rule (SEP-2243). The tool stays listed.
+    pub header_problem: Option<String>,
 }
 
 impl ToolDef {
     pub fn from_json(v: &Value) -> Option<ToolDef> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let input_schema = v
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        let header_problem = mcpscope_core::protocol::http_headers::annotations(&input_schema)
+            .err()
+            .map(|e| format!("{e} (rule: {})", e.rule()));
         Some(ToolDef {
             name: s("name")?,
             title: s("title").or_else(|| {
@@ -27,20 +37,10 @@ impl ToolDef {
                     .map(str::to_owned)
             }),
             description: s("description"),
-            input_schema: v
-                .get("inputSchema")
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"})),
+            input_schema,
             output_schema: v.get("outputSchema").cloned(),
+            header_problem,
         })
-    }
-
-    /// Why a 2026-07-28 client leaves this tool out: an `x-mcp-header`
-    /// annotation that breaks a rule (SEP-2243). The tool stays listed.
-    pub fn header_problem(&self) -> Option<String> {
-        mcpscope_core::protocol::http_headers::annotations(&self.input_schema)
-            .err()
-            .map(|e| format!("{e} (rule: {})", e.rule()))
     }
 }
 

@@ -412,6 +412,7 @@ mod tests {
             description: None,
             input_schema: schema,
             output_schema: Some(json!({"type": "object"})),
+            header_problem: None,
         }];
         c.tool.with_progress = false;
         c.choose_tool("echo");

@@ -174,13 +174,13 @@ impl ToolMode {
                     };
                     // Greyed, still choosable: its schema can be read and a
                     // call shows how the server copes.
-                    let problem = t.header_problem();
-                    let text = match &problem {
+                    let problem = &t.header_problem;
+                    let text = match problem {
                         Some(_) => RichText::new(format!("⚠ {text}")).weak(),
                         None => RichText::new(text),
                     };
                     let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
-                    let r = match &problem {
+                    let r = match problem {
                         Some(p) => r.on_hover_text(format!("2026-07-28 clients leave this tool out: {p}")),
                         None => r,
                     };
@@ -197,7 +197,7 @@ impl ToolMode {
             self.choose(lists, &name);
         }
         let Some(def) = self.def(lists).cloned() else { return };
-        if let Some(p) = def.header_problem() {
+        if let Some(p) = &def.header_problem {
             ui.add(
                 egui::Label::new(
                     RichText::new(format!("⚠ 2026-07-28 clients leave this tool out: {p}")).color(theme::WARN),
@@ -279,17 +279,14 @@ mod tests {
 
     #[test]
     fn a_tool_with_a_broken_header_annotation_says_why() {
-        let mut t = ToolDef {
-            name: "q".into(),
-            title: None,
-            description: None,
-            input_schema: json!({"type": "object", "properties": {"f": {"type": "array", "x-mcp-header": "F"}}}),
-            output_schema: None,
+        let tool = |kind: &str| {
+            ToolDef::from_json(&json!({"name": "q", "inputSchema":
+                {"type": "object", "properties": {"f": {"type": kind, "x-mcp-header": "F"}}}}))
+            .unwrap()
         };
-        let p = t.header_problem().expect("an array cannot be a header");
+        let p = tool("array").header_problem.expect("an array cannot be a header");
         assert!(p.contains("primitive-only"), "{p}");
-        t.input_schema = json!({"type": "object", "properties": {"f": {"type": "string", "x-mcp-header": "F"}}});
-        assert_eq!(t.header_problem(), None);
+        assert_eq!(tool("string").header_problem, None);
     }
 
     #[test]
@@ -300,6 +297,7 @@ mod tests {
             description: Some("Forecast for a city".into()),
             input_schema: json!({}),
             output_schema: None,
+            header_problem: None,
         };
         assert!(tool_matches(&t, ""));
         assert!(tool_matches(&t, "WEATHER city"));

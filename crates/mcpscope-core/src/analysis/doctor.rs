@@ -18,7 +18,7 @@ use crate::transport::session::SessionOptions;
 use crate::transport::target::Target;
 use crate::wire::classify::Kind;
 use crate::wire::frame::Direction;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -461,39 +461,24 @@ fn compact(v: &Value) -> String {
 }
 
 fn list_tools(client: &mut Client, timeout: Duration, advertised: bool) -> Check {
-    let mut names = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _page in 0..50 {
-        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        match client.request(methods::TOOLS_LIST, params, timeout) {
-            Ok(resp) => match resp.outcome {
-                Ok(result) => {
-                    if let Some(tools) = result.get("tools").and_then(Value::as_array) {
-                        names.extend(
-                            tools
-                                .iter()
-                                .map(|t| t.get("name").and_then(Value::as_str).unwrap_or("(no name)").to_owned()),
-                        );
-                    }
-                    cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-                    if cursor.is_none() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let status = if advertised { Status::Fail } else { Status::Info };
-                    return Check::new(status, "tools/list returned an error")
-                        .detail(e.to_string())
-                        .detail(if advertised {
-                            "The server advertises the tools capability, so tools/list should work."
-                        } else {
-                            "The server does not advertise the tools capability."
-                        });
-                }
-            },
-            Err(e) => return Check::new(Status::Fail, "tools/list got no answer").detail(e.to_string()),
+    let tools = match client.list_all(methods::TOOLS_LIST, "tools", timeout) {
+        Ok(Ok(tools)) => tools,
+        Ok(Err(e)) => {
+            let status = if advertised { Status::Fail } else { Status::Info };
+            return Check::new(status, "tools/list returned an error")
+                .detail(e.to_string())
+                .detail(if advertised {
+                    "The server advertises the tools capability, so tools/list should work."
+                } else {
+                    "The server does not advertise the tools capability."
+                });
         }
-    }
+        Err(e) => return Check::new(Status::Fail, "tools/list got no answer").detail(e.to_string()),
+    };
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| t.get("name").and_then(Value::as_str).unwrap_or("(no name)").to_owned())
+        .collect();
     let status = if advertised || !names.is_empty() {
         Status::Pass
     } else {

@@ -123,8 +123,9 @@ impl LifecycleFacts {
                 } else if !exempt {
                     self.early_requests.push(f.seq);
                 }
+                // Only worth parsing params while there is no handshake to go by.
                 if !self.modern_request
-                    && self.init_req.is_none()
+                    && self.negotiated().is_none()
                     && method != Some(methods::INITIALIZE)
                     && f.json().is_some_and(|v| {
                         v.get("params")

@@ -63,8 +63,8 @@ const MAX_REDIRECTS: usize = 5;
 
 const ACCEPT_POST: &str = "application/json, text/event-stream";
 
-/// Response headers worth showing.
-const RELEVANT: &[&str] = &[
+/// Response headers worth showing (the reverse proxy records the same).
+pub(crate) const RELEVANT: &[&str] = &[
     "content-type",
     "mcp-session-id",
     "mcp-protocol-version",
@@ -622,26 +622,33 @@ impl Headers {
     }
 }
 
-type Response = ureq::http::Response<ureq::Body>;
+pub(crate) type Response = ureq::http::Response<ureq::Body>;
 
 fn relevant_headers(resp: &Response) -> Vec<(String, String)> {
-    RELEVANT
+    let mut headers = joined_headers(resp, RELEVANT);
+    for (name, v) in &mut headers {
+        // A Location can carry credentials too.
+        if name == "location" {
+            *v = mask_url(v);
+        }
+    }
+    headers
+}
+
+/// The named response headers present, each once: a header sent several
+/// times is one comma-separated list (RFC 9110 §5.3), as WWW-Authenticate
+/// often is. Values as received (lossy UTF-8), unmasked.
+pub(crate) fn joined_headers(resp: &Response, names: &[&str]) -> Vec<(String, String)> {
+    names
         .iter()
         .filter_map(|name| {
-            // Several WWW-Authenticate headers are one list (RFC 9110 §5.3).
             let values: Vec<String> = resp
                 .headers()
                 .get_all(*name)
                 .iter()
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
                 .collect();
-            if values.is_empty() {
-                return None;
-            }
-            let v = values.join(", ");
-            // A Location can carry credentials too.
-            let v = if *name == "location" { mask_url(&v) } else { v };
-            Some(((*name).to_owned(), v))
+            (!values.is_empty()).then(|| ((*name).to_owned(), values.join(", ")))
         })
         .collect()
 }

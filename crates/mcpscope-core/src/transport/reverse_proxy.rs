@@ -61,18 +61,6 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-/// Response headers worth showing on the timeline.
-const RELEVANT: &[&str] = &[
-    "content-type",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "content-length",
-    "location",
-    "www-authenticate",
-    "retry-after",
-    "allow",
-];
-
 #[derive(Clone, Debug)]
 pub struct ReverseProxyOptions {
     pub listen: SocketAddr,
@@ -735,10 +723,7 @@ fn forward(ctx: &Ctx, req: &Request, out: &mut TcpStream) -> io::Result<bool> {
         .unwrap_or_default()
         .to_ascii_lowercase();
     let sse = content_type.starts_with("text/event-stream");
-    let received: Vec<(String, String)> = RELEVANT
-        .iter()
-        .filter_map(|n| header_str(&resp, n).map(|v| ((*n).to_owned(), v)))
-        .collect();
+    let received = crate::transport::http::joined_headers(&resp, crate::transport::http::RELEVANT);
     let length: Option<u64> = header_str(&resp, "content-length").and_then(|l| l.trim().parse().ok());
     let no_body = req.method == "HEAD" || status == 204 || status == 304 || (100..200).contains(&status);
     let prm = req.target.starts_with("/.well-known/oauth-protected-resource") && status == 200;

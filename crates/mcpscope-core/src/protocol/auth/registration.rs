@@ -196,10 +196,11 @@ pub fn parse_registration(status: u16, body: &[u8], issuer: &str) -> Result<Clie
             .map(str::to_owned)
     };
     if !(200..300).contains(&status) {
+        let (error, description) = super::token::oauth_error(body);
         return Err(AuthError::RegistrationRefused {
             status,
-            error: s("error"),
-            description: s("error_description"),
+            error,
+            description,
         });
     }
     let Some(client_id) = s("client_id") else {

@@ -68,18 +68,7 @@ pub fn call(
     };
     let resp = result.map_err(|e| describe(&e))?;
     let status = resp.status().as_u16();
-    let headers = RELEVANT
-        .iter()
-        .filter_map(|name| {
-            let values: Vec<String> = resp
-                .headers()
-                .get_all(*name)
-                .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                .collect();
-            (!values.is_empty()).then(|| ((*name).to_owned(), values.join(", ")))
-        })
-        .collect();
+    let headers = crate::transport::http::joined_headers(&resp, RELEVANT);
     let mut body = Vec::new();
     resp.into_body()
         .into_reader()
