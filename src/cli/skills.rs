@@ -9,7 +9,7 @@ use super::{EraArg, TargetArgs, exit};
 use clap::{Args, Subcommand};
 use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::protocol::methods;
-use mcpscope_core::protocol::skills::{self, SkillEntry, SkillFile};
+use mcpscope_core::protocol::skills::{self, FileState, SkillEntry, SkillFile, SkillLoad};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -140,72 +140,51 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         return Ok(exit::FAILED);
     };
     // Which files, decided before anything is read.
-    let manifest = entry.manifest();
-    let mut extra: Vec<SkillFile> = Vec::new();
-    if all_files {
-        extra.extend(entry.files.iter().filter(|f| f.uri != manifest.uri).cloned());
-    }
-    for f in files {
-        match entry.file(f) {
-            Some(file) if file.uri == manifest.uri => {}
-            Some(file) => extra.push(file.clone()),
-            None => {
-                let listed: Vec<&str> = entry
-                    .files
-                    .iter()
-                    .map(|f| f.uri.strip_prefix(entry.base()).unwrap_or(&f.uri))
-                    .collect();
-                eprintln!(
-                    "mcpscope: skill {} lists no file {f:?} (files: {})",
-                    entry.name(),
-                    listed.join(", ")
-                );
-                return Ok(exit::USAGE);
+    let mut load = SkillLoad::new(entry.clone());
+    let manifest_uri = load.files()[0].0.uri.clone();
+    let extra: Vec<String> = if all_files {
+        load.files()[1..].iter().map(|(f, _)| f.uri.clone()).collect()
+    } else {
+        let mut extra = Vec::new();
+        for f in files {
+            match entry.file(f) {
+                Some(file) if file.uri == manifest_uri => {}
+                Some(file) if !extra.contains(&file.uri) => extra.push(file.uri.clone()),
+                Some(_) => {}
+                None => {
+                    let listed: Vec<&str> = load.files().iter().map(|(f, _)| load.path_of(f)).collect();
+                    eprintln!(
+                        "mcpscope: skill {} lists no file {f:?} (files: {})",
+                        entry.name(),
+                        listed.join(", ")
+                    );
+                    return Ok(exit::USAGE);
+                }
             }
         }
-    }
+        extra
+    };
 
     let mut out_files = Vec::new();
-    let (bytes, code) = read_verified(client, &manifest, timeout)?;
-    let Some(bytes) = bytes else { return Ok(code) };
-    let text = match String::from_utf8(bytes.clone()) {
-        Ok(t) => t,
-        Err(_) => {
-            eprintln!(
-                "mcpscope: not loading skill {}: SKILL.md is not UTF-8 text",
-                entry.name()
-            );
-            return Ok(exit::FAILED);
-        }
-    };
-    let frontmatter = match skills::verify_frontmatter(entry, &text) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("mcpscope: not loading skill {}: {e}", entry.name());
-            return Ok(exit::FAILED);
-        }
-    };
-    eprintln!(
-        "mcpscope: {}: {} bytes, digest and frontmatter match the listing",
-        manifest.uri,
-        bytes.len()
-    );
-    out_files.push(skills::file_json(&manifest, &bytes));
-    for file in &extra {
-        let (bytes, code) = read_verified(client, file, timeout)?;
-        let Some(bytes) = bytes else { return Ok(code) };
-        eprintln!(
-            "mcpscope: {}: {} bytes, digest matches the listing",
-            file.uri,
-            bytes.len()
-        );
-        out_files.push(skills::file_json(file, &bytes));
+    for uri in std::iter::once(&manifest_uri).chain(&extra) {
+        let (file, bytes) = match read_verified(client, &mut load, uri, timeout)? {
+            Ok(read) => read,
+            Err(code) => return Ok(code),
+        };
+        let checked = if *uri == manifest_uri {
+            "digest and frontmatter match"
+        } else {
+            "digest matches"
+        };
+        eprintln!("mcpscope: {uri}: {} bytes, {checked} the listing", bytes.len());
+        out_files.push(skills::file_json(&file, &bytes));
     }
-    let unread: Vec<&str> = entry
-        .files
+    let frontmatter = load.frontmatter().cloned().unwrap_or_default();
+    let unread: Vec<&str> = load
+        .files()
         .iter()
-        .filter(|f| f.uri != manifest.uri && !extra.iter().any(|e| e.uri == f.uri))
-        .map(|f| f.uri.strip_prefix(entry.base()).unwrap_or(&f.uri))
+        .filter(|(_, s)| *s == FileState::Unread)
+        .map(|(f, _)| load.path_of(f))
         .collect();
     if !unread.is_empty() {
         eprintln!(
@@ -222,28 +201,45 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
     Ok(exit::OK)
 }
 
-/// Reads one file and checks it against the listing: the bytes, or the
-/// exit status when the read or the check failed (already reported).
+/// Reads one file and checks it against the listing (by [`SkillLoad`]'s
+/// rules): the file and its bytes, or the exit status when the read or the check failed
+/// (already reported).
 fn read_verified(
     client: &mut Client,
-    file: &SkillFile,
+    load: &mut SkillLoad,
+    uri: &str,
     timeout: Duration,
-) -> Result<(Option<Vec<u8>>, u8), ClientError> {
-    let resp = client.request(methods::RESOURCES_READ, Some(json!({ "uri": file.uri })), timeout)?;
-    let result = match resp.outcome {
-        Ok(r) => r,
-        Err(e) => {
-            super::call::print_json(&e.to_json());
-            eprintln!("mcpscope: resources/read {} failed with JSON-RPC error {e}", file.uri);
-            return Ok((None, exit::FAILED));
+) -> Result<Result<(SkillFile, Vec<u8>), u8>, ClientError> {
+    let file = match load.start_read(uri) {
+        Ok(file) => file,
+        Err(refusal) => {
+            eprintln!("mcpscope: {refusal}");
+            return Ok(Err(exit::FAILED));
         }
     };
-    let checked = skills::read_bytes(&result, &file.uri).and_then(|b| skills::verify_bytes(file, &b).map(|()| b));
-    match checked {
-        Ok(b) => Ok((Some(b), exit::OK)),
+    let resp = client.request(methods::RESOURCES_READ, Some(json!({ "uri": file.uri })), timeout)?;
+    let answer = match &resp.outcome {
+        Ok(r) => Ok(r),
         Err(e) => {
-            eprintln!("mcpscope: verification failed, not using the skill: {e}");
-            Ok((None, exit::FAILED))
+            super::call::print_json(&e.to_json());
+            Err(format!("resources/read {} failed with JSON-RPC error {e}", file.uri))
+        }
+    };
+    let skill = load.entry().name();
+    match load.finish_read(&file.uri, answer) {
+        Some(FileState::Verified(bytes)) => Ok(Ok((file.clone(), bytes.clone()))),
+        Some(FileState::ReadFailed(why)) => {
+            eprintln!("mcpscope: {why}");
+            Ok(Err(exit::FAILED))
+        }
+        Some(FileState::Rejected(e)) => {
+            eprintln!("mcpscope: verification failed, not using skill {skill}: {e}");
+            Ok(Err(exit::FAILED))
+        }
+        // finish_read ends every read it started in one of the states above.
+        _ => {
+            eprintln!("mcpscope: the read of {} did not finish", file.uri);
+            Ok(Err(exit::FAILED))
         }
     }
 }

@@ -376,3 +376,100 @@ fn listen_prints_the_stream_of_a_modern_server_and_refuses_a_legacy_one() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+fn skills_server() -> String {
+    repo().join("tests/servers/skills_server.py").display().to_string()
+}
+
+/// The `resources/read` URIs a capture shows mcpscope sending, in order.
+fn reads_sent(capture: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(capture)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["dir"] == "out" && r["method"] == "resources/read")
+        .filter_map(|r| serde_json::from_str::<Value>(r["raw"].as_str()?).ok())
+        .filter_map(|f| f.pointer("/params/uri")?.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn skills_are_read_on_demand_verified_and_dropped_at_the_first_failed_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = skills_server();
+    let run = |name: &str, extra: &[&str], server_args: &[&str]| {
+        let capture = dir.path().join(name);
+        let capture_arg = capture.display().to_string();
+        let mut args = vec!["skills"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--capture", &capture_arg, "--", "python3", &server]);
+        args.extend_from_slice(server_args);
+        (mcpscope(&args), reads_sent(&capture))
+    };
+
+    // Listing reads no file.
+    let (out, reads) = run("list.jsonl", &["list"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["skills"].as_array().unwrap().len(), 2);
+    assert!(reads.is_empty(), "{reads:?}");
+
+    // SKILL.md first, then only the file asked for.
+    let (out, reads) = run(
+        "get.jsonl",
+        &["get", "pdf-processing", "--file", "references/FORMS.md"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        reads,
+        [
+            "skill://pdf-processing/SKILL.md",
+            "skill://pdf-processing/references/FORMS.md"
+        ]
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["frontmatter"]["name"], "pdf-processing");
+    assert_eq!(v["files"][1]["text"], "# Forms\n\nField names are case-sensitive.\n");
+    assert!(text(&out.stderr).contains("not read (ask with --file PATH or --all-files): scripts/fill.py"));
+
+    // A file whose bytes differ from the listing: exit 1, and nothing after it is read.
+    let (out, reads) = run(
+        "tampered.jsonl",
+        &["get", "pdf-processing", "--all-files"],
+        &["--tamper", "pdf-processing/references/FORMS.md"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("verification failed, not using skill pdf-processing")
+            && err.contains("references/FORMS.md: digest"),
+        "{err}"
+    );
+    assert_eq!(reads.len(), 2, "scripts/fill.py must not be read: {reads:?}");
+    assert!(out.stdout.is_empty(), "no skill printed after a failed check");
+
+    // SKILL.md's frontmatter differs from the listing's: nothing else is read.
+    let (out, reads) = run(
+        "frontmatter.jsonl",
+        &["get", "pdf-processing", "--all-files"],
+        &["--drop-frontmatter"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("license is missing from the file"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(reads, ["skill://pdf-processing/SKILL.md"]);
+
+    // A file the skill does not list is a usage error, before anything is read.
+    let (out, reads) = run("unlisted.jsonl", &["get", "changelog", "--file", "nope.md"], &[]);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("lists no file \"nope.md\""),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(reads.is_empty(), "{reads:?}");
+}

@@ -331,6 +331,183 @@ pub fn verify_frontmatter(entry: &SkillEntry, text: &str) -> Result<Map<String, 
     }
 }
 
+/// Where one file of a skill being loaded stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileState {
+    Unread,
+    Reading,
+    /// Read, and its bytes match the listing.
+    Verified(Vec<u8>),
+    /// The read got no usable answer (a JSON-RPC error, no response); it
+    /// may be tried again.
+    ReadFailed(String),
+    /// The bytes do not match the listing: the skill is not used.
+    Rejected(VerifyError),
+}
+
+/// Why a file of a skill is not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadRefusal {
+    /// The skill's entry lists no such file.
+    NotListed { skill: String, wanted: String },
+    /// Nothing but `SKILL.md` is read before `SKILL.md` verified.
+    ManifestFirst { skill: String },
+    /// A file of the skill failed its check: nothing more of it is read.
+    Rejected(VerifyError),
+    /// Already being read, or read and verified.
+    AlreadyRead { uri: String },
+}
+
+impl fmt::Display for ReadRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadRefusal::NotListed { skill, wanted } => write!(f, "skill {skill} lists no file {wanted:?}"),
+            ReadRefusal::ManifestFirst { skill } => {
+                write!(
+                    f,
+                    "read {skill}'s {MANIFEST} first: no other file is read before it verifies"
+                )
+            }
+            ReadRefusal::Rejected(e) => write!(f, "not reading more of a skill that failed its check ({e})"),
+            ReadRefusal::AlreadyRead { uri } => write!(f, "{uri} is already read"),
+        }
+    }
+}
+
+/// Loading one skill, file by file, on demand (sans I/O: the caller sends
+/// the `resources/read` this hands out and brings the answer back). The
+/// rules live here for the CLI and the app alike: `SKILL.md` first, each
+/// file's size and digest checked against the listing, `SKILL.md`'s
+/// frontmatter against the entry's, and after a failed check nothing more.
+#[derive(Clone, Debug)]
+pub struct SkillLoad {
+    entry: SkillEntry,
+    /// `SKILL.md` first, then the other listed files in listed order.
+    files: Vec<(SkillFile, FileState)>,
+    frontmatter: Option<Map<String, Value>>,
+}
+
+impl SkillLoad {
+    pub fn new(entry: SkillEntry) -> SkillLoad {
+        let manifest = entry.manifest();
+        let mut files = vec![(manifest.clone(), FileState::Unread)];
+        files.extend(
+            entry
+                .files
+                .iter()
+                .filter(|f| f.uri != manifest.uri)
+                .map(|f| (f.clone(), FileState::Unread)),
+        );
+        SkillLoad {
+            entry,
+            files,
+            frontmatter: None,
+        }
+    }
+
+    pub fn entry(&self) -> &SkillEntry {
+        &self.entry
+    }
+
+    /// Every file with where it stands, `SKILL.md` first.
+    pub fn files(&self) -> &[(SkillFile, FileState)] {
+        &self.files
+    }
+
+    /// `SKILL.md`'s frontmatter once the file verified.
+    pub fn frontmatter(&self) -> Option<&Map<String, Value>> {
+        self.frontmatter.as_ref()
+    }
+
+    pub fn manifest_verified(&self) -> bool {
+        matches!(self.files[0].1, FileState::Verified(_))
+    }
+
+    /// The failed check that stopped the skill, if one did.
+    pub fn rejected(&self) -> Option<&VerifyError> {
+        self.files.iter().find_map(|(_, s)| match s {
+            FileState::Rejected(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    /// A file's path within the skill (`references/FORMS.md`), or its URI
+    /// when it lives elsewhere.
+    pub fn path_of<'a>(&self, file: &'a SkillFile) -> &'a str {
+        file.uri.strip_prefix(self.entry.base()).unwrap_or(&file.uri)
+    }
+
+    /// The state of a file by its URI or path in the skill.
+    pub fn state(&self, uri_or_path: &str) -> Option<&FileState> {
+        self.index(uri_or_path).map(|i| &self.files[i].1)
+    }
+
+    fn index(&self, uri_or_path: &str) -> Option<usize> {
+        self.files
+            .iter()
+            .position(|(f, _)| f.uri == uri_or_path || f.uri.strip_prefix(self.entry.base()) == Some(uri_or_path))
+    }
+
+    /// Starts reading a file (by URI or path in the skill): the file as
+    /// listed, whose `uri` goes into a `resources/read`; or why not.
+    pub fn start_read(&mut self, uri_or_path: &str) -> Result<SkillFile, ReadRefusal> {
+        if let Some(e) = self.rejected() {
+            return Err(ReadRefusal::Rejected(e.clone()));
+        }
+        let i = self.index(uri_or_path).ok_or_else(|| ReadRefusal::NotListed {
+            skill: self.entry.name(),
+            wanted: uri_or_path.to_owned(),
+        })?;
+        if i != 0 && !self.manifest_verified() {
+            return Err(ReadRefusal::ManifestFirst {
+                skill: self.entry.name(),
+            });
+        }
+        let (file, state) = &mut self.files[i];
+        if matches!(state, FileState::Reading | FileState::Verified(_)) {
+            return Err(ReadRefusal::AlreadyRead { uri: file.uri.clone() });
+        }
+        *state = FileState::Reading;
+        Ok(file.clone())
+    }
+
+    /// The answer to a read started with [`SkillLoad::start_read`]: the
+    /// `resources/read` result, or why there is none. Checks the bytes (and
+    /// for `SKILL.md` the frontmatter) and returns where the file stands;
+    /// `None` when `uri` is not a file being read.
+    pub fn finish_read(&mut self, uri: &str, answer: Result<&Value, String>) -> Option<&FileState> {
+        let i = self
+            .files
+            .iter()
+            .position(|(f, s)| f.uri == uri && *s == FileState::Reading)?;
+        let file = self.files[i].0.clone();
+        let state = match answer {
+            Err(why) => FileState::ReadFailed(why),
+            Ok(result) => match read_bytes(result, uri).and_then(|b| verify_bytes(&file, &b).map(|()| b)) {
+                Err(e) => FileState::Rejected(e),
+                Ok(bytes) if i == 0 => match self.manifest_frontmatter(&bytes) {
+                    Ok(found) => {
+                        self.frontmatter = Some(found);
+                        FileState::Verified(bytes)
+                    }
+                    Err(e) => FileState::Rejected(e),
+                },
+                Ok(bytes) => FileState::Verified(bytes),
+            },
+        };
+        self.files[i].1 = state;
+        Some(&self.files[i].1)
+    }
+
+    fn manifest_frontmatter(&self, bytes: &[u8]) -> Result<Map<String, Value>, VerifyError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| VerifyError::Content {
+            uri: self.entry.uri.clone(),
+            why: format!("{MANIFEST} is not UTF-8 text"),
+        })?;
+        verify_frontmatter(&self.entry, text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +596,93 @@ mod tests {
         let (m, body) = frontmatter("---\r\nname: x\r\n---\r\nbody").unwrap();
         assert_eq!(m["name"], "x");
         assert_eq!(body, "body");
+    }
+
+    fn text_result(uri: &str, text: &str) -> Value {
+        json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
+    }
+
+    #[test]
+    fn a_skill_loads_its_manifest_first_and_files_only_on_demand() {
+        let forms = "# Forms\n";
+        let mut e = entry(SKILL);
+        e.files[1].digest = Some(digest_of(forms.as_bytes()));
+        e.files[1].size = Some(forms.len() as u64);
+        let mut load = SkillLoad::new(e);
+        assert_eq!(load.files().len(), 2);
+        assert!(
+            load.files().iter().all(|(_, s)| *s == FileState::Unread),
+            "nothing read up front"
+        );
+        let err = load.start_read("references/FORMS.md").unwrap_err();
+        assert!(matches!(err, ReadRefusal::ManifestFirst { .. }), "{err}");
+        assert!(matches!(load.start_read("nope.md"), Err(ReadRefusal::NotListed { .. })));
+        let m = load.start_read("SKILL.md").unwrap();
+        assert_eq!(m.uri, "skill://pdf-processing/SKILL.md");
+        assert!(matches!(
+            load.start_read("SKILL.md"),
+            Err(ReadRefusal::AlreadyRead { .. })
+        ));
+        // An answer for a file not being read changes nothing.
+        assert!(
+            load.finish_read(
+                "skill://pdf-processing/references/FORMS.md",
+                Ok(&text_result("x", forms))
+            )
+            .is_none()
+        );
+        let state = load.finish_read(&m.uri, Ok(&text_result(&m.uri, SKILL))).unwrap();
+        assert!(matches!(state, FileState::Verified(b) if b == SKILL.as_bytes()));
+        assert!(load.manifest_verified());
+        assert_eq!(load.frontmatter().unwrap()["name"], "pdf-processing");
+        let f = load.start_read("references/FORMS.md").unwrap();
+        assert_eq!(load.path_of(&f), "references/FORMS.md");
+        let state = load.finish_read(&f.uri, Ok(&text_result(&f.uri, forms))).unwrap();
+        assert!(matches!(state, FileState::Verified(_)));
+    }
+
+    #[test]
+    fn a_failed_read_may_be_retried_and_a_failed_check_stops_the_skill() {
+        let mut load = SkillLoad::new(entry(SKILL));
+        let m = load.start_read("SKILL.md").unwrap();
+        let state = load
+            .finish_read(&m.uri, Err("JSON-RPC error -32002: not found".into()))
+            .unwrap();
+        assert!(matches!(state, FileState::ReadFailed(_)));
+        assert!(load.rejected().is_none());
+        let m = load.start_read("SKILL.md").unwrap();
+        // The frontmatter was changed after listing (same size and digest as the tampered text).
+        let tampered = SKILL.replace("Extract, fill", "Exfiltrate, do");
+        let mut e = entry(&tampered);
+        e.frontmatter = entry(SKILL).frontmatter;
+        let mut tampered_load = SkillLoad::new(e);
+        tampered_load.start_read("SKILL.md").unwrap();
+        let state = tampered_load
+            .finish_read(&m.uri, Ok(&text_result(&m.uri, &tampered)))
+            .unwrap();
+        assert!(
+            matches!(state, FileState::Rejected(VerifyError::Frontmatter { .. })),
+            "{state:?}"
+        );
+        assert!(tampered_load.frontmatter().is_none());
+        let refusal = tampered_load.start_read("references/FORMS.md").unwrap_err();
+        assert!(matches!(refusal, ReadRefusal::Rejected(_)), "{refusal}");
+        // Bytes that differ from the listing.
+        let state = load
+            .finish_read(&m.uri, Ok(&text_result(&m.uri, &format!("{SKILL}!"))))
+            .unwrap();
+        assert!(matches!(state, FileState::Rejected(VerifyError::Size { .. })));
+        assert!(load.start_read("SKILL.md").is_err());
+        // A manifest that is not UTF-8.
+        let bytes = [0xffu8, 0xfe];
+        let mut e = entry(SKILL);
+        e.files[0].digest = Some(digest_of(&bytes));
+        e.files[0].size = Some(2);
+        let mut load = SkillLoad::new(e);
+        let m = load.start_read("SKILL.md").unwrap();
+        let blob = json!({"contents": [{"uri": m.uri, "blob": "//4="}]});
+        let state = load.finish_read(&m.uri, Ok(&blob)).unwrap();
+        assert!(format!("{state:?}").contains("not UTF-8"), "{state:?}");
     }
 
     #[test]

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""An MCP stdio server offering Skills over MCP (SEP-2640) for mcpscope's tests (stdlib only).
+
+    python3 tests/servers/skills_server.py [--tamper PATH]... [--drop-frontmatter]
+
+Speaks 2025-11-25 over stdio (one JSON object per line). Advertises the extension
+`io.modelcontextprotocol/skills` under capabilities.extensions, and `resources`.
+  * `skills/list` -> two skills, `pdf-processing` (SKILL.md, references/FORMS.md,
+    scripts/fill.py) and `changelog` (SKILL.md only), each file with its size and
+    `sha256:` digest, each skill with its frontmatter;
+  * `resources/read` of a skill file -> its text; an unknown URI -> error -32002;
+  * `--tamper PATH` (e.g. `pdf-processing/references/FORMS.md`): that file is served
+    with other bytes of the same length, so only the digest gives it away;
+  * `--drop-frontmatter`: pdf-processing's listing carries a `license` field its
+    SKILL.md does not have;
+  * every `resources/read` is logged on stderr as `read URI`.
+"""
+
+import argparse
+import hashlib
+import json
+import sys
+
+SKILLS = {
+    "pdf-processing": {
+        "SKILL.md": (
+            "---\n"
+            "name: pdf-processing\n"
+            "description: Extract, fill, and assemble PDF documents\n"
+            "---\n\n"
+            "# PDF processing\n\n"
+            "Read references/FORMS.md before filling a form; run scripts/fill.py.\n"
+        ),
+        "references/FORMS.md": "# Forms\n\nField names are case-sensitive.\n",
+        "scripts/fill.py": "print('filling')\n",
+    },
+    "changelog": {
+        "SKILL.md": "---\nname: changelog\ndescription: Write a changelog entry\n---\n\nKeep it short.\n",
+    },
+}
+
+FRONTMATTER = {
+    "pdf-processing": {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"},
+    "changelog": {"name": "changelog", "description": "Write a changelog entry"},
+}
+
+
+def digest(text):
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tampered(text):
+    # Same length, other bytes: only the digest can tell.
+    return text[:-2] + ("X" if text[-2] != "X" else "Y") + text[-1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tamper", action="append", default=[])
+    ap.add_argument("--drop-frontmatter", action="store_true")
+    args = ap.parse_args()
+
+    def listing():
+        skills = []
+        for name, files in SKILLS.items():
+            frontmatter = dict(FRONTMATTER[name])
+            if args.drop_frontmatter and name == "pdf-processing":
+                frontmatter["license"] = "MIT"
+            skills.append({
+                "uri": f"skill://{name}/SKILL.md",
+                "frontmatter": frontmatter,
+                "resources": [
+                    {"uri": f"skill://{name}/{path}", "size": len(text.encode("utf-8")), "digest": digest(text)}
+                    for path, text in files.items()
+                ],
+            })
+        return {"skills": skills}
+
+    def read(uri):
+        if uri.startswith("skill://"):
+            name, _, path = uri[len("skill://"):].partition("/")
+            text = SKILLS.get(name, {}).get(path)
+            if text is not None:
+                if f"{name}/{path}" in args.tamper:
+                    text = tampered(text)
+                return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
+        return None
+
+    def send(obj):
+        sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+            continue
+        if not isinstance(msg, dict) or "id" not in msg or "method" not in msg:
+            continue
+        mid, method, params = msg["id"], msg["method"], msg.get("params") or {}
+        result = None
+        if method == "initialize":
+            result = {
+                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                "capabilities": {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}},
+                "serverInfo": {"name": "skills-test", "version": "1.0"},
+            }
+        elif method == "ping":
+            result = {}
+        elif method == "skills/list":
+            result = listing()
+        elif method == "resources/list":
+            result = {"resources": []}
+        elif method == "resources/read":
+            uri = params.get("uri", "")
+            print(f"read {uri}", file=sys.stderr, flush=True)
+            result = read(uri)
+            if result is None:
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32002, "message": f"Resource not found: {uri}"}})
+                continue
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+            continue
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
+
+
+if __name__ == "__main__":
+    main()
