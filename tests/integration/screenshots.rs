@@ -301,3 +301,42 @@ fn live_session_screenshot() {
     save(&mut h, "live-session");
     proxied.hang_up();
 }
+
+#[test]
+#[ignore = "writes screenshots/; run scripts/screenshots"]
+fn skills_mode_screenshot() {
+    use mcpscope_core::protocol::skills::FileState;
+    let server = repo().join("tests/servers/skills_server.py").display().to_string();
+    let mut h = harness(StartupArgs {
+        launch: vec!["python3".into(), server],
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the handshake", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| i.model.handshake.initialized_row.is_some())
+    });
+    h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
+    h.state_mut().composer.mode = mcpscope_app::composer::Mode::Skills;
+    step_until(&mut h, "skills/list", |app| app.composer.lists.skills.len() == 2);
+    h.step();
+    h.get_by_label_contains("pdf-processing  ").click();
+    h.step();
+    let state = |app: &McpscopeApp, path: &str| app.composer.skills.load.as_ref().and_then(|l| l.state(path).cloned());
+    for path in ["SKILL.md", "references/FORMS.md"] {
+        h.step();
+        h.query_all_by_label("Read").next().unwrap().click();
+        step_until(&mut h, path, |app| {
+            matches!(state(app, path), Some(FileState::Verified(_)))
+        });
+    }
+    // Show SKILL.md's text.
+    h.get_by_label("SKILL.md").click();
+    for _ in 0..4 {
+        h.step();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    h.step();
+    save(&mut h, "skills-mode");
+    h.state_mut().inspection = None;
+}

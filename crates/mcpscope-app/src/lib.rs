@@ -592,6 +592,10 @@ impl McpscopeApp {
         };
         let live = i.model.running();
         match action {
+            ComposerAction::ReadSkillFile(_) if !live => {
+                self.composer.skill_read_not_sent("the server is not running");
+                self.message = Some((Severity::Warning, "the server is not running".into()));
+            }
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
@@ -604,6 +608,10 @@ impl McpscopeApp {
                     self.composer.completion_sent(id);
                 }
             }
+            ComposerAction::ReadSkillFile(out) => match i.send(out) {
+                Some(id) => self.composer.skill_read_sent(id),
+                None => self.composer.skill_read_not_sent("no session to send to"),
+            },
             ComposerAction::RunTask(params) => {
                 if let Some(id) = i.run_task(params.clone()) {
                     self.composer.task_started(params, id);

@@ -2,6 +2,7 @@
 //! page by page (`nextCursor`).
 
 use mcpscope_core::protocol::methods;
+use mcpscope_core::protocol::skills::{self, SkillEntry};
 use mcpscope_core::record::model::SessionModel;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -89,6 +90,10 @@ pub struct Lists {
     pub prompts: Vec<PromptDef>,
     pub resources: Vec<Value>,
     pub templates: Vec<Value>,
+    /// Skills (SEP-2640) as `skills/list` announced them.
+    pub skills: Vec<SkillEntry>,
+    /// Entries of `skills/list` that could not be read.
+    pub skill_problems: Vec<String>,
     /// The row each list was last read from.
     read_from: BTreeMap<&'static str, usize>,
     /// `nextCursor` of the last page of each list, while more pages remain.
@@ -102,6 +107,8 @@ pub struct Lists {
 pub struct ListChanges {
     /// The tools list was replaced (not extended by a page).
     pub tools_replaced: bool,
+    /// The skills list was read again (replaced or extended).
+    pub skills_changed: bool,
 }
 
 impl Lists {
@@ -114,6 +121,7 @@ impl Lists {
             methods::PROMPTS_LIST,
             methods::RESOURCES_LIST,
             methods::RESOURCES_TEMPLATES_LIST,
+            skills::SKILLS_LIST,
         ] {
             let Some(&row) = model.latest_results.get(method) else {
                 continue;
@@ -155,6 +163,16 @@ impl Lists {
                 }
                 methods::RESOURCES_LIST if continued => self.resources.extend(items("resources")),
                 methods::RESOURCES_TEMPLATES_LIST if continued => self.templates.extend(items("resourceTemplates")),
+                skills::SKILLS_LIST => {
+                    let (entries, problems) = SkillEntry::all_from_result(&result);
+                    if !continued {
+                        self.skills.clear();
+                        self.skill_problems.clear();
+                    }
+                    self.skills.extend(entries);
+                    self.skill_problems.extend(problems);
+                    changes.skills_changed = true;
+                }
                 methods::TOOLS_LIST => {
                     self.tools = items("tools").iter().filter_map(ToolDef::from_json).collect();
                     changes.tools_replaced = true;
@@ -163,7 +181,8 @@ impl Lists {
                     self.prompts = items("prompts").iter().filter_map(PromptDef::from_json).collect()
                 }
                 methods::RESOURCES_LIST => self.resources = items("resources"),
-                _ => self.templates = items("resourceTemplates"),
+                methods::RESOURCES_TEMPLATES_LIST => self.templates = items("resourceTemplates"),
+                _ => {}
             }
         }
         changes
@@ -171,6 +190,11 @@ impl Lists {
 
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether a `skills/list` result was read.
+    pub fn skills_listed(&self) -> bool {
+        self.read_from.contains_key(skills::SKILLS_LIST)
     }
 
     pub fn prompt(&self, name: &str) -> Option<&PromptDef> {

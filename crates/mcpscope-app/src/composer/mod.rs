@@ -14,6 +14,7 @@ mod raw;
 mod resource;
 mod result;
 mod roots;
+mod skills;
 mod tool;
 
 pub use history::{History, HistoryEntry};
@@ -49,6 +50,8 @@ pub enum ComposerAction {
     CancelTask(RequestId),
     /// Open a `subscriptions/listen` stream.
     Listen(Filter),
+    /// A `resources/read` of a skill's file, for the Skills mode (not history).
+    ReadSkillFile(Outgoing),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,16 +59,18 @@ pub enum Mode {
     Tool,
     Prompt,
     Resource,
+    Skills,
     Logging,
     Listen,
     Raw,
 }
 
 impl Mode {
-    const ALL: [Mode; 6] = [
+    const ALL: [Mode; 7] = [
         Mode::Tool,
         Mode::Prompt,
         Mode::Resource,
+        Mode::Skills,
         Mode::Logging,
         Mode::Listen,
         Mode::Raw,
@@ -76,19 +81,25 @@ impl Mode {
             Mode::Tool => "Tool",
             Mode::Prompt => "Prompt",
             Mode::Resource => "Resource",
+            Mode::Skills => "Skills",
             Mode::Logging => "Logging",
             Mode::Listen => "Listen",
             Mode::Raw => "Raw",
         }
     }
 
-    /// The server capability that offers this mode's methods.
-    fn capability(self) -> Option<&'static str> {
+    /// The server capability that offers this mode's methods: its name and
+    /// where it sits in `capabilities` (a JSON pointer).
+    fn capability(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Mode::Tool => Some("tools"),
-            Mode::Prompt => Some("prompts"),
-            Mode::Resource => Some("resources"),
-            Mode::Logging => Some("logging"),
+            Mode::Tool => Some(("tools", "/tools")),
+            Mode::Prompt => Some(("prompts", "/prompts")),
+            Mode::Resource => Some(("resources", "/resources")),
+            Mode::Skills => Some((
+                "extensions/io.modelcontextprotocol/skills",
+                "/extensions/io.modelcontextprotocol~1skills",
+            )),
+            Mode::Logging => Some(("logging", "/logging")),
             Mode::Listen | Mode::Raw => None,
         }
     }
@@ -99,6 +110,7 @@ impl Mode {
             Mode::Tool => Some(methods::TOOLS_LIST),
             Mode::Prompt => Some(methods::PROMPTS_LIST),
             Mode::Resource => Some(methods::RESOURCES_LIST),
+            Mode::Skills => Some(mcpscope_core::protocol::skills::SKILLS_LIST),
             _ => None,
         }
     }
@@ -139,6 +151,7 @@ pub struct ComposerPanel {
     pub tool: tool::ToolMode,
     pub prompt: prompt::PromptMode,
     pub resource: resource::ResourceMode,
+    pub skills: skills::SkillsMode,
     pub log_level: String,
     pub listen: listen::ListenMode,
     pub raw: RawComposer,
@@ -159,6 +172,7 @@ impl Default for ComposerPanel {
             tool: tool::ToolMode::default(),
             prompt: prompt::PromptMode::default(),
             resource: resource::ResourceMode::default(),
+            skills: skills::SkillsMode::default(),
             log_level: "info".into(),
             listen: listen::ListenMode::default(),
             raw: RawComposer::default(),
@@ -184,8 +198,12 @@ impl ComposerPanel {
 
     /// Picks up new list results; keeps the tool form while its tool is listed.
     pub fn sync(&mut self, model: &SessionModel) {
-        if self.lists.sync(model).tools_replaced {
+        let changes = self.lists.sync(model);
+        if changes.tools_replaced {
             self.tool.lists_replaced(&self.lists);
+        }
+        if changes.skills_changed {
+            self.skills.lists_replaced(&self.lists);
         }
     }
 
@@ -230,6 +248,16 @@ impl ComposerPanel {
     /// A suggestion request went out under `id` (not kept in the history).
     pub fn completion_sent(&mut self, id: RequestId) {
         self.completions.sent(id);
+    }
+
+    /// A skill file's read went out under `id` (not kept in the history).
+    pub fn skill_read_sent(&mut self, id: RequestId) {
+        self.skills.sent(id);
+    }
+
+    /// A skill file's read could not be sent.
+    pub fn skill_read_not_sent(&mut self, why: &str) {
+        self.skills.not_sent(why);
     }
 
     /// A tool call run as a task went out under `id`.
@@ -297,6 +325,7 @@ impl ComposerPanel {
         let live = model.running();
         self.sync(model);
         self.completions.poll(model, |id| i.failure(id).is_some());
+        self.skills.poll(i);
         let mut actions = Vec::new();
         if !i.questions().is_empty() {
             self.answers.ui(ui, i, &mut actions);
@@ -308,9 +337,10 @@ impl ComposerPanel {
                 ui.selectable_value(&mut self.mode, m, m.label());
             }
         });
-        if let Some(cap) = self.mode.capability()
+        let advertised = self.mode.capability().is_none_or(|(_, at)| caps.pointer(at).is_some());
+        if let Some((cap, _)) = self.mode.capability()
             && model.capabilities().is_some()
-            && caps.get(cap).is_none()
+            && !advertised
         {
             ui.label(
                 RichText::new(format!(
@@ -331,6 +361,7 @@ impl ComposerPanel {
                 self.resource.ui(ui, &self.lists, completions, live, &mut actions);
                 self.resource.updates_ui(ui, model, live, &mut actions);
             }
+            Mode::Skills => self.skills.ui(ui, &self.lists, advertised, live, &mut actions),
             Mode::Logging => self.logging_ui(ui, live, &mut actions),
             Mode::Listen => self.listen.ui(ui, model, live, &mut actions),
             Mode::Raw => self.raw.ui(ui, live, &mut actions),

@@ -451,6 +451,19 @@ impl SkillLoad {
     /// Starts reading a file (by URI or path in the skill): the file as
     /// listed, whose `uri` goes into a `resources/read`; or why not.
     pub fn start_read(&mut self, uri_or_path: &str) -> Result<SkillFile, ReadRefusal> {
+        let i = self.readable(uri_or_path)?;
+        let (file, state) = &mut self.files[i];
+        *state = FileState::Reading;
+        Ok(file.clone())
+    }
+
+    /// Whether [`SkillLoad::start_read`] would read the file now, and if
+    /// not, why (for a disabled button's explanation).
+    pub fn can_read(&self, uri_or_path: &str) -> Result<(), ReadRefusal> {
+        self.readable(uri_or_path).map(|_| ())
+    }
+
+    fn readable(&self, uri_or_path: &str) -> Result<usize, ReadRefusal> {
         if let Some(e) = self.rejected() {
             return Err(ReadRefusal::Rejected(e.clone()));
         }
@@ -463,12 +476,11 @@ impl SkillLoad {
                 skill: self.entry.name(),
             });
         }
-        let (file, state) = &mut self.files[i];
+        let (file, state) = &self.files[i];
         if matches!(state, FileState::Reading | FileState::Verified(_)) {
             return Err(ReadRefusal::AlreadyRead { uri: file.uri.clone() });
         }
-        *state = FileState::Reading;
-        Ok(file.clone())
+        Ok(i)
     }
 
     /// The answer to a read started with [`SkillLoad::start_read`]: the
@@ -616,6 +628,8 @@ mod tests {
         );
         let err = load.start_read("references/FORMS.md").unwrap_err();
         assert!(matches!(err, ReadRefusal::ManifestFirst { .. }), "{err}");
+        assert_eq!(load.can_read("references/FORMS.md"), Err(err));
+        assert_eq!(load.can_read("SKILL.md"), Ok(()));
         assert!(matches!(load.start_read("nope.md"), Err(ReadRefusal::NotListed { .. })));
         let m = load.start_read("SKILL.md").unwrap();
         assert_eq!(m.uri, "skill://pdf-processing/SKILL.md");
