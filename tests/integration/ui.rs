@@ -391,6 +391,24 @@ fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
 fn compose_a_tool_call_from_its_schema_and_see_the_result() {
     let mut h = launch_everything();
     wait_for_tool(&mut h, "echo");
+    wait_for_tool(&mut h, "get-resource-links");
+    choose_tool(&mut h, "echo", "Echo Tool");
+    // A field's description is text to read, at the body size (it once rendered at ~7 px).
+    let description = h.get_by_label("Message to echo").rect();
+    let field = h.get_by_role_and_label(Role::TextInput, "message").rect();
+    assert!(
+        description.height() >= 0.6 * field.height() && description.height() >= 12.0,
+        "description {description:?} beside field {field:?}"
+    );
+    // A default's mark goes on its field's row before the editor, which
+    // takes the rest of the row (after it, the mark wrapped onto a line of its own).
+    choose_tool(&mut h, "get-resource-links", "Get Resource Links Tool");
+    let mark = h.get_by_label("(default)").rect();
+    let editor = h.get_by_role_and_label(Role::TextInput, "count").rect();
+    assert!(
+        mark.center().y > editor.top() && mark.center().y < editor.bottom() && mark.right() <= editor.left(),
+        "(default) {mark:?} before the editor {editor:?} on its row"
+    );
     choose_tool(&mut h, "echo", "Echo Tool");
     h.get_by_role_and_label(Role::TextInput, "message").focus();
     h.step();
@@ -1079,5 +1097,139 @@ fn skills_mode_shows_a_failed_check_as_an_error_and_reads_nothing_more() {
     h.step();
     assert!(shows(&h, "license is missing from the file"));
     assert!(shows(&h, "Frontmatter as listed (not yet checked against SKILL.md)"));
+    h.state_mut().inspection = None;
+}
+
+#[test]
+fn the_json_tree_starts_at_the_top_of_each_frame_selected() {
+    let mut h = launch_everything();
+    step_until(&mut h, "tools/list", |app| {
+        has_row(app, |l| l.starts_with("result #2 (tools/list)"))
+    });
+    // A second frame as long as the first: the same list again.
+    let id = h
+        .state_mut()
+        .inspection
+        .as_mut()
+        .unwrap()
+        .send(mcpscope_app::inspection::Outgoing::Request {
+            method: "tools/list".into(),
+            params: None,
+            id: Some(mcpscope_core::wire::message::RequestId::Number(900)),
+        })
+        .unwrap();
+    step_until(&mut h, "the second tools/list", |app| {
+        app.inspection.as_ref().unwrap().model.response_to(&id).is_some()
+    });
+    h.state_mut().right_tab = mcpscope_app::RightTab::Frame;
+    h.get_by_label_contains("result #2 (tools/list)").click();
+    for _ in 0..3 {
+        h.step();
+    }
+    // The top of the tree sits just under the detail's toolbar.
+    let toolbar = h.get_by_label("Expand all").rect();
+    let top_of_tree = |h: &Harness<'static, McpscopeApp>| {
+        h.query_all_by_label_contains("result: {")
+            .map(|n| n.rect())
+            .min_by(|a, b| a.top().total_cmp(&b.top()))
+            .expect("the tree's result node")
+    };
+    let first = top_of_tree(&h);
+    assert!(
+        first.top() > toolbar.bottom() && first.top() < toolbar.bottom() + 120.0,
+        "{first:?} under {toolbar:?}"
+    );
+    // Scroll the long tree down with the mouse wheel.
+    h.get_by_label_contains("result: {").hover();
+    h.step();
+    for _ in 0..5 {
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, -200.0),
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Unknown,
+            modifiers: egui::Modifiers::NONE,
+        });
+        h.step();
+    }
+    for _ in 0..10 {
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let scrolled = top_of_tree(&h);
+    assert!(scrolled.top() < toolbar.top() - 500.0, "scrolled away: {scrolled:?}");
+    // The next frame starts at its top, not at the offset the last one had.
+    h.get_by_label_contains("result #900 (tools/list)").click();
+    for _ in 0..3 {
+        h.step();
+    }
+    let next = top_of_tree(&h);
+    assert!(
+        (next.top() - first.top()).abs() < 1.0,
+        "the next frame's tree starts at the top: {next:?}, expected {first:?}"
+    );
+    h.state_mut().inspection = None;
+}
+
+/// Every label on screen, for checks on what the whole window says.
+fn all_labels(h: &Harness<'static, McpscopeApp>) -> Vec<String> {
+    h.query_all_by_label_contains("")
+        .filter_map(|n| n.accesskit_node().label())
+        .collect()
+}
+
+#[test]
+fn the_window_says_what_it_means_during_and_after_a_handshake() {
+    // A normal handshake: the strip never claims, even for one frame, that
+    // notifications/initialized was not sent.
+    let mut h = harness(launching(&faulty("normal")));
+    h.state_mut().launcher.recent = vec![mcpscope_app::panels::launcher::SavedServer {
+        name: "long".into(),
+        program: "python3".into(),
+        args: vec!["/a/very/long/path/to/a/server/that/does/not/fit/on/one/line/server.py".into(); 3],
+        ..Default::default()
+    }];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !h
+        .state()
+        .inspection
+        .as_ref()
+        .is_some_and(|i| i.model.latest_results.contains_key("tools/list"))
+    {
+        assert!(Instant::now() < deadline, "no handshake and tools/list");
+        h.step();
+        assert!(
+            !shows(&h, "notifications/initialized not sent"),
+            "the strip judged the handshake before it was over"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.step();
+    h.step();
+    // An empty capability object is the capability, with no empty brackets.
+    assert!(shows(&h, "capabilities: tools"));
+    assert!(!shows(&h, "tools ()"));
+    // Labels shortened to fit say nothing about byte counts (Recent list, Latency).
+    h.state_mut().bottom_tab = mcpscope_app::BottomTab::Latency;
+    h.step();
+    h.step();
+    let labels = all_labels(&h);
+    assert!(
+        labels.iter().any(|l| l.contains("long — python3")),
+        "the recent entry is listed"
+    );
+    assert!(
+        labels.iter().all(|l| !l.contains("bytes in all")),
+        "{:?}",
+        labels.iter().filter(|l| l.contains("bytes in all")).collect::<Vec<_>>()
+    );
+    h.state_mut().inspection = None;
+
+    // A stray stdout line during initialize: the strip is not green, it says so.
+    let mut h = harness(launching(&faulty("stdout-log")));
+    step_until(&mut h, "the handshake", handshake_done);
+    h.step();
+    h.step();
+    assert!(shows(&h, "on stdout during the handshake are not JSON-RPC"));
     h.state_mut().inspection = None;
 }
