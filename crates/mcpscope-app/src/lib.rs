@@ -22,6 +22,7 @@ use self::panels::stats_view::StatsPanel;
 use self::panels::timeline::{TimelineAction, TimelinePanel};
 use self::panels::watch_client::WatchClientDialog;
 use self::tabs::SessionTab;
+use self::theme::RowKindStyle as _;
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};

@@ -1,73 +1,17 @@
 //! Design tokens: one colour and one glyph per kind of row, in one place.
 
 use egui::Color32;
-use mcpscope_core::record::store::{Lane, RowRef};
-use mcpscope_core::wire::classify::Kind;
 
-/// What a timeline row shows itself as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RowKind {
-    Request,
-    Notification,
-    Result,
-    RpcError,
-    ToolError,
-    ServerRequest,
-    NotJson,
-    Stderr,
-    Meta,
-    /// A step of an authorization (OAuth).
-    Auth,
+pub use mcpscope_core::record::row_kind::RowKind;
+
+/// How each kind of row looks: its glyph and its colour.
+pub trait RowKindStyle {
+    fn glyph(self) -> &'static str;
+    fn color(self) -> Color32;
 }
 
-impl RowKind {
-    pub const ALL: [RowKind; 10] = [
-        RowKind::Request,
-        RowKind::Notification,
-        RowKind::Result,
-        RowKind::RpcError,
-        RowKind::ToolError,
-        RowKind::ServerRequest,
-        RowKind::NotJson,
-        RowKind::Stderr,
-        RowKind::Meta,
-        RowKind::Auth,
-    ];
-
-    pub fn of(row: &RowRef<'_>) -> RowKind {
-        match row.lane() {
-            Lane::Stderr => return RowKind::Stderr,
-            Lane::Meta => return RowKind::Meta,
-            Lane::Auth => return RowKind::Auth,
-            _ => {}
-        }
-        match row.kind() {
-            Kind::Request if row.lane() == Lane::In => RowKind::ServerRequest,
-            Kind::Request => RowKind::Request,
-            Kind::Notification => RowKind::Notification,
-            Kind::Result if row.tool_error() => RowKind::ToolError,
-            Kind::Result => RowKind::Result,
-            Kind::Error => RowKind::RpcError,
-            Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => RowKind::NotJson,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RowKind::Request => "request",
-            RowKind::Notification => "notification",
-            RowKind::Result => "result",
-            RowKind::RpcError => "JSON-RPC error",
-            RowKind::ToolError => "tool error (isError)",
-            RowKind::ServerRequest => "server-to-client request",
-            RowKind::NotJson => "not JSON-RPC",
-            RowKind::Stderr => "stderr",
-            RowKind::Meta => "session",
-            RowKind::Auth => "authorization",
-        }
-    }
-
-    pub fn glyph(self) -> &'static str {
+impl RowKindStyle for RowKind {
+    fn glyph(self) -> &'static str {
         match self {
             RowKind::Request => "▶",
             RowKind::Notification => "○",
@@ -82,7 +26,7 @@ impl RowKind {
         }
     }
 
-    pub fn color(self) -> Color32 {
+    fn color(self) -> Color32 {
         match self {
             RowKind::Request => Color32::from_rgb(0x5a, 0xa9, 0xff),
             RowKind::Notification => Color32::from_rgb(0x9e, 0x9e, 0xb8),

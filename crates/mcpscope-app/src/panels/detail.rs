@@ -3,7 +3,7 @@
 
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::panels::timeline::{format_latency, row_label};
-use crate::theme::{self, RowKind};
+use crate::theme::{self, RowKind, RowKindStyle as _};
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::record::model::SessionModel;

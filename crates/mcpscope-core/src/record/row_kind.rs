@@ -1,0 +1,70 @@
+//! What a row of a session is, for showing and filtering: one kind per row,
+//! from its lane and its classification (a tool's `isError` result is its
+//! own kind, apart from a JSON-RPC error).
+
+use crate::record::store::{Lane, RowRef};
+use crate::wire::classify::Kind;
+
+/// What a row shows itself as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    Request,
+    Notification,
+    Result,
+    RpcError,
+    ToolError,
+    ServerRequest,
+    NotJson,
+    Stderr,
+    Meta,
+    /// A step of an authorization (OAuth).
+    Auth,
+}
+
+impl RowKind {
+    pub const ALL: [RowKind; 10] = [
+        RowKind::Request,
+        RowKind::Notification,
+        RowKind::Result,
+        RowKind::RpcError,
+        RowKind::ToolError,
+        RowKind::ServerRequest,
+        RowKind::NotJson,
+        RowKind::Stderr,
+        RowKind::Meta,
+        RowKind::Auth,
+    ];
+
+    pub fn of(row: &RowRef<'_>) -> RowKind {
+        match row.lane() {
+            Lane::Stderr => return RowKind::Stderr,
+            Lane::Meta => return RowKind::Meta,
+            Lane::Auth => return RowKind::Auth,
+            _ => {}
+        }
+        match row.kind() {
+            Kind::Request if row.lane() == Lane::In => RowKind::ServerRequest,
+            Kind::Request => RowKind::Request,
+            Kind::Notification => RowKind::Notification,
+            Kind::Result if row.tool_error() => RowKind::ToolError,
+            Kind::Result => RowKind::Result,
+            Kind::Error => RowKind::RpcError,
+            Kind::Batch | Kind::NotJsonRpc | Kind::NotJson => RowKind::NotJson,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RowKind::Request => "request",
+            RowKind::Notification => "notification",
+            RowKind::Result => "result",
+            RowKind::RpcError => "JSON-RPC error",
+            RowKind::ToolError => "tool error (isError)",
+            RowKind::ServerRequest => "server-to-client request",
+            RowKind::NotJson => "not JSON-RPC",
+            RowKind::Stderr => "stderr",
+            RowKind::Meta => "session",
+            RowKind::Auth => "authorization",
+        }
+    }
+}
