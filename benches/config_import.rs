@@ -12,15 +12,9 @@ use egui_kittest::Harness;
 use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::{Duration, Instant};
 
-fn vm_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+#[path = "support/proc_status.rs"]
+mod proc_status;
+use proc_status::vm_kb;
 
 /// A config as big tools write them: mostly stdio servers with arguments
 /// and an environment, some remote ones.

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/proc_status.rs"]
+mod proc_status;
+use proc_status::vm_kb;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -85,16 +89,6 @@ fn session_until_captured(spec: ServerSpec, capture: &Path, store: Option<&mut F
         .count();
     assert_eq!(in_capture, frames, "every frame is in the capture");
     (elapsed, in_capture)
-}
-
-fn vm_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn rss_child(blob: &Path) {

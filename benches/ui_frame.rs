@@ -14,15 +14,9 @@ use mcpscope_core::transport::event::Event;
 use mcpscope_core::wire::frame::Direction;
 use std::time::Duration;
 
-fn vm_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+#[path = "support/proc_status.rs"]
+mod proc_status;
+use proc_status::vm_kb;
 
 fn big_model(n: usize) -> SessionModel {
     let mut r = Replay::new().without_events();

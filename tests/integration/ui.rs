@@ -989,6 +989,14 @@ fn open_skill(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     h.step();
 }
 
+/// Clicks the one Read button that is enabled (SKILL.md's, before it verified).
+fn read_the_enabled_file(h: &mut Harness<'static, McpscopeApp>) {
+    h.query_all_by_label("Read")
+        .find(|r| !r.accesskit_node().is_disabled())
+        .expect("an enabled Read button")
+        .click();
+}
+
 fn file_state(app: &McpscopeApp, path: &str) -> Option<mcpscope_core::protocol::skills::FileState> {
     app.composer.skills.load.as_ref()?.state(path).cloned()
 }
@@ -1013,11 +1021,7 @@ fn skills_mode_shows_the_frontmatter_and_files_and_reads_only_what_is_asked() {
         1,
         "only SKILL.md's Read is enabled before it verified"
     );
-    reads
-        .into_iter()
-        .find(|r| !r.accesskit_node().is_disabled())
-        .unwrap()
-        .click();
+    read_the_enabled_file(&mut h);
     step_until(&mut h, "SKILL.md verified", |app| {
         matches!(file_state(app, "SKILL.md"), Some(FileState::Verified(_)))
     });
@@ -1059,10 +1063,7 @@ fn skills_mode_shows_a_failed_check_as_an_error_and_reads_nothing_more() {
         "pdf-processing/references/FORMS.md",
     ])));
     open_skill(&mut h, "pdf-processing");
-    h.query_all_by_label("Read")
-        .find(|r| !r.accesskit_node().is_disabled())
-        .unwrap()
-        .click();
+    read_the_enabled_file(&mut h);
     step_until(&mut h, "SKILL.md verified", |app| {
         matches!(file_state(app, "SKILL.md"), Some(FileState::Verified(_)))
     });
@@ -1086,10 +1087,7 @@ fn skills_mode_shows_a_failed_check_as_an_error_and_reads_nothing_more() {
     // differs from the listing fails SKILL.md itself.
     let mut h = harness(launching(&skills_server(&["--drop-frontmatter"])));
     open_skill(&mut h, "pdf-processing");
-    h.query_all_by_label("Read")
-        .find(|r| !r.accesskit_node().is_disabled())
-        .unwrap()
-        .click();
+    read_the_enabled_file(&mut h);
     step_until(&mut h, "SKILL.md rejected", |app| {
         matches!(file_state(app, "SKILL.md"), Some(FileState::Rejected(_)))
     });
