@@ -13,7 +13,9 @@
 use crate::transport::process::ServerSpec;
 pub use crate::transport::target::HttpKind;
 use crate::transport::target::{HttpTarget, Target};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -271,21 +273,30 @@ pub fn parse_config_with_env(
         return Err(ConfigError::Empty);
     }
     let (json, lenient) = strip_jsonc(text);
-    let root: Value = serde_json::from_str(&json).map_err(json_error)?;
-    let Value::Object(root) = root else {
-        return Err(ConfigError::TopLevelNotObject { found: describe(&root) });
+    // The file is checked whole here, but each server's entry becomes a
+    // `Value` only when it is read: a config of 200,000 servers never
+    // exists as one tree (time and memory of that tree were most of an import).
+    let root: Members = match serde_json::from_str(&json) {
+        Ok(root) => root,
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            let root: Value = serde_json::from_str(&json).map_err(json_error)?;
+            return Err(ConfigError::TopLevelNotObject { found: describe(&root) });
+        }
+        Err(e) => return Err(json_error(e)),
     };
     let format = detect_format(path_hint, &root)?;
     let key = format.servers_key();
-    let entries = match &root[key] {
-        Value::Object(entries) => entries,
-        other => {
+    let entries: Members = match root.get(key).map(|raw| serde_json::from_str(raw.get())) {
+        Some(Ok(entries)) => entries,
+        _ => {
+            let found = root.value(key);
             return Err(ConfigError::ServersNotObject {
                 key,
-                found: describe(other),
+                found: describe(&found),
             });
         }
     };
+    let entries = &entries.0;
 
     let mut problems = Vec::new();
     if lenient && format != ConfigFormat::VsCode {
@@ -307,16 +318,18 @@ pub fn parse_config_with_env(
         },
     };
     let config_dir = path_hint.parent().filter(|d| !d.as_os_str().is_empty());
-    let mut servers = Vec::new();
+    let mut servers = Vec::with_capacity(entries.len());
     for (name, entry) in entries {
+        // Already checked as JSON with the whole file.
+        let entry: Value = serde_json::from_str(entry.get()).unwrap_or(Value::Null);
         let Value::Object(entry) = entry else {
             problems.push(ImportProblem::EntryNotObject {
-                server: name.clone(),
-                found: describe(entry),
+                server: name.to_string(),
+                found: describe(&entry),
             });
             continue;
         };
-        match parse_server(name, entry, &expander, config_dir) {
+        match parse_server(name, &entry, &expander, config_dir) {
             Ok(server) => servers.push(server),
             Err(mut errs) => problems.append(&mut errs),
         }
@@ -343,7 +356,60 @@ fn json_error(e: serde_json::Error) -> ConfigError {
     }
 }
 
-fn detect_format(path_hint: &Path, root: &Map<String, Value>) -> Result<ConfigFormat, ConfigError> {
+/// The members of a JSON object in file order, each value as its JSON text
+/// (borrowed from the file); a repeated key keeps its first place and its
+/// last value, as `serde_json::Map` does.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Members<'a>, M::Error> {
+                let mut members: Vec<(Cow<'a, str>, &'a RawValue)> = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                let mut at: HashMap<Cow<'a, str>, usize> = HashMap::new();
+                while let Some((key, value)) = map.next_entry::<Cow<'a, str>, &'a RawValue>()? {
+                    match at.get(&key) {
+                        Some(&i) => members[i].1 = value,
+                        None => {
+                            at.insert(key.clone(), members.len());
+                            members.push((key, value));
+                        }
+                    }
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+impl<'a> Members<'a> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_ref())
+    }
+
+    /// A member as a `Value` (small members only: `inputs`, a wrong-typed servers key).
+    fn value(&self, key: &str) -> Value {
+        self.get(key)
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or(Value::Null)
+    }
+}
+
+fn detect_format(path_hint: &Path, root: &Members<'_>) -> Result<ConfigFormat, ConfigError> {
     let in_vscode_dir = path_hint.parent().and_then(Path::file_name) == Some(".vscode".as_ref());
     let mcp_servers = root.contains_key("mcpServers");
     if root.contains_key("servers") && (!mcp_servers || in_vscode_dir) {
@@ -351,7 +417,7 @@ fn detect_format(path_hint: &Path, root: &Map<String, Value>) -> Result<ConfigFo
     }
     if !mcp_servers {
         return Err(ConfigError::NoServersKey {
-            keys: root.keys().cloned().collect(),
+            keys: root.keys().map(str::to_owned).collect(),
         });
     }
     // Both files use the same key; only the name tells them apart.
@@ -379,8 +445,8 @@ fn workspace_folder(path_hint: &Path) -> Option<PathBuf> {
 }
 
 /// VS Code input ids with their descriptions, to tell the user what each prompt asks for.
-fn declared_inputs(root: &Map<String, Value>) -> HashMap<String, Option<String>> {
-    let Some(Value::Array(inputs)) = root.get("inputs") else {
+fn declared_inputs(root: &Members<'_>) -> HashMap<String, Option<String>> {
+    let Value::Array(inputs) = root.value("inputs") else {
         return HashMap::new();
     };
     inputs
@@ -459,19 +525,20 @@ fn parse_server(
                 return Err(fields.problems);
             }
             let mut spec = ServerSpec {
-                program: expander.expand("command", &program.unwrap_or_default(), &mut notes),
+                program: expander.expand(&"command", &program.unwrap_or_default(), &mut notes),
                 ..ServerSpec::default()
             };
             for (i, arg) in args.iter().enumerate() {
-                spec.args.push(expander.expand(&format!("args[{i}]"), arg, &mut notes));
+                spec.args
+                    .push(expander.expand(&format_args!("args[{i}]"), arg, &mut notes));
             }
             for (key, value) in env {
-                let value = expander.expand(&format!("env {key}"), &value, &mut notes);
+                let value = expander.expand(&format_args!("env {key}"), &value, &mut notes);
                 spec.env.push((key, value));
             }
-            spec.cwd = cwd.map(|cwd| resolve_cwd(&expander.expand("cwd", &cwd, &mut notes), config_dir));
+            spec.cwd = cwd.map(|cwd| resolve_cwd(&expander.expand(&"cwd", &cwd, &mut notes), config_dir));
             if let Some(env_file) = env_file {
-                let env_file = expander.expand("envFile", &env_file, &mut notes);
+                let env_file = expander.expand(&"envFile", &env_file, &mut notes);
                 notes.push(format!(
                     "loads variables from envFile {env_file}, which mcpscope does not read; \
                      copy the ones the server needs into \"env\""
@@ -493,7 +560,7 @@ fn parse_server(
             if !fields.problems.is_empty() {
                 return Err(fields.problems);
             }
-            let url = expander.expand("url", &url.unwrap_or_default(), &mut notes);
+            let url = expander.expand(&"url", &url.unwrap_or_default(), &mut notes);
             if kind.is_none() && url.trim_end_matches('/').ends_with("/sse") {
                 notes.push(
                     "has no \"type\", so mcpscope assumes Streamable HTTP, but the URL ends in /sse; \
@@ -504,7 +571,7 @@ fn parse_server(
             let headers = headers
                 .into_iter()
                 .map(|(key, value)| {
-                    let value = expander.expand(&format!("header {key}"), &value, &mut notes);
+                    let value = expander.expand(&format_args!("header {key}"), &value, &mut notes);
                     (key, value)
                 })
                 .collect();
@@ -641,7 +708,8 @@ struct Expander<'a> {
 
 impl Expander<'_> {
     /// `place` names where the value sits ("env FOO", "args[2]"), for the notes.
-    fn expand(&self, place: &str, text: &str, notes: &mut Vec<String>) -> String {
+    /// Taken as `Display` so that a label is only spelled out for a note.
+    fn expand(&self, place: &dyn fmt::Display, text: &str, notes: &mut Vec<String>) -> String {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(start) = rest.find("${") {
@@ -659,7 +727,7 @@ impl Expander<'_> {
     }
 
     /// `None` keeps the placeholder text, so the user sees what still needs filling in.
-    fn resolve(&self, place: &str, placeholder: &str, notes: &mut Vec<String>) -> Option<String> {
+    fn resolve(&self, place: &dyn fmt::Display, placeholder: &str, notes: &mut Vec<String>) -> Option<String> {
         let inner = &placeholder[2..placeholder.len() - 1];
         match self.format {
             ConfigFormat::ClaudeDesktop => {
@@ -1181,8 +1249,8 @@ mod tests {
             inputs: HashMap::new(),
         };
         let mut notes = Vec::new();
-        assert_eq!(expander.expand("arg", "$A ${A}${A} $ ${A", &mut notes), "$A xx $ ${A");
-        assert_eq!(expander.expand("arg", "${B:-}|${B:-a:-b}", &mut notes), "|a:-b");
+        assert_eq!(expander.expand(&"arg", "$A ${A}${A} $ ${A", &mut notes), "$A xx $ ${A");
+        assert_eq!(expander.expand(&"arg", "${B:-}|${B:-a:-b}", &mut notes), "|a:-b");
         assert!(notes.is_empty(), "{notes:?}");
     }
 
@@ -1249,6 +1317,38 @@ mod tests {
     fn error_empty_file() {
         assert!(parse_err("c.json", " \n").starts_with("the file is empty"));
         assert!(parse_err("c.json", "\u{feff}\n").starts_with("the file is empty"));
+    }
+
+    /// Entries are read one at a time from the file's text: in file order, a
+    /// repeated name in its first place with its last value (as a JSON
+    /// object map reads it), escaped names unescaped.
+    #[test]
+    fn servers_keep_file_order_and_a_repeated_name_its_last_value() {
+        let text = r#"{"mcpServers": {
+            "zeta": {"command": "z"},
+            "alpha": {"command": "first"},
+            "caf\u00e9": {"command": "c"},
+            "alpha": {"command": "last"}
+        }, "mcpServers2": 1}"#;
+        let import = parse_config_with_env(Path::new("c.json"), text, &no_env).unwrap();
+        let names: Vec<&str> = import.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "alpha", "café"]);
+        assert_eq!(stdio(&import.servers[1]).program, "last");
+        // The servers key present but not an object, and a broken entry.
+        let msg = parse_err("c.json", r#"{"mcpServers": [1, 2]}"#);
+        assert!(msg.contains("array"), "{msg}");
+        let import = parse_config_with_env(
+            Path::new("c.json"),
+            r#"{"mcpServers": {"a": 5, "b": {"command": "x"}}}"#,
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(import.servers.len(), 1);
+        assert!(
+            import.problems[0].to_string().contains("a number"),
+            "{:?}",
+            import.problems
+        );
     }
 
     #[test]
