@@ -8,7 +8,8 @@ use crate::transport::event::Event;
 use crate::wire::classify::{Anomalies, Kind};
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The note the session and the proxy record when shutdown begins
@@ -81,8 +82,7 @@ struct TokenMeta {
 /// `params._meta.progressToken` of a request, `params.progressToken` of a
 /// progress notification; read only when the line mentions one.
 fn progress_token(f: &Frame, in_meta: bool) -> Option<String> {
-    const NEEDLE: &[u8] = b"progressToken";
-    if !f.raw.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+    if memchr::memmem::find(&f.raw, b"progressToken").is_none() {
         return None;
     }
     let v: WithToken = serde_json::from_slice(&f.raw).ok()?;
