@@ -2,6 +2,7 @@
 //! multi round-trip requests, a new id for every retry and the state echoed.
 
 use super::facts::Facts;
+use super::request::RequestParams;
 use super::{Finding, Severity, request_label, rule};
 use crate::protocol::era::{self, CACHEABLE_METHODS, LEGACY_ONLY_METHODS};
 use crate::protocol::methods;
@@ -246,24 +247,6 @@ pub(super) struct RoundTrips {
 }
 
 #[derive(serde::Deserialize)]
-struct RetryRequest {
-    #[serde(default)]
-    params: Option<RetryParams>,
-}
-
-#[derive(serde::Deserialize)]
-struct RetryParams {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(default, rename = "requestState")]
-    request_state: Option<Value>,
-    #[serde(default, rename = "inputResponses", deserialize_with = "present")]
-    input_responses: bool,
-}
-
-#[derive(serde::Deserialize)]
 struct RoundResult {
     #[serde(default)]
     result: Option<RoundOutcome>,
@@ -277,10 +260,6 @@ struct RoundOutcome {
     request_state: Option<Value>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
-}
-
 fn as_string(v: Option<Value>) -> Option<String> {
     match v {
         Some(Value::String(s)) => Some(s),
@@ -289,7 +268,9 @@ fn as_string(v: Option<Value>) -> Option<String> {
 }
 
 impl RoundTrips {
-    pub fn frame(&mut self, f: &Frame, out: &mut Vec<Finding>) {
+    /// `params`: the request's, read once for every concern
+    /// ([`RequestParams::of`] with [`crate::protocol::mrtr::may_require_input`]).
+    pub fn frame(&mut self, f: &Frame, params: &RequestParams, out: &mut Vec<Finding>) {
         match (f.direction, f.kind()) {
             (Direction::Out, Kind::Request) => {
                 let Some(method) = f
@@ -300,18 +281,15 @@ impl RoundTrips {
                 else {
                     return;
                 };
-                let params = serde_json::from_slice::<RetryRequest>(&f.raw)
-                    .ok()
-                    .and_then(|r| r.params);
                 let (target, sent_state, has_responses) = match params {
-                    Some(p) => {
-                        let target = match p.name {
-                            Some(n) => as_string(Some(n)),
-                            None => as_string(p.uri),
+                    RequestParams::Read(Some(p)) => {
+                        let target = match &p.name {
+                            Some(n) => as_string(Some(n.clone())),
+                            None => as_string(p.uri.clone()),
                         };
-                        (target, as_string(p.request_state), p.input_responses)
+                        (target, as_string(p.request_state.clone()), p.input_responses)
                     }
-                    None => (None, None, false),
+                    _ => (None, None, false),
                 };
                 let round = Round {
                     request_seq: f.seq,

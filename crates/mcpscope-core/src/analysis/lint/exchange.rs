@@ -50,8 +50,10 @@ pub(super) struct Exchanges {
     /// must not match one still waiting for its response. Kept only while the
     /// session may be of that era.
     answered: HashSet<(Direction, RequestId)>,
-    /// First response per request seq.
-    first_response: HashMap<u64, u64>,
+    /// First response per request seq. Ordered: requests are mostly answered
+    /// in the order they were sent, so inserts land where the last one did
+    /// (a hash map of every request ever answered misses the cache on each).
+    first_response: BTreeMap<u64, u64>,
     reuses: Vec<Reuse>,
     pending: BTreeMap<u64, Pending>,
     /// Progress token (JSON text) -> the waiting request that asked for it.
@@ -151,8 +153,10 @@ impl Exchanges {
                 {
                     self.answered.insert((f.direction.opposite(), i.clone()));
                 }
-                let id = f.class.id.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string);
+                // Spelled out only for a finding: most responses have none.
+                let id = || f.class.id.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string);
                 if a.contains(Anomalies::UNKNOWN_RESPONSE_ID) {
+                    let id = id();
                     out.push(Finding::new(
                         rule::UNKNOWN_RESPONSE_ID,
                         Severity::Error,
@@ -165,6 +169,7 @@ impl Exchanges {
                 let Some(link) = &f.link else { return };
                 let first = *self.first_response.entry(link.request_seq).or_insert(f.seq);
                 if a.contains(Anomalies::DUPLICATE_RESPONSE) {
+                    let id = id();
                     out.push(Finding::new(
                         rule::DUPLICATE_RESPONSE,
                         Severity::Error,
