@@ -2,7 +2,7 @@
 //! requests left waiting, a server that exits under one, slow answers.
 
 use super::facts::Facts;
-use super::{Finding, LintOptions, Severity, human_duration, list_labels, request_label, rule, sender};
+use super::{Finding, LintOptions, Severity, human_duration, list_labels, rule, sender};
 use crate::protocol::methods;
 use crate::transport::event::Event;
 use crate::wire::classify::{Anomalies, Kind};
@@ -20,7 +20,8 @@ const SHUTDOWN_NOTE: &str = "closed the server's stdin";
 struct Pending {
     direction: Direction,
     id: RequestId,
-    label: String,
+    /// Its method; the label `method #id` is spelled out only for a finding.
+    method: Option<String>,
     at: Duration,
     is_discover: bool,
     timed_out: bool,
@@ -33,6 +34,13 @@ struct Pending {
     /// For a client request: time the client spent answering the server's
     /// own requests (elicitation, sampling, roots) while this one waited.
     client_time: Duration,
+}
+
+impl Pending {
+    /// As [`super::request_label`] spells a request.
+    fn label(&self) -> String {
+        format!("{} #{}", self.method.as_deref().unwrap_or("?"), self.id)
+    }
 }
 
 /// A request id used again, reported unless the session turns out to be of
@@ -135,7 +143,7 @@ impl Exchanges {
                     Pending {
                         direction: f.direction,
                         id,
-                        label: request_label(f),
+                        method: f.class.method.clone(),
                         at: f.at,
                         is_discover: f.class.method.as_deref() == Some(methods::SERVER_DISCOVER),
                         timed_out: false,
@@ -294,7 +302,7 @@ impl Exchanges {
                     .filter(|(_, p)| p.direction == Direction::Out && !p.timed_out && !p.cancelled)
                 {
                     seqs.push(seq);
-                    labels.push(p.label.clone());
+                    labels.push(p.label());
                     first_at.get_or_insert(p.at);
                     p.reported = true;
                 }
@@ -344,13 +352,13 @@ impl Exchanges {
             let msg = match p.direction {
                 Direction::Out => format!(
                     "{} got no response from the server: waited {waited} until the end of the session{}.",
-                    p.label,
+                    p.label(),
                     if p.timed_out { " (it timed out)" } else { "" },
                 ),
                 Direction::In => format!(
                     "The server's request {} got no response from the client: waited {waited} until the end of the \
                      session.",
-                    p.label
+                    p.label()
                 ),
             };
             out.push(Finding::new(
