@@ -92,9 +92,7 @@ struct TokenMeta {
 /// `params._meta.progressToken` of a request, `params.progressToken` of a
 /// progress notification; read only when the line mentions one.
 fn progress_token(f: &Frame, in_meta: bool) -> Option<String> {
-    if memchr::memmem::find(&f.raw, b"progressToken").is_none() {
-        return None;
-    }
+    memchr::memmem::find(&f.raw, b"progressToken")?;
     let v: WithToken = serde_json::from_slice(&f.raw).ok()?;
     let p = v.params?;
     let token = if in_meta { p.meta?.token } else { p.token };

@@ -33,6 +33,9 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 }
 
 /// A client request's params, parsed once.
+// On the stack for one frame and never stored: boxing the params would cost
+// an allocation per request for nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum RequestParams {
     /// Not a client request, or one whose params no rule reads.
     NotRead,
