@@ -260,6 +260,13 @@ struct RoundOutcome {
     request_state: Option<Value>,
 }
 
+/// Whether a JSON text may hold a member named `key` (plain ASCII): it is
+/// written there, or something is spelled with a `\u` escape, the only way to
+/// write its letters otherwise.
+fn may_hold_key(text: &[u8], key: &[u8]) -> bool {
+    memchr::memmem::find(text, key).is_some() || memchr::memmem::find(text, b"\\u").is_some()
+}
+
 fn as_string(v: Option<Value>) -> Option<String> {
     match v {
         Some(Value::String(s)) => Some(s),
@@ -349,9 +356,15 @@ impl RoundTrips {
                 if f.kind() == Kind::Error {
                     round.outcome = Some("error".into());
                 } else {
-                    let outcome = serde_json::from_slice::<RoundResult>(&f.raw)
-                        .ok()
-                        .and_then(|r| r.result);
+                    // A result that cannot name a resultType is complete and
+                    // ends the chain: most are, and are not parsed again.
+                    let outcome = if may_hold_key(&f.raw, b"resultType") {
+                        serde_json::from_slice::<RoundResult>(&f.raw)
+                            .ok()
+                            .and_then(|r| r.result)
+                    } else {
+                        None
+                    };
                     let (rt, given) = match outcome {
                         Some(o) => (
                             as_string(o.result_type).unwrap_or_else(|| "complete".into()),
@@ -404,5 +417,32 @@ fn check_retry(method: &str, prev: &Round, next: &Round, out: &mut Vec<Finding>)
                  left out when none was given."
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_key;
+
+    #[test]
+    fn a_key_is_found_however_it_is_spelled() {
+        let key = b"resultType";
+        assert!(may_hold_key(br#"{"result":{"resultType":"complete"}}"#, key));
+        assert!(may_hold_key(br#"{"result":{"result\u0054ype":"input_required"}}"#, key));
+        assert!(may_hold_key(br#"{"result":{"\u0072esultType":"x"}}"#, key));
+        // Other escapes cannot spell a letter.
+        assert!(!may_hold_key(br#"{"result":{"content":[{"text":"a\"b\nc"}]}}"#, key));
+        assert!(!may_hold_key(br#"{"result":{"isError":false}}"#, key));
+        // Checked against the parse it stands in for.
+        for line in [
+            r#"{"result":{"result\u0054ype":"input_required"}}"#,
+            r#"{"result":{"content":[],"note":"\"resultType\""}}"#,
+            r#"{"result":{"content":[]}}"#,
+        ] {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v.pointer("/result/resultType").is_some() {
+                assert!(may_hold_key(line.as_bytes(), key), "{line}");
+            }
+        }
     }
 }
