@@ -6,7 +6,9 @@
 //! its own. The capture comes from `scripts/gen-capture` (500,000 pairs =
 //! 1,000,008 records, ~258 MB) unless MCPSCOPE_SCALE_CAPTURE names one.
 //!
-//! Run: `cargo bench -p mcpscope-core --bench scale` (MCPSCOPE_SCALE_PAIRS=500000 to change the size).
+//! Run: `cargo bench -p mcpscope-core --bench scale` (MCPSCOPE_SCALE_PAIRS=500000 to change the size,
+//! MCPSCOPE_SCALE_ROUNDS=2 the number of rounds). Each phase also prints its CPU time: on a loaded
+//! machine, the wall-clock time of a phase is only comparable with the floors of the same round.
 
 use mcpscope_core::analysis::lint::{self, LintOptions};
 use mcpscope_core::analysis::session_diff;
@@ -23,22 +25,31 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+#[path = "../../../benches/support/proc_status.rs"]
+mod proc_status;
+
 fn peak_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1e3
+    proc_status::vm_kb("VmHWM:") as f64 / 1e3
+}
+
+/// CPU time (user + system) this process has used: on a machine others load
+/// too, it moves much less than the wall-clock time does.
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn report(what: &str, took: Duration, file_mb: f64, extra: &str) {
     let peak = peak_mb();
     println!(
-        "{what:<34} {:>7.2} s   peak RSS {:>7.1} MB = {:.2}× the input{extra}",
+        "{what:<34} {:>7.2} s (cpu {:>5.2} s)   peak RSS {:>7.1} MB = {:.2}× the input{extra}",
         took.as_secs_f64(),
+        cpu_s(),
         peak,
         peak / file_mb
     );
@@ -150,7 +161,11 @@ fn main() {
     };
     let mb = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
     println!("capture: {} ({mb:.1} MB)", path.display());
-    for round in 1..=2 {
+    let rounds: u32 = std::env::var("MCPSCOPE_SCALE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(2);
+    for round in 1..=rounds {
         println!("round {round}");
         let start = Instant::now();
         let out = Command::new("wc").arg("-l").arg(&path).output().unwrap();

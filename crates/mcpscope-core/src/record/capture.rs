@@ -789,16 +789,44 @@ impl<R: BufRead> EventReader<R> {
         }
     }
 
+    /// A whole line already in the read buffer, read where it lies instead
+    /// of copied out first (most lines of a large capture); `None` when the
+    /// buffer holds no complete line that fits, for [`Self::read_line`].
+    fn read_buffered(&mut self) -> Result<Option<LineRead>> {
+        if self.partial_fits.is_some() {
+            return Ok(None);
+        }
+        let available = loop {
+            match self.reader.fill_buf() {
+                Ok(b) => break b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let Some(end) = newline_at(available).filter(|&i| i <= self.max_record) else {
+            return Ok(None);
+        };
+        let read = self.records.read_line(&available[..end])?;
+        self.reader.consume(end + 1);
+        self.offset += end as u64 + 1;
+        Ok(Some(read))
+    }
+
     /// The next event, warning or session boundary; `None` at the end of the file.
     pub fn next_item(&mut self) -> Result<Option<Item>> {
         loop {
-            let Some(fits) = self.read_line()? else {
-                return Ok(None);
-            };
-            let read = if fits {
-                self.records.read_line(&self.line)?
-            } else {
-                self.records.skip_oversize(self.max_record)?
+            let read = match self.read_buffered()? {
+                Some(read) => read,
+                None => {
+                    let Some(fits) = self.read_line()? else {
+                        return Ok(None);
+                    };
+                    if fits {
+                        self.records.read_line(&self.line)?
+                    } else {
+                        self.records.skip_oversize(self.max_record)?
+                    }
+                }
             };
             match read {
                 LineRead::Event(ev) => return Ok(Some(Item::Event(ev))),
@@ -811,7 +839,7 @@ impl<R: BufRead> EventReader<R> {
 }
 
 fn newline_at(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::result::Result<Option<Event>, String> {

@@ -390,6 +390,21 @@ fn classify_owned(fields: [Option<String>; 6]) -> Classification {
     })
 }
 
+/// An id from its JSON text, as [`RequestId::from_json`] reads it. Most ids
+/// are small non-negative integers, read without building a `Value`.
+fn id_from_json(text: &str) -> Option<RequestId> {
+    if !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = text.parse::<i64>()
+    {
+        return Some(RequestId::Number(n));
+    }
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .as_ref()
+        .and_then(RequestId::from_json)
+}
+
 fn classify_object(p: Probe) -> Classification {
     let mut flags = Anomalies::empty();
     match p.jsonrpc {
@@ -406,11 +421,7 @@ fn classify_object(p: Probe) -> Classification {
                 flags.insert(Anomalies::NULL_ID);
                 (None, true)
             } else {
-                match serde_json::from_str::<serde_json::Value>(text)
-                    .ok()
-                    .as_ref()
-                    .and_then(RequestId::from_json)
-                {
+                match id_from_json(text) {
                     Some(id) => (Some(id), true),
                     None => {
                         flags.insert(Anomalies::INVALID_ID);
@@ -660,6 +671,31 @@ mod tests {
         assert!(c.anomalies.contains(Anomalies::WRONG_JSONRPC));
         let c = cl(br#"{"jsonrpc":"2.0","id":1,"error":{"message":"no code"}}"#);
         assert!(c.anomalies.contains(Anomalies::MALFORMED_ERROR));
+    }
+
+    #[test]
+    fn ids_read_as_from_json_reads_them() {
+        for text in [
+            "0",
+            "7",
+            "9223372036854775807",
+            "9223372036854775808",
+            "123456789012345678901234567890",
+            "-1",
+            "-0",
+            "1.0",
+            "1e3",
+            "\"12\"",
+            "\"a\\\"b\"",
+            "true",
+            "[1]",
+        ] {
+            let slow = serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .as_ref()
+                .and_then(RequestId::from_json);
+            assert_eq!(id_from_json(text), slow, "{text}");
+        }
     }
 
     #[test]

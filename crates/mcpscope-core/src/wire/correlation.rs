@@ -7,7 +7,7 @@
 use crate::wire::classify::{Anomalies, Kind};
 use crate::wire::frame::{Direction, Frame, Link};
 use crate::wire::message::RequestId;
-use std::collections::{HashMap, HashSet};
+use foldhash::HashMap;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -39,9 +39,9 @@ pub struct TimedOut {
 struct Side {
     /// Requests this side sent and that are still waiting.
     pending: HashMap<RequestId, Pending>,
-    /// Every id this side has used, to flag reuse.
-    used: HashSet<RequestId>,
-    /// Requests of this side that were answered or given up on.
+    /// Requests of this side that were answered or given up on. Every id
+    /// this side has used is here or in `pending` (a reused id moves back),
+    /// so the two together flag reuse without a third set of every id.
     closed: HashMap<RequestId, (u64, String, Duration, Closed)>,
 }
 
@@ -96,20 +96,23 @@ impl Correlator {
     ) -> Anomalies {
         let side = self.side(direction);
         let mut flags = Anomalies::empty();
-        if !side.used.insert(id.clone()) {
+        let was_closed = side.closed.remove(&id).is_some();
+        let was_pending = side
+            .pending
+            .insert(
+                id,
+                Pending {
+                    request_seq: seq,
+                    method,
+                    sent_at: at,
+                    deadline: timeout.map(|t| at + t),
+                    cancelled: false,
+                },
+            )
+            .is_some();
+        if was_closed || was_pending {
             flags.insert(Anomalies::DUPLICATE_REQUEST_ID);
         }
-        side.closed.remove(&id);
-        side.pending.insert(
-            id,
-            Pending {
-                request_seq: seq,
-                method,
-                sent_at: at,
-                deadline: timeout.map(|t| at + t),
-                cancelled: false,
-            },
-        );
         flags
     }
 

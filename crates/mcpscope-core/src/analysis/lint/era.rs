@@ -2,6 +2,7 @@
 //! multi round-trip requests, a new id for every retry and the state echoed.
 
 use super::facts::Facts;
+use super::request::RequestParams;
 use super::{Finding, Severity, request_label, rule};
 use crate::protocol::era::{self, CACHEABLE_METHODS, LEGACY_ONLY_METHODS};
 use crate::protocol::methods;
@@ -246,24 +247,6 @@ pub(super) struct RoundTrips {
 }
 
 #[derive(serde::Deserialize)]
-struct RetryRequest {
-    #[serde(default)]
-    params: Option<RetryParams>,
-}
-
-#[derive(serde::Deserialize)]
-struct RetryParams {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(default, rename = "requestState")]
-    request_state: Option<Value>,
-    #[serde(default, rename = "inputResponses", deserialize_with = "present")]
-    input_responses: bool,
-}
-
-#[derive(serde::Deserialize)]
 struct RoundResult {
     #[serde(default)]
     result: Option<RoundOutcome>,
@@ -277,8 +260,11 @@ struct RoundOutcome {
     request_state: Option<Value>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+/// Whether a JSON text may hold a member named `key` (plain ASCII): it is
+/// written there, or something is spelled with a `\u` escape, the only way to
+/// write its letters otherwise.
+fn may_hold_key(text: &[u8], key: &[u8]) -> bool {
+    memchr::memmem::find(text, key).is_some() || memchr::memmem::find(text, b"\\u").is_some()
 }
 
 fn as_string(v: Option<Value>) -> Option<String> {
@@ -289,7 +275,9 @@ fn as_string(v: Option<Value>) -> Option<String> {
 }
 
 impl RoundTrips {
-    pub fn frame(&mut self, f: &Frame, out: &mut Vec<Finding>) {
+    /// `params`: the request's, read once for every concern
+    /// ([`RequestParams::of`] with [`crate::protocol::mrtr::may_require_input`]).
+    pub fn frame(&mut self, f: &Frame, params: &RequestParams, out: &mut Vec<Finding>) {
         match (f.direction, f.kind()) {
             (Direction::Out, Kind::Request) => {
                 let Some(method) = f
@@ -300,18 +288,15 @@ impl RoundTrips {
                 else {
                     return;
                 };
-                let params = serde_json::from_slice::<RetryRequest>(&f.raw)
-                    .ok()
-                    .and_then(|r| r.params);
                 let (target, sent_state, has_responses) = match params {
-                    Some(p) => {
-                        let target = match p.name {
-                            Some(n) => as_string(Some(n)),
-                            None => as_string(p.uri),
+                    RequestParams::Read(Some(p)) => {
+                        let target = match &p.name {
+                            Some(n) => as_string(Some(n.clone())),
+                            None => as_string(p.uri.clone()),
                         };
-                        (target, as_string(p.request_state), p.input_responses)
+                        (target, as_string(p.request_state.clone()), p.input_responses)
                     }
-                    None => (None, None, false),
+                    _ => (None, None, false),
                 };
                 let round = Round {
                     request_seq: f.seq,
@@ -371,9 +356,15 @@ impl RoundTrips {
                 if f.kind() == Kind::Error {
                     round.outcome = Some("error".into());
                 } else {
-                    let outcome = serde_json::from_slice::<RoundResult>(&f.raw)
-                        .ok()
-                        .and_then(|r| r.result);
+                    // A result that cannot name a resultType is complete and
+                    // ends the chain: most are, and are not parsed again.
+                    let outcome = if may_hold_key(&f.raw, b"resultType") {
+                        serde_json::from_slice::<RoundResult>(&f.raw)
+                            .ok()
+                            .and_then(|r| r.result)
+                    } else {
+                        None
+                    };
                     let (rt, given) = match outcome {
                         Some(o) => (
                             as_string(o.result_type).unwrap_or_else(|| "complete".into()),
@@ -426,5 +417,32 @@ fn check_retry(method: &str, prev: &Round, next: &Round, out: &mut Vec<Finding>)
                  left out when none was given."
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold_key;
+
+    #[test]
+    fn a_key_is_found_however_it_is_spelled() {
+        let key = b"resultType";
+        assert!(may_hold_key(br#"{"result":{"resultType":"complete"}}"#, key));
+        assert!(may_hold_key(br#"{"result":{"result\u0054ype":"input_required"}}"#, key));
+        assert!(may_hold_key(br#"{"result":{"\u0072esultType":"x"}}"#, key));
+        // Other escapes cannot spell a letter.
+        assert!(!may_hold_key(br#"{"result":{"content":[{"text":"a\"b\nc"}]}}"#, key));
+        assert!(!may_hold_key(br#"{"result":{"isError":false}}"#, key));
+        // Checked against the parse it stands in for.
+        for line in [
+            r#"{"result":{"result\u0054ype":"input_required"}}"#,
+            r#"{"result":{"content":[],"note":"\"resultType\""}}"#,
+            r#"{"result":{"content":[]}}"#,
+        ] {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v.pointer("/result/resultType").is_some() {
+                assert!(may_hold_key(line.as_bytes(), key), "{line}");
+            }
+        }
     }
 }

@@ -2,13 +2,14 @@
 //! requests left waiting, a server that exits under one, slow answers.
 
 use super::facts::Facts;
-use super::{Finding, LintOptions, Severity, human_duration, list_labels, request_label, rule, sender};
+use super::{Finding, LintOptions, Severity, human_duration, list_labels, rule, sender};
 use crate::protocol::methods;
 use crate::transport::event::Event;
 use crate::wire::classify::{Anomalies, Kind};
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The note the session and the proxy record when shutdown begins
@@ -19,7 +20,8 @@ const SHUTDOWN_NOTE: &str = "closed the server's stdin";
 struct Pending {
     direction: Direction,
     id: RequestId,
-    label: String,
+    /// Its method; the label `method #id` is spelled out only for a finding.
+    method: Option<String>,
     at: Duration,
     is_discover: bool,
     timed_out: bool,
@@ -32,6 +34,13 @@ struct Pending {
     /// For a client request: time the client spent answering the server's
     /// own requests (elicitation, sampling, roots) while this one waited.
     client_time: Duration,
+}
+
+impl Pending {
+    /// As [`super::request_label`] spells a request.
+    fn label(&self) -> String {
+        format!("{} #{}", self.method.as_deref().unwrap_or("?"), self.id)
+    }
 }
 
 /// A request id used again, reported unless the session turns out to be of
@@ -49,8 +58,10 @@ pub(super) struct Exchanges {
     /// must not match one still waiting for its response. Kept only while the
     /// session may be of that era.
     answered: HashSet<(Direction, RequestId)>,
-    /// First response per request seq.
-    first_response: HashMap<u64, u64>,
+    /// First response per request seq. Ordered: requests are mostly answered
+    /// in the order they were sent, so inserts land where the last one did
+    /// (a hash map of every request ever answered misses the cache on each).
+    first_response: BTreeMap<u64, u64>,
     reuses: Vec<Reuse>,
     pending: BTreeMap<u64, Pending>,
     /// Progress token (JSON text) -> the waiting request that asked for it.
@@ -81,10 +92,7 @@ struct TokenMeta {
 /// `params._meta.progressToken` of a request, `params.progressToken` of a
 /// progress notification; read only when the line mentions one.
 fn progress_token(f: &Frame, in_meta: bool) -> Option<String> {
-    const NEEDLE: &[u8] = b"progressToken";
-    if !f.raw.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
-        return None;
-    }
+    memchr::memmem::find(&f.raw, b"progressToken")?;
     let v: WithToken = serde_json::from_slice(&f.raw).ok()?;
     let p = v.params?;
     let token = if in_meta { p.meta?.token } else { p.token };
@@ -133,7 +141,7 @@ impl Exchanges {
                     Pending {
                         direction: f.direction,
                         id,
-                        label: request_label(f),
+                        method: f.class.method.clone(),
                         at: f.at,
                         is_discover: f.class.method.as_deref() == Some(methods::SERVER_DISCOVER),
                         timed_out: false,
@@ -151,8 +159,10 @@ impl Exchanges {
                 {
                     self.answered.insert((f.direction.opposite(), i.clone()));
                 }
-                let id = f.class.id.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string);
+                // Spelled out only for a finding: most responses have none.
+                let id = || f.class.id.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string);
                 if a.contains(Anomalies::UNKNOWN_RESPONSE_ID) {
+                    let id = id();
                     out.push(Finding::new(
                         rule::UNKNOWN_RESPONSE_ID,
                         Severity::Error,
@@ -165,6 +175,7 @@ impl Exchanges {
                 let Some(link) = &f.link else { return };
                 let first = *self.first_response.entry(link.request_seq).or_insert(f.seq);
                 if a.contains(Anomalies::DUPLICATE_RESPONSE) {
+                    let id = id();
                     out.push(Finding::new(
                         rule::DUPLICATE_RESPONSE,
                         Severity::Error,
@@ -289,7 +300,7 @@ impl Exchanges {
                     .filter(|(_, p)| p.direction == Direction::Out && !p.timed_out && !p.cancelled)
                 {
                     seqs.push(seq);
-                    labels.push(p.label.clone());
+                    labels.push(p.label());
                     first_at.get_or_insert(p.at);
                     p.reported = true;
                 }
@@ -339,13 +350,13 @@ impl Exchanges {
             let msg = match p.direction {
                 Direction::Out => format!(
                     "{} got no response from the server: waited {waited} until the end of the session{}.",
-                    p.label,
+                    p.label(),
                     if p.timed_out { " (it timed out)" } else { "" },
                 ),
                 Direction::In => format!(
                     "The server's request {} got no response from the client: waited {waited} until the end of the \
                      session.",
-                    p.label
+                    p.label()
                 ),
             };
             out.push(Finding::new(

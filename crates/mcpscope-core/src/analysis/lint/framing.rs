@@ -325,6 +325,10 @@ fn not_json_rules(p: &Piece, in_split: bool, out: &mut Vec<Finding>) {
 /// Rules about one line that is JSON (batches are judged later, see [`Framing::provisional`]).
 fn frame_rules(f: &Frame, out: &mut Vec<Finding>) {
     let a = f.anomalies();
+    if a.is_empty() && f.kind() != Kind::NotJsonRpc {
+        // Most lines: nothing to say, and no need to look at their text.
+        return;
+    }
     let text = f.text();
     line_rules(f.seq, f.direction, a, &text, false, out);
     let who = sender(f.direction);

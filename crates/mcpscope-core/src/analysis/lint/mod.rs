@@ -22,6 +22,7 @@ mod exchange;
 mod facts;
 mod framing;
 mod lifecycle;
+mod request;
 mod stderr;
 mod tools;
 
@@ -261,9 +262,12 @@ impl Linter {
                 self.exchange.frame(f, facts, &self.options, out);
                 self.lifecycle.frame(f, facts);
                 self.era.frame(f, facts);
-                self.mrtr.frame(f, out);
+                // Read once for the round trips and the tool rules (every
+                // tools/call is both).
+                let params = request::RequestParams::of(f, crate::protocol::mrtr::may_require_input);
+                self.mrtr.frame(f, &params, out);
                 self.capability.frame(f, facts);
-                self.tools.frame(f, out);
+                self.tools.frame(f, &params, out);
             }
             Event::SpawnFailed { error, .. } => out.push(Finding::new(
                 rule::SPAWN_FAILED,

@@ -1,6 +1,7 @@
 //! Tools: names, schemas, and results checked against the schemas the same
 //! server published.
 
+use super::request::RequestParams;
 use super::{Finding, Severity, is_request, quote, rule};
 use crate::protocol::methods;
 use crate::wire::classify::Kind;
@@ -160,19 +161,27 @@ struct CallParams {
     name: Option<Value>,
 }
 
-/// `params.name` of a `tools/call`, read without building the arguments.
-fn tool_called(f: &Frame) -> Option<String> {
-    match serde_json::from_slice::<Call>(&f.raw).ok()?.params?.name? {
+/// `params.name` of a `tools/call`: from the params read for every concern,
+/// or, when those could not be read whole (a member the round trips read
+/// given twice, say), from the name alone as before.
+fn tool_called(f: &Frame, params: &RequestParams) -> Option<String> {
+    let name = match params {
+        RequestParams::Read(p) => p.as_ref()?.name.clone()?,
+        RequestParams::NotRead | RequestParams::Unreadable => {
+            serde_json::from_slice::<Call>(&f.raw).ok()?.params?.name?
+        }
+    };
+    match name {
         Value::String(s) => Some(s),
         _ => None,
     }
 }
 
 impl Tools {
-    pub fn frame(&mut self, f: &Frame, out: &mut Vec<Finding>) {
+    pub fn frame(&mut self, f: &Frame, params: &RequestParams, out: &mut Vec<Finding>) {
         if is_request(f, Direction::Out) {
             if f.class.method.as_deref() == Some(methods::TOOLS_CALL) {
-                self.calls.insert(f.seq, tool_called(f));
+                self.calls.insert(f.seq, tool_called(f, params));
             }
             return;
         }
