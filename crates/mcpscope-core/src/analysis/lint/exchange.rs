@@ -92,7 +92,10 @@ struct TokenMeta {
 /// `params._meta.progressToken` of a request, `params.progressToken` of a
 /// progress notification; read only when the line mentions one.
 fn progress_token(f: &Frame, in_meta: bool) -> Option<String> {
-    memchr::memmem::find(&f.raw, b"progressToken")?;
+    // Built once: `memmem::find` builds a searcher per call.
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"progressToken"));
+    KEY.find(&f.raw)?;
     let v: WithToken = serde_json::from_slice(&f.raw).ok()?;
     let p = v.params?;
     let token = if in_meta { p.meta?.token } else { p.token };
