@@ -3,7 +3,7 @@
 //! rules, name, uri and request state for the round trips), a tenth of
 //! linting a large capture.
 
-use crate::wire::classify::Kind;
+use crate::wire::classify::{Anomalies, Kind};
 use crate::wire::frame::{Direction, Frame};
 use serde_json::Value;
 
@@ -54,6 +54,13 @@ impl RequestParams {
         }
         if !f.class.method.as_deref().is_some_and(wants) {
             return Self::NotRead;
+        }
+        // An array would be read member by member into the fields in order
+        // (serde's derive accepts a struct as a sequence): `["echo"]` would
+        // call a tool named echo. params-not-object reports it; no rule
+        // finds a member in it.
+        if f.anomalies().contains(Anomalies::PARAMS_NOT_OBJECT) {
+            return Self::Read(None);
         }
         match serde_json::from_slice::<Request>(&f.raw) {
             Ok(r) => Self::Read(r.params),
@@ -114,13 +121,17 @@ mod tests {
             panic!("not read")
         };
         assert_eq!(p.name, Some(Value::from(5)));
-        // Not an object, or a member twice: each rule reads the line its own way.
+        // Not an object: nothing in it is a member, not even positionally.
         for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo","file:///a"]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"text"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"uri":"a","uri":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":7}"#,
         ] {
-            assert!(matches!(params(line), RequestParams::Unreadable), "{line}");
+            assert!(matches!(params(line), RequestParams::Read(None)), "{line}");
         }
+        // A member twice: each rule reads the line its own way.
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"uri":"a","uri":"b"}}"#;
+        assert!(matches!(params(line), RequestParams::Unreadable), "{line}");
     }
 
     #[test]
