@@ -317,8 +317,10 @@ fn the_app_draws_the_authorization_on_its_own_lifeline() {
             },
         )
     });
-    h.step();
-    h.step();
+    // The capture is read on a worker: two frames are not enough on a busy machine.
+    step_until(&mut h, "the capture loaded", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.loading())
+    });
     let labels: Vec<String> = {
         let model = &h.state().inspection.as_ref().expect("the capture opened").model;
         assert!(model.store.has_auth());
@@ -393,9 +395,9 @@ fn screenshots_of_the_authorization_flow() {
                 },
             )
         });
-    for _ in 0..4 {
-        h.step();
-    }
+    step_until(&mut h, "the capture loaded", |app| {
+        app.inspection.as_ref().is_some_and(|i| !i.loading())
+    });
     let token = {
         let model = &h.state().inspection.as_ref().unwrap().model;
         model

@@ -12,7 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mcpscope_core::client::feed;
 use mcpscope_core::driver::{
     Action, Chain, Driver, DriverConfig, EraStatus, Failure, Input, Outcome, Question, QuestionId, RequestOptions,
-    TaskRun,
+    TaskRun, Undelivered,
 };
 use mcpscope_core::protocol::auth::AuthError;
 use mcpscope_core::protocol::auth::flow::AuthConfig;
@@ -706,8 +706,8 @@ impl Inspection {
                         si.failed = Some(e.to_string());
                         self.driver.handle(Input::NotDelivered {
                             id: &held.id,
-                            why: &format!("authorization failed: {e}"),
-                            http: true,
+                            why: &e.to_string(),
+                            cause: Undelivered::Authorization,
                         });
                     }
                 }

@@ -7,7 +7,9 @@
 //! what the caller waits for has happened. Every event is also passed to an
 //! observer (e.g. `--trace`).
 
-use crate::driver::{self, Action, Completion, Driver, DriverConfig, Failure, Input, Outcome, RequestOptions};
+use crate::driver::{
+    self, Action, Completion, Driver, DriverConfig, Failure, Input, Outcome, RequestOptions, Undelivered,
+};
 use crate::protocol::era::{EraChoice, EraDecision};
 use crate::protocol::handshake::{Handshake, HandshakeOptions};
 use crate::protocol::mrtr::{Conversations, InputPolicy, InputRequired};
@@ -30,8 +32,6 @@ use crate::protocol::auth::AuthError;
 use crate::transport::auth::gate::{ChallengeGate, Held};
 use crate::transport::auth::{self, Authorizer};
 
-/// How a request whose authorization failed is told to the driver.
-const AUTHORIZATION_FAILED: &str = "authorization failed: ";
 pub use crate::protocol::era::EraFailure;
 
 /// Why a request got no response.
@@ -374,12 +374,12 @@ impl Client {
             }
             Err(error) => {
                 self.gate.give_up(&held);
-                let why = format!("{AUTHORIZATION_FAILED}{error}");
+                let why = error.to_string();
                 self.auth_error = Some(error);
                 self.driver.handle(Input::NotDelivered {
                     id: &held.id,
                     why: &why,
-                    http: true,
+                    cause: Undelivered::Authorization,
                 });
             }
         }
@@ -477,20 +477,31 @@ impl Client {
                 method,
                 after: after.or(timeout).unwrap_or_default(),
             },
-            Failure::NotDelivered { why, http: true }
-                if why.starts_with(AUTHORIZATION_FAILED)
-                    && let Some(error) = &self.auth_error =>
-            {
-                ClientError::Authorization {
-                    method,
-                    error: error.clone(),
-                }
-            }
-            Failure::NotDelivered { why, http: true } => ClientError::Http {
+            Failure::NotDelivered {
+                cause: Undelivered::Authorization,
+                ..
+            } if let Some(error) = &self.auth_error => ClientError::Authorization {
+                method,
+                error: error.clone(),
+            },
+            Failure::NotDelivered {
+                why,
+                cause: Undelivered::Authorization,
+            } => ClientError::Http {
+                method,
+                error: format!("authorization failed: {why}"),
+            },
+            Failure::NotDelivered {
+                why,
+                cause: Undelivered::Http,
+            } => ClientError::Http {
                 method,
                 error: why.clone(),
             },
-            Failure::NotDelivered { why, http: false } => ClientError::WriteFailed {
+            Failure::NotDelivered {
+                why,
+                cause: Undelivered::Write,
+            } => ClientError::WriteFailed {
                 method,
                 error: why.clone(),
             },
@@ -787,7 +798,7 @@ pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
                 driver.handle(Input::NotDelivered {
                     id: &id,
                     why: error,
-                    http: false,
+                    cause: Undelivered::Write,
                 });
             }
         }
@@ -796,7 +807,7 @@ pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
                 driver.handle(Input::NotDelivered {
                     id,
                     why: error,
-                    http: true,
+                    cause: Undelivered::Http,
                 });
             }
         }

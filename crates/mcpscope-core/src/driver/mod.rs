@@ -105,7 +105,7 @@ pub enum Input<'a> {
     NotDelivered {
         id: &'a RequestId,
         why: &'a str,
-        http: bool,
+        cause: Undelivered,
     },
     /// The server's process exited: responses still in the pipe get
     /// [`EXIT_GRACE`] to arrive.
@@ -130,11 +130,24 @@ pub enum Failure {
     /// It never reached the server (a write or an HTTP exchange failed).
     NotDelivered {
         why: String,
-        http: bool,
+        cause: Undelivered,
     },
     /// The driver stopped following it (a chain that never ends, an input
     /// request nobody can answer, a task without a result).
     Stopped(String),
+}
+
+/// What kept a request from reaching the server: callers tell the user
+/// different things for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undelivered {
+    /// Writing the line to the server's stdin failed.
+    Write,
+    /// The HTTP exchange carrying it failed.
+    Http,
+    /// The server asked for authorization and it could not be obtained
+    /// (`why` says why).
+    Authorization,
 }
 
 impl fmt::Display for Failure {
@@ -144,6 +157,10 @@ impl fmt::Display for Failure {
             Failure::TimedOut { after: None } => write!(f, "got no response"),
             Failure::Cancelled => write!(f, "was cancelled"),
             Failure::ServerGone(why) => write!(f, "got no answer: {why}"),
+            Failure::NotDelivered {
+                why,
+                cause: Undelivered::Authorization,
+            } => write!(f, "could not be sent: authorization failed: {why}"),
             Failure::NotDelivered { why, .. } => write!(f, "could not be sent: {why}"),
             Failure::Stopped(why) => write!(f, "stopped: {why}"),
         }
@@ -803,14 +820,14 @@ impl Driver {
                     self.no_answer(id, p, Failure::TimedOut { after });
                 }
             }
-            Input::NotDelivered { id, why, http } => {
+            Input::NotDelivered { id, why, cause } => {
                 if let Some(p) = self.pending.remove(id) {
                     self.no_answer(
                         id,
                         p,
                         Failure::NotDelivered {
                             why: why.to_owned(),
-                            http,
+                            cause,
                         },
                     );
                 }

@@ -726,7 +726,7 @@ fn timeouts_and_undelivered_requests_end_as_failures() {
     s.d.handle(Input::NotDelivered {
         id: &b,
         why: "HTTP 500",
-        http: true,
+        cause: Undelivered::Http,
     });
     s.pump();
     assert!(matches!(
@@ -735,7 +735,10 @@ fn timeouts_and_undelivered_requests_end_as_failures() {
     ));
     assert!(matches!(
         &s.done[1].outcome,
-        Outcome::Failed(Failure::NotDelivered { http: true, .. })
+        Outcome::Failed(Failure::NotDelivered {
+            cause: Undelivered::Http,
+            ..
+        })
     ));
 }
 
