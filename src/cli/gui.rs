@@ -31,6 +31,9 @@ pub fn run(s: Startup) -> ExitCode {
         "`mcpscope open`"
     } else if s.diff.is_some() {
         "`mcpscope diff --app`"
+    } else if !s.launch.is_empty() || s.server.is_some() || s.config.is_some() {
+        // `call -- CMD` is the headless way to talk to the same server.
+        "launching a server in the desktop app (try `mcpscope call -- CMD`)"
     } else {
         "the desktop app"
     };
