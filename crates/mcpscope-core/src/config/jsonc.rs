@@ -2,8 +2,8 @@
 //! and leave every other byte (comments, blank lines, indentation, trailing
 //! commas) as the user wrote it.
 //!
-//! The parser reads text that [`super::server_config`] has already blanked
-//! of comments and trailing commas (same length, same offsets) and checked
+//! The parser reads text that [`strip_jsonc`] has already blanked of
+//! comments and trailing commas (same length, same offsets) and checked
 //! with serde_json, so it only needs strict JSON; offsets it returns are byte
 //! offsets into the original text.
 
@@ -196,6 +196,79 @@ impl Parser<'_> {
     }
 }
 
+/// Blanks out what JSONC allows and JSON does not (comments, trailing commas, a BOM)
+/// with spaces, so serde_json's line and column still point into the original text.
+/// Returns whether anything was blanked.
+pub(crate) fn strip_jsonc(text: &str) -> (String, bool) {
+    let mut bytes = text.as_bytes().to_vec();
+    let mut changed = false;
+    if bytes.starts_with("\u{feff}".as_bytes()) {
+        bytes[..3].fill(b' ');
+        changed = true;
+    }
+    let mut i = 0;
+    let mut in_string = false;
+    // Where the last comma outside a string was, if only blanks followed it so far.
+    let mut pending_comma: Option<usize> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match (b, bytes.get(i + 1)) {
+            (b'/', Some(b'/')) => {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |n| i + n);
+                bytes[i..end].fill(b' ');
+                changed = true;
+                i = end;
+                continue;
+            }
+            (b'/', Some(b'*')) => {
+                // An unterminated comment is left for serde_json to report.
+                if let Some(n) = bytes[i + 2..].windows(2).position(|w| w == b"*/") {
+                    let end = i + 2 + n + 2;
+                    for c in &mut bytes[i..end] {
+                        if *c != b'\n' {
+                            *c = b' ';
+                        }
+                    }
+                    changed = true;
+                    i = end;
+                    continue;
+                }
+            }
+            (b'"', _) => in_string = true,
+            (b',', _) => {
+                pending_comma = Some(i);
+                i += 1;
+                continue;
+            }
+            (b'}' | b']', _) => {
+                if let Some(comma) = pending_comma {
+                    bytes[comma] = b' ';
+                    changed = true;
+                }
+            }
+            _ => {}
+        }
+        if !b.is_ascii_whitespace() {
+            pending_comma = None;
+        }
+        i += 1;
+    }
+    // Only whole comments and ASCII bytes were replaced, so the text is still UTF-8.
+    (String::from_utf8(bytes).expect("blanking keeps UTF-8 intact"), changed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +296,21 @@ mod tests {
         }
         let deep = "[".repeat(1000) + &"]".repeat(1000);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn jsonc_blanking_keeps_strings_and_positions() {
+        let text = "\u{feff}{\n  // a comment with \"quotes\" and ü\n  \"url\": \"https://x/*y*/\", /* block\n */ \"list\": [1, 2,],\n}";
+        let (json, changed) = strip_jsonc(text);
+        assert!(changed);
+        assert_eq!(json.len(), text.len());
+        assert_eq!(json.lines().count(), text.lines().count());
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["url"], "https://x/*y*/");
+        assert_eq!(value["list"], serde_json::json!([1, 2]));
+
+        let (plain, changed) = strip_jsonc(r#"{"a": "b,]", "c": "\"//"}"#);
+        assert!(!changed);
+        assert_eq!(plain, r#"{"a": "b,]", "c": "\"//"}"#);
     }
 }
