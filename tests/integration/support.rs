@@ -16,7 +16,8 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpscope"))
 }
 
-fn need(path: PathBuf) -> PathBuf {
+/// `path`, or a failed test telling how to install the peer it belongs to.
+pub fn need(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: run scripts/setup-test-peers first",

@@ -23,8 +23,7 @@
 //! untouched, and the file is only written (after a backup) when something
 //! changed.
 
-use crate::config::jsonc::strip_jsonc;
-use crate::config::jsonc::{self, Node};
+use crate::config::jsonc::{self, Node, strip_jsonc};
 use crate::config::server_config::{ConfigError, ConfigImport, Transport, parse_config};
 use serde::{Deserialize, Serialize};
 use std::fmt;
