@@ -21,6 +21,10 @@ pub struct DiffArgs {
     /// Show the comparison side by side in the desktop app instead.
     #[arg(long, conflicts_with = "json")]
     pub app: bool,
+    /// Compare only the exchanges whose request, or whose answer, matches
+    /// this display filter (e.g. 'method == "tools/call"').
+    #[arg(long, value_name = "EXPR", conflicts_with = "app")]
+    pub filter: Option<String>,
 }
 
 pub fn run(args: DiffArgs) -> ExitCode {
@@ -32,7 +36,27 @@ pub fn run(args: DiffArgs) -> ExitCode {
     }
     // Both captures are read at once, record by record, keeping only each
     // exchange's JSON text.
-    let (a, b) = match session_diff::read_both(&args.a, &args.b) {
+    let keep = match &args.filter {
+        None => None,
+        Some(expr) => {
+            let f = match super::filter::parse_or_report("diff", expr) {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
+            let seqs = |p: &std::path::Path| mcpscope_core::filter::records::matching_seqs(p, &f).map(|m| m.exchanges);
+            match (seqs(&args.a), seqs(&args.b)) {
+                (Ok(a), Ok(b)) => Some((a, b)),
+                (Err(e), _) | (_, Err(e)) => {
+                    crate::errln!(
+                        "mcpscope diff: {}",
+                        mcpscope_core::text::terminal_safe(&e.to_string(), false)
+                    );
+                    return ExitCode::from(super::exit::IO);
+                }
+            }
+        }
+    };
+    let (a, b) = match session_diff::read_both_keeping(&args.a, &args.b, keep) {
         Ok(both) => both,
         Err(e) => {
             crate::errln!("mcpscope diff: {e:#}");

@@ -6,6 +6,7 @@ mod call;
 mod diff;
 mod doctor;
 mod exit;
+mod filter;
 mod gui;
 mod lint;
 mod listen;
@@ -64,6 +65,9 @@ pub enum Cmd {
     Lint(lint::LintArgs),
     /// Compare two captures of the same session against different servers, method by method.
     Diff(diff::DiffArgs),
+    /// Print the records of a capture that match a display filter
+    /// (e.g. 'method == "tools/call" and latency > 500ms'; --fields lists the fields).
+    Filter(filter::FilterArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
     /// Skills over MCP (SEP-2640): list a server's skills, or load one (SKILL.md
@@ -218,7 +222,7 @@ pub fn main() -> ExitCode {
         }
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
-        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
     }
     let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
@@ -226,6 +230,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Doctor(args)) => doctor::run(args),
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
+        Some(Cmd::Filter(args)) => filter::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),

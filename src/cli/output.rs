@@ -38,6 +38,39 @@ pub fn out_bytes(bytes: &[u8]) {
     }
 }
 
+/// Buffered stdout for commands that print many lines (`filter`): one
+/// flush at the end instead of one per line; a closed pipe is remembered
+/// as for [`out`].
+pub struct Buffered {
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
+}
+
+impl Buffered {
+    pub fn new() -> Self {
+        Self {
+            w: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        }
+    }
+
+    /// Writes `bytes`; false once stdout is closed (stop producing output).
+    pub fn write(&mut self, bytes: &[u8]) -> bool {
+        if stdout_closed() {
+            return false;
+        }
+        if self.w.write_all(bytes).is_err() {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    pub fn finish(mut self) {
+        if !stdout_closed() && self.w.flush().is_err() {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 pub fn err(args: std::fmt::Arguments) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }

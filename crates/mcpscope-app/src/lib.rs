@@ -138,6 +138,8 @@ enum Command {
     RemoveProxied(Box<ListedSession>),
     /// Ask before wrapping the imported config for its client.
     WatchInClient,
+    /// Apply a condition as the timeline's filter (no join), or join it to the filter.
+    Filter(Option<mcpscope_core::filter::Join>, String),
 }
 
 /// The tabs of the right panel.
@@ -176,6 +178,8 @@ pub struct McpscopeApp {
     pub console_open: bool,
     pub bottom_tab: BottomTab,
     marks_generation: u64,
+    /// Filter history, saved filters and colouring rules (every tab's).
+    filter_prefs: panels::filter_bar::FilterPrefs,
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
     dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
@@ -203,6 +207,7 @@ pub struct McpscopeApp {
 }
 
 const RECENT_KEY: &str = "recent_servers";
+const FILTERS_KEY: &str = "display_filters";
 
 /// A config file being read on a worker.
 struct Importing {
@@ -262,6 +267,11 @@ impl McpscopeApp {
             // State saved by older versions held secret values: drop them.
             app.launcher.recent = recent.iter().map(SavedServer::without_secrets).collect();
         }
+        if let Some(storage) = cc.storage
+            && let Some(prefs) = eframe::get_value(storage, FILTERS_KEY)
+        {
+            app.filter_prefs = prefs;
+        }
         app.startup(args);
         app
     }
@@ -285,6 +295,7 @@ impl McpscopeApp {
             console_open: true,
             bottom_tab: BottomTab::Stderr,
             marks_generation: 0,
+            filter_prefs: Default::default(),
             message: None,
             dialog: None,
             opening: None,
@@ -575,6 +586,13 @@ impl McpscopeApp {
                 self.right_tab = RightTab::Frame;
                 self.apply(Command::Select(row));
             }
+            Command::Filter(join, cond) => {
+                let text = match join {
+                    None => cond,
+                    Some(j) => mcpscope_core::filter::combine(&self.timeline.filter.text, j, &cond),
+                };
+                self.timeline.filter.set_text(text);
+            }
             Command::Select(row) => {
                 self.timeline.highlighted.clear();
                 self.timeline.select(row);
@@ -857,6 +875,7 @@ impl McpscopeApp {
             if self.expert.generation != self.marks_generation {
                 self.marks_generation = self.expert.generation;
                 self.timeline.finding_marks = self.expert.marks.clone();
+                self.timeline.set_findings(&self.expert.findings);
             }
         }
         more || self.detail.busy()
@@ -1298,10 +1317,12 @@ impl eframe::App for McpscopeApp {
                 ui.separator();
                 match self.right_tab {
                     RightTab::Frame => {
-                        if let Some(i) = &self.inspection
-                            && let Some(DetailAction::Select(r)) = self.detail.ui(ui, &i.model)
-                        {
-                            commands.push(Command::Select(r));
+                        if let Some(i) = &self.inspection {
+                            match self.detail.ui(ui, &i.model) {
+                                Some(DetailAction::Select(r)) => commands.push(Command::Select(r)),
+                                Some(DetailAction::Filter(join, cond)) => commands.push(Command::Filter(join, cond)),
+                                None => {}
+                            }
                         }
                     }
                     RightTab::Compose => match &self.inspection {
@@ -1332,7 +1353,31 @@ impl eframe::App for McpscopeApp {
                 }
                 self.handshake_strip(ui);
                 ui.separator();
-                if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model) {
+                let title = &self.tabs[self.active_tab].title;
+                let tools: Vec<String> = self.composer.lists.tools.iter().map(|t| t.name.clone()).collect();
+                let transport = match &i.target {
+                    Some(mcpscope_core::transport::target::Target::Http(h)) => h.kind.as_str(),
+                    Some(_) => "stdio",
+                    None if i.model.remote => "http",
+                    None => "stdio",
+                };
+                let era = match i.era().era() {
+                    Some(mcpscope_core::protocol::era::Era::Legacy) => Some("legacy"),
+                    Some(mcpscope_core::protocol::era::Era::Modern) => Some("modern"),
+                    None => None,
+                };
+                let cx = panels::timeline::FilterContext {
+                    facts: mcpscope_core::filter::rows::SessionFacts {
+                        session: Some(title),
+                        transport: Some(transport),
+                        era,
+                        findings: None,
+                        conversations: Some(&i.model.conversation_rows),
+                    },
+                    prefs: &mut self.filter_prefs,
+                    tools: &tools,
+                };
+                if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model, cx) {
                     // A row picked on the timeline is shown, even over the composer.
                     commands.push(Command::ShowRow(r));
                 }
@@ -1364,6 +1409,7 @@ impl eframe::App for McpscopeApp {
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, RECENT_KEY, &self.saved_state());
+        eframe::set_value(storage, FILTERS_KEY, &self.filter_prefs);
     }
 
     fn on_exit(&mut self) {

@@ -11,9 +11,11 @@
 //! Run: `cargo bench -p mcpscope-core --bench filter` (the capture comes from
 //! `scripts/gen-capture` unless MCPSCOPE_SCALE_CAPTURE names one).
 
+use mcpscope_core::filter::Filter;
+use mcpscope_core::filter::row_index::{FILTER_BUDGET, RowIndex, Shorthand};
+use mcpscope_core::filter::rows::SessionFacts;
 use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
 use mcpscope_core::record::model::{SessionModel, Source};
-use mcpscope_core::record::row_filter::{FILTER_BUDGET, Filter, RowIndex};
 use mcpscope_core::record::row_kind::RowKind;
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,14 +50,19 @@ struct Applied {
 }
 
 /// Applies `filter` the way the app does: one budgeted slice per frame.
-fn apply(index: &mut RowIndex, model: &SessionModel, filter: Filter) -> Applied {
+fn apply(index: &mut RowIndex, model: &SessionModel, expr: &str) -> Applied {
+    // Parsing and checking the text is part of each keystroke's work.
+    let t = Instant::now();
+    let filter = (!expr.is_empty()).then(|| Filter::parse(expr).unwrap_or_else(|e| panic!("{}", e.render(expr))));
     index.set_filter(filter);
-    let mut work = Duration::ZERO;
+    let parse = t.elapsed();
+    let facts = SessionFacts::default();
+    let mut work = parse;
     let mut slices = 0;
     let mut longest = Duration::ZERO;
     loop {
         let t = Instant::now();
-        index.sync_within(&model.store, FILTER_BUDGET);
+        index.sync_within(&model.store, &facts, FILTER_BUDGET);
         let took = t.elapsed();
         work += took;
         longest = longest.max(took);
@@ -99,7 +106,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let mut index = RowIndex::default();
-    index.sync_within(&model.store, Duration::MAX);
+    index.sync_within(&model.store, &SessionFacts::default(), Duration::MAX);
 
     // The floor: the typed text found in every row's raw bytes, nothing else.
     let finder = memchr::memmem::Finder::new(b"number 4242");
@@ -112,38 +119,54 @@ fn main() {
         t.elapsed().as_secs_f64() * 1e3
     );
 
-    let text = |t: &str| Filter {
-        text: t.into(),
-        ..Filter::default()
+    let text = |t: &str| {
+        Shorthand {
+            text: t.into(),
+            ..Shorthand::default()
+        }
+        .expression()
     };
-    let mut steps: Vec<(String, Filter)> = Vec::new();
+    let mut steps: Vec<(String, String)> = Vec::new();
     let typed = "number 4242";
     for n in 1..=typed.len() {
         steps.push((format!("type {:?}", &typed[..n]), text(&typed[..n])));
     }
     steps.push(("backspace to \"number 424\"".into(), text("number 424")));
-    steps.push(("clear".into(), Filter::default()));
+    steps.push(("clear".into(), String::new()));
     steps.push((
         "method \"tools/c\"".into(),
-        Filter {
+        Shorthand {
             method: "tools/c".into(),
-            ..Filter::default()
-        },
+            ..Shorthand::default()
+        }
+        .expression(),
     ));
     steps.push((
         "hide results".into(),
-        Filter {
+        Shorthand {
             hidden: [RowKind::Result].into_iter().collect(),
-            ..Filter::default()
-        },
+            ..Shorthand::default()
+        }
+        .expression(),
     ));
+    // Field expressions of the language, each as one change.
+    steps.push(("clear".into(), String::new()));
+    for expr in [
+        r#"method == "tools/call""#,
+        r#"method == "tools/call" and params.arguments.message contains "number 4242""#,
+        "latency > 250us",
+        r#"kind == "result" and result.content[0].text contains "4242""#,
+        "params.arguments.message",
+    ] {
+        steps.push((expr.to_owned(), expr.to_owned()));
+    }
     for round in 1..=2 {
         println!("round {round}");
-        index.set_filter(Filter::default());
-        index.sync_within(&model.store, Duration::MAX);
+        index.set_filter(None);
+        index.sync_within(&model.store, &SessionFacts::default(), Duration::MAX);
         let mut worst_on_screen = Duration::ZERO;
         for (what, filter) in &steps {
-            let a = apply(&mut index, &model, filter.clone());
+            let a = apply(&mut index, &model, filter);
             let on_screen = FRAME * (a.slices as u32 - 1) + a.longest.min(FRAME);
             worst_on_screen = worst_on_screen.max(on_screen);
             println!(

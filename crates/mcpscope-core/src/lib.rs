@@ -9,6 +9,7 @@
 //! - [`record`]: the recorder, captures on disk, the row store and the session model;
 //! - [`client`]: a blocking client over a session, for the CLI and the doctor;
 //! - [`analysis`]: protocol lint, session diff, the doctor;
+//! - [`filter`]: display filters (parse, check, run on rows and on captures);
 //! - [`config`]: client config files (Claude Desktop, .mcp.json, VS Code, Cursor);
 //! - [`schema`]: forms from JSON Schema (analysis, example values, validation; no drawing).
 //!
@@ -19,6 +20,7 @@ pub mod analysis;
 pub mod client;
 pub mod config;
 pub mod driver;
+pub mod filter;
 pub mod protocol;
 pub mod record;
 pub mod schema;

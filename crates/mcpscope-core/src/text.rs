@@ -46,9 +46,41 @@ pub fn ellipsize(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// Text a peer wrote, safe to print on a terminal: control characters
+/// (C0, DEL, C1, and so ESC) become visible escapes (`\u{1b}`), so a server
+/// cannot retitle, clear or forge the user's terminal; newlines and tabs
+/// are escaped too unless `keep_lines`.
+pub fn terminal_safe(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let bad =
+        |c: char| (c.is_control() && !(keep_lines && (c == '\n' || c == '\t'))) || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' if !keep_lines => out.push_str("\\n"),
+            '\t' if !keep_lines => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_safe_text_shows_control_characters() {
+        assert_eq!(terminal_safe("plain é", false), "plain é");
+        assert_eq!(terminal_safe("a\u{1b}]0;pwned\u{7}b", false), "a\\u{1b}]0;pwned\\u{7}b");
+        assert_eq!(terminal_safe("l1\nl2\tx\r", false), "l1\\nl2\\tx\\r");
+        assert_eq!(terminal_safe("l1\nl2\tx", true), "l1\nl2\tx");
+        assert_eq!(terminal_safe("\u{9b}2J", true), "\\u{9b}2J");
+    }
 
     #[test]
     fn ellipsized_labels_keep_their_length_and_say_nothing_else() {

@@ -25,6 +25,8 @@ enum Parsed {
 
 pub enum DetailAction {
     Select(usize),
+    /// Apply this condition as the timeline's filter (no join), or join it to the filter.
+    Filter(Option<mcpscope_core::filter::Join>, String),
 }
 
 pub struct DetailPanel {
@@ -205,6 +207,8 @@ impl DetailPanel {
         .show(ui, |ui| match &self.parsed {
             Parsed::Ready(v) => {
                 let v = Arc::clone(v);
+                // Paths from a frame's (or an authorization record's) root are filter fields.
+                self.tree.offer_filter = matches!(row.lane(), Lane::Out | Lane::In | Lane::Auth);
                 json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
             }
             Parsed::Pending(_) => {
@@ -244,6 +248,9 @@ impl DetailPanel {
                         .selectable(true),
                 );
             });
+        }
+        if let Some((join, cond)) = self.tree.filter_request.take() {
+            action = Some(DetailAction::Filter(join, cond));
         }
         action
     }

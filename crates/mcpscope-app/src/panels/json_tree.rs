@@ -25,6 +25,10 @@ pub struct JsonTreeState {
     parsed_strings: HashMap<String, Option<Arc<Value>>>,
     /// What the last copy put on the clipboard, for feedback.
     pub last_copied: Option<String>,
+    /// Offer "Apply as filter" in the context menu (the root is a message).
+    pub offer_filter: bool,
+    /// A condition the context menu asked to apply (no join) or join to the filter.
+    pub filter_request: Option<(Option<mcpscope_core::filter::Join>, String)>,
 }
 
 impl JsonTreeState {
@@ -128,6 +132,32 @@ fn copy_menu(ui: &mut Ui, value: &Value, path: &str, state: &mut JsonTreeState) 
         ui.ctx().copy_text(path.to_owned());
         state.last_copied = Some(format!("path {path}"));
         ui.close();
+    }
+    if state.offer_filter
+        && let Some(cond) = mcpscope_core::filter::condition_for(path, value)
+    {
+        ui.separator();
+        if ui
+            .button(format!(
+                "Apply as filter: {}",
+                mcpscope_core::text::ellipsize(&cond, 60)
+            ))
+            .clicked()
+        {
+            state.filter_request = Some((None, cond.clone()));
+            ui.close();
+        }
+        ui.menu_button("Prepare as filter", |ui| {
+            for j in mcpscope_core::filter::Join::ALL {
+                if ui
+                    .button(format!("… {} {}", j.text(), mcpscope_core::text::ellipsize(&cond, 60)))
+                    .clicked()
+                {
+                    state.filter_request = Some((Some(j), cond.clone()));
+                    ui.close();
+                }
+            }
+        });
     }
 }
 

@@ -5,6 +5,7 @@ pub mod detail;
 pub mod diff_view;
 pub mod expert;
 pub mod file_picker;
+pub mod filter_bar;
 pub mod form_view;
 pub mod json_tree;
 pub mod launcher;

@@ -13,7 +13,11 @@ pub const ROW_HEIGHT: f32 = 22.0;
 /// The shortest the scrollbar thumb gets, however many rows there are.
 pub const THUMB_MIN_LENGTH: f32 = 32.0;
 
-pub use mcpscope_core::record::row_filter::{Filter, RowIndex};
+use super::filter_bar::{ColorRules, FilterBar, FilterChange, FilterPrefs};
+use mcpscope_core::filter::complete::Vocabulary;
+pub use mcpscope_core::filter::row_index::RowIndex;
+use mcpscope_core::filter::rows::{RowSubject, SessionFacts};
+use mcpscope_core::filter::{Join, combine};
 
 /// What the timeline asks the app to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,9 +25,18 @@ pub enum TimelineAction {
     Select(usize),
 }
 
+/// What the session around the timeline gives its filter.
+pub struct FilterContext<'a> {
+    pub facts: SessionFacts<'a>,
+    pub prefs: &'a mut FilterPrefs,
+    /// Tool names, for completion inside `params.name == "…"`.
+    pub tools: &'a [String],
+}
+
 pub struct TimelinePanel {
     pub index: RowIndex,
-    pub filter: Filter,
+    pub filter: FilterBar,
+    colors: ColorRules,
     pub follow_tail: bool,
     pub selected: Option<usize>,
     /// Rows tied to the selection (its request or responses), computed once per selection.
@@ -34,13 +47,16 @@ pub struct TimelinePanel {
     pub finding_marks: HashMap<usize, Severity>,
     /// Rows of the finding selected in the Expert panel.
     pub highlighted: Vec<usize>,
+    /// Every lint finding per row (rule, severity), for `finding.*` filters.
+    findings: HashMap<usize, Vec<(&'static str, &'static str)>>,
 }
 
 impl Default for TimelinePanel {
     fn default() -> Self {
         Self {
             index: RowIndex::default(),
-            filter: Filter::default(),
+            filter: FilterBar::default(),
+            colors: ColorRules::default(),
             follow_tail: true,
             selected: None,
             linked: Vec::new(),
@@ -48,6 +64,7 @@ impl Default for TimelinePanel {
             scroll_to_selection: false,
             finding_marks: HashMap::new(),
             highlighted: Vec::new(),
+            findings: HashMap::new(),
         }
     }
 }
@@ -60,6 +77,23 @@ impl TimelinePanel {
         self.linked_for = None;
         self.finding_marks.clear();
         self.highlighted.clear();
+        self.findings.clear();
+    }
+
+    /// The Expert panel's findings changed: a filter on them is applied again.
+    pub fn set_findings(&mut self, shown: &[super::expert::ShownFinding]) {
+        self.findings.clear();
+        for f in shown {
+            for &row in &f.rows {
+                self.findings
+                    .entry(row)
+                    .or_default()
+                    .push((f.finding.rule, f.finding.severity.as_str()));
+            }
+        }
+        if self.index.filter().is_some_and(|f| f.needs().findings) {
+            self.index.refresh();
+        }
     }
 
     pub fn select(&mut self, row: usize) {
@@ -106,11 +140,38 @@ impl TimelinePanel {
         }
     }
 
-    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<TimelineAction> {
+    pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel, cx: FilterContext<'_>) -> Option<TimelineAction> {
         let mut action = None;
-        self.filter_bar(ui, model);
-        self.index.set_filter(self.filter.clone());
-        self.index.sync(&model.store);
+        let store = &model.store;
+        let tools = cx.tools;
+        let vocab = || Vocabulary {
+            methods: session_methods(store),
+            tools: tools.to_vec(),
+            rules: mcpscope_core::analysis::lint::RULES
+                .iter()
+                .map(|r| r.id.to_owned())
+                .collect(),
+        };
+        let progress = self.index.progress();
+        let counts = (self.index.len(), store.len());
+        ui.horizontal(|ui| {
+            super::filter_bar::color_rules_menu(ui, cx.prefs);
+            ui.vertical(|ui| {
+                if let Some(FilterChange::Apply(f)) =
+                    self.filter
+                        .ui(ui, cx.prefs, &vocab, counts, progress, &mut self.follow_tail)
+                {
+                    self.index.set_filter(f);
+                }
+            });
+        });
+        self.colors.update(&cx.prefs.colors);
+        let findings = std::mem::take(&mut self.findings);
+        let facts = SessionFacts {
+            findings: Some(&findings),
+            ..cx.facts
+        };
+        self.index.sync(&model.store, &facts);
         if self.index.progress().is_some() {
             // A changed filter goes on in the next frame.
             ui.ctx().request_repaint();
@@ -162,58 +223,32 @@ impl TimelinePanel {
             area = area.vertical_scroll_offset((target - view_h / 2.0).max(0.0));
             self.scroll_to_selection = false;
         }
+        let mut pending_filter = None;
         area.show_rows(ui, row_h, total, |ui, range| {
             for pos in range {
                 let Some(row_idx) = self.index.row_at(pos) else {
                     continue;
                 };
                 let Some(row) = model.store.get(row_idx) else { continue };
-                if self.row_ui(ui, model, &row) {
+                let (clicked, condition) = self.row_ui(ui, model, &row, &facts);
+                if clicked {
                     self.selected = Some(row_idx);
                     self.follow_tail = false;
                     action = Some(TimelineAction::Select(row_idx));
                 }
-            }
-        });
-        action
-    }
-
-    fn filter_bar(&mut self, ui: &mut Ui, model: &SessionModel) {
-        ui.horizontal(|ui| {
-            ui.label("Filter");
-            ui.add(
-                egui::TextEdit::singleline(&mut self.filter.text)
-                    .hint_text("text in the line")
-                    .desired_width(180.0),
-            );
-            ui.add(
-                egui::TextEdit::singleline(&mut self.filter.method)
-                    .hint_text("method")
-                    .desired_width(120.0),
-            );
-            ui.menu_button("Kinds", |ui| {
-                for kind in RowKind::ALL {
-                    let mut shown = !self.filter.hidden.contains(&kind);
-                    let text = egui::RichText::new(format!("{} {}", kind.glyph(), kind.name())).color(kind.color());
-                    if ui.checkbox(&mut shown, text).changed() {
-                        if shown {
-                            self.filter.hidden.remove(&kind);
-                        } else {
-                            self.filter.hidden.insert(kind);
-                        }
-                    }
+                if let Some((join, cond)) = condition {
+                    pending_filter = Some(match join {
+                        None => cond,
+                        Some(j) => combine(&self.filter.text, j, &cond),
+                    });
                 }
-            });
-            if !self.filter.is_empty() && ui.button("Clear").clicked() {
-                self.filter = Filter::default();
-            }
-            ui.checkbox(&mut self.follow_tail, "Follow tail");
-            ui.label(format!("{} of {} rows", self.index.len(), model.store.len()));
-            if let Some(done) = self.index.progress() {
-                ui.spinner();
-                ui.weak(format!("filtering {:.0} %", done * 100.0));
             }
         });
+        if let Some(text) = pending_filter {
+            self.filter.set_text(text);
+        }
+        self.findings = findings;
+        action
     }
 
     fn lifeline_header(&self, ui: &mut Ui, auth: bool) {
@@ -254,8 +289,15 @@ impl TimelinePanel {
         );
     }
 
-    /// Draws one row; returns true when it was clicked.
-    fn row_ui(&self, ui: &mut Ui, model: &SessionModel, row: &RowRef<'_>) -> bool {
+    /// Draws one row; returns whether it was clicked, and a condition its
+    /// context menu asked to apply (None) or join to the filter.
+    fn row_ui(
+        &self,
+        ui: &mut Ui,
+        model: &SessionModel,
+        row: &RowRef<'_>,
+        facts: &SessionFacts<'_>,
+    ) -> (bool, Option<(Option<Join>, String)>) {
         let idx = row.index();
         let kind = RowKind::of(row);
         let label = row_label(&model.store, row);
@@ -268,10 +310,44 @@ impl TimelinePanel {
             egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}{conv}"))
         });
         if !ui.is_rect_visible(rect) {
-            return response.clicked();
+            return (response.clicked(), None);
         }
+        let mut condition = None;
+        response.context_menu(|ui| {
+            for (cond, what) in row_conditions(&model.store, row) {
+                ui.label(egui::RichText::new(&what).weak());
+                if ui.button(format!("Apply as filter: {cond}")).clicked() {
+                    condition = Some((None, cond.clone()));
+                    ui.close();
+                }
+                ui.menu_button("Prepare as filter", |ui| {
+                    for j in Join::ALL {
+                        if ui.button(format!("… {} {cond}", j.text())).clicked() {
+                            condition = Some((Some(j), cond.clone()));
+                            ui.close();
+                        }
+                    }
+                });
+                ui.separator();
+            }
+        });
         let p = ui.painter_at(rect);
         let geo = Geometry::new(rect);
+        // Colouring rules: the first that matches tints the row.
+        if let Some(subject) = RowSubject::new(&model.store, idx, facts)
+            && let Some((_, c)) = self.colors.compiled.iter().find(|(f, _)| f.matches(&subject))
+        {
+            p.rect_filled(
+                rect,
+                2.0,
+                egui::Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 46),
+            );
+            p.rect_filled(
+                Rect::from_min_size(rect.left_top() + Vec2::new(10.0, 0.0), Vec2::new(3.0, rect.height())),
+                0.0,
+                *c,
+            );
+        }
         if self.selected == Some(idx) {
             p.rect_filled(rect, 2.0, theme::SELECTED_BG);
         } else if self.highlighted.contains(&idx) {
@@ -452,8 +528,33 @@ impl TimelinePanel {
             }
         }
         let _ = text_color;
-        response.clicked()
+        (response.clicked(), condition)
     }
+}
+
+/// The methods a session used, for completion (interned in the store, so
+/// this walks distinct names, not rows).
+fn session_methods(store: &FrameStore) -> Vec<String> {
+    let mut v: Vec<String> = store.methods().map(str::to_owned).collect();
+    v.sort();
+    v
+}
+
+/// Conditions a row offers in its context menu: what it is and its method.
+fn row_conditions(store: &FrameStore, row: &RowRef<'_>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let quote = mcpscope_core::filter::ast::quote;
+    if let Some(m) = row.method().filter(|_| matches!(row.lane(), Lane::Out | Lane::In)) {
+        out.push((format!("method == {}", quote(m)), "this method".to_owned()));
+    } else if let Some(m) = row.link().and_then(|(r, _)| store.get(r)).and_then(|r| r.method()) {
+        out.push((
+            format!("request.method == {}", quote(m)),
+            "answers to this method".to_owned(),
+        ));
+    }
+    let kind = mcpscope_core::filter::rows::kind_name(row);
+    out.push((format!("kind == {}", quote(kind)), "this kind of row".to_owned()));
+    out
 }
 
 /// Room kept free at each end of an arrow for its head.
@@ -560,7 +661,7 @@ mod tests {
             "NOT JSON: Server started on stdio"
         );
         let mut t = TimelinePanel::default();
-        t.index.sync(&m.store);
+        t.index.sync(&m.store, &SessionFacts::default());
         t.step_selection(1);
         assert_eq!(t.selected, Some(0));
         t.step_selection(1);
@@ -590,7 +691,13 @@ mod tests {
         };
         let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
             |ui, t: &mut TimelinePanel| {
-                let _ = t.ui(ui, &m);
+                let mut prefs = FilterPrefs::default();
+                let cx = FilterContext {
+                    facts: SessionFacts::default(),
+                    prefs: &mut prefs,
+                    tools: &[],
+                };
+                let _ = t.ui(ui, &m, cx);
             },
             panel,
         );

@@ -137,6 +137,10 @@ struct ResponseParts<'a> {
 /// text and the requests still waiting for an answer.
 #[derive(Default)]
 pub struct Collector {
+    /// Only requests with these seqs become exchanges (a filter's), when set;
+    /// the others still count towards each key's `#n`, so keys stay those of
+    /// the unfiltered diff.
+    keep: Option<std::collections::HashSet<u64>>,
     out: Vec<RawExchange>,
     /// Request seq -> its exchange, until the first response.
     waiting: HashMap<u64, usize>,
@@ -144,6 +148,13 @@ pub struct Collector {
 }
 
 impl Collector {
+    pub fn keeping(seqs: std::collections::HashSet<u64>) -> Self {
+        Self {
+            keep: Some(seqs),
+            ..Self::default()
+        }
+    }
+
     pub fn push(&mut self, e: &Event) {
         let Event::Frame(f) = e else { return };
         if f.direction == Direction::In
@@ -187,6 +198,9 @@ impl Collector {
                 1
             }
         };
+        if self.keep.as_ref().is_some_and(|k| !k.contains(&f.seq)) {
+            return;
+        }
         self.waiting.insert(f.seq, self.out.len());
         self.out.push(RawExchange {
             key: format!("{base} #{n}"),
@@ -223,13 +237,21 @@ fn response_outcome(r: &Frame) -> RawOutcome {
 /// Reads a capture's exchanges record by record (the events are not kept).
 /// The sessions of an appended capture are read as one, in order.
 pub fn read_exchanges(path: &std::path::Path) -> anyhow::Result<CaptureExchanges> {
+    read_exchanges_keeping(path, None)
+}
+
+/// [`read_exchanges`] of only the requests whose seqs are in `keep` (and their answers).
+pub fn read_exchanges_keeping(
+    path: &std::path::Path,
+    keep: Option<std::collections::HashSet<u64>>,
+) -> anyhow::Result<CaptureExchanges> {
     use crate::record::capture::{EventReader, Item, READ_BUFFER};
     use anyhow::Context as _;
     let file = crate::record::private_files::open_regular(path)
         .with_context(|| format!("cannot open capture {}", path.display()))?;
     let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
         .with_context(|| format!("cannot read capture {}", path.display()))?;
-    let mut c = Collector::default();
+    let mut c = keep.map_or_else(Collector::default, Collector::keeping);
     let (mut warnings, mut sessions) = (Vec::new(), 1);
     while let Some(item) = reader
         .next_item()
@@ -262,9 +284,22 @@ pub struct CaptureExchanges {
 
 /// Both captures' exchanges, read at the same time on two threads.
 pub fn read_both(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {
+    read_both_keeping(a, b, None)
+}
+
+/// [`read_both`], each capture keeping only the requests its set names.
+pub fn read_both_keeping(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    keep: Option<(std::collections::HashSet<u64>, std::collections::HashSet<u64>)>,
+) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {
+    let (ka, kb) = match keep {
+        Some((a, b)) => (Some(a), Some(b)),
+        None => (None, None),
+    };
     std::thread::scope(|s| {
-        let other = s.spawn(|| read_exchanges(b));
-        let first = read_exchanges(a);
+        let other = s.spawn(|| read_exchanges_keeping(b, kb));
+        let first = read_exchanges_keeping(a, ka);
         let second = other
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("reading {} failed", b.display())));

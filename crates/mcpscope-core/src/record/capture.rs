@@ -289,7 +289,8 @@ fn write_frame(w: &mut impl Write, f: &Frame) -> io::Result<()> {
     w.write_all(b"}\n")
 }
 
-fn meta_json(e: &Event) -> Value {
+/// A session event's capture record (without `t_us` and `dir`).
+pub fn meta_json(e: &Event) -> Value {
     match e {
         Event::Spawned {
             pid,
@@ -567,6 +568,33 @@ impl RecordReader {
             "line {}: longer than {max} bytes, skipped",
             self.lineno
         )))
+    }
+
+    /// Accounts for a line the caller chose not to read (a filter's text
+    /// pre-check ruled it out): its frame or stderr record still takes a
+    /// sequence number and moves the clock, so what is read later is
+    /// numbered and timed as in a full read. A session header is read whole.
+    pub fn skip_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+        if self.header.is_none() || memchr::memmem::find(line, FORMAT.as_bytes()).is_some() {
+            return self.read_line(line);
+        }
+        self.lineno += 1;
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(default)]
+            t_us: Option<u64>,
+            #[serde(borrow)]
+            dir: std::borrow::Cow<'a, str>,
+        }
+        if let Ok(e) = serde_json::from_slice::<Envelope>(line) {
+            if matches!(&*e.dir, "in" | "out" | "stderr") {
+                self.recorder.skip_seq();
+            }
+            if let Some(t) = e.t_us {
+                self.last_at = self.last_at.max(self.offset + Duration::from_micros(t));
+            }
+        }
+        Ok(LineRead::Blank)
     }
 
     /// Reads one complete line, without its `\n`.

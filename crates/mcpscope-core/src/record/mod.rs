@@ -9,7 +9,6 @@ pub mod model;
 pub mod private_files;
 pub mod recorder;
 pub mod replay;
-pub mod row_filter;
 pub mod row_kind;
 pub mod session_index;
 pub mod state_dir;

@@ -101,6 +101,12 @@ impl Recorder {
         &self.correlator
     }
 
+    /// Counts a frame or stderr line that is not looked at (a reader that
+    /// skips records keeps later sequence numbers those of a full read).
+    pub fn skip_seq(&mut self) {
+        self.next_seq += 1;
+    }
+
     fn take_seq(&mut self) -> u64 {
         let s = self.next_seq;
         self.next_seq += 1;

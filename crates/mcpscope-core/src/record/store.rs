@@ -58,6 +58,9 @@ struct Row {
     method: u32,
     /// Row index of the request this response answers (u32::MAX: none).
     link_row: u32,
+    /// For a request: the row of its first response (u32::MAX: none yet).
+    /// Fits in the row's padding: the row stays 64 bytes.
+    answer_row: u32,
     latency_us: u32,
     error_code: i32,
     id: IdSlot,
@@ -109,6 +112,9 @@ pub struct FrameStore {
     seq_runs: Vec<(u64, u32)>,
     last_seq: Option<u64>,
     raw_bytes: u64,
+    /// The capture record of each HTTP exchange row (its row shows the
+    /// summary): few rows, each needed whole by the detail and filters.
+    http_records: HashMap<u32, Box<str>>,
 }
 
 /// A borrowed view of one stored line.
@@ -126,6 +132,20 @@ impl FrameStore {
 
     pub fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    /// The JSON-RPC methods the session's frames used (each once).
+    pub fn methods(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut seen = vec![false; self.strings.strings.len()];
+        for r in &self.rows {
+            if r.method != NONE && matches!(r.lane, Lane::Out | Lane::In) {
+                seen[r.method as usize] = true;
+            }
+        }
+        seen.into_iter()
+            .enumerate()
+            .filter(|(_, s)| *s)
+            .map(|(i, _)| self.strings.get(i as u32))
     }
 
     /// Whether the session has authorization steps.
@@ -209,6 +229,11 @@ impl FrameStore {
             None => (NONE, 0),
         };
         let index = self.rows.len() as u32;
+        if let Some(req) = self.rows.get_mut(link_row as usize)
+            && req.answer_row == NONE
+        {
+            req.answer_row = index;
+        }
         if seq != u64::MAX {
             if self.last_seq.is_none_or(|last| seq != last + 1) {
                 self.seq_runs.push((seq, index));
@@ -229,6 +254,7 @@ impl FrameStore {
             anomalies,
             method,
             link_row,
+            answer_row: NONE,
             latency_us,
             error_code,
             id,
@@ -282,6 +308,11 @@ impl FrameStore {
             Event::Stderr(s) => self.push_stderr(s),
             Event::Auth(a) => self.push_auth(a),
             Event::Closed { .. } => return false,
+            Event::Http(h) => {
+                self.push_meta(h.at, &e.summary());
+                let record = crate::record::capture::meta_json(e).to_string();
+                self.http_records.insert((self.rows.len() - 1) as u32, record.into());
+            }
             other => self.push_meta(other.at(), &other.summary()),
         }
         true
@@ -410,6 +441,34 @@ impl<'a> RowRef<'a> {
         }
         let v: serde_json::Value = serde_json::from_slice(self.raw()).ok()?;
         crate::record::capture::auth_from_json(&v, self.at()).ok()
+    }
+
+    /// For a request: the row of its first response.
+    pub fn answer(&self) -> Option<usize> {
+        (self.row.answer_row != NONE).then_some(self.row.answer_row as usize)
+    }
+
+    /// For an HTTP exchange's row: its capture record (method, url,
+    /// status, `sent` and `received` headers, masked as recorded).
+    pub fn http_record(&self) -> Option<&'a str> {
+        if self.row.lane != Lane::Meta {
+            return None;
+        }
+        self.store.http_records.get(&(self.index as u32)).map(|s| &**s)
+    }
+
+    /// The event sequence number of a frame or stderr line (what lint
+    /// findings and captures name); meta rows have none.
+    pub fn seq(&self) -> Option<u64> {
+        if matches!(self.row.lane, Lane::Meta | Lane::Auth) {
+            return None;
+        }
+        let runs = &self.store.seq_runs;
+        let i = runs
+            .partition_point(|&(_, r)| r as usize <= self.index)
+            .checked_sub(1)?;
+        let (seq, row) = runs[i];
+        Some(seq + (self.index as u64 - row as u64))
     }
 
     /// For a response: the row of its request and the latency.
@@ -549,6 +608,45 @@ mod tests {
         assert_eq!(store.row_of_seq(seqs[3] + 1), None, "the skipped seq has no row");
         assert_eq!(store.row_of_seq(seqs[5] + 1), None, "past the end");
         assert_eq!(store.row_of_seq(u64::MAX), None);
+        for (&seq, row) in seqs.iter().zip(rows) {
+            assert_eq!(store.get(row.unwrap()).unwrap().seq(), Some(seq));
+        }
+        assert_eq!(store.get(2).unwrap().seq(), None, "a meta row has no seq");
+        assert!(std::mem::size_of::<Row>() <= 64, "{}", std::mem::size_of::<Row>());
+    }
+
+    #[test]
+    fn a_request_knows_its_first_answer_and_http_rows_keep_their_record() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        for (d, raw) in [
+            (Direction::Out, &br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#[..]),
+            (Direction::In, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            (Direction::In, br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            (Direction::Out, br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#),
+        ] {
+            store.push_frame(&rec.frame_at(d, line(raw), Duration::ZERO, None));
+        }
+        assert_eq!(store.get(0).unwrap().answer(), Some(1));
+        assert_eq!(store.get(3).unwrap().answer(), None);
+        let http = crate::transport::event::HttpInfo {
+            at: Duration::ZERO,
+            method: "POST".into(),
+            url: "http://127.0.0.1:1/mcp".into(),
+            status: Some(202),
+            sent: vec![("accept".into(), "application/json".into())],
+            received: vec![("mcp-session-id".into(), "abc".into())],
+            request_id: None,
+            text: String::new(),
+            error: None,
+        };
+        store.push_event(&Event::Http(http));
+        let row = store.get(4).unwrap();
+        assert!(row.text().starts_with("HTTP POST"), "{}", row.text());
+        let v: serde_json::Value = serde_json::from_str(row.http_record().unwrap()).unwrap();
+        assert_eq!(v["status"], 202);
+        assert_eq!(v["received"][0][1], "abc");
+        assert_eq!(store.get(0).unwrap().http_record(), None);
     }
 
     #[test]
