@@ -340,3 +340,52 @@ fn skills_mode_screenshot() {
     save(&mut h, "skills-mode");
     h.state_mut().inspection = None;
 }
+
+#[test]
+#[ignore = "writes screenshots/; run scripts/screenshots"]
+fn display_filter_screenshot() {
+    // Three sessions of server-everything in one capture: a listing, a tool call, a refused prompt.
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("everything.jsonl");
+    let spec = everything();
+    for args in [
+        vec!["call", "--method", "tools/list"],
+        vec!["call", "--tool-name", "echo", "--tool-arg", "message=hello filter"],
+        vec![
+            "call",
+            "--method",
+            "prompts/get",
+            "--params",
+            r#"{"name":"no-such-prompt"}"#,
+        ],
+    ] {
+        let mut call: Vec<&str> = args;
+        call.extend(["--capture", cap.to_str().unwrap(), "--", &spec.program]);
+        call.extend(spec.args.iter().map(String::as_str));
+        std::process::Command::new(bin()).args(&call).output().unwrap();
+    }
+    let mut h = harness(StartupArgs {
+        open: Some(cap),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the capture loaded", |app| {
+        app.inspection.as_ref().is_some_and(|i| i.model.store.len() > 20)
+    });
+    h.state_mut()
+        .timeline
+        .filter
+        .set_text(r#"method == "tools/call" or request.method in {"tools/call", "prompts/get"} or kind == "error""#);
+    step_until(&mut h, "the filter applied", |app| {
+        app.timeline.index.progress().is_none() && app.timeline.index.len() < 10
+    });
+    if let Some(row) = rows_with(h.state(), "tools/call #") {
+        h.state_mut().timeline.select(row);
+        let app = h.state_mut();
+        let model = &app.inspection.as_ref().unwrap().model;
+        app.detail.show_row(model, Some(row));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+    save(&mut h, "display-filter");
+}

@@ -130,9 +130,34 @@ fn phase(name: &str, path: &Path) {
                 summary.len()
             );
         }
+        "filter" | "filter-all" | "filter-loaded" => {
+            // `mcpscope filter --count` as the CLI runs it.
+            let expr = match name {
+                "filter" => FILTER_EXPR,
+                // No text every match must hold: every record is read and tested.
+                "filter-all" => "len > 300 and dir == \"s2c\"",
+                // The request of each answer: each session is held as the app holds it.
+                _ => "latency > 250us and request.method == \"tools/call\"",
+            };
+            let f = mcpscope_core::filter::Filter::parse(expr).unwrap();
+            let summary =
+                mcpscope_core::filter::records::run(path, &f, &mut |_| std::ops::ControlFlow::Continue(())).unwrap();
+            report(
+                name,
+                start.elapsed(),
+                mb,
+                &format!(" ({} of {} records match {expr})", summary.matched, summary.records),
+            );
+        }
         other => panic!("unknown phase {other}"),
     }
 }
+
+/// The field expression the filter figures are measured with, and what jq
+/// is asked for the same records.
+const FILTER_EXPR: &str = r#"method == "tools/call" and params.arguments.message contains "number 4242""#;
+const JQ_EXPR: &str =
+    r#"select(.method=="tools/call" and (.raw|fromjson|.params.arguments.message|contains("number 4242")))"#;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -178,7 +203,23 @@ fn main() {
                 .next()
                 .unwrap_or("?")
         );
-        for name in ["serde", "lint", "diff", "open"] {
+        let phases = std::env::var("MCPSCOPE_SCALE_PHASES")
+            .unwrap_or_else(|_| "serde,lint,diff,open,filter,filter-all,filter-loaded,jq".into());
+        for name in phases.split(',') {
+            if name == "jq" {
+                // The tool users would reach for, on the same records.
+                let start = Instant::now();
+                match Command::new("jq").arg("-c").arg(JQ_EXPR).arg(&path).output() {
+                    Ok(out) if out.status.success() => println!(
+                        "{:<34} {:>7.2} s   ({} records match)",
+                        "peer: jq -c 'select(…)'",
+                        start.elapsed().as_secs_f64(),
+                        out.stdout.iter().filter(|&&b| b == b'\n').count()
+                    ),
+                    _ => println!("peer: jq not run (not installed, or it failed)"),
+                }
+                continue;
+            }
             let status = Command::new(std::env::current_exe().unwrap())
                 .env(PHASE, name)
                 .env("MCPSCOPE_SCALE_CAPTURE", &path)

@@ -146,7 +146,8 @@ impl FilterBar {
         follow_tail: &mut bool,
     ) -> Option<FilterChange> {
         let mut change = None;
-        ui.horizontal_wrapped(|ui| {
+        // The expression gets the whole width: filters grow long.
+        ui.horizontal(|ui| {
             let label = ui.label("Filter");
             let id = ui.make_persistent_id("display-filter");
             let focused = ui.memory(|m| m.has_focus(id));
@@ -158,12 +159,11 @@ impl FilterBar {
                 let c = self.completions[0].clone();
                 self.accept(&c);
             }
-            let width = (ui.available_width() - 420.0).clamp(220.0, 900.0);
             let mut edit = egui::TextEdit::singleline(&mut self.text)
                 .id(id)
                 .hint_text("e.g. method == \"tools/call\" and latency > 500ms")
                 .font(egui::TextStyle::Monospace)
-                .desired_width(width);
+                .desired_width(ui.available_width() - 4.0);
             if self.error.is_some() {
                 edit = edit.text_color(ui.visuals().error_fg_color);
             }
@@ -206,7 +206,9 @@ impl FilterBar {
                 self.completions.clear();
             }
             self.completion_popup(ui, &response);
-
+        });
+        ui.horizontal_wrapped(|ui| {
+            color_rules_menu(ui, prefs);
             ui.menu_button("History", |ui| {
                 ui.label("Recent filters");
                 if prefs.history.is_empty() {
@@ -243,7 +245,9 @@ impl FilterBar {
             }
             self.shorthand_controls(ui);
             ui.checkbox(follow_tail, "Follow tail");
-            ui.label(format!("{} of {} rows", counts.0, counts.1));
+            ui.add(
+                egui::Label::new(format!("{} of {} rows", counts.0, counts.1)).wrap_mode(egui::TextWrapMode::Extend),
+            );
             if let Some(done) = progress {
                 ui.spinner();
                 ui.weak(format!("filtering {:.0} %", done * 100.0));

@@ -49,6 +49,27 @@ pub struct TimelinePanel {
     pub highlighted: Vec<usize>,
     /// Every lint finding per row (rule, severity), for `finding.*` filters.
     findings: HashMap<usize, Vec<(&'static str, &'static str)>>,
+    /// What a session no driver followed (a capture, a proxied session) is
+    /// read as, for filters on `era` and `conversation`: worked out when such
+    /// a filter runs, again when rows arrive.
+    inferred: Option<Inferred>,
+    /// `MCPSCOPE_FILTER_TRACE=1`: say on stderr when each filter is on screen
+    /// (how the keystroke figures in the README were measured, in the real app).
+    trace: Option<FilterTrace>,
+}
+
+struct Inferred {
+    rows: usize,
+    at: std::time::Instant,
+    era: Option<&'static str>,
+    conversations: HashMap<usize, usize>,
+}
+
+struct FilterTrace {
+    /// When the filter text last changed, and to what.
+    since: Option<(std::time::Instant, String)>,
+    /// The longest frame (time between frames) while it was applied.
+    worst_frame: f32,
 }
 
 impl Default for TimelinePanel {
@@ -65,6 +86,11 @@ impl Default for TimelinePanel {
             finding_marks: HashMap::new(),
             highlighted: Vec::new(),
             findings: HashMap::new(),
+            inferred: None,
+            trace: std::env::var_os("MCPSCOPE_FILTER_TRACE").map(|_| FilterTrace {
+                since: None,
+                worst_frame: 0.0,
+            }),
         }
     }
 }
@@ -154,24 +180,76 @@ impl TimelinePanel {
         };
         let progress = self.index.progress();
         let counts = (self.index.len(), store.len());
-        ui.horizontal(|ui| {
-            super::filter_bar::color_rules_menu(ui, cx.prefs);
-            ui.vertical(|ui| {
-                if let Some(FilterChange::Apply(f)) =
-                    self.filter
-                        .ui(ui, cx.prefs, &vocab, counts, progress, &mut self.follow_tail)
-                {
-                    self.index.set_filter(f);
-                }
-            });
-        });
+        if let Some(FilterChange::Apply(f)) =
+            self.filter
+                .ui(ui, cx.prefs, &vocab, counts, progress, &mut self.follow_tail)
+        {
+            self.index.set_filter(f);
+            if let Some(t) = &mut self.trace {
+                t.since = Some((std::time::Instant::now(), self.filter.text.clone()));
+                t.worst_frame = 0.0;
+            }
+        }
         self.colors.update(&cx.prefs.colors);
         let findings = std::mem::take(&mut self.findings);
+        let needs = self.index.filter().map(|f| f.needs()).unwrap_or_default();
+        let live_conversations = cx.facts.conversations.is_some_and(|c| !c.is_empty());
+        // Worked out again as rows arrive, at most once a second (a walk over every row).
+        if (needs.era && cx.facts.era.is_none() || needs.conversation && !live_conversations)
+            && self
+                .inferred
+                .as_ref()
+                .is_none_or(|i| i.rows != store.len() && i.at.elapsed() >= std::time::Duration::from_secs(1))
+        {
+            let new = Inferred {
+                rows: store.len(),
+                at: std::time::Instant::now(),
+                era: mcpscope_core::filter::rows::infer_era(store),
+                conversations: mcpscope_core::filter::rows::infer_conversations(store),
+            };
+            let changed = self
+                .inferred
+                .as_ref()
+                .is_none_or(|i| i.era != new.era || i.conversations != new.conversations);
+            self.inferred = Some(new);
+            if changed {
+                self.index.refresh();
+            }
+        }
+        let inferred = self.inferred.take();
         let facts = SessionFacts {
             findings: Some(&findings),
+            era: cx.facts.era.or(inferred.as_ref().and_then(|i| i.era)),
+            conversations: if live_conversations {
+                cx.facts.conversations
+            } else {
+                inferred.as_ref().map(|i| &i.conversations)
+            },
             ..cx.facts
         };
-        self.index.sync(&model.store, &facts);
+        // A slice of filtering per frame: 10 ms where frames are quick, up to
+        // half a slow frame (software rendering draws a frame in 50-90 ms),
+        // so a filter is on screen in a few frames either way.
+        let frame = std::time::Duration::from_secs_f32(ui.input(|i| i.unstable_dt).clamp(0.0, 1.0));
+        let budget = (frame / 2).clamp(
+            mcpscope_core::filter::row_index::FILTER_BUDGET,
+            std::time::Duration::from_millis(50),
+        );
+        self.index.sync_within(&model.store, &facts, budget);
+        if let Some(t) = &mut self.trace {
+            t.worst_frame = t.worst_frame.max(ui.input(|i| i.unstable_dt));
+            if self.index.progress().is_none()
+                && let Some((at, text)) = t.since.take()
+            {
+                eprintln!(
+                    "filter-trace: {:.1} ms after the last change, {} rows, longest frame {:.1} ms: {}",
+                    at.elapsed().as_secs_f64() * 1e3,
+                    self.index.len(),
+                    t.worst_frame * 1e3,
+                    mcpscope_core::text::terminal_safe(&text, false)
+                );
+            }
+        }
         if self.index.progress().is_some() {
             // A changed filter goes on in the next frame.
             ui.ctx().request_repaint();
@@ -248,6 +326,7 @@ impl TimelinePanel {
             self.filter.set_text(text);
         }
         self.findings = findings;
+        self.inferred = inferred;
         action
     }
 

@@ -53,7 +53,11 @@ impl Filter {
     pub fn parse(text: &str) -> Result<Filter, FilterError> {
         let expr = parser::parse(text)?;
         let pred = compile::compile(&expr)?;
-        let required = compile::required_literals(&pred)
+        // Longest first: a longer text is likelier to be rare, and the first
+        // one missing ends the check.
+        let mut literals = compile::required_literals(&pred);
+        literals.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let required = literals
             .iter()
             .map(|s| Finder::new(s.as_bytes()).into_owned())
             .collect();

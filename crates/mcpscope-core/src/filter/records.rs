@@ -389,7 +389,11 @@ fn streaming(
         let read = if summary.sessions == 0 || reading == Reading::Whole || filter.may_match_line(line) {
             reader.read_line(line)?
         } else {
-            reader.skip_line(line)?
+            let read = reader.skip_line(line)?;
+            if matches!(read, LineRead::Blank) && !line.iter().all(u8::is_ascii_whitespace) {
+                summary.records += 1;
+            }
+            read
         };
         let event = match read {
             LineRead::Header(h) => {
@@ -552,12 +556,16 @@ fn finish(
     }
     let name = s.number.to_string();
     let era = super::rows::infer_era(&s.store);
+    let conversations = filter
+        .needs()
+        .conversation
+        .then(|| super::rows::infer_conversations(&s.store));
     let facts = SessionFacts {
         session: Some(&name),
         transport: Some(&s.transport),
         era,
         findings: Some(&by_row),
-        conversations: None,
+        conversations: conversations.as_ref(),
     };
     let mut line = Vec::new();
     for index in 0..s.store.len() {

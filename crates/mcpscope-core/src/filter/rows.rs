@@ -194,3 +194,56 @@ pub fn infer_era(store: &FrameStore) -> Option<&'static str> {
     }
     modern.then_some("modern")
 }
+
+/// Multi round-trip conversations (2026-07-28) found in a session's rows,
+/// for sessions no driver followed (captures, proxied sessions): a request
+/// answered `input_required` starts one; a request echoing that answer's
+/// `requestState` (and its answer) belongs to it. Row → number, from 1.
+pub fn infer_conversations(store: &FrameStore) -> HashMap<usize, usize> {
+    use super::json;
+    let mut rows = HashMap::new();
+    let mut by_state: HashMap<String, usize> = HashMap::new();
+    let mut next = 1;
+    let text = |raw: &[u8]| std::str::from_utf8(raw).ok().map(str::to_owned);
+    for row in store.iter() {
+        if row.lane() != Lane::Out || row.kind() != crate::wire::classify::Kind::Request {
+            continue;
+        }
+        let raw = row.raw();
+        let mut conversation = None;
+        if memchr::memmem::find(raw, b"requestState").is_some()
+            && let Some(doc) = text(raw)
+            && let Some(state) = json::member(&doc, "params")
+                .and_then(|p| json::member(p, "requestState"))
+                .and_then(|v| serde_json::from_str::<String>(v).ok())
+        {
+            conversation = by_state.get(&state).copied();
+        }
+        let Some(answer) = row.answer().and_then(|a| store.get(a)) else {
+            if let Some(n) = conversation {
+                rows.insert(row.index(), n);
+            }
+            continue;
+        };
+        let araw = answer.raw();
+        let asks = memchr::memmem::find(araw, b"input_required").is_some();
+        if conversation.is_none() && !asks {
+            continue;
+        }
+        let n = conversation.unwrap_or_else(|| {
+            next += 1;
+            next - 1
+        });
+        rows.insert(row.index(), n);
+        rows.insert(answer.index(), n);
+        if asks
+            && let Some(doc) = text(araw)
+            && let Some(state) = json::member(&doc, "result")
+                .and_then(|r| json::member(r, "requestState"))
+                .and_then(|v| serde_json::from_str::<String>(v).ok())
+        {
+            by_state.insert(state, n);
+        }
+    }
+    rows
+}

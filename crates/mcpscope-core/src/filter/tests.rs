@@ -351,3 +351,78 @@ fn a_store_built_live_has_http_rows_the_filter_reads() {
     assert_eq!(rows_matching(&store, &facts, r#"http.header["Allow"] == "POST""#), [0]);
     assert_eq!(rows_matching(&store, &facts, r#"dir == "note""#), Vec::<usize>::new());
 }
+
+fn store_of_lines(lines: &[(crate::wire::frame::Direction, &str)]) -> FrameStore {
+    let mut rec = crate::record::recorder::Recorder::replay(crate::wire::classify::Limits::default());
+    let mut store = FrameStore::new();
+    for (d, raw) in lines {
+        let line = crate::wire::framing::RawLine {
+            bytes: raw.as_bytes().to_vec(),
+            ending: crate::wire::framing::LineEnding::Lf,
+        };
+        store.push_frame(&rec.frame_at(*d, line, Duration::ZERO, None));
+    }
+    store
+}
+
+#[test]
+fn tasks_and_conversations() {
+    use crate::wire::frame::Direction::{In, Out};
+    let store = store_of_lines(&[
+        (
+            Out,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","task":{}}}"#,
+        ),
+        (
+            In,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t1","status":"working"}}}"#,
+        ),
+        (
+            Out,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"t1"}}"#,
+        ),
+        (
+            In,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"taskId":"t1","status":"completed"}}"#,
+        ),
+        (
+            In,
+            r#"{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{"taskId":"t2","status":"failed"}}"#,
+        ),
+        (
+            Out,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask"}}"#,
+        ),
+        (
+            In,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{},"requestState":"s1"}}"#,
+        ),
+        (
+            Out,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","inputResponses":{},"requestState":"s1"}}"#,
+        ),
+        (
+            In,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"resultType":"complete","content":[]}}"#,
+        ),
+        (
+            Out,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"other"}}"#,
+        ),
+    ]);
+    let conversations = super::rows::infer_conversations(&store);
+    let facts = SessionFacts {
+        conversations: Some(&conversations),
+        ..SessionFacts::default()
+    };
+    for (expr, want) in [
+        (r#"task.id == "t1""#, &[1usize, 2, 3][..]),
+        (r#"task.status == "completed""#, &[3]),
+        (r#"task.status == "working""#, &[1]),
+        (r#"task.id == "t2" and task.status == "failed""#, &[4]),
+        ("conversation == 1", &[5, 6, 7, 8]),
+        ("conversation", &[5, 6, 7, 8]),
+    ] {
+        assert_eq!(rows_matching(&store, &facts, expr), want, "{expr}");
+    }
+}
