@@ -1231,3 +1231,86 @@ fn the_window_says_what_it_means_during_and_after_a_handshake() {
     assert!(shows(&h, "on stdout during the handshake are not JSON-RPC"));
     h.state_mut().inspection = None;
 }
+
+/// #25 item 13: the answer area belongs to what sent it: another tool, or
+/// another mode, does not show the last tool's answer.
+#[test]
+fn the_answer_area_follows_the_tool_and_the_mode() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    wait_for_tool(&mut h, "get-resource-links");
+    choose_tool(&mut h, "echo", "Echo Tool");
+    h.get_by_role_and_label(Role::TextInput, "message").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "message")
+        .type_text("stale or not");
+    h.step();
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+    step_until(&mut h, "the echo result", |app| answer_text(app).is_some());
+    assert!(shows(&h, "Echo: stale or not"));
+    choose_tool(&mut h, "get-resource-links", "Get Resource Links Tool");
+    assert!(
+        !shows(&h, "Echo: stale or not"),
+        "another tool's form shows no stale answer"
+    );
+    assert!(shows(&h, "The answer to what you send shows here."));
+    choose_tool(&mut h, "echo", "Echo Tool");
+    assert!(
+        shows(&h, "Echo: stale or not"),
+        "back on the tool, its answer is there again"
+    );
+    h.get_by_label("Prompt").click();
+    h.step();
+    h.step();
+    assert!(!shows(&h, "Echo: stale or not"), "nor in another mode");
+    h.state_mut().inspection = None;
+}
+
+/// #25 item 6: Launch is not greyed while a session runs: it opens a new
+/// tab, says so, and the session on screen keeps running.
+#[test]
+fn launch_while_a_session_runs_takes_a_new_tab() {
+    let mut h = harness(launching(&faulty("normal")));
+    step_until(&mut h, "the handshake", handshake_done);
+    assert!(
+        shows(&h, "Launch opens a new tab"),
+        "the launcher says what Launch will do"
+    );
+    h.get_by_label("▶ Launch").click();
+    step_until(&mut h, "a second tab's handshake", |app| {
+        app.tabs.len() == 2 && handshake_done(app)
+    });
+    assert_eq!(h.state().active_tab, 1);
+    assert!(
+        h.state().tabs[0].inspection.as_ref().is_some_and(|i| i.model.running()),
+        "the first session still runs"
+    );
+    h.state_mut().inspection = None;
+    h.state_mut().tabs[0].inspection = None;
+}
+
+/// #25 item 8: an HTTP exchange's row shows its record as a tree (method,
+/// URL, status, the headers sent and received), with a way to the request
+/// it carried; it was one summary line.
+#[test]
+fn an_http_exchange_shows_its_headers_as_a_tree() {
+    let mut h = harness(StartupArgs {
+        open: Some(repo().join("tests/captures/401-without-www-authenticate.jsonl")),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the capture loaded", |app| {
+        app.inspection.as_ref().is_some_and(|i| i.model.store.len() >= 2)
+    });
+    h.get_by_label_contains("HTTP POST").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "status: 401"), "the status is a node of the tree");
+    assert!(
+        shows(&h, "\"application/json, text/event-stream\""),
+        "a header sent is shown"
+    );
+    h.get_by_label_contains("Go to the request it carried").click();
+    h.step();
+    h.step();
+    assert_eq!(h.state().timeline.selected, Some(0));
+}

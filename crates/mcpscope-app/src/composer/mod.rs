@@ -284,12 +284,22 @@ impl ComposerPanel {
             self.tool.calls += 1;
         }
         let progress_token = params.and_then(|p| p.pointer("/_meta/progressToken")).cloned();
+        let tool = (method == methods::TOOLS_CALL)
+            .then(|| {
+                params
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .flatten();
         self.result.set(Pending {
             id,
             method,
             output_schema,
             progress_token,
             task,
+            mode: self.mode,
+            tool,
         });
     }
 
@@ -367,7 +377,8 @@ impl ComposerPanel {
             Mode::Raw => self.raw.ui(ui, live, &mut actions),
         }
         ui.separator();
-        self.result.ui(ui, i, live, &mut actions);
+        let tool = (self.mode == Mode::Tool).then_some(self.tool.name.as_deref()).flatten();
+        self.result.ui(ui, i, live, (self.mode, tool), &mut actions);
         ui.separator();
         if let Some(e) = self.history.ui(ui, live, &mut actions) {
             self.load(&e);

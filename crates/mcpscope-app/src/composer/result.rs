@@ -24,6 +24,10 @@ pub struct Pending {
     pub progress_token: Option<Value>,
     /// It is a tool run as a task (the driver polls it).
     pub task: bool,
+    /// The composer's mode, and the tool chosen, when it was sent: the
+    /// answer shows only while they are on screen again.
+    pub mode: super::Mode,
+    pub tool: Option<String>,
 }
 
 #[derive(Default)]
@@ -38,8 +42,22 @@ impl ResultArea {
         self.view.reset();
     }
 
-    pub fn ui(&mut self, ui: &mut Ui, i: &Inspection, live: bool, actions: &mut Vec<ComposerAction>) {
-        let Some(p) = self.pending.clone() else {
+    /// The answer to the last request, while the mode (and tool) it was
+    /// sent from are the ones on screen: another tool's form never shows
+    /// this one's answer.
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        i: &Inspection,
+        live: bool,
+        shown: (super::Mode, Option<&str>),
+        actions: &mut Vec<ComposerAction>,
+    ) {
+        let Some(p) = self
+            .pending
+            .clone()
+            .filter(|p| p.mode == shown.0 && (p.tool.is_none() || p.tool.as_deref() == shown.1))
+        else {
             ui.weak("The answer to what you send shows here.");
             return;
         };

@@ -157,6 +157,10 @@ impl ToolMode {
             .width(260.0)
             .height(360.0)
             .show_ui(ui, |ui| {
+                // Each opening starts a fresh search.
+                if !was_open {
+                    search.clear();
+                }
                 let l = ui.label("search tools");
                 let field = ui
                     .add(egui::TextEdit::singleline(search).hint_text("name, title or description"))
@@ -167,28 +171,40 @@ impl ToolMode {
                 }
                 let matching: Vec<&ToolDef> = lists.tools.iter().filter(|t| tool_matches(t, search)).collect();
                 ui.weak(format!("{} of {} tools", matching.len(), lists.tools.len()));
-                for t in matching {
-                    let text = match &t.title {
-                        Some(title) if title != &t.name => format!("{} ({title})", t.name),
-                        _ => t.name.clone(),
-                    };
-                    // Greyed, still choosable: its schema can be read and a
-                    // call shows how the server copes.
-                    let problem = &t.header_problem;
-                    let text = match problem {
-                        Some(_) => RichText::new(format!("⚠ {text}")).weak(),
-                        None => RichText::new(text),
-                    };
-                    let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
-                    let r = match problem {
-                        Some(p) => r.on_hover_text(format!("2026-07-28 clients leave this tool out: {p}")),
-                        None => r,
-                    };
-                    if r.clicked() {
-                        chosen = Some(t.name.clone());
-                        ui.close();
-                    }
-                }
+                // A list as tall whatever the query: the popup keeps the size it
+                // had last frame, so a list that shrank to nothing ("zzz") would
+                // stay clipped to nothing when the query matches again.
+                let row = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+                let list_height = (lists.tools.len() as f32 * row).min(280.0);
+                egui::ScrollArea::vertical()
+                    .id_salt("composer-tool-list")
+                    .max_height(list_height)
+                    .min_scrolled_height(list_height)
+                    .auto_shrink([false, false])
+                    .show(ui, |ui| {
+                        for t in matching {
+                            let text = match &t.title {
+                                Some(title) if title != &t.name => format!("{} ({title})", t.name),
+                                _ => t.name.clone(),
+                            };
+                            // Greyed, still choosable: its schema can be read and a
+                            // call shows how the server copes.
+                            let problem = &t.header_problem;
+                            let text = match problem {
+                                Some(_) => RichText::new(format!("⚠ {text}")).weak(),
+                                None => RichText::new(text),
+                            };
+                            let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
+                            let r = match problem {
+                                Some(p) => r.on_hover_text(format!("2026-07-28 clients leave this tool out: {p}")),
+                                None => r,
+                            };
+                            if r.clicked() {
+                                chosen = Some(t.name.clone());
+                                ui.close();
+                            }
+                        }
+                    });
             })
             .response
             .labelled_by(label.id);
@@ -303,5 +319,49 @@ mod tests {
         assert!(tool_matches(&t, "WEATHER city"));
         assert!(tool_matches(&t, "forecast"));
         assert!(!tool_matches(&t, "weather stock"));
+    }
+
+    /// #25 item 3: a query with no match, then one with matches, lists the
+    /// matches (the popup went blank until reopened); reopening starts afresh.
+    #[test]
+    fn the_picker_lists_matches_after_a_query_that_had_none() {
+        use egui::accesskit::Role;
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let tool = |name: String| ToolDef {
+            name,
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            header_problem: None,
+        };
+        let mut lists = Lists::default();
+        lists.tools = (0..8)
+            .map(|i| tool(format!("get-{i}")))
+            .chain((0..8).map(|i| tool(format!("put-{i}"))))
+            .collect();
+        let mut h = Harness::builder().with_size([600.0, 800.0]).build_ui_state(
+            |ui, m: &mut ToolMode| m.ui(ui, &lists, None, true, &mut Vec::new()),
+            ToolMode::default(),
+        );
+        h.run_steps(2);
+        h.get_by_role_and_label(Role::ComboBox, "tool").click();
+        h.run_steps(2);
+        h.get_by_role_and_label(Role::TextInput, "search tools")
+            .type_text("zzz");
+        h.run_steps(2);
+        assert!(h.query_by_label_contains("0 of 16 tools").is_some());
+        h.state_mut().search = "get".into();
+        h.run_steps(3);
+        assert!(h.query_by_label_contains("8 of 16 tools").is_some());
+        // A pointer click: only a row really drawn in the popup takes it.
+        h.get_by_label("get-3").click();
+        h.run_steps(2);
+        assert_eq!(h.state().name.as_deref(), Some("get-3"));
+        h.get_by_role_and_label(Role::ComboBox, "tool").click();
+        h.run_steps(2);
+        assert!(h.state().search.is_empty(), "reopened with a fresh search");
+        assert!(h.query_by_label_contains("16 of 16 tools").is_some());
     }
 }

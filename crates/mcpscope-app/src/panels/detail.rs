@@ -68,7 +68,17 @@ impl DetailPanel {
         let Some(r) = row.and_then(|r| model.store.get(r)) else {
             return;
         };
-        if r.lane() == Lane::Stderr || r.lane() == Lane::Meta {
+        if r.lane() == Lane::Stderr {
+            return;
+        }
+        if r.lane() == Lane::Meta {
+            // An HTTP exchange's row keeps its record: shown as a tree, like an OAuth step.
+            if let Some(record) = r.http_record() {
+                self.parsed = match parse(record.as_bytes()) {
+                    Ok(v) => Parsed::Ready(v),
+                    Err(e) => Parsed::Failed(e),
+                };
+            }
             return;
         }
         let raw = r.raw();
@@ -120,6 +130,9 @@ impl DetailPanel {
                 Lane::Out => "client to server",
                 Lane::In => "server to client",
                 Lane::Stderr => "server stderr",
+                Lane::Meta if row.http_record().is_some() => {
+                    "HTTP exchange: method, URL, status, the headers sent and received (credentials masked); its body is the frame it carried"
+                }
                 Lane::Meta => "mcpscope",
                 Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
             };
@@ -129,6 +142,11 @@ impl DetailPanel {
             ui.label(RichText::new(row_label(&model.store, &row)).monospace());
         });
         ui.horizontal_wrapped(|ui| {
+            if let Some(req) = carried_request(&model.store, &row)
+                && ui.button(format!("Go to the request it carried (row {req})")).clicked()
+            {
+                action = Some(DetailAction::Select(req));
+            }
             if let Some((req, latency)) = row.link() {
                 ui.label(format!("answers row {req} after {}", format_latency(latency)));
                 if ui.button("Go to request").clicked() {
@@ -254,6 +272,23 @@ impl DetailPanel {
         }
         action
     }
+}
+
+/// For an HTTP exchange's row: the row of the JSON-RPC request it carried
+/// (the nearest earlier request with its `request_id`).
+fn carried_request(
+    store: &mcpscope_core::record::store::FrameStore,
+    row: &mcpscope_core::record::store::RowRef<'_>,
+) -> Option<usize> {
+    let record: Value = serde_json::from_str(row.http_record()?).ok()?;
+    let id = mcpscope_core::wire::message::RequestId::from_json(record.get("request_id")?)?;
+    (row.index().saturating_sub(4096)..row.index()).rev().find(|&i| {
+        store.get(i).is_some_and(|r| {
+            r.lane() == Lane::Out
+                && r.kind() == mcpscope_core::wire::classify::Kind::Request
+                && r.id().as_ref() == Some(&id)
+        })
+    })
 }
 
 fn parse(raw: &[u8]) -> Result<Arc<Value>, String> {

@@ -608,7 +608,14 @@ impl LauncherPanel {
             self.sign_in_ui(ui);
         }
         ui.horizontal(|ui| {
-            if ui.add_enabled(!running, egui::Button::new("▶ Launch")).clicked() {
+            // Launching while a session runs takes a new tab: the one on screen keeps running.
+            let launch = ui.button("▶ Launch");
+            let launch = if running {
+                launch.on_hover_text("Starts it in a new tab; the session on screen keeps running (■ Stop ends it)")
+            } else {
+                launch
+            };
+            if launch.clicked() {
                 match self.form.to_saved() {
                     Ok(s) => {
                         self.error = None;
@@ -624,6 +631,9 @@ impl LauncherPanel {
                 action = Some(LauncherAction::Restart);
             }
         });
+        if running {
+            ui.weak("Launch opens a new tab: this session keeps running.");
+        }
         if let Some(e) = &self.error {
             ui.label(RichText::new(e).color(crate::theme::ERROR));
         }

@@ -47,6 +47,9 @@ pub struct TimelinePanel {
     pub finding_marks: HashMap<usize, Severity>,
     /// Rows of the finding selected in the Expert panel.
     pub highlighted: Vec<usize>,
+    /// Positions (in the filtered list) of the first and last rows wholly
+    /// on screen in the last frame.
+    pub visible: Option<(usize, usize)>,
     /// Every lint finding per row (rule, severity), for `finding.*` filters.
     findings: HashMap<usize, Vec<(&'static str, &'static str)>>,
     /// What a session no driver followed (a capture, a proxied session) is
@@ -85,6 +88,7 @@ impl Default for TimelinePanel {
             scroll_to_selection: false,
             finding_marks: HashMap::new(),
             highlighted: Vec::new(),
+            visible: None,
             findings: HashMap::new(),
             inferred: None,
             trace: std::env::var_os("MCPSCOPE_FILTER_TRACE").map(|_| FilterTrace {
@@ -104,6 +108,7 @@ impl TimelinePanel {
         self.finding_marks.clear();
         self.highlighted.clear();
         self.findings.clear();
+        self.visible = None;
     }
 
     /// The Expert panel's findings changed: a filter on them is applied again.
@@ -156,9 +161,11 @@ impl TimelinePanel {
             return;
         }
         let current = self.selected.and_then(|s| self.index.position_of(s));
+        let len = self.index.len();
+        // With nothing selected, Down takes the first row on screen and Up the last.
         let next = match current {
-            None if delta > 0 => 0,
-            None => self.index.len() - 1,
+            None if delta > 0 => self.visible.map_or(0, |(first, _)| first).min(len - 1),
+            None => self.visible.map_or(len - 1, |(_, last)| last).min(len - 1),
             Some(p) => (p as isize + delta).clamp(0, self.index.len() as isize - 1) as usize,
         };
         if let Some(row) = self.index.row_at(next) {
@@ -296,13 +303,16 @@ impl TimelinePanel {
         if self.scroll_to_selection
             && let Some(pos) = self.selected.and_then(|s| self.index.position_of(s))
         {
-            let target = pos as f32 * (row_h + spacing);
-            let view_h = ui.available_height();
-            area = area.vertical_scroll_offset((target - view_h / 2.0).max(0.0));
+            // A row already on screen is not scrolled to the middle.
+            if !self.visible.is_some_and(|(first, last)| (first..=last).contains(&pos)) {
+                let target = pos as f32 * (row_h + spacing);
+                let view_h = ui.available_height();
+                area = area.vertical_scroll_offset((target - view_h / 2.0).max(0.0));
+            }
             self.scroll_to_selection = false;
         }
         let mut pending_filter = None;
-        area.show_rows(ui, row_h, total, |ui, range| {
+        let out = area.show_rows(ui, row_h, total, |ui, range| {
             for pos in range {
                 let Some(row_idx) = self.index.row_at(pos) else {
                     continue;
@@ -321,6 +331,15 @@ impl TimelinePanel {
                     });
                 }
             }
+        });
+        // The rows wholly on screen, for Up and Down with nothing selected.
+        let pitch = row_h + spacing;
+        let top = out.state.clamped_offset().y.max(0.0);
+        self.visible = (total > 0).then(|| {
+            let first = ((top / pitch).ceil() as usize).min(total - 1);
+            let last =
+                (((top + out.inner_rect.height() - row_h) / pitch).floor().max(0.0) as usize).clamp(first, total - 1);
+            (first, last)
         });
         if let Some(text) = pending_filter {
             self.filter.set_text(text);
@@ -790,6 +809,47 @@ mod tests {
         h.run_steps(2);
         assert!(h.query_by_label_contains(newest).is_some(), "the newest row is shown");
         assert!(h.state().follow_tail);
+    }
+
+    /// #25 item 11: with nothing selected, Down takes the first row on
+    /// screen, not row 0 (and the view stays where it was).
+    #[test]
+    fn down_with_nothing_selected_takes_the_first_row_on_screen() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let mut r = Replay::new();
+        for i in 0..2000 {
+            r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+        }
+        let m = r.model();
+        let panel = TimelinePanel {
+            follow_tail: false,
+            ..TimelinePanel::default()
+        };
+        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
+            |ui, t: &mut TimelinePanel| {
+                let mut prefs = FilterPrefs::default();
+                let cx = FilterContext {
+                    facts: SessionFacts::default(),
+                    prefs: &mut prefs,
+                    tools: &[],
+                };
+                let _ = t.ui(ui, &m, cx);
+            },
+            panel,
+        );
+        h.run_steps(2);
+        h.state_mut().select(1000);
+        h.run_steps(3);
+        h.state_mut().selected = None;
+        h.run_steps(2);
+        let (first, _) = h.state().visible.expect("rows on screen");
+        assert!(first > 900, "{first}");
+        h.key_press(egui::Key::ArrowDown);
+        h.run_steps(2);
+        assert_eq!(h.state().selected, Some(first));
+        assert_eq!(h.state().visible.unwrap().0, first, "the view did not move");
+        assert!(h.query_by_label_contains("ping #0 ").is_none());
     }
 
     /// #14: at the default window size every lane, and the stderr lane's
