@@ -1314,3 +1314,75 @@ fn an_http_exchange_shows_its_headers_as_a_tree() {
     h.step();
     assert_eq!(h.state().timeline.selected, Some(0));
 }
+
+/// #25 item 12: closing a tab whose server runs asks first; "Keep it open"
+/// keeps it running, "Stop the server and close" stops it.
+#[test]
+fn closing_a_running_tab_asks_first() {
+    let mut h = harness(launching(&faulty("normal")));
+    step_until(&mut h, "the handshake", handshake_done);
+    h.get_by_label("x").click();
+    h.step();
+    h.step();
+    h.step();
+    assert!(
+        shows(&h, "Close a running session?"),
+        "asked before stopping the server"
+    );
+    assert!(h.state().inspection.as_ref().is_some_and(|i| i.model.running()));
+    h.get_by_label("Keep it open").click();
+    h.step();
+    h.step();
+    assert!(!shows(&h, "Close a running session?"));
+    assert!(h.state().inspection.as_ref().is_some_and(|i| i.model.running()), "kept");
+    h.get_by_label("x").click();
+    h.step();
+    h.step();
+    h.get_by_label("Stop the server and close").click();
+    h.step();
+    assert!(h.state().inspection.is_none(), "the session is gone with its tab");
+}
+
+/// #25 item 4: many tabs keep the tab strip one row high, and "Compare
+/// with…" keeps its width.
+#[test]
+fn many_tabs_keep_the_strip_one_row_high() {
+    let mut h = harness(StartupArgs::default());
+    h.run_steps(2);
+    let strip_before = h.get_by_label("+").rect();
+    for i in 0..12 {
+        h.get_by_label("+").click();
+        h.step();
+        h.step();
+        let last = h.state().tabs.len() - 1;
+        h.state_mut().tabs[last].title = format!("a rather long session name number {i}");
+        h.step();
+    }
+    assert_eq!(h.state().tabs.len(), 13);
+    h.run_steps(3);
+    let plus = h.get_by_label("+").rect();
+    assert!(
+        (plus.top() - strip_before.top()).abs() < 1.0,
+        "the strip stayed one row: {strip_before:?} → {plus:?}"
+    );
+    let compare = h.get_by_label("Compare with…").rect();
+    assert!(compare.width() > 60.0 && compare.height() < 40.0, "{compare:?}");
+}
+
+/// #25 item 9: the bottom tabs stay where they are whichever tab is shown
+/// (the panel's height is the user's, not its content's).
+#[test]
+fn the_bottom_tabs_stay_put() {
+    let mut h = harness_any_glyphs(launching(&everything()));
+    step_until(&mut h, "the handshake", handshake_done);
+    h.run_steps(5);
+    let mut tops = Vec::new();
+    for tab in ["Latency", "Notifications (", "Log (", "Expert", "stderr (", "Latency"] {
+        h.get_by_label_contains(tab).click();
+        h.run_steps(3);
+        tops.push((tab, h.get_by_label("Latency").rect().top()));
+    }
+    let first = tops[0].1;
+    assert!(tops.iter().all(|(_, t)| (t - first).abs() < 1.0), "{tops:?}");
+    h.state_mut().inspection = None;
+}

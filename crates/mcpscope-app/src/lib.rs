@@ -178,6 +178,8 @@ pub struct McpscopeApp {
     pub console_open: bool,
     pub bottom_tab: BottomTab,
     marks_generation: u64,
+    /// A running tab the user asked to close: asked about first.
+    pub closing: Option<usize>,
     /// Filter history, saved filters and colouring rules (every tab's).
     filter_prefs: panels::filter_bar::FilterPrefs,
     /// One line of feedback in the status bar (e.g. "capture saved").
@@ -296,6 +298,7 @@ impl McpscopeApp {
             bottom_tab: BottomTab::Stderr,
             marks_generation: 0,
             filter_prefs: Default::default(),
+            closing: None,
             message: None,
             dialog: None,
             opening: None,
@@ -1135,6 +1138,9 @@ impl McpscopeApp {
 
     fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
         let Some(i) = &self.inspection else { return };
+        // Every tab fills the panel's height: a panel keeps the size of its
+        // content, so a short tab shrank it and its tabs jumped under the pointer.
+        ui.set_min_height(ui.max_rect().height());
         ui.horizontal(|ui| {
             let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);

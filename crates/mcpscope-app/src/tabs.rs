@@ -55,7 +55,12 @@ impl SessionTab {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TabAction {
     Activate(usize),
+    /// Close a tab; one whose server runs is asked about first.
     Close(usize),
+    /// Close it, stopping its server (the user said so).
+    CloseNow(usize),
+    /// Keep it open after all.
+    KeepOpen,
     /// Compare the tab on screen with another in the side-by-side diff.
     CompareWith(usize),
     New,
@@ -185,19 +190,33 @@ impl McpscopeApp {
 
     pub(crate) fn tab_bar_ui(&self, ui: &mut egui::Ui) -> Option<TabAction> {
         let mut action = None;
-        ui.horizontal_wrapped(|ui| {
-            for idx in 0..self.tabs.len() {
-                ui.push_id(("tab", idx), |ui| {
-                    let label = self.tab_label(idx);
-                    if ui.selectable_label(idx == self.active_tab, &label).clicked() {
-                        action = Some(TabAction::Activate(idx));
-                    }
-                    if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
-                        action = Some(TabAction::Close(idx));
-                    }
+        // One row whatever the number of tabs: the tabs scroll sideways,
+        // their labels shortened, and the controls after them keep their room.
+        ui.horizontal(|ui| {
+            let controls = 190.0;
+            egui::ScrollArea::horizontal()
+                .id_salt("tab-strip")
+                .max_width((ui.available_width() - controls).max(120.0))
+                .auto_shrink([true, true])
+                .show(ui, |ui| {
+                    ui.horizontal(|ui| {
+                        for idx in 0..self.tabs.len() {
+                            ui.push_id(("tab", idx), |ui| {
+                                let label = self.tab_label(idx);
+                                let short = mcpscope_core::text::ellipsize(&label, 28);
+                                let tab = ui.selectable_label(idx == self.active_tab, &short);
+                                let tab = if short != label { tab.on_hover_text(&label) } else { tab };
+                                if tab.clicked() {
+                                    action = Some(TabAction::Activate(idx));
+                                }
+                                if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                                    action = Some(TabAction::Close(idx));
+                                }
+                            });
+                            ui.separator();
+                        }
+                    });
                 });
-                ui.separator();
-            }
             if ui.small_button("+").on_hover_text("New tab").clicked() {
                 action = Some(TabAction::New);
             }
@@ -218,13 +237,50 @@ impl McpscopeApp {
                 .on_disabled_hover_text("Open two sessions with captures to compare them side by side");
             });
         });
+        if let Some(idx) = self.closing
+            && idx < self.tabs.len()
+        {
+            let name = match self.tabs[idx].title.as_str() {
+                "" => "this tab",
+                t => t,
+            };
+            let modal = egui::Modal::new(egui::Id::unique("confirm-close-tab")).show(ui.ctx(), |ui| {
+                ui.heading("Close a running session?");
+                ui.label(format!(
+                    "{name}'s server is still running. Closing the tab stops it (stdin closed, then SIGTERM, then SIGKILL to its process group); its capture stays on disk."
+                ));
+                ui.horizontal(|ui| {
+                    if ui.button("Stop the server and close").clicked() {
+                        action = Some(TabAction::CloseNow(idx));
+                    }
+                    if ui.button("Keep it open").clicked() {
+                        action = Some(TabAction::KeepOpen);
+                    }
+                });
+            });
+            if modal.should_close() && action.is_none() {
+                action = Some(TabAction::KeepOpen);
+            }
+        }
         action
+    }
+
+    /// Whether closing tab `idx` would stop a server mcpscope runs (a
+    /// followed proxy session or a capture stops nothing).
+    fn runs_a_server(&self, idx: usize) -> bool {
+        self.tab_inspection(idx)
+            .is_some_and(|i| !i.is_following() && i.model.running())
     }
 
     pub(crate) fn apply_tab_action(&mut self, a: TabAction) {
         match a {
             TabAction::Activate(i) => self.activate_tab(i),
-            TabAction::Close(i) => self.close_tab(i),
+            TabAction::Close(i) if self.runs_a_server(i) => self.closing = Some(i),
+            TabAction::Close(i) | TabAction::CloseNow(i) => {
+                self.closing = None;
+                self.close_tab(i);
+            }
+            TabAction::KeepOpen => self.closing = None,
             TabAction::New => {
                 self.tabs.push(SessionTab::default());
                 self.activate_tab(self.tabs.len() - 1);

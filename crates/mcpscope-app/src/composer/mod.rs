@@ -284,7 +284,8 @@ impl ComposerPanel {
             self.tool.calls += 1;
         }
         let progress_token = params.and_then(|p| p.pointer("/_meta/progressToken")).cloned();
-        let tool = (method == methods::TOOLS_CALL)
+        // The tool matters only to the Tool mode's form (a raw tools/call is the Raw mode's).
+        let tool = (method == methods::TOOLS_CALL && self.mode == Mode::Tool)
             .then(|| {
                 params
                     .and_then(|p| p.get("name"))
