@@ -1386,3 +1386,67 @@ fn the_bottom_tabs_stay_put() {
     assert!(tops.iter().all(|(_, t)| (t - first).abs() < 1.0), "{tops:?}");
     h.state_mut().inspection = None;
 }
+
+/// #25 item 7: Restart starts what the launcher shows (its edits included,
+/// and says so) and keeps the composer's tool and mode.
+#[test]
+fn restart_uses_the_launchers_edits_and_keeps_the_composer() {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    choose_tool(&mut h, "echo", "Echo Tool");
+    h.state_mut()
+        .launcher
+        .form
+        .env
+        .push(mcpscope_app::panels::launcher::EnvRow {
+            key: "MCPSCOPE_RESTART_EDIT".into(),
+            value: "1".into(),
+            revealed: false,
+        });
+    h.step();
+    h.get_by_label("⟳ Restart").click();
+    h.step();
+    step_until(&mut h, "the new handshake", handshake_done);
+    wait_for_tool(&mut h, "echo");
+    let app = h.state();
+    let env = match app.inspection.as_ref().and_then(|i| i.target.as_ref()) {
+        Some(mcpscope_core::transport::target::Target::Stdio(spec)) => spec.env.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        env.iter().any(|(k, v)| k == "MCPSCOPE_RESTART_EDIT" && v == "1"),
+        "{env:?}"
+    );
+    assert_eq!(app.composer.tool.name.as_deref(), Some("echo"), "the tool chosen stays");
+    assert_eq!(app.composer.mode, mcpscope_app::composer::Mode::Tool);
+    assert!(
+        shows(&h, "restarted with the launcher's edits"),
+        "the status bar says so"
+    );
+    h.state_mut().inspection = None;
+}
+
+/// #25 item 10: "System dialog…" with no desktop portal to answer brings
+/// the in-app picker back instead of closing it.
+#[test]
+fn the_in_app_picker_comes_back_when_no_system_dialog_answers() {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    h.get_by_label("File").click();
+    h.step();
+    h.step();
+    h.get_by_label("Open capture…").click();
+    for _ in 0..4 {
+        h.step();
+    }
+    assert!(h.state().picker.is_some(), "the picker opened");
+    h.get_by_label("System dialog…").click();
+    h.step();
+    // No portal runs here (no session bus): the dialog answers nothing.
+    step_until(&mut h, "the system dialog's answer", |app| {
+        app.message
+            .as_ref()
+            .is_some_and(|(_, m)| m.contains("back to mcpscope's own picker"))
+    });
+    assert!(h.state().picker.is_some(), "back in the in-app picker");
+}

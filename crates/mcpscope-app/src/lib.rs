@@ -178,6 +178,8 @@ pub struct McpscopeApp {
     pub console_open: bool,
     pub bottom_tab: BottomTab,
     marks_generation: u64,
+    /// The in-app picker the user left for the system dialog.
+    picker_behind_dialog: Option<FilePicker>,
     /// A running tab the user asked to close: asked about first.
     pub closing: Option<usize>,
     /// Filter history, saved filters and colouring rules (every tab's).
@@ -299,6 +301,7 @@ impl McpscopeApp {
             marks_generation: 0,
             filter_prefs: Default::default(),
             closing: None,
+            picker_behind_dialog: None,
             message: None,
             dialog: None,
             opening: None,
@@ -507,9 +510,24 @@ impl McpscopeApp {
                 }
             }
             Command::Restart => {
-                let again = self.last_launch.clone().or_else(|| self.launcher.form.to_saved().ok());
+                // What the launcher shows, edits included (else what ran last).
+                let form = self.launcher.form.to_saved();
+                let edited = match (&form, &self.last_launch) {
+                    (Ok(f), Some(last)) => f.target_differs(last),
+                    _ => false,
+                };
+                let again = form.ok().or_else(|| self.last_launch.clone());
                 if let Some(s) = again {
+                    let composer = std::mem::take(&mut self.composer);
                     self.launch_here(s);
+                    self.composer = composer;
+                    self.composer.restart();
+                    if edited && let Some(s) = &self.last_launch {
+                        self.message = Some((
+                            Severity::Info,
+                            format!("restarted with the launcher's edits: {}", s.command_line()),
+                        ));
+                    }
                 }
             }
             Command::OpenCapture(path) => {
@@ -741,12 +759,17 @@ impl McpscopeApp {
             None => {
                 self.message = Some((
                     Severity::Warning,
-                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running: use \
-                     mcpscope's own picker)"
+                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running): back to \
+                     mcpscope's own picker"
                         .into(),
-                ))
+                ));
+                if let Some(p) = self.picker_behind_dialog.take() {
+                    self.picker = Some((purpose, p));
+                }
+                return;
             }
         }
+        self.picker_behind_dialog = None;
     }
 
     fn picked(&mut self, purpose: DialogPurpose, path: PathBuf) {
@@ -773,7 +796,8 @@ impl McpscopeApp {
                 self.picked(purpose, path);
             }
             Some(PickerAction::SystemDialog) => {
-                self.picker = None;
+                // Kept aside: when no desktop dialog answers, the user is back in it.
+                self.picker_behind_dialog = self.picker.take().map(|(_, p)| p);
                 self.system_dialog(purpose);
             }
         }

@@ -196,6 +196,24 @@ impl ComposerPanel {
         };
     }
 
+    /// The same server again (Restart): what the user chose stays (mode,
+    /// tool and its arguments, prompt, resource, raw message, roots, log
+    /// level, history); what the old session answered goes.
+    pub fn restart(&mut self) {
+        let old = std::mem::take(self);
+        *self = ComposerPanel {
+            mode: old.mode,
+            tool: old.tool,
+            prompt: old.prompt,
+            resource: old.resource,
+            log_level: old.log_level,
+            raw: old.raw,
+            history: old.history,
+            roots: old.roots,
+            ..ComposerPanel::default()
+        };
+    }
+
     /// Picks up new list results; keeps the tool form while its tool is listed.
     pub fn sync(&mut self, model: &SessionModel) {
         let changes = self.lists.sync(model);

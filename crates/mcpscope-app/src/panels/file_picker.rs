@@ -52,6 +52,8 @@ pub struct FilePicker {
     /// The typed path or file name.
     pub name: String,
     pub show_hidden: bool,
+    /// Opening: list only names with the wanted extensions.
+    pub only_wanted: bool,
 }
 
 /// Lists a directory: folders first, then files, each by name.
@@ -86,6 +88,7 @@ impl FilePicker {
             error: None,
             name,
             show_hidden: false,
+            only_wanted: false,
         };
         p.go(start, ctx);
         p
@@ -122,12 +125,32 @@ impl FilePicker {
         }
     }
 
+    /// Whether a file's name ends in an extension this pick looks for.
+    fn has_wanted_extension(&self, e: &Entry) -> bool {
+        match &self.kind {
+            PickKind::Open { extensions } => extensions
+                .iter()
+                .any(|x| e.name.to_lowercase().ends_with(&format!(".{x}"))),
+            _ => false,
+        }
+    }
+
     fn wanted(&self, e: &Entry) -> bool {
         (self.show_hidden || !e.name.starts_with('.'))
             && match &self.kind {
                 PickKind::Folder => e.is_dir,
+                PickKind::Open { .. } if self.only_wanted => e.is_dir || self.has_wanted_extension(e),
                 _ => true,
             }
+    }
+
+    /// The entries listed: folders, then (when opening) the files with the
+    /// wanted extensions, then the rest, each by name.
+    pub fn shown(&self) -> Vec<Entry> {
+        let mut v: Vec<Entry> = self.entries.iter().filter(|e| self.wanted(e)).cloned().collect();
+        // Stable: the listing's order by name is kept within each group.
+        v.sort_by_key(|e| (!e.is_dir, !self.has_wanted_extension(e)));
+        v
     }
 
     /// The path the typed name means (absolute, or relative to the directory shown).
@@ -159,6 +182,7 @@ impl FilePicker {
     fn ui(&mut self, ui: &mut Ui) -> Option<PickerAction> {
         let ctx = ui.ctx().clone();
         let mut action = None;
+        let mut entered = false;
         ui.horizontal(|ui| {
             if ui.button("⬆ Up").clicked()
                 && let Some(parent) = self.dir.parent()
@@ -175,11 +199,19 @@ impl FilePicker {
                 ui.spinner();
             }
         });
-        ui.checkbox(&mut self.show_hidden, "show hidden files");
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut self.show_hidden, "show hidden files");
+            if let PickKind::Open { extensions } = &self.kind
+                && !extensions.is_empty()
+            {
+                let only = extensions.iter().map(|x| format!(".{x}")).collect::<Vec<_>>().join(" ");
+                ui.checkbox(&mut self.only_wanted, format!("only {only} files"));
+            }
+        });
         if let Some(e) = &self.error {
             ui.label(RichText::new(e).color(theme::ERROR));
         }
-        let shown: Vec<Entry> = self.entries.iter().filter(|e| self.wanted(e)).cloned().collect();
+        let shown = self.shown();
         let row_h = ui.spacing().interact_size.y;
         egui::ScrollArea::vertical()
             .id_salt("file-picker-list")
@@ -210,12 +242,17 @@ impl FilePicker {
                 PickKind::Save { .. } => "file name",
                 PickKind::Open { .. } => "file",
             });
-            ui.add(
-                egui::TextEdit::singleline(&mut self.name)
-                    .hint_text("a name here, or a whole path")
-                    .desired_width(360.0),
-            )
-            .labelled_by(l.id);
+            let field = ui
+                .add(
+                    egui::TextEdit::singleline(&mut self.name)
+                        .hint_text("a name here, or a whole path")
+                        .desired_width(360.0),
+                )
+                .labelled_by(l.id);
+            // Enter in the name takes it, as the button does.
+            if field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                entered = true;
+            }
         });
         ui.horizontal(|ui| {
             let target = match self.kind {
@@ -227,7 +264,7 @@ impl FilePicker {
                 PickKind::Open { .. } => "Open",
                 PickKind::Folder => "Choose folder",
             };
-            if ui.add_enabled(target.is_some(), egui::Button::new(label)).clicked()
+            if (ui.add_enabled(target.is_some(), egui::Button::new(label)).clicked() || entered)
                 && let Some(t) = target
             {
                 action = Some(PickerAction::Chosen(t));
@@ -268,5 +305,63 @@ mod tests {
         let names: Vec<String> = list_dir(d.path()).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["zdir", "A.json", "b.jsonl"]);
         assert!(list_dir(&d.path().join("missing")).unwrap_err().contains("cannot list"));
+    }
+
+    /// #25 item 10: captures are listed before other files (folders first),
+    /// can be shown alone, and Enter in the name field opens it.
+    #[test]
+    fn captures_come_first_and_enter_takes_the_name() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable as _;
+        let d = tempfile::tempdir().unwrap();
+        for n in ["a.png", "b.png", "z.jsonl", "m.JSONL", "c.txt"] {
+            std::fs::write(d.path().join(n), "").unwrap();
+        }
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let dir = d.path().to_owned();
+        let mut h = Harness::builder().with_size([700.0, 600.0]).build_ui_state(
+            move |ui, state: &mut (Option<FilePicker>, Option<PickerAction>)| {
+                let picker = state.0.get_or_insert_with(|| {
+                    let kind = PickKind::Open {
+                        extensions: vec!["jsonl"],
+                    };
+                    FilePicker::new("Open capture", kind, dir.clone(), ui.ctx())
+                });
+                if let Some(a) = picker.window(ui.ctx()) {
+                    state.1 = Some(a);
+                }
+            },
+            (None, None),
+        );
+        for _ in 0..20 {
+            h.run_steps(1);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            if h.state().0.as_ref().is_some_and(|p| !p.entries.is_empty()) {
+                break;
+            }
+        }
+        let names = |h: &Harness<'_, (Option<FilePicker>, Option<PickerAction>)>| -> Vec<String> {
+            h.state()
+                .0
+                .as_ref()
+                .unwrap()
+                .shown()
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(names(&h), ["sub", "m.JSONL", "z.jsonl", "a.png", "b.png", "c.txt"]);
+        h.get_by_label("only .jsonl files").click();
+        h.run_steps(2);
+        assert_eq!(names(&h), ["sub", "m.JSONL", "z.jsonl"]);
+        h.get_by_role_and_label(egui::accesskit::Role::TextInput, "file")
+            .focus();
+        h.run_steps(1);
+        h.get_by_role_and_label(egui::accesskit::Role::TextInput, "file")
+            .type_text("z.jsonl");
+        h.run_steps(1);
+        h.key_press(egui::Key::Enter);
+        h.run_steps(2);
+        assert_eq!(h.state().1, Some(PickerAction::Chosen(d.path().join("z.jsonl"))));
     }
 }

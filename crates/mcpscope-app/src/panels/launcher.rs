@@ -110,6 +110,15 @@ impl SavedServer {
         }
     }
 
+    /// Whether `other` starts or reaches a different server (its name aside).
+    pub fn target_differs(&self, other: &SavedServer) -> bool {
+        let unnamed = |s: &SavedServer| SavedServer {
+            name: String::new(),
+            ..s.clone()
+        };
+        unnamed(self) != unnamed(other)
+    }
+
     pub fn command_line(&self) -> String {
         self.target().display()
     }
@@ -627,7 +636,11 @@ impl LauncherPanel {
             if ui.add_enabled(running, egui::Button::new("■ Stop")).clicked() {
                 action = Some(LauncherAction::Stop);
             }
-            if ui.button("⟳ Restart").clicked() {
+            if ui
+                .button("⟳ Restart")
+                .on_hover_text("Starts the server again as the launcher shows it (your edits included); the composer keeps its tool and mode")
+                .clicked()
+            {
                 action = Some(LauncherAction::Restart);
             }
         });
