@@ -1450,3 +1450,24 @@ fn the_in_app_picker_comes_back_when_no_system_dialog_answers() {
     });
     assert!(h.state().picker.is_some(), "back in the in-app picker");
 }
+
+/// #25 item 2: while initialize waits, the strip says for how long.
+#[test]
+fn a_waiting_initialize_shows_how_long_it_has_waited() {
+    let mut h = harness(launching(&faulty("no-read")));
+    step_until(&mut h, "initialize sent", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| i.model.handshake.initialize_row.is_some())
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    h.run_steps(2);
+    assert!(shows(&h, "waiting for the initialize response"));
+    let waited = h.state().inspection.as_ref().unwrap().initialize_waited().unwrap();
+    assert!(waited >= Duration::from_secs(1), "{waited:?}");
+    assert!(
+        shows(&h, &format!("{:.0}.", waited.as_secs_f64().floor())),
+        "the wait is on screen"
+    );
+    h.state_mut().inspection = None;
+}

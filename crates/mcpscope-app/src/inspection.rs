@@ -846,6 +846,25 @@ impl Inspection {
         Ok(())
     }
 
+    /// How long `initialize` has waited for its answer, while it waits
+    /// (not once it timed out, was refused, or its authorization failed).
+    pub fn initialize_waited(&self) -> Option<Duration> {
+        let facts = &self.model.handshake.facts;
+        if facts.init_resp.is_some() || facts.init_timed_out.is_some() || facts.auth_failed.is_some() {
+            return None;
+        }
+        if self.model.closed || self.model.exit.is_some() {
+            return None;
+        }
+        let sent = self
+            .model
+            .handshake
+            .initialize_row
+            .and_then(|r| self.model.store.get(r))?
+            .at();
+        Some(self.started?.elapsed().saturating_sub(sent))
+    }
+
     pub fn uptime(&self) -> Option<Duration> {
         match (self.started, self.model.exit) {
             (_, Some((at, _))) => Some(at.saturating_sub(self.model.started_at.unwrap_or_default())),

@@ -1034,6 +1034,11 @@ impl McpscopeApp {
             for (sev, text) in m.handshake.findings(m.closed || m.exit.is_some()) {
                 ui.label(RichText::new(text).color(theme::severity_color(sev)));
             }
+            // A wait shows how long it has lasted (ticking while nothing arrives).
+            if let Some(w) = i.initialize_waited() {
+                ui.weak(format!("{:.1} s", w.as_secs_f64()));
+                ui.ctx().request_repaint_after(std::time::Duration::from_millis(100));
+            }
         };
         ui.horizontal_wrapped(|ui| {
             use mcpscope_core::driver::EraState;

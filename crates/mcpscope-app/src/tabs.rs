@@ -14,6 +14,7 @@ use crate::panels::notifications::NotificationsPanel;
 use crate::panels::stats_view::StatsPanel;
 use crate::panels::timeline::TimelinePanel;
 use crate::{McpscopeApp, RightTab};
+use mcpscope_core::record::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::PathBuf;
 
@@ -170,6 +171,17 @@ impl McpscopeApp {
         };
         match self.tab_inspection(idx) {
             Some(i) if i.is_following() => format!("{title} (live)"),
+            // A server that runs but whose handshake failed is not simply running.
+            Some(i)
+                if i.model.running()
+                    && i.model
+                        .handshake
+                        .findings(false)
+                        .iter()
+                        .any(|(s, _)| *s == Severity::Error) =>
+            {
+                format!("{title} (running, handshake failed)")
+            }
             Some(i) if i.model.running() => format!("{title} (running)"),
             _ => title.to_owned(),
         }

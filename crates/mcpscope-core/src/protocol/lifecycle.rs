@@ -86,6 +86,10 @@ pub struct LifecycleFacts {
     pub discovery: Option<(u64, Discovery)>,
     /// A client request carried a modern protocol version in `_meta`.
     pub modern_request: bool,
+    /// The first `initialize` timed out: how long it waited.
+    pub init_timed_out: Option<std::time::Duration>,
+    /// An authorization the handshake needed failed: why.
+    pub auth_failed: Option<String>,
 }
 
 impl LifecycleFacts {
@@ -96,6 +100,20 @@ impl LifecycleFacts {
             facts.observe(f);
         }
         facts
+    }
+
+    /// A request timed out (the session's own clock said so).
+    pub fn timed_out(&mut self, request_seq: u64, waited: std::time::Duration) {
+        if self.init_req == Some(request_seq) && self.init_resp.is_none() {
+            self.init_timed_out = Some(waited);
+        }
+    }
+
+    /// An authorization failed before the handshake was answered.
+    pub fn authorization_failed(&mut self, why: &str) {
+        if self.init_resp.is_none() && self.auth_failed.is_none() {
+            self.auth_failed = Some(why.to_owned());
+        }
     }
 
     /// Takes one more frame into account.
@@ -261,6 +279,25 @@ impl LifecycleFacts {
                     );
                 }
             }
+            // What stopped the handshake is said as soon as it is known.
+            (Some(req), None, None) if self.auth_failed.is_some() => push(
+                Topic::InitializeUnanswered,
+                Level::Error,
+                vec![req],
+                format!(
+                    "initialize not answered: authorization failed: {}",
+                    self.auth_failed.as_deref().unwrap_or_default()
+                ),
+            ),
+            (Some(req), None, None) if self.init_timed_out.is_some() => push(
+                Topic::InitializeUnanswered,
+                Level::Error,
+                vec![req],
+                format!(
+                    "initialize timed out after {} ms: the server did not answer",
+                    self.init_timed_out.unwrap_or_default().as_millis()
+                ),
+            ),
             (Some(req), None, None) => push(
                 Topic::InitializeUnanswered,
                 if ended { Level::Error } else { Level::Info },
@@ -385,6 +422,40 @@ mod tests {
 
     fn topics(v: &[Verdict]) -> Vec<Topic> {
         v.iter().map(|v| v.topic).collect()
+    }
+
+    /// #25 item 2: what stopped the handshake is said at once, not
+    /// "waiting for the initialize response" until the session ends.
+    #[test]
+    fn a_timed_out_or_unauthorized_initialize_is_said_while_the_session_lives() {
+        let mut r = Replay::new();
+        r.out(INIT);
+        let mut f = facts(&r);
+        assert_eq!(f.verdicts(false)[0].text, "waiting for the initialize response");
+        let req = f.init_req.unwrap();
+        f.timed_out(req + 7, std::time::Duration::from_secs(1));
+        assert_eq!(
+            f.verdicts(false)[0].level,
+            Level::Info,
+            "another request's timeout is not initialize's"
+        );
+        f.timed_out(req, std::time::Duration::from_millis(30_000));
+        let v = f.verdicts(false);
+        assert_eq!(
+            (v[0].level, v[0].text.as_str()),
+            (
+                Level::Error,
+                "initialize timed out after 30000 ms: the server did not answer"
+            )
+        );
+        let mut f = facts(&r);
+        f.authorization_failed("the redirect's state did not match: refused");
+        let v = f.verdicts(false);
+        assert_eq!(v[0].level, Level::Error);
+        assert_eq!(
+            v[0].text,
+            "initialize not answered: authorization failed: the redirect's state did not match: refused"
+        );
     }
 
     #[test]

@@ -292,6 +292,13 @@ impl SessionModel {
             Event::SpawnFailed { error, .. } => self.spawn_error = Some(error.clone()),
             Event::Exited { at, status } => self.exit = Some((*at, *status)),
             Event::Closed { .. } => self.closed = true,
+            Event::TimedOut { timed_out, .. } => {
+                self.handshake.facts.timed_out(timed_out.request_seq, timed_out.waited);
+            }
+            Event::Auth(a) if a.step == crate::protocol::auth::Step::Failed => {
+                let why = a.error.as_deref().unwrap_or(&a.text);
+                self.handshake.facts.authorization_failed(why);
+            }
             _ => {}
         }
         let row = self.store.len();

@@ -80,6 +80,19 @@ impl Auth {
             let body = a.response_body.as_ref().filter(|b| b.is_object());
             let ok = a.status.is_some_and(|s| (200..300).contains(&s));
             match a.step {
+                Step::Failed => {
+                    let why = a.error.as_deref().filter(|e| !e.is_empty()).unwrap_or(&a.text);
+                    // The request that asked for it (the earliest still open).
+                    let waiting = self.open.values().min().copied();
+                    out.push(Finding::new(
+                        rule::AUTHORIZATION_FAILED,
+                        Severity::Error,
+                        waiting.into_iter().collect(),
+                        format!(
+                            "The authorization the server asked for failed: {why}. The request that needed it was not sent again, so the session went no further."
+                        ),
+                    ));
+                }
                 Step::Challenge => {
                     if let Some(s) = a
                         .received_header("www-authenticate")

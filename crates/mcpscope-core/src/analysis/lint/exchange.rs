@@ -338,10 +338,11 @@ impl Exchanges {
                 .filter(|r| !(modern && r.allowed_if_modern))
                 .map(|r| r.finding.clone()),
         );
-        if !session_over {
-            return;
-        }
         for (&seq, p) in &self.pending {
+            // A live session's request may still be answered, unless it timed out.
+            if !session_over && !p.timed_out {
+                continue;
+            }
             if p.reported || (p.cancelled && !p.timed_out) {
                 continue;
             }
@@ -351,6 +352,10 @@ impl Exchanges {
             }
             let waited = human_duration(self.last_at.saturating_sub(p.at));
             let msg = match p.direction {
+                Direction::Out if !session_over => format!(
+                    "{} got no response from the server: it timed out after {waited}.",
+                    p.label()
+                ),
                 Direction::Out => format!(
                     "{} got no response from the server: waited {waited} until the end of the session{}.",
                     p.label(),

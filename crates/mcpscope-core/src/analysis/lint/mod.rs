@@ -118,6 +118,7 @@ rules! {
     OAUTH_ISSUER_MISMATCH = "oauth-issuer-mismatch", "Authorization server metadata whose issuer is not the authorization server it was looked up for.";
     OAUTH_PKCE_S256_MISSING = "oauth-pkce-s256-missing", "Authorization server metadata that does not advertise PKCE with S256.";
     OAUTH_TOKEN_REQUEST_WITHOUT_RESOURCE = "oauth-token-request-without-resource", "A token request without the resource parameter (RFC 8707): the token is not bound to the server.";
+    AUTHORIZATION_FAILED = "authorization-failed", "An authorization the server asked for failed (refused, timed out, or a redirect that did not check out): the session went no further.";
     OAUTH_SCOPE_NOT_ADVERTISED = "oauth-scope-not-advertised", "Scopes requested that neither the server's challenge nor any metadata advertised.";
 }
 

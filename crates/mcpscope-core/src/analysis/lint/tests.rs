@@ -404,6 +404,34 @@ fn cancelled_requests_are_not_unanswered_but_timed_out_ones_are() {
     assert!(f.message.contains("timed out"), "{}", f.message);
 }
 
+/// #25 item 2: a request that timed out is a finding while the session
+/// still runs (the Expert panel said "no findings" until it ended).
+#[test]
+fn a_timed_out_request_is_a_finding_before_the_session_ends() {
+    let mut linter = Linter::new(LintOptions::default());
+    let mut r = crate::record::replay::Replay::new();
+    r.out(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    for f in r.frames() {
+        linter.push(&Event::Frame(f.clone()));
+    }
+    assert!(linter.provisional(false).is_empty(), "in flight is not missing");
+    linter.push(&Event::TimedOut {
+        at: Duration::from_secs(30),
+        timed_out: TimedOut {
+            id: RequestId::Number(1),
+            request_seq: r.frames()[0].seq,
+            method: "initialize".into(),
+            waited: Duration::from_secs(30),
+        },
+    });
+    let live = linter.provisional(false);
+    let f = live
+        .iter()
+        .find(|f| f.rule == rule::UNANSWERED_REQUEST)
+        .expect("a finding while live");
+    assert!(f.message.contains("timed out after"), "{}", f.message);
+}
+
 #[test]
 fn unanswered_server_request() {
     let mut s = S::new();
