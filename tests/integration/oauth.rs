@@ -220,6 +220,39 @@ fn a_browser_brings_the_code_back_to_the_loopback_listener() {
     }
 }
 
+/// #25 item 1: a redirect with another state ends the sign-in at once,
+/// saying why (it waited out the whole callback timeout).
+#[test]
+fn a_redirect_with_another_state_ends_the_sign_in_at_once() {
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("tampered.jsonl");
+    let browser = format!("node {}", repo().join("tests/servers/fake_browser.mjs").display());
+    let started = std::time::Instant::now();
+    let out = call(
+        &s.url,
+        &["--capture", cap.to_str().unwrap(), "--auth-timeout-ms", "120000"],
+        &[("BROWSER", browser), ("FAKE_BROWSER_TAMPER", "state".into())],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("state did not match"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "not the 120 s timeout"
+    );
+    let loaded = capture::load(&cap).unwrap();
+    let failed = loaded
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Auth(a) if a.step == Step::Failed => a.error.clone(),
+            _ => None,
+        })
+        .expect("a failed step on the timeline");
+    assert!(failed.contains("state did not match"), "{failed}");
+}
+
 #[test]
 fn without_oauth_the_challenge_is_one_clear_line() {
     let s = OAuthServer::start();

@@ -254,7 +254,7 @@ impl fmt::Display for AuthError {
             ),
             AuthError::StateMismatch => write!(
                 f,
-                "the redirect's state does not match the request's: refusing it (possible CSRF)"
+                "the redirect's state did not match: refused (a redirect mcpscope did not ask for, possibly a CSRF)"
             ),
             AuthError::IssMismatch { expected, found } => match found {
                 Some(found) => write!(

@@ -44,8 +44,12 @@ impl Loopback {
     }
 
     /// Waits for the callback carrying `state`; returns its full URL.
-    /// Other requests (a favicon, a wrong or missing state) are answered
-    /// with an error page and reported to `refused`; waiting goes on.
+    /// Other requests (a favicon, another path) are answered with an error
+    /// page and reported to `refused`; waiting goes on. A callback with
+    /// another state (or none) ends the wait at once: the browser came back,
+    /// and not from the authorization mcpscope started (waiting on would
+    /// leave the user staring at "authorize in the browser" until the
+    /// timeout).
     pub fn wait(
         self,
         state: &str,
@@ -67,11 +71,11 @@ impl Loopback {
                 });
             }
             match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if let Some(url) = self.serve(stream, state, refused) {
-                        return Ok(url);
-                    }
-                }
+                Ok((stream, _)) => match self.serve(stream, state, refused) {
+                    Served::Callback(url) => return Ok(url),
+                    Served::WrongState => return Err(AuthError::StateMismatch),
+                    Served::Other => {}
+                },
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(25));
                 }
@@ -80,8 +84,8 @@ impl Loopback {
         }
     }
 
-    /// Answers one connection; `Some(url)` when it was the callback.
-    fn serve(&self, mut stream: TcpStream, state: &str, refused: &mut dyn FnMut(Refused)) -> Option<String> {
+    /// Answers one connection.
+    fn serve(&self, mut stream: TcpStream, state: &str, refused: &mut dyn FnMut(Refused)) -> Served {
         let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
         let head = read_head(&mut stream);
@@ -102,21 +106,24 @@ impl Loopback {
             None
         };
         if let Some(why) = why {
-            let status = if path == PATH {
-                "400 Bad Request"
+            let callback = method == "GET" && path == PATH;
+            let (status, message) = if callback {
+                (
+                    "400 Bad Request",
+                    "This redirect does not carry the state mcpscope sent: mcpscope refused it and stopped the sign-in. You can close this tab.",
+                )
             } else {
-                "404 Not Found"
+                (
+                    "404 Not Found",
+                    "mcpscope is waiting for the authorization server's redirect; this is not it.",
+                )
             };
-            respond(
-                &mut stream,
-                status,
-                "mcpscope is waiting for the authorization server's redirect; this is not it.",
-            );
+            respond(&mut stream, status, message);
             refused(Refused {
                 request_line,
                 why: why.to_owned(),
             });
-            return None;
+            return if callback { Served::WrongState } else { Served::Other };
         }
         let failed = url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "error");
         respond(
@@ -128,8 +135,18 @@ impl Loopback {
                 "mcpscope is authorized. You can close this tab and return to mcpscope."
             },
         );
-        Some(format!("http://127.0.0.1:{}{target}", self.port))
+        Served::Callback(format!("http://127.0.0.1:{}{target}", self.port))
     }
+}
+
+/// What one connection to the listener was.
+enum Served {
+    /// The callback with the right state: its URL.
+    Callback(String),
+    /// The callback path with another state, or none.
+    WrongState,
+    /// Anything else (a favicon, another path).
+    Other,
 }
 
 fn read_head(stream: &mut TcpStream) -> String {
@@ -181,9 +198,8 @@ mod tests {
         let port = lb.port;
         let client = std::thread::spawn(move || {
             let a = get(port, "/favicon.ico");
-            let b = get(port, "/callback?code=x&state=wrong");
             let c = get(port, "/callback?code=the-code&state=s1");
-            (a, b, c)
+            (a, c)
         });
         let mut refused = Vec::new();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -191,12 +207,10 @@ mod tests {
             .wait("s1", Duration::from_secs(20), &cancel, &mut |r| refused.push(r))
             .unwrap();
         assert_eq!(url, format!("http://127.0.0.1:{port}/callback?code=the-code&state=s1"));
-        let (a, b, c) = client.join().unwrap();
+        let (a, c) = client.join().unwrap();
         assert!(a.starts_with("HTTP/1.1 404"), "{a}");
-        assert!(b.starts_with("HTTP/1.1 400"), "{b}");
         assert!(c.starts_with("HTTP/1.1 200") && c.contains("close this tab"), "{c}");
-        assert_eq!(refused.len(), 2);
-        assert_eq!(refused[1].why, "wrong or missing state");
+        assert_eq!(refused.len(), 1);
         // Closed after the callback. (Another test may bind the freed
         // port at once, so what is checked is that this listener answers
         // no more: a connection, if any, is not to the callback server.)
@@ -206,6 +220,29 @@ mod tests {
             let mut answer = String::new();
             let _ = std::io::Read::read_to_string(&mut s, &mut answer);
             assert!(!answer.contains("close this tab"), "{answer}");
+        }
+    }
+
+    /// #25 item 1: a redirect with another state ends the sign-in at once
+    /// (it waited for the whole timeout, five minutes by default).
+    #[test]
+    fn a_callback_with_another_state_ends_the_wait_at_once() {
+        for target in ["/callback?code=x&state=wrong", "/callback?code=x"] {
+            let lb = Loopback::bind(None).unwrap();
+            let port = lb.port;
+            let client = std::thread::spawn(move || get(port, target));
+            let mut refused = Vec::new();
+            let cancel = Arc::new(AtomicBool::new(false));
+            let started = Instant::now();
+            let r = lb.wait("s1", Duration::from_secs(300), &cancel, &mut |r| refused.push(r));
+            assert_eq!(r, Err(AuthError::StateMismatch), "{target}");
+            assert!(started.elapsed() < Duration::from_secs(30), "{target}: ended at once");
+            let page = client.join().unwrap();
+            assert!(
+                page.starts_with("HTTP/1.1 400") && page.contains("stopped the sign-in"),
+                "{page}"
+            );
+            assert_eq!(refused[0].why, "wrong or missing state");
         }
     }
 
