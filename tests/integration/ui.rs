@@ -1471,3 +1471,21 @@ fn a_waiting_initialize_shows_how_long_it_has_waited() {
     );
     h.state_mut().inspection = None;
 }
+
+/// #25 item 5: at 1024x700 the side panels give way and the timeline keeps
+/// room for both lifelines and the stderr lane.
+#[test]
+fn the_layout_is_usable_at_1024_by_700() {
+    // Opened at the default size, then made smaller, as a user resizes it.
+    let mut h = harness(launching(&faulty("normal")));
+    step_until(&mut h, "the handshake", handshake_done);
+    h.set_size(egui::Vec2::new(1024.0, 700.0));
+    h.run_steps(4);
+    let row = h.get_by_label_contains("row 0:").rect();
+    assert!(row.width() >= 420.0, "the timeline is {row:?} wide");
+    assert!(row.right() <= 1024.0, "{row:?}");
+    // The Frame tab (right panel) and the launcher (left) are still there.
+    assert!(h.get_by_label("Frame").rect().right() <= 1024.0);
+    assert!(h.get_by_label("▶ Launch").rect().left() >= 0.0);
+    h.state_mut().inspection = None;
+}

@@ -211,6 +211,8 @@ pub struct McpscopeApp {
 }
 
 const RECENT_KEY: &str = "recent_servers";
+/// The narrowest the timeline gets while the side panels have room to give.
+const TIMELINE_MIN: f32 = 440.0;
 const FILTERS_KEY: &str = "display_filters";
 
 /// A config file being read on a worker.
@@ -1303,9 +1305,15 @@ impl eframe::App for McpscopeApp {
         egui::Panel::top("tabs").show(ui, |ui| tab_action = self.tab_bar_ui(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui));
         let running = self.running();
+        // The side panels give way to the timeline: at any window size it
+        // keeps TIMELINE_MIN (the lifelines and the stderr lane), from
+        // 1024x700 up; the panels share what is left, 2 to 3.
+        let side_room = (ui.available_width() - TIMELINE_MIN).max(400.0);
+        let (left_max, right_max) = ((side_room * 0.4).max(180.0), (side_room * 0.6).max(220.0));
         egui::Panel::left("launcher")
             .resizable(true)
-            .default_size(300.0)
+            .default_size(300.0_f32.min(left_max))
+            .max_size(left_max)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
                     match self.live.ui(ui) {
@@ -1335,7 +1343,8 @@ impl eframe::App for McpscopeApp {
         }
         egui::Panel::right("detail")
             .resizable(true)
-            .default_size(460.0)
+            .default_size(460.0_f32.min(right_max))
+            .max_size(right_max)
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();

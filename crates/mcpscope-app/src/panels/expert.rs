@@ -528,6 +528,20 @@ impl ExpertPanel {
             ui.label(RichText::new("✔ no findings: nothing looks wrong in this session").color(theme::OK));
             return None;
         }
+        // The selected finding in full, wrapped: the list keeps one line a
+        // finding (it is virtualised), the sentence is read here.
+        if let Some(f) = self.selected.and_then(|i| self.findings.get(i)) {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.set_width(ui.available_width());
+                ui.add(
+                    egui::Label::new(
+                        RichText::new(format!("[{}] {}", f.finding.rule, f.finding.message))
+                            .color(theme::severity_color(f.finding.severity)),
+                    )
+                    .wrap(),
+                );
+            });
+        }
         let row_h = ui.text_style_height(&egui::TextStyle::Body) + 4.0;
         let visible = std::mem::take(&mut self.visible);
         egui::ScrollArea::vertical()

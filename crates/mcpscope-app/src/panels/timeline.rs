@@ -671,13 +671,19 @@ struct Geometry {
 impl Geometry {
     /// Room kept right of the stderr lane for its text and notes.
     const STDERR_TEXT: f32 = 190.0;
+    /// Room between the lifelines for a label of ~40 monospace characters.
+    const LABEL_ROOM: f32 = 330.0;
 
     fn new(rect: Rect) -> Self {
         let left = rect.left() + 150.0;
         // The server's lifeline stays far enough from the right edge for the
-        // stderr lane's text, however narrow the timeline is.
+        // stderr lane's text, however narrow the timeline is; between the
+        // lifelines there is room for a long method (notifications/tools/
+        // list_changed) whenever the stderr lane can spare it.
+        let stderr_edge = rect.right() - 30.0 - Self::STDERR_TEXT;
         let right = (rect.left() + rect.width() * 0.62)
-            .min(rect.right() - 30.0 - Self::STDERR_TEXT)
+            .max((left + Self::LABEL_ROOM).min(stderr_edge))
+            .min(stderr_edge)
             .max(left + 220.0);
         Self {
             client_x: left,
@@ -865,5 +871,9 @@ mod tests {
             rect.right() - g.stderr_x >= Geometry::STDERR_TEXT,
             "room for stderr text"
         );
+        // #25 item 14: a long method fits between the lifelines at this size.
+        let label = "○ notifications/tools/list_changed";
+        let room = g.server_x - g.client_x - 2.0 * ARROW_LABEL_MARGIN;
+        assert!(room >= label.chars().count() as f32 * 7.3, "{room} px for {label:?}");
     }
 }
