@@ -1489,3 +1489,17 @@ fn the_layout_is_usable_at_1024_by_700() {
     assert!(h.get_by_label("▶ Launch").rect().left() >= 0.0);
     h.state_mut().inspection = None;
 }
+
+/// #25 item 15: a focused text field asks for no frames while nothing
+/// changes (a blinking cursor repainted twice a second: ~20% of a core
+/// with software rendering).
+#[test]
+fn an_idle_window_with_a_focused_field_asks_for_no_frames() {
+    let mut h = harness(StartupArgs::default());
+    h.run_steps(2);
+    assert!(!h.ctx.global_style().visuals.text_cursor.blink, "no blinking cursor");
+    h.get_by_role_and_label(Role::TextInput, "Command").focus();
+    h.run_steps(3);
+    h.step();
+    assert!(!h.ctx.has_requested_repaint(), "an idle frame asks for another");
+}

@@ -465,6 +465,7 @@ impl Inspection {
                     self.model.closed = true;
                     self.load_warnings = warnings;
                     self.load = None;
+                    crate::memory::give_back();
                     return false;
                 }
                 Ok(Loaded::Failed(e)) => {

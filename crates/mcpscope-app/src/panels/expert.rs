@@ -285,6 +285,12 @@ impl ExpertPanel {
             let seqs_are_rows = w.seqs_are_rows;
             self.in_flight = false;
             self.merge(model, outcome, seqs_are_rows);
+            // A session that is over has nothing more to lint: the worker's
+            // state (its reader's correlation maps) goes, and its memory too.
+            if self.stepped_for.is_some_and(|(_, over)| over) {
+                self.worker = None;
+                crate::memory::give_back();
+            }
         }
         if self.restart_requested && !self.in_flight {
             self.restart_requested = false;
