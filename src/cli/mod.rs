@@ -211,6 +211,16 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // The app's environment is set while mcpscope is still single-threaded
+    // (signals::install starts a thread).
+    let opens_the_app = match &cli.command {
+        Some(Cmd::Open { .. }) | None => true,
+        Some(Cmd::Diff(d)) => d.app,
+        Some(_) => false,
+    };
+    if opens_the_app {
+        gui::prepare_environment();
+    }
     // Subcommands that run servers end them properly on SIGINT, SIGTERM
     // and SIGHUP; lint and diff keep the default (they hold no processes).
     let backstop = signals::Then::Return {

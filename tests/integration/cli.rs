@@ -473,3 +473,172 @@ fn skills_are_read_on_demand_verified_and_dropped_at_the_first_failed_check() {
     );
     assert!(reads.is_empty(), "{reads:?}");
 }
+
+/// The state letter of a process (`R`, `S`, `Z`…), or None once it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// The processes that are alive (not zombies) and carry `var` in their
+/// environment: pid, name and command line.
+fn tagged_processes(var: &str) -> Vec<(u32, String, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if !environ.split(|&b| b == 0).any(|v| v == var.as_bytes()) {
+            continue;
+        }
+        if matches!(process_state(pid), None | Some('Z')) {
+            continue;
+        }
+        let read = |what: &str| {
+            let bytes = std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+            String::from_utf8_lossy(&bytes).replace('\0', " ").trim().to_owned()
+        };
+        found.push((pid, read("comm"), read("cmdline")));
+    }
+    found
+}
+
+#[test]
+fn call_returns_once_the_servers_tree_is_gone() {
+    // The server leaves a grandchild that ignores SIGTERM and holds none of
+    // the pipes: only the group tells whether it is still there.
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    // Inherited by mcpscope, its watchdog, the server and the grandchild.
+    let tag_value = format!("{}-{}", std::process::id(), dir.path().display());
+    let tag = format!("MCPSCOPE_TEST_TAG={tag_value}");
+    let out = Command::new(bin())
+        .env("MCPSCOPE_TEST_TAG", &tag_value)
+        .args(["call", "--method", "tools/list", "--", "python3", &faulty_path()])
+        .args([
+            "--mode",
+            "grandchild",
+            "--grandchild-devnull",
+            "--grandchild-ignores-term",
+        ])
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .output()
+        .expect("running mcpscope");
+    // Right after mcpscope exits.
+    let left = tagged_processes(&tag);
+    let grandchild: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let state = process_state(grandchild);
+    for pid in left.iter().map(|(pid, ..)| *pid).chain([grandchild]) {
+        // SAFETY: ending this test's own strays.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // A zombie has ended: it waits for init to collect it, which mcpscope
+    // cannot hasten (it is not its parent).
+    assert!(
+        matches!(state, None | Some('Z')),
+        "the grandchild is still running (state {state:?}) after mcpscope exited"
+    );
+    assert!(
+        left.is_empty(),
+        "still alive after mcpscope exited (pid, name, command line): {left:?}"
+    );
+}
+
+/// The children of `parent` named `name` (a `comm`, cut to 15 bytes).
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && head.ends_with(&format!("({name}")) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_app_without_xdg_runtime_dir_says_so_once() {
+    let xvfb_run = need(std::path::PathBuf::from("/usr/bin/xvfb-run"));
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let mut child = Command::new(xvfb_run)
+        .arg("-a")
+        .arg(bin())
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("HOME", &home)
+        .env("TMPDIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running xvfb-run");
+    // Read stderr as it comes: the pipe must not fill up.
+    let mut err_pipe = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
+        s
+    });
+    let mut out_pipe = child.stdout.take().unwrap();
+    std::thread::spawn(move || std::io::copy(&mut out_pipe, &mut std::io::sink()));
+
+    // Let the app start (and its graphics libraries probe for Wayland).
+    let started = std::time::Instant::now();
+    let mut app = Vec::new();
+    while started.elapsed() < std::time::Duration::from_millis(3500) {
+        if app.is_empty() {
+            app = children_named(child.id(), "mcpscope");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pid in &app {
+        // SAFETY: signalling the app this test started.
+        unsafe { libc::kill(*pid as i32, libc::SIGTERM) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() >= deadline {
+            for pid in &app {
+                // SAFETY: as above.
+                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the app did not end after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let stderr = stderr.join().unwrap();
+    assert!(!app.is_empty(), "the app did not start under xvfb-run:\n{stderr}");
+    assert!(
+        !stderr.contains("XDG_RUNTIME_DIR is invalid"),
+        "libwayland's complaint reached the user:\n{stderr}"
+    );
+    let mentions: Vec<&str> = stderr.lines().filter(|l| l.contains("XDG_RUNTIME_DIR")).collect();
+    assert!(mentions.len() <= 1, "said more than once:\n{stderr}");
+    // The directory that stands in for it is the user's alone.
+    for line in mentions {
+        let used = line
+            .split("using ")
+            .nth(1)
+            .and_then(|r| r.strip_suffix(" for this run"));
+        let used = std::path::Path::new(used.unwrap_or_else(|| panic!("which directory? {line}")));
+        assert!(used.starts_with(dir.path()), "{line}");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(used).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700, "{line}");
+    }
+}

@@ -296,6 +296,8 @@ def main():
     ap.add_argument("--pid-file", metavar="PATH", help="grandchild: also write the grandchild's pid to PATH")
     ap.add_argument("--grandchild-devnull", action="store_true",
                     help="grandchild: give the grandchild /dev/null stdout/stderr instead of inheriting the pipes")
+    ap.add_argument("--grandchild-ignores-term", action="store_true",
+                    help="grandchild: the grandchild ignores SIGTERM (only SIGKILL ends it)")
     ARGS = ap.parse_args()
     mode = ARGS.mode
 
@@ -330,7 +332,10 @@ def main():
 
     if mode == "grandchild":
         out = subprocess.DEVNULL if ARGS.grandchild_devnull else None
-        child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        # An ignored signal stays ignored across exec: `sleep` inherits SIG_IGN.
+        ignore_term = (lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) if ARGS.grandchild_ignores_term else None
+        child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                 preexec_fn=ignore_term)
         log(f"grandchild pid {child.pid}")
         if ARGS.pid_file:
             with open(ARGS.pid_file, "w") as f:

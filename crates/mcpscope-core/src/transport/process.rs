@@ -134,6 +134,17 @@ fn is_executable(m: &std::fs::Metadata) -> bool {
     m.permissions().mode() & 0o111 != 0
 }
 
+/// Variables mcpscope changed for itself (name, value before: `None` when
+/// unset) that servers get as they were. Set at most once, at start-up.
+static RESTORED_FOR_SERVERS: std::sync::OnceLock<Vec<(OsString, Option<OsString>)>> = std::sync::OnceLock::new();
+
+/// Servers started from now on see these variables as they were before
+/// mcpscope changed them for itself (`None`: unset), unless their spec sets
+/// them. Only the first call counts.
+pub fn restore_for_servers(vars: Vec<(OsString, Option<OsString>)>) {
+    let _ = RESTORED_FOR_SERVERS.set(vars);
+}
+
 /// A started server with its three pipes.
 pub struct Spawned {
     pub child: Child,
@@ -153,6 +164,12 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
         });
     }
     let mut cmd = Command::new(&program);
+    for (name, before) in RESTORED_FOR_SERVERS.get().into_iter().flatten() {
+        match before {
+            Some(value) => cmd.env(name, value),
+            None => cmd.env_remove(name),
+        };
+    }
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
@@ -221,9 +238,29 @@ fn missing_interpreter(script: &Path) -> Option<String> {
 /// writes a byte: the group is gone, nothing to do. End of file without that
 /// byte means mcpscope is gone (or gave up): the watchdog sends SIGTERM to
 /// the group, waits `grace`, then SIGKILL, and exits.
+///
+/// It names itself [`WATCHDOG_NAME`] (its command line, and its `comm` cut to
+/// 15 bytes: `mcpscope-watchd`), so that `ps` and `pgrep -f` tell it from
+/// mcpscope, whose command line a bare `fork` would otherwise keep.
 pub struct Watchdog {
     pid: libc::pid_t,
     fd: Option<std::os::fd::OwnedFd>,
+}
+
+/// The watchdog's process name.
+pub const WATCHDOG_NAME: &std::ffi::CStr = c"mcpscope-watchdog";
+
+/// Where this process's command line lies in its own memory, `[start, end)`
+/// (fields 48 and 49 of `/proc/self/stat`: `ps` and `pgrep -f` read it
+/// through `/proc/PID/cmdline`).
+fn own_command_line_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The name (field 2) may hold spaces and parentheses: count from the last ')'.
+    // Field 3 is the first after it, so field 48 is the 46th.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(45);
+    let start: usize = fields.next()?.parse().ok()?;
+    let end: usize = fields.next()?.parse().ok()?;
+    (start != 0 && end > start).then_some((start, end))
 }
 
 impl Watchdog {
@@ -248,6 +285,7 @@ impl Watchdog {
         };
         let pgid = pgid as libc::pid_t;
         let steps = (grace.as_millis() / 50).max(1) as u32;
+        let command_line = own_command_line_area();
         // SAFETY: the child runs only async-signal-safe functions and _exits.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -261,7 +299,7 @@ impl Watchdog {
         }
         if pid == 0 {
             // SAFETY: the child of fork, see above.
-            unsafe { watchdog_main(read_fd, max_fd, pgid, steps) }
+            unsafe { watchdog_main(read_fd, max_fd, pgid, steps, command_line) }
         }
         // SAFETY: closing the read end we no longer need; write_fd is ours.
         unsafe { libc::close(read_fd) };
@@ -322,7 +360,15 @@ impl Drop for Watchdog {
 ///
 /// # Safety
 /// Only in the child of `fork`: calls nothing but async-signal-safe functions.
-unsafe fn watchdog_main(read_fd: libc::c_int, max_fd: libc::c_int, pgid: libc::pid_t, steps: u32) -> ! {
+/// `command_line` is this process's command line area (see
+/// [`own_command_line_area`]), read before the fork.
+unsafe fn watchdog_main(
+    read_fd: libc::c_int,
+    max_fd: libc::c_int,
+    pgid: libc::pid_t,
+    steps: u32,
+    command_line: Option<(usize, usize)>,
+) -> ! {
     unsafe {
         // Hold nothing of mcpscope's: not the server's pipes (the server
         // must see EOF on its stdin), not a proxy's client pipes.
@@ -339,6 +385,7 @@ unsafe fn watchdog_main(read_fd: libc::c_int, max_fd: libc::c_int, pgid: libc::p
         // Out of mcpscope's process group: Ctrl-C and a hangup of the
         // terminal, or a signal to mcpscope's whole group, do not reach it.
         libc::setpgid(0, 0);
+        name_watchdog(command_line);
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
@@ -370,6 +417,30 @@ unsafe fn watchdog_main(read_fd: libc::c_int, max_fd: libc::c_int, pgid: libc::p
     }
 }
 
+/// Gives the watchdog its own name: `comm` (`ps -o comm`, `pgrep`, cut by
+/// the kernel to 15 bytes) and the command line (`ps -f`, `pgrep -f`),
+/// overwritten in place as `setproctitle` does: [`WATCHDOG_NAME`] (cut to
+/// fit), then zeros to the end of the area, whose last byte stays zero so
+/// the kernel reads the area as it is and not on into the environment.
+///
+/// # Safety
+/// Only in the child of `fork`, with `command_line` this process's own
+/// command line area: plain writes to memory of this (single-threaded)
+/// process, which nothing in it reads again before `_exit`.
+unsafe fn name_watchdog(command_line: Option<(usize, usize)>) {
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, WATCHDOG_NAME.as_ptr(), 0, 0, 0);
+        if let Some((start, end)) = command_line {
+            let len = end - start;
+            let name = WATCHDOG_NAME.to_bytes();
+            let n = name.len().min(len - 1);
+            let area = start as *mut u8;
+            std::ptr::copy_nonoverlapping(name.as_ptr(), area, n);
+            std::ptr::write_bytes(area.add(n), 0, len - n);
+        }
+    }
+}
+
 /// Sends `signal` to every process in the group led by `pgid`.
 /// Returns false when no process is left in the group.
 pub fn signal_group(pgid: u32, signal: i32) -> bool {
@@ -380,6 +451,49 @@ pub fn signal_group(pgid: u32, signal: i32) -> bool {
 /// Whether any process of the group is still alive (zombies included).
 pub fn group_alive(pgid: u32) -> bool {
     signal_group(pgid, 0)
+}
+
+/// Whether any process of the group can still run: alive and not a zombie.
+///
+/// A zombie has ended; it waits only for its parent to collect its status,
+/// which for an orphan is init (or a subreaper), on init's own schedule:
+/// some container inits take seconds, some never do. Nothing is left to end,
+/// so mcpscope does not wait for it. When `/proc` cannot be read, this is
+/// [`group_alive`].
+pub fn group_running(pgid: u32) -> bool {
+    if !group_alive(pgid) {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten().any(|entry| {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false; // gone meanwhile
+        };
+        // After the name: state (field 3), ppid, pgrp (field 5).
+        let mut fields = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace();
+        let state = fields.next().unwrap_or("");
+        if fields.nth(1).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
+            return false;
+        }
+        match state {
+            // A leader that called pthread_exit shows as a zombie while its
+            // other threads run: count the threads.
+            "Z" => std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse::<u32>().ok())
+                    .is_some_and(|n| n > 1)
+            }),
+            "X" | "x" => false,
+            _ => true,
+        }
+    })
 }
 
 /// How a process ended.
@@ -512,6 +626,78 @@ mod tests {
         w.release();
         let status = ended.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM));
+    }
+
+    #[test]
+    fn the_watchdog_names_itself() {
+        let mut group = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let w = Watchdog::start(group.id(), std::time::Duration::from_millis(200)).unwrap();
+        let pid = w.pid;
+        let read = |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+        // The child names itself just after the fork: give it a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while read("comm") != b"mcpscope-watchd\n" && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (comm, cmdline) = (read("comm"), read("cmdline"));
+        w.stand_down();
+        let _ = group.kill();
+        let _ = group.wait();
+        assert_eq!(String::from_utf8_lossy(&comm), "mcpscope-watchd\n");
+        assert!(
+            cmdline.starts_with(b"mcpscope-watchdog\0"),
+            "{:?}",
+            String::from_utf8_lossy(&cmdline)
+        );
+        assert!(
+            cmdline[WATCHDOG_NAME.count_bytes()..].iter().all(|&b| b == 0),
+            "{cmdline:?}"
+        );
+    }
+
+    #[test]
+    fn a_group_of_zombies_is_alive_but_not_running() {
+        let mut leader = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id();
+        assert!(group_running(pgid));
+        leader.kill().unwrap();
+        // Killed and not yet waited for: a zombie.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while group_running(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!group_running(pgid), "a killed process no longer runs");
+        assert!(group_alive(pgid), "the zombie is still there until it is waited for");
+        leader.wait().unwrap();
+        assert!(!group_alive(pgid) && !group_running(pgid));
+    }
+
+    #[test]
+    fn servers_get_the_variables_mcpscope_changed_for_itself_as_they_were() {
+        // Names no other test uses: the list is global and set once.
+        restore_for_servers(vec![
+            ("MCPSCOPE_TEST_RESTORED".into(), Some("as it was".into())),
+            ("MCPSCOPE_TEST_OVERRIDDEN".into(), Some("as it was".into())),
+        ]);
+        let spec = ServerSpec {
+            env: vec![("MCPSCOPE_TEST_OVERRIDDEN".into(), "from the spec".into())],
+            ..ServerSpec::new(
+                "sh",
+                ["-c", "echo \"$MCPSCOPE_TEST_RESTORED|$MCPSCOPE_TEST_OVERRIDDEN\""],
+            )
+        };
+        let mut spawned = spawn(&spec).unwrap();
+        drop(spawned.child.stdin.take());
+        let out = spawned.child.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "as it was|from the spec\n");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! Shutdown follows the stdio transport: close stdin, wait, SIGTERM, wait,
 //! SIGKILL, each to the server's whole process group (npx and uv start
-//! grandchildren). A watchdog process outside the group ends the group if
-//! mcpscope itself dies without running this sequence (SIGKILL).
+//! grandchildren). The session ends when the group is gone, not when its
+//! leader is: whoever waits for mcpscope finds nothing of the server left.
+//! A watchdog process outside the group ends the group if mcpscope itself
+//! dies without running this sequence (SIGKILL).
 
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
@@ -22,6 +24,9 @@ const STDIN_QUEUE: usize = 1024;
 /// Lines read from the server that may wait for the session thread. Small:
 /// a flood waits in the pipe (the server blocks on its writes), not in memory.
 const INPUT_QUEUE: usize = 1024;
+/// How often to look whether what the server left behind is gone (no event
+/// says so: those processes are not our children).
+const GROUP_POLL: Duration = Duration::from_millis(50);
 
 pub(crate) enum StdioMsg {
     StdoutClosed(Option<String>),
@@ -60,6 +65,13 @@ struct StdioLink {
     /// Set once the leader has exited during shutdown, to bound how long we
     /// wait for pipes held open by processes that left the group.
     pipes_deadline: Option<Instant>,
+    /// SIGKILL was sent and its wait is over: stop waiting for the group
+    /// (what is left is the watchdog's).
+    gave_up: bool,
+    /// Keeps the runner's input channel open once the I/O threads are over:
+    /// a closed channel is always ready, and the runner would spin on it
+    /// while it waits for the group instead of sleeping until the next poll.
+    _inputs: Sender<Input<StdioMsg>>,
 }
 
 pub(crate) fn run(
@@ -152,7 +164,7 @@ pub(crate) fn run(
         let _ = t.send(Input::Link(StdioMsg::StderrClosed));
     };
 
-    let t = tx;
+    let t = tx.clone();
     let waiter = move || {
         let status = child.wait().map(ExitInfo::from).unwrap_or(ExitInfo {
             code: None,
@@ -183,6 +195,8 @@ pub(crate) fn run(
         stderr_open: true,
         phase: Phase::Running,
         pipes_deadline: None,
+        gave_up: false,
+        _inputs: tx,
     };
     runner::run(link, sink, options, commands, inputs, owner);
 }
@@ -300,7 +314,9 @@ impl Link for StdioLink {
                 };
             }
             Phase::Killed { deadline } if now >= deadline => {
-                // Everything that could be done is done; stop waiting for pipes.
+                // Everything that could be done is done; stop waiting for
+                // pipes and for the group.
+                self.gave_up = true;
                 self.pipes_deadline.get_or_insert(now);
                 if !self.exited {
                     sink.note("the server did not die after SIGKILL; giving up waiting");
@@ -318,7 +334,12 @@ impl Link for StdioLink {
                 Some(deadline)
             }
         };
-        [phase, self.pipes_deadline].into_iter().flatten().min()
+        // The leader is gone but not its group: look again soon, so that the
+        // session ends as soon as the group does (SIGTERM, then SIGKILL
+        // after the grace, come from the phases' deadlines).
+        let poll = (self.exited && self.phase != Phase::Running && !self.gave_up && process::group_alive(self.pgid))
+            .then(|| Instant::now() + GROUP_POLL);
+        [phase, self.pipes_deadline, poll].into_iter().flatten().min()
     }
 
     fn open(&self) -> bool {
@@ -326,16 +347,19 @@ impl Link for StdioLink {
     }
 
     fn finished(&self) -> bool {
-        if self.exited && !self.stdout_open && !self.stderr_open && self.phase != Phase::Running {
-            return true;
-        }
-        // Pipes held by a process that escaped the group must not keep us here.
-        self.exited && self.pipes_deadline.is_some_and(|d| Instant::now() >= d)
+        let pipes_done = (!self.stdout_open && !self.stderr_open && self.phase != Phase::Running)
+            // Pipes held by a process that escaped the group must not keep us here.
+            || self.pipes_deadline.is_some_and(|d| Instant::now() >= d);
+        // Nor may the group end after we do: mcpscope would exit while the
+        // watchdog ends what the server left behind, and whoever waits for
+        // mcpscope would find both still there. Only once SIGKILL has had
+        // its time is the rest left to the watchdog.
+        self.exited && pipes_done && (self.gave_up || !process::group_running(self.pgid))
     }
 
     fn finish(&mut self, sink: &mut Sink) {
         if let Some(w) = self.watchdog.take() {
-            if process::group_alive(self.pgid) {
+            if process::group_running(self.pgid) {
                 // Leave it to the watchdog, which the group cannot outlive.
                 sink.note(format!(
                     "processes of group {} are still alive; the watchdog ends them",
@@ -346,5 +370,115 @@ impl Link for StdioLink {
                 w.stand_down();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::transport::event::Event;
+    use crate::transport::process::{self, ServerSpec};
+    use crate::transport::session::{Session, SessionOptions};
+    use std::time::{Duration, Instant};
+
+    /// CPU time (user + system, in clock ticks) of this process's session
+    /// threads, by thread id.
+    fn session_threads() -> Vec<(String, u64)> {
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                let (head, rest) = stat.rsplit_once(')')?;
+                head.ends_with("(mcpscope-sessio").then_some(())?;
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+                Some((t.file_name().to_string_lossy().into_owned(), ticks))
+            })
+            .collect()
+    }
+
+    /// Reads events until `found` takes one (within 10 s).
+    fn wait_for<T>(session: &Session, what: &str, mut found: impl FnMut(&Event) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match session.events().recv_timeout(left) {
+                Ok(ev) => {
+                    if let Some(t) = found(&ev) {
+                        return t;
+                    }
+                }
+                Err(e) => panic!("waiting for {what}: {e}"),
+            }
+        }
+    }
+
+    /// The session thread sleeps while it waits: for the owner after the
+    /// server exited by itself, and for what the server left behind to die
+    /// (all the session's I/O threads are over then).
+    #[test]
+    fn the_session_thread_sleeps_while_it_waits() {
+        let before: Vec<String> = session_threads().into_iter().map(|(t, _)| t).collect();
+        // The leader exits at once; a grandchild that ignores SIGTERM and
+        // holds none of the pipes stays.
+        let script = "trap '' TERM; sleep 30 </dev/null >/dev/null 2>&1 & exit 0";
+        let options = SessionOptions {
+            stdin_close_grace: Duration::from_millis(200),
+            term_grace: Duration::from_millis(1200),
+            ..SessionOptions::default()
+        };
+        let mut session = Session::start(ServerSpec::new("sh", ["-c", script]), options);
+        let pgid = wait_for(&session, "the server to start", |e| match e {
+            Event::Spawned { pid, .. } => Some(*pid),
+            _ => None,
+        });
+        wait_for(&session, "the server to exit", |e| {
+            matches!(e, Event::Exited { .. }).then_some(())
+        });
+        let ours = || {
+            session_threads()
+                .into_iter()
+                .filter(|(t, _)| !before.contains(t))
+                .collect::<Vec<_>>()
+        };
+        // CPU used since `start` by the session threads there are now.
+        let used_since = |start: &[(String, u64)]| {
+            ours()
+                .iter()
+                .map(|(t, now)| now - start.iter().find(|(s, _)| s == t).map_or(0, |(_, c)| *c).min(*now))
+                .sum::<u64>()
+        };
+        // SAFETY: sysconf only reads a system value.
+        let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+
+        // Waiting for the owner, the server gone.
+        std::thread::sleep(Duration::from_millis(100));
+        let start = ours();
+        std::thread::sleep(Duration::from_millis(800));
+        let used = used_since(&start);
+        assert!(
+            used * 10 < ticks_per_second * 2,
+            "{used} ticks of CPU in 0.8 s with nothing to do"
+        );
+
+        // Waiting for the grandchild, which only SIGKILL ends (measured
+        // before the thread is over).
+        session.shutdown();
+        let began = Instant::now();
+        let start = ours();
+        std::thread::sleep(Duration::from_millis(800));
+        let used = used_since(&start);
+        assert!(
+            used * 10 < ticks_per_second * 2,
+            "{used} ticks of CPU in 0.8 s of waiting for the group"
+        );
+        wait_for(&session, "the session to end", |e| {
+            matches!(e, Event::Closed { .. }).then_some(())
+        });
+        let took = began.elapsed();
+        assert!(!process::group_running(pgid), "the session ended before its group");
+        assert!(took >= Duration::from_millis(1000), "it waited for the grace: {took:?}");
+        session.close();
     }
 }
