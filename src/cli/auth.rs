@@ -241,14 +241,14 @@ impl AuthArgs {
             redirect_port: self.redirect_port,
             callback_timeout: Duration::from_millis(self.auth_timeout_ms),
             show_url: Some(Arc::new(|url: &str, opened: Option<&str>| match opened {
-                Some(_) => eprintln!("mcpscope: authorize in the browser that opened (or open this URL): {url}"),
-                None => eprintln!("mcpscope: open this URL in a browser to authorize: {url}"),
+                Some(_) => crate::errln!("mcpscope: authorize in the browser that opened (or open this URL): {url}"),
+                None => crate::errln!("mcpscope: open this URL in a browser to authorize: {url}"),
             })),
             on_change: store.map(|store| {
                 let cb: mcpscope_core::transport::auth::OnChange = Arc::new(move |url: &str, memory| {
                     let mut s = store.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                     if let Err(e) = s.save(url, memory) {
-                        eprintln!("mcpscope: warning: tokens not kept: {e}");
+                        crate::errln!("mcpscope: warning: tokens not kept: {e}");
                     }
                 });
                 cb

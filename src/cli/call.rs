@@ -493,7 +493,7 @@ fn call(
                 exit::FAILED
             }
             Outcome::Failed(why) => {
-                eprintln!("mcpscope: the task {why}");
+                crate::errln!("mcpscope: the task {why}");
                 exit::FAILED
             }
         });
@@ -568,7 +568,7 @@ fn warn_invalid_tools(client: &Client, result: &Value) {
         .filter_map(|t| t.get("name").and_then(Value::as_str))
     {
         if let Some(problem) = client.driver().tool_problem(name) {
-            eprintln!(
+            crate::errln!(
                 "mcpscope: tool {name:?} cannot be called (x-mcp-header rule \"{}\"): {problem}",
                 problem.rule()
             );
@@ -583,7 +583,7 @@ fn warn_unadvertised(client: &Client, method: &str) {
         return;
     };
     if let Some(why) = unadvertised(caps, method) {
-        eprintln!("mcpscope: {why}; sending {method} anyway");
+        crate::errln!("mcpscope: {why}; sending {method} anyway");
     }
 }
 
@@ -642,12 +642,12 @@ fn prepare_tool_call(
     let tools = match client.list_all(methods::TOOLS_LIST, "tools", timeout)? {
         Ok(tools) => tools,
         Err(e) => {
-            eprintln!("mcpscope: tools/list failed ({e}): the arguments go untyped");
+            crate::errln!("mcpscope: tools/list failed ({e}): the arguments go untyped");
             Vec::new()
         }
     };
     if modern && let Some(problem) = client.driver().tool_problem(&name) {
-        eprintln!(
+        crate::errln!(
             "mcpscope: not calling tool {name:?}: its inputSchema breaks the x-mcp-header rule \"{}\": {problem}",
             problem.rule()
         );
@@ -658,7 +658,7 @@ fn prepare_tool_call(
         .find(|t| t.get("name").and_then(Value::as_str) == Some(name.as_str()))
     else {
         if client.driver().tools_listed() {
-            eprintln!("mcpscope: the server's tools/list does not include {name:?}; calling it anyway");
+            crate::errln!("mcpscope: the server's tools/list does not include {name:?}; calling it anyway");
         }
         return Ok(None);
     };
@@ -666,7 +666,7 @@ fn prepare_tool_call(
         && let (Some(p), Some(schema)) = (params.as_mut(), tool.get("inputSchema"))
         && let Err(e) = type_tool_args(p, &args.tool_arg, schema)
     {
-        eprintln!("mcpscope: {e}");
+        crate::errln!("mcpscope: {e}");
         return Ok(Some(exit::USAGE));
     }
     Ok(None)

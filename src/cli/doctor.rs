@@ -45,7 +45,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
     let authorizer = match args.auth.authorizer(&target) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("mcpscope doctor: {e}");
+            crate::errln!("mcpscope doctor: {e}");
             return ExitCode::from(super::exit::USAGE);
         }
     };

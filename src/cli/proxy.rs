@@ -85,7 +85,14 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         }
     }
     // The client reads our stdout as the server's: nothing of ours may go there.
-    match proxy::run(&spec, &options, std::io::stdin(), std::io::stdout(), std::io::stderr()) {
+    // The server's stderr goes to the client as it came; on a terminal (the
+    // proxy run by hand) its control bytes are shown escaped.
+    let client_err: Box<dyn std::io::Write + Send> = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        Box::new(super::output::TerminalSafeBytes::new(std::io::stderr()))
+    } else {
+        Box::new(std::io::stderr())
+    };
+    match proxy::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err) {
         Ok(outcome) => {
             for n in &outcome.notes {
                 crate::errln!("mcpscope proxy: {n}");

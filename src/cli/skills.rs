@@ -107,14 +107,14 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         Ok(raw) => raw,
         Err(e) => {
             super::call::print_json(&e.to_json());
-            eprintln!("mcpscope: skills/list failed with JSON-RPC error {e}");
+            crate::errln!("mcpscope: skills/list failed with JSON-RPC error {e}");
             return Ok(exit::FAILED);
         }
     };
     let listing = json!({ "skills": raw });
     let (entries, problems) = SkillEntry::all_from_result(&listing);
     for p in &problems {
-        eprintln!("mcpscope: skills/list: {p}");
+        crate::errln!("mcpscope: skills/list: {p}");
     }
     let (wanted, files, all_files) = match request {
         SkillRequest::List => {
@@ -129,7 +129,7 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
     };
     let Some(entry) = entries.iter().find(|e| e.is(wanted)) else {
         let names: Vec<String> = entries.iter().map(SkillEntry::name).collect();
-        eprintln!(
+        crate::errln!(
             "mcpscope: skills/list has no skill {wanted:?} (listed: {})",
             if names.is_empty() {
                 "none".into()
@@ -153,7 +153,7 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
                 Some(_) => {}
                 None => {
                     let listed: Vec<&str> = load.files().iter().map(|(f, _)| load.path_of(f)).collect();
-                    eprintln!(
+                    crate::errln!(
                         "mcpscope: skill {} lists no file {f:?} (files: {})",
                         entry.name(),
                         listed.join(", ")
@@ -176,7 +176,7 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         } else {
             "digest matches"
         };
-        eprintln!("mcpscope: {uri}: {} bytes, {checked} the listing", bytes.len());
+        crate::errln!("mcpscope: {uri}: {} bytes, {checked} the listing", bytes.len());
         out_files.push(skills::file_json(&file, &bytes));
     }
     let frontmatter = load.frontmatter().cloned().unwrap_or_default();
@@ -187,7 +187,7 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         .map(|(f, _)| load.path_of(f))
         .collect();
     if !unread.is_empty() {
-        eprintln!(
+        crate::errln!(
             "mcpscope: not read (ask with --file PATH or --all-files): {}",
             unread.join(", ")
         );
@@ -213,7 +213,7 @@ fn read_verified(
     let file = match load.start_read(uri) {
         Ok(file) => file,
         Err(refusal) => {
-            eprintln!("mcpscope: {refusal}");
+            crate::errln!("mcpscope: {refusal}");
             return Ok(Err(exit::FAILED));
         }
     };
@@ -229,16 +229,16 @@ fn read_verified(
     match load.finish_read(&file.uri, answer) {
         Some(FileState::Verified(bytes)) => Ok(Ok((file.clone(), bytes.clone()))),
         Some(FileState::ReadFailed(why)) => {
-            eprintln!("mcpscope: {why}");
+            crate::errln!("mcpscope: {why}");
             Ok(Err(exit::FAILED))
         }
         Some(FileState::Rejected(e)) => {
-            eprintln!("mcpscope: verification failed, not using skill {skill}: {e}");
+            crate::errln!("mcpscope: verification failed, not using skill {skill}: {e}");
             Ok(Err(exit::FAILED))
         }
         // finish_read ends every read it started in one of the states above.
         _ => {
-            eprintln!("mcpscope: the read of {} did not finish", file.uri);
+            crate::errln!("mcpscope: the read of {} did not finish", file.uri);
             Ok(Err(exit::FAILED))
         }
     }

@@ -48,7 +48,7 @@ fn ledger() -> Result<Ledger, String> {
 }
 
 fn fail(e: &WrapError) -> ExitCode {
-    eprintln!("mcpscope: {e}; nothing was written");
+    crate::errln!("mcpscope: {e}; nothing was written");
     ExitCode::from(match e {
         WrapError::UnknownServers { .. } | WrapError::NothingChosen { .. } => exit::USAGE,
         WrapError::Config(_) | WrapError::Io(_) => exit::IO,
@@ -66,14 +66,14 @@ pub fn run_wrap(args: WrapArgs) -> ExitCode {
     let me = match std::env::current_exe().and_then(std::fs::canonicalize) {
         Ok(p) => p.display().to_string(),
         Err(e) => {
-            eprintln!("mcpscope: cannot tell where this mcpscope binary is: {e}");
+            crate::errln!("mcpscope: cannot tell where this mcpscope binary is: {e}");
             return ExitCode::from(exit::IO);
         }
     };
     let mut ledger = match ledger() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mcpscope: {e}");
+            crate::errln!("mcpscope: {e}");
             return ExitCode::from(exit::IO);
         }
     };
@@ -103,7 +103,7 @@ pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
     let mut ledger = match ledger() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mcpscope: {e}");
+            crate::errln!("mcpscope: {e}");
             return ExitCode::from(exit::IO);
         }
     };

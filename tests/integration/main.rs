@@ -21,5 +21,6 @@ mod protocol_features;
 mod real_servers;
 mod schema_form;
 mod screenshots;
+mod terminal;
 mod ui;
 mod vectors;

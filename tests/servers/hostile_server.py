@@ -12,6 +12,9 @@ robustness rather than its protocol logic. Each --mode is one hostile habit:
   exit-at-once        write a fatal message to stderr and exit 3 at once
   interleave          write --count notifications to stdout and as many
                       lines to stderr, alternating, then serve normally
+  escapes             terminal escape sequences everywhere a client may
+                      print them: stderr lines, a JSON-RPC error message (to
+                      anything but initialize, tools/list and ping)
 
 It answers initialize (2025-11-25), notifications are ignored, tools/list
 returns one tool, ping is answered, anything else gets -32601.
@@ -36,6 +39,10 @@ def write_line(obj):
 def log(text):
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+# Retitles the terminal, clears it, and moves the cursor (CSI in C1 form too).
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[H\u009b31m"
 
 
 def init_result(msg_id):
@@ -95,6 +102,10 @@ def serve(args):
                 {"name": "echo", "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             write_line({"jsonrpc": "2.0", "id": msg_id, "result": {}})
+        elif args.mode == "escapes":
+            log("stderr says " + ESCAPES + " hello")
+            write_line({"jsonrpc": "2.0", "id": msg_id,
+                        "error": {"code": -32000, "message": "failed " + ESCAPES + "badly"}})
         else:
             write_line({"jsonrpc": "2.0", "id": msg_id,
                         "error": {"code": -32601, "message": f"Method not found: {method}"}})
@@ -103,7 +114,7 @@ def serve(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True, choices=[
-        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave"])
+        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave", "escapes"])
     ap.add_argument("--pid-file", help="grandchild: write the grandchild's pid here")
     ap.add_argument("--grandchild-ignores-term", action="store_true")
     ap.add_argument("--bytes", type=int, default=5 * 1024 * 1024, help="no-newline: bytes before the newline")
@@ -122,6 +133,8 @@ def main():
             return 0
     if args.mode == "grandchild":
         start_grandchild(args)
+    if args.mode == "escapes":
+        log("starting " + ESCAPES + " now")
     if args.mode == "interleave":
         for i in range(args.count):
             OUT.write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}\n' % i)
