@@ -536,6 +536,22 @@ fn call(
         client.request(method, params, timeout)?
     };
     let tool_error = resp.is_tool_error();
+    // A result serde_json cannot read (too deep, a number out of range, a
+    // lone surrogate) is printed as the server sent it, never as a value
+    // mcpscope made up (it was `null`).
+    if resp.outcome.is_ok()
+        && let Err(e) = serde_json::from_slice::<Value>(&resp.frame.raw)
+        && let Some(raw) = mcpscope_core::wire::raw_member::member(&resp.frame.raw, "result")
+    {
+        super::output::out_bytes(raw);
+        super::output::out_bytes(b"\n");
+        crate::errln!(
+            "mcpscope: {method}: the result is printed as the server sent it: {} ({} bytes; the capture keeps it whole)",
+            mcpscope_core::wire::raw_member::why_unreadable(&e),
+            raw.len()
+        );
+        return Ok(exit::UNREADABLE);
+    }
     match resp.outcome {
         Ok(result) => {
             print_json(&result);

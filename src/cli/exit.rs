@@ -13,6 +13,10 @@ pub const TOOL_ERROR: u8 = 2;
 pub const UNREACHABLE: u8 = 3;
 /// A capture or input file could not be read or written.
 pub const IO: u8 = 4;
+/// `call`: the server answered with a result mcpscope cannot read as a
+/// JSON value (nested too deep, a number out of range, a lone surrogate):
+/// printed as sent.
+pub const UNREADABLE: u8 = 5;
 /// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
 pub const USAGE: u8 = 64;
 /// `proxy`: the server could not be started (a shell's "command not found").

@@ -68,3 +68,40 @@ fn a_hostile_servers_escape_sequences_are_shown_not_obeyed() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// #26 item 12: a result serde_json cannot read as a value is printed as
+/// the server sent it, with the reason, and exit 5 (it was `null`, exit 0).
+#[test]
+fn an_unreadable_result_is_printed_as_sent() {
+    for (name, expected, why) in [
+        ("deep", format!("{}{}", "[".repeat(10000), "]".repeat(10000)), "deeper"),
+        ("big", r#"{"n":1e400}"#.to_owned(), "out of range"),
+        ("surrogate", r#"{"s":"\ud800"}"#.to_owned(), "surrogate"),
+    ] {
+        let params = format!(r#"{{"name":"{name}"}}"#);
+        let server = repo().join("tests/servers/hostile_server.py").display().to_string();
+        let out = Command::new(bin())
+            .args([
+                "call",
+                "--method",
+                "tools/call",
+                "--params",
+                &params,
+                "--",
+                "python3",
+                &server,
+                "--mode",
+                "unreadable",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{name}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim_end(),
+            expected,
+            "{name}: printed as sent"
+        );
+        assert!(err.contains(why), "{name}: {err}");
+    }
+}

@@ -12,6 +12,9 @@ robustness rather than its protocol logic. Each --mode is one hostile habit:
   exit-at-once        write a fatal message to stderr and exit 3 at once
   interleave          write --count notifications to stdout and as many
                       lines to stderr, alternating, then serve normally
+  unreadable          tools/call answers a result serde cannot read as a
+                      value: params.name "deep" (10,000 levels), "big"
+                      (1e400), "surrogate" (a lone \ud800)
   escapes             terminal escape sequences everywhere a client may
                       print them: stderr lines, a JSON-RPC error message (to
                       anything but initialize, tools/list and ping)
@@ -102,6 +105,15 @@ def serve(args):
                 {"name": "echo", "inputSchema": {"type": "object"}}]}})
         elif method == "ping":
             write_line({"jsonrpc": "2.0", "id": msg_id, "result": {}})
+        elif args.mode == "unreadable" and method == "tools/call":
+            name = (msg.get("params") or {}).get("name")
+            inner = {
+                "deep": "[" * 10000 + "]" * 10000,
+                "big": '{"n":1e400}',
+                "surrogate": '{"s":"\\ud800"}',
+            }[name]
+            OUT.write(('{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (json.dumps(msg_id), inner)).encode())
+            OUT.flush()
         elif args.mode == "escapes":
             log("stderr says " + ESCAPES + " hello")
             write_line({"jsonrpc": "2.0", "id": msg_id,
@@ -114,7 +126,7 @@ def serve(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True, choices=[
-        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave", "escapes"])
+        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave", "escapes", "unreadable"])
     ap.add_argument("--pid-file", help="grandchild: write the grandchild's pid here")
     ap.add_argument("--grandchild-ignores-term", action="store_true")
     ap.add_argument("--bytes", type=int, default=5 * 1024 * 1024, help="no-newline: bytes before the newline")

@@ -7,4 +7,5 @@ pub mod correlation;
 pub mod frame;
 pub mod framing;
 pub mod message;
+pub mod raw_member;
 pub mod sse;
