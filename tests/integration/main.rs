@@ -10,6 +10,7 @@ mod cli;
 mod conformance_2026;
 mod eras;
 mod faulty_servers;
+mod files;
 mod filter;
 mod hostile;
 mod http;

@@ -238,7 +238,8 @@ fn read_private(path: &Path) -> Result<Option<String>, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut f = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO planted as the store must not block the open.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,
@@ -253,8 +254,12 @@ fn read_private(path: &Path) -> Result<Option<String>, String> {
     };
     let meta = f.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
-        return Err(format!("the token store {} is not a regular file", path.display()));
+        return Err(format!(
+            "the token store {} is not a regular file (a FIFO or a device?): refusing it",
+            path.display()
+        ));
     }
+    crate::record::state_dir::clear_nonblock(&f);
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
@@ -341,6 +346,25 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #26 item 8: a FIFO as the token store is refused at once.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_as_the_store_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("tokens.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_private(&fifo));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a FIFO store blocked");
+        assert!(got.unwrap_err().contains("not a regular file"));
+    }
 
     fn memory() -> Memory {
         let client = Client {

@@ -155,7 +155,7 @@ pub fn unwrap_file(
 }
 
 fn read(path: &Path) -> Result<String, WrapError> {
-    fs::read_to_string(path).map_err(|source| {
+    read_regular(path).map_err(|source| {
         WrapError::Config(crate::config::server_config::ConfigError::Unreadable {
             path: path.to_owned(),
             source,
@@ -298,4 +298,17 @@ mod tests {
         assert_eq!(r.changes.len(), 2);
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
     }
+}
+
+/// A config's text, refusing what is not a regular file (a FIFO would block
+/// the read forever) without blocking.
+pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = crate::record::private_files::open_regular(path).map_err(|e| match e.downcast::<io::Error>() {
+        Ok(io) => io,
+        Err(other) => io::Error::new(io::ErrorKind::InvalidInput, format!("{other:#}")),
+    })?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
 }

@@ -158,14 +158,53 @@ pub struct Writer {
 }
 
 /// Opens `path` for appending (created `0600` when missing; an existing
-/// file keeps its mode and its contents).
+/// file keeps its mode and its contents). A symbolic link is followed only
+/// when it is the user's own: in a sticky, world-writable directory such as
+/// /tmp another user may plant one to make mcpscope append to their target.
+/// A FIFO or a device is refused without blocking.
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
+    let mut flags = libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOFOLLOW;
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && meta.file_type().is_symlink()
+    {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(refuse(format!(
+                "{} is a symbolic link owned by another user (uid {}): refusing to follow it",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        flags &= !libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
+        .custom_flags(flags)
         .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            // A link appeared since it was looked at.
+            Some(libc::ELOOP) => refuse(format!("{} is a symbolic link: refusing to follow it", path.display())),
+            // O_NONBLOCK on a FIFO with no reader.
+            Some(libc::ENXIO) => refuse(format!(
+                "{} is a FIFO, not a file: a capture must be a regular file",
+                path.display()
+            )),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "{} is not a regular file (a FIFO or a device): a capture must be a regular file",
+            path.display()
+        )));
+    }
+    crate::record::state_dir::clear_nonblock(&file);
+    Ok(file)
 }
 
 /// Checks that a capture can be opened for appending at `path` (creating it

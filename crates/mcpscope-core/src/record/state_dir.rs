@@ -125,10 +125,35 @@ pub fn create_private_file(path: &Path) -> io::Result<File> {
 
 /// Opens an existing file for reading without following a symlink at `path`.
 pub fn open_no_follow(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        // Without O_NONBLOCK, opening a FIFO waits for a writer forever.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a FIFO or a device?): refusing it",
+                path.display()
+            ),
+        ));
+    }
+    clear_nonblock(&file);
+    Ok(file)
+}
+
+/// Clears O_NONBLOCK (regular files ignore it; reads then behave as usual).
+pub fn clear_nonblock(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let fd = file.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
 }
 
 /// Replaces `path` with `bytes` so readers see the old or the new content,

@@ -86,7 +86,7 @@ pub struct ConfigImport {
 
 /// Reads and imports a config file.
 pub fn load_config(path: &Path) -> Result<ConfigImport, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+    let text = crate::config::wrap_file::read_regular(path).map_err(|source| ConfigError::Unreadable {
         path: path.to_owned(),
         source,
     })?;

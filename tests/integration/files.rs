@@ -1,0 +1,148 @@
+//! Issue #26 items 2 and 8: files mcpscope is pointed at are opened without
+//! blocking and without following another user's links.
+
+use crate::support::*;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs mcpscope, killing it (and failing) if it has not ended in 20 s.
+fn run_bounded(args: &[&str]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mcpscope {args:?} blocked");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn fifos_are_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let faulty = faulty_path();
+    let out = run_bounded(&[
+        "call",
+        "--capture",
+        f,
+        "--method",
+        "tools/list",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "normal",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("FIFO"), "{}", text(&out.stderr));
+    let out = run_bounded(&["wrap", f, "--all"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("FIFO"), "{}", text(&out.stderr));
+    // The wrap ledger in the state directory.
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("mcpscope")).unwrap();
+    std::fs::set_permissions(
+        state.join("mcpscope"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    mkfifo(&state.join("mcpscope/wrapped-remotes.json"));
+    let config = dir.path().join(".mcp.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers":{"r":{"type":"http","url":"https://mcp.example.com/mcp"}}}"#,
+    )
+    .unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.args(["wrap", config.to_str().unwrap(), "--all"])
+        .env("XDG_STATE_HOME", &state);
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("https://mcp.example.com/mcp"),
+        "the config is not rewritten when the ledger cannot be read"
+    );
+}
+
+#[test]
+fn a_capture_path_planted_as_another_users_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("victim.txt");
+    std::fs::write(&target, "precious\n").unwrap();
+    let link = dir.path().join("capture.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let c = std::ffi::CString::new(link.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; lchown changes the link itself.
+    if unsafe { libc::lchown(c.as_ptr(), 65534, 65534) } != 0 {
+        eprintln!("skipped: cannot give the link to another user (not root)");
+        return;
+    }
+    let faulty = faulty_path();
+    let out = run_bounded(&[
+        "call",
+        "--capture",
+        link.to_str().unwrap(),
+        "--method",
+        "tools/list",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "normal",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("owned by another user"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "precious\n",
+        "nothing appended through the link"
+    );
+    // The user's own link is followed.
+    let mine = dir.path().join("mine.jsonl");
+    let real = dir.path().join("real.jsonl");
+    std::os::unix::fs::symlink(&real, &mine).unwrap();
+    let out = run_bounded(&[
+        "call",
+        "--capture",
+        mine.to_str().unwrap(),
+        "--method",
+        "tools/list",
+        "--",
+        "python3",
+        &faulty,
+        "--mode",
+        "normal",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&real).unwrap().contains("mcpscope-capture"));
+}
