@@ -866,3 +866,165 @@ fn sending_to_a_stalled_session_never_blocks_and_is_reported() {
     );
     assert!(!evs.is_empty());
 }
+
+// ---------------------------------------------------------------------------
+// #26: hostile clients of the reverse proxy (`mcpscope proxy --listen`).
+
+/// A local upstream that answers every request 200 and writes down each
+/// request line before answering, so whatever the proxy forwarded is seen.
+struct RevUpstream {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl RevUpstream {
+    fn start() -> RevUpstream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: Arc<Mutex<Vec<String>>> = Default::default();
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                    let mut out = stream.try_clone().unwrap();
+                    let mut r = BufReader::new(stream);
+                    let mut first = String::new();
+                    if r.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut len = 0usize;
+                    loop {
+                        let mut l = String::new();
+                        if r.read_line(&mut l).unwrap_or(0) == 0 || l.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = l.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    let _ = r.read_exact(&mut body);
+                    s.lock().unwrap().push(first.trim().to_owned());
+                    let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        answer.len()
+                    );
+                    let _ = out.write_all(answer);
+                });
+            }
+        });
+        RevUpstream { port, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// The reverse proxy in front of an upstream, stopped when dropped.
+struct RevProxy {
+    port: u16,
+    stopper: mcpscope_core::transport::reverse_proxy::Stopper,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RevProxy {
+    fn start(upstream: &RevUpstream) -> RevProxy {
+        use mcpscope_core::transport::reverse_proxy::{ReverseProxy, ReverseProxyOptions};
+        let options =
+            ReverseProxyOptions::new("127.0.0.1:0", &format!("http://127.0.0.1:{}/mcp", upstream.port)).unwrap();
+        let proxy = ReverseProxy::bind(options).unwrap();
+        let port = proxy.local_addr().port();
+        let stopper = proxy.stopper();
+        let thread = std::thread::spawn(move || {
+            proxy.serve(|| "the test ended".into());
+        });
+        RevProxy {
+            port,
+            stopper,
+            thread: Some(thread),
+        }
+    }
+
+    /// Sends raw bytes on a fresh connection and reads the answer to its end.
+    fn raw(&self, request: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let _ = s.write_all(request.as_bytes());
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        text(&answer)
+    }
+
+    fn normal_request(&self, path: &str) -> String {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        self.raw(&format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.port,
+            body.len()
+        ))
+    }
+}
+
+impl Drop for RevProxy {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_chunk_size_that_overflows_gets_400_and_never_uses_up_the_reverse_proxy() {
+    let upstream = RevUpstream::start();
+    let proxy = RevProxy::start(&upstream);
+    // More requests than the proxy has connection slots (64): a connection
+    // thread that panicked kept its slot, and later clients got 503.
+    for i in 0..100 {
+        let answer = proxy.raw(&format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\nA\r\nffffffffffffffff\r\n",
+            proxy.port
+        ));
+        assert!(answer.starts_with("HTTP/1.1 400 "), "request {i}: {answer:?}");
+        assert!(answer.contains("chunk size"), "request {i}: {answer:?}");
+    }
+    let answer = proxy.normal_request("/after");
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:?}");
+    assert_eq!(
+        upstream.seen(),
+        ["POST /after HTTP/1.1"],
+        "only the normal request is forwarded"
+    );
+}
+
+#[test]
+fn two_host_or_two_origin_headers_get_400_and_never_reach_the_upstream() {
+    let upstream = RevUpstream::start();
+    let proxy = RevProxy::start(&upstream);
+    let local = format!("127.0.0.1:{}", proxy.port);
+    let cases = [
+        format!("Host: {local}\r\nHost: evil.example\r\n"),
+        format!("Host: evil.example\r\nHost: {local}\r\n"),
+        format!("Host: {local}\r\nhost: {local}\r\n"),
+        format!("Host: {local}\r\nOrigin: http://{local}\r\nOrigin: https://evil.example\r\n"),
+        format!("Host: {local}\r\nOrigin: https://evil.example\r\nOrigin: http://{local}\r\n"),
+    ];
+    for headers in &cases {
+        let answer = proxy.raw(&format!(
+            "POST /dup HTTP/1.1\r\n{headers}content-type: application/json\r\ncontent-length: 2\r\nConnection: close\r\n\r\n{{}}"
+        ));
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{headers:?}: {answer:?}");
+    }
+    // The upstream is observed: a normal request does reach it, and nothing before it did.
+    let answer = proxy.normal_request("/ok");
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:?}");
+    assert_eq!(upstream.seen(), ["POST /ok HTTP/1.1"]);
+}

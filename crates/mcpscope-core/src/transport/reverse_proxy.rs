@@ -16,7 +16,9 @@
 //! client event by event as each one ends.
 //!
 //! It binds to loopback only and refuses (403) a request whose `Host` or
-//! `Origin` is not local, so a web page cannot reach it through DNS rebinding.
+//! `Origin` is not local, so a web page cannot reach it through DNS rebinding;
+//! a request with two `Host` or two `Origin` headers, or a malformed body, is
+//! refused (400) before anything goes upstream.
 //!
 //! What is recorded: each exchange as an [`Event::Http`] with masked
 //! credentials; JSON-RPC bodies and SSE events as frames (client to server
@@ -299,22 +301,16 @@ impl ReverseProxy {
                 break;
             }
             let Ok(stream) = conn else { continue };
-            if ctx.active.fetch_add(1, Ordering::SeqCst) >= ctx.max {
-                ctx.active.fetch_sub(1, Ordering::SeqCst);
+            let Some(slot) = Slot::take(&ctx) else {
                 let mut s = stream;
                 let _ = respond_plain(&mut s, 503, "mcpscope proxy: too many connections at once");
                 continue;
-            }
-            let c = ctx.clone();
-            let spawned = std::thread::Builder::new()
+            };
+            // The slot goes back when the thread ends, however it ends (a
+            // panic included), or at once if the thread cannot be started.
+            let _ = std::thread::Builder::new()
                 .name("mcpscope-rproxy-conn".into())
-                .spawn(move || {
-                    serve_connection(&c, stream);
-                    c.active.fetch_sub(1, Ordering::SeqCst);
-                });
-            if spawned.is_err() {
-                ctx.active.fetch_sub(1, Ordering::SeqCst);
-            }
+                .spawn(move || serve_connection(&slot.0, stream));
         }
         let text = why();
         let mut shared = lock(&self.shared);
@@ -362,6 +358,26 @@ struct Ctx {
 impl Ctx {
     fn local_origin(&self) -> String {
         format!("http://{}", self.local)
+    }
+}
+
+/// One of the `max` connection slots, given back when dropped: a connection
+/// thread that panics must not keep its slot, or enough hostile requests
+/// would leave every later client with a 503.
+struct Slot(Arc<Ctx>);
+
+impl Slot {
+    fn take(ctx: &Arc<Ctx>) -> Option<Slot> {
+        ctx.active
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < ctx.max).then_some(n + 1))
+            .ok()
+            .map(|_| Slot(ctx.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -509,6 +525,17 @@ fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> ReadO
         }
         headers.push((k.to_owned(), v.trim().to_owned()));
     }
+    // RFC 9112 §3.2: more than one Host is a 400. Two Origins are as
+    // ambiguous (which one would the local check have looked at?).
+    for name in ["Host", "Origin"] {
+        let n = headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).count();
+        if n > 1 {
+            return ReadOutcome::Bad(
+                400,
+                format!("the request has {n} {name} headers; at most one is allowed"),
+            );
+        }
+    }
     let mut req = Request {
         method: method.to_owned(),
         target: target.to_owned(),
@@ -528,7 +555,7 @@ fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> ReadO
     if chunked {
         match read_chunked(reader) {
             Ok(b) => req.body = b,
-            Err(e) => return ReadOutcome::Bad(400, format!("bad chunked body: {e}")),
+            Err(e) => return ReadOutcome::Bad(400, format!("bad chunked request body: {e}")),
         }
     } else if let Some(len) = req.header("content-length") {
         let Ok(len) = len.parse::<usize>() else {
@@ -546,31 +573,75 @@ fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> ReadO
     ReadOutcome::Request(req)
 }
 
+/// The longest chunk-size line (size, extensions, CRLF) and trailer line read.
+const MAX_CHUNK_LINE: usize = 4096;
+
+fn bad_chunk(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+/// One line of a chunked body, at most [`MAX_CHUNK_LINE`] bytes.
+fn read_chunk_line(reader: &mut impl BufRead, what: &str) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    reader
+        .by_ref()
+        .take(MAX_CHUNK_LINE as u64 + 1)
+        .read_until(b'\n', &mut line)?;
+    if line.len() > MAX_CHUNK_LINE {
+        return Err(bad_chunk(format!("{what} longer than {MAX_CHUNK_LINE} bytes")));
+    }
+    if !line.ends_with(b"\n") {
+        return Err(bad_chunk(format!("the body ended inside {what}")));
+    }
+    Ok(line)
+}
+
+/// Decodes a chunked request body, refusing a chunk size that is not hex,
+/// overflows, or takes the body past [`MAX_REQUEST_BODY`].
 fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
-        let mut size_line = String::new();
-        reader.read_line(&mut size_line)?;
+        let size_line = read_chunk_line(reader, "a chunk size line")?;
+        let size_line = String::from_utf8_lossy(&size_line);
         let size_hex = size_line.trim().split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_hex, 16)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("chunk size {size_hex:?}")))?;
-        if body.len() + size > MAX_REQUEST_BODY {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "body too large"));
+        if size_hex.is_empty() || !size_hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad_chunk(format!("chunk size {size_hex:?} is not a hex number")));
+        }
+        let too_large = || {
+            bad_chunk(format!(
+                "chunk size {size_hex:?} takes the body past the {MAX_REQUEST_BODY} byte limit"
+            ))
+        };
+        // Leading zeros aside, more than 16 hex digits cannot fit in 64 bits.
+        let size = u64::from_str_radix(size_hex, 16)
+            .ok()
+            .and_then(|s| usize::try_from(s).ok())
+            .ok_or_else(too_large)?;
+        let end = body.len().checked_add(size).ok_or_else(too_large)?;
+        if end > MAX_REQUEST_BODY {
+            return Err(too_large());
         }
         if size == 0 {
             // Trailers, up to the blank line.
+            let mut trailers = 0usize;
             loop {
-                let mut l = String::new();
-                if reader.read_line(&mut l)? == 0 || l.trim().is_empty() {
+                let l = read_chunk_line(reader, "the trailers")?;
+                if l == b"\r\n" || l == b"\n" {
                     return Ok(body);
+                }
+                trailers += l.len();
+                if trailers > MAX_HEAD {
+                    return Err(bad_chunk("trailers too large".into()));
                 }
             }
         }
         let start = body.len();
-        body.resize(start + size, 0);
+        body.resize(end, 0);
         reader.read_exact(&mut body[start..])?;
-        let mut crlf = String::new();
-        reader.read_line(&mut crlf)?;
+        let crlf = read_chunk_line(reader, "the end of a chunk")?;
+        if crlf != b"\r\n" && crlf != b"\n" {
+            return Err(bad_chunk(format!("chunk data longer than its size {size_hex:?}")));
+        }
     }
 }
 
@@ -1161,5 +1232,27 @@ mod tests {
         assert_eq!(read_chunked(&mut r).unwrap(), b"hello world");
         let mut bad = &b"zz\r\n"[..];
         assert!(read_chunked(&mut bad).is_err());
+    }
+
+    #[test]
+    fn hostile_chunk_sizes_are_errors_not_panics() {
+        for body in [
+            &b"1\r\nA\r\nffffffffffffffff\r\n"[..],
+            b"ffffffffffffffff\r\n",
+            b"10000000000000000\r\n",
+            b"1\r\nA\r\n4000000\r\n",
+            b"+5\r\nhello\r\n0\r\n\r\n",
+            b"\r\n",
+            b"5\r\nhello world\r\n0\r\n\r\n",
+            b"5\r\nhel",
+        ] {
+            let mut r = body;
+            assert!(read_chunked(&mut r).is_err(), "{:?}", String::from_utf8_lossy(body));
+        }
+        let mut long = vec![b'0'; MAX_CHUNK_LINE + 10];
+        long.extend_from_slice(b"\r\n");
+        assert!(read_chunked(&mut &long[..]).is_err());
+        let e = read_chunked(&mut &b"1\r\nA\r\nffffffffffffffff\r\n"[..]).unwrap_err();
+        assert!(e.to_string().contains("limit"), "{e}");
     }
 }
