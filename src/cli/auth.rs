@@ -120,8 +120,10 @@ pub struct AuthArgs {
     /// Keep tokens between runs in a file only you can read (default
     /// $XDG_STATE_HOME/mcpscope/oauth-tokens.json); without it they live
     /// in memory for this run only.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
-    pub token_store: Option<PathBuf>,
+    /// (A bare `--token-store` is `Some(None)`: clap's path parser refuses an
+    /// empty default, which made the documented bare flag a usage error.)
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub token_store: Option<Option<PathBuf>>,
 }
 
 impl AuthArgs {
@@ -221,11 +223,10 @@ impl AuthArgs {
         let store = match &self.token_store {
             None => None,
             Some(p) => {
-                let path = if p.as_os_str().is_empty() {
-                    TokenStore::default_path()
-                        .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")?
-                } else {
-                    p.clone()
+                let path = match p {
+                    Some(p) => p.clone(),
+                    None => TokenStore::default_path()
+                        .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")?,
                 };
                 Some(TokenStore::open(&path)?)
             }

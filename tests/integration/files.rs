@@ -146,3 +146,29 @@ fn a_capture_path_planted_as_another_users_link_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(std::fs::read_to_string(&real).unwrap().contains("mcpscope-capture"));
 }
+
+/// #26 item 16: a bare --token-store takes the documented default path (it
+/// was refused as a usage error).
+#[test]
+fn a_bare_token_store_uses_the_default_path() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "call",
+            "--server-url",
+            "http://127.0.0.1:9/mcp",
+            "--token-store",
+            "--method",
+            "tools/list",
+        ])
+        .env("HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "unreachable, not a usage error: {}",
+        text(&out.stderr)
+    );
+}

@@ -217,6 +217,19 @@ fn replace_keeping_mode(target: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// A config's text, refusing what is not a regular file (a FIFO would block
+/// the read forever) without blocking.
+pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = crate::record::private_files::open_regular(path).map_err(|e| match e.downcast::<io::Error>() {
+        Ok(io) => io,
+        Err(other) => io::Error::new(io::ErrorKind::InvalidInput, format!("{other:#}")),
+    })?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,17 +311,4 @@ mod tests {
         assert_eq!(r.changes.len(), 2);
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
     }
-}
-
-/// A config's text, refusing what is not a regular file (a FIFO would block
-/// the read forever) without blocking.
-pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut f = crate::record::private_files::open_regular(path).map_err(|e| match e.downcast::<io::Error>() {
-        Ok(io) => io,
-        Err(other) => io::Error::new(io::ErrorKind::InvalidInput, format!("{other:#}")),
-    })?;
-    let mut text = String::new();
-    f.read_to_string(&mut text)?;
-    Ok(text)
 }

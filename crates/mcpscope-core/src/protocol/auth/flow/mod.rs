@@ -744,6 +744,23 @@ impl AuthFlow {
                 why: "no authorization_endpoint or token_endpoint".into(),
             });
         }
+        // What the browser will be sent to, and where codes and secrets go:
+        // https, or http on this machine only (never file:, javascript: …).
+        for (name, endpoint) in [
+            ("authorization_endpoint", &meta.authorization_endpoint),
+            ("token_endpoint", &meta.token_endpoint),
+            ("registration_endpoint", &meta.registration_endpoint),
+        ] {
+            if let Some(url) = endpoint
+                && let Err(why) = endpoint_allowed(url)
+            {
+                return self.fail(AuthError::BadResponse {
+                    step: Step::ServerMetadata,
+                    url: meta.url.clone().unwrap_or(issuer),
+                    why: format!("its {name} {url:?} {why}: refusing to use it"),
+                });
+            }
+        }
         let Some(redirect_uri) = self.redirect_uri.clone() else {
             self.stage = Stage::AwaitRedirectUri;
             return Action::NeedRedirectUri;
@@ -1088,6 +1105,31 @@ impl AuthFlow {
                 self.fail(e)
             }
         }
+    }
+}
+
+/// Whether an endpoint from an authorization server's metadata may be used:
+/// https anywhere, http only on a loopback host.
+pub fn endpoint_allowed(url: &str) -> Result<(), &'static str> {
+    let Ok(u) = url::Url::parse(url) else {
+        return Err("is not a URL");
+    };
+    match u.scheme() {
+        "https" => Ok(()),
+        "http" => {
+            let loopback = match u.host() {
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            };
+            if loopback {
+                Ok(())
+            } else {
+                Err("is plain http on a host that is not this machine")
+            }
+        }
+        _ => Err("is neither https nor http"),
     }
 }
 

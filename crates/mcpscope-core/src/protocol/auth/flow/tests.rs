@@ -686,3 +686,28 @@ fn a_new_authorization_server_gets_its_own_registration() {
     }
     assert_eq!(mem.clients.len(), 2);
 }
+
+/// #26 item 16: an endpoint that is not https (or http on this machine) is
+/// refused before anything is opened or sent to it.
+#[test]
+fn endpoints_that_are_not_https_are_refused() {
+    for (endpoint, why) in [
+        ("file:///etc/passwd", "neither https nor http"),
+        ("javascript:alert(1)", "neither https nor http"),
+        ("http://as.example.com/authorize", "not this machine"),
+    ] {
+        let mut w = prm_world(None, json!({"authorization_endpoint": endpoint}));
+        let (r, _) = w.run(
+            AuthConfig::default(),
+            Memory::default(),
+            unauthorized("Bearer resource_metadata=\"http://localhost:3000/prm\""),
+        );
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("refusing"), "{endpoint}: {e}");
+        assert!(w.authorize_urls.is_empty(), "{endpoint}: nothing opened in a browser");
+    }
+    assert!(super::endpoint_allowed("https://as.example.com/authorize").is_ok());
+    assert!(super::endpoint_allowed("http://127.0.0.1:9000/authorize").is_ok());
+    assert!(super::endpoint_allowed("http://localhost:9000/authorize").is_ok());
+    assert!(super::endpoint_allowed("http://[::1]:9000/authorize").is_ok());
+}
