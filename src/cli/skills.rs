@@ -7,10 +7,11 @@
 use super::call::CallArgs;
 use super::{EraArg, TargetArgs, exit};
 use clap::{Args, Subcommand};
-use mcpscope_core::client::{Client, ClientError};
+use mcpscope_core::client::{Client, ClientError, MAX_LIST_PAGES};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::skills::{self, FileState, SkillEntry, SkillFile, SkillLoad};
-use serde_json::json;
+use mcpscope_core::wire::message::ErrorObject;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -103,8 +104,8 @@ pub fn run(args: SkillsArgs) -> ExitCode {
 
 /// Runs the request on an established session; the exit status.
 pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -> Result<u8, ClientError> {
-    let raw = match client.list_all(skills::SKILLS_LIST, "skills", timeout)? {
-        Ok(raw) => raw,
+    let (raw, mut problems) = match list_skills(client, timeout)? {
+        Ok(listed) => listed,
         Err(e) => {
             super::call::print_json(&e.to_json());
             crate::errln!("mcpscope: skills/list failed with JSON-RPC error {e}");
@@ -112,7 +113,14 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         }
     };
     let listing = json!({ "skills": raw });
-    let (entries, problems) = SkillEntry::all_from_result(&listing);
+    let (entries, unread) = SkillEntry::all_from_result(&listing);
+    problems.extend(unread);
+    if matches!(request, SkillRequest::List) {
+        // An invalid entry is listed as the server gave it, and said so here.
+        for e in &entries {
+            problems.extend(e.problems.iter().map(|p| format!("skill {}: {p}", e.uri)));
+        }
+    }
     for p in &problems {
         crate::errln!("mcpscope: skills/list: {p}");
     }
@@ -141,6 +149,10 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
     };
     // Which files, decided before anything is read.
     let mut load = SkillLoad::new(entry.clone());
+    if let Some(e) = load.rejected() {
+        crate::errln!("mcpscope: verification failed, not using skill {}: {e}", entry.name());
+        return Ok(exit::FAILED);
+    }
     let manifest_uri = load.files()[0].0.uri.clone();
     let extra: Vec<String> = if all_files {
         load.files()[1..].iter().map(|(f, _)| f.uri.clone()).collect()
@@ -199,6 +211,40 @@ pub fn perform(client: &mut Client, request: &SkillRequest, timeout: Duration) -
         "files": out_files,
     }));
     Ok(exit::OK)
+}
+
+/// The entries of every `skills/list` page, and what could not be read of them.
+type Listed = (Vec<Value>, Vec<String>);
+
+/// Every `skills/list` page (at most [`MAX_LIST_PAGES`]): the entries, and
+/// what could not be read of them. Each page is read from its frame's bytes
+/// when it does not parse as one JSON value (an entry nested too deeply), so
+/// such an entry is still listed, without what could not be read, and said so.
+fn list_skills(client: &mut Client, timeout: Duration) -> Result<Result<Listed, ErrorObject>, ClientError> {
+    let mut items = Vec::new();
+    let mut problems = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let resp = client.request(skills::SKILLS_LIST, params, timeout)?;
+        let result = match resp.outcome {
+            Ok(result) => result,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Some(page) = result.get("skills").and_then(Value::as_array) {
+            items.extend(page.iter().cloned());
+            cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+        } else {
+            let page = skills::list_page(&resp.frame.raw);
+            items.extend(page.skills);
+            problems.extend(page.problems);
+            cursor = page.next_cursor;
+        }
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(Ok((items, problems)))
 }
 
 /// Reads one file and checks it against the listing (by [`SkillLoad`]'s

@@ -642,3 +642,101 @@ fn the_app_without_xdg_runtime_dir_says_so_once() {
         assert_eq!(mode & 0o777, 0o700, "{line}");
     }
 }
+
+/// `mcpscope skills …` against the skills test server with `server_args`; the
+/// output and the `resources/read` URIs sent.
+fn skills_run(dir: &std::path::Path, name: &str, extra: &[&str], server_args: &[&str]) -> (Output, Vec<String>) {
+    let server = skills_server();
+    let capture = dir.join(name);
+    let capture_arg = capture.display().to_string();
+    let mut args = vec!["skills"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--capture", &capture_arg, "--", "python3", &server]);
+    args.extend_from_slice(server_args);
+    (mcpscope(&args), reads_sent(&capture))
+}
+
+#[test]
+fn skills_get_refuses_a_yaml_bomb_in_skill_md() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (out, reads) = skills_run(dir.path(), "bomb.jsonl", &["get", "bomb"], &["--yaml-bomb"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("verification failed, not using skill bomb")
+            && err.contains("expands to more than 10000 nodes through its aliases"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no skill printed after a failed check");
+    assert_eq!(reads, ["skill://bomb/SKILL.md"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn skills_get_fails_on_an_invalid_size_in_the_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, size) in ["-5", "\"172\"", "123456789012345678901234567890"]
+        .into_iter()
+        .enumerate()
+    {
+        let (out, reads) = skills_run(
+            dir.path(),
+            &format!("size{i}.jsonl"),
+            &["get", "pdf-processing"],
+            &["--bad-size", size],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "size {size}: {err}");
+        assert!(
+            err.contains("verification failed, not using skill pdf-processing")
+                && err.contains("resources[0].size")
+                && err.contains("not a byte count"),
+            "size {size}: {err}"
+        );
+        assert!(reads.is_empty(), "nothing read of an invalid entry: {reads:?}");
+        assert!(out.stdout.is_empty());
+    }
+    // Listing shows the entry as the server gave it, and says what is wrong with it.
+    let (out, _) = skills_run(dir.path(), "list.jsonl", &["list"], &["--bad-size", "-5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["skills"][0]["resources"][0]["size"], -5);
+    assert!(
+        text(&out.stderr).contains("skill skill://pdf-processing/SKILL.md: resources[0].size"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn skills_list_shows_a_skill_whose_frontmatter_nests_too_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = skills_run(dir.path(), "deep.jsonl", &["list"], &["--deep-frontmatter", "300"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uris: Vec<&str> = v["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["uri"].as_str())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://pdf-processing/SKILL.md",
+            "skill://changelog/SKILL.md",
+            "skill://deep/SKILL.md"
+        ]
+    );
+    assert_eq!(v["skills"][0]["frontmatter"]["name"], "pdf-processing");
+    assert!(
+        err.contains("skills/list: skill skill://deep/SKILL.md: its frontmatter cannot be read"),
+        "{err}"
+    );
+}

@@ -2,6 +2,7 @@
 """An MCP stdio server offering Skills over MCP (SEP-2640) for mcpscope's tests (stdlib only).
 
     python3 tests/servers/skills_server.py [--tamper PATH]... [--drop-frontmatter]
+        [--yaml-bomb] [--bad-size JSON] [--deep-frontmatter N]
 
 Speaks 2025-11-25 over stdio (one JSON object per line). Advertises the extension
 `io.modelcontextprotocol/skills` under capabilities.extensions, and `resources`.
@@ -13,6 +14,11 @@ Speaks 2025-11-25 over stdio (one JSON object per line). Advertises the extensio
     with other bytes of the same length, so only the digest gives it away;
   * `--drop-frontmatter`: pdf-processing's listing carries a `license` field its
     SKILL.md does not have;
+  * `--yaml-bomb`: a third skill `bomb` whose SKILL.md frontmatter is a "billion laughs"
+    (aliases of aliases; its size and digest are right, so only the YAML gives it away);
+  * `--bad-size JSON`: pdf-processing's SKILL.md is listed with this `size` (a JSON value:
+    `-5`, `"42"`, `123456789012345678901234567890`…);
+  * `--deep-frontmatter N`: a third skill `deep` whose listed frontmatter nests N arrays deep;
   * every `resources/read` is logged on stderr as `read URI`.
 """
 
@@ -45,6 +51,18 @@ FRONTMATTER = {
 }
 
 
+# Nine levels of ten aliases each: 10^9 strings once the aliases are expanded.
+BILLION_LAUGHS = (
+    "---\n"
+    "name: bomb\n"
+    "lol0: &lol0 lol\n"
+    + "".join(
+        f"lol{i}: &lol{i} [{', '.join([f'*lol{i - 1}'] * 10)}]\n" for i in range(1, 10)
+    )
+    + "---\n\nBoom.\n"
+)
+
+
 def digest(text):
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -58,7 +76,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tamper", action="append", default=[])
     ap.add_argument("--drop-frontmatter", action="store_true")
+    ap.add_argument("--yaml-bomb", action="store_true")
+    ap.add_argument("--bad-size")
+    ap.add_argument("--deep-frontmatter", type=int, default=0)
     args = ap.parse_args()
+    sys.setrecursionlimit(100000)
+    if args.yaml_bomb:
+        SKILLS["bomb"] = {"SKILL.md": BILLION_LAUGHS}
+        FRONTMATTER["bomb"] = {"name": "bomb"}
+    if args.deep_frontmatter:
+        SKILLS["deep"] = {"SKILL.md": "---\nname: deep\n---\n\nDeep.\n"}
+        nested = "deep"
+        for _ in range(args.deep_frontmatter):
+            nested = [nested]
+        FRONTMATTER["deep"] = {"name": "deep", "nested": nested}
 
     def listing():
         skills = []
@@ -74,6 +105,8 @@ def main():
                     for path, text in files.items()
                 ],
             })
+            if args.bad_size is not None and name == "pdf-processing":
+                skills[-1]["resources"][0]["size"] = json.loads(args.bad_size)
         return {"skills": skills}
 
     def read(uri):

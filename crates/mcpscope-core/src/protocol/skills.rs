@@ -32,6 +32,10 @@ pub struct SkillEntry {
     pub uri: String,
     pub frontmatter: Map<String, Value>,
     pub files: Vec<SkillFile>,
+    /// What in the entry is invalid (a `size` that is not a byte count, a
+    /// digest that is not a string…), each naming the field. An entry with
+    /// problems fails its check: none of its files is read.
+    pub problems: Vec<String>,
 }
 
 impl SkillEntry {
@@ -47,25 +51,24 @@ impl SkillEntry {
             .and_then(Value::as_object)
             .cloned()
             .ok_or_else(|| format!("skill {uri} has no frontmatter object"))?;
-        let files = v
-            .get("resources")
-            .and_then(Value::as_array)
-            .map(|rs| {
-                rs.iter()
-                    .filter_map(|r| {
-                        Some(SkillFile {
-                            uri: r.get("uri")?.as_str()?.to_owned(),
-                            digest: r.get("digest").and_then(Value::as_str).map(str::to_owned),
-                            size: r.get("size").and_then(Value::as_u64),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut problems = Vec::new();
+        let files = match v.get("resources") {
+            None => Vec::new(),
+            Some(Value::Array(rs)) => rs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| SkillFile::from_json(i, r, &mut problems))
+                .collect(),
+            Some(other) => {
+                problems.push(format!("resources is {}, not an array", shown(other)));
+                Vec::new()
+            }
+        };
         Ok(SkillEntry {
             uri,
             frontmatter,
             files,
+            problems,
         })
     }
 
@@ -129,6 +132,145 @@ impl SkillEntry {
     }
 }
 
+impl SkillFile {
+    /// Reads `resources[i]` of an entry; what is invalid goes to `problems`
+    /// (naming the field), and `None` when there is no file to speak of.
+    fn from_json(i: usize, r: &Value, problems: &mut Vec<String>) -> Option<SkillFile> {
+        let Some(uri) = r.get("uri").and_then(Value::as_str) else {
+            problems.push(format!(
+                "resources[{i}].uri is {}, not a URI string",
+                shown_field(r, "uri")
+            ));
+            return None;
+        };
+        let size = match r.get("size") {
+            None => None,
+            Some(v) => match v.as_u64() {
+                Some(n) => Some(n),
+                None => {
+                    problems.push(format!("resources[{i}].size ({uri}) is {}, not a byte count", shown(v)));
+                    None
+                }
+            },
+        };
+        let digest = match r.get("digest") {
+            None => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(v) => {
+                problems.push(format!(
+                    "resources[{i}].digest ({uri}) is {}, not a sha256: string",
+                    shown(v)
+                ));
+                None
+            }
+        };
+        Some(SkillFile {
+            uri: uri.to_owned(),
+            digest,
+            size,
+        })
+    }
+}
+
+/// A JSON value for a message, cut short.
+fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+fn shown_field(r: &Value, field: &str) -> String {
+    r.get(field).map_or_else(|| "missing".to_owned(), shown)
+}
+
+/// One page of a `skills/list` response, read from the response frame's
+/// bytes entry by entry: an entry too deeply nested to parse as a whole (a
+/// hostile frontmatter makes the whole frame unreadable as one JSON value)
+/// is kept with the fields that can be read, and `problems` says what was
+/// left out and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListPage {
+    pub skills: Vec<Value>,
+    pub next_cursor: Option<String>,
+    pub problems: Vec<String>,
+}
+
+/// Reads a `skills/list` response frame (`{"jsonrpc":…,"result":{"skills":[…]}}`).
+pub fn list_page(raw: &[u8]) -> ListPage {
+    use serde_json::value::RawValue;
+    type Fields<'a> = std::collections::BTreeMap<String, &'a RawValue>;
+    let mut page = ListPage::default();
+    let top: Fields = match serde_json::from_slice(raw) {
+        Ok(t) => t,
+        Err(e) => {
+            page.problems
+                .push(format!("the skills/list response cannot be read: {e}"));
+            return page;
+        }
+    };
+    let result: Fields = match top.get("result").map(|r| serde_json::from_str(r.get())) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            page.problems
+                .push(format!("the skills/list result cannot be read: {e}"));
+            return page;
+        }
+        None => {
+            page.problems.push("the skills/list response has no result".into());
+            return page;
+        }
+    };
+    page.next_cursor = result
+        .get("nextCursor")
+        .and_then(|c| serde_json::from_str::<String>(c.get()).ok());
+    let skills: Vec<&RawValue> = match result.get("skills").map(|s| serde_json::from_str(s.get())) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            page.problems
+                .push(format!("the skills/list result's skills cannot be read: {e}"));
+            return page;
+        }
+        None => {
+            page.problems.push("the skills/list result has no skills array".into());
+            return page;
+        }
+    };
+    for (i, raw) in skills.into_iter().enumerate() {
+        if let Ok(v) = serde_json::from_str::<Value>(raw.get()) {
+            page.skills.push(v);
+            continue;
+        }
+        let fields: Fields = match serde_json::from_str(raw.get()) {
+            Ok(f) => f,
+            Err(e) => {
+                page.problems.push(format!("skills[{i}] cannot be read: {e}"));
+                continue;
+            }
+        };
+        let mut entry = Map::new();
+        let mut left_out = Vec::new();
+        for (k, v) in fields {
+            match serde_json::from_str::<Value>(v.get()) {
+                Ok(v) => {
+                    entry.insert(k, v);
+                }
+                Err(e) => left_out.push(format!("its {k} cannot be read ({e}) and is left out")),
+            }
+        }
+        let name = entry
+            .get("uri")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("skills[{i}]"), |u| format!("skill {u}"));
+        for why in left_out {
+            page.problems.push(format!("{name}: {why}"));
+        }
+        page.skills.push(Value::Object(entry));
+    }
+    page
+}
+
 /// Why a file read for a skill must not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VerifyError {
@@ -156,6 +298,11 @@ pub enum VerifyError {
         uri: String,
         why: String,
     },
+    /// The skill's `skills/list` entry itself is invalid (see [`SkillEntry::problems`]).
+    Entry {
+        uri: String,
+        problems: Vec<String>,
+    },
 }
 
 impl fmt::Display for VerifyError {
@@ -178,6 +325,9 @@ impl fmt::Display for VerifyError {
                 )
             }
             VerifyError::Content { uri, why } => write!(f, "{uri}: {why}"),
+            VerifyError::Entry { uri, problems } => {
+                write!(f, "{uri}: the skills/list entry is invalid: {}", problems.join("; "))
+            }
         }
     }
 }
@@ -272,6 +422,7 @@ pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), String> {
         offset += line.len();
     }
     let (yaml_end, body_start) = end.ok_or("SKILL.md's frontmatter has no closing --- line")?;
+    check_yaml_limits(&rest[..yaml_end])?;
     let docs = yaml_rust2::YamlLoader::load_from_str(&rest[..yaml_end])
         .map_err(|e| format!("SKILL.md's frontmatter is not valid YAML: {e}"))?;
     match docs.into_iter().next().map(|y| yaml_to_json(&y)) {
@@ -279,6 +430,106 @@ pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), String> {
         None | Some(Value::Null) => Ok((Map::new(), &rest[body_start..])),
         Some(other) => Err(format!("SKILL.md's frontmatter is not a mapping but {other}")),
     }
+}
+
+/// The largest frontmatter read, in bytes.
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+/// The most aliases (`*name`) a frontmatter may use.
+pub const MAX_FRONTMATTER_ALIASES: usize = 100;
+/// The deepest a frontmatter may nest (sequences and mappings, aliases expanded).
+pub const MAX_FRONTMATTER_DEPTH: usize = 64;
+/// The most nodes a frontmatter may hold once its aliases are expanded.
+pub const MAX_FRONTMATTER_NODES: u64 = 10_000;
+
+/// Checks a frontmatter against the limits above before it is loaded: the
+/// loader copies an anchored node for every alias, so a "billion laughs"
+/// (aliases of aliases) would take memory exponential in its size. This
+/// walks the parser's events once, without building anything: it counts the
+/// aliases and, for every anchor, the nodes and depth an alias to it stands
+/// for, so the expanded size is known without expanding it.
+fn check_yaml_limits(yaml: &str) -> Result<(), String> {
+    use yaml_rust2::parser::{Event, Parser};
+    if yaml.len() > MAX_FRONTMATTER_BYTES {
+        return Err(format!(
+            "SKILL.md's frontmatter is larger than {} KiB ({} bytes); not read",
+            MAX_FRONTMATTER_BYTES / 1024,
+            yaml.len()
+        ));
+    }
+    /// An open sequence or mapping: its anchor, the node count when it
+    /// started, and the height of its deepest child.
+    struct Open {
+        anchor: usize,
+        nodes_before: u64,
+        child_height: usize,
+    }
+    // Per anchor id: the nodes and the height (0 for a scalar) it stands for.
+    let mut anchors: std::collections::HashMap<usize, (u64, usize)> = std::collections::HashMap::new();
+    let mut open: Vec<Open> = Vec::new();
+    let mut aliases = 0usize;
+    let mut nodes = 0u64;
+    let mut depth = 0usize;
+    let mut parser = Parser::new_from_str(yaml);
+    loop {
+        let (event, _) = parser
+            .next_token()
+            .map_err(|e| format!("SKILL.md's frontmatter is not valid YAML: {e}"))?;
+        // The node that just ended (its nodes are already counted): its height.
+        let ended = match event {
+            Event::StreamEnd => break,
+            Event::Alias(id) => {
+                aliases += 1;
+                let (n, h) = anchors.get(&id).copied().unwrap_or((1, 0));
+                nodes = nodes.saturating_add(n);
+                depth = depth.max(open.len() + h);
+                Some(h)
+            }
+            Event::Scalar(_, _, anchor, _) => {
+                nodes = nodes.saturating_add(1);
+                if anchor > 0 {
+                    anchors.insert(anchor, (1, 0));
+                }
+                Some(0)
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                nodes = nodes.saturating_add(1);
+                open.push(Open {
+                    anchor,
+                    nodes_before: nodes - 1,
+                    child_height: 0,
+                });
+                depth = depth.max(open.len());
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => open.pop().map(|o| {
+                let height = o.child_height + 1;
+                if o.anchor > 0 {
+                    anchors.insert(o.anchor, (nodes - o.nodes_before, height));
+                }
+                height
+            }),
+            _ => None,
+        };
+        if let (Some(h), Some(parent)) = (ended, open.last_mut()) {
+            parent.child_height = parent.child_height.max(h);
+        }
+    }
+    if aliases > MAX_FRONTMATTER_ALIASES {
+        return Err(format!(
+            "SKILL.md's frontmatter uses {aliases} aliases (at most {MAX_FRONTMATTER_ALIASES}); not read"
+        ));
+    }
+    if depth > MAX_FRONTMATTER_DEPTH {
+        return Err(format!(
+            "SKILL.md's frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels (aliases expanded); not read"
+        ));
+    }
+    if nodes > MAX_FRONTMATTER_NODES {
+        return Err(format!(
+            "SKILL.md's frontmatter expands to more than {MAX_FRONTMATTER_NODES} nodes through its aliases; not read"
+        ));
+    }
+    Ok(())
 }
 
 fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
@@ -398,6 +649,13 @@ impl SkillLoad {
                 .filter(|f| f.uri != manifest.uri)
                 .map(|f| (f.clone(), FileState::Unread)),
         );
+        // An invalid entry is a failed check before anything is read.
+        if !entry.problems.is_empty() {
+            files[0].1 = FileState::Rejected(VerifyError::Entry {
+                uri: entry.uri.clone(),
+                problems: entry.problems.clone(),
+            });
+        }
         SkillLoad {
             entry,
             files,
@@ -697,6 +955,136 @@ mod tests {
         let blob = json!({"contents": [{"uri": m.uri, "blob": "//4="}]});
         let state = load.finish_read(&m.uri, Ok(&blob)).unwrap();
         assert!(format!("{state:?}").contains("not UTF-8"), "{state:?}");
+    }
+
+    /// A "billion laughs": nine levels of ten aliases each, 10^9 strings expanded.
+    fn billion_laughs(levels: usize, per_level: usize) -> String {
+        let mut yaml = String::from("---\nname: bomb\nlol0: &lol0 lol\n");
+        for i in 1..=levels {
+            let refs = vec![format!("*lol{}", i - 1); per_level].join(", ");
+            yaml.push_str(&format!("lol{i}: &lol{i} [{refs}]\n"));
+        }
+        yaml.push_str("---\nBoom.\n");
+        yaml
+    }
+
+    #[test]
+    fn a_yaml_bomb_is_refused_before_it_is_expanded() {
+        let started = std::time::Instant::now();
+        // 90 aliases, under the alias limit: the expanded size gives it away.
+        let err = frontmatter(&billion_laughs(9, 10)).unwrap_err();
+        assert!(err.contains("expands to more than 10000 nodes"), "{err}");
+        // Through SkillLoad, as `skills get` loads it: a failed check.
+        let bomb = billion_laughs(9, 10);
+        let mut e = entry(&bomb);
+        e.frontmatter = Map::from_iter([("name".to_owned(), json!("bomb"))]);
+        let mut load = SkillLoad::new(e);
+        let m = load.start_read("SKILL.md").unwrap();
+        let state = load.finish_read(&m.uri, Ok(&text_result(&m.uri, &bomb))).unwrap();
+        assert!(
+            matches!(state, FileState::Rejected(VerifyError::Content { why, .. }) if why.contains("aliases")),
+            "{state:?}"
+        );
+        // Many aliases.
+        let err = frontmatter(&billion_laughs(12, 10)).unwrap_err();
+        assert!(err.contains("uses 120 aliases (at most 100)"), "{err}");
+        // Deep nesting, written out or through aliases.
+        let deep = format!("---\nx: {}1{}\n---\n", "[".repeat(65), "]".repeat(65));
+        let err = frontmatter(&deep).unwrap_err();
+        assert!(err.contains("nests deeper than 64"), "{err}");
+        let via_alias = format!(
+            "---\na: &a {}1{}\nb: {}*a{}\n---\n",
+            "[".repeat(40),
+            "]".repeat(40),
+            "[".repeat(30),
+            "]".repeat(30)
+        );
+        let err = frontmatter(&via_alias).unwrap_err();
+        assert!(err.contains("nests deeper than 64"), "{err}");
+        // Too large to read at all.
+        let big = format!("---\nname: x\ndescription: {}\n---\n", "a".repeat(70 * 1024));
+        let err = frontmatter(&big).unwrap_err();
+        assert!(err.contains("larger than 64 KiB"), "{err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // What stays within the limits still loads, aliases and all.
+        let fine = "---\nname: &n x\nalso: *n\nlist: [[[1]]]\n---\n";
+        let (m, _) = frontmatter(fine).unwrap();
+        assert_eq!(m["also"], "x");
+        assert_eq!(m["list"], json!([[[1]]]));
+    }
+
+    #[test]
+    fn an_invalid_listing_entry_fails_its_check_naming_the_field() {
+        let good = entry(SKILL);
+        assert!(good.problems.is_empty(), "{:?}", good.problems);
+        for (size, shown) in [
+            (json!(-5), "is -5"),
+            (json!("172"), "is \"172\""),
+            (json!(1e30), "is 1e+30"),
+            (json!(1.5), "is 1.5"),
+        ] {
+            let e = SkillEntry::from_json(&json!({
+                "uri": "skill://pdf-processing/SKILL.md",
+                "frontmatter": {"name": "pdf-processing"},
+                "resources": [
+                    {"uri": "skill://pdf-processing/SKILL.md", "digest": digest_of(SKILL.as_bytes()), "size": size}
+                ]
+            }))
+            .unwrap();
+            assert_eq!(e.problems.len(), 1, "{:?}", e.problems);
+            assert!(
+                e.problems[0].contains("resources[0].size") && e.problems[0].contains(shown),
+                "{:?}",
+                e.problems
+            );
+            let mut load = SkillLoad::new(e);
+            let err = load.rejected().expect("rejected before anything is read").to_string();
+            assert!(err.contains("entry is invalid") && err.contains("size"), "{err}");
+            assert!(matches!(load.start_read("SKILL.md"), Err(ReadRefusal::Rejected(_))));
+        }
+        let e = SkillEntry::from_json(&json!({
+            "uri": "skill://a/SKILL.md",
+            "frontmatter": {},
+            "resources": [{"uri": "skill://a/SKILL.md", "digest": 5}, {"size": 3}]
+        }))
+        .unwrap();
+        assert_eq!(e.problems.len(), 2, "{:?}", e.problems);
+        assert!(e.problems[0].contains("resources[0].digest"), "{:?}", e.problems);
+        assert!(
+            e.problems[1].contains("resources[1].uri is missing"),
+            "{:?}",
+            e.problems
+        );
+        let e =
+            SkillEntry::from_json(&json!({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": 3})).unwrap();
+        assert!(e.problems[0].contains("resources is 3"), "{:?}", e.problems);
+    }
+
+    #[test]
+    fn a_listing_too_deep_to_parse_keeps_its_entries_and_says_what_is_left_out() {
+        let deep = format!("{}\"x\"{}", "[".repeat(300), "]".repeat(300));
+        let raw = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"result":{{"skills":[{{"uri":"skill://a/SKILL.md","frontmatter":{{"name":"a"}}}},{{"uri":"skill://deep/SKILL.md","frontmatter":{{"name":"deep","x":{deep}}},"resources":[]}}],"nextCursor":"c2"}}}}"#
+        );
+        assert!(serde_json::from_str::<Value>(&raw).is_err(), "too deep for one parse");
+        let page = list_page(raw.as_bytes());
+        assert_eq!(page.skills.len(), 2);
+        assert_eq!(page.skills[0]["frontmatter"]["name"], "a");
+        assert_eq!(page.skills[1]["uri"], "skill://deep/SKILL.md");
+        assert!(page.skills[1].get("frontmatter").is_none());
+        assert_eq!(page.next_cursor.as_deref(), Some("c2"));
+        assert_eq!(page.problems.len(), 1, "{:?}", page.problems);
+        assert!(
+            page.problems[0].contains("skill skill://deep/SKILL.md: its frontmatter cannot be read"),
+            "{:?}",
+            page.problems
+        );
+        assert!(!list_page(b"{\"result\":null}").problems.is_empty());
+        assert!(!list_page(b"not json").problems.is_empty());
     }
 
     #[test]
