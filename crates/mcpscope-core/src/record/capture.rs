@@ -161,7 +161,7 @@ pub struct Writer {
 /// file keeps its mode and its contents). A symbolic link is followed only
 /// when it is the user's own: in a sticky, world-writable directory such as
 /// /tmp another user may plant one to make mcpscope append to their target.
-/// A FIFO or a device is refused without blocking.
+/// A FIFO is refused without blocking.
 fn open_append(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::MetadataExt;
     let refuse = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
@@ -196,12 +196,17 @@ fn open_append(path: &Path) -> io::Result<File> {
             )),
             _ => e,
         })?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(refuse(format!(
-            "{} is not a regular file (a FIFO or a device): a capture must be a regular file",
-            path.display()
-        )));
+    // A FIFO or a socket would block or vanish; a device (/dev/null,
+    // /dev/full) is the user's deliberate choice and behaves like a file.
+    let ft = file.metadata()?.file_type();
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() || ft.is_socket() {
+            return Err(refuse(format!(
+                "{} is a FIFO or a socket, not a file: a capture must be a regular file",
+                path.display()
+            )));
+        }
     }
     crate::record::state_dir::clear_nonblock(&file);
     Ok(file)
