@@ -146,8 +146,9 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
         crate::errln!("mcpscope proxy: {n}; forwarding goes on");
     }
     crate::errln!(
-        "mcpscope proxy: listening on http://{} and forwarding to {upstream}",
-        proxy.local_addr()
+        "mcpscope proxy: listening on http://{} and forwarding to {}",
+        proxy.local_addr(),
+        mcpscope_core::transport::target::mask_url(upstream)
     );
     let outcome = proxy.run_until_stopped();
     for n in &outcome.notes {

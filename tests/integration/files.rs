@@ -172,3 +172,81 @@ fn a_bare_token_store_uses_the_default_path() {
         text(&out.stderr)
     );
 }
+
+/// #26 item 1: the reverse proxy's session files and its own stderr keep
+/// no credential of the upstream URL or of the client's headers.
+#[test]
+fn the_reverse_proxy_records_no_credentials() {
+    use std::io::{Read, Write};
+    // An upstream that answers every request with an empty JSON object.
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = upstream.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in upstream.incoming().take(4) {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 8192];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        }
+    });
+    let state = tempfile::tempdir().unwrap();
+    let up = format!("http://alice:s3cret-pw@127.0.0.1:{port}/mcp?api_key=k3y-123&x=1");
+    let mut proxy = Command::new(bin())
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &up,
+            "--session",
+            "creds",
+        ])
+        .env("XDG_STATE_HOME", state.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = proxy.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    let listening = loop {
+        let n = err.read(&mut buf).unwrap();
+        assert!(n > 0, "the proxy ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(i) = text.find("listening on http://") {
+            let rest = &text[i + "listening on http://".len()..];
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let mut c = std::net::TcpStream::connect(&listening).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    write!(
+        c,
+        "POST /mcp?api_key=k3y-123&x=1 HTTP/1.1\r\nHost: {listening}\r\nAuthorization: Bearer t0ken-xyz\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = c.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // SAFETY: a pid of our own child.
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
+    let _ = err.read_to_end(&mut seen);
+    proxy.wait().unwrap();
+    let mut everything = String::from_utf8_lossy(&seen).into_owned();
+    for e in std::fs::read_dir(state.path().join("mcpscope/sessions")).unwrap() {
+        everything.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());
+    }
+    assert!(
+        everything.contains("\"event\":\"http\""),
+        "the exchange is recorded: {everything}"
+    );
+    for secret in ["s3cret-pw", "k3y-123", "t0ken-xyz", "alice:"] {
+        assert!(
+            !everything.contains(secret),
+            "{secret} is in the session files or the proxy's stderr:\n{everything}"
+        );
+    }
+}

@@ -80,11 +80,10 @@ impl ReverseProxyOptions {
     /// Checks `listen` (a loopback address, port 0 for any free one) and
     /// `upstream` (an http or https URL).
     pub fn new(listen: &str, upstream: &str) -> Result<Self, String> {
-        let upstream_url = url::Url::parse(upstream).map_err(|e| format!("--upstream {upstream:?}: {e}"))?;
+        let shown = crate::transport::target::mask_url(upstream);
+        let upstream_url = url::Url::parse(upstream).map_err(|e| format!("--upstream {shown:?}: {e}"))?;
         if !matches!(upstream_url.scheme(), "http" | "https") || upstream_url.host().is_none() {
-            return Err(format!(
-                "--upstream must be an http:// or https:// URL, got {upstream:?}"
-            ));
+            return Err(format!("--upstream must be an http:// or https:// URL, got {shown:?}"));
         }
         Ok(Self {
             listen: loopback_addr(listen)?,
@@ -211,19 +210,22 @@ impl ReverseProxy {
         let local = listener.local_addr()?;
         let mut notes = Vec::new();
         let mut recorder = Recorder::new(options.limits, Instant::now());
+        // Recorded (capture header, session index) and said with userinfo and
+        // secret-looking query values masked, as `call` records its URL.
+        let shown_upstream = crate::transport::target::mask_url(options.upstream.as_str());
         let header = capture::Header {
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            command_line: format!("mcpscope proxy --listen {local} --upstream {}", options.upstream),
+            command_line: format!("mcpscope proxy --listen {local} --upstream {shown_upstream}"),
             mode: "proxy".into(),
             transport: "http".into(),
-            url: Some(options.upstream.to_string()),
+            url: Some(shown_upstream.clone()),
             ..capture::Header::default()
         };
         let mut live = None;
         if let Some(session) = &options.session {
-            let new = NewSession::http(&session.name, &local.to_string(), options.upstream.as_str());
+            let new = NewSession::http(&session.name, &local.to_string(), &shown_upstream);
             match LiveSession::start(&session.dir, new) {
                 Ok((l, file)) => {
                     match capture::Writer::with_file(file, l.capture_path(), &header) {
@@ -700,10 +702,11 @@ fn is_secret_header(name: &str) -> bool {
         .any(|s| n.contains(s))
 }
 
-/// A URL for the record, with the values of secret-looking query parameters masked.
+/// A URL for the record, with userinfo and the values of secret-looking
+/// query parameters masked.
 fn masked_url(u: &url::Url) -> String {
     if u.query().is_none() {
-        return u.to_string();
+        return crate::transport::target::mask_url(u.as_str());
     }
     let mut shown = u.clone();
     let pairs: Vec<(String, String)> = u
@@ -717,7 +720,7 @@ fn masked_url(u: &url::Url) -> String {
         })
         .collect();
     shown.query_pairs_mut().clear().extend_pairs(pairs);
-    shown.to_string()
+    crate::transport::target::mask_url(shown.as_str())
 }
 
 /// Whether a body is JSON-RPC (one message or a batch): only those are recorded as frames.
