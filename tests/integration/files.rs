@@ -250,3 +250,50 @@ fn the_reverse_proxy_records_no_credentials() {
         );
     }
 }
+
+/// #26 item 3: a state root that is another user's link is refused (the
+/// session is still proxied, not recorded there), and a root of ours that
+/// others can read is made 0700 again.
+#[test]
+fn the_state_root_is_checked_before_sessions_are_recorded() {
+    use std::os::unix::fs::PermissionsExt;
+    let faulty = faulty_path();
+    let session = |state: &Path| {
+        Command::new(bin())
+            .args(["proxy", "--session", "s", "--", "python3", &faulty, "--mode", "normal"])
+            .env("XDG_STATE_HOME", state)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Ours, but 0777.
+    let state = tempfile::tempdir().unwrap();
+    let root = state.path().join("mcpscope");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = session(state.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(root.join("sessions").is_dir());
+
+    // Another user's link.
+    let state = tempfile::tempdir().unwrap();
+    let theirs = state.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let link = state.path().join("mcpscope");
+    std::os::unix::fs::symlink(&theirs, &link).unwrap();
+    let c = std::ffi::CString::new(link.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; lchown changes the link itself.
+    if unsafe { libc::lchown(c.as_ptr(), 65534, 65534) } != 0 {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let out = session(state.path());
+    assert!(out.status.success(), "still proxied: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("symbolic link"), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_dir(&theirs).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+}

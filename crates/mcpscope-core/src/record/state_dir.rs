@@ -37,9 +37,14 @@ fn root_from(xdg_state_home: Option<OsString>, home: Option<OsString>) -> io::Re
     }
 }
 
-/// The directory of proxied sessions (created owner-only if missing).
+/// The directory of proxied sessions (created owner-only if missing). The
+/// root is checked first: a root that is a link (another user's, pointing at
+/// their directory) is refused, and one of ours that others can read is
+/// made 0700 again, before anything is created under it.
 pub fn sessions_dir() -> io::Result<PathBuf> {
-    let dir = root()?.join(SESSIONS);
+    let root = root()?;
+    ensure_private_dir(&root)?;
+    let dir = root.join(SESSIONS);
     ensure_private_dir(&dir)?;
     Ok(dir)
 }
