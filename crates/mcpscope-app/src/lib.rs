@@ -2,6 +2,7 @@
 //! `ui` only draws and collects [`Command`]s, applied once drawing is done.
 
 pub mod composer;
+mod dialogs;
 pub mod inspection;
 pub mod live_follow;
 pub mod memory;
@@ -14,7 +15,7 @@ use self::inspection::{Inspection, LoadState};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
-use self::panels::file_picker::{FilePicker, PickKind, PickerAction};
+use self::panels::file_picker::FilePicker;
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::live_sessions::{LiveAction, LiveSessionsPanel};
 use self::panels::log_view::{LogAction, LogPanel};
@@ -686,126 +687,6 @@ impl McpscopeApp {
                     "server notified (notifications/roots/list_changed)"
                 };
                 self.message = Some((Severity::Info, format!("{n} root(s) offered; {how}")));
-            }
-        }
-    }
-
-    /// Opens the in-app file picker (it works without a desktop portal); it
-    /// offers the system dialog too.
-    fn pick(&mut self, purpose: DialogPurpose) {
-        let (title, kind) = match purpose {
-            DialogPurpose::OpenCapture => (
-                "Open capture",
-                PickKind::Open {
-                    extensions: vec!["jsonl"],
-                },
-            ),
-            DialogPurpose::SaveCapture => (
-                "Save capture",
-                PickKind::Save {
-                    default_name: "capture.jsonl".into(),
-                },
-            ),
-            DialogPurpose::ImportConfig => (
-                "Import servers from a config file",
-                PickKind::Open {
-                    extensions: vec!["json"],
-                },
-            ),
-            DialogPurpose::DiffSide(_) => (
-                "Choose a capture to compare",
-                PickKind::Open {
-                    extensions: vec!["jsonl"],
-                },
-            ),
-            DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
-        };
-        let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        self.picker = Some((purpose, FilePicker::new(title, kind, start, &self.ctx)));
-    }
-
-    /// The desktop's own dialog, on a worker thread: it blocks until the user answers.
-    fn system_dialog(&mut self, purpose: DialogPurpose) {
-        if self.dialog.is_some() {
-            return;
-        }
-        let (tx, rx) = bounded(1);
-        let waker = Arc::clone(&self.waker);
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-dialog".into())
-            .spawn(move || {
-                let dialog = rfd::FileDialog::new();
-                let path = match purpose {
-                    DialogPurpose::OpenCapture => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
-                    DialogPurpose::SaveCapture => dialog
-                        .add_filter("mcpscope capture", &["jsonl"])
-                        .set_file_name("capture.jsonl")
-                        .save_file(),
-                    DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
-                    DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
-                    DialogPurpose::WorkingDirectory => dialog.pick_folder(),
-                };
-                let _ = tx.send(path);
-                waker();
-            });
-        match spawned {
-            Ok(_) => self.dialog = Some((purpose, rx)),
-            Err(e) => self.message = Some((Severity::Error, format!("cannot open the system dialog: {e}"))),
-        }
-    }
-
-    fn poll_dialog(&mut self) {
-        let Some((purpose, rx)) = &self.dialog else { return };
-        let Ok(answer) = rx.try_recv() else { return };
-        let purpose = *purpose;
-        self.dialog = None;
-        match answer {
-            Some(path) => self.picked(purpose, path),
-            // rfd answers nothing both when the user cancels and when no
-            // dialog could be shown: say both.
-            None => {
-                self.message = Some((
-                    Severity::Warning,
-                    "the system dialog returned no file (cancelled, or no xdg-desktop-portal is running): back to \
-                     mcpscope's own picker"
-                        .into(),
-                ));
-                if let Some(p) = self.picker_behind_dialog.take() {
-                    self.picker = Some((purpose, p));
-                }
-                return;
-            }
-        }
-        self.picker_behind_dialog = None;
-    }
-
-    fn picked(&mut self, purpose: DialogPurpose, path: PathBuf) {
-        match purpose {
-            DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
-            DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
-            DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
-            DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
-            DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
-        }
-    }
-
-    /// The in-app picker, while one is open.
-    fn picker_ui(&mut self, ctx: &egui::Context) {
-        let Some((purpose, picker)) = &mut self.picker else {
-            return;
-        };
-        let purpose = *purpose;
-        match picker.window(ctx) {
-            None => {}
-            Some(PickerAction::Cancelled) => self.picker = None,
-            Some(PickerAction::Chosen(path)) => {
-                self.picker = None;
-                self.picked(purpose, path);
-            }
-            Some(PickerAction::SystemDialog) => {
-                // Kept aside: when no desktop dialog answers, the user is back in it.
-                self.picker_behind_dialog = self.picker.take().map(|(_, p)| p);
-                self.system_dialog(purpose);
             }
         }
     }

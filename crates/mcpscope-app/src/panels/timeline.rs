@@ -779,13 +779,10 @@ mod tests {
         assert_eq!(t.selected, Some(3));
     }
 
-    /// #14: ticking Follow tail shows the newest row wherever the view was.
-    #[test]
-    fn follow_tail_jumps_to_the_newest_row() {
-        use egui_kittest::Harness;
-        use egui_kittest::kittest::Queryable as _;
+    /// The timeline alone over `n` pings, 900x400, not following the tail.
+    fn pings_harness(n: usize) -> egui_kittest::Harness<'static, TimelinePanel> {
         let mut r = Replay::new();
-        for i in 0..400 {
+        for i in 0..n {
             r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
         }
         let m = r.model();
@@ -793,18 +790,27 @@ mod tests {
             follow_tail: false,
             ..TimelinePanel::default()
         };
-        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
-            |ui, t: &mut TimelinePanel| {
-                let mut prefs = FilterPrefs::default();
-                let cx = FilterContext {
-                    facts: SessionFacts::default(),
-                    prefs: &mut prefs,
-                    tools: &[],
-                };
-                let _ = t.ui(ui, &m, cx);
-            },
-            panel,
-        );
+        egui_kittest::Harness::builder()
+            .with_size([900.0, 400.0])
+            .build_ui_state(
+                move |ui, t: &mut TimelinePanel| {
+                    let mut prefs = FilterPrefs::default();
+                    let cx = FilterContext {
+                        facts: SessionFacts::default(),
+                        prefs: &mut prefs,
+                        tools: &[],
+                    };
+                    let _ = t.ui(ui, &m, cx);
+                },
+                panel,
+            )
+    }
+
+    /// #14: ticking Follow tail shows the newest row wherever the view was.
+    #[test]
+    fn follow_tail_jumps_to_the_newest_row() {
+        use egui_kittest::kittest::Queryable as _;
+        let mut h = pings_harness(400);
         h.run_steps(2);
         let newest = "ping #399";
         assert!(
@@ -821,29 +827,8 @@ mod tests {
     /// screen, not row 0 (and the view stays where it was).
     #[test]
     fn down_with_nothing_selected_takes_the_first_row_on_screen() {
-        use egui_kittest::Harness;
         use egui_kittest::kittest::Queryable as _;
-        let mut r = Replay::new();
-        for i in 0..2000 {
-            r.out(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
-        }
-        let m = r.model();
-        let panel = TimelinePanel {
-            follow_tail: false,
-            ..TimelinePanel::default()
-        };
-        let mut h = Harness::builder().with_size([900.0, 400.0]).build_ui_state(
-            |ui, t: &mut TimelinePanel| {
-                let mut prefs = FilterPrefs::default();
-                let cx = FilterContext {
-                    facts: SessionFacts::default(),
-                    prefs: &mut prefs,
-                    tools: &[],
-                };
-                let _ = t.ui(ui, &m, cx);
-            },
-            panel,
-        );
+        let mut h = pings_harness(2000);
         h.run_steps(2);
         h.state_mut().select(1000);
         h.run_steps(3);
