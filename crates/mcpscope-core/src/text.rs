@@ -51,8 +51,9 @@ pub fn ellipsize(text: &str, max_chars: usize) -> String {
 /// cannot retitle, clear or forge the user's terminal; newlines and tabs
 /// are escaped too unless `keep_lines`.
 pub fn terminal_safe(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
-    let bad =
-        |c: char| (c.is_control() && !(keep_lines && (c == '\n' || c == '\t'))) || matches!(c, '\u{2028}' | '\u{2029}');
+    // C0, DEL and C1 (`is_control`): what terminals act on. Nothing else is
+    // touched, so JSON printed through here stays the JSON it was.
+    let bad = |c: char| c.is_control() && !(keep_lines && (c == '\n' || c == '\t'));
     if !text.chars().any(bad) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -80,6 +81,8 @@ mod tests {
         assert_eq!(terminal_safe("l1\nl2\tx\r", false), "l1\\nl2\\tx\\r");
         assert_eq!(terminal_safe("l1\nl2\tx", true), "l1\nl2\tx");
         assert_eq!(terminal_safe("\u{9b}2J", true), "\\u{9b}2J");
+        let json = "{\"a\":\"line\u{2028}sep \\u001b\"}";
+        assert_eq!(terminal_safe(json, true), json, "JSON stays JSON");
     }
 
     #[test]
