@@ -1355,7 +1355,7 @@ fn many_tabs_keep_the_strip_one_row_high() {
         h.step();
         h.step();
         let last = h.state().tabs.len() - 1;
-        h.state_mut().tabs[last].title = format!("a rather long session name number {i}");
+        h.state_mut().tabs[last].title = format!("session {i} with long title");
         h.step();
     }
     assert_eq!(h.state().tabs.len(), 13);
@@ -1367,6 +1367,12 @@ fn many_tabs_keep_the_strip_one_row_high() {
     );
     let compare = h.get_by_label("Compare with…").rect();
     assert!(compare.width() > 60.0 && compare.height() < 40.0, "{compare:?}");
+    // The tab on screen is scrolled into the strip's view.
+    let active = h.get_by_label_contains("session 11 with").rect();
+    assert!(
+        active.left() >= 0.0 && active.right() <= compare.left(),
+        "{active:?} hidden"
+    );
 }
 
 /// #25 item 9: the bottom tabs stay where they are whichever tab is shown

@@ -204,8 +204,14 @@ impl McpscopeApp {
         let mut action = None;
         // One row whatever the number of tabs: the tabs scroll sideways,
         // their labels shortened, and the controls after them keep their room.
-        ui.horizontal(|ui| {
+        // Top-aligned: the strip's scroll bar (when the tabs overflow) goes
+        // under the tabs without moving the buttons beside them.
+        ui.horizontal_top(|ui| {
             let controls = 190.0;
+            // A solid bar under the tabs: a floating one lay over them on
+            // hover and took the clicks meant for a tab's close button.
+            ui.spacing_mut().scroll = egui::style::ScrollStyle::thin();
+            ui.spacing_mut().scroll.floating = false;
             egui::ScrollArea::horizontal()
                 .id_salt("tab-strip")
                 .max_width((ui.available_width() - controls).max(120.0))
@@ -221,8 +227,20 @@ impl McpscopeApp {
                                 if tab.clicked() {
                                     action = Some(TabAction::Activate(idx));
                                 }
-                                if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                                let close = ui.small_button("x").on_hover_text(format!("Close {label}"));
+                                if close.clicked() {
                                     action = Some(TabAction::Close(idx));
+                                }
+                                // A tab that just came on screen (a launch, a
+                                // capture opened) or was renamed is scrolled,
+                                // close button included, into the strip's view.
+                                if idx == self.active_tab {
+                                    let key = egui::Id::unique("tab-strip-shown");
+                                    let shown = (idx, short.clone());
+                                    if ui.data(|d| d.get_temp::<(usize, String)>(key)).as_ref() != Some(&shown) {
+                                        ui.scroll_to_rect(tab.rect.union(close.rect), None);
+                                        ui.data_mut(|d| d.insert_temp(key, shown));
+                                    }
                                 }
                             });
                             ui.separator();
