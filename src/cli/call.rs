@@ -4,7 +4,7 @@ use super::TargetArgs;
 use super::watch::{self, Watch};
 use super::{exit, trace};
 use clap::Args;
-use mcpscope_core::client::Client;
+use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::driver::Outcome;
 use mcpscope_core::protocol::era::{Era, EraChoice};
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
@@ -309,12 +309,14 @@ pub fn run(args: CallArgs) -> ExitCode {
     let options = SessionOptions {
         request_timeout: Some(timeout),
         capture: args.capture.clone(),
+        limits: args.server.limits(),
         ..SessionOptions::default()
     };
     let tracing = args.trace;
     let http = matches!(target, mcpscope_core::transport::target::Target::Http(_));
     let watch = Watch::default();
     let seen = watch.clone();
+    let mut warnings = trace::Warnings::default();
     let observer = Box::new(move |ev: &Event| {
         seen.see(ev, "mcpscope");
         if tracing {
@@ -322,7 +324,7 @@ pub fn run(args: CallArgs) -> ExitCode {
                 crate::errln!("{line}");
             }
         } else if let Event::Frame(f) = ev
-            && let Some(w) = trace::anomaly_warning(f, http)
+            && let Some(w) = warnings.frame(f, http)
         {
             crate::errln!("{w}");
         } else if let Event::Http(h) = ev
@@ -350,6 +352,15 @@ pub fn run(args: CallArgs) -> ExitCode {
     let exit = client.close();
     let code = match code {
         Ok(code) => code,
+        Err(e @ ClientError::TooLong { .. }) => {
+            // It did answer; what it sent is kept (or could be), not lost.
+            let kept = match &args.capture {
+                Some(path) => format!("kept in pieces in {}", path.display()),
+                None => "give --capture FILE to keep it".to_owned(),
+            };
+            crate::errln!("mcpscope: {e}; {kept}; --max-line SIZE reads longer lines");
+            exit::UNREADABLE
+        }
         Err(e) => {
             if super::signals::caught().is_none() {
                 watch.explain("mcpscope", &e.to_string(), exit);

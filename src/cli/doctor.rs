@@ -55,6 +55,7 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         protocol_version: args.protocol_version,
         era: args.era.into(),
         probe_enforcement: !args.no_enforcement_probe,
+        limits: args.server.limits(),
         ..DoctorOptions::default()
     };
     crate::outln!("mcpscope doctor: {}", target.display());

@@ -15,7 +15,8 @@ pub const UNREACHABLE: u8 = 3;
 pub const IO: u8 = 4;
 /// `call`: the server answered with a result mcpscope cannot read as a
 /// JSON value (nested too deep, a number out of range, a lone surrogate):
-/// printed as sent.
+/// printed as sent; or with a line longer than `--max-line` (kept in the
+/// capture, not printed).
 pub const UNREADABLE: u8 = 5;
 /// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
 pub const USAGE: u8 = 64;

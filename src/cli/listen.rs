@@ -86,6 +86,7 @@ pub fn run(args: ListenArgs) -> ExitCode {
     let options = SessionOptions {
         request_timeout: Some(timeout),
         capture: args.capture.clone(),
+        limits: args.server.limits(),
         ..SessionOptions::default()
     };
     let watch = Watch::default();

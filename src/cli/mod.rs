@@ -21,6 +21,7 @@ mod wrap;
 use clap::{Args, Parser, Subcommand};
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::target::{HttpKind, HttpTarget, Target};
+use mcpscope_core::wire::classify::Limits;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -114,6 +115,12 @@ pub struct TargetArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// The most one message (a stdout line, an HTTP body, an SSE event) may
+    /// hold in memory, e.g. 256MiB. A longer one is recorded in pieces of
+    /// this size, every byte in the capture, but is not read as a message.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_line_size)]
+    pub max_line: usize,
+
     /// The server command and its arguments, after `--` (stdio only).
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub command: Vec<String>,
@@ -147,7 +154,24 @@ pub enum TransportArg {
     Sse,
 }
 
+fn parse_line_size(s: &str) -> Result<usize, String> {
+    let n = mcpscope_core::text::parse_size(s)?;
+    // Below a few kilobytes every ordinary answer would be cut.
+    if n < 4096 {
+        return Err(format!("{s:?} is less than 4 KiB: ordinary messages would not fit"));
+    }
+    usize::try_from(n).map_err(|_| format!("{s:?} is more than this machine can address"))
+}
+
 impl TargetArgs {
+    /// The framing limits these arguments ask for.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_held_line_bytes: self.max_line,
+            ..Limits::default()
+        }
+    }
+
     /// What to connect to, or why the arguments do not say.
     pub fn target(&self) -> Result<Target, String> {
         let transport = self.transport.unwrap_or(if self.server_url.is_some() {

@@ -36,7 +36,7 @@ impl Watch {
                     st.stderr_tail.pop_front();
                 }
                 st.stderr_tail
-                    .push_back(mcpscope_core::text::shorten(s.text().trim_end(), 300));
+                    .push_back(mcpscope_core::text::shorten_bytes(s.raw.trim_ascii_end(), 300));
             }
             Event::Note { text, .. } if text.starts_with(capture::FAILED) => {
                 let mut st = self.state();

@@ -1028,3 +1028,189 @@ fn two_host_or_two_origin_headers_get_400_and_never_reach_the_upstream() {
     assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:?}");
     assert_eq!(upstream.seen(), ["POST /ok HTTP/1.1"]);
 }
+
+/// Runs the binary to its end like [`run_bin`], and the most memory it held
+/// (VmHWM, in KiB, sampled while it ran: the high-water mark only grows).
+fn run_bin_peak(args: &[&str], within: Duration) -> (Output, u64) {
+    let child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running mcpscope");
+    let status = format!("/proc/{}/status", child.id());
+    let peak = Arc::new(Mutex::new(0u64));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (p, s) = (peak.clone(), stop.clone());
+    let sampler = std::thread::spawn(move || {
+        while !s.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Ok(text) = std::fs::read_to_string(&status)
+                && let Some(kb) = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                let mut p = p.lock().unwrap();
+                *p = (*p).max(kb);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let out = wait_output(child, within, &format!("mcpscope {}", args.join(" ")));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    sampler.join().unwrap();
+    let kb = *peak.lock().unwrap();
+    (out, kb)
+}
+
+fn captured_bytes(cap: &Path, stderr: bool) -> u64 {
+    let loaded = capture::load(cap).unwrap();
+    loaded
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Frame(f) if !stderr && f.direction == mcpscope_core::wire::frame::Direction::In => {
+                f.raw.len() as u64
+            }
+            Event::Stderr(s) if stderr => s.raw.len() as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn an_answer_over_the_line_cap_is_named_kept_and_readable_with_max_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = (3 * 1024 * 1024).to_string();
+    for id_last in [false, true] {
+        let cap = dir.path().join(format!("long-{id_last}.jsonl"));
+        let mut server = hostile_args("huge-answer", &["--bytes", &size]);
+        if id_last {
+            server.push("--id-last".into());
+        }
+        let mut args = vec!["call", "--method", "tools/list", "--max-line", "1MiB", "--capture"];
+        args.push(cap.to_str().unwrap());
+        args.push("--");
+        args.extend(server.iter().map(String::as_str));
+        let out = run_bin(&args, Duration::from_secs(60));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "id last: {id_last}; stderr: {err}");
+        assert!(
+            err.contains("tools/list was answered with a line of 3.0 MiB")
+                && err.contains("over the in-memory cap of 1 MiB")
+                && err.contains(&format!("kept in pieces in {}", cap.display())),
+            "{err}"
+        );
+        assert!(!err.contains("got no response") && !err.contains("no answer"), "{err}");
+        assert_eq!(
+            err.matches("longer than the in-memory cap").count(),
+            1,
+            "one warning for the whole line, not one per piece: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing the server did not send is printed");
+        // Every byte of it is in the capture (the line, without its newline).
+        let head_and_tail = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[],"pad":""}}"#.len();
+        assert_eq!(oversize_bytes(&cap), 3 * 1024 * 1024 + head_and_tail);
+    }
+    // With room for it, it is the answer.
+    let server = hostile_args("huge-answer", &["--bytes", &size]);
+    let mut args = vec!["call", "--method", "tools/list", "--max-line", "4MiB", "--"];
+    args.extend(server.iter().map(String::as_str));
+    let out = run_bin(&args, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pad"].as_str().map(str::len), Some(3 * 1024 * 1024));
+}
+
+/// The bytes of the capture's received pieces of a line over the cap.
+fn oversize_bytes(cap: &Path) -> usize {
+    capture::load(cap)
+        .unwrap()
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Frame(f)
+                if f.direction == mcpscope_core::wire::frame::Direction::In
+                    && f.anomalies().contains(Anomalies::OVERSIZE) =>
+            {
+                Some(f.raw.len())
+            }
+            _ => None,
+        })
+        .sum()
+}
+
+#[test]
+fn endless_stdout_or_stderr_keeps_memory_bounded_and_every_byte() {
+    // Pieces of 1 MiB: unbounded queues would hold a thousand of them.
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str], bool); 3] = [
+        ("endless-no-newline", &[], false),
+        ("endless-stderr", &["--bytes", "1048576"], true),
+        ("endless-stderr", &["--bytes", "4096", "--no-newline"], true),
+    ];
+    for (i, (mode, extra, stderr)) in cases.into_iter().enumerate() {
+        let cap = dir.path().join(format!("endless-{i}.jsonl"));
+        let server = hostile_args(mode, extra);
+        let mut args = vec!["call", "--method", "ping", "--timeout-ms", "3000", "--max-line", "1MiB"];
+        args.extend(["--capture", cap.to_str().unwrap(), "--"]);
+        args.extend(server.iter().map(String::as_str));
+        let (out, peak_kb) = run_bin_peak(&args, Duration::from_secs(60));
+        let err = text(&out.stderr);
+        let kept = captured_bytes(&cap, stderr);
+        eprintln!("{mode} {extra:?}: peak {peak_kb} KiB, {kept} bytes recorded");
+        assert!(
+            peak_kb < 200 * 1024,
+            "{mode} {extra:?}: mcpscope held {peak_kb} KiB for a stream read in 1 MiB pieces ({kept} bytes recorded)"
+        );
+        assert!(out.status.signal().is_none(), "{mode}: ended by a signal: {err:.2000}");
+        assert!(kept > 2 * 1024 * 1024, "{mode}: the stream is recorded ({kept} bytes)");
+        assert!(
+            err.len() < 64 * 1024,
+            "{mode}: a few lines of warnings, not the stream: {} bytes",
+            err.len()
+        );
+        assert_eq!(out.status.code(), Some(3), "{mode}: the request times out: {err:.2000}");
+        if !stderr {
+            assert_eq!(err.matches("longer than the in-memory cap").count(), 1, "{err}");
+        }
+    }
+}
+
+#[test]
+fn an_endless_sse_event_keeps_memory_bounded_in_initialize_and_later_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    for on in ["initialize", "tools/list"] {
+        let server = HostileHttp::start(&["--mode", "sse-endless", "--on", on]);
+        let cap = dir.path().join(format!("sse-{}.jsonl", on.replace('/', "-")));
+        let url = server.url("/mcp");
+        let args = [
+            "call",
+            "--method",
+            "tools/list",
+            "--timeout-ms",
+            "3000",
+            "--max-line",
+            "1MiB",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--server-url",
+            &url,
+        ];
+        let (out, peak_kb) = run_bin_peak(&args, Duration::from_secs(60));
+        let err = text(&out.stderr);
+        let kept = oversize_bytes(&cap);
+        eprintln!("SSE on {on}: peak {peak_kb} KiB, {kept} bytes recorded");
+        assert!(
+            peak_kb < 200 * 1024,
+            "{on}: mcpscope held {peak_kb} KiB ({kept} bytes recorded)"
+        );
+        assert!(
+            kept > 2 * 1024 * 1024,
+            "{on}: the event is recorded in pieces ({kept} bytes)"
+        );
+        assert_eq!(out.status.code(), Some(3), "{on}: the request times out: {err:.2000}");
+        assert_eq!(err.matches("longer than the in-memory cap").count(), 1, "{err:.4000}");
+    }
+}

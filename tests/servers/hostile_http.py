@@ -20,6 +20,9 @@ Modes (--mode):
                      holding its response
   sse-flood          answers initialize; the GET stream sends --count
                      notifications as fast as the client reads them
+  sse-endless        answers the request to --on (a method) with an SSE
+                     stream whose data line never ends ("data: xxx…"
+                     forever); other requests are answered normally
   plain              a well-behaved Streamable HTTP server (for URLs with
                      credentials in them)
 
@@ -177,6 +180,15 @@ class Main(Base):
             error = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Invalid params: no tool named nope"}}
             self.send(400, json.dumps(error).encode())
             return
+        if mode == "sse-endless" and msg.get("method") == ARGS.on:
+            self.start_sse()
+            chunk = b"x" * 65536
+            try:
+                self.wfile.write(b"data: ")
+                while True:
+                    self.wfile.write(chunk)
+            except OSError:
+                return
         reply = answer(msg)
         extra = [("Mcp-Session-Id", "hostile-1")] if msg.get("method") == "initialize" else []
         if mode == "batch" and msg.get("method") != "initialize":
@@ -188,7 +200,9 @@ def main():
     global ARGS, OTHER_PORT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True,
-                    choices=["sse-steal", "redirect-other", "redirect-same", "batch", "sse-flood", "plain", "bad-request"])
+                    choices=["sse-steal", "redirect-other", "redirect-same", "batch", "sse-flood", "plain", "bad-request",
+                             "sse-endless"])
+    ap.add_argument("--on", default="initialize", help="sse-endless: the method answered with the endless stream")
     ap.add_argument("--status", type=int, default=301, help="redirect-other: the redirect status")
     ap.add_argument("--count", type=int, default=500000, help="sse-flood: events to send")
     ARGS = ap.parse_args()

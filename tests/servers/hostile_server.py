@@ -9,6 +9,11 @@ robustness rather than its protocol logic. Each --mode is one hostile habit:
                       "x" with no newline, then a newline and the answer;
                       then serve normally (the client must cap the line and go on)
   endless-no-newline  write "x" forever, never a newline
+  endless-stderr      write stderr lines forever (--bytes per line; with
+                      --no-newline, one endless line); answer initialize
+                      and nothing else
+  huge-answer         answer tools/list with one valid line of about --bytes
+                      bytes (the id first, or last with --id-last)
   exit-at-once        write a fatal message to stderr and exit 3 at once
   interleave          write --count notifications to stdout and as many
                       lines to stderr, alternating, then serve normally
@@ -29,6 +34,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 OUT = sys.stdout.buffer
@@ -79,6 +85,16 @@ def start_grandchild(args):
     log(f"grandchild pid {child.pid}")
 
 
+def endless_stderr(args):
+    line = b"e" * max(args.bytes, 1)
+    err = sys.stderr.buffer
+    try:
+        while True:
+            err.write(line if args.no_newline else line + b"\n")
+    except (BrokenPipeError, OSError):
+        pass
+
+
 def serve(args):
     for raw in sys.stdin.buffer:
         try:
@@ -98,8 +114,19 @@ def serve(args):
                     left -= len(chunk)
                 OUT.write(b"\n")
             write_line(init_result(msg_id))
-        elif args.mode == "grandchild":
+        elif args.mode in ("grandchild", "endless-stderr"):
             continue  # never answered: the client waits
+        elif args.mode == "huge-answer" and method == "tools/list":
+            pad = b"y" * 65536
+            head = b'{"jsonrpc":"2.0",' + (b"" if args.id_last else b'"id":%s,' % json.dumps(msg_id).encode())
+            OUT.write(head + b'"result":{"tools":[],"pad":"')
+            left = args.bytes
+            while left > 0:
+                OUT.write(pad[: min(left, len(pad))])
+                left -= len(pad)
+            tail = b'"}' + (b',"id":%s}' % json.dumps(msg_id).encode() if args.id_last else b"}")
+            OUT.write(tail + b"\n")
+            OUT.flush()
         elif method == "tools/list":
             write_line({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": [
                 {"name": "echo", "inputSchema": {"type": "object"}}]}})
@@ -126,10 +153,12 @@ def serve(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True, choices=[
-        "grandchild", "no-newline", "endless-no-newline", "exit-at-once", "interleave", "escapes", "unreadable"])
+        "grandchild", "no-newline", "endless-no-newline", "endless-stderr", "huge-answer", "exit-at-once", "interleave", "escapes", "unreadable"])
     ap.add_argument("--pid-file", help="grandchild: write the grandchild's pid here")
     ap.add_argument("--grandchild-ignores-term", action="store_true")
     ap.add_argument("--bytes", type=int, default=5 * 1024 * 1024, help="no-newline: bytes before the newline")
+    ap.add_argument("--no-newline", action="store_true", help="endless-stderr: never a newline")
+    ap.add_argument("--id-last", action="store_true", help="huge-answer: the id after the result")
     ap.add_argument("--count", type=int, default=2000, help="interleave: lines on each stream")
     args = ap.parse_args()
 
@@ -143,6 +172,8 @@ def main():
                 OUT.write(chunk)
         except BrokenPipeError:
             return 0
+    if args.mode == "endless-stderr":
+        threading.Thread(target=endless_stderr, args=(args,), daemon=True).start()
     if args.mode == "grandchild":
         start_grandchild(args)
     if args.mode == "escapes":

@@ -64,6 +64,12 @@ pub enum ClientError {
         method: String,
         error: crate::protocol::auth::AuthError,
     },
+    /// The server answered with a line over the in-memory cap (`--max-line`).
+    TooLong {
+        method: String,
+        bytes: u64,
+        cap: usize,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -80,6 +86,13 @@ impl fmt::Display for ClientError {
             ClientError::WriteFailed { method, error } => write!(f, "could not send {method}: {error}"),
             ClientError::Http { method, error } => write!(f, "{method} failed over HTTP: {error}"),
             ClientError::Authorization { method, error } => write!(f, "{method}: authorization failed: {error}"),
+            ClientError::TooLong { method, bytes, cap } => {
+                let failure = Failure::TooLong {
+                    bytes: *bytes,
+                    cap: *cap,
+                };
+                write!(f, "{method} {failure}")
+            }
         }
     }
 }
@@ -505,6 +518,11 @@ impl Client {
                 method,
                 error: why.clone(),
             },
+            Failure::TooLong { bytes, cap } => ClientError::TooLong {
+                method,
+                bytes: *bytes,
+                cap: *cap,
+            },
             Failure::ServerGone(_) | Failure::Cancelled | Failure::Stopped(_) => {
                 match (&self.spawn_error, self.exited) {
                     (Some(e), _) => ClientError::SpawnFailed(e.clone()),
@@ -772,14 +790,15 @@ impl Client {
 
     /// Shuts the server down and passes the remaining events to the observer.
     pub fn close(mut self) -> Option<ExitInfo> {
-        let rest = self.session.close();
-        for ev in &rest {
-            if let Event::Exited { status, .. } = ev {
-                self.exited = Some(*status);
+        let mut exited = self.exited;
+        let observer = &mut self.observer;
+        self.session.close_with(|ev| {
+            if let Event::Exited { status, .. } = &ev {
+                exited = Some(*status);
             }
-            (self.observer)(ev);
-        }
-        self.exited
+            observer(&ev);
+        });
+        exited
     }
 }
 

@@ -13,6 +13,75 @@ pub fn shorten(text: &str, limit: usize) -> String {
     format!("{}… ({} bytes in all)", &text[..cut], text.len())
 }
 
+/// Like [`shorten`] for raw bytes (shown lossily as UTF-8), without
+/// decoding more than is shown: a 64 MiB line costs no more than a short one.
+pub fn shorten_bytes(raw: &[u8], limit: usize) -> String {
+    // Four bytes per character at most, and one more to see that it is longer.
+    let head = &raw[..raw.len().min(limit.saturating_mul(4).saturating_add(1))];
+    let text = String::from_utf8_lossy(head);
+    if head.len() == raw.len() && text.len() <= limit {
+        return text.into_owned();
+    }
+    let mut cut = limit.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..cut], raw.len())
+}
+
+/// A byte count as people read it: `512 bytes`, `64 MiB`, `95.4 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut value = n as f64;
+    let mut unit = "";
+    for u in UNITS {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = u;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
+/// Reads a size such as `128MiB`, `64M`, `1.5GiB`, `200kB` or `4096`
+/// (bytes). K, M, G are binary (1024) with or without `iB`; `kB`, `MB`,
+/// `GB` are decimal.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 128MiB, 64M, 4096)"))?;
+    let factor: f64 = match unit.trim() {
+        "" | "B" | "b" => 1.0,
+        "K" | "k" | "KiB" | "kiB" | "Ki" => 1024.0,
+        "M" | "m" | "MiB" | "Mi" => 1024.0 * 1024.0,
+        "G" | "g" | "GiB" | "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "kB" | "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        other => {
+            return Err(format!(
+                "{other:?} is not a unit of size (B, KiB, MiB, GiB, kB, MB, GB)"
+            ));
+        }
+    };
+    let bytes = value * factor;
+    if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+        return Err(format!("{text:?} is not a size mcpscope can use"));
+    }
+    Ok(bytes as u64)
+}
+
 /// Hides a header value the user gave (a token, a key), keeping an
 /// authentication scheme so the reader still sees what kind it was:
 /// `Bearer abc123` becomes `Bearer ****`, anything else `****`.
@@ -73,6 +142,31 @@ pub fn terminal_safe(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_and_print_as_people_write_them() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size("200kB"), Ok(200_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("0").is_err());
+        assert_eq!(human_bytes(512), "512 bytes");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(100_000_000), "95.4 MiB");
+    }
+
+    #[test]
+    fn shorten_bytes_reads_only_the_head_and_counts_every_byte() {
+        assert_eq!(shorten_bytes(b"short", 10), "short");
+        let long = vec![b'x'; 10_000_000];
+        assert_eq!(shorten_bytes(&long, 3), "xxx… (10000000 bytes in all)");
+        let s = "é".repeat(10);
+        assert_eq!(shorten_bytes(s.as_bytes(), 5), "éé… (20 bytes in all)");
+        assert_eq!(shorten_bytes(b"\xff\xfe", 10), "\u{fffd}\u{fffd}");
+    }
 
     #[test]
     fn terminal_safe_text_shows_control_characters() {

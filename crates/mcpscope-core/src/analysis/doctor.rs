@@ -16,7 +16,7 @@ use crate::transport::event::{Event, HttpInfo};
 use crate::transport::process::ServerSpec;
 use crate::transport::session::SessionOptions;
 use crate::transport::target::Target;
-use crate::wire::classify::Kind;
+use crate::wire::classify::{Kind, Limits};
 use crate::wire::frame::Direction;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -92,6 +92,8 @@ pub struct DoctorOptions {
     pub stderr_tail: usize,
     /// Answers the server's OAuth challenges (HTTP); taken by the first session.
     pub authorizer: Option<SharedAuthorizer>,
+    /// Framing limits (`--max-line`).
+    pub limits: Limits,
 }
 
 /// An authorizer the doctor can take out of its (shared, cloneable) options.
@@ -106,15 +108,17 @@ impl Default for DoctorOptions {
             probe_enforcement: true,
             stderr_tail: 10,
             authorizer: None,
+            limits: Limits::default(),
         }
     }
 }
 
-fn collecting_client(target: &Target, timeout: Duration) -> (Client, Arc<Mutex<Vec<Event>>>) {
+fn collecting_client(target: &Target, timeout: Duration, limits: Limits) -> (Client, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     let options = SessionOptions {
         request_timeout: Some(timeout),
+        limits,
         stdin_close_grace: Duration::from_millis(500),
         term_grace: Duration::from_secs(1),
         ..SessionOptions::default()
@@ -148,7 +152,7 @@ pub fn diagnose(spec: &ServerSpec, options: &DoctorOptions) -> Report {
 /// Runs the checklist against a server over any transport.
 pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     let mut report = Report::default();
-    let (mut client, events) = collecting_client(target, options.timeout);
+    let (mut client, events) = collecting_client(target, options.timeout, options.limits);
     // The token lands in the target's slot, which later sessions of the
     // same target (the enforcement probe) share.
     if let Some(a) = options
@@ -418,7 +422,7 @@ fn handshake_checks(h: &Handshake, checks: &mut Vec<Check>) -> Option<Value> {
 
 /// Modern era: does the server refuse a request without the `_meta` envelope?
 fn probe_envelope(target: &Target, timeout: Duration) -> Check {
-    let (mut client, _events) = collecting_client(target, timeout);
+    let (mut client, _events) = collecting_client(target, timeout, Limits::default());
     if client.wait_started(Duration::from_secs(10)).is_err() {
         client.close();
         return Check::new(
@@ -634,7 +638,7 @@ fn stderr_check(events: &[Event], tail: usize) -> Check {
 }
 
 fn probe_enforcement(target: &Target, timeout: Duration) -> Check {
-    let (mut client, _events) = collecting_client(target, timeout);
+    let (mut client, _events) = collecting_client(target, timeout, Limits::default());
     if client.wait_started(Duration::from_secs(10)).is_err() {
         client.close();
         return Check::new(

@@ -34,6 +34,8 @@ use crate::protocol::subscriptions::{self, Filter};
 use crate::protocol::tasks::{Flavor, Task};
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
+use crate::wire::framing::LineEnding;
+use crate::wire::long_line::LongLine;
 use crate::wire::message::{ErrorObject, Message, RequestId, error_code};
 pub use chains::Chain;
 use serde_json::{Value, json};
@@ -135,6 +137,12 @@ pub enum Failure {
     /// The driver stopped following it (a chain that never ends, an input
     /// request nobody can answer, a task without a result).
     Stopped(String),
+    /// The server answered with a line longer than the in-memory cap: it
+    /// was recorded in pieces, but cannot be read as the answer.
+    TooLong {
+        bytes: u64,
+        cap: usize,
+    },
 }
 
 /// What kept a request from reaching the server: callers tell the user
@@ -163,6 +171,13 @@ impl fmt::Display for Failure {
             } => write!(f, "could not be sent: authorization failed: {why}"),
             Failure::NotDelivered { why, .. } => write!(f, "could not be sent: {why}"),
             Failure::Stopped(why) => write!(f, "stopped: {why}"),
+            Failure::TooLong { bytes, cap } => write!(
+                f,
+                "was answered with a line of {} ({bytes} bytes), over the in-memory cap of {}, so it was \
+                 recorded in pieces and not read",
+                crate::text::human_bytes(*bytes),
+                crate::text::human_bytes(*cap as u64)
+            ),
         }
     }
 }
@@ -447,6 +462,8 @@ pub struct Driver {
     /// When the process exited: pending requests fail after the grace.
     exited: Option<(Duration, String)>,
     gone: Option<String>,
+    /// A line over the in-memory cap arriving in pieces: (its scan, the cap).
+    long_line: Option<(LongLine, usize)>,
     actions: VecDeque<Action>,
 }
 
@@ -486,6 +503,7 @@ impl Driver {
             reprobed: false,
             exited: None,
             gone: None,
+            long_line: None,
             actions: VecDeque::new(),
         };
         d.configure_versions();
@@ -810,7 +828,7 @@ impl Driver {
         match input {
             Input::Frame(f) => {
                 self.now = self.now.max(f.at);
-                if f.direction == Direction::In {
+                if f.direction == Direction::In && !self.long_line_piece(f) {
                     self.on_frame(f);
                 }
             }
@@ -929,6 +947,33 @@ impl Driver {
             }
             Purpose::Task(step) => self.task_failed(&p.root, step, failure),
         }
+    }
+
+    /// Follows a line over the in-memory cap through its pieces (the first
+    /// ones end in `Cut`, the last does not); at its end, a request it
+    /// answers fails as [`Failure::TooLong`] instead of waiting on.
+    fn long_line_piece(&mut self, f: &Frame) -> bool {
+        if f.ending == LineEnding::Cut {
+            let (scan, _) = self.long_line.get_or_insert_with(|| (LongLine::default(), f.raw.len()));
+            scan.push(&f.raw);
+            return true;
+        }
+        let Some((mut scan, cap)) = self.long_line.take() else {
+            return false;
+        };
+        scan.push(&f.raw);
+        let summary = scan.finish();
+        if summary.is_response
+            && let Some(id) = &summary.id
+            && let Some(p) = self.pending.remove(id)
+        {
+            let failure = Failure::TooLong {
+                bytes: summary.bytes,
+                cap,
+            };
+            self.no_answer(id, p, failure);
+        }
+        true
     }
 
     fn on_frame(&mut self, f: &Frame) {

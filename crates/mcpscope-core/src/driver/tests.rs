@@ -918,3 +918,45 @@ fn a_reissued_probe_still_settles_the_era() {
     s.recv(json!({"jsonrpc": "2.0", "id": new.to_json(), "result": Script::discover_result()}));
     assert_eq!(s.settled_ok().era, Era::Modern);
 }
+
+#[test]
+fn an_answer_in_pieces_over_the_cap_fails_its_request_as_too_long() {
+    let mut s = Script::modern(DriverConfig::default());
+    let id = s.d.request("tools/list", None);
+    s.pump();
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[],"pad":"{}"}}}}"#,
+        id,
+        "y".repeat(100)
+    );
+    let bytes = line.as_bytes();
+    // A notification in pieces first: it is nobody's answer.
+    let notification = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"id":1}}"#;
+    let pieces = [
+        (&notification[..30], LineEnding::Cut),
+        (&notification[30..], LineEnding::Lf),
+        (&bytes[..40], LineEnding::Cut),
+        (&bytes[40..80], LineEnding::Cut),
+        (&bytes[80..], LineEnding::Lf),
+    ];
+    for (i, (piece, ending)) in pieces.into_iter().enumerate() {
+        assert!(s.done.is_empty(), "not done before the last piece ({i})");
+        s.t += Duration::from_millis(1);
+        let raw = RawLine {
+            bytes: piece.to_vec(),
+            ending,
+        };
+        let f = s.rec.frame_at(Direction::In, raw, s.t, None);
+        s.d.handle(Input::Frame(&f));
+        s.pump();
+    }
+    let done = s.done.last().expect("the request is done");
+    assert_eq!(done.id, id);
+    assert_eq!(
+        done.outcome,
+        Outcome::Failed(Failure::TooLong {
+            bytes: bytes.len() as u64,
+            cap: 40
+        })
+    );
+}

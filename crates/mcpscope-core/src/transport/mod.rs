@@ -5,6 +5,7 @@
 //! ask for it.
 
 pub mod auth;
+pub(crate) mod budget;
 pub mod event;
 pub mod http;
 pub mod lifecycle;

@@ -11,6 +11,7 @@
 use crate::protocol::methods;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
+use crate::transport::budget::{ByteBudget, OwnerQueue};
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::lifecycle;
 use crate::transport::session::{Command, SessionOptions, Waker};
@@ -55,14 +56,44 @@ pub(crate) struct Sink {
     pub recorder: Recorder,
     events: Sender<Event>,
     waker: Option<Waker>,
+    /// What the link's readers may hold before the runner takes it.
+    input_budget: Arc<ByteBudget>,
+    /// What the owner has not taken yet, and how much of it may wait.
+    owner_queue: OwnerQueue,
+    owner_limit: usize,
 }
 
 impl Sink {
-    pub fn new(recorder: Recorder, events: Sender<Event>, waker: Option<Waker>) -> Self {
+    pub fn new(recorder: Recorder, events: Sender<Event>, waker: Option<Waker>, queued_bytes: usize) -> Self {
         Self {
             recorder,
             events,
             waker,
+            input_budget: Arc::new(ByteBudget::new(queued_bytes)),
+            owner_queue: OwnerQueue::default(),
+            owner_limit: queued_bytes,
+        }
+    }
+
+    /// The budget a link's reader threads take from before they hand bytes
+    /// to the runner (which gives them back once it has passed them on).
+    pub fn input_budget(&self) -> Arc<ByteBudget> {
+        self.input_budget.clone()
+    }
+
+    fn send(&mut self, ev: Event) {
+        let n = match &ev {
+            Event::Frame(f) => f.raw.len(),
+            Event::Stderr(s) => s.raw.len(),
+            _ => 0,
+        };
+        if n > 0 {
+            let events = &self.events;
+            self.owner_queue
+                .wait_for_room(n, self.owner_limit, || events.len(), lifecycle::stopping);
+        }
+        if self.events.send(ev).is_ok() {
+            self.owner_queue.sent(n);
         }
     }
 
@@ -70,9 +101,9 @@ impl Sink {
     /// the note a failed capture write produced.
     pub fn emit(&mut self, ev: Event) {
         let note = self.recorder.capture(&ev);
-        let _ = self.events.send(ev);
+        self.send(ev);
         if let Some(n) = note {
-            let _ = self.events.send(n);
+            self.send(n);
         }
     }
 
@@ -99,7 +130,7 @@ impl Sink {
     /// Hands buffered capture records to the OS and wakes the owner.
     pub fn flush_and_wake(&mut self) {
         if let Some(n) = self.recorder.flush() {
-            let _ = self.events.send(n);
+            self.send(n);
         }
         if let Some(w) = &self.waker {
             w();
@@ -248,6 +279,8 @@ impl<L: Link> Runner<L> {
             }
         }
         self.link.finish(&mut self.sink);
+        // Readers still waiting for room must not wait for a runner that is gone.
+        self.sink.input_budget.close();
         let at = self.sink.recorder.now();
         self.sink.emit(Event::Closed { at });
         self.sink.flush_and_wake();
@@ -262,17 +295,21 @@ impl<L: Link> Runner<L> {
     fn on_input(&mut self, input: Input<L::Msg>) {
         match input {
             Input::Received { line, at } => {
+                let held = line.bytes.len();
                 let at = self.sink.recorder.since_start(at);
                 let frame = self.sink.recorder.frame_at(Direction::In, line, at, None);
                 self.link.observed(&frame);
                 // Pings and other server requests are answered by the owner's
                 // protocol driver.
                 self.sink.emit(Event::Frame(frame));
+                self.sink.input_budget.release(held);
             }
             Input::Stderr { line, at } => {
+                let held = line.bytes.len();
                 let at = self.sink.recorder.since_start(at);
                 let s = self.sink.recorder.stderr_at(line, at);
                 self.sink.emit(Event::Stderr(s));
+                self.sink.input_budget.release(held);
             }
             Input::Link(m) => self.link.on_msg(&mut self.sink, m),
         }
@@ -359,7 +396,7 @@ pub(crate) fn open_sink(options: &SessionOptions, header: &capture::Header, even
             Err(e) => failed = Some(format!("{}{e:#}", capture::FAILED)),
         }
     }
-    let mut sink = Sink::new(recorder, events, options.waker.clone());
+    let mut sink = Sink::new(recorder, events, options.waker.clone(), options.queued_bytes());
     if let Some(text) = failed {
         sink.note(text);
     }

@@ -64,6 +64,20 @@ impl Default for SessionOptions {
     }
 }
 
+impl SessionOptions {
+    /// How many bytes of received messages may wait between the server and
+    /// the owner, on each leg: room for two messages of the largest size
+    /// held in memory, so the line cap bounds memory whatever the number
+    /// of messages queued.
+    pub fn queued_bytes(&self) -> usize {
+        self.limits.max_held_line_bytes.saturating_mul(2).max(MIN_QUEUED_BYTES)
+    }
+}
+
+/// See [`SessionOptions::queued_bytes`]: small caps still queue this much,
+/// so ordinary traffic never waits on the budget.
+const MIN_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+
 /// What the owner asks of the session.
 #[derive(Debug)]
 pub enum Command {
@@ -262,6 +276,14 @@ impl Session {
     /// had not been read yet.
     pub fn close(&mut self) -> Vec<Event> {
         let mut rest = Vec::new();
+        self.close_with(|ev| rest.push(ev));
+        rest
+    }
+
+    /// Shuts the session down like [`Session::close`], handing each
+    /// remaining event to `on_event` as it comes instead of keeping them: a
+    /// server that floods until it is killed cannot fill memory meanwhile.
+    pub fn close_with(&mut self, mut on_event: impl FnMut(Event)) {
         if let Some(thread) = self.thread.take() {
             // Dropping the sender is a shutdown the runner cannot miss, even
             // with a full command channel (it acts on what was queued first).
@@ -269,10 +291,10 @@ impl Session {
             // Keep draining so a full event channel cannot block the thread.
             loop {
                 match self.events.recv_timeout(Duration::from_millis(50)) {
-                    Ok(ev) => rest.push(ev),
+                    Ok(ev) => on_event(ev),
                     Err(RecvTimeoutError::Disconnected) => break,
                     Err(RecvTimeoutError::Timeout) if thread.is_finished() => {
-                        rest.extend(self.events.try_iter());
+                        self.events.try_iter().for_each(&mut on_event);
                         break;
                     }
                     Err(RecvTimeoutError::Timeout) => {}
@@ -280,12 +302,11 @@ impl Session {
             }
             let _ = thread.join();
         }
-        rest
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.close();
+        self.close_with(drop);
     }
 }

@@ -142,8 +142,10 @@ pub(crate) fn run(
 
     let stdout = child.stdout.take().expect("stdout is piped");
     let t = tx.clone();
+    let budget = sink.input_budget();
     let out_reader = move || {
         let result = read_lines(stdout, max_line, |line| {
+            budget.acquire(line.bytes.len());
             let _ = t.send(Input::Received {
                 line,
                 at: Instant::now(),
@@ -154,8 +156,10 @@ pub(crate) fn run(
 
     let stderr = child.stderr.take().expect("stderr is piped");
     let t = tx.clone();
+    let budget = sink.input_budget();
     let err_reader = move || {
         let _ = read_lines(stderr, max_line, |line| {
+            budget.acquire(line.bytes.len());
             let _ = t.send(Input::Stderr {
                 line,
                 at: Instant::now(),

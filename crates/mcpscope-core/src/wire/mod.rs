@@ -6,6 +6,7 @@ pub mod classify;
 pub mod correlation;
 pub mod frame;
 pub mod framing;
+pub mod long_line;
 pub mod message;
 pub mod raw_member;
 pub mod sse;

@@ -26,6 +26,7 @@
 
 use crate::protocol::methods;
 use crate::record::capture;
+use crate::transport::budget::ByteBudget;
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
 use crate::transport::session::{Command, SessionOptions};
@@ -142,6 +143,8 @@ struct Ctx {
     target: Arc<HttpTarget>,
     /// The most one message (a body, an SSE event) may hold in memory.
     max_held: usize,
+    /// Bytes read and not yet taken by the runner (see `transport::budget`).
+    budget: Arc<ByteBudget>,
 }
 
 pub(crate) fn run(
@@ -168,6 +171,7 @@ pub(crate) fn run(
         closing: Arc::new(AtomicBool::new(false)),
         target: Arc::new(target.clone()),
         max_held: options.limits.max_held_line_bytes,
+        budget: sink.input_budget(),
     };
     let post_url = match target.kind {
         HttpKind::StreamableHttp => Some(target.url.clone()),
@@ -787,6 +791,7 @@ fn http(ctx: &Ctx, info: HttpInfo) {
 }
 
 fn received(ctx: &Ctx, bytes: Vec<u8>, ending: LineEnding) {
+    ctx.budget.acquire(bytes.len());
     let _ = ctx.tx.send(Input::Received {
         line: RawLine { bytes, ending },
         at: Instant::now(),
