@@ -435,6 +435,62 @@ fn when_mcpscope_is_killed_outright_the_group_still_dies() {
     grandchild_session(&["proxy"], libc::SIGKILL, true);
 }
 
+/// A server whose grandchild daemonises (double fork, `setsid`: out of the
+/// process group, re-parented): mcpscope ends it too, whether it exits by
+/// itself (`sig` None), on a signal, or is killed outright (the watchdog).
+fn daemon_session(sub: &[&str], sig: Option<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("daemon.pid");
+    let mut args: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+    args.push("--".into());
+    args.extend(hostile_args(
+        "grandchild",
+        &["--grandchild-setsid", "--pid-file", pid_file.to_str().unwrap()],
+    ));
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let daemon = read_pid(&pid_file, Duration::from_secs(20));
+    let _cleanup = KillOnDrop(daemon);
+    let what = format!("{sub:?} with {sig:?}");
+    match sig {
+        // SAFETY: signalling the mcpscope we started.
+        Some(sig) => unsafe {
+            libc::kill(child.id() as i32, sig);
+        },
+        // A proxy ends when its client closes; call and doctor time out.
+        None => drop(stdin),
+    }
+    let out = wait_output(child, Duration::from_secs(30), &what);
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    if sig == Some(libc::SIGKILL) {
+        // The watchdog ends it on its own time.
+        wait_until(Duration::from_secs(15), &format!("{what}: the daemon dies"), || {
+            !alive(daemon)
+        });
+    } else {
+        // Whoever waits for mcpscope finds nothing of the server left.
+        assert!(!alive(daemon), "{what}: the daemon {daemon} outlived mcpscope: {err}");
+    }
+}
+
+#[test]
+fn a_daemonised_descendant_outside_the_group_is_ended_on_every_exit_path() {
+    let call = ["call", "--method", "tools/list", "--timeout-ms", "1500"];
+    daemon_session(&call, None);
+    daemon_session(&["doctor", "--era", "legacy", "--timeout-ms", "1500"], None);
+    daemon_session(&["proxy"], None);
+    daemon_session(&call, Some(libc::SIGTERM));
+    daemon_session(&call, Some(libc::SIGKILL));
+    daemon_session(&["proxy"], Some(libc::SIGKILL));
+}
+
 // ---------------------------------------------------------------------------
 // 6, 7. Captures: a failure is an error; a second session is appended.
 

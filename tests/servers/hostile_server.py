@@ -4,7 +4,8 @@ robustness rather than its protocol logic. Each --mode is one hostile habit:
 
   grandchild          start a grandchild (its pid in --pid-file), answer
                       initialize, then never answer anything else; with
-                      --grandchild-ignores-term the grandchild ignores SIGTERM
+                      --grandchild-ignores-term the grandchild ignores SIGTERM;
+                      with --grandchild-setsid it daemonises out of the group
   no-newline          when initialize arrives, first write --bytes bytes of
                       "x" with no newline, then a newline and the answer;
                       then serve normally (the client must cap the line and go on)
@@ -67,9 +68,16 @@ def init_result(msg_id):
 
 
 def start_grandchild(args):
-    code = "import signal, time\n"
+    code = "import os, signal, time\n"
     if args.grandchild_ignores_term:
         code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    if args.grandchild_setsid:
+        # A daemon: double fork, its own session (out of the process group),
+        # its parent gone; it writes its own pid.
+        code += "if os.fork():\n    os._exit(0)\nos.setsid()\nif os.fork():\n    os._exit(0)\n"
+        if args.pid_file:
+            code += (f"open({args.pid_file + '.tmp'!r}, 'w').write(str(os.getpid()))\n"
+                     f"os.rename({args.pid_file + '.tmp'!r}, {args.pid_file!r})\n")
     code += "while True:\n    time.sleep(1)\n"
     child = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -77,6 +85,10 @@ def start_grandchild(args):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    if args.grandchild_setsid:
+        child.wait()  # the first fork exits at once; the daemon is not our child
+        log("daemon started")
+        return
     if args.pid_file:
         tmp = args.pid_file + ".tmp"
         with open(tmp, "w") as f:
@@ -156,6 +168,8 @@ def main():
         "grandchild", "no-newline", "endless-no-newline", "endless-stderr", "huge-answer", "exit-at-once", "interleave", "escapes", "unreadable"])
     ap.add_argument("--pid-file", help="grandchild: write the grandchild's pid here")
     ap.add_argument("--grandchild-ignores-term", action="store_true")
+    ap.add_argument("--grandchild-setsid", action="store_true",
+                    help="grandchild: daemonise (double fork, setsid), out of the process group")
     ap.add_argument("--bytes", type=int, default=5 * 1024 * 1024, help="no-newline: bytes before the newline")
     ap.add_argument("--no-newline", action="store_true", help="endless-stderr: never a newline")
     ap.add_argument("--id-last", action="store_true", help="huge-answer: the id after the result")

@@ -3,6 +3,13 @@
 //! Servers are often launched through wrappers (`npx`, `uv run`, shell
 //! scripts) whose grandchildren hold the pipes open, so each server gets its
 //! own process group and shutdown signals the whole group.
+//!
+//! A descendant that daemonises (`setsid()`, a double fork) leaves the
+//! group. Each server therefore also carries a tag in its environment,
+//! which its descendants inherit: shutdown ends the group and every process
+//! carrying the tag (a [`ServerTree`]). mcpscope is a child subreaper, so a
+//! daemon whose parent died is re-parented to mcpscope, not to init, and its
+//! status is collected here.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -149,6 +156,141 @@ pub fn restore_for_servers(vars: Vec<(OsString, Option<OsString>)>) {
 pub struct Spawned {
     pub child: Child,
     pub program: PathBuf,
+    /// Everything the server started, daemons included.
+    pub tree: ServerTree,
+}
+
+/// The environment variable that marks a server's descendants.
+pub const TREE_TAG_VAR: &str = "MCPSCOPE_SERVER";
+
+/// A server's process group and every process that carries its tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerTree {
+    pub pgid: u32,
+    tag: String,
+}
+
+impl ServerTree {
+    /// A tag no other server of any mcpscope shares: pid, sequence, time.
+    fn new_tag() -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!(
+            "{}.{}.{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_tests(pgid: u32, tag: &str) -> Self {
+        Self {
+            pgid,
+            tag: tag.to_owned(),
+        }
+    }
+
+    /// `NAME=tag`, as it appears in `/proc/PID/environ`.
+    fn marker(&self) -> Vec<u8> {
+        format!("{TREE_TAG_VAR}={}", self.tag).into_bytes()
+    }
+
+    /// Processes outside the group that carry the tag: (pid, zombie).
+    pub fn strays(&self) -> Vec<(u32, bool)> {
+        let marker = self.marker();
+        let me = std::process::id();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Some(stat) = ProcStat::read(pid) else { continue };
+            if stat.pgrp == self.pgid || stat.state == 'X' {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if environ.split(|&b| b == 0).any(|var| var == marker.as_slice()) {
+                found.push((pid, stat.state == 'Z'));
+            }
+        }
+        found
+    }
+
+    /// Sends `signal` to the group and to every stray that can still run.
+    /// False when nothing was left to signal.
+    pub fn signal(&self, signal: i32) -> bool {
+        let mut any = signal_group(self.pgid, signal);
+        for (pid, zombie) in self.strays() {
+            // SAFETY: plain syscall to a process that carries our server's tag.
+            if !zombie && unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Whether anything of the server is still alive (zombies included).
+    pub fn alive(&self) -> bool {
+        group_alive(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
+    }
+
+    /// Whether anything of the server can still run (zombies are over).
+    pub fn running(&self) -> bool {
+        group_running(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
+    }
+
+    /// Collects the status of strays that ended as mcpscope's children (the
+    /// subreaper adopted them), so they do not linger as zombies. Only
+    /// tagged processes: std owns the status of the children it started.
+    pub fn reap_adopted(&self) {
+        let me = std::process::id();
+        for (pid, zombie) in self.strays() {
+            if zombie && ProcStat::read(pid).is_some_and(|s| s.ppid == me) {
+                // SAFETY: collecting the status of our own (adopted) child, without blocking.
+                unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
+            }
+        }
+    }
+}
+
+/// The fields of `/proc/PID/stat` this module reads.
+struct ProcStat {
+    state: char,
+    ppid: u32,
+    pgrp: u32,
+}
+
+impl ProcStat {
+    fn read(pid: u32) -> Option<ProcStat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The name (field 2) may hold spaces and parentheses: count from the last ')'.
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some(ProcStat { state, ppid, pgrp })
+    }
+}
+
+/// Makes mcpscope the one that inherits its servers' orphaned descendants
+/// (instead of init), once per process.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: plain prctl on this process.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    });
 }
 
 /// Starts the server in a new process group with piped stdio.
@@ -163,6 +305,8 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
             message: format!("working directory {} does not exist", cwd.display()),
         });
     }
+    become_subreaper();
+    let tag = ServerTree::new_tag();
     let mut cmd = Command::new(&program);
     for (name, before) in RESTORED_FOR_SERVERS.get().into_iter().flatten() {
         match before {
@@ -172,6 +316,7 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
     }
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(TREE_TAG_VAR, &tag)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -189,7 +334,10 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
         });
     }
     match cmd.spawn() {
-        Ok(child) => Ok(Spawned { child, program }),
+        Ok(child) => {
+            let tree = ServerTree { pgid: child.id(), tag };
+            Ok(Spawned { child, program, tree })
+        }
         Err(e) => {
             let message = match e.kind() {
                 // The file exists (it was resolved), so ENOENT means its
@@ -264,7 +412,13 @@ fn own_command_line_area() -> Option<(usize, usize)> {
 }
 
 impl Watchdog {
-    pub fn start(pgid: u32, grace: std::time::Duration) -> std::io::Result<Watchdog> {
+    pub fn start(tree: &ServerTree, grace: std::time::Duration) -> std::io::Result<Watchdog> {
+        let pgid = tree.pgid;
+        // The marker the child looks for, built before fork (no allocation after it).
+        let mut marker = [0u8; MARKER_MAX];
+        let bytes = tree.marker();
+        let marker_len = bytes.len().min(MARKER_MAX);
+        marker[..marker_len].copy_from_slice(&bytes[..marker_len]);
         use std::os::fd::FromRawFd;
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for two descriptors.
@@ -299,7 +453,7 @@ impl Watchdog {
         }
         if pid == 0 {
             // SAFETY: the child of fork, see above.
-            unsafe { watchdog_main(read_fd, max_fd, pgid, steps, command_line) }
+            unsafe { watchdog_main(read_fd, max_fd, pgid, steps, command_line, &marker[..marker_len]) }
         }
         // SAFETY: closing the read end we no longer need; write_fd is ours.
         unsafe { libc::close(read_fd) };
@@ -368,6 +522,7 @@ unsafe fn watchdog_main(
     pgid: libc::pid_t,
     steps: u32,
     command_line: Option<(usize, usize)>,
+    marker: &[u8],
 ) -> ! {
     unsafe {
         // Hold nothing of mcpscope's: not the server's pipes (the server
@@ -400,20 +555,140 @@ unsafe fn watchdog_main(
             }
             break; // end of file: mcpscope is gone
         }
-        if libc::killpg(pgid, libc::SIGTERM) == 0 {
+        let group = libc::killpg(pgid, libc::SIGTERM) == 0;
+        let strays = signal_tagged(marker, pgid, libc::SIGTERM);
+        if group || strays {
             let pause = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 50_000_000,
             };
             for _ in 0..steps {
                 libc::nanosleep(&pause, std::ptr::null_mut());
-                if libc::killpg(pgid, 0) != 0 {
+                if libc::killpg(pgid, 0) != 0 && !signal_tagged(marker, pgid, 0) {
                     libc::_exit(0);
                 }
             }
             libc::killpg(pgid, libc::SIGKILL);
+            signal_tagged(marker, pgid, libc::SIGKILL);
         }
         libc::_exit(0)
+    }
+}
+
+/// The longest tag marker the watchdog looks for.
+const MARKER_MAX: usize = 128;
+
+/// Sends `signal` to every process outside group `pgid` whose environment
+/// holds `marker` (`NAME=tag`); true if one was found. For the watchdog:
+/// raw syscalls and stack buffers only (it runs between fork and exit).
+///
+/// # Safety
+/// Async-signal-safe; `marker` is at most [`MARKER_MAX`] bytes.
+unsafe fn signal_tagged(marker: &[u8], pgid: libc::pid_t, signal: i32) -> bool {
+    unsafe {
+        let dir = libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        if dir < 0 {
+            return false;
+        }
+        let me = libc::getpid();
+        let mut found = false;
+        let mut entries = [0u8; 4096];
+        loop {
+            let n = libc::syscall(libc::SYS_getdents64, dir, entries.as_mut_ptr(), entries.len());
+            if n <= 0 {
+                break;
+            }
+            let mut at = 0usize;
+            while at < n as usize {
+                // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+                let reclen = u16::from_ne_bytes([entries[at + 16], entries[at + 17]]) as usize;
+                let name = &entries[at + 19..at + reclen];
+                at += reclen;
+                let mut pid: libc::pid_t = 0;
+                let mut digits = 0;
+                for &b in name.iter().take_while(|&&b| b != 0) {
+                    if !b.is_ascii_digit() {
+                        digits = 0;
+                        break;
+                    }
+                    pid = pid.saturating_mul(10).saturating_add((b - b'0') as libc::pid_t);
+                    digits += 1;
+                }
+                if digits == 0 || pid == me || libc::getpgid(pid) == pgid {
+                    continue;
+                }
+                if environ_holds(pid, marker) && libc::kill(pid, signal) == 0 {
+                    found = true;
+                }
+            }
+        }
+        libc::close(dir);
+        found
+    }
+}
+
+/// Whether `/proc/PID/environ` holds `marker` as one whole variable.
+///
+/// # Safety
+/// Async-signal-safe; `marker` is at most [`MARKER_MAX`] bytes.
+unsafe fn environ_holds(pid: libc::pid_t, marker: &[u8]) -> bool {
+    unsafe {
+        // "/proc/" + up to 10 digits + "/environ" + NUL.
+        let mut path = [0u8; 32];
+        let prefix = b"/proc/";
+        path[..prefix.len()].copy_from_slice(prefix);
+        let mut digits = [0u8; 10];
+        let mut d = digits.len();
+        let mut v = pid as u32;
+        loop {
+            d -= 1;
+            digits[d] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let mut len = prefix.len();
+        for &b in &digits[d..] {
+            path[len] = b;
+            len += 1;
+        }
+        for &b in b"/environ" {
+            path[len] = b;
+            len += 1;
+        }
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        // The current variable so far: a variable is matched when it ends
+        // (a NUL) with exactly the marker's bytes.
+        let mut chunk = [0u8; 4096];
+        let mut matched = 0usize;
+        let mut whole = true;
+        let mut found = false;
+        'read: loop {
+            let n = libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len());
+            if n <= 0 {
+                break;
+            }
+            for &b in &chunk[..n as usize] {
+                if b == 0 {
+                    if whole && matched == marker.len() {
+                        found = true;
+                        break 'read;
+                    }
+                    matched = 0;
+                    whole = true;
+                } else if whole && matched < marker.len() && marker[matched] == b {
+                    matched += 1;
+                } else {
+                    whole = false;
+                }
+            }
+        }
+        libc::close(fd);
+        found
     }
 }
 
@@ -606,6 +881,39 @@ mod tests {
     }
 
     #[test]
+    fn a_tagged_process_outside_the_group_is_found_and_only_with_its_whole_tag() {
+        let tag = format!("unit.{}", std::process::id());
+        let mut daemon = Command::new("sleep")
+            .arg("30")
+            .env(TREE_TAG_VAR, &tag)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut other = Command::new("sleep")
+            .arg("30")
+            .env(TREE_TAG_VAR, format!("{tag}0"))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = daemon.id();
+        // A group that cannot exist (above the kernel's largest pid_max):
+        // the daemon is outside it, as a setsid'd one is.
+        let tree = ServerTree::for_tests(4_194_305, &tag);
+        assert_eq!(tree.strays(), vec![(pid, false)], "the longer tag is another server's");
+        let marker = tree.marker();
+        // SAFETY: plain reads of /proc.
+        unsafe {
+            assert!(environ_holds(pid as libc::pid_t, &marker));
+            assert!(!environ_holds(other.id() as libc::pid_t, &marker));
+        }
+        assert!(tree.signal(libc::SIGKILL));
+        daemon.wait().unwrap();
+        assert!(tree.strays().is_empty());
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
+
+    #[test]
     fn the_watchdog_ends_the_group_when_released_and_not_when_stood_down() {
         let spawn_group = || {
             std::process::Command::new("sleep")
@@ -615,14 +923,22 @@ mod tests {
                 .unwrap()
         };
         let mut kept = spawn_group();
-        let w = Watchdog::start(kept.id(), std::time::Duration::from_millis(200)).unwrap();
+        let w = Watchdog::start(
+            &ServerTree::for_tests(kept.id(), "t1"),
+            std::time::Duration::from_millis(200),
+        )
+        .unwrap();
         w.stand_down();
         assert!(group_alive(kept.id()), "standing down must not signal the group");
         let _ = kept.kill();
         let _ = kept.wait();
 
         let mut ended = spawn_group();
-        let w = Watchdog::start(ended.id(), std::time::Duration::from_millis(200)).unwrap();
+        let w = Watchdog::start(
+            &ServerTree::for_tests(ended.id(), "t2"),
+            std::time::Duration::from_millis(200),
+        )
+        .unwrap();
         w.release();
         let status = ended.wait().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM));
@@ -635,7 +951,11 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let w = Watchdog::start(group.id(), std::time::Duration::from_millis(200)).unwrap();
+        let w = Watchdog::start(
+            &ServerTree::for_tests(group.id(), "t3"),
+            std::time::Duration::from_millis(200),
+        )
+        .unwrap();
         let pid = w.pid;
         let read = |what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
         // The child names itself just after the fork: give it a moment.

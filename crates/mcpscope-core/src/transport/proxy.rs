@@ -10,7 +10,7 @@ use crate::record::recorder::Recorder;
 use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
-use crate::transport::process::{self, ExitInfo, ServerSpec, SpawnError, Watchdog};
+use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, SpawnError, Watchdog};
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::LineSplitter;
@@ -201,7 +201,8 @@ pub fn run(
         program: spawned.program,
         command_line: spec.display(),
     });
-    let watchdog = Watchdog::start(pgid, options.term_grace);
+    let tree = spawned.tree.clone();
+    let watchdog = Watchdog::start(&tree, options.term_grace);
 
     // Small: a flood waits in the pipes (and slows the server), not in memory.
     let (tx, rx) = bounded::<Msg>(256);
@@ -259,9 +260,9 @@ pub fn run(
             "could not start the watchdog that ends the server's process group if mcpscope is killed: {e}"
         ));
     }
-    let status = rec.drive(&rx, pgid, options);
+    let status = rec.drive(&rx, &tree, options);
     match watchdog {
-        Ok(w) if process::group_alive(pgid) => w.release(),
+        Ok(w) if tree.alive() => w.release(),
         Ok(w) => w.stand_down(),
         Err(_) => {}
     }
@@ -369,7 +370,8 @@ impl Recording {
 
     /// Records until one side closes (or mcpscope is told to stop); then ends
     /// the server (close stdin, SIGTERM, SIGKILL to its group) and returns its status.
-    fn drive(&mut self, rx: &Receiver<Msg>, pgid: u32, options: &ProxyOptions) -> Option<ExitInfo> {
+    fn drive(&mut self, rx: &Receiver<Msg>, tree: &ServerTree, options: &ProxyOptions) -> Option<ExitInfo> {
+        let pgid = tree.pgid;
         let mut exited: Option<ExitInfo> = None;
         let mut client_closed = false;
         let mut server_out_closed = false;
@@ -410,7 +412,7 @@ impl Recording {
                         break;
                     }
                     let sig = if signalled == 0 { libc::SIGTERM } else { libc::SIGKILL };
-                    if process::signal_group(pgid, sig) {
+                    if tree.signal(sig) {
                         self.note(format!("sent {} to process group {pgid}", process::signal_name(sig)));
                     }
                     signalled += 1;
@@ -478,9 +480,12 @@ impl Recording {
             }
         }
         // Whatever the server started must not outlive the proxy.
-        if process::group_alive(pgid) && process::signal_group(pgid, libc::SIGKILL) {
-            self.note(format!("sent SIGKILL to what was left of process group {pgid}"));
+        if tree.alive() && tree.signal(libc::SIGKILL) {
+            self.note(format!(
+                "sent SIGKILL to what was left of process group {pgid} (and what it started outside it)"
+            ));
         }
+        tree.reap_adopted();
         let at = self.recorder.now();
         self.recorder.capture(&Event::Closed { at });
         exited

@@ -10,7 +10,7 @@
 
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
-use crate::transport::process::{self, ExitInfo, ServerSpec, Watchdog};
+use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, Watchdog};
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
 use crate::transport::session::{Command, SessionOptions};
 use crate::wire::framing::{LineSplitter, RawLine, read_lines};
@@ -54,7 +54,8 @@ enum Phase {
 
 struct StdioLink {
     stdin: Option<Sender<Vec<u8>>>,
-    pgid: u32,
+    /// The server's group and its daemons.
+    tree: ServerTree,
     watchdog: Option<Watchdog>,
     stdin_close_grace: Duration,
     term_grace: Duration,
@@ -102,6 +103,7 @@ pub(crate) fn run(
         }
     };
     let mut child = spawned.child;
+    let tree = spawned.tree;
     let pid = child.id();
     let at = sink.recorder.now();
     sink.emit(Event::Spawned {
@@ -110,7 +112,7 @@ pub(crate) fn run(
         program: spawned.program,
         command_line: spec.display(),
     });
-    let watchdog = match Watchdog::start(pid, options.term_grace) {
+    let watchdog = match Watchdog::start(&tree, options.term_grace) {
         Ok(w) => Some(w),
         Err(e) => {
             sink.note(format!(
@@ -190,7 +192,7 @@ pub(crate) fn run(
 
     let link = StdioLink {
         stdin: Some(stdin_tx),
-        pgid: pid,
+        tree,
         watchdog,
         stdin_close_grace: options.stdin_close_grace,
         term_grace: options.term_grace,
@@ -207,18 +209,18 @@ pub(crate) fn run(
 
 impl StdioLink {
     fn signal(&mut self, sink: &mut Sink, sig: i32, why: &str) {
-        if process::signal_group(self.pgid, sig) {
+        if self.tree.signal(sig) {
             sink.note(format!(
-                "{why}: sent {} to process group {}",
+                "{why}: sent {} to process group {} (and what it started outside it)",
                 process::signal_name(sig),
-                self.pgid
+                self.tree.pgid
             ));
         }
     }
 
     fn after_leader_exit_in_shutdown(&mut self, sink: &mut Sink) {
         // The leader is gone; whatever it started may not be.
-        if process::group_alive(self.pgid) {
+        if self.tree.alive() {
             self.signal(sink, libc::SIGTERM, "the server exited but left processes behind");
             self.phase = Phase::Terminated {
                 deadline: Instant::now() + self.term_grace,
@@ -311,7 +313,7 @@ impl Link for StdioLink {
                     deadline: now + self.term_grace,
                 };
             }
-            Phase::Terminated { deadline } if now >= deadline && process::group_alive(self.pgid) => {
+            Phase::Terminated { deadline } if now >= deadline && self.tree.alive() => {
                 self.signal(sink, libc::SIGKILL, "still running after SIGTERM");
                 self.phase = Phase::Killed {
                     deadline: now + Duration::from_secs(1),
@@ -341,7 +343,7 @@ impl Link for StdioLink {
         // The leader is gone but not its group: look again soon, so that the
         // session ends as soon as the group does (SIGTERM, then SIGKILL
         // after the grace, come from the phases' deadlines).
-        let poll = (self.exited && self.phase != Phase::Running && !self.gave_up && process::group_alive(self.pgid))
+        let poll = (self.exited && self.phase != Phase::Running && !self.gave_up && self.tree.alive())
             .then(|| Instant::now() + GROUP_POLL);
         [phase, self.pipes_deadline, poll].into_iter().flatten().min()
     }
@@ -358,16 +360,17 @@ impl Link for StdioLink {
         // watchdog ends what the server left behind, and whoever waits for
         // mcpscope would find both still there. Only once SIGKILL has had
         // its time is the rest left to the watchdog.
-        self.exited && pipes_done && (self.gave_up || !process::group_running(self.pgid))
+        self.exited && pipes_done && (self.gave_up || !self.tree.running())
     }
 
     fn finish(&mut self, sink: &mut Sink) {
+        self.tree.reap_adopted();
         if let Some(w) = self.watchdog.take() {
-            if process::group_running(self.pgid) {
+            if self.tree.running() {
                 // Leave it to the watchdog, which the group cannot outlive.
                 sink.note(format!(
                     "processes of group {} are still alive; the watchdog ends them",
-                    self.pgid
+                    self.tree.pgid
                 ));
                 w.release();
             } else {
