@@ -51,7 +51,7 @@ fn fail(e: &WrapError) -> ExitCode {
     crate::errln!("mcpscope: {e}; nothing was written");
     ExitCode::from(match e {
         WrapError::UnknownServers { .. } | WrapError::NothingChosen { .. } => exit::USAGE,
-        WrapError::Config(_) | WrapError::Io(_) => exit::IO,
+        WrapError::Config(_) | WrapError::Io(_) | WrapError::Ledger(_) => exit::IO,
     })
 }
 
@@ -115,6 +115,9 @@ pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
         println!("{c}");
     }
     summary(&args.config, &report, args.dry_run, "unwrap");
+    for w in &report.warnings {
+        crate::errln!("mcpscope: warning: {w}");
+    }
     ExitCode::from(exit::OK)
 }
 

@@ -297,3 +297,173 @@ fn the_state_root_is_checked_before_sessions_are_recorded() {
         "nothing written through the link"
     );
 }
+
+/// `mcpscope ARGS` with its state (the wrap ledger) under `state`.
+fn mcpscope_in(state: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env("XDG_STATE_HOME", state)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn backups_of(config: &Path) -> Vec<(String, String)> {
+    let name = config.file_name().unwrap().to_string_lossy().into_owned();
+    let mut found: Vec<(String, String)> = std::fs::read_dir(config.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{name}.mcpscope-backup"))
+        })
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+const WRAP_CONFIG: &str = r#"{
+  "mcpServers": {
+    "a": {"command": "srv-a", "args": ["--flag"]},
+    "b": {"command": "srv-b"},
+    "r": {"type": "http", "url": "https://mcp.example.com/mcp?k=1"}
+  }
+}
+"#;
+
+/// #26 item 4: the remote's original URL lives only in the ledger; when the
+/// ledger cannot be written, the config must not be rewritten.
+#[test]
+fn wrap_leaves_the_config_alone_when_its_way_back_cannot_be_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, WRAP_CONFIG).unwrap();
+    // A state root that is a link (even to a directory of ours) is never written through.
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(dir.path().join("elsewhere")).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), state.join("mcpscope")).unwrap();
+    let out = mcpscope_in(&state, &["wrap", config.to_str().unwrap(), "--all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("original URLs") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        WRAP_CONFIG,
+        "config untouched"
+    );
+    assert!(backups_of(&config).is_empty(), "no backup either");
+}
+
+/// #26 item 4: a second wrap gets a backup of its own, and when the ledger
+/// is lost the original URL still survives in the first backup.
+#[test]
+fn backups_are_numbered_and_the_original_survives_a_lost_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, WRAP_CONFIG).unwrap();
+    let c = config.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = mcpscope_in(&state, args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        out
+    };
+    run(&["wrap", c, "--server", "a"]);
+    let after_a = std::fs::read_to_string(&config).unwrap();
+    run(&["wrap", c, "--server", "r"]);
+    let backups = backups_of(&config);
+    let names: Vec<&str> = backups.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "claude_desktop_config.json.mcpscope-backup",
+            "claude_desktop_config.json.mcpscope-backup.1"
+        ]
+    );
+    assert_eq!(backups[0].1, WRAP_CONFIG);
+    assert_eq!(backups[1].1, after_a);
+    // With the ledger: unwrap restores every byte.
+    run(&["unwrap", c]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), WRAP_CONFIG);
+    assert_eq!(backups_of(&config).len(), 3);
+
+    // Without it, unwrap says so and the original URL is still in a backup.
+    run(&["wrap", c, "--all"]);
+    std::fs::remove_file(state.join("mcpscope/wrapped-remotes.json")).unwrap();
+    let out = run(&["unwrap", c]);
+    assert!(text(&out.stdout).contains("r: skipped"), "{}", text(&out.stdout));
+    let now = std::fs::read_to_string(&config).unwrap();
+    assert!(!now.contains("https://mcp.example.com/mcp?k=1"), "{now}");
+    let backups = backups_of(&config);
+    assert_eq!(backups.len(), 5);
+    assert_eq!(backups[0].1, WRAP_CONFIG, "the first backup was never replaced");
+}
+
+/// #26 item 4: two runs at once on one config each see the other's change
+/// (2–4 lost updates in 40 trials before the lock).
+#[test]
+fn concurrent_wraps_of_one_config_lose_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join(".mcp.json");
+    let original = r#"{"mcpServers": {"a": {"command": "srv-a"}, "b": {"command": "srv-b", "args": ["x"]}}}"#;
+    let c = config.to_str().unwrap();
+    for trial in 0..40 {
+        std::fs::write(&config, original).unwrap();
+        let a = mcpscope_in(&state, &["wrap", c, "--server", "a"]).spawn().unwrap();
+        let b = mcpscope_in(&state, &["wrap", c, "--server", "b"]).spawn().unwrap();
+        for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+            assert!(out.status.success(), "trial {trial}: {}", text(&out.stderr));
+        }
+        let wrapped: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        for server in ["a", "b"] {
+            assert_eq!(
+                wrapped["mcpServers"][server]["args"][0], "proxy",
+                "trial {trial}: {server} lost: {wrapped}"
+            );
+        }
+    }
+}
+
+/// #26 item 4: root wrapping a user's config leaves it (and its backup) the
+/// user's, with its mode.
+#[test]
+fn wrap_as_root_keeps_the_configs_owner_and_mode() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&config, WRAP_CONFIG).unwrap();
+    std::os::unix::fs::chown(&config, Some(1000), Some(1000)).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = mcpscope_in(&state, &["wrap", config.to_str().unwrap(), "--all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let meta = std::fs::metadata(&config).unwrap();
+    assert!(std::fs::read_to_string(&config).unwrap().contains("proxy"));
+    assert_eq!((meta.uid(), meta.gid()), (1000, 1000), "still the user's");
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    let backup = std::fs::metadata(dir.path().join("claude_desktop_config.json.mcpscope-backup")).unwrap();
+    assert_eq!((backup.uid(), backup.gid(), backup.mode() & 0o777), (1000, 1000, 0o600));
+}

@@ -8,7 +8,7 @@ use crate::theme;
 use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::wrap::{Change, Selection};
-use mcpscope_core::config::wrap_file::{self, BACKUP_SUFFIX, Ledger};
+use mcpscope_core::config::wrap_file::{self, Ledger};
 use mcpscope_core::record::state_dir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,11 +29,10 @@ pub fn this_binary() -> Result<String, String> {
         .map_err(|e| format!("cannot tell where this mcpscope binary is: {e}"))
 }
 
-/// The backup `wrap` writes before changing `config`.
+/// The backup `wrap` would write before changing `config` now (backups are
+/// numbered, never replaced).
 pub fn backup_path(config: &Path) -> PathBuf {
-    let mut name = config.as_os_str().to_owned();
-    name.push(BACKUP_SUFFIX);
-    PathBuf::from(name)
+    wrap_file::next_backup_path(config)
 }
 
 /// Wraps (or, with `undo`, unwraps) the chosen servers of `config`. File I/O: run it on a worker.
@@ -85,6 +84,7 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
         }
         None => lines.push(format!("nothing to change in {}", config.display())),
     }
+    lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
     Outcome { lines, ok: true }
 }
 
@@ -245,12 +245,15 @@ mod tests {
             "{\n  \"mcpServers\": {\n    \"files\": {\"command\": \"python3\", \"args\": [\"server.py\"]}\n  }\n}\n";
         std::fs::write(&config, original).unwrap();
         // A stdio server only: the ledger of wrapped remotes is read, not written.
+        let backup = backup_path(&config);
         let wrapped = apply(&config, vec!["files".into()], false, "/opt/mcpscope");
         assert!(wrapped.ok, "{:?}", wrapped.lines);
         let text = std::fs::read_to_string(&config).unwrap();
         assert!(text.contains("\"/opt/mcpscope\""), "{text}");
         assert!(text.contains("\"--session\""), "{text}");
-        assert_eq!(std::fs::read_to_string(backup_path(&config)).unwrap(), original);
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
+        // The next wrap would not replace it.
+        assert_ne!(backup_path(&config), backup);
         assert!(
             wrapped.lines.iter().any(|l| l.contains("mcpscope-backup")),
             "{:?}",

@@ -26,6 +26,7 @@
 use crate::config::jsonc::{self, Node, strip_jsonc};
 use crate::config::server_config::{ConfigError, ConfigImport, Transport, parse_config};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -37,11 +38,14 @@ pub enum Selection {
 }
 
 impl Selection {
-    fn includes(&self, name: &str) -> bool {
-        match self {
-            Selection::All => true,
-            Selection::Named(names) => names.iter().any(|n| n == name),
-        }
+    /// The test per server, as a set: asking the list for each of a large
+    /// file's servers would be quadratic.
+    fn matcher(&self) -> impl Fn(&str) -> bool + '_ {
+        let names: Option<HashSet<&str>> = match self {
+            Selection::All => None,
+            Selection::Named(names) => Some(names.iter().map(String::as_str).collect()),
+        };
+        move |name| names.as_ref().is_none_or(|n| n.contains(name))
     }
 }
 
@@ -139,6 +143,9 @@ pub enum WrapError {
         known: Vec<String>,
     },
     Io(String),
+    /// The ledger of remote servers (their way back) cannot be locked, read
+    /// or written; the config was left as it was.
+    Ledger(String),
 }
 
 impl fmt::Display for WrapError {
@@ -163,7 +170,7 @@ impl fmt::Display for WrapError {
                 "say which servers: --server NAME (repeatable) or --all; the file's servers are {}",
                 list(known)
             ),
-            WrapError::Io(e) => write!(f, "{e}"),
+            WrapError::Io(e) | WrapError::Ledger(e) => write!(f, "{e}"),
         }
     }
 }
@@ -188,14 +195,22 @@ fn parse(path_hint: &Path, text: &str) -> Result<Parsed, WrapError> {
 }
 
 fn check_selection(servers: &Node, selection: &Selection) -> Result<(), WrapError> {
-    let known: Vec<String> = servers.members().iter().map(|m| m.key.clone()).collect();
     if let Selection::Named(names) = selection {
+        let known = || servers.members().iter().map(|m| m.key.clone()).collect::<Vec<_>>();
         if names.is_empty() {
-            return Err(WrapError::NothingChosen { known });
+            return Err(WrapError::NothingChosen { known: known() });
         }
-        let missing: Vec<String> = names.iter().filter(|n| !known.contains(n)).cloned().collect();
+        let present: HashSet<&str> = servers.members().iter().map(|m| m.key.as_str()).collect();
+        let missing: Vec<String> = names
+            .iter()
+            .filter(|n| !present.contains(n.as_str()))
+            .cloned()
+            .collect();
         if !missing.is_empty() {
-            return Err(WrapError::UnknownServers { missing, known });
+            return Err(WrapError::UnknownServers {
+                missing,
+                known: known(),
+            });
         }
     }
     Ok(())
@@ -208,12 +223,28 @@ struct Splice {
     text: String,
 }
 
-fn apply(text: &str, mut splices: Vec<Splice>) -> String {
-    splices.sort_by(|a, b| b.start.cmp(&a.start).then(b.end.cmp(&a.end)));
-    let mut out = text.to_owned();
-    for s in splices {
-        out.replace_range(s.start..s.end, &s.text);
+/// Applies non-overlapping splices in one pass over the text. (Replacing
+/// them one by one in place moved the rest of the text each time: quadratic
+/// in the number of servers, minutes for a 100,000-server file.) Splices at
+/// the same place come out in the order the one-by-one version gave: an
+/// insertion before a replacement starting there, and of two insertions at
+/// one point, the later one first.
+fn apply(text: &str, splices: Vec<Splice>) -> String {
+    let mut order: Vec<(usize, Splice)> = splices.into_iter().enumerate().collect();
+    order.sort_by(|(ia, a), (ib, b)| a.start.cmp(&b.start).then(a.end.cmp(&b.end)).then(ib.cmp(ia)));
+    let added: usize = order.iter().map(|(_, s)| s.text.len()).sum();
+    let mut out = String::with_capacity(text.len() + added);
+    let mut at = 0;
+    for (_, s) in order {
+        // Splices come from one parse and never overlap; clamping keeps a
+        // slip from slicing backwards.
+        let start = s.start.max(at);
+        let end = s.end.max(start);
+        out.push_str(&text[at..start]);
+        out.push_str(&s.text);
+        at = end;
     }
+    out.push_str(&text[at..]);
     out
 }
 
@@ -268,9 +299,21 @@ pub fn wrap_text(
     check_selection(&parsed.servers, selection)?;
     let mut splices = Vec::new();
     let mut changes = Vec::new();
+    let chosen = selection.matcher();
+    // Each remote's URL as the client sees it, by name: looked up per server,
+    // so a map (a search of the list per server was quadratic).
+    let expanded: HashMap<&str, &str> = parsed
+        .import
+        .servers
+        .iter()
+        .filter_map(|s| match &s.transport {
+            Transport::Http { url, .. } => Some((s.name.as_str(), url.as_str())),
+            Transport::Stdio(_) => None,
+        })
+        .collect();
     for member in parsed.servers.members() {
         let server = member.key.clone();
-        if !selection.includes(&server) {
+        if !chosen(&server) {
             continue;
         }
         let entry = &member.value;
@@ -301,16 +344,7 @@ pub fn wrap_text(
                 continue;
             }
             // The proxy forwards to the URL as the client would see it, variables expanded.
-            let upstream = parsed
-                .import
-                .servers
-                .iter()
-                .find(|s| s.name == server)
-                .and_then(|s| match &s.transport {
-                    Transport::Http { url, .. } => Some(url.clone()),
-                    Transport::Stdio(_) => None,
-                })
-                .unwrap_or_else(|| current.to_owned());
+            let upstream = expanded.get(server.as_str()).copied().unwrap_or(current).to_owned();
             if upstream.contains("${") {
                 changes.push(Change::Skipped {
                     server,
@@ -420,10 +454,10 @@ pub fn unwrap_text(
     check_selection(&parsed.servers, selection)?;
     let mut splices = Vec::new();
     let mut changes = Vec::new();
-    let members = parsed.servers.members();
-    for member in members {
+    let chosen = selection.matcher();
+    for member in parsed.servers.members() {
         let server = member.key.clone();
-        if !selection.includes(&server) {
+        if !chosen(&server) {
             continue;
         }
         let entry = &member.value;
@@ -449,6 +483,14 @@ pub fn unwrap_text(
                         local_url: current.to_owned(),
                     });
                 }
+                // What wrap writes, with no record of it (the ledger was
+                // lost): say where the original URL still is.
+                None if current.starts_with("http://127.0.0.1:") => changes.push(Change::Skipped {
+                    server,
+                    why: "its local URL is not in mcpscope's ledger of wrapped servers, so it is left as it is \
+                          (if `mcpscope wrap` changed it, the original URL is in the config's backups)"
+                        .into(),
+                }),
                 None => changes.push(Change::NotWrapped { server }),
             }
         } else {
@@ -740,5 +782,106 @@ mod tests {
         let u = unwrap_text(Path::new("c.json"), &reformatted, &Selection::All, &r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&u.text).unwrap();
         assert_eq!(v, serde_json::from_str::<serde_json::Value>(text).unwrap());
+    }
+
+    /// `apply` before it became one pass: each splice in place, last first.
+    fn apply_one_by_one(text: &str, mut splices: Vec<Splice>) -> String {
+        splices.sort_by(|a, b| b.start.cmp(&a.start).then(b.end.cmp(&a.end)));
+        let mut out = text.to_owned();
+        for s in splices {
+            out.replace_range(s.start..s.end, &s.text);
+        }
+        out
+    }
+
+    #[test]
+    fn one_pass_splicing_gives_what_splicing_one_by_one_gave() {
+        let text = "0123456789abcdef";
+        let sp = |start, end, text: &str| Splice {
+            start,
+            end,
+            text: text.into(),
+        };
+        let cases: Vec<Vec<(usize, usize, &str)>> = vec![
+            vec![],
+            vec![(0, 0, "<")],
+            vec![(16, 16, ">")],
+            vec![(2, 4, "X"), (4, 4, "I"), (10, 12, "")],
+            // An insertion where a replacement starts, and two insertions at one point.
+            vec![(5, 8, "R"), (5, 5, "i"), (9, 9, "first"), (9, 9, "second")],
+            vec![(15, 16, "F"), (0, 1, "Z"), (7, 7, "mid"), (8, 10, "")],
+        ];
+        for case in cases {
+            let make = || case.iter().map(|&(a, b, t)| sp(a, b, t)).collect::<Vec<_>>();
+            assert_eq!(apply(text, make()), apply_one_by_one(text, make()), "{case:?}");
+        }
+    }
+
+    /// A file of `n` servers of every shape wrap handles.
+    fn many_servers(n: usize) -> String {
+        let mut text = String::from("{\n  // generated\n  \"mcpServers\": {\n");
+        for i in 0..n {
+            let entry = match i % 5 {
+                0 => format!(r#"{{ "command": "npx", "args": ["-y", "pkg-{i}"], "env": {{"K": "v{i}"}} }}"#),
+                1 => format!(r#"{{"command": "srv-{i}"}}"#),
+                2 => format!(r#"{{"type": "http", "url": "https://h{i}.example.com/mcp?x={i}"}}"#),
+                3 => format!(r#"{{"command": "C:\\bin\\s{i}.exe", "args": []}}"#),
+                _ => "42".to_owned(),
+            };
+            let comma = if i + 1 < n { "," } else { "" };
+            text.push_str(&format!("    \"s{i}\": {entry}{comma}\n"));
+        }
+        text.push_str("  }\n}\n");
+        text
+    }
+
+    #[test]
+    fn wrapping_every_server_at_once_is_wrapping_them_one_at_a_time() {
+        let text = many_servers(250);
+        let path = Path::new("c.json");
+        let mut once = FakeRemotes::default();
+        let all = wrap_text(path, &text, BIN, &Selection::All, &mut once).unwrap();
+        let mut each = FakeRemotes::default();
+        let mut stepwise = text.clone();
+        for i in 0..250 {
+            let e = wrap_text(
+                path,
+                &stepwise,
+                BIN,
+                &Selection::Named(vec![format!("s{i}")]),
+                &mut each,
+            )
+            .unwrap();
+            each.remember(&e);
+            stepwise = e.text;
+        }
+        assert_eq!(all.text, stepwise);
+        once.remember(&all);
+        let back = unwrap_text(path, &all.text, &Selection::All, &once).unwrap();
+        assert_eq!(back.text, text);
+    }
+
+    #[test]
+    fn a_wrapped_url_the_ledger_forgot_is_reported_and_left() {
+        let text = r#"{"mcpServers": {"r": {"url": "https://h/mcp"}, "mine": {"url": "http://127.0.0.1:8080/mcp"}}}"#;
+        let mut r = FakeRemotes::default();
+        let e = wrap_text(
+            Path::new("c.json"),
+            text,
+            BIN,
+            &Selection::Named(vec!["r".into()]),
+            &mut r,
+        )
+        .unwrap();
+        // No remember(): the record is lost.
+        let u = unwrap_text(Path::new("c.json"), &e.text, &Selection::All, &r).unwrap();
+        assert_eq!(u.text, e.text);
+        assert!(
+            u.changes
+                .iter()
+                .all(|c| matches!(c, Change::Skipped { why, .. } if why.contains("backups"))),
+            "{:?}",
+            u.changes
+        );
     }
 }
