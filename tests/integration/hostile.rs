@@ -1270,3 +1270,22 @@ fn an_endless_sse_event_keeps_memory_bounded_in_initialize_and_later_requests() 
         assert_eq!(err.matches("longer than the in-memory cap").count(), 1, "{err:.4000}");
     }
 }
+
+#[test]
+fn a_token_too_large_to_send_is_named_as_ours_not_blamed_on_the_server() {
+    let server = HostileHttp::start(&["--mode", "plain"]);
+    let target = HttpTarget::streamable(server.url("/mcp"));
+    target.bearer.set(Some("t".repeat(200_000)));
+    let (mut c, _sink) = connect(target, quick());
+    let err = match c.initialize(&HandshakeOptions::default(), T) {
+        Err(e) => e.to_string(),
+        Ok(Err(e)) => e.to_string(),
+        Ok(Ok(_)) => panic!("a 200 kB header went through"),
+    };
+    c.close();
+    assert!(!err.contains("did not answer with valid HTTP"), "{err}");
+    assert!(
+        err.contains("could not send") && err.contains("195.3 KiB") && err.contains("access token"),
+        "{err}"
+    );
+}

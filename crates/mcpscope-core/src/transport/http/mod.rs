@@ -575,10 +575,15 @@ struct PostJob {
     is_initialize: bool,
 }
 
+/// The most request head ureq writes (its default output buffer).
+const SENDABLE_HEAD: usize = 128 * 1024;
+
 /// The headers of a request: real values for the wire, masked ones for the record.
 struct Headers {
     wire: Vec<(String, String)>,
     shown: Vec<(String, String)>,
+    /// The Authorization header is the authorizer's token, not the user's.
+    from_authorizer: bool,
 }
 
 impl Headers {
@@ -586,6 +591,7 @@ impl Headers {
         let mut h = Headers {
             wire: Vec::new(),
             shown: Vec::new(),
+            from_authorizer: false,
         };
         for (k, v) in &target.headers {
             h.wire.push((k.clone(), v.clone()));
@@ -602,6 +608,7 @@ impl Headers {
             let value = format!("Bearer {token}");
             h.shown.push(("Authorization".into(), mask_value(&value)));
             h.wire.push(("Authorization".into(), value));
+            h.from_authorizer = true;
         }
         h
     }
@@ -718,8 +725,31 @@ fn origin_text(u: &url::Url) -> String {
 }
 
 /// A transport failure in words a person can act on.
-fn describe_error(e: &ureq::Error, url: &str) -> String {
+fn describe_error(e: &ureq::Error, url: &str, headers: &Headers) -> String {
     let host = host_of(url);
+    let head: usize = headers.wire.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+    // ureq writes the request head into a fixed buffer: a head that does not
+    // fit is refused before a byte is sent, so the server is not to blame.
+    if matches!(e, ureq::Error::Protocol(_)) && head > SENDABLE_HEAD {
+        let (name, biggest) = headers
+            .wire
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.len()))
+            .max_by_key(|&(_, n)| n)
+            .unwrap_or_default();
+        let what = if name.eq_ignore_ascii_case("authorization") && headers.from_authorizer {
+            "the access token the authorization server issued".to_owned()
+        } else {
+            format!("the {name} header")
+        };
+        return format!(
+            "mcpscope could not send the request to {host}: its headers are {} ({what} alone is {}), more \
+             than mcpscope's HTTP client sends ({}); servers commonly refuse headers over 8-16 KiB anyway",
+            crate::text::human_bytes(head as u64),
+            crate::text::human_bytes(biggest as u64),
+            crate::text::human_bytes(SENDABLE_HEAD as u64)
+        );
+    }
     match e {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             format!("connection refused: nothing is listening at {host} (is the server running, on this port?)")
@@ -833,7 +863,7 @@ fn exchange(
 ) -> Result<(Response, String), String> {
     let mut url = url.to_owned();
     for _ in 0..=MAX_REDIRECTS {
-        let resp = call(ctx, method, &url, headers, body).map_err(|e| describe_error(&e, &url))?;
+        let resp = call(ctx, method, &url, headers, body).map_err(|e| describe_error(&e, &url, headers))?;
         let status = resp.status().as_u16();
         let location = resp
             .headers()
