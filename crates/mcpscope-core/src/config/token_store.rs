@@ -182,6 +182,7 @@ fn memory_to_json(m: &Memory) -> Value {
             "expires_at": g.token.expires_at,
             "scope": g.token.scope,
             "client": g.client.as_ref().map(client_to_json),
+            "dpop_jkt": g.dpop_jkt,
         })
     });
     json!({
@@ -210,6 +211,7 @@ fn memory_from_json(v: &Value) -> Memory {
             resource: s(t, "resource"),
             client: t.get("client").and_then(client_from_json),
             token_endpoint: s(t, "token_endpoint").unwrap_or_default(),
+            dpop_jkt: s(t, "dpop_jkt"),
         })
     });
     let map = |k: &str| -> BTreeMap<String, Value> {
@@ -389,6 +391,7 @@ mod tests {
                 resource: Some("http://s/mcp".into()),
                 client: Some(client.clone()),
                 token_endpoint: "http://as/token".into(),
+                dpop_jkt: None,
             }),
             refresh_tokens: BTreeMap::from([("http://as".into(), "refresh-token-value".into())]),
             clients: BTreeMap::from([("http://as".into(), client)]),

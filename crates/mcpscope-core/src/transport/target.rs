@@ -71,26 +71,74 @@ impl HttpKind {
 
 /// The access token an authorizer obtained, shared with the HTTP runner,
 /// which sends it as `Authorization: Bearer …` with every request (unless
-/// the user gave an `Authorization` header). Updated in place, so a new
-/// token applies to the next request without a new session. Never shown:
-/// its `Debug` is masked, and two slots are equal only when they are the same.
+/// the user gave an `Authorization` header), or, for a DPoP-bound token,
+/// as `Authorization: DPoP …` with a fresh proof of the key. Updated in
+/// place, so a new token applies to the next request without a new
+/// session. Never shown: its `Debug` is masked, and two slots are equal
+/// only when they are the same.
 #[derive(Clone, Default)]
-pub struct BearerSlot(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+pub struct BearerSlot(std::sync::Arc<std::sync::Mutex<SlotState>>);
+
+#[derive(Default)]
+struct SlotState {
+    token: Option<String>,
+    /// Set when the token is bound to this key (its type is DPoP).
+    dpop: Option<std::sync::Arc<crate::protocol::auth::dpop::DpopKey>>,
+    /// The resource server's latest `DPoP-Nonce` (RFC 9449 §9).
+    nonce: Option<String>,
+}
+
+/// What goes with a request: the token, and the key it is bound to.
+#[derive(Clone)]
+pub struct Credential {
+    pub token: String,
+    pub dpop: Option<std::sync::Arc<crate::protocol::auth::dpop::DpopKey>>,
+    pub nonce: Option<String>,
+}
 
 impl BearerSlot {
-    pub fn get(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    pub fn get(&self) -> Option<String> {
+        self.state().token.clone()
+    }
+
+    /// A Bearer token (or none).
     pub fn set(&self, token: Option<String>) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = token;
+        self.set_bound(token, None);
+    }
+
+    /// A token, bound to `dpop` when given.
+    pub fn set_bound(&self, token: Option<String>, dpop: Option<std::sync::Arc<crate::protocol::auth::dpop::DpopKey>>) {
+        let mut st = self.state();
+        st.token = token;
+        st.dpop = dpop;
+    }
+
+    pub fn credential(&self) -> Option<Credential> {
+        let st = self.state();
+        Some(Credential {
+            token: st.token.clone()?,
+            dpop: st.dpop.clone(),
+            nonce: st.nonce.clone(),
+        })
+    }
+
+    /// A `DPoP-Nonce` the server sent: the next proofs carry it.
+    pub fn set_nonce(&self, nonce: String) {
+        self.state().nonce = Some(nonce);
     }
 
     pub fn is_set(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_some()
+        self.state().token.is_some()
+    }
+
+    /// Whether the token is DPoP-bound and a nonce from the server is at hand.
+    pub fn has_dpop_nonce(&self) -> bool {
+        let st = self.state();
+        st.dpop.is_some() && st.nonce.is_some()
     }
 }
 

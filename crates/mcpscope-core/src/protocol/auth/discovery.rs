@@ -164,6 +164,8 @@ pub struct ServerMetadata {
     pub code_challenge_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_signing_alg_values_supported: Option<Vec<String>>,
+    /// RFC 9449 §5.1: the algorithms the server accepts DPoP proofs in.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     pub client_id_metadata_document_supported: bool,
     pub authorization_response_iss_parameter_supported: bool,
     /// Where it was found (`None` for the 2025-03-26 default endpoints).
@@ -190,6 +192,7 @@ impl ServerMetadata {
                 &v,
                 "token_endpoint_auth_signing_alg_values_supported",
             ),
+            dpop_signing_alg_values_supported: strings(&v, "dpop_signing_alg_values_supported"),
             client_id_metadata_document_supported: v
                 .get("client_id_metadata_document_supported")
                 .and_then(Value::as_bool)

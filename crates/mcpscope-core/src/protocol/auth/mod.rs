@@ -20,6 +20,7 @@
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;
+pub mod dpop;
 pub mod flow;
 pub mod jwt;
 pub mod mask;

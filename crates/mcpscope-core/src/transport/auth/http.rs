@@ -138,6 +138,14 @@ pub fn perform(agent: &ureq::Agent, req: &Request, now: u64) -> (Input, AuthExch
         Body::Json(v) => Some(serde_json::to_vec(v).unwrap_or_default()),
     };
     let (request_body, mut jwts) = request_record(&req.body, now);
+    // The DPoP proof is masked in the headers, but what it claims (method,
+    // URL, nonce, public key) is what a person debugging DPoP reads.
+    jwts.extend(
+        req.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(crate::protocol::auth::dpop::HEADER))
+            .filter_map(|(_, v)| crate::protocol::auth::jwt::decode("DPoP proof", v, now)),
+    );
     let started = Instant::now();
     let result = call(agent, req.method.as_str(), &req.url, &req.headers, bytes.as_deref());
     let mut x = AuthExchange {

@@ -17,7 +17,7 @@ pub mod loopback;
 
 use crate::protocol::auth::challenge::{AuthSignal, classify};
 use crate::protocol::auth::flow::{Action, AuthConfig, AuthFlow, Entropy, Input, Memory, Trigger};
-use crate::protocol::auth::{AuthError, Step, authorize, mask};
+use crate::protocol::auth::{AuthError, Step, authorize, dpop, mask};
 use crate::transport::event::{AuthExchange, HttpInfo};
 use crate::transport::target::BearerSlot;
 use loopback::Loopback;
@@ -115,9 +115,10 @@ impl HttpChallenge {
             url: h.url.clone(),
             status,
             www_authenticate: www.map(str::to_owned),
-            with_token: h
-                .sent_header("authorization")
-                .is_some_and(|v| v.to_ascii_lowercase().starts_with("bearer")),
+            with_token: h.sent_header("authorization").is_some_and(|v| {
+                let v = v.to_ascii_lowercase();
+                v.starts_with("bearer") || v.starts_with("dpop")
+            }),
         })
     }
 }
@@ -215,18 +216,38 @@ impl Authorizer {
     /// Starts from what an earlier session left (a persistent store): a
     /// token still valid is sent from the first request on.
     pub fn with_memory(mut self, memory: Memory) -> Self {
-        let usable = memory
-            .token
-            .as_ref()
-            .filter(|g| !g.token.expires_within(unix_now(), 30))
-            .map(|g| g.token.access_token.clone());
-        self.slot.set(usable);
         self.memory = memory;
+        self.put_token_in_slot();
         self
     }
 
     pub fn memory(&self) -> &Memory {
         &self.memory
+    }
+
+    /// The token in memory, if still usable, goes to the slot: bound to the
+    /// session's DPoP key when its type is DPoP. A DPoP token kept from an
+    /// earlier run is bound to that run's key, which is gone: it is not sent.
+    fn put_token_in_slot(&self) {
+        let Some(g) = self
+            .memory
+            .token
+            .as_ref()
+            .filter(|g| !g.token.expires_within(unix_now(), 30))
+        else {
+            self.slot.set(None);
+            return;
+        };
+        if g.token.token_type.eq_ignore_ascii_case("dpop") {
+            match &self.config.dpop_key {
+                Some(key) if g.dpop_jkt.as_deref() == Some(key.thumbprint()) => self
+                    .slot
+                    .set_bound(Some(g.token.access_token.clone()), Some(key.clone())),
+                _ => self.slot.set(None),
+            }
+        } else {
+            self.slot.set(Some(g.token.access_token.clone()));
+        }
     }
 
     pub fn server_url(&self) -> &str {
@@ -272,6 +293,33 @@ impl Authorizer {
                 )));
             }
         };
+        // RFC 9449 §9: the token is good, the proof lacked the server's
+        // nonce, which its answer carried (the HTTP runner keeps it): send
+        // the request again, nothing to authorize.
+        if let Trigger::Unauthorized { challenge, .. } = &trigger
+            && challenge.error.as_deref() == Some(dpop::USE_NONCE)
+            && self.slot.has_dpop_nonce()
+        {
+            record(AuthExchange {
+                url: ch.url.clone(),
+                status: Some(ch.status),
+                received: ch
+                    .www_authenticate
+                    .as_ref()
+                    .map(|w| vec![("www-authenticate".to_owned(), w.clone())])
+                    .unwrap_or_default(),
+                notes: vec![challenge.describe()],
+                ..AuthExchange::new(
+                    Step::Retry,
+                    format!(
+                        "{} was answered HTTP {}: the MCP server asks for a DPoP nonce; sending it again with the \
+                         nonce in a new proof",
+                        ch.method, ch.status
+                    ),
+                )
+            });
+            return Ok(());
+        }
         let mut x = AuthExchange {
             url: ch.url.clone(),
             status: Some(ch.status),
@@ -421,8 +469,7 @@ impl Authorizer {
     /// Takes the flow's memory and puts its token (or none) in the slot.
     fn settle(&mut self, flow: &AuthFlow) {
         self.memory = flow.memory().clone();
-        self.slot
-            .set(self.memory.token.as_ref().map(|g| g.token.access_token.clone()));
+        self.put_token_in_slot();
         if let Some(cb) = &self.options.on_change {
             cb(&self.server_url, &self.memory);
         }

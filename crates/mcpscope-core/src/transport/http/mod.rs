@@ -24,6 +24,7 @@
 //! (as the official TypeScript SDK does). URLs are shown and recorded with
 //! their userinfo and secret-looking query values masked.
 
+use crate::protocol::auth::dpop;
 use crate::protocol::methods;
 use crate::record::capture;
 use crate::transport::budget::ByteBudget;
@@ -79,6 +80,7 @@ pub(crate) const RELEVANT: &[&str] = &[
     "www-authenticate",
     "retry-after",
     "allow",
+    "dpop-nonce",
 ];
 
 /// The gate id of the GET stream's first answer (POST workers count up from 0).
@@ -587,7 +589,10 @@ struct Headers {
 }
 
 impl Headers {
-    fn new(target: &HttpTarget) -> Self {
+    /// The headers of a `method` request to `url`: the user's, and the
+    /// authorizer's token (with a DPoP proof of this very request when the
+    /// token is bound to a key).
+    fn new(target: &HttpTarget, method: &str, url: &str) -> Self {
         let mut h = Headers {
             wire: Vec::new(),
             shown: Vec::new(),
@@ -599,16 +604,30 @@ impl Headers {
         }
         // OAuth: the token the authorizer obtained (transport::auth), unless
         // the user gave an Authorization header of their own.
-        if let Some(token) = target.bearer.get()
+        if let Some(c) = target.bearer.credential()
             && !target
                 .headers
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
         {
-            let value = format!("Bearer {token}");
+            let scheme = if c.dpop.is_some() { "DPoP" } else { "Bearer" };
+            let value = format!("{scheme} {}", c.token);
             h.shown.push(("Authorization".into(), mask_value(&value)));
             h.wire.push(("Authorization".into(), value));
             h.from_authorizer = true;
+            if let Some(key) = &c.dpop {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let jti = dpop::random_jti();
+                // A proof that cannot be made leaves the request without one:
+                // the server's refusal then says what is missing.
+                if let Ok(proof) = key.proof(method, url, now, &jti, Some(&c.token), c.nonce.as_deref()) {
+                    // A proof is good for this one request only, but still shown masked.
+                    h.shown.push((dpop::HEADER.into(), "****".into()));
+                    h.wire.push((dpop::HEADER.into(), proof));
+                }
+            }
         }
         h
     }
@@ -864,6 +883,12 @@ fn exchange(
     let mut url = url.to_owned();
     for _ in 0..=MAX_REDIRECTS {
         let resp = call(ctx, method, &url, headers, body).map_err(|e| describe_error(&e, &url, headers))?;
+        // RFC 9449 §9: any answer may carry the nonce the next proofs must name.
+        if let Some(nonce) = resp.headers().get(dpop::NONCE_HEADER)
+            && let Ok(nonce) = nonce.to_str()
+        {
+            ctx.target.bearer.set_nonce(nonce.to_owned());
+        }
         let status = resp.status().as_u16();
         let location = resp
             .headers()
@@ -955,6 +980,42 @@ fn read_body(ctx: &Ctx, reader: &mut impl Read) -> std::io::Result<Option<Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dpop_bound_token_goes_with_a_proof_of_each_request() {
+        let target = HttpTarget::streamable("http://127.0.0.1:9/mcp");
+        let key = std::sync::Arc::new(dpop::DpopKey::generate().unwrap());
+        target.bearer.set_bound(Some("tok".into()), Some(key));
+        target.bearer.set_nonce("rs-nonce".into());
+        let h = Headers::new(&target, "POST", "http://127.0.0.1:9/mcp?x=1");
+        let wire: std::collections::HashMap<_, _> = h.wire.iter().cloned().collect();
+        assert_eq!(wire["Authorization"], "DPoP tok");
+        let proof = crate::protocol::auth::jwt::decode("dpop", &wire["DPoP"], 0).unwrap();
+        assert_eq!(proof.claims["htm"], "POST");
+        assert_eq!(proof.claims["htu"], "http://127.0.0.1:9/mcp");
+        assert_eq!(proof.claims["ath"], dpop::token_hash("tok"));
+        assert_eq!(proof.claims["nonce"], "rs-nonce");
+        let again = Headers::new(&target, "POST", "http://127.0.0.1:9/mcp");
+        let again: std::collections::HashMap<_, _> = again.wire.iter().cloned().collect();
+        assert_ne!(wire["DPoP"], again["DPoP"], "a fresh proof per request");
+        // Nothing secret in what is recorded.
+        assert!(
+            h.shown.iter().all(|(_, v)| !v.contains("tok") || v == "DPoP ****"),
+            "{:?}",
+            h.shown
+        );
+        assert!(h.shown.iter().any(|(k, v)| k == "DPoP" && v == "****"));
+        // A Bearer token has no proof.
+        target.bearer.set(Some("tok".into()));
+        let plain = Headers::new(&target, "GET", "http://127.0.0.1:9/mcp");
+        assert!(
+            plain
+                .wire
+                .iter()
+                .any(|(k, v)| k == "Authorization" && v == "Bearer tok")
+        );
+        assert!(!plain.wire.iter().any(|(k, _)| k == "DPoP"));
+    }
 
     #[test]
     fn answers_matches_the_response_only() {

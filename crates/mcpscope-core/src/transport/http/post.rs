@@ -13,7 +13,7 @@ pub(super) fn post(ctx: Ctx, job: PostJob) {
         out,
         is_initialize,
     } = job;
-    let mut headers = Headers::new(&ctx.target);
+    let mut headers = Headers::new(&ctx.target, "POST", &url);
     headers.add("Content-Type", "application/json");
     headers.add("Accept", ACCEPT_POST);
     let modern = crate::protocol::http_headers::standard(&out.body);

@@ -156,7 +156,7 @@ pub(super) fn resume(
         if !pause(ctx, wait) {
             return;
         }
-        let mut headers = Headers::new(&ctx.target);
+        let mut headers = Headers::new(&ctx.target, "GET", url);
         headers.add("Accept", "text/event-stream");
         headers.session(session_id, protocol_version);
         headers.add("Last-Event-ID", &last);
@@ -236,7 +236,7 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
         if ctx.closing.load(Ordering::SeqCst) {
             return;
         }
-        let mut headers = Headers::new(&ctx.target);
+        let mut headers = Headers::new(&ctx.target, "GET", &url);
         headers.add("Accept", "text/event-stream");
         headers.session(&session_id, &protocol_version);
         if let Some(l) = &last_id {
@@ -368,7 +368,7 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
 /// message would go to a host they never named.
 pub(super) fn legacy_stream(ctx: Ctx) {
     let url = ctx.target.url.clone();
-    let mut headers = Headers::new(&ctx.target);
+    let mut headers = Headers::new(&ctx.target, "GET", &url);
     headers.add("Accept", "text/event-stream");
     let info = headers.info("GET", &url);
     let down = |reason: String| HttpMsg::LegacyDown { reason };
@@ -499,7 +499,7 @@ pub(super) fn legacy_stream(ctx: Ctx) {
 /// Ends the session on the server (Streamable HTTP).
 pub(super) fn delete(ctx: Ctx, session_id: String, protocol_version: Option<String>) {
     let url = ctx.target.url.clone();
-    let mut headers = Headers::new(&ctx.target);
+    let mut headers = Headers::new(&ctx.target, "DELETE", &url);
     headers.session(&Some(session_id.clone()), &protocol_version);
     let info = headers.info("DELETE", &url);
     let info = match exchange(&ctx, "DELETE", &url, &headers, None, None) {

@@ -11,6 +11,7 @@
 use super::authorize::{self, PendingAuthorization};
 use super::challenge::BearerChallenge;
 use super::discovery::{self, ResourceMetadata, ServerMetadata};
+use super::dpop::{self, DpopKey, DpopMode};
 use super::jwt::{self, SigningKey};
 use super::pkce::{self, Pkce};
 use super::registration::{self, Client, ClientKind, ClientSettings, Plan};
@@ -35,6 +36,9 @@ pub enum GrantChoice {
     /// Enterprise-managed authorization (SEP-990): token exchange at the
     /// identity provider, then a JWT bearer grant.
     IdJag,
+    /// Workload identity federation (SEP-1933): the workload's own JWT (from
+    /// its platform) as an RFC 7523 JWT bearer grant.
+    WorkloadIdentity,
 }
 
 /// The audience of a `private_key_jwt` client assertion.
@@ -82,6 +86,13 @@ pub struct AuthConfig {
     pub want_refresh: bool,
     /// Use this authorization server when the resource lists several.
     pub issuer: Option<String>,
+    /// When to bind tokens to a key with DPoP (RFC 9449).
+    pub dpop: DpopMode,
+    /// The session's DPoP key (made once, so every token of the session is
+    /// bound to the same key); `None` with [`DpopMode::Never`].
+    pub dpop_key: Option<Arc<DpopKey>>,
+    /// The workload's JWT for [`GrantChoice::WorkloadIdentity`].
+    pub workload_token: Option<String>,
 }
 
 /// A token and where it came from.
@@ -93,6 +104,8 @@ pub struct Granted {
     pub resource: Option<String>,
     pub client: Option<Client>,
     pub token_endpoint: String,
+    /// The thumbprint of the DPoP key a DPoP token is bound to (`cnf.jkt`).
+    pub dpop_jkt: Option<String>,
 }
 
 /// What outlives one flow.
@@ -111,6 +124,8 @@ pub struct Memory {
     pub token: Option<Granted>,
     /// The scopes of the last authorization request.
     pub requested_scopes: Option<Vec<String>>,
+    /// The authorization server's latest DPoP nonce (RFC 9449 §8).
+    pub dpop_nonce: Option<String>,
 }
 
 impl std::fmt::Debug for Memory {
@@ -235,6 +250,7 @@ enum TokenKind {
     Refresh,
     ClientCredentials,
     JwtBearer,
+    Workload,
 }
 
 enum Stage {
@@ -274,6 +290,9 @@ pub struct AuthFlow {
     reregistered: bool,
     /// The URL of the last request asked for (its answer is the next input).
     last_sent: Option<String>,
+    /// The token request in flight, to send again with a DPoP nonce.
+    last_token: Option<(Grant, Option<Client>)>,
+    dpop_nonce_retried: bool,
 }
 
 impl AuthFlow {
@@ -303,6 +322,8 @@ impl AuthFlow {
             refresh_tried: false,
             reregistered: false,
             last_sent: None,
+            last_token: None,
+            dpop_nonce_retried: false,
         };
         let action = match trigger {
             Trigger::Expiring => f.refresh(),
@@ -626,7 +647,9 @@ impl AuthFlow {
         match c.grant {
             GrantChoice::Auto => {
                 let meta = self.meta();
-                if c.idp.is_some() {
+                if c.workload_token.is_some() {
+                    GrantChoice::WorkloadIdentity
+                } else if c.idp.is_some() {
                     GrantChoice::IdJag
                 } else if c.signing_key.is_some()
                     || (c.client.client_id.is_some()
@@ -713,6 +736,48 @@ impl AuthFlow {
                 self.choose_scopes(false);
                 self.idp_exchange()
             }
+            GrantChoice::WorkloadIdentity => {
+                self.choose_scopes(false);
+                self.workload_identity()
+            }
+        }
+    }
+
+    fn workload_identity(&mut self) -> Action {
+        let Some(assertion) = self.config.workload_token.clone() else {
+            return self.fail(AuthError::Config(
+                "workload identity needs the workload's JWT (--workload-token FILE)".into(),
+            ));
+        };
+        if !self.meta().supports_grant(token::GRANT_JWT_BEARER) {
+            self.note("the authorization server does not list the JWT bearer grant: trying it anyway");
+        }
+        self.memory.requested_scopes = self.scopes.clone();
+        let client = self.configured_client();
+        self.token_request(TokenKind::Workload, Grant::JwtBearer { assertion }, client)
+    }
+
+    /// The DPoP key, when this flow's tokens are to be bound to it.
+    fn dpop_key(&self) -> Option<Arc<DpopKey>> {
+        let key = self.config.dpop_key.clone()?;
+        let challenged = match &self.trigger {
+            Trigger::Unauthorized { challenge, .. } | Trigger::InsufficientScope { challenge } => {
+                challenge.scheme.eq_ignore_ascii_case("dpop")
+            }
+            Trigger::Expiring => false,
+        };
+        let bound_before = self
+            .memory
+            .token
+            .as_ref()
+            .is_some_and(|g| g.token.token_type.eq_ignore_ascii_case("dpop"));
+        match self.config.dpop {
+            DpopMode::Never => None,
+            DpopMode::Always => Some(key),
+            DpopMode::Auto => (dpop::server_accepts(self.meta().dpop_signing_alg_values_supported.as_deref())
+                || challenged
+                || bound_before)
+                .then_some(key),
         }
     }
 
@@ -1025,18 +1090,38 @@ impl AuthFlow {
         };
         let resource = self.resource();
         let scopes = match kind {
-            TokenKind::ClientCredentials => self.scopes.clone(),
+            TokenKind::ClientCredentials | TokenKind::Workload => self.scopes.clone(),
             _ => None,
         };
-        let req = token::request(&grant, &auth, resource.as_deref(), scopes.as_deref());
-        self.client = client;
-        self.stage = Stage::Token(kind);
-        let purpose = match kind {
+        let mut req = token::request(&grant, &auth, resource.as_deref(), scopes.as_deref());
+        let mut purpose = match kind {
             TokenKind::Code => "exchange the code for a token",
             TokenKind::Refresh => "refresh the token",
             TokenKind::ClientCredentials => "a token for mcpscope itself (client credentials)",
             TokenKind::JwtBearer => "a token for the ID-JAG (RFC 7523 JWT bearer)",
-        };
+            TokenKind::Workload => "a token for the workload's JWT (RFC 7523 JWT bearer, workload identity)",
+        }
+        .to_owned();
+        if let Some(key) = self.dpop_key() {
+            let jti = self.jti();
+            let nonce = self.memory.dpop_nonce.clone();
+            match key.proof("POST", &endpoint, self.now, &jti, None, nonce.as_deref()) {
+                Ok(proof) => req.headers.push((dpop::HEADER.into(), proof)),
+                Err(e) => return self.fail(AuthError::Config(format!("DPoP: {e}"))),
+            }
+            purpose.push_str(&format!(
+                "; DPoP proof for key {}{}",
+                key.thumbprint(),
+                if nonce.is_some() {
+                    ", with the server's nonce"
+                } else {
+                    ""
+                }
+            ));
+        }
+        self.last_token = Some((grant, client.clone()));
+        self.client = client;
+        self.stage = Stage::Token(kind);
         self.send(Request {
             step: Step::Token,
             method: Method::Post,
@@ -1049,7 +1134,12 @@ impl AuthFlow {
 
     fn on_token(&mut self, input: Input, kind: TokenKind) -> Action {
         let (status, body) = match input {
-            Input::Response { status, body, .. } => (status, body),
+            Input::Response { status, body, headers } => {
+                if let Some((_, nonce)) = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(dpop::NONCE_HEADER)) {
+                    self.memory.dpop_nonce = Some(nonce.clone());
+                }
+                (status, body)
+            }
             Input::Unreachable(error) => {
                 let url = self.last_url_hint();
                 return self.fail(AuthError::Unreachable { url, error });
@@ -1057,9 +1147,17 @@ impl AuthFlow {
             other => return self.unexpected(other),
         };
         let issuer = self.issuer();
+        let proved = self.dpop_key();
         match token::parse_response(status, &body, self.now) {
             Ok(ts) => {
                 let mut what = format!("{} token issued", ts.token_type);
+                let bound = ts.token_type.eq_ignore_ascii_case("dpop");
+                match (&proved, bound) {
+                    (Some(key), true) => what.push_str(&format!(", bound to DPoP key {}", key.thumbprint())),
+                    (Some(_), false) => what.push_str(" (not DPoP-bound although a proof was sent)"),
+                    (None, true) => what.push_str(" (DPoP-bound, but mcpscope sent no proof)"),
+                    (None, false) => {}
+                }
                 if let Some(e) = ts.expires_at {
                     what.push_str(&format!(", expires in {} s", e.saturating_sub(self.now)));
                 }
@@ -1080,9 +1178,23 @@ impl AuthFlow {
                     resource: self.resource(),
                     client: self.client.clone(),
                     token_endpoint,
+                    dpop_jkt: proved.as_ref().filter(|_| bound).map(|k| k.thumbprint().to_owned()),
                 });
                 self.stage = Stage::Finished;
                 Action::Done
+            }
+            Err(AuthError::TokenRefused { error: Some(x), .. })
+                if x == dpop::USE_NONCE
+                    && proved.is_some()
+                    && !self.dpop_nonce_retried
+                    && self.memory.dpop_nonce.is_some() =>
+            {
+                self.dpop_nonce_retried = true;
+                self.note("the authorization server asked for a DPoP nonce (use_dpop_nonce): sending the token request again with it");
+                let Some((grant, client)) = self.last_token.take() else {
+                    return self.fail(AuthError::Config("internal: no token request to repeat".into()));
+                };
+                self.token_request(kind, grant, client)
             }
             Err(e) => {
                 if kind == TokenKind::Refresh {

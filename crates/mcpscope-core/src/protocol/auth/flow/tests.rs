@@ -9,6 +9,8 @@ const AS: &str = "http://localhost:4000";
 /// A scripted world: answers by "METHOD url-without-query", 404 otherwise.
 struct World {
     answers: HashMap<String, (u16, String)>,
+    /// Answers given once each, before `answers`, with headers.
+    queued: HashMap<String, std::collections::VecDeque<(u16, String, Vec<(String, String)>)>>,
     /// `iss` to put in the redirect: `None` omits it.
     iss: Option<String>,
     sent: Vec<Request>,
@@ -19,6 +21,7 @@ impl World {
     fn new() -> Self {
         World {
             answers: HashMap::new(),
+            queued: HashMap::new(),
             iss: None,
             sent: Vec::new(),
             authorize_urls: Vec::new(),
@@ -71,6 +74,16 @@ impl World {
         )
     }
 
+    /// Answers the next request to `url` (once) with headers.
+    fn once(mut self, method: &str, url: &str, status: u16, body: Value, headers: &[(&str, &str)]) -> Self {
+        let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.queued
+            .entry(format!("{method} {url}"))
+            .or_default()
+            .push_back((status, body.to_string(), headers));
+        self
+    }
+
     fn prm(self, url: &str, body: Value) -> Self {
         self.on("GET", url, 200, body)
     }
@@ -113,14 +126,20 @@ impl World {
                 Action::Send(req) => {
                     let key = format!("{} {}", req.method.as_str(), req.url.split('?').next().unwrap());
                     self.sent.push(req);
-                    let (status, body) = self
-                        .answers
-                        .get(&key)
-                        .cloned()
-                        .unwrap_or((404, "<html>Cannot GET</html>".into()));
+                    let (status, body, headers) = match self.queued.get_mut(&key).and_then(|q| q.pop_front()) {
+                        Some(once) => once,
+                        None => {
+                            let (status, body) = self
+                                .answers
+                                .get(&key)
+                                .cloned()
+                                .unwrap_or((404, "<html>Cannot GET</html>".into()));
+                            (status, body, vec![])
+                        }
+                    };
                     Input::Response {
                         status,
-                        headers: vec![],
+                        headers,
                         body: body.into_bytes(),
                     }
                 }
@@ -710,4 +729,127 @@ fn endpoints_that_are_not_https_are_refused() {
     assert!(super::endpoint_allowed("http://127.0.0.1:9000/authorize").is_ok());
     assert!(super::endpoint_allowed("http://localhost:9000/authorize").is_ok());
     assert!(super::endpoint_allowed("http://[::1]:9000/authorize").is_ok());
+}
+
+fn dpop_config(mode: DpopMode) -> (AuthConfig, Arc<DpopKey>) {
+    let key = Arc::new(DpopKey::generate().unwrap());
+    let cfg = AuthConfig {
+        dpop: mode,
+        dpop_key: Some(key.clone()),
+        ..AuthConfig::default()
+    };
+    (cfg, key)
+}
+
+fn proof_claims(req: &Request) -> Option<Value> {
+    let proof = &req.headers.iter().find(|(k, _)| k == "DPoP")?.1;
+    jwt::decode("dpop", proof, 0).map(|d| {
+        assert_eq!(d.header["typ"], "dpop+jwt");
+        d.claims
+    })
+}
+
+#[test]
+fn dpop_proofs_go_with_the_token_request_when_the_server_lists_es256() {
+    let hint = "DPoP resource_metadata=\"http://localhost:3000/prm\"";
+    let dpop_token = json!({"access_token": "h.c.s", "token_type": "DPoP", "expires_in": 3600});
+    for (mode, listed, expect) in [
+        (DpopMode::Auto, true, true),
+        (DpopMode::Auto, false, false),
+        (DpopMode::Always, false, true),
+        (DpopMode::Never, true, false),
+    ] {
+        let extra = if listed {
+            json!({"dpop_signing_alg_values_supported": ["ES256"]})
+        } else {
+            json!({})
+        };
+        let mut w = prm_world(None, extra).on("POST", &format!("{AS}/token"), 200, dpop_token.clone());
+        let (cfg, key) = dpop_config(mode);
+        // The Bearer scheme of the challenge: only the metadata (or the mode) says DPoP.
+        let (r, memory) = w.run(cfg, Memory::default(), unauthorized(&hint.replace("DPoP", "Bearer")));
+        r.unwrap();
+        let token_req = w.sent.iter().find(|r| r.url.ends_with("/token")).unwrap();
+        let claims = proof_claims(token_req);
+        assert_eq!(claims.is_some(), expect, "{mode:?}, listed {listed}");
+        if let Some(c) = claims {
+            assert_eq!(c["htm"], "POST");
+            assert_eq!(c["htu"], format!("{AS}/token"));
+            assert!(c.get("ath").is_none() && c.get("nonce").is_none());
+        }
+        let g = memory.token.unwrap();
+        assert_eq!(g.dpop_jkt.as_deref(), expect.then(|| key.thumbprint()), "{mode:?}");
+    }
+    // A DPoP challenge from the resource is enough in auto mode.
+    let mut w = prm_world(None, json!({})).on("POST", &format!("{AS}/token"), 200, dpop_token);
+    let (cfg, _) = dpop_config(DpopMode::Auto);
+    w.run(cfg, Memory::default(), unauthorized(hint)).0.unwrap();
+    assert!(proof_claims(w.sent.iter().find(|r| r.url.ends_with("/token")).unwrap()).is_some());
+}
+
+#[test]
+fn a_use_dpop_nonce_answer_sends_the_token_request_once_more_with_the_nonce() {
+    let hint = "DPoP resource_metadata=\"http://localhost:3000/prm\"";
+    let token_url = format!("{AS}/token");
+    let nonce_answer = json!({"error": "use_dpop_nonce", "error_description": "nonce required"});
+    let mut w = prm_world(None, json!({"dpop_signing_alg_values_supported": ["ES256"]}))
+        .once("POST", &token_url, 400, nonce_answer.clone(), &[("dpop-nonce", "n-1")])
+        .on(
+            "POST",
+            &token_url,
+            200,
+            json!({"access_token": "h.c.s", "token_type": "DPoP"}),
+        );
+    let (cfg, _) = dpop_config(DpopMode::Auto);
+    let (r, memory) = w.run(cfg.clone(), Memory::default(), unauthorized(hint));
+    r.unwrap();
+    let tokens: Vec<&Request> = w.sent.iter().filter(|r| r.url == token_url).collect();
+    assert_eq!(tokens.len(), 2);
+    assert!(proof_claims(tokens[0]).unwrap().get("nonce").is_none());
+    let second = proof_claims(tokens[1]).unwrap();
+    assert_eq!(second["nonce"], "n-1");
+    assert_ne!(proof_claims(tokens[0]).unwrap()["jti"], second["jti"], "a fresh proof");
+    assert_eq!(memory.dpop_nonce.as_deref(), Some("n-1"));
+    // A server that asks again and again is asked once more only.
+    let mut w = prm_world(None, json!({"dpop_signing_alg_values_supported": ["ES256"]}))
+        .once("POST", &token_url, 400, nonce_answer.clone(), &[("dpop-nonce", "n-1")])
+        .once("POST", &token_url, 400, nonce_answer, &[("dpop-nonce", "n-2")]);
+    let err = w.run(cfg, Memory::default(), unauthorized(hint)).0.unwrap_err();
+    assert!(err.to_string().contains("use_dpop_nonce"), "{err}");
+    assert_eq!(w.sent.iter().filter(|r| r.url == token_url).count(), 2);
+}
+
+#[test]
+fn workload_identity_sends_the_workload_jwt_as_a_jwt_bearer_grant_and_never_retries() {
+    let hint = "Bearer resource_metadata=\"http://localhost:3000/prm\"";
+    let cfg = AuthConfig {
+        client: ClientSettings {
+            client_id: Some("workload-client".into()),
+            ..ClientSettings::default()
+        },
+        workload_token: Some("w.j.t".into()),
+        scope: Some(vec!["read".into()]),
+        ..AuthConfig::default()
+    };
+    let meta = json!({"grant_types_supported": [token::GRANT_JWT_BEARER], "registration_endpoint": null});
+    let mut w = prm_world(None, meta.clone());
+    w.run(cfg.clone(), Memory::default(), unauthorized(hint)).0.unwrap();
+    assert!(w.authorize_urls.is_empty(), "no browser, no authorization code");
+    let form = w.form(w.sent.len() - 1);
+    assert_eq!(get(&form, "grant_type"), Some(token::GRANT_JWT_BEARER));
+    assert_eq!(get(&form, "assertion"), Some("w.j.t"));
+    assert_eq!(get(&form, "client_id"), Some("workload-client"));
+    assert_eq!(get(&form, "scope"), Some("read"));
+    assert_eq!(get(&form, "resource"), Some(MCP));
+    // A refusal is the answer: no second try, no other grant.
+    let mut w = prm_world(None, meta).once(
+        "POST",
+        &format!("{AS}/token"),
+        400,
+        json!({"error": "invalid_grant", "error_description": "JWT assertion is expired"}),
+        &[],
+    );
+    let err = w.run(cfg, Memory::default(), unauthorized(hint)).0.unwrap_err();
+    assert!(err.to_string().contains("invalid_grant"), "{err}");
+    assert_eq!(w.sent.iter().filter(|r| r.method == Method::Post).count(), 1);
 }
