@@ -606,36 +606,11 @@ fn warn_invalid_tools(client: &Client, result: &Value) {
 /// Says on stderr when the server did not advertise the capability `method`
 /// needs: the request is sent all the same (the user asked for it).
 fn warn_unadvertised(client: &Client, method: &str) {
-    let Some(caps) = client.era().and_then(|d| d.server_capabilities()) else {
-        return;
-    };
-    if let Some(why) = unadvertised(caps, method) {
+    let Some(d) = client.era() else { return };
+    let Some(caps) = d.server_capabilities() else { return };
+    if let Some(why) = mcpscope_core::protocol::capabilities::unadvertised(caps, method, Some(&d.version)) {
         crate::errln!("mcpscope: {why}; sending {method} anyway");
     }
-}
-
-/// Why `method` is not covered by the server's capabilities, if it is not.
-pub fn unadvertised(caps: &Value, method: &str) -> Option<String> {
-    if !caps.is_object() {
-        return None;
-    }
-    if method.starts_with("skills/") {
-        let ext = mcpscope_core::protocol::skills::EXTENSION;
-        return caps
-            .pointer(&format!("/extensions/{}", ext.replace('~', "~0").replace('/', "~1")))
-            .is_none()
-            .then(|| format!("the server did not advertise the {ext} extension"));
-    }
-    let cap = methods::capability_of(method)?;
-    if caps.get(cap).is_none_or(Value::is_null) {
-        return Some(format!("the server did not advertise the \"{cap}\" capability"));
-    }
-    if (method == methods::RESOURCES_SUBSCRIBE || method == methods::RESOURCES_UNSUBSCRIBE)
-        && caps.pointer("/resources/subscribe") != Some(&Value::Bool(true))
-    {
-        return Some("the server did not advertise resources.subscribe".into());
-    }
-    None
 }
 
 /// Before a `tools/call`: lists the tools (every page) so the tool's schema
@@ -814,32 +789,6 @@ mod tests {
             e.contains("--tool-arg a=abc") && e.contains("a number") && e.contains("--raw-args"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn unadvertised_capabilities_are_named() {
-        let tools_only = json!({"tools":{}});
-        assert!(unadvertised(&tools_only, "tools/call").is_none());
-        assert!(unadvertised(&tools_only, "ping").is_none());
-        assert!(
-            unadvertised(&tools_only, "resources/list")
-                .unwrap()
-                .contains("\"resources\"")
-        );
-        let subs = json!({"resources":{}});
-        assert!(
-            unadvertised(&subs, "resources/subscribe")
-                .unwrap()
-                .contains("resources.subscribe")
-        );
-        assert!(unadvertised(&json!({"resources":{"subscribe":true}}), "resources/subscribe").is_none());
-        assert!(
-            unadvertised(&tools_only, "skills/list")
-                .unwrap()
-                .contains("io.modelcontextprotocol/skills")
-        );
-        let ext = json!({"extensions":{"io.modelcontextprotocol/skills":{}}});
-        assert!(unadvertised(&ext, "skills/list").is_none());
     }
 
     #[test]

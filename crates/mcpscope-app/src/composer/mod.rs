@@ -88,19 +88,12 @@ impl Mode {
         }
     }
 
-    /// The server capability that offers this mode's methods: its name and
-    /// where it sits in `capabilities` (a JSON pointer).
-    fn capability(self) -> Option<(&'static str, &'static str)> {
+    /// The method whose capability decides whether this mode is offered
+    /// (the one table in `protocol::capabilities` says which capability).
+    fn gating_method(self) -> Option<&'static str> {
         match self {
-            Mode::Tool => Some(("tools", "/tools")),
-            Mode::Prompt => Some(("prompts", "/prompts")),
-            Mode::Resource => Some(("resources", "/resources")),
-            Mode::Skills => Some((
-                "extensions/io.modelcontextprotocol/skills",
-                "/extensions/io.modelcontextprotocol~1skills",
-            )),
-            Mode::Logging => Some(("logging", "/logging")),
-            Mode::Listen | Mode::Raw => None,
+            Mode::Logging => Some(methods::LOGGING_SET_LEVEL),
+            _ => self.list_method(),
         }
     }
 
@@ -366,16 +359,17 @@ impl ComposerPanel {
                 ui.selectable_value(&mut self.mode, m, m.label());
             }
         });
-        let advertised = self.mode.capability().is_none_or(|(_, at)| caps.pointer(at).is_some());
-        if let Some((cap, _)) = self.mode.capability()
-            && model.capabilities().is_some()
-            && !advertised
+        let unadvertised = self
+            .mode
+            .gating_method()
+            .and_then(|m| mcpscope_core::protocol::capabilities::unadvertised(&caps, m, None));
+        let advertised = unadvertised.is_none();
+        if model.capabilities().is_some()
+            && let Some(why) = unadvertised
         {
             ui.label(
-                RichText::new(format!(
-                    "⚠ the server did not advertise \"{cap}\": it may answer -32601 (you can still send on purpose)"
-                ))
-                .color(theme::WARN),
+                RichText::new(format!("⚠ {why}: it may answer -32601 (you can still send on purpose)"))
+                    .color(theme::WARN),
             );
         }
         if let Some(list) = self.mode.list_method() {

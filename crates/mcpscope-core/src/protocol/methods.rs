@@ -57,21 +57,6 @@ pub fn list_of_change(notification: &str) -> Option<&'static str> {
     }
 }
 
-/// The server capability a client request needs (`None`: no capability
-/// gates it, e.g. `ping`).
-pub fn capability_of(method: &str) -> Option<&'static str> {
-    match method {
-        TOOLS_LIST | TOOLS_CALL => Some("tools"),
-        PROMPTS_LIST | PROMPTS_GET => Some("prompts"),
-        RESOURCES_LIST | RESOURCES_TEMPLATES_LIST | RESOURCES_READ | RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
-            Some("resources")
-        }
-        COMPLETION_COMPLETE => Some("completions"),
-        LOGGING_SET_LEVEL => Some("logging"),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

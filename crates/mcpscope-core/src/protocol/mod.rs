@@ -3,6 +3,7 @@
 //! authorization client. Pure logic: no sockets, threads or files.
 
 pub mod auth;
+pub mod capabilities;
 pub mod era;
 pub mod handshake;
 pub mod http_headers;

@@ -2,10 +2,10 @@
 
 use super::facts::Facts;
 use super::{Finding, Severity, rule};
+use crate::protocol::capabilities::{advertised, client_capability_for, server_capability_for};
 use crate::protocol::methods;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
-use serde_json::Value;
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -160,43 +160,4 @@ impl Capabilities {
             ));
         }
     }
-}
-
-/// The server capability (a path into its capabilities) a client request needs.
-fn server_capability_for(method: &str, negotiated: Option<&str>) -> Option<&'static [&'static str]> {
-    Some(match method {
-        methods::RESOURCES_SUBSCRIBE => &["resources", "subscribe"],
-        methods::LOGGING_SET_LEVEL => &["logging"],
-        // The capability flag arrived with 2025-03-26; older servers answered without one.
-        methods::COMPLETION_COMPLETE if negotiated != Some("2024-11-05") => &["completions"],
-        m if m.starts_with("tools/") => &["tools"],
-        m if m.starts_with("resources/") => &["resources"],
-        m if m.starts_with("prompts/") => &["prompts"],
-        _ => return None,
-    })
-}
-
-/// The client capability a server request needs.
-fn client_capability_for(method: &str) -> Option<&'static [&'static str]> {
-    Some(match method {
-        methods::ROOTS_LIST => &["roots"],
-        methods::SAMPLING_CREATE_MESSAGE => &["sampling"],
-        methods::ELICITATION_CREATE => &["elicitation"],
-        _ => return None,
-    })
-}
-
-fn advertised(caps: &Value, path: &[&str]) -> bool {
-    let mut v = caps;
-    for (i, key) in path.iter().enumerate() {
-        match v.get(key) {
-            Some(next) if !next.is_null() => v = next,
-            _ => return false,
-        }
-        // A nested flag such as resources.subscribe must be true, not merely present.
-        if i > 0 && i == path.len() - 1 {
-            return v == &Value::Bool(true);
-        }
-    }
-    true
 }
