@@ -14,5 +14,6 @@ pub mod proxy;
 pub mod reverse_proxy;
 pub(crate) mod runner;
 pub mod session;
+pub mod shutdown;
 pub(crate) mod stdio;
 pub mod target;

@@ -11,6 +11,7 @@ use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, SpawnError, Watchdog};
+use crate::transport::shutdown::{Shutdown, Step};
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::LineSplitter;
@@ -376,12 +377,14 @@ impl Recording {
         let mut client_closed = false;
         let mut server_out_closed = false;
         let mut server_err_closed = false;
-        let mut deadline: Option<Instant> = None;
-        let mut signalled = 0;
+        let mut shutdown = Shutdown::new(options.stdin_close_grace, options.term_grace);
+        // After the server exits: how long its pipes may still drain.
+        let mut drain_until: Option<Instant> = None;
         let stop = lifecycle::stop_signal();
         let mut stopping = false;
         let never = crossbeam_channel::never();
         loop {
+            let deadline = [shutdown.next_wakeup(), drain_until].into_iter().flatten().min();
             let wait = deadline.map_or(Duration::from_secs(3600), |d| {
                 d.saturating_duration_since(Instant::now())
             });
@@ -403,22 +406,18 @@ impl Recording {
                     let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
                     self.ended(EndCause::ProxyStopped, &why);
                     self.note(format!("{why}: closed the server's stdin"));
-                    self.close_stdin();
-                    deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                    self.shut(&mut shutdown, tree);
                     continue;
                 }
                 Woke::Deadline => {
-                    if exited.is_some() {
+                    let now = Instant::now();
+                    if exited.is_some() && drain_until.is_none_or(|d| now >= d) {
                         break;
                     }
-                    let sig = if signalled == 0 { libc::SIGTERM } else { libc::SIGKILL };
-                    if tree.signal(sig) {
-                        self.note(format!("sent {} to process group {pgid}", process::signal_name(sig)));
-                    }
-                    signalled += 1;
-                    deadline = Some(Instant::now() + options.term_grace);
-                    if signalled > 2 {
-                        break;
+                    match shutdown.tick(now, exited.is_some(), tree.alive()) {
+                        Some(Step::GiveUp) => break,
+                        Some(step) => self.perform(step, tree),
+                        None => {}
                     }
                     continue;
                 }
@@ -433,7 +432,7 @@ impl Recording {
                             client_closed = true;
                             self.ended(EndCause::ClientClosed, "the client closed its stdin");
                             self.note("the client closed its stdin; closed the server's stdin".into());
-                            deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                            self.shut(&mut shutdown, tree);
                         }
                         Stream::ServerToClient => {
                             server_out_closed = true;
@@ -452,8 +451,7 @@ impl Recording {
                             "the client stopped reading its stdin ({error}): the server's output from here on is \
                              recorded but not delivered; closed the server's stdin"
                         ));
-                        self.close_stdin();
-                        deadline.get_or_insert(Instant::now() + options.stdin_close_grace);
+                        self.shut(&mut shutdown, tree);
                     }
                     Stream::ClientToServer => self.note(format!(
                         "the server stopped reading its stdin ({error}): the client's messages from here on are \
@@ -469,7 +467,10 @@ impl Recording {
                     let at = self.recorder.since_start(at);
                     self.recorder.capture(&Event::Exited { at, status });
                     // Let the pipes drain what the server wrote before exiting.
-                    deadline = Some(Instant::now() + Duration::from_millis(500));
+                    drain_until = Some(Instant::now() + Duration::from_millis(500));
+                    if let Some(step) = shutdown.leader_exited(Instant::now(), tree.alive()) {
+                        self.perform(step, tree);
+                    }
                 }
             }
             if server_out_closed && server_err_closed && exited.is_some() {
@@ -489,6 +490,30 @@ impl Recording {
         let at = self.recorder.now();
         self.recorder.capture(&Event::Closed { at });
         exited
+    }
+
+    /// Starts the shutdown sequence (once).
+    fn shut(&mut self, shutdown: &mut Shutdown, tree: &ServerTree) {
+        if let Some(step) = shutdown.begin(Instant::now()) {
+            self.perform(step, tree);
+        }
+    }
+
+    fn perform(&mut self, step: Step, tree: &ServerTree) {
+        match step {
+            Step::CloseStdin => self.close_stdin(),
+            Step::Signal(sig) => {
+                if tree.signal(sig) {
+                    self.note(format!(
+                        "sent {} to process group {} (and what it started outside it)",
+                        process::signal_name(sig),
+                        tree.pgid
+                    ));
+                }
+            }
+            // The caller stops waiting.
+            Step::GiveUp => {}
+        }
     }
 
     fn close_stdin(&mut self) {

@@ -13,6 +13,7 @@ use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, Watchdog};
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
 use crate::transport::session::{Command, SessionOptions};
+use crate::transport::shutdown::{Shutdown, Step};
 use crate::wire::framing::{LineSplitter, RawLine, read_lines};
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
 use std::io::Write;
@@ -35,40 +36,19 @@ pub(crate) enum StdioMsg {
     Exited(ExitInfo, Instant),
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    Running,
-    /// stdin closed; waiting for the server to exit by itself.
-    ClosedStdin {
-        deadline: Instant,
-    },
-    /// SIGTERM sent to the group.
-    Terminated {
-        deadline: Instant,
-    },
-    /// SIGKILL sent; waiting for the pipes to close.
-    Killed {
-        deadline: Instant,
-    },
-}
-
 struct StdioLink {
     stdin: Option<Sender<Vec<u8>>>,
     /// The server's group and its daemons.
     tree: ServerTree,
     watchdog: Option<Watchdog>,
-    stdin_close_grace: Duration,
     term_grace: Duration,
     exited: bool,
     stdout_open: bool,
     stderr_open: bool,
-    phase: Phase,
+    shutdown: Shutdown,
     /// Set once the leader has exited during shutdown, to bound how long we
     /// wait for pipes held open by processes that left the group.
     pipes_deadline: Option<Instant>,
-    /// SIGKILL was sent and its wait is over: stop waiting for the group
-    /// (what is left is the watchdog's).
-    gave_up: bool,
     /// Keeps the runner's input channel open once the I/O threads are over:
     /// a closed channel is always ready, and the runner would spin on it
     /// while it waits for the group instead of sleeping until the next poll.
@@ -194,37 +174,52 @@ pub(crate) fn run(
         stdin: Some(stdin_tx),
         tree,
         watchdog,
-        stdin_close_grace: options.stdin_close_grace,
         term_grace: options.term_grace,
         exited: false,
         stdout_open: true,
         stderr_open: true,
-        phase: Phase::Running,
+        shutdown: Shutdown::new(options.stdin_close_grace, options.term_grace),
         pipes_deadline: None,
-        gave_up: false,
         _inputs: tx,
     };
     runner::run(link, sink, options, commands, inputs, owner);
 }
 
 impl StdioLink {
-    fn signal(&mut self, sink: &mut Sink, sig: i32, why: &str) {
-        if self.tree.signal(sig) {
-            sink.note(format!(
-                "{why}: sent {} to process group {} (and what it started outside it)",
-                process::signal_name(sig),
-                self.tree.pgid
-            ));
+    /// Carries out a step of the shutdown sequence.
+    fn perform(&mut self, sink: &mut Sink, step: Step, why: &str) {
+        match step {
+            Step::CloseStdin => {
+                // Dropping the sender lets the writer flush what is queued, then close stdin.
+                self.stdin = None;
+                sink.note("closed the server's stdin");
+            }
+            Step::Signal(sig) => {
+                if self.tree.signal(sig) {
+                    sink.note(format!(
+                        "{why}: sent {} to process group {} (and what it started outside it)",
+                        process::signal_name(sig),
+                        self.tree.pgid
+                    ));
+                }
+            }
+            Step::GiveUp => {
+                // Everything that could be done is done; stop waiting for
+                // pipes and for the group.
+                self.pipes_deadline.get_or_insert(Instant::now());
+                if !self.exited {
+                    sink.note("the server did not die after SIGKILL; giving up waiting");
+                    self.exited = true;
+                }
+            }
         }
     }
 
     fn after_leader_exit_in_shutdown(&mut self, sink: &mut Sink) {
         // The leader is gone; whatever it started may not be.
-        if self.tree.alive() {
-            self.signal(sink, libc::SIGTERM, "the server exited but left processes behind");
-            self.phase = Phase::Terminated {
-                deadline: Instant::now() + self.term_grace,
-            };
+        let alive = self.tree.alive();
+        if let Some(step) = self.shutdown.leader_exited(Instant::now(), alive) {
+            self.perform(sink, step, "the server exited but left processes behind");
         }
         self.pipes_deadline = Some(Instant::now() + self.term_grace + Duration::from_secs(1));
     }
@@ -282,7 +277,7 @@ impl Link for StdioLink {
                 self.exited = true;
                 let at = sink.recorder.since_start(at);
                 sink.emit(Event::Exited { at, status });
-                if self.phase != Phase::Running {
+                if !self.shutdown.running() {
                     self.after_leader_exit_in_shutdown(sink);
                 }
             }
@@ -290,15 +285,10 @@ impl Link for StdioLink {
     }
 
     fn begin_shutdown(&mut self, sink: &mut Sink) {
-        if self.phase != Phase::Running {
+        let Some(step) = self.shutdown.begin(Instant::now()) else {
             return;
-        }
-        // Dropping the sender lets the writer flush what is queued, then close stdin.
-        self.stdin = None;
-        sink.note("closed the server's stdin");
-        self.phase = Phase::ClosedStdin {
-            deadline: Instant::now() + self.stdin_close_grace,
         };
+        self.perform(sink, step, "shutting down");
         if self.exited {
             self.after_leader_exit_in_shutdown(sink);
         }
@@ -306,61 +296,45 @@ impl Link for StdioLink {
 
     fn on_tick(&mut self, sink: &mut Sink) {
         let now = Instant::now();
-        match self.phase {
-            Phase::ClosedStdin { deadline } if now >= deadline && !self.exited => {
-                self.signal(sink, libc::SIGTERM, "did not exit after stdin was closed");
-                self.phase = Phase::Terminated {
-                    deadline: now + self.term_grace,
-                };
-            }
-            Phase::Terminated { deadline } if now >= deadline && self.tree.alive() => {
-                self.signal(sink, libc::SIGKILL, "still running after SIGTERM");
-                self.phase = Phase::Killed {
-                    deadline: now + Duration::from_secs(1),
-                };
-            }
-            Phase::Killed { deadline } if now >= deadline => {
-                // Everything that could be done is done; stop waiting for
-                // pipes and for the group.
-                self.gave_up = true;
-                self.pipes_deadline.get_or_insert(now);
-                if !self.exited {
-                    sink.note("the server did not die after SIGKILL; giving up waiting");
-                    self.exited = true;
-                }
-            }
-            _ => {}
+        // Only a timer that is due looks at the process table.
+        if self.shutdown.next_wakeup().is_none_or(|d| now < d) {
+            return;
+        }
+        let alive = self.tree.alive();
+        if let Some(step) = self.shutdown.tick(now, self.exited, alive) {
+            let why = match step {
+                Step::Signal(libc::SIGTERM) => "did not exit after stdin was closed",
+                _ => "still running after SIGTERM",
+            };
+            self.perform(sink, step, why);
         }
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
-        let phase = match self.phase {
-            Phase::Running => None,
-            Phase::ClosedStdin { deadline } | Phase::Terminated { deadline } | Phase::Killed { deadline } => {
-                Some(deadline)
-            }
-        };
         // The leader is gone but not its group: look again soon, so that the
         // session ends as soon as the group does (SIGTERM, then SIGKILL
-        // after the grace, come from the phases' deadlines).
-        let poll = (self.exited && self.phase != Phase::Running && !self.gave_up && self.tree.alive())
+        // after the grace, come from the shutdown's deadlines).
+        let poll = (self.exited && !self.shutdown.running() && !self.shutdown.gave_up() && self.tree.alive())
             .then(|| Instant::now() + GROUP_POLL);
-        [phase, self.pipes_deadline, poll].into_iter().flatten().min()
+        [self.shutdown.next_wakeup(), self.pipes_deadline, poll]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn open(&self) -> bool {
-        self.phase == Phase::Running
+        self.shutdown.running()
     }
 
     fn finished(&self) -> bool {
-        let pipes_done = (!self.stdout_open && !self.stderr_open && self.phase != Phase::Running)
+        let pipes_done = (!self.stdout_open && !self.stderr_open && !self.shutdown.running())
             // Pipes held by a process that escaped the group must not keep us here.
             || self.pipes_deadline.is_some_and(|d| Instant::now() >= d);
         // Nor may the group end after we do: mcpscope would exit while the
         // watchdog ends what the server left behind, and whoever waits for
         // mcpscope would find both still there. Only once SIGKILL has had
         // its time is the rest left to the watchdog.
-        self.exited && pipes_done && (self.gave_up || !self.tree.running())
+        self.exited && pipes_done && (self.shutdown.gave_up() || !self.tree.running())
     }
 
     fn finish(&mut self, sink: &mut Sink) {
