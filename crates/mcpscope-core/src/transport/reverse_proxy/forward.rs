@@ -1,0 +1,486 @@
+//! Forwarding one request upstream through ureq, on a blocking thread, and
+//! the answer back to the client's connection task over a channel: its head,
+//! then the body as it comes (an SSE stream one event at a time).
+
+use super::rewrite::{is_json_rpc, is_secret_header, masked_url, rewrite_endpoint, rewrite_resource};
+use super::{Ctx, HOP_BY_HOP, MAX_REQUEST_BODY, Request, lock};
+use crate::transport::event::HttpInfo;
+use crate::transport::target::mask_value;
+use crate::wire::frame::Direction;
+use crate::wire::framing::LineEnding;
+use crate::wire::sse::SseReader;
+use serde_json::Value;
+use std::io::{self, Read, Write};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// The bytes for the client, handed to its connection task. A send fails once
+/// that task has stopped reading them (the client went away).
+pub(super) struct Sink(pub(super) mpsc::Sender<Vec<u8>>);
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send(buf.to_vec())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink {
+    fn send(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        self.0
+            .blocking_send(bytes)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client connection closed"))
+    }
+}
+
+fn header_str(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// Forwards one request and writes the answer. Returns whether the client
+/// connection can carry another request.
+pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bool> {
+    let started = Instant::now();
+    let url = format!("{}{}", ctx.upstream_origin, req.target);
+    let parsed = url::Url::parse(&url).ok();
+    let shown_url = parsed.as_ref().map_or_else(|| url.clone(), masked_url);
+    let sent: Vec<(String, String)> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("host"))
+        .map(|(k, v)| {
+            let v = if is_secret_header(k) { mask_value(v) } else { v.clone() };
+            (k.clone(), v)
+        })
+        .collect();
+    let json_rpc_out = !req.body.is_empty() && is_json_rpc(&req.body);
+    {
+        let mut shared = lock(&ctx.shared);
+        if json_rpc_out {
+            shared.frame(Direction::Out, req.body.clone(), LineEnding::Lf, started);
+        }
+    }
+    let request_id = json_rpc_out
+        .then(|| serde_json::from_slice::<Value>(&req.body).ok())
+        .flatten()
+        .and_then(|v| v.get("id").and_then(crate::wire::message::RequestId::from_json));
+    let base = HttpInfo {
+        method: req.method.clone(),
+        url: shown_url,
+        sent,
+        request_id,
+        ..HttpInfo::default()
+    };
+
+    let result = send_upstream(ctx, req, &url);
+    let resp = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("the upstream could not be reached: {e}");
+            lock(&ctx.shared).http(
+                HttpInfo {
+                    error: Some(why.clone()),
+                    ..base
+                },
+                Instant::now(),
+            );
+            out.send(plain_answer(502, &format!("mcpscope proxy: {why}")))?;
+            return Ok(false);
+        }
+    };
+    let status = resp.status().as_u16();
+    let content_type = header_str(&resp, "content-type")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let sse = content_type.starts_with("text/event-stream");
+    let received = crate::transport::http::joined_headers(&resp, crate::transport::http::RELEVANT);
+    let length: Option<u64> = header_str(&resp, "content-length").and_then(|l| l.trim().parse().ok());
+    let no_body = req.method == "HEAD" || status == 204 || status == 304 || (100..200).contains(&status);
+    let prm = req.target.starts_with("/.well-known/oauth-protected-resource") && status == 200;
+
+    // Status line and headers, with the upstream's origin turned into ours where a client would follow it.
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\n",
+        ureq::http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("")
+    );
+    for (k, v) in resp.headers() {
+        let name = k.as_str();
+        if HOP_BY_HOP.contains(&name) || name == "content-length" {
+            continue;
+        }
+        let mut value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        if name == "location" || name == "www-authenticate" || name == "content-location" {
+            value = value.replace(&ctx.upstream_origin, &ctx.local_origin());
+        }
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let mut body = resp.into_body().into_reader();
+    let chunked;
+    if no_body {
+        chunked = false;
+        if let Some(l) = length.filter(|_| req.method == "HEAD") {
+            head.push_str(&format!("content-length: {l}\r\n"));
+        }
+    } else if prm {
+        // Small JSON: read it whole so `resource` can name the proxy.
+        let mut bytes = Vec::new();
+        body.by_ref().take(1024 * 1024).read_to_end(&mut bytes)?;
+        let bytes = rewrite_resource(&bytes, &ctx.upstream_origin, &ctx.local_origin());
+        head.push_str(&format!("content-length: {}\r\n\r\n", bytes.len()));
+        let mut all = head.into_bytes();
+        all.extend_from_slice(&bytes);
+        out.send(all)?;
+        lock(&ctx.shared).http(
+            HttpInfo {
+                status: Some(status),
+                received,
+                text: format!(
+                    "protected-resource metadata ({} bytes), resource pointed at the proxy",
+                    bytes.len()
+                ),
+                ..base
+            },
+            Instant::now(),
+        );
+        return Ok(true);
+    } else if let (Some(l), false) = (length, sse) {
+        chunked = false;
+        head.push_str(&format!("content-length: {l}\r\n"));
+    } else {
+        chunked = true;
+        head.push_str("transfer-encoding: chunked\r\n");
+    }
+    head.push_str("\r\n");
+    out.send(head.into_bytes())?;
+    let what = if sse {
+        "SSE stream".to_owned()
+    } else if content_type.is_empty() {
+        "response".to_owned()
+    } else {
+        content_type.split(';').next().unwrap_or_default().to_owned()
+    };
+    lock(&ctx.shared).http(
+        HttpInfo {
+            status: Some(status),
+            received,
+            text: if sse {
+                "the answer comes as an SSE stream".into()
+            } else {
+                String::new()
+            },
+            ..base.clone()
+        },
+        Instant::now(),
+    );
+    if no_body {
+        return Ok(true);
+    }
+    let mut sink = ClientBody { out, chunked };
+    let outcome = if sse {
+        relay_sse(ctx, &mut body, &mut sink)
+    } else {
+        relay_whole(ctx, &mut body, &mut sink, &what)
+    };
+    match outcome {
+        Ok(()) => {
+            sink.finish()?;
+            Ok(true)
+        }
+        Err(RelayError::Client(e)) => {
+            lock(&ctx.shared).note(format!(
+                "the client closed the connection during the {what} of {} {}: {e}",
+                req.method, req.target
+            ));
+            Ok(false)
+        }
+        Err(RelayError::Upstream(e)) => {
+            lock(&ctx.shared).note(format!(
+                "the upstream's {what} for {} {} broke off: {e}",
+                req.method, req.target
+            ));
+            // The client must see the cut: end the connection without a last chunk.
+            Ok(false)
+        }
+    }
+}
+
+fn send_upstream(ctx: &Ctx, req: &Request, url: &str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+    let mut builder = ureq::http::Request::builder().method(req.method.as_str()).uri(url);
+    for (k, v) in &req.headers {
+        let lk = k.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&lk.as_str())
+            || matches!(
+                lk.as_str(),
+                "host" | "content-length" | "accept-encoding" | "expect" | "origin"
+            )
+        {
+            continue;
+        }
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    let bodyless = req.body.is_empty() && matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if bodyless {
+        let r = builder.body(()).map_err(|e| ureq::Error::BadUri(e.to_string()))?;
+        ctx.agent.run(r)
+    } else {
+        let r = builder
+            .body(req.body.clone())
+            .map_err(|e| ureq::Error::BadUri(e.to_string()))?;
+        ctx.agent.run(r)
+    }
+}
+
+/// Replaces the upstream origin at the start of a JSON document's `resource`.
+enum RelayError {
+    Client(io::Error),
+    Upstream(io::Error),
+}
+
+/// The response body towards the client: chunked or as is.
+/// The response body towards the client: chunked or as is.
+struct ClientBody<'a> {
+    out: &'a mut Sink,
+    chunked: bool,
+}
+
+impl ClientBody<'_> {
+    fn send(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if !self.chunked {
+            return self.out.send(bytes);
+        }
+        let mut framed = Vec::with_capacity(bytes.len() + 20);
+        let _ = write!(framed, "{:x}\r\n", bytes.len());
+        framed.extend_from_slice(&bytes);
+        framed.extend_from_slice(b"\r\n");
+        self.out.send(framed)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        if self.chunked {
+            self.out.send(b"0\r\n\r\n".to_vec())?;
+        }
+        Ok(())
+    }
+}
+
+fn relay_whole(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody, what: &str) -> Result<(), RelayError> {
+    let mut all = Vec::new();
+    let mut buf = vec![0; 64 * 1024];
+    let mut kept = true;
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(RelayError::Upstream(e)),
+        };
+        sink.send(buf[..n].to_vec()).map_err(RelayError::Client)?;
+        if kept && all.len() + n <= MAX_REQUEST_BODY {
+            all.extend_from_slice(&buf[..n]);
+        } else {
+            kept = false;
+        }
+    }
+    let mut shared = lock(&ctx.shared);
+    if kept && !all.is_empty() && is_json_rpc(&all) {
+        shared.frame(Direction::In, all, LineEnding::Lf, Instant::now());
+    } else if !all.is_empty() || !kept {
+        shared.note(format!(
+            "a {what} body of {} bytes passed through (not JSON-RPC, so not recorded)",
+            all.len()
+        ));
+    }
+    shared.flush();
+    Ok(())
+}
+
+/// Forwards an SSE stream one event at a time, recording each event's data.
+/// Forwards an SSE stream one event at a time, recording each event's data.
+fn relay_sse(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody) -> Result<(), RelayError> {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut splitter = EventSplitter::default();
+    let mut buf = vec![0; 64 * 1024];
+    let local_origin = ctx.local_origin();
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // Keep what came of a cut event.
+                if !pending.is_empty() {
+                    record_event(ctx, &pending, true);
+                    let _ = sink.send(pending);
+                }
+                return Err(RelayError::Upstream(e));
+            }
+        };
+        pending.extend_from_slice(&buf[..n]);
+        // Every event this read completed, then one move of the rest to the
+        // front: draining each event on its own would move the rest each time.
+        let mut start = 0;
+        while let Some(end) = splitter.next_end(&pending) {
+            let event = rewrite_endpoint(pending[start..end].to_vec(), &ctx.upstream_origin, &local_origin);
+            record_event(ctx, &event, false);
+            sink.send(event).map_err(RelayError::Client)?;
+            start = end;
+        }
+        if start > 0 {
+            pending.drain(..start);
+            splitter.consumed(start);
+        }
+    }
+    if !pending.is_empty() {
+        record_event(ctx, &pending, true);
+        sink.send(pending).map_err(RelayError::Client)?;
+    }
+    Ok(())
+}
+
+/// Finds where SSE events end (at a blank line, in any line ending) in a
+/// buffer that grows at its end, resuming where the last search stopped: an
+/// event of 200 MB read 64 KiB at a time is searched once, not 3,000 times.
+#[derive(Default)]
+struct EventSplitter {
+    /// Searched up to here.
+    scanned: usize,
+    /// Where the line being searched began.
+    line_start: usize,
+}
+
+impl EventSplitter {
+    /// Where the next event ends in `bytes` (the same buffer as before, longer
+    /// at its end, less what [`Self::consumed`] took from its front).
+    fn next_end(&mut self, bytes: &[u8]) -> Option<usize> {
+        let mut i = self.scanned;
+        while let Some(off) = bytes.get(i..).and_then(|rest| memchr::memchr2(b'\n', b'\r', rest)) {
+            let at = i + off;
+            let end = match bytes.get(at + 1) {
+                _ if bytes[at] == b'\n' => at + 1,
+                // A CR at the end might be the first half of CRLF: look again with more.
+                None => {
+                    self.scanned = at;
+                    return None;
+                }
+                Some(b'\n') => at + 2,
+                Some(_) => at + 1,
+            };
+            let blank = at == self.line_start;
+            self.line_start = end;
+            self.scanned = end;
+            if blank {
+                return Some(end);
+            }
+            i = end;
+        }
+        self.scanned = bytes.len();
+        None
+    }
+
+    /// `n` bytes were taken from the front of the buffer.
+    fn consumed(&mut self, n: usize) {
+        self.scanned = self.scanned.saturating_sub(n);
+        self.line_start = self.line_start.saturating_sub(n);
+    }
+}
+
+fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) {
+    let mut reader = SseReader::new(raw);
+    let mut shared = lock(&ctx.shared);
+    while let Ok(Some(ev)) = reader.next_event() {
+        if !ev.has_data() {
+            continue;
+        }
+        if ev.kind() == "endpoint" {
+            shared.note(format!("SSE endpoint: {}", String::from_utf8_lossy(&ev.data)));
+            continue;
+        }
+        let ending = if truncated || ev.truncated {
+            LineEnding::Eof
+        } else {
+            LineEnding::Lf
+        };
+        shared.frame(Direction::In, ev.data, ending, Instant::now());
+    }
+    shared.flush();
+}
+
+/// A short plain-text answer, and the end of the connection.
+pub(super) fn plain_answer(status: u16, text: &str) -> Vec<u8> {
+    let reason = ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let body = format!("{text}\n");
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event_end(bytes: &[u8]) -> Option<usize> {
+        EventSplitter::default().next_end(bytes)
+    }
+
+    #[test]
+    fn sse_events_end_at_a_blank_line_in_any_line_ending() {
+        assert_eq!(event_end(b"data: a\n\nrest"), Some(9));
+        assert_eq!(event_end(b"data: a\r\n\r\n"), Some(11));
+        assert_eq!(event_end(b"data: a\r\rx"), Some(9));
+        assert_eq!(event_end(b"data: a\n"), None);
+        // A CR at the end might be the first half of CRLF.
+        assert_eq!(event_end(b"data: a\r\n\r"), None);
+        assert_eq!(event_end(b": keep-alive\n\n"), Some(14));
+    }
+
+    /// Events found whole in one buffer, and the same bytes fed in pieces of every size.
+    #[test]
+    fn events_split_the_same_however_the_bytes_arrive() {
+        let stream: &[u8] = b"data: a\n\nevent: x\r\ndata: b\r\n\r\n: c\r\rdata: d\ndata: e\n\n\r\n\ndata: tail";
+        let whole = {
+            let mut s = EventSplitter::default();
+            let mut ends = Vec::new();
+            while let Some(e) = s.next_end(stream) {
+                ends.push(e);
+            }
+            ends
+        };
+        assert_eq!(whole.len(), 6, "{whole:?}");
+        for piece in 1..stream.len() {
+            let mut s = EventSplitter::default();
+            let mut pending = Vec::new();
+            let mut taken = 0;
+            let mut ends = Vec::new();
+            for part in stream.chunks(piece) {
+                pending.extend_from_slice(part);
+                let mut start = 0;
+                while let Some(end) = s.next_end(&pending) {
+                    ends.push(taken + end);
+                    start = end;
+                }
+                pending.drain(..start);
+                s.consumed(start);
+                taken += start;
+            }
+            // A CR last in a piece is decided by the next: only the very end can differ.
+            assert_eq!(ends, whole, "pieces of {piece}");
+        }
+    }
+}
