@@ -678,6 +678,37 @@ fn skills_get_refuses_a_yaml_bomb_in_skill_md() {
 }
 
 #[test]
+fn skills_get_names_a_skill_file_answered_over_the_line_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = (2 * 1024 * 1024).to_string();
+    let (out, reads) = skills_run(
+        dir.path(),
+        "huge.jsonl",
+        &["get", "huge", "--max-line", "1MiB"],
+        &["--huge-skill", &huge],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("resources/read was answered with a line of 2.0 MiB")
+            && err.contains("over the in-memory cap of 1 MiB")
+            && err.contains("kept in pieces in"),
+        "{err}"
+    );
+    assert!(!err.contains("no response"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing the server did not send is printed");
+    assert_eq!(reads, ["skill://huge/SKILL.md"]);
+    // With room for it, the skill is read and verified.
+    let (out, _) = skills_run(
+        dir.path(),
+        "huge-ok.jsonl",
+        &["get", "huge", "--max-line", "4MiB"],
+        &["--huge-skill", &huge],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
 fn skills_get_fails_on_an_invalid_size_in_the_listing() {
     let dir = tempfile::tempdir().unwrap();
     for (i, size) in ["-5", "\"172\"", "123456789012345678901234567890"]

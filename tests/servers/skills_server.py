@@ -19,6 +19,8 @@ Speaks 2025-11-25 over stdio (one JSON object per line). Advertises the extensio
   * `--bad-size JSON`: pdf-processing's SKILL.md is listed with this `size` (a JSON value:
     `-5`, `"42"`, `123456789012345678901234567890`…);
   * `--deep-frontmatter N`: a third skill `deep` whose listed frontmatter nests N arrays deep;
+  * `--huge-skill BYTES`: a third skill `huge` whose SKILL.md is about BYTES long (so its
+    `resources/read` answer is one line of that size);
   * every `resources/read` is logged on stderr as `read URI`.
 """
 
@@ -79,11 +81,15 @@ def main():
     ap.add_argument("--yaml-bomb", action="store_true")
     ap.add_argument("--bad-size")
     ap.add_argument("--deep-frontmatter", type=int, default=0)
+    ap.add_argument("--huge-skill", type=int, default=0)
     args = ap.parse_args()
     sys.setrecursionlimit(100000)
     if args.yaml_bomb:
         SKILLS["bomb"] = {"SKILL.md": BILLION_LAUGHS}
         FRONTMATTER["bomb"] = {"name": "bomb"}
+    if args.huge_skill:
+        SKILLS["huge"] = {"SKILL.md": "---\nname: huge\n---\n\n" + "h" * args.huge_skill + "\n"}
+        FRONTMATTER["huge"] = {"name": "huge"}
     if args.deep_frontmatter:
         SKILLS["deep"] = {"SKILL.md": "---\nname: deep\n---\n\nDeep.\n"}
         nested = "deep"
