@@ -129,43 +129,11 @@ pub struct CallArgs {
 
     #[command(flatten)]
     pub auth: super::auth::AuthArgs,
-    /// Set by `mcpscope skills`: list or load skills instead of one request.
-    #[arg(skip)]
-    pub skill: Option<super::skills::SkillRequest>,
 }
 
-impl CallArgs {
-    /// The session `mcpscope skills` runs: `call`'s machinery with its flags.
-    pub fn for_skills(request: super::skills::SkillRequest, s: super::skills::SessionFlags) -> CallArgs {
-        CallArgs {
-            method: Some(mcpscope_core::protocol::skills::SKILLS_LIST.to_owned()),
-            params: None,
-            tool_name: None,
-            tool_arg: Vec::new(),
-            tool_args: None,
-            raw_args: false,
-            uri: None,
-            prompt_name: None,
-            prompt_arg: Vec::new(),
-            protocol_version: s.protocol_version,
-            era: s.era,
-            elicit_decline: false,
-            elicit_accept: None,
-            elicit_accept_defaults: false,
-            sample_reply: None,
-            task: false,
-            task_timeout_ms: 300_000,
-            timeout_ms: s.timeout_ms,
-            capture: s.capture,
-            trace: s.trace,
-            root: Vec::new(),
-            no_handshake: false,
-            server: s.server,
-            auth: s.auth,
-            skill: Some(request),
-        }
-    }
-}
+/// What another subcommand does on `call`'s established session instead of
+/// the one request (`mcpscope skills`): its exit status.
+pub type SessionWork = Box<dyn FnOnce(&mut Client, Duration) -> Result<u8, ClientError>>;
 
 fn root_uri(root: &str) -> String {
     if root.contains("://") {
@@ -280,6 +248,11 @@ pub fn print_json(v: &Value) {
 }
 
 pub fn run(args: CallArgs) -> ExitCode {
+    run_with(args, None)
+}
+
+/// [`run`], with `work` done on the session instead of the request.
+pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
     let (method, params) = match build_request(&args) {
         Ok(r) => r,
         Err(e) => return fail(exit::USAGE, e),
@@ -348,7 +321,7 @@ pub fn run(args: CallArgs) -> ExitCode {
     }
     client = client.with_policy(policy);
 
-    let code = call(&mut client, &args, choice, &method, params, capabilities, timeout);
+    let code = call(&mut client, &args, choice, &method, params, capabilities, work);
     let exit = client.close();
     let code = match code {
         Ok(code) => code,
@@ -418,8 +391,9 @@ fn call(
     method: &str,
     mut params: Option<Value>,
     capabilities: Value,
-    timeout: Duration,
+    work: Option<SessionWork>,
 ) -> Result<u8, mcpscope_core::client::ClientError> {
+    let timeout = Duration::from_millis(args.timeout_ms);
     client.wait_started(Duration::from_secs(10))?;
     if !args.no_handshake {
         let protocol_version = args.protocol_version.clone().unwrap_or_else(|| {
@@ -460,8 +434,8 @@ fn call(
     }
     if !args.no_handshake {
         warn_unadvertised(client, method);
-        if let Some(request) = &args.skill {
-            return super::skills::perform(client, request, timeout);
+        if let Some(work) = work {
+            return work(client, timeout);
         }
         if let Some(code) = prepare_tool_call(client, args, method, &mut params, timeout)? {
             return Ok(code);

@@ -5,7 +5,7 @@ use super::{exit, watch};
 use clap::Args;
 use mcpscope_core::record::{capture, state_dir};
 use mcpscope_core::transport::process::ServerSpec;
-use mcpscope_core::transport::proxy::{self, ProxyOptions, SessionOptions};
+use mcpscope_core::transport::proxy::{self, LiveRecord, ProxyOptions};
 use mcpscope_core::transport::reverse_proxy::{self, ReverseProxyOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -76,7 +76,7 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         // The server must run even if there is nowhere to record it.
         match state_dir::sessions_dir() {
             Ok(dir) => {
-                options.session = Some(SessionOptions {
+                options.session = Some(LiveRecord {
                     dir,
                     name: name.clone(),
                 })
@@ -126,7 +126,7 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
     if let Some(name) = &args.session {
         match state_dir::sessions_dir() {
             Ok(dir) => {
-                options.session = Some(SessionOptions {
+                options.session = Some(LiveRecord {
                     dir,
                     name: name.clone(),
                 })

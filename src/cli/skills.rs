@@ -4,7 +4,7 @@
 //! other files asked for, each checked the same way. The first failed check
 //! stops everything (exit 1) and nothing further of the skill is read.
 
-use super::call::CallArgs;
+use super::call::{CallArgs, SessionWork};
 use super::{EraArg, TargetArgs, exit};
 use clap::{Args, Subcommand};
 use mcpscope_core::client::{Client, ClientError, MAX_LIST_PAGES};
@@ -99,7 +99,39 @@ pub fn run(args: SkillsArgs) -> ExitCode {
             session,
         ),
     };
-    super::call::run(CallArgs::for_skills(request, session))
+    let work: SessionWork = Box::new(move |client, timeout| perform(client, &request, timeout));
+    super::call::run_with(call_args(session), Some(work))
+}
+
+/// The session `mcpscope skills` runs: `call`'s machinery with its flags
+/// (`skills/list` as the method, for the capability check).
+fn call_args(s: SessionFlags) -> CallArgs {
+    CallArgs {
+        method: Some(mcpscope_core::protocol::skills::SKILLS_LIST.to_owned()),
+        params: None,
+        tool_name: None,
+        tool_arg: Vec::new(),
+        tool_args: None,
+        raw_args: false,
+        uri: None,
+        prompt_name: None,
+        prompt_arg: Vec::new(),
+        protocol_version: s.protocol_version,
+        era: s.era,
+        elicit_decline: false,
+        elicit_accept: None,
+        elicit_accept_defaults: false,
+        sample_reply: None,
+        task: false,
+        task_timeout_ms: 300_000,
+        timeout_ms: s.timeout_ms,
+        capture: s.capture,
+        trace: s.trace,
+        root: Vec::new(),
+        no_handshake: false,
+        server: s.server,
+        auth: s.auth,
+    }
 }
 
 /// Runs the request on an established session; the exit status.

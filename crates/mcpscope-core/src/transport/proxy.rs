@@ -26,7 +26,7 @@ pub struct ProxyOptions {
     pub capture: Option<PathBuf>,
     /// Record into the per-user session directory instead: a capture and an
     /// index record the app lists and follows live. Takes precedence over `capture`.
-    pub session: Option<SessionOptions>,
+    pub session: Option<LiveRecord>,
     pub limits: Limits,
     pub stdin_close_grace: Duration,
     pub term_grace: Duration,
@@ -62,7 +62,7 @@ enum Msg {
 
 /// Where and under which name a proxied session is recorded.
 #[derive(Clone, Debug)]
-pub struct SessionOptions {
+pub struct LiveRecord {
     /// The sessions directory (normally [`crate::record::state_dir::sessions_dir`]).
     pub dir: PathBuf,
     /// The server's name, as the client's config calls it.

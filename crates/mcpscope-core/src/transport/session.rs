@@ -135,7 +135,10 @@ impl Session {
         let owner = Arc::new(OwnerFlags::default());
         let flags = owner.clone();
         let live = lifecycle::LiveGuard::new();
-        let thread = std::thread::Builder::new()
+        // Kept to say why, should the thread not start (the system is out of
+        // threads or memory): the session then ends at once, as events.
+        let fallback = ev_tx.clone();
+        let spawned = std::thread::Builder::new()
             .name("mcpscope-session".into())
             .spawn(move || {
                 let _live = live;
@@ -143,15 +146,25 @@ impl Session {
                     Target::Stdio(spec) => crate::transport::stdio::run(spec, options, cmd_rx, ev_tx, flags),
                     Target::Http(http) => crate::transport::http::run(http, options, cmd_rx, ev_tx, flags),
                 }
-            })
-            .expect("spawning the session thread");
+            });
+        let thread = match spawned {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let at = Duration::ZERO;
+                let text = format!("mcpscope could not start the session's thread: {e}");
+                let _ = fallback.try_send(Event::Note { at, text });
+                let _ = fallback.try_send(Event::Closed { at });
+                None
+            }
+        };
+        drop(fallback);
         Session {
             commands: Some(cmd_tx),
             events: ev_rx,
             next_id: AtomicI64::new(1),
             default_timeout,
             owner,
-            thread: Some(thread),
+            thread,
         }
     }
 

@@ -41,7 +41,7 @@ use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
-use crate::transport::proxy::SessionOptions;
+use crate::transport::proxy::LiveRecord;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
@@ -78,7 +78,7 @@ pub struct ReverseProxyOptions {
     /// The remote server's MCP endpoint.
     pub upstream: url::Url,
     pub capture: Option<PathBuf>,
-    pub session: Option<SessionOptions>,
+    pub session: Option<LiveRecord>,
     /// Client connections open at once. When all are taken, the one that has
     /// waited longest for (the rest of) a request is closed to make room; a
     /// new client gets 503 only when every connection is busy with an exchange.
