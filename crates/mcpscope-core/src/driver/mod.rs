@@ -657,11 +657,6 @@ impl Driver {
         self.actions.pop_front()
     }
 
-    /// Everything to do now.
-    pub fn take_actions(&mut self) -> Vec<Action> {
-        self.actions.drain(..).collect()
-    }
-
     // --------------------------------------------------- owner requests ---
 
     /// Sends a request for the owner: enveloped in the modern era, retried

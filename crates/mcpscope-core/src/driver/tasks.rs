@@ -79,10 +79,6 @@ impl TaskRun {
             .as_ref()
             .map_or_else(|| "waiting for the server to create the task".into(), Task::status_line)
     }
-
-    pub fn is_over(&self) -> bool {
-        self.in_flight.is_none() && self.next_poll.is_none() && self.waiting.is_empty()
-    }
 }
 
 impl Driver {

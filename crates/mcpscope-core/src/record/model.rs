@@ -5,7 +5,7 @@
 use crate::protocol::handshake::{self, Handshake};
 use crate::protocol::lifecycle::{Level, LifecycleFacts};
 use crate::protocol::methods;
-use crate::record::store::{FrameStore, Lane};
+use crate::record::store::FrameStore;
 use crate::transport::event::Event;
 use crate::transport::process::{ExitInfo, SpawnError};
 use crate::wire::classify::Kind;
@@ -444,15 +444,6 @@ impl SessionModel {
 
     pub fn negotiated_version(&self) -> Option<&str> {
         self.handshake.judged()?.version()
-    }
-
-    /// Rows that are stderr (for the console) in order.
-    pub fn stderr_lines(&self) -> impl Iterator<Item = crate::record::store::RowRef<'_>> {
-        self.stderr_rows.iter().filter_map(|&r| self.store.get(r))
-    }
-
-    pub fn is_stderr(&self, row: usize) -> bool {
-        self.store.get(row).is_some_and(|r| r.lane() == Lane::Stderr)
     }
 
     /// Count, p50, p95 and max latency per method, most used first: O(methods).

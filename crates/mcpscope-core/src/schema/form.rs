@@ -88,23 +88,6 @@ impl FieldKind {
     pub fn is_json(&self) -> bool {
         matches!(self, FieldKind::Json { .. })
     }
-
-    /// A short name of the kind, e.g. for hints.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            FieldKind::Text { .. } => "string",
-            FieldKind::Number { .. } => "number",
-            FieldKind::Integer { .. } => "integer",
-            FieldKind::Bool(_) => "boolean",
-            FieldKind::Enum { .. } => "enum",
-            FieldKind::Const(_) => "const",
-            FieldKind::Array { .. } => "array",
-            FieldKind::Object { .. } => "object",
-            FieldKind::Map { .. } => "map",
-            FieldKind::Choice { .. } => "choice",
-            FieldKind::Json { .. } => "json",
-        }
-    }
 }
 
 /// One input of the form.

@@ -23,13 +23,6 @@ impl Target {
             Target::Http(h) => h.display(),
         }
     }
-
-    pub fn transport_name(&self) -> &'static str {
-        match self {
-            Target::Stdio(_) => "stdio",
-            Target::Http(h) => h.kind.as_str(),
-        }
-    }
 }
 
 impl From<ServerSpec> for Target {

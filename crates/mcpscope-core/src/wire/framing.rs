@@ -149,11 +149,6 @@ impl LineSplitter {
         }
     }
 
-    /// Bytes received since the last newline.
-    pub fn pending_len(&self) -> usize {
-        self.pending.len()
-    }
-
     /// Ends the stream: a non-empty remainder becomes a partial line.
     pub fn finish(&mut self) -> Option<RawLine> {
         if self.pending.is_empty() {

@@ -45,7 +45,7 @@ use crate::transport::proxy::LiveRecord;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use listener::Slots;
 use serde_json::Value;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -308,11 +308,6 @@ impl ReverseProxy {
         std::mem::take(&mut self.notes)
     }
 
-    /// The URL a client should use for the upstream's MCP endpoint.
-    pub fn client_url(&self) -> String {
-        local_url(self.local, &self.options.upstream)
-    }
-
     pub fn stopper(&self) -> Stopper {
         Stopper {
             stop: self.stop.clone(),
@@ -422,24 +417,6 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 
 fn origin(u: &url::Url) -> String {
     u.origin().ascii_serialization()
-}
-
-fn local_url(local: SocketAddr, upstream: &url::Url) -> String {
-    let mut s = format!("http://{local}{}", upstream.path());
-    if let Some(q) = upstream.query() {
-        s.push('?');
-        s.push_str(q);
-    }
-    s
-}
-
-/// Checks that an upstream URL is usable before binding (for `wrap` and the CLI).
-pub fn validate_upstream(upstream: &str) -> Result<url::Url> {
-    let u = url::Url::parse(upstream).with_context(|| format!("{upstream:?} is not a URL"))?;
-    if !matches!(u.scheme(), "http" | "https") {
-        bail!("{upstream:?} is not an http:// or https:// URL");
-    }
-    Ok(u)
 }
 
 #[cfg(test)]
