@@ -10,6 +10,7 @@ mod filter;
 mod gui;
 mod lint;
 mod listen;
+mod mock;
 pub(crate) mod output;
 mod proxy;
 mod signals;
@@ -74,6 +75,9 @@ pub enum Cmd {
     /// Skills over MCP (SEP-2640): list a server's skills, or load one (SKILL.md
     /// and the files asked for), each file verified against the listing.
     Skills(skills::SkillsArgs),
+    /// Serve a capture again as a stdio MCP server: each request gets its recorded
+    /// answer (--check lists what can be served).
+    Mock(mock::MockArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -256,7 +260,7 @@ pub fn main() -> ExitCode {
         }
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
-        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Mock(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
     }
     let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
@@ -267,6 +271,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Filter(args)) => filter::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
+        Some(Cmd::Mock(args)) => mock::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {

@@ -17,6 +17,7 @@ mod http;
 mod lint;
 mod live;
 mod live_app;
+mod mock;
 mod oauth;
 mod protocol_features;
 mod real_servers;

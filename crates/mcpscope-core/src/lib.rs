@@ -7,6 +7,7 @@
 //!   tasks, subscriptions, tool results);
 //! - [`transport`]: processes and HTTP, and the session thread that moves bytes;
 //! - [`record`]: the recorder, captures on disk, the row store and the session model;
+//! - [`replay`]: a capture served again as a mock server (sans I/O);
 //! - [`client`]: a blocking client over a session, for the CLI and the doctor;
 //! - [`analysis`]: protocol lint, session diff, the doctor;
 //! - [`filter`]: display filters (parse, check, run on rows and on captures);
@@ -23,6 +24,7 @@ pub mod driver;
 pub mod filter;
 pub mod protocol;
 pub mod record;
+pub mod replay;
 pub mod schema;
 pub mod text;
 pub mod transport;

@@ -1,0 +1,336 @@
+//! `mcpscope mock CAPTURE`: the server side of a capture, served again over
+//! stdio; `--check` says what can be served. The engine is
+//! `mcpscope_core::replay`; this file owns the pipes, the clock and stderr.
+
+use clap::Args;
+use mcpscope_core::replay::index::Exchange;
+use mcpscope_core::replay::matcher::{Exhausted, Rule};
+use mcpscope_core::replay::mock::{Mock, MockOptions, Output, Timing};
+use mcpscope_core::replay::{self, Check, LoadError};
+use std::collections::HashSet;
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct MockArgs {
+    /// A JSONL capture written by mcpscope (call, proxy, proxy --session, the reverse proxy or the app).
+    pub capture: PathBuf,
+
+    /// List what can be served (per method) and why the rest cannot; serve nothing.
+    #[arg(long)]
+    pub check: bool,
+
+    /// How a request finds its recorded answer: method-params (same method, same
+    /// params apart from _meta, progressToken and key order), strict (params
+    /// exactly, _meta included) or sequence (the n-th request gets the n-th answer).
+    #[arg(long = "match", value_enum, default_value = "method-params", value_name = "RULE")]
+    pub rule: RuleArg,
+
+    /// Once the recorded answers to a request are used up: repeat the last one, or answer with an error.
+    #[arg(long, value_enum, default_value = "repeat", value_name = "WHAT")]
+    pub exhausted: ExhaustedArg,
+
+    /// fast: answer at once; recorded: wait the recorded gaps (divided by --speed).
+    #[arg(long, value_enum, default_value = "fast")]
+    pub timing: TimingArg,
+
+    /// With --timing recorded: 2 plays twice as fast, 0.5 half as fast.
+    #[arg(long, value_name = "X", default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+
+    /// Serve only these methods (comma-separated, e.g. tools/list,tools/call) or
+    /// the exchanges matching a display filter ('method == "tools/call"'). The
+    /// handshake is always served.
+    #[arg(long, value_name = "METHODS|FILTER")]
+    pub only: Option<String>,
+
+    /// The session to serve (1-based) in a capture of several; default: the
+    /// last one with a server answer.
+    #[arg(long, value_name = "N")]
+    pub session: Option<usize>,
+
+    /// How long the mock waits for the client's answer to a recorded server →
+    /// client request (roots/list, sampling, elicitation, ping) before going on.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub reply_timeout_ms: u64,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleArg {
+    MethodParams,
+    Strict,
+    Sequence,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExhaustedArg {
+    Repeat,
+    Error,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimingArg {
+    Fast,
+    Recorded,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a speed: give a number above 0, e.g. 2 or 0.5")),
+    }
+}
+
+/// Method names, when `--only` is a list of them rather than a filter.
+fn method_list(only: &str) -> Option<HashSet<String>> {
+    let is_name = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.' | '$'))
+    };
+    let names: Vec<&str> = only.split(',').map(str::trim).collect();
+    names
+        .iter()
+        .all(|n| is_name(n))
+        .then(|| names.into_iter().map(String::from).collect())
+}
+
+/// Exit status: 0 when the client closed its side (or stdout closed), 1 for
+/// `--check` with nothing servable, 4 for a capture that cannot be served, 64
+/// for a wrong command line.
+pub fn run(args: MockArgs) -> ExitCode {
+    let loaded = match replay::load(&args.capture, args.session) {
+        Ok(l) => l,
+        Err(e) => {
+            crate::errln!("mcpscope mock: {}: {e}", args.capture.display());
+            let code = match e {
+                LoadError::NoSuchSession { .. } => super::exit::USAGE,
+                _ => super::exit::IO,
+            };
+            return ExitCode::from(code);
+        }
+    };
+    for w in &loaded.warnings {
+        crate::errln!("mcpscope mock: {}: skipped {w}", args.capture.display());
+    }
+    let mut index = loaded.index;
+    if let Some(only) = &args.only {
+        if let Some(methods) = method_list(only) {
+            index.retain(|e| methods.contains(&e.method));
+        } else {
+            let filter = match super::filter::parse_or_report("mock", only) {
+                Ok(f) => f,
+                Err(code) => return code,
+            };
+            let seqs = match mcpscope_core::filter::records::matching_seqs(&args.capture, &filter) {
+                Ok(s) => s,
+                Err(e) => {
+                    crate::errln!("mcpscope mock: {}: {e}", args.capture.display());
+                    return ExitCode::from(super::exit::IO);
+                }
+            };
+            index.retain(|e: &Exchange| seqs.exchanges.contains(&e.seq));
+        }
+    }
+    let where_ = format!(
+        "{}, session {} of {} ({} era{})",
+        args.capture.display(),
+        loaded.session,
+        loaded.sessions,
+        index.era(),
+        if loaded.header.command_line.is_empty() {
+            String::new()
+        } else {
+            format!(", recorded from {}", loaded.header.command_line)
+        }
+    );
+    if args.check {
+        return check(&index, &where_);
+    }
+    if index.servable_count() == 0 {
+        crate::errln!("mcpscope mock: {where_}: nothing can be served (mcpscope mock --check says why)");
+        return ExitCode::from(super::exit::IO);
+    }
+    crate::errln!(
+        "mcpscope mock: serving {} exchange(s) from {where_} on stdio",
+        index.servable_count()
+    );
+    let options = MockOptions {
+        rule: match args.rule {
+            RuleArg::MethodParams => Rule::MethodParams,
+            RuleArg::Strict => Rule::Strict,
+            RuleArg::Sequence => Rule::Sequence,
+        },
+        exhausted: match args.exhausted {
+            ExhaustedArg::Repeat => Exhausted::Repeat,
+            ExhaustedArg::Error => Exhausted::Error,
+        },
+        timing: match args.timing {
+            TimingArg::Fast => Timing::Fast,
+            TimingArg::Recorded => Timing::Recorded,
+        },
+        speed: args.speed,
+        reply_timeout: Duration::from_millis(args.reply_timeout_ms),
+    };
+    serve_stdio(Mock::new(index, options))
+}
+
+fn check(index: &replay::index::Index, where_: &str) -> ExitCode {
+    let c = Check::of(index);
+    crate::outln!("{where_}");
+    crate::outln!("can be served: {} exchange(s)", c.servable_total());
+    for (method, n) in &c.servable {
+        crate::outln!("  {method:<32} {n}");
+    }
+    if !c.server_frames.is_empty() {
+        let total: usize = c.server_frames.values().sum();
+        crate::outln!("server-initiated frames replayed with them: {total}");
+        for (method, n) in &c.server_frames {
+            crate::outln!("  {method:<32} {n}");
+        }
+    }
+    if !c.not_servable.is_empty() {
+        crate::outln!("cannot be served: {}", c.not_servable.len());
+        for (seq, what, why) in &c.not_servable {
+            crate::outln!("  seq {seq:<6} {what}: {why}");
+        }
+    }
+    if c.servable_total() > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(super::exit::FAILED)
+    }
+}
+
+/// Longest line read from the client; a longer one is answered with a parse
+/// error instead of growing memory without bound.
+const MAX_CLIENT_LINE: usize = 64 << 20;
+
+enum Input {
+    Line(Vec<u8>),
+    TooLong(usize),
+    Closed,
+}
+
+fn serve_stdio(mut mock: Mock) -> ExitCode {
+    let (tx, rx) = sync_channel::<Input>(64);
+    // A blocking read on its own thread: the main loop also waits on timers.
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        loop {
+            let mut line = Vec::new();
+            let read = (&mut input)
+                .take(MAX_CLIENT_LINE as u64 + 1)
+                .read_until(b'\n', &mut line);
+            let msg = match read {
+                Ok(0) | Err(_) => Input::Closed,
+                Ok(_) if line.len() > MAX_CLIENT_LINE && line.last() != Some(&b'\n') => {
+                    // Skip the rest of the line so that the next one is read whole.
+                    let mut skipped = line.len();
+                    let mut sink = Vec::new();
+                    while let Ok(n @ 1..) = (&mut input).take(1 << 20).read_until(b'\n', &mut sink) {
+                        skipped += n;
+                        if sink.last() == Some(&b'\n') {
+                            break;
+                        }
+                        sink.clear();
+                    }
+                    Input::TooLong(skipped)
+                }
+                Ok(_) => {
+                    if line.last() == Some(&b'\n') {
+                        line.pop();
+                    }
+                    Input::Line(line)
+                }
+            };
+            let closed = matches!(msg, Input::Closed);
+            if tx.send(msg).is_err() || closed {
+                return;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut stdout = std::io::stdout().lock();
+    let mut closed = false;
+    loop {
+        if !flush(&mut mock, &mut stdout) {
+            // The client stopped reading: nobody is left to serve.
+            crate::errln!("mcpscope mock: stdout closed, stopping");
+            break;
+        }
+        let deadline = mock.deadline();
+        if closed {
+            // What was scheduled before the client closed still goes out.
+            let Some(d) = deadline else { break };
+            std::thread::sleep(d.saturating_sub(start.elapsed()));
+            mock.on_time(start.elapsed());
+            continue;
+        }
+        let msg = match deadline {
+            Some(d) => match rx.recv_timeout(d.saturating_sub(start.elapsed())) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    mock.on_time(start.elapsed());
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => Input::Closed,
+            },
+            None => rx.recv().unwrap_or(Input::Closed),
+        };
+        match msg {
+            Input::Line(l) => mock.on_line(&l, start.elapsed()),
+            Input::TooLong(n) => {
+                crate::errln!("mcpscope mock: the client sent a line of {n} bytes, over {MAX_CLIENT_LINE}: not read");
+                mock.on_line(b"\x00line too long", start.elapsed());
+            }
+            Input::Closed => {
+                closed = true;
+                mock.on_close(start.elapsed());
+            }
+        }
+    }
+    let s = &mock.stats;
+    crate::errln!(
+        "mcpscope mock: done: {} request(s) served, {} not served, {} notification(s) from the client",
+        s.served,
+        s.unmatched,
+        s.notifications
+    );
+    ExitCode::SUCCESS
+}
+
+/// Writes what the mock has to say: protocol lines on stdout (flushed line
+/// by line: the client waits on each), logs on stderr. False once stdout is closed.
+fn flush(mock: &mut Mock, stdout: &mut impl Write) -> bool {
+    let mut ok = true;
+    while let Some(o) = mock.next_output() {
+        match o {
+            Output::Line(mut l) => {
+                if ok {
+                    l.push(b'\n');
+                    ok = stdout.write_all(&l).and_then(|_| stdout.flush()).is_ok();
+                }
+            }
+            Output::Log(t) => crate::errln!("mcpscope mock: {t}"),
+        }
+    }
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tells_method_lists_from_filters() {
+        let m = method_list("tools/list, tools/call").unwrap();
+        assert!(m.contains("tools/list") && m.contains("tools/call"));
+        assert!(method_list(r#"method == "tools/call""#).is_none());
+        assert!(parse_speed("0").is_err() && parse_speed("nan").is_err() && parse_speed("2").is_ok());
+    }
+}
