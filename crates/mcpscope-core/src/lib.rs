@@ -29,3 +29,6 @@ pub mod schema;
 pub mod text;
 pub mod transport;
 pub mod wire;
+
+#[cfg(test)]
+mod layers;
