@@ -6,11 +6,14 @@ use std::collections::HashMap;
 const MCP: &str = "http://localhost:3000/mcp";
 const AS: &str = "http://localhost:4000";
 
+/// An answer given once: status, body, headers.
+type Scripted = (u16, String, Vec<(String, String)>);
+
 /// A scripted world: answers by "METHOD url-without-query", 404 otherwise.
 struct World {
     answers: HashMap<String, (u16, String)>,
     /// Answers given once each, before `answers`, with headers.
-    queued: HashMap<String, std::collections::VecDeque<(u16, String, Vec<(String, String)>)>>,
+    queued: HashMap<String, std::collections::VecDeque<Scripted>>,
     /// `iss` to put in the redirect: `None` omits it.
     iss: Option<String>,
     sent: Vec<Request>,
