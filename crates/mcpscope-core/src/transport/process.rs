@@ -164,11 +164,22 @@ pub struct Spawned {
 pub const TREE_TAG_VAR: &str = "MCPSCOPE_SERVER";
 
 /// A server's process group and every process that carries its tag.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ServerTree {
     pub pgid: u32,
     tag: String,
+    /// Strays seen alive: once dead, their environment can no longer be
+    /// read, but an adopted one still has to be reaped.
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<u32>>>,
 }
+
+impl PartialEq for ServerTree {
+    fn eq(&self, other: &Self) -> bool {
+        self.pgid == other.pgid && self.tag == other.tag
+    }
+}
+
+impl Eq for ServerTree {}
 
 impl ServerTree {
     /// A tag no other server of any mcpscope shares: pid, sequence, time.
@@ -187,9 +198,14 @@ impl ServerTree {
 
     #[cfg(test)]
     pub(crate) fn for_tests(pgid: u32, tag: &str) -> Self {
+        Self::with_tag(pgid, tag.to_owned())
+    }
+
+    fn with_tag(pgid: u32, tag: String) -> Self {
         Self {
             pgid,
-            tag: tag.to_owned(),
+            tag,
+            seen: Default::default(),
         }
     }
 
@@ -224,6 +240,8 @@ impl ServerTree {
                 found.push((pid, stat.state == 'Z'));
             }
         }
+        let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.extend(found.iter().map(|&(pid, _)| pid));
         found
     }
 
@@ -240,23 +258,41 @@ impl ServerTree {
         any
     }
 
-    /// Whether anything of the server is still alive (zombies included).
+    /// Whether anything of the server is still alive (zombies included:
+    /// those mcpscope adopted are reaped first).
     pub fn alive(&self) -> bool {
+        self.reap_adopted();
         group_alive(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
     }
 
     /// Whether anything of the server can still run (zombies are over).
     pub fn running(&self) -> bool {
+        self.reap_adopted();
         group_running(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
     }
 
-    /// Collects the status of strays that ended as mcpscope's children (the
-    /// subreaper adopted them), so they do not linger as zombies. Only
-    /// tagged processes: std owns the status of the children it started.
+    /// Collects the status of the server's processes that ended as
+    /// mcpscope's children (the subreaper adopted them when their parent
+    /// died), so they do not linger as zombies and keep the group "alive".
+    /// Only members of the group other than its leader, and strays seen
+    /// carrying the tag: std owns the status of the children it started.
     pub fn reap_adopted(&self) {
         let me = std::process::id();
-        for (pid, zombie) in self.strays() {
-            if zombie && ProcStat::read(pid).is_some_and(|s| s.ppid == me) {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return };
+        let seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == self.pgid {
+                continue;
+            }
+            let Some(stat) = ProcStat::read(pid) else { continue };
+            if stat.state == 'Z' && stat.ppid == me && (stat.pgrp == self.pgid || seen.contains(&pid)) {
                 // SAFETY: collecting the status of our own (adopted) child, without blocking.
                 unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
             }
@@ -335,7 +371,7 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
     }
     match cmd.spawn() {
         Ok(child) => {
-            let tree = ServerTree { pgid: child.id(), tag };
+            let tree = ServerTree::with_tag(child.id(), tag);
             Ok(Spawned { child, program, tree })
         }
         Err(e) => {
