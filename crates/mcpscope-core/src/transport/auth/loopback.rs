@@ -1,15 +1,27 @@
 //! The RFC 8252 loopback redirect: a listener on 127.0.0.1 (an ephemeral
 //! port unless one is fixed), answering only `GET /callback` with the
 //! expected `state`, closed after that one callback, a timeout or a cancel.
+//!
+//! Requests are read by `httparse` (hyper's parser), each connection on a
+//! thread of its own (at most [`MAX_CONNECTIONS`] at once), so a local
+//! client that connects and sends nothing cannot hold the browser's
+//! callback back.
 
 use crate::protocol::auth::AuthError;
+use crossbeam_channel::{Receiver, Sender, bounded};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const PATH: &str = "/callback";
+/// Connections served at once; more are closed unanswered.
+const MAX_CONNECTIONS: usize = 16;
+/// The most a request head may hold: a callback's query is short.
+const MAX_HEAD: usize = 16 * 1024;
+/// How long a connection may take to send its head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Loopback {
     listener: TcpListener,
@@ -61,6 +73,8 @@ impl Loopback {
             .set_nonblocking(true)
             .map_err(|e| AuthError::Config(format!("the redirect listener: {e}")))?;
         let deadline = Instant::now() + timeout;
+        let (tx, rx) = bounded::<(Served, Option<Refused>)>(MAX_CONNECTIONS);
+        let busy = Arc::new(AtomicUsize::new(0));
         loop {
             if cancel.load(Ordering::SeqCst) {
                 return Err(AuthError::Cancelled);
@@ -70,73 +84,119 @@ impl Loopback {
                     waited_ms: timeout.as_millis() as u64,
                 });
             }
-            match self.listener.accept() {
-                Ok((stream, _)) => match self.serve(stream, state, refused) {
+            while let Ok((served, refusal)) = rx.try_recv() {
+                if let Some(r) = refusal {
+                    refused(r);
+                }
+                match served {
                     Served::Callback(url) => return Ok(url),
                     Served::WrongState => return Err(AuthError::StateMismatch),
                     Served::Other => {}
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(25));
                 }
-                Err(_) => std::thread::sleep(Duration::from_millis(25)),
+            }
+            match self.listener.accept() {
+                Ok((stream, _)) => self.spawn_serve(stream, state, &busy, &tx),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => wait_a_little(&rx),
+                Err(_) => wait_a_little(&rx),
             }
         }
     }
 
-    /// Answers one connection.
-    fn serve(&self, mut stream: TcpStream, state: &str, refused: &mut dyn FnMut(Refused)) -> Served {
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-        let head = read_head(&mut stream);
-        let request_line = head.lines().next().unwrap_or_default().to_owned();
-        let mut parts = request_line.split(' ');
-        let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let got_state = url::form_urlencoded::parse(query.as_bytes())
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.into_owned());
-        let why = if method != "GET" {
-            Some("not a GET")
-        } else if path != PATH {
-            Some("not the callback path")
-        } else if got_state.as_deref() != Some(state) {
-            Some("wrong or missing state")
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            let callback = method == "GET" && path == PATH;
-            let (status, message) = if callback {
-                (
-                    "400 Bad Request",
-                    "This redirect does not carry the state mcpscope sent: mcpscope refused it and stopped the sign-in. You can close this tab.",
-                )
-            } else {
-                (
-                    "404 Not Found",
-                    "mcpscope is waiting for the authorization server's redirect; this is not it.",
-                )
-            };
-            respond(&mut stream, status, message);
-            refused(Refused {
-                request_line,
-                why: why.to_owned(),
-            });
-            return if callback { Served::WrongState } else { Served::Other };
+    /// Serves one connection on a thread of its own; its outcome comes back on `tx`.
+    fn spawn_serve(
+        &self,
+        stream: TcpStream,
+        state: &str,
+        busy: &Arc<AtomicUsize>,
+        tx: &Sender<(Served, Option<Refused>)>,
+    ) {
+        if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            busy.fetch_sub(1, Ordering::SeqCst);
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
         }
-        let failed = url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "error");
-        respond(
-            &mut stream,
-            "200 OK",
-            if failed {
-                "The authorization server reported an error; mcpscope shows it. You can close this tab."
-            } else {
-                "mcpscope is authorized. You can close this tab and return to mcpscope."
-            },
-        );
-        Served::Callback(format!("http://127.0.0.1:{}{target}", self.port))
+        let (state, port, tx, held) = (state.to_owned(), self.port, tx.clone(), busy.clone());
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-oauth-callback".into())
+            .spawn(move || {
+                let outcome = serve(stream, &state, port);
+                let _ = tx.send(outcome);
+                held.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            busy.fetch_sub(1, Ordering::SeqCst);
+        }
     }
+}
+
+/// Sleeps until the next accept is worth trying, or an outcome arrives.
+fn wait_a_little(rx: &Receiver<(Served, Option<Refused>)>) {
+    // Peeking is not possible on a channel: wait for readiness, not a message.
+    let mut sel = crossbeam_channel::Select::new();
+    sel.recv(rx);
+    let _ = sel.ready_timeout(Duration::from_millis(25));
+}
+
+/// Answers one connection: the callback's URL, or what it was instead.
+fn serve(mut stream: TcpStream, state: &str, port: u16) -> (Served, Option<Refused>) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
+    let (method, target) = match read_request(&mut stream) {
+        Ok(r) => r,
+        Err(why) => {
+            respond(&mut stream, "400 Bad Request", "mcpscope could not read this request.");
+            let refusal = Refused {
+                request_line: String::new(),
+                why,
+            };
+            return (Served::Other, Some(refusal));
+        }
+    };
+    let request_line = format!("{method} {target}");
+    let (path, query) = target.split_once('?').unwrap_or((target.as_str(), ""));
+    let got_state = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned());
+    let why = if method != "GET" {
+        Some("not a GET")
+    } else if path != PATH {
+        Some("not the callback path")
+    } else if got_state.as_deref() != Some(state) {
+        Some("wrong or missing state")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        let callback = method == "GET" && path == PATH;
+        let (status, message) = if callback {
+            (
+                "400 Bad Request",
+                "This redirect does not carry the state mcpscope sent: mcpscope refused it and stopped the sign-in. You can close this tab.",
+            )
+        } else {
+            (
+                "404 Not Found",
+                "mcpscope is waiting for the authorization server's redirect; this is not it.",
+            )
+        };
+        respond(&mut stream, status, message);
+        let refusal = Refused {
+            request_line,
+            why: why.to_owned(),
+        };
+        return (if callback { Served::WrongState } else { Served::Other }, Some(refusal));
+    }
+    let failed = url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "error");
+    respond(
+        &mut stream,
+        "200 OK",
+        if failed {
+            "The authorization server reported an error; mcpscope shows it. You can close this tab."
+        } else {
+            "mcpscope is authorized. You can close this tab and return to mcpscope."
+        },
+    );
+    (Served::Callback(format!("http://127.0.0.1:{port}{target}")), None)
 }
 
 /// What one connection to the listener was.
@@ -149,16 +209,33 @@ enum Served {
     Other,
 }
 
-fn read_head(stream: &mut TcpStream) -> String {
+/// The method and target of the request on `stream`, read with httparse
+/// (the head only: a callback has no body), or why it is not one.
+fn read_request(stream: &mut TcpStream) -> Result<(String, String), String> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
-    while buf.len() < 16 * 1024 && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf) {
+            Ok(httparse::Status::Complete(_)) => {
+                return match (req.method, req.path) {
+                    (Some(m), Some(p)) => Ok((m.to_owned(), p.to_owned())),
+                    _ => Err("an incomplete request line".into()),
+                };
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(e) => return Err(format!("a malformed request ({e})")),
+        }
+        if buf.len() >= MAX_HEAD {
+            return Err(format!("a request head over {} KiB", MAX_HEAD / 1024));
+        }
         match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => return Err("the connection closed before a whole request".into()),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) => return Err(format!("no whole request within {} s ({e})", HEAD_TIMEOUT.as_secs())),
         }
     }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 fn respond(stream: &mut TcpStream, status: &str, message: &str) {
@@ -244,6 +321,48 @@ mod tests {
             );
             assert_eq!(refused[0].why, "wrong or missing state");
         }
+    }
+
+    /// Silent local clients (connected, sending nothing) do not hold the
+    /// callback back: eight of them held it 8 x 5 s, past this wait's 20 s.
+    #[test]
+    fn silent_clients_do_not_hold_the_callback_back() {
+        let lb = Loopback::bind(None).unwrap();
+        let port = lb.port;
+        let silent: Vec<TcpStream> = (0..8)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        let client = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            get(port, "/callback?code=c&state=s1")
+        });
+        let cancel = Arc::new(AtomicBool::new(false));
+        let url = lb.wait("s1", Duration::from_secs(20), &cancel, &mut |_| {});
+        assert_eq!(url, Ok(format!("http://127.0.0.1:{port}/callback?code=c&state=s1")));
+        assert!(client.join().unwrap().starts_with("HTTP/1.1 200"));
+        drop(silent);
+    }
+
+    #[test]
+    fn a_malformed_request_gets_400_and_the_wait_goes_on() {
+        let lb = Loopback::bind(None).unwrap();
+        let port = lb.port;
+        let client = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /callback?state=s1 HTTP/1.1\r\nno colon here\r\n\r\n")
+                .unwrap();
+            let mut bad = String::new();
+            let _ = s.read_to_string(&mut bad);
+            (bad, get(port, "/callback?code=c&state=s1"))
+        });
+        let mut refused = Vec::new();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let url = lb.wait("s1", Duration::from_secs(20), &cancel, &mut |r| refused.push(r));
+        assert!(url.is_ok(), "{url:?}");
+        let (bad, good) = client.join().unwrap();
+        assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+        assert!(good.starts_with("HTTP/1.1 200"), "{good}");
+        assert!(refused[0].why.contains("malformed"), "{refused:?}");
     }
 
     #[test]
