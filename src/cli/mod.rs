@@ -16,6 +16,7 @@ mod proxy;
 mod signals;
 mod skills;
 mod trace;
+mod verify;
 mod watch;
 mod wrap;
 
@@ -78,6 +79,9 @@ pub enum Cmd {
     /// Serve a capture again as a stdio MCP server: each request gets its recorded
     /// answer (--check lists what can be served).
     Mock(mock::MockArgs),
+    /// Check a live server against a capture: `--surface` compares its capabilities
+    /// and tool, prompt, resource and template lists (breaking or compatible changes).
+    Verify(verify::VerifyArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -255,7 +259,7 @@ pub fn main() -> ExitCode {
         grace: Duration::from_secs(30),
     };
     match &cli.command {
-        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_) | Cmd::Skills(_)) => {
+        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_) | Cmd::Skills(_) | Cmd::Verify(_)) => {
             signals::install(backstop)
         }
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
@@ -272,6 +276,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Mock(args)) => mock::run(args),
+        Some(Cmd::Verify(args)) => verify::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {

@@ -26,3 +26,4 @@ mod screenshots;
 mod terminal;
 mod ui;
 mod vectors;
+mod verify;

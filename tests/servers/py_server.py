@@ -6,7 +6,13 @@ Run (after scripts/setup-test-peers):
     tests/peers/.venv/bin/python tests/servers/py_server.py
 
 Speaks MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr.
+
+With MCPSCOPE_TEST_DRIFT=1 its surface drifts the way a careless release does (for
+`mcpscope verify --surface`): echo's description is reworded, describe_person's `shout`
+becomes required, and the `fail` tool is gone.
 """
+
+import os
 
 from enum import Enum
 from typing import Annotated, Literal
@@ -14,6 +20,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import MCPServer
+
+DRIFT = os.environ.get("MCPSCOPE_TEST_DRIFT") == "1"
 
 server = MCPServer(
     name="mcpscope-py-server",
@@ -46,13 +54,12 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@server.tool()
+@server.tool(description="Echo the message back, unchanged." if DRIFT else None)
 def echo(message: str) -> str:
     """Echo the message back."""
     return message
 
 
-@server.tool()
 def describe_person(person: Person, shout: bool = False) -> str:
     """Describe a person (pydantic model argument with optional fields)."""
     text = f"{person.name} is {person.age}"
@@ -63,6 +70,15 @@ def describe_person(person: Person, shout: bool = False) -> str:
     if person.tags:
         text += f", tags: {', '.join(person.tags)}"
     return text.upper() if shout else text
+
+
+def describe_person_drifted(person: Person, shout: bool) -> str:
+    """Describe a person (pydantic model argument with optional fields)."""
+    return describe_person(person, shout)
+
+
+describe_person_drifted.__name__ = "describe_person"
+server.tool()(describe_person_drifted if DRIFT else describe_person)
 
 
 class Transport(str, Enum):
@@ -108,10 +124,13 @@ def plan_trip(trip: Trip, preferred: Transport | None = None) -> str:
     return f"{trip.traveller.name}: {route}; pays by {pay}; preferred {preferred.value if preferred else '-'}"
 
 
-@server.tool()
 def fail(reason: str = "deliberate failure") -> str:
     """Always raises; the SDK turns this into a result with isError: true."""
     raise RuntimeError(f"fail tool raised: {reason}")
+
+
+if not DRIFT:
+    server.tool()(fail)
 
 
 @server.resource("test://greeting", name="greeting", mime_type="text/plain")

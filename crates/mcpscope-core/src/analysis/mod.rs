@@ -3,3 +3,4 @@
 pub mod doctor;
 pub mod lint;
 pub mod session_diff;
+pub mod surface;

@@ -1,0 +1,108 @@
+//! `mcpscope verify --surface` against a real server (the Python SDK's),
+//! unchanged and then drifted the way a careless release drifts.
+
+use crate::support::*;
+use std::process::{Command, Output};
+
+fn mcpscope(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("running mcpscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn verify_surface_finds_nothing_on_the_same_server_and_each_change_of_a_drifted_one() {
+    let spec = py_server();
+    let program = spec.program.clone();
+    let server: Vec<&str> = std::iter::once(program.as_str())
+        .chain(spec.args.iter().map(String::as_str))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("baseline.jsonl");
+    let cap_arg = cap.to_str().unwrap();
+    let mut record = vec!["call", "--method", "tools/list", "--capture", cap_arg, "--"];
+    record.extend(&server);
+    let out = mcpscope(&record);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let before = std::fs::read(&cap).unwrap();
+
+    // The same server: nothing changed.
+    let mut same = vec!["verify", cap_arg, "--surface", "--"];
+    same.extend(&server);
+    let out = mcpscope(&same);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("as recorded"), "{}", text(&out.stdout));
+
+    // Drifted: one description reworded, one field made required, one tool removed.
+    let junit = dir.path().join("report.xml");
+    let junit_arg = junit.to_str().unwrap();
+    let mut drifted = vec![
+        "verify",
+        cap_arg,
+        "--surface",
+        "--junit",
+        junit_arg,
+        "-e",
+        "MCPSCOPE_TEST_DRIFT=1",
+        "--",
+    ];
+    drifted.extend(&server);
+    let out = mcpscope(&drifted);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "breaking   tool describe_person: inputSchema: property shout became required",
+            "breaking   tool fail: removed",
+            "compatible tool echo: description changed",
+            "3 change(s): 2 breaking, 1 compatible",
+        ],
+        "{stdout}"
+    );
+    // Only breaking changes count with --fail-on breaking; none with a compatible-only drift.
+    let mut json = drifted.clone();
+    json.splice(3..5, ["--format", "json", "--fail-on", "breaking"]);
+    let out = mcpscope(&json);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["breaking"].as_u64(), v["compatible"].as_u64()), (Some(2), Some(1)));
+
+    // The JUnit report reads as XML, a case per tool, the changed ones failed.
+    let check = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E\n\
+             r = E.parse(sys.argv[1]).getroot()\n\
+             s = r.find('testsuite')\n\
+             cases = s.findall('testcase')\n\
+             failed = sorted(c.get('name') for c in cases if c.find('failure') is not None)\n\
+             print(r.tag, s.get('tests'), len(cases), s.get('failures'), ','.join(failed))",
+            junit_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&check.stdout).trim(),
+        "testsuites 6 6 3 describe_person,echo,fail",
+        "{}",
+        text(&check.stderr)
+    );
+    // The capture is never modified.
+    assert_eq!(std::fs::read(&cap).unwrap(), before);
+}
+
+#[test]
+fn verify_needs_surface_and_a_capture_with_something_to_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = mcpscope(&["verify", empty.to_str().unwrap(), "--", "true"]);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+    let out = mcpscope(&["verify", empty.to_str().unwrap(), "--surface", "--", "true"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("mcpscope verify:"), "{}", text(&out.stderr));
+}
