@@ -1,12 +1,15 @@
-//! `mcpscope verify CAPTURE --surface`: does the live server still offer
-//! what the recording shows? Capabilities and the tool, prompt, resource and
-//! template lists are compared by name, each change breaking or compatible.
+//! `mcpscope verify CAPTURE`: the recorded session's requests sent again to
+//! a live server, each answer compared with the recorded one (volatile
+//! fields left out), and the server's surface (capabilities and lists)
+//! compared by name, each change breaking or compatible. `--surface`
+//! compares the surface only.
 
 use super::{TargetArgs, exit};
 use clap::Args;
+use mcpscope_core::analysis::answer_diff::{self, Ignore};
 use mcpscope_core::analysis::session_diff::{self, Exchange};
 use mcpscope_core::analysis::surface::{self, Change, Impact, Surface};
-use mcpscope_core::client::Client;
+use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::protocol::era::EraChoice;
 use mcpscope_core::protocol::handshake::HandshakeOptions;
 use mcpscope_core::protocol::methods;
@@ -39,9 +42,28 @@ pub struct VerifyArgs {
 
     /// Compare the server's surface only: capabilities and the tool,
     /// prompt, resource and template lists (by name; each change breaking or
-    /// compatible). Needed for now: replaying every request is to come.
+    /// compatible), without sending the recorded requests.
     #[arg(long)]
     pub surface: bool,
+
+    /// Leave this part of every answer out (a JSON pointer into the result;
+    /// `*` is one segment, `**` any number): `/content/*/text`, `/**/etag`. Repeatable.
+    #[arg(long, value_name = "POINTER")]
+    pub ignore: Vec<String>,
+
+    /// Leave members of this name out wherever they are (added to the
+    /// built-in volatile fields: see --explain). Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub ignore_field: Vec<String>,
+
+    /// Say what is left out of the comparison before comparing.
+    #[arg(long)]
+    pub explain: bool,
+
+    /// Make the live session the new baseline: it is recorded, and replaces
+    /// CAPTURE once verified; the old file is kept as CAPTURE.1 (.2, …).
+    #[arg(long)]
+    pub update: bool,
 
     /// Which changes make the exit status 1.
     #[arg(long, value_enum, default_value = "any", value_name = "WHICH")]
@@ -71,12 +93,22 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: VerifyArgs) -> ExitCode {
-    if !args.surface {
-        return fail(
-            exit::USAGE,
-            "give --surface: verify compares the server's surface (replaying every recorded request is not \
-             available yet)",
+    let ignore = match Ignore::new(&args.ignore_field, &args.ignore) {
+        Ok(i) => i,
+        Err(e) => return fail(exit::USAGE, format!("--ignore: {e}")),
+    };
+    if args.explain {
+        crate::errln!(
+            "mcpscope verify: left out of every answer: members named {}",
+            ignore.fields.join(", ")
         );
+        for p in &args.ignore {
+            crate::errln!("mcpscope verify: left out: {p}");
+        }
+        crate::errln!("mcpscope verify: strings holding a JSON object or array are compared as that JSON");
+    }
+    if args.update && args.surface {
+        return fail(exit::USAGE, "--update needs the whole session replayed: drop --surface");
     }
     let target = match args.server.target() {
         Ok(t) => t,
@@ -109,9 +141,11 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         .any(|x| x.method == methods::SERVER_DISCOVER && matches!(x.outcome, session_diff::Outcome::Result(_)));
     let choice = if modern { EraChoice::Modern } else { EraChoice::Legacy };
     let timeout = Duration::from_millis(args.timeout_ms);
+    let fresh = args.update.then(|| fresh_path(&args.capture));
     let options = SessionOptions {
         request_timeout: Some(timeout),
         limits: args.server.limits(),
+        capture: fresh.clone(),
         ..SessionOptions::default()
     };
     let mut client = Client::connect(target, options, Box::new(|_: &Event| {}));
@@ -119,31 +153,173 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         client = client.with_authorizer(a);
     }
     let live = live_surface(&mut client, &old, choice, timeout);
-    client.close();
     let new = match live {
         Ok(s) => s,
-        Err(e) => return fail(exit::UNREACHABLE, e),
+        Err(e) => {
+            client.close();
+            return fail(exit::UNREACHABLE, e);
+        }
     };
+    let replayed = if args.surface {
+        Vec::new()
+    } else {
+        match replay(&mut client, &recorded, &ignore, timeout) {
+            Ok(r) => r,
+            Err(e) => {
+                client.close();
+                return fail(exit::UNREACHABLE, e);
+            }
+        }
+    };
+    client.close();
     let changes = surface::compare(&old, &new);
     let counted = changes
         .iter()
         .filter(|c| args.fail_on == FailOn::Any || c.impact == Impact::Breaking)
-        .count();
+        .count()
+        + replayed.iter().filter(|r| !r.differences.is_empty()).count();
     match args.format {
-        Format::Text => print_text(&changes),
+        Format::Text => {
+            print_replayed(&replayed);
+            print_text(&changes);
+        }
         Format::Json => super::call::print_json(&json!({
+            "exchanges": replayed.iter().map(Replayed::to_json).collect::<Vec<_>>(),
             "changes": changes.iter().map(change_json).collect::<Vec<_>>(),
             "breaking": changes.iter().filter(|c| c.impact == Impact::Breaking).count(),
             "compatible": changes.iter().filter(|c| c.impact == Impact::Compatible).count(),
+            "differing": replayed.iter().filter(|r| !r.differences.is_empty()).count(),
         })),
     }
     if let Some(path) = &args.junit {
-        let xml = junit(&old, &new, &changes, args.fail_on);
+        let xml = junit(&old, &new, &changes, &replayed, args.fail_on);
         if let Err(e) = std::fs::write(path, xml) {
             return fail(exit::IO, format!("cannot write {}: {e}", path.display()));
         }
     }
+    if let Some(fresh) = fresh {
+        match update_baseline(&args.capture, &fresh) {
+            Ok(kept) => crate::errln!(
+                "mcpscope verify: {} is the new baseline; the old one is kept as {}",
+                args.capture.display(),
+                kept.display()
+            ),
+            Err(e) => return fail(exit::IO, e),
+        }
+    }
     ExitCode::from(if counted > 0 { exit::FAILED } else { exit::OK })
+}
+
+/// One recorded exchange sent again.
+struct Replayed {
+    key: String,
+    method: String,
+    /// Empty: the same answer.
+    differences: Vec<String>,
+}
+
+impl Replayed {
+    fn to_json(&self) -> Value {
+        json!({"exchange": self.key, "method": self.method, "same": self.differences.is_empty(),
+               "differences": self.differences})
+    }
+}
+
+/// Whether a recorded request is sent again: not the handshake (the client
+/// makes its own), not a list (lists are compared whole, by name: a
+/// recorded cursor means nothing to a new session), and only if it was
+/// answered.
+fn replayable(x: &Exchange) -> bool {
+    !matches!(x.method.as_str(), methods::INITIALIZE | methods::SERVER_DISCOVER)
+        && !surface::LISTS.iter().any(|(_, m, _, _)| *m == x.method)
+        && !matches!(x.outcome, session_diff::Outcome::NoResponse)
+}
+
+/// Sends the recorded requests again, in their order, and compares each answer.
+fn replay(
+    client: &mut Client,
+    recorded: &[Exchange],
+    ignore: &Ignore,
+    timeout: Duration,
+) -> Result<Vec<Replayed>, String> {
+    let mut out = Vec::new();
+    for x in recorded.iter().filter(|x| replayable(x)) {
+        // The recorded envelope named the recording's session; the client adds its own.
+        let params = x.params.clone().map(|mut p| {
+            if let Some(o) = p.as_object_mut() {
+                o.remove("_meta");
+            }
+            p
+        });
+        let live = match client.request(&x.method, params, timeout) {
+            Ok(r) => match r.outcome {
+                Ok(v) => session_diff::Outcome::Result(v),
+                Err(e) => session_diff::Outcome::Error(e),
+            },
+            Err(e @ (ClientError::ServerExited { .. } | ClientError::Closed { .. } | ClientError::SpawnFailed(_))) => {
+                return Err(format!("{}: {e}", x.key));
+            }
+            Err(e) => {
+                out.push(Replayed {
+                    key: x.key.clone(),
+                    method: x.method.clone(),
+                    differences: vec![format!("no answer now: {e}")],
+                });
+                continue;
+            }
+        };
+        out.push(Replayed {
+            key: x.key.clone(),
+            method: x.method.clone(),
+            differences: answer_diff::compare(&x.outcome, &live, ignore),
+        });
+    }
+    Ok(out)
+}
+
+fn print_replayed(replayed: &[Replayed]) {
+    for r in replayed {
+        if r.differences.is_empty() {
+            crate::outln!("same       {}", r.key);
+        } else {
+            crate::outln!("differs    {}", r.key);
+            for d in &r.differences {
+                crate::outln!("             {d}");
+            }
+        }
+    }
+    if !replayed.is_empty() {
+        let differ = replayed.iter().filter(|r| !r.differences.is_empty()).count();
+        crate::outln!(
+            "{} exchange(s) replayed: {} the same, {differ} differ",
+            replayed.len(),
+            replayed.len() - differ
+        );
+    }
+}
+
+/// Where the live session is recorded for --update (beside the baseline).
+fn fresh_path(capture: &std::path::Path) -> PathBuf {
+    let mut name = capture.as_os_str().to_owned();
+    name.push(format!(".verify-{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// Keeps the old baseline under the first free CAPTURE.N and puts the
+/// fresh recording in its place; the kept file's path.
+fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Result<PathBuf, String> {
+    let kept = (1..10_000)
+        .map(|n| {
+            let mut name = capture.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        })
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .ok_or("no free name to keep the old baseline under")?;
+    // A hard link first: at no moment is there no baseline at CAPTURE.
+    std::fs::hard_link(capture, &kept).map_err(|e| format!("cannot keep {}: {e}", capture.display()))?;
+    std::fs::rename(fresh, capture).map_err(|e| format!("cannot replace {}: {e}", capture.display()))?;
+    Ok(kept)
 }
 
 /// The live server's surface: the lists the recording fetched, fetched again.
@@ -212,7 +388,7 @@ fn xml_escape(s: &str) -> String {
 /// JUnit XML as GitHub Actions' and GitLab's report readers take it: one
 /// test case per recorded item (and per item the server added, and the
 /// capabilities), failed when it has a change that counts.
-fn junit(old: &Surface, new: &Surface, changes: &[Change], fail_on: FailOn) -> String {
+fn junit(old: &Surface, new: &Surface, changes: &[Change], replayed: &[Replayed], fail_on: FailOn) -> String {
     let mut cases: Vec<(String, String)> = vec![("capabilities".into(), "capabilities".into())];
     for (list, _, _, _) in surface::LISTS {
         let names: std::collections::BTreeSet<&String> = old
@@ -286,11 +462,28 @@ fn junit(old: &Surface, new: &Surface, changes: &[Change], fail_on: FailOn) -> S
         }
         body.push_str("    </testcase>\n");
     }
+    for r in replayed {
+        body.push_str(&format!(
+            "    <testcase classname=\"{}\" name=\"{}\">\n",
+            xml_escape(&r.method),
+            xml_escape(&r.key)
+        ));
+        if let Some(first) = r.differences.first() {
+            failures += 1;
+            body.push_str(&format!(
+                "      <failure type=\"differs\" message=\"{}\">{}</failure>\n",
+                xml_escape(first),
+                xml_escape(&r.differences.join("\n"))
+            ));
+        }
+        body.push_str("    </testcase>\n");
+    }
+    let total = cases.len() + replayed.len();
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcpscope verify\" tests=\"{n}\" \
-         failures=\"{failures}\">\n  <testsuite name=\"surface\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" \
+         failures=\"{failures}\">\n  <testsuite name=\"verify\" tests=\"{n}\" failures=\"{failures}\" errors=\"0\" \
          skipped=\"0\">\n{body}  </testsuite>\n</testsuites>\n",
-        n = cases.len()
+        n = total
     )
 }
 
@@ -311,10 +504,10 @@ mod tests {
             vec![json!({"name": "a<b", "description": "x"}), json!({"name": "new"})],
         );
         let changes = surface::compare(&old, &new);
-        let any = junit(&old, &new, &changes, FailOn::Any);
+        let any = junit(&old, &new, &changes, &[], FailOn::Any);
         assert!(any.contains("tests=\"4\" failures=\"3\""), "{any}");
         assert!(any.contains("name=\"a&lt;b\""), "{any}");
-        let breaking = junit(&old, &new, &changes, FailOn::Breaking);
+        let breaking = junit(&old, &new, &changes, &[], FailOn::Breaking);
         assert!(breaking.contains("tests=\"4\" failures=\"1\""), "{breaking}");
         assert!(
             breaking.contains("<failure type=\"breaking\" message=\"removed\">"),

@@ -96,13 +96,83 @@ fn verify_surface_finds_nothing_on_the_same_server_and_each_change_of_a_drifted_
 }
 
 #[test]
-fn verify_needs_surface_and_a_capture_with_something_to_compare() {
+fn verify_needs_a_capture_with_something_to_compare() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    let out = mcpscope(&["verify", empty.to_str().unwrap(), "--", "true"]);
+    let out = mcpscope(&["verify", empty.to_str().unwrap(), "--ignore", "content", "--", "true"]);
     assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
     let out = mcpscope(&["verify", empty.to_str().unwrap(), "--surface", "--", "true"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("mcpscope verify:"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_baseline() {
+    let spec = py_server();
+    let program = spec.program.clone();
+    let server: Vec<&str> = std::iter::once(program.as_str())
+        .chain(spec.args.iter().map(String::as_str))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("baseline.jsonl");
+    let cap_arg = cap.to_str().unwrap();
+    for call in [
+        &["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"][..],
+        &["--tool-name", "echo", "--tool-arg", "message=hi"][..],
+    ] {
+        let mut args = vec!["call", "--capture", cap_arg];
+        args.extend(call);
+        args.push("--");
+        args.extend(&server);
+        let out = mcpscope(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let before = std::fs::read(&cap).unwrap();
+
+    let mut same = vec!["verify", cap_arg, "--"];
+    same.extend(&server);
+    let out = mcpscope(&same);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("2 exchange(s) replayed: 2 the same, 0 differ"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("as recorded"), "{stdout}");
+
+    // Drifted: add is off by one (a result changed), and the surface drifted.
+    let mut drifted = vec!["verify", cap_arg, "-e", "MCPSCOPE_TEST_DRIFT=1", "--"];
+    drifted.extend(&server);
+    let out = mcpscope(&drifted);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("differs    tools/call add"), "{stdout}");
+    assert!(stdout.contains("the recording 5 vs the server 6"), "{stdout}");
+    assert!(stdout.contains("same       tools/call echo"), "{stdout}");
+    assert!(
+        stdout.contains("2 exchange(s) replayed: 1 the same, 1 differ"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("breaking   tool fail: removed"), "{stdout}");
+    assert_eq!(std::fs::read(&cap).unwrap(), before, "verify only reads the capture");
+
+    // --update: the drifted session becomes the baseline, the old one is kept.
+    let mut update = vec!["verify", cap_arg, "--update", "-e", "MCPSCOPE_TEST_DRIFT=1", "--"];
+    update.extend(&server);
+    let out = mcpscope(&update);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is the new baseline"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(dir.path().join("baseline.jsonl.1")).unwrap(), before);
+    let out = mcpscope(&drifted);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "against the new baseline nothing differs: {}",
+        text(&out.stdout)
+    );
 }

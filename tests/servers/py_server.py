@@ -8,8 +8,8 @@ Run (after scripts/setup-test-peers):
 Speaks MCP over stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr.
 
 With MCPSCOPE_TEST_DRIFT=1 its surface drifts the way a careless release does (for
-`mcpscope verify --surface`): echo's description is reworded, describe_person's `shout`
-becomes required, and the `fail` tool is gone.
+`mcpscope verify`): echo's description is reworded, describe_person's `shout` becomes
+required, the `fail` tool is gone, and `add` is off by one.
 """
 
 import os
@@ -51,7 +51,7 @@ class Person(BaseModel):
 @server.tool()
 def add(a: int, b: int) -> int:
     """Add two integers."""
-    return a + b
+    return a + b + (1 if DRIFT else 0)
 
 
 @server.tool(description="Echo the message back, unchanged." if DRIFT else None)

@@ -1,5 +1,6 @@
 //! Judgements over recorded sessions: protocol lint, session diff, the doctor.
 
+pub mod answer_diff;
 pub mod doctor;
 pub mod lint;
 pub mod session_diff;

@@ -484,43 +484,58 @@ fn preview(v: &Value) -> String {
 
 /// Field-by-field differences under `path`.
 pub fn compare_values(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
+    compare_values_labelled(path, a, b, ("A", "B"), out);
+}
+
+/// [`compare_values`], naming the two sides `labels` ("the recording", "the server").
+pub fn compare_values_labelled(
+    path: &str,
+    a: Option<&Value>,
+    b: Option<&Value>,
+    labels: (&str, &str),
+    out: &mut Vec<String>,
+) {
+    let (la, lb) = labels;
+    let recurse = |p: &str, x: Option<&Value>, y: Option<&Value>, out: &mut Vec<String>| {
+        compare_values_labelled(p, x, y, labels, out)
+    };
     match (a, b) {
         (None, None) => {}
-        (Some(x), None) => out.push(format!("{path}: only in A ({})", preview(x))),
-        (None, Some(y)) => out.push(format!("{path}: only in B ({})", preview(y))),
+        (Some(x), None) => out.push(format!("{path}: only in {la} ({})", preview(x))),
+        (None, Some(y)) => out.push(format!("{path}: only in {lb} ({})", preview(y))),
         (Some(Value::Object(x)), Some(Value::Object(y))) => {
             for (k, vx) in x {
-                compare_values(&format!("{path}.{k}"), Some(vx), y.get(k), out);
+                recurse(&format!("{path}.{k}"), Some(vx), y.get(k), out);
             }
             for (k, vy) in y {
                 if !x.contains_key(k) {
-                    compare_values(&format!("{path}.{k}"), None, Some(vy), out);
+                    recurse(&format!("{path}.{k}"), None, Some(vy), out);
                 }
             }
         }
         (Some(Value::Array(x)), Some(Value::Array(y))) => match (names(x), names(y)) {
             (Some(nx), Some(ny)) => {
                 for (name, vx) in &nx {
-                    compare_values(&format!("{path}[{name}]"), Some(vx), ny.get(name).copied(), out);
+                    recurse(&format!("{path}[{name}]"), Some(vx), ny.get(name).copied(), out);
                 }
                 for (name, vy) in &ny {
                     if !nx.contains_key(name) {
-                        compare_values(&format!("{path}[{name}]"), None, Some(vy), out);
+                        recurse(&format!("{path}[{name}]"), None, Some(vy), out);
                     }
                 }
             }
             _ => {
                 if x.len() != y.len() {
-                    out.push(format!("{path}: A has {} item(s), B has {}", x.len(), y.len()));
+                    out.push(format!("{path}: {la} has {} item(s), {lb} has {}", x.len(), y.len()));
                 }
                 for (i, (vx, vy)) in x.iter().zip(y).enumerate() {
-                    compare_values(&format!("{path}[{i}]"), Some(vx), Some(vy), out);
+                    recurse(&format!("{path}[{i}]"), Some(vx), Some(vy), out);
                 }
             }
         },
         (Some(x), Some(y)) => {
             if x != y {
-                out.push(format!("{path}: A {} vs B {}", preview(x), preview(y)));
+                out.push(format!("{path}: {la} {} vs {lb} {}", preview(x), preview(y)));
             }
         }
     }

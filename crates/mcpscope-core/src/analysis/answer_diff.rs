@@ -1,0 +1,182 @@
+//! A recorded answer against a live one, for `mcpscope verify`: JSON
+//! compared structurally (JSON inside strings as JSON), with volatile
+//! fields (timestamps, ids, `_meta`) and the user's paths left out.
+
+use super::session_diff::{Outcome, compare_values_labelled};
+use serde_json::Value;
+
+/// Member names whose values change from run to run whatever the server
+/// does: left out of every comparison unless the user lists their own.
+pub const VOLATILE_FIELDS: &[&str] = &[
+    "_meta",
+    "timestamp",
+    "createdAt",
+    "updatedAt",
+    "lastModified",
+    "lastUpdatedAt",
+    "expiresAt",
+    "requestId",
+    "progressToken",
+    "sessionId",
+    "taskId",
+];
+
+/// What a comparison leaves out.
+#[derive(Clone, Debug, Default)]
+pub struct Ignore {
+    /// Member names left out wherever they are (the volatile ones plus the user's).
+    pub fields: Vec<String>,
+    /// JSON pointers into the result, `*` standing for one segment and
+    /// `**` for any number of them (`/content/*/text`, `/**/id`).
+    pub pointers: Vec<Vec<String>>,
+}
+
+impl Ignore {
+    /// The volatile fields, `extra_fields`, and `pointers` (each checked).
+    pub fn new(extra_fields: &[String], pointers: &[String]) -> Result<Self, String> {
+        let mut fields: Vec<String> = VOLATILE_FIELDS.iter().map(|s| s.to_string()).collect();
+        fields.extend(extra_fields.iter().cloned());
+        let pointers = pointers
+            .iter()
+            .map(|p| {
+                let Some(rest) = p.strip_prefix('/') else {
+                    return Err(format!("{p:?} is not a JSON pointer (it starts with /)"));
+                };
+                Ok(rest
+                    .split('/')
+                    .map(|s| s.replace("~1", "/").replace("~0", "~"))
+                    .collect())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { fields, pointers })
+    }
+
+    fn pointer_matches(pattern: &[String], path: &[String]) -> bool {
+        match (pattern.first(), path.first()) {
+            (None, None) => true,
+            (Some(p), _) if p == "**" => {
+                Self::pointer_matches(&pattern[1..], path)
+                    || (!path.is_empty() && Self::pointer_matches(pattern, &path[1..]))
+            }
+            (Some(p), Some(s)) if p == "*" || p == s => Self::pointer_matches(&pattern[1..], &path[1..]),
+            _ => false,
+        }
+    }
+
+    fn drops(&self, path: &[String]) -> bool {
+        path.last().is_some_and(|k| self.fields.iter().any(|f| f == k))
+            || self.pointers.iter().any(|p| Self::pointer_matches(p, path))
+    }
+}
+
+/// `v` as compared: ignored members gone, strings holding a JSON object or
+/// array replaced by what they hold (a tool's text content is often JSON).
+pub fn normalise(v: &Value, ignore: &Ignore) -> Value {
+    fn walk(v: &Value, ignore: &Ignore, path: &mut Vec<String>) -> Value {
+        match v {
+            Value::Object(o) => {
+                let mut out = serde_json::Map::new();
+                for (k, x) in o {
+                    path.push(k.clone());
+                    if !ignore.drops(path) {
+                        out.insert(k.clone(), walk(x, ignore, path));
+                    }
+                    path.pop();
+                }
+                Value::Object(out)
+            }
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .enumerate()
+                    .filter_map(|(i, x)| {
+                        path.push(i.to_string());
+                        let kept = (!ignore.drops(path)).then(|| walk(x, ignore, path));
+                        path.pop();
+                        kept
+                    })
+                    .collect(),
+            ),
+            Value::String(s) => {
+                let t = s.trim_start();
+                if (t.starts_with('{') || t.starts_with('['))
+                    && let Ok(inner) = serde_json::from_str::<Value>(s)
+                {
+                    return walk(&inner, ignore, path);
+                }
+                v.clone()
+            }
+            other => other.clone(),
+        }
+    }
+    walk(v, ignore, &mut Vec::new())
+}
+
+/// How a live answer differs from the recorded one (empty: the same).
+pub fn compare(recorded: &Outcome, live: &Outcome, ignore: &Ignore) -> Vec<String> {
+    let mut out = Vec::new();
+    match (recorded, live) {
+        (Outcome::Result(a), Outcome::Result(b)) => compare_values_labelled(
+            "result",
+            Some(&normalise(a, ignore)),
+            Some(&normalise(b, ignore)),
+            ("the recording", "the server"),
+            &mut out,
+        ),
+        (Outcome::Error(a), Outcome::Error(b)) => {
+            if a.code != b.code {
+                out.push(format!("error code: recorded {}, now {}", a.code, b.code));
+            }
+            if a.message != b.message {
+                out.push(format!("error message: recorded {:?}, now {:?}", a.message, b.message));
+            }
+        }
+        (a, b) => out.push(format!("recorded {}, now {}", kind(a), kind(b))),
+    }
+    out
+}
+
+fn kind(o: &Outcome) -> String {
+    match o {
+        Outcome::Result(_) => "a result".into(),
+        Outcome::Error(e) => format!("error {} ({})", e.code, e.message),
+        Outcome::MalformedError(v) => format!("a malformed error {v}"),
+        Outcome::NoResponse => "no answer".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::message::ErrorObject;
+    use serde_json::json;
+
+    #[test]
+    fn volatile_fields_pointers_and_json_in_strings() {
+        let ignore = Ignore::new(&["seed".into()], &["/content/*/annotations".into(), "/**/etag".into()]).unwrap();
+        let a = json!({"content": [{"type": "text", "text": "{\"n\": 1, \"timestamp\": 5}", "annotations": {"x": 1}}],
+                       "_meta": {"a": 1}, "seed": 7, "deep": {"etag": "1"}});
+        let b = json!({"content": [{"type": "text", "text": "{\"timestamp\": 9,  \"n\": 1}", "annotations": {"x": 2}}],
+                       "_meta": {"a": 2}, "seed": 8, "deep": {"etag": "2"}});
+        assert!(compare(&Outcome::Result(a.clone()), &Outcome::Result(b), &ignore).is_empty());
+        let c = json!({"content": [{"type": "text", "text": "{\"n\": 2}"}]});
+        let d = compare(&Outcome::Result(a), &Outcome::Result(c), &ignore);
+        assert!(d.iter().any(|l| l.contains("result.content[0].text.n")), "{d:?}");
+        assert!(Ignore::new(&[], &["content".into()]).is_err());
+    }
+
+    #[test]
+    fn errors_and_kinds() {
+        let e = |c, m: &str| {
+            Outcome::Error(ErrorObject {
+                code: c,
+                message: m.into(),
+                data: None,
+            })
+        };
+        let ignore = Ignore::default();
+        assert!(compare(&e(-32601, "x"), &e(-32601, "x"), &ignore).is_empty());
+        assert_eq!(compare(&e(-32601, "x"), &e(-32602, "x"), &ignore).len(), 1);
+        let d = compare(&Outcome::Result(json!({})), &e(-32601, "Method not found"), &ignore);
+        assert_eq!(d, ["recorded a result, now error -32601 (Method not found)"]);
+    }
+}
