@@ -1509,3 +1509,48 @@ fn an_idle_window_with_a_focused_field_asks_for_no_frames() {
     h.step();
     assert!(!h.ctx.has_requested_repaint(), "an idle frame asks for another");
 }
+
+/// A request frame sent again from its detail (Replay), and loaded into the
+/// raw composer to edit first (Edit & replay), envelope left out.
+#[test]
+fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
+    let mut h = harness(launching(&faulty("normal")));
+    step_until(&mut h, "tools/list answered", |app| {
+        handshake_done(app) && has_row(app, |l| l.starts_with("result #2 (tools/list)"))
+    });
+    let count = |app: &McpscopeApp| {
+        app.inspection.as_ref().map_or(0, |i| {
+            i.model
+                .store
+                .iter()
+                .filter(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, r).starts_with("tools/list #"))
+                .count()
+        })
+    };
+    assert_eq!(count(h.state()), 1);
+    h.get_by_label_contains("tools/list #2").click();
+    h.step();
+    h.step();
+    h.get_by_label("Replay").click();
+    step_until(&mut h, "the replayed tools/list answered", |app| {
+        count(app) == 2 && has_row(app, |l| l.starts_with("result #3 (tools/list)"))
+    });
+    // Edit & replay: the raw composer holds the request, ready to change.
+    // (The timeline's row is the first of the labels naming it; the detail's header is another.)
+    h.query_all_by_label_contains("tools/list #2").next().unwrap().click();
+    h.step();
+    h.step();
+    h.get_by_label("Edit & replay").click();
+    h.step();
+    h.step();
+    let app = h.state();
+    assert_eq!(app.composer.mode, mcpscope_app::composer::Mode::Raw);
+    assert_eq!(app.composer.raw.method, "tools/list");
+    assert!(
+        !app.composer.raw.params.contains("_meta"),
+        "{}",
+        app.composer.raw.params
+    );
+    assert!(shows(&h, "tools/list"));
+    h.state_mut().inspection = None;
+}

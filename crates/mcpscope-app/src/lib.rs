@@ -11,7 +11,7 @@ pub mod tabs;
 pub mod theme;
 
 use self::composer::{ComposerAction, ComposerPanel};
-use self::inspection::{Inspection, LoadState};
+use self::inspection::{Inspection, LoadState, Outgoing};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
 use self::panels::expert::{ExpertAction, ExpertPanel};
@@ -1258,6 +1258,18 @@ impl eframe::App for McpscopeApp {
                             match self.detail.ui(ui, &i.model) {
                                 Some(DetailAction::Select(r)) => commands.push(Command::Select(r)),
                                 Some(DetailAction::Filter(join, cond)) => commands.push(Command::Filter(join, cond)),
+                                Some(DetailAction::Replay(method, params)) => {
+                                    let out = Outgoing::Request {
+                                        method,
+                                        params,
+                                        id: None,
+                                    };
+                                    commands.push(Command::Compose(ComposerAction::Send(out)));
+                                }
+                                Some(DetailAction::EditReplay(method, params)) => {
+                                    self.composer.load_raw_request(&method, params.as_ref());
+                                    self.right_tab = RightTab::Compose;
+                                }
                                 None => {}
                             }
                         }

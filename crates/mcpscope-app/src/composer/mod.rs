@@ -157,6 +157,19 @@ pub struct ComposerPanel {
     pub task_flavor: Option<Flavor>,
 }
 
+impl ComposerPanel {
+    /// Raw mode, holding this request to edit and send (Edit & replay).
+    pub fn load_raw_request(&mut self, method: &str, params: Option<&Value>) {
+        self.mode = Mode::Raw;
+        self.raw.kind = RawKind::Request;
+        self.raw.method = method.to_owned();
+        self.raw.params = params
+            .map(|p| serde_json::to_string_pretty(p).unwrap_or_else(|_| p.to_string()))
+            .unwrap_or_default();
+        self.raw.id = String::new();
+    }
+}
+
 impl Default for ComposerPanel {
     fn default() -> Self {
         Self {

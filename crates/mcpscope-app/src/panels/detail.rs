@@ -27,6 +27,10 @@ pub enum DetailAction {
     Select(usize),
     /// Apply this condition as the timeline's filter (no join), or join it to the filter.
     Filter(Option<mcpscope_core::filter::Join>, String),
+    /// Send this request (method, params) again on the live session, under a fresh id.
+    Replay(String, Option<serde_json::Value>),
+    /// Load this request into the raw composer to edit before sending.
+    EditReplay(String, Option<serde_json::Value>),
 }
 
 pub struct DetailPanel {
@@ -158,6 +162,25 @@ impl DetailPanel {
             } else {
                 Vec::new()
             };
+            if row.kind() == mcpscope_core::wire::classify::Kind::Request
+                && row.lane() == Lane::Out
+                && let Some((method, params)) = replayable(row.raw())
+            {
+                if ui
+                    .button("Replay")
+                    .on_hover_text("Send this request again on the live session, under a fresh id")
+                    .clicked()
+                {
+                    action = Some(DetailAction::Replay(method.clone(), params.clone()));
+                }
+                if ui
+                    .button("Edit & replay")
+                    .on_hover_text("Load this request into the raw composer to change it before sending")
+                    .clicked()
+                {
+                    action = Some(DetailAction::EditReplay(method, params));
+                }
+            }
             for r in responses {
                 let latency = model
                     .store
@@ -303,4 +326,19 @@ fn parse(raw: &[u8]) -> Result<Arc<Value>, String> {
                 .map_err(|_| e.to_string())
         }
     }
+}
+
+/// A recorded request's method and params, as they can be sent again: the
+/// envelope (`_meta`) it carried named its own session, so it is left for
+/// the session to add anew.
+fn replayable(raw: &[u8]) -> Option<(String, Option<serde_json::Value>)> {
+    let v: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    let method = v.get("method")?.as_str()?.to_owned();
+    let params = v.get("params").cloned().map(|mut p| {
+        if let Some(o) = p.as_object_mut() {
+            o.remove("_meta");
+        }
+        p
+    });
+    Some((method, params))
 }
