@@ -1554,3 +1554,50 @@ fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
     assert!(shows(&h, "tools/list"));
     h.state_mut().inspection = None;
 }
+
+/// File → Mock this capture: the open capture is served by `mcpscope mock`
+/// in a new tab, and the app gets the recorded answers from it.
+#[test]
+fn file_mock_this_capture_serves_it_in_a_new_tab() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("recorded.jsonl");
+    let spec = faulty("normal");
+    let out = std::process::Command::new(bin())
+        .args([
+            "call",
+            "--method",
+            "tools/list",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--",
+        ])
+        .arg(&spec.program)
+        .args(&spec.args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut h = harness(StartupArgs {
+        open: Some(cap.clone()),
+        ..StartupArgs::default()
+    });
+    h.state_mut().mcpscope_binary = Some(bin().display().to_string());
+    step_until(&mut h, "the capture opened", |app| {
+        has_row(app, |l| l.starts_with("result #2 (tools/list)"))
+    });
+    h.get_by_label("File").click();
+    h.step();
+    h.step();
+    h.get_by_label("Mock this capture").click();
+    step_until(&mut h, "the mock's tools/list answered", |app| {
+        app.inspection
+            .as_ref()
+            .is_some_and(|i| i.model.command_line().contains(" mock "))
+            && handshake_done(app)
+            && has_row(app, |l| l.starts_with("result #") && l.contains("(tools/list)"))
+    });
+    assert!(
+        shows(&h, "mock of recorded.jsonl"),
+        "the new tab is named after the capture"
+    );
+    h.state_mut().inspection = None;
+}

@@ -124,6 +124,8 @@ enum Command {
     Stop,
     Restart,
     OpenCapture(PathBuf),
+    /// Serve this capture with `mcpscope mock` in a new tab.
+    MockCapture(PathBuf),
     SaveCapture(PathBuf),
     ImportConfig(PathBuf),
     Pick(DialogPurpose),
@@ -169,6 +171,8 @@ pub struct McpscopeApp {
     pub expert: ExpertPanel,
     pub diff: DiffView,
     pub composer: ComposerPanel,
+    /// The mcpscope binary File → Mock runs (`None`: this one; tests name the CLI).
+    pub mcpscope_binary: Option<String>,
     pub log: LogPanel,
     pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
@@ -298,6 +302,7 @@ impl McpscopeApp {
             expert: ExpertPanel::default(),
             diff: DiffView::default(),
             composer: ComposerPanel::default(),
+            mcpscope_binary: None,
             log: LogPanel::default(),
             notifications: NotificationsPanel::default(),
             stats: StatsPanel::default(),
@@ -518,6 +523,33 @@ impl McpscopeApp {
                 // A running session keeps its tab; the new one gets its own.
                 self.tab_for_new_session(saved.name.clone());
                 self.launch_here(*saved);
+            }
+            Command::MockCapture(path) => {
+                let me = match self
+                    .mcpscope_binary
+                    .clone()
+                    .map_or_else(panels::watch_client::this_binary, Ok)
+                {
+                    Ok(me) => me,
+                    Err(e) => {
+                        self.message = Some((Severity::Error, e));
+                        return;
+                    }
+                };
+                let file = path
+                    .file_name()
+                    .map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+                let saved = SavedServer {
+                    name: format!("mock of {file}"),
+                    program: me,
+                    args: vec!["mock".into(), path.display().to_string()],
+                    protocol_version: mcpscope_core::protocol::handshake::DEFAULT_VERSION.to_owned(),
+                    // Probe first: a recording of either era answers as it was recorded.
+                    era: "auto".into(),
+                    ..SavedServer::default()
+                };
+                self.tab_for_new_session(saved.name.clone());
+                self.launch_here(saved);
             }
             Command::Stop => {
                 if let Some(i) = &mut self.inspection {
@@ -819,6 +851,16 @@ impl McpscopeApp {
                 }
                 if ui.button("Import servers from config…").clicked() {
                     commands.push(Command::Pick(DialogPurpose::ImportConfig));
+                    ui.close();
+                }
+                let capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+                if ui
+                    .add_enabled(capture.is_some(), egui::Button::new("Mock this capture"))
+                    .on_hover_text("Serve the open capture again as a stdio server (mcpscope mock), in a new tab")
+                    .clicked()
+                    && let Some(path) = capture
+                {
+                    commands.push(Command::MockCapture(path));
                     ui.close();
                 }
                 if ui.button("Compare two captures…").clicked() {
