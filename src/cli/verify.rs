@@ -6,15 +6,12 @@
 
 use super::{TargetArgs, exit};
 use clap::Args;
-use mcpscope_core::analysis::answer_diff::{self, Ignore};
-use mcpscope_core::analysis::session_diff::{self, Exchange};
+use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::{self, Change, Impact, Surface};
-use mcpscope_core::client::{Client, ClientError};
-use mcpscope_core::protocol::era::EraChoice;
-use mcpscope_core::protocol::handshake::HandshakeOptions;
-use mcpscope_core::protocol::methods;
+use mcpscope_core::client::Client;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
+use mcpscope_core::verify::{self, Recording, Replayed, Report, fresh_path, update_baseline};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,28 +115,13 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(exit::USAGE, e),
     };
-    let read = match session_diff::read_exchanges(&args.capture) {
+    let recording = match Recording::read(&args.capture) {
         Ok(r) => r,
-        Err(e) => return fail(exit::IO, format!("{e:#}")),
+        Err(e) => return fail(exit::IO, e),
     };
-    for w in &read.warnings {
+    for w in &recording.warnings {
         crate::errln!("mcpscope verify: {}: {w}", args.capture.display());
     }
-    let recorded: Vec<Exchange> = read.exchanges.iter().map(|x| x.to_exchange()).collect();
-    let old = Surface::from_exchanges(&recorded);
-    if old.capabilities.is_none() && old.lists.is_empty() {
-        return fail(
-            exit::IO,
-            format!(
-                "{} holds no handshake and no list answered: nothing to compare the server against",
-                args.capture.display()
-            ),
-        );
-    }
-    let modern = recorded
-        .iter()
-        .any(|x| x.method == methods::SERVER_DISCOVER && matches!(x.outcome, session_diff::Outcome::Result(_)));
-    let choice = if modern { EraChoice::Modern } else { EraChoice::Legacy };
     let timeout = Duration::from_millis(args.timeout_ms);
     let fresh = args.update.then(|| fresh_path(&args.capture));
     let options = SessionOptions {
@@ -152,27 +134,21 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     if let Some(a) = authorizer {
         client = client.with_authorizer(a);
     }
-    let live = live_surface(&mut client, &old, choice, timeout);
-    let new = match live {
-        Ok(s) => s,
-        Err(e) => {
-            client.close();
-            return fail(exit::UNREACHABLE, e);
-        }
-    };
-    let replayed = if args.surface {
-        Vec::new()
-    } else {
-        match replay(&mut client, &recorded, &ignore, timeout) {
-            Ok(r) => r,
-            Err(e) => {
-                client.close();
-                return fail(exit::UNREACHABLE, e);
-            }
-        }
-    };
+    let report = verify::verify(&mut client, &recording, &ignore, timeout, args.surface);
     client.close();
-    let changes = surface::compare(&old, &new);
+    let Report {
+        old,
+        new,
+        changes,
+        replayed,
+        notes,
+    } = match report {
+        Ok(r) => r,
+        Err(e) => return fail(exit::UNREACHABLE, e),
+    };
+    for n in &notes {
+        crate::errln!("mcpscope verify: {n}");
+    }
     let counted = changes
         .iter()
         .filter(|c| args.fail_on == FailOn::Any || c.impact == Impact::Breaking)
@@ -210,73 +186,6 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     ExitCode::from(if counted > 0 { exit::FAILED } else { exit::OK })
 }
 
-/// One recorded exchange sent again.
-struct Replayed {
-    key: String,
-    method: String,
-    /// Empty: the same answer.
-    differences: Vec<String>,
-}
-
-impl Replayed {
-    fn to_json(&self) -> Value {
-        json!({"exchange": self.key, "method": self.method, "same": self.differences.is_empty(),
-               "differences": self.differences})
-    }
-}
-
-/// Whether a recorded request is sent again: not the handshake (the client
-/// makes its own), not a list (lists are compared whole, by name: a
-/// recorded cursor means nothing to a new session), and only if it was
-/// answered.
-fn replayable(x: &Exchange) -> bool {
-    !matches!(x.method.as_str(), methods::INITIALIZE | methods::SERVER_DISCOVER)
-        && !surface::LISTS.iter().any(|(_, m, _, _)| *m == x.method)
-        && !matches!(x.outcome, session_diff::Outcome::NoResponse)
-}
-
-/// Sends the recorded requests again, in their order, and compares each answer.
-fn replay(
-    client: &mut Client,
-    recorded: &[Exchange],
-    ignore: &Ignore,
-    timeout: Duration,
-) -> Result<Vec<Replayed>, String> {
-    let mut out = Vec::new();
-    for x in recorded.iter().filter(|x| replayable(x)) {
-        // The recorded envelope named the recording's session; the client adds its own.
-        let params = x.params.clone().map(|mut p| {
-            if let Some(o) = p.as_object_mut() {
-                o.remove("_meta");
-            }
-            p
-        });
-        let live = match client.request(&x.method, params, timeout) {
-            Ok(r) => match r.outcome {
-                Ok(v) => session_diff::Outcome::Result(v),
-                Err(e) => session_diff::Outcome::Error(e),
-            },
-            Err(e @ (ClientError::ServerExited { .. } | ClientError::Closed { .. } | ClientError::SpawnFailed(_))) => {
-                return Err(format!("{}: {e}", x.key));
-            }
-            Err(e) => {
-                out.push(Replayed {
-                    key: x.key.clone(),
-                    method: x.method.clone(),
-                    differences: vec![format!("no answer now: {e}")],
-                });
-                continue;
-            }
-        };
-        out.push(Replayed {
-            key: x.key.clone(),
-            method: x.method.clone(),
-            differences: answer_diff::compare(&x.outcome, &live, ignore),
-        });
-    }
-    Ok(out)
-}
-
 fn print_replayed(replayed: &[Replayed]) {
     for r in replayed {
         if r.differences.is_empty() {
@@ -296,56 +205,6 @@ fn print_replayed(replayed: &[Replayed]) {
             replayed.len() - differ
         );
     }
-}
-
-/// Where the live session is recorded for --update (beside the baseline).
-fn fresh_path(capture: &std::path::Path) -> PathBuf {
-    let mut name = capture.as_os_str().to_owned();
-    name.push(format!(".verify-{}", std::process::id()));
-    PathBuf::from(name)
-}
-
-/// Keeps the old baseline under the first free CAPTURE.N and puts the
-/// fresh recording in its place; the kept file's path.
-fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Result<PathBuf, String> {
-    let kept = (1..10_000)
-        .map(|n| {
-            let mut name = capture.as_os_str().to_owned();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
-        })
-        .find(|p| std::fs::symlink_metadata(p).is_err())
-        .ok_or("no free name to keep the old baseline under")?;
-    // A hard link first: at no moment is there no baseline at CAPTURE.
-    std::fs::hard_link(capture, &kept).map_err(|e| format!("cannot keep {}: {e}", capture.display()))?;
-    std::fs::rename(fresh, capture).map_err(|e| format!("cannot replace {}: {e}", capture.display()))?;
-    Ok(kept)
-}
-
-/// The live server's surface: the lists the recording fetched, fetched again.
-fn live_surface(client: &mut Client, old: &Surface, choice: EraChoice, timeout: Duration) -> Result<Surface, String> {
-    client
-        .wait_started(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    let decision = client
-        .establish(choice, &HandshakeOptions::default(), timeout)
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let mut new = Surface {
-        capabilities: decision.server_capabilities().cloned(),
-        ..Surface::default()
-    };
-    for (list, method, key, _) in surface::LISTS {
-        if !old.lists.contains_key(list) {
-            continue;
-        }
-        match client.list_all(method, key, timeout).map_err(|e| e.to_string())? {
-            Ok(items) => new.set(list, items),
-            // Left out: compare() says the server did not list them.
-            Err(e) => crate::errln!("mcpscope verify: {method} failed: {e}"),
-        }
-    }
-    Ok(new)
 }
 
 fn change_json(c: &Change) -> Value {

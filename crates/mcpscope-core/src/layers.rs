@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("analysis", 6),
     ("filter", 7),
     ("replay", 8),
+    ("verify", 8),
 ];
 
 /// Upward uses that exist today and are to be removed (issue #27 §2: the

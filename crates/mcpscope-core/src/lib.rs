@@ -28,6 +28,7 @@ pub mod replay;
 pub mod schema;
 pub mod text;
 pub mod transport;
+pub mod verify;
 pub mod wire;
 
 #[cfg(test)]
