@@ -1601,3 +1601,75 @@ fn file_mock_this_capture_serves_it_in_a_new_tab() {
     );
     h.state_mut().inspection = None;
 }
+
+/// File → Verify against server…: the open capture's requests go to a
+/// server from the launcher; what changed is listed, breaking first, and the
+/// two sessions open side by side.
+#[test]
+fn file_verify_against_server_lists_the_changes_and_opens_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("baseline.jsonl");
+    let spec = py_server();
+    let out = std::process::Command::new(bin())
+        .args(["call", "--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"])
+        .args(["--capture", cap.to_str().unwrap(), "--"])
+        .arg(&spec.program)
+        .args(&spec.args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut h = harness(StartupArgs {
+        open: Some(cap.clone()),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the capture opened", |app| {
+        has_row(app, |l| l.starts_with("result #") && l.contains("(tools/call)"))
+    });
+    let drifted = mcpscope_app::panels::launcher::SavedServer {
+        name: "drifted".into(),
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+        env: vec![("MCPSCOPE_TEST_DRIFT".into(), "1".into())],
+        protocol_version: "2025-11-25".into(),
+        ..Default::default()
+    };
+    h.state_mut().launcher.recent = vec![drifted];
+    h.get_by_label("File").click();
+    h.step();
+    h.step();
+    h.get_by_label("Verify against server…").click();
+    h.step();
+    h.step();
+    h.get_by_label("Verify").click();
+    step_until(&mut h, "the verification", |app| {
+        app.verify.result.is_some() || app.verify.error.is_some()
+    });
+    let v = h
+        .state()
+        .verify
+        .result
+        .clone()
+        .unwrap_or_else(|| panic!("{:?}", h.state().verify.error));
+    assert!(v.changes[0].0, "breaking first: {:?}", v.changes);
+    assert!(
+        v.changes
+            .iter()
+            .any(|(b, s, w)| *b && s == "tool fail" && w == "removed"),
+        "{:?}",
+        v.changes
+    );
+    let add = v
+        .replayed
+        .iter()
+        .find(|(k, _)| k.starts_with("tools/call add"))
+        .unwrap();
+    assert!(
+        add.1.iter().any(|d| d.contains("the recording 5 vs the server 6")),
+        "{:?}",
+        add.1
+    );
+    step_until(&mut h, "the side-by-side diff", |app| app.diff.result.is_some());
+    assert_eq!(h.state().diff.b.as_deref(), Some(v.live.as_path()));
+    assert!(shows(&h, "breaking   tool fail: removed"));
+    h.state_mut().inspection = None;
+}

@@ -170,6 +170,7 @@ pub struct McpscopeApp {
     pub detail: DetailPanel,
     pub expert: ExpertPanel,
     pub diff: DiffView,
+    pub verify: panels::verify_view::VerifyView,
     pub composer: ComposerPanel,
     /// The mcpscope binary File → Mock runs (`None`: this one; tests name the CLI).
     pub mcpscope_binary: Option<String>,
@@ -301,6 +302,7 @@ impl McpscopeApp {
             detail: DetailPanel::default(),
             expert: ExpertPanel::default(),
             diff: DiffView::default(),
+            verify: panels::verify_view::VerifyView::default(),
             composer: ComposerPanel::default(),
             mcpscope_binary: None,
             log: LogPanel::default(),
@@ -772,6 +774,11 @@ impl McpscopeApp {
         self.poll_import();
         self.poll_jobs();
         self.diff.poll();
+        if let Some(panels::verify_view::VerifyAction::Compare { recorded, live }) = self.verify.poll() {
+            // The recording and the live session, side by side.
+            self.diff.set(Side::A, recorded, &self.waker);
+            self.diff.set(Side::B, live, &self.waker);
+        }
         self.live.poll(&self.waker);
         if let Some(w) = &mut self.watch_client {
             w.poll();
@@ -861,6 +868,17 @@ impl McpscopeApp {
                     && let Some(path) = capture
                 {
                     commands.push(Command::MockCapture(path));
+                    ui.close();
+                }
+                if ui
+                    .add_enabled(
+                        self.inspection.as_ref().is_some_and(|i| i.capture_path.is_some()),
+                        egui::Button::new("Verify against server…"),
+                    )
+                    .on_hover_text("Send the capture's requests again to a server and compare every answer")
+                    .clicked()
+                {
+                    self.verify.open = true;
                     ui.close();
                 }
                 if ui.button("Compare two captures…").clicked() {
@@ -1379,11 +1397,22 @@ impl eframe::App for McpscopeApp {
         match self.diff.window(ui.ctx(), session_capture.is_some()) {
             Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
             Some(DiffAction::UseSession(side)) => {
-                if let Some(p) = session_capture {
+                if let Some(p) = session_capture.clone() {
                     self.diff.set(side, p, &self.waker);
                 }
             }
             None => {}
+        }
+        if self.verify.open {
+            // The launcher's form first (what the user is editing), then the recent servers.
+            let mut servers: Vec<SavedServer> = self.launcher.form.to_saved().into_iter().collect();
+            servers.extend(self.launcher.recent.iter().cloned());
+            servers.dedup_by(|a, b| a.command_line() == b.command_line() && a.env == b.env);
+            if let Some(server) = self.verify.window(ui.ctx(), session_capture.as_deref(), &servers)
+                && let Some(capture) = session_capture.clone()
+            {
+                self.verify.start(capture, server, &self.waker);
+            }
         }
         if let Some(w) = &mut self.watch_client
             && !w.window(ui.ctx(), &self.waker)

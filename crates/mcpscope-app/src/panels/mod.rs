@@ -15,4 +15,5 @@ pub mod notifications;
 pub mod result_view;
 pub mod stats_view;
 pub mod timeline;
+pub mod verify_view;
 pub mod watch_client;

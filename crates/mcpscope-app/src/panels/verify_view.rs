@@ -1,0 +1,223 @@
+//! File → Verify against server…: the open capture's requests sent again to
+//! a server chosen from the launcher (the form or a recent entry), on a
+//! worker; what changed is listed here, breaking first, and the two
+//! sessions open side by side in the diff view.
+
+use crate::panels::launcher::SavedServer;
+use crate::theme;
+use crossbeam_channel::{Receiver, bounded};
+use egui::{RichText, Ui};
+use mcpscope_core::analysis::answer_diff::Ignore;
+use mcpscope_core::analysis::surface::Impact;
+use mcpscope_core::client::Client;
+use mcpscope_core::transport::session::SessionOptions;
+use mcpscope_core::verify::{self, Recording};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long each request may take.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a finished verification found.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub server: String,
+    pub recorded: PathBuf,
+    /// The live session, recorded for the side-by-side view.
+    pub live: PathBuf,
+    /// (breaking?, subject, change), breaking first.
+    pub changes: Vec<(bool, String, String)>,
+    /// (exchange, differences): the replayed requests.
+    pub replayed: Vec<(String, Vec<String>)>,
+    pub notes: Vec<String>,
+}
+
+pub enum VerifyAction {
+    /// Show the recording and the live session side by side.
+    Compare { recorded: PathBuf, live: PathBuf },
+}
+
+#[derive(Default)]
+pub struct VerifyView {
+    pub open: bool,
+    job: Option<Receiver<Result<Verified, String>>>,
+    pub result: Option<Verified>,
+    pub error: Option<String>,
+}
+
+/// Runs on a worker: the recording, a client to the server (recorded into
+/// a private capture), the comparison.
+pub fn run(capture: &Path, server: &SavedServer) -> Result<Verified, String> {
+    let recording = Recording::read(capture)?;
+    let live = mcpscope_core::record::private_files::new_capture_file().map_err(|e| format!("{e:#}"))?;
+    let options = SessionOptions {
+        request_timeout: Some(TIMEOUT),
+        capture: Some(live.clone()),
+        ..SessionOptions::default()
+    };
+    let mut client = Client::connect(server.target(), options, Box::new(|_| {}));
+    let ignore = Ignore::new(&[], &[])?;
+    let report = verify::verify(&mut client, &recording, &ignore, TIMEOUT, false);
+    client.close();
+    let report = report?;
+    Ok(Verified {
+        server: server.name.clone(),
+        recorded: capture.to_owned(),
+        live,
+        changes: report
+            .changes
+            .iter()
+            .map(|c| (c.impact == Impact::Breaking, c.subject.clone(), c.what.clone()))
+            .collect(),
+        replayed: report
+            .replayed
+            .iter()
+            .map(|r| (r.key.clone(), r.differences.clone()))
+            .collect(),
+        notes: report.notes,
+    })
+}
+
+impl VerifyView {
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Verifies `server` against `capture` on a worker.
+    pub fn start(&mut self, capture: PathBuf, server: SavedServer, waker: &Arc<dyn Fn() + Send + Sync>) {
+        let (tx, rx) = bounded(1);
+        let waker = Arc::clone(waker);
+        self.result = None;
+        self.error = None;
+        let spawned = std::thread::Builder::new()
+            .name("mcpscope-verify".into())
+            .spawn(move || {
+                let _ = tx.send(run(&capture, &server));
+                waker();
+            });
+        match spawned {
+            Ok(_) => self.job = Some(rx),
+            Err(e) => self.error = Some(format!("cannot start the verify thread: {e}")),
+        }
+    }
+
+    /// Collects a finished verification: the comparison to show, if any.
+    pub fn poll(&mut self) -> Option<VerifyAction> {
+        let rx = self.job.as_ref()?;
+        let outcome = rx.try_recv().ok()?;
+        self.job = None;
+        match outcome {
+            Ok(v) => {
+                let action = VerifyAction::Compare {
+                    recorded: v.recorded.clone(),
+                    live: v.live.clone(),
+                };
+                self.result = Some(v);
+                Some(action)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
+    /// The window: pick a server (the launcher's form, then recent ones),
+    /// then the findings. Returns the server to verify against, if chosen.
+    pub fn window(
+        &mut self,
+        ctx: &egui::Context,
+        capture: Option<&Path>,
+        servers: &[SavedServer],
+    ) -> Option<SavedServer> {
+        let mut open = self.open;
+        let mut chosen = None;
+        egui::Window::new("Verify against a server")
+            .open(&mut open)
+            .default_width(640.0)
+            .show(ctx, |ui| chosen = self.ui(ui, capture, servers));
+        self.open = open;
+        chosen
+    }
+
+    fn ui(&mut self, ui: &mut Ui, capture: Option<&Path>, servers: &[SavedServer]) -> Option<SavedServer> {
+        let mut chosen = None;
+        let Some(capture) = capture else {
+            ui.weak("Open a capture (or run a session) first: its requests are what is sent again.");
+            return None;
+        };
+        ui.label(format!(
+            "The requests of {} are sent again to the server you choose; each answer and the server's \
+             surface are compared with the recording.",
+            capture.display()
+        ));
+        if servers.is_empty() {
+            ui.weak("No server in the launcher: fill its form or launch one first.");
+        }
+        for s in servers {
+            ui.horizontal(|ui| {
+                if ui.add_enabled(!self.busy(), egui::Button::new("Verify")).clicked() {
+                    chosen = Some(s.clone());
+                }
+                ui.label(RichText::new(&s.name).strong());
+                ui.weak(mcpscope_core::text::ellipsize(&s.command_line(), 80));
+            });
+        }
+        ui.separator();
+        if self.busy() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("verifying…");
+            });
+        }
+        if let Some(e) = &self.error {
+            ui.label(RichText::new(e).color(theme::ERROR));
+        }
+        if let Some(v) = &self.result {
+            let breaking = v.changes.iter().filter(|c| c.0).count();
+            let differ = v.replayed.iter().filter(|r| !r.1.is_empty()).count();
+            ui.label(
+                RichText::new(format!(
+                    "{}: {} exchange(s) replayed, {differ} differ; {} surface change(s), {breaking} breaking",
+                    v.server,
+                    v.replayed.len(),
+                    v.changes.len()
+                ))
+                .strong(),
+            );
+            egui::ScrollArea::vertical().max_height(360.0).show(ui, |ui| {
+                for (is_breaking, subject, what) in &v.changes {
+                    let (tag, color) = if *is_breaking {
+                        ("breaking", theme::ERROR)
+                    } else {
+                        ("compatible", theme::WARN)
+                    };
+                    ui.label(
+                        RichText::new(format!("{tag:<10} {subject}: {what}"))
+                            .monospace()
+                            .color(color),
+                    );
+                }
+                for (key, differences) in &v.replayed {
+                    if differences.is_empty() {
+                        ui.label(RichText::new(format!("same       {key}")).monospace());
+                    } else {
+                        ui.label(
+                            RichText::new(format!("differs    {key}"))
+                                .monospace()
+                                .color(theme::ERROR),
+                        );
+                        for d in differences {
+                            ui.label(RichText::new(format!("             {d}")).monospace());
+                        }
+                    }
+                }
+                for n in &v.notes {
+                    ui.weak(n);
+                }
+            });
+        }
+        chosen
+    }
+}
