@@ -53,6 +53,11 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "NAME")]
     pub ignore_field: Vec<String>,
 
+    /// Numbers this close (absolutely, or relatively to the recorded value:
+    /// 0.05 is within 5 %) count as the same.
+    #[arg(long, value_name = "X")]
+    pub tolerance: Option<f64>,
+
     /// Say what is left out of the comparison before comparing.
     #[arg(long)]
     pub explain: bool,
@@ -90,10 +95,16 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: VerifyArgs) -> ExitCode {
-    let ignore = match Ignore::new(&args.ignore_field, &args.ignore) {
+    let mut ignore = match Ignore::new(&args.ignore_field, &args.ignore) {
         Ok(i) => i,
         Err(e) => return fail(exit::USAGE, format!("--ignore: {e}")),
     };
+    match args.tolerance {
+        Some(t) if !(t.is_finite() && t >= 0.0) => {
+            return fail(exit::USAGE, format!("--tolerance {t}: give a number of 0 or more"));
+        }
+        t => ignore.tolerance = t,
+    }
     if args.explain {
         crate::errln!(
             "mcpscope verify: left out of every answer: members named {}",

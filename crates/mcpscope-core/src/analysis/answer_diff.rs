@@ -29,6 +29,9 @@ pub struct Ignore {
     /// JSON pointers into the result, `*` standing for one segment and
     /// `**` for any number of them (`/content/*/text`, `/**/id`).
     pub pointers: Vec<Vec<String>>,
+    /// Numbers this close (absolutely, or relatively to the recorded one)
+    /// are the same number.
+    pub tolerance: Option<f64>,
 }
 
 impl Ignore {
@@ -48,7 +51,11 @@ impl Ignore {
                     .collect())
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { fields, pointers })
+        Ok(Self {
+            fields,
+            pointers,
+            tolerance: None,
+        })
     }
 
     fn pointer_matches(pattern: &[String], path: &[String]) -> bool {
@@ -115,13 +122,14 @@ pub fn normalise(v: &Value, ignore: &Ignore) -> Value {
 pub fn compare(recorded: &Outcome, live: &Outcome, ignore: &Ignore) -> Vec<String> {
     let mut out = Vec::new();
     match (recorded, live) {
-        (Outcome::Result(a), Outcome::Result(b)) => compare_values_labelled(
-            "result",
-            Some(&normalise(a, ignore)),
-            Some(&normalise(b, ignore)),
-            ("the recording", "the server"),
-            &mut out,
-        ),
+        (Outcome::Result(a), Outcome::Result(b)) => {
+            let a = normalise(a, ignore);
+            let mut b = normalise(b, ignore);
+            if let Some(t) = ignore.tolerance {
+                within_tolerance(&a, &mut b, t);
+            }
+            compare_values_labelled("result", Some(&a), Some(&b), ("the recording", "the server"), &mut out)
+        }
         (Outcome::Error(a), Outcome::Error(b)) => {
             if a.code != b.code {
                 out.push(format!("error code: recorded {}, now {}", a.code, b.code));
@@ -133,6 +141,34 @@ pub fn compare(recorded: &Outcome, live: &Outcome, ignore: &Ignore) -> Vec<Strin
         (a, b) => out.push(format!("recorded {}, now {}", kind(a), kind(b))),
     }
     out
+}
+
+/// Where `live` holds a number within `tolerance` of the recorded one at
+/// the same place, it takes the recorded value, so only real changes remain.
+fn within_tolerance(recorded: &Value, live: &mut Value, tolerance: f64) {
+    match (recorded, live) {
+        (Value::Number(a), live @ Value::Number(_)) => {
+            if let (Some(x), Some(y)) = (a.as_f64(), live.as_f64()) {
+                let d = (x - y).abs();
+                if d <= tolerance || d <= tolerance * x.abs() {
+                    *live = recorded.clone();
+                }
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b.iter_mut() {
+                if let Some(r) = a.get(k) {
+                    within_tolerance(r, v, tolerance);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (r, v) in a.iter().zip(b.iter_mut()) {
+                within_tolerance(r, v, tolerance);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn kind(o: &Outcome) -> String {
@@ -162,6 +198,21 @@ mod tests {
         let d = compare(&Outcome::Result(a), &Outcome::Result(c), &ignore);
         assert!(d.iter().any(|l| l.contains("result.content[0].text.n")), "{d:?}");
         assert!(Ignore::new(&[], &["content".into()]).is_err());
+    }
+
+    #[test]
+    fn numbers_within_the_tolerance_are_the_same() {
+        let mut ignore = Ignore::default();
+        let a = Outcome::Result(json!({"latency": 100.0, "items": [1, 2.5], "n": 7}));
+        let b = Outcome::Result(json!({"latency": 104.0, "items": [1, 2.51], "n": 9}));
+        assert_eq!(compare(&a, &b, &ignore).len(), 3);
+        ignore.tolerance = Some(0.05);
+        let d = compare(&a, &b, &ignore);
+        assert_eq!(
+            d,
+            ["result.n: the recording 7 vs the server 9"],
+            "relative: 4 of 100 is within 5 %"
+        );
     }
 
     #[test]
