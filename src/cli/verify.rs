@@ -141,7 +141,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         capture: fresh.clone(),
         ..SessionOptions::default()
     };
-    let mut client = Client::connect(target, options, Box::new(|_: &Event| {}));
+    let mut client = Client::connect(target, options, Box::new(|_: &Event| {})).with_policy(recording.policy.clone());
     if let Some(a) = authorizer {
         client = client.with_authorizer(a);
     }

@@ -176,3 +176,44 @@ fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_ba
         text(&out.stdout)
     );
 }
+
+/// The server's own requests are answered as the recording answered them:
+/// server-everything's sampling tool puts the client's reply in its result.
+#[test]
+fn verify_answers_the_servers_requests_as_recorded() {
+    let spec = everything();
+    let program = spec.program.clone();
+    let server: Vec<&str> = std::iter::once(program.as_str())
+        .chain(spec.args.iter().map(String::as_str))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("sampling.jsonl");
+    let cap_arg = cap.to_str().unwrap();
+    let mut record = vec![
+        "call",
+        "--capture",
+        cap_arg,
+        "--sample-reply",
+        "recorded reply",
+        "--tool-name",
+        "trigger-sampling-request",
+        "--tool-arg",
+        "prompt=say hi",
+        "--tool-arg",
+        "maxTokens=20",
+        "--",
+    ];
+    record.extend(&server);
+    let out = mcpscope(&record);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("recorded reply"), "{}", text(&out.stdout));
+    let mut verify = vec!["verify", cap_arg, "--"];
+    verify.extend(&server);
+    let out = mcpscope(&verify);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("same       tools/call trigger-sampling-request"),
+        "{stdout}"
+    );
+}

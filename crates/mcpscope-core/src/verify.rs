@@ -10,6 +10,7 @@ use crate::client::{Client, ClientError};
 use crate::protocol::era::EraChoice;
 use crate::protocol::handshake::HandshakeOptions;
 use crate::protocol::methods;
+use crate::protocol::mrtr::{ElicitAnswer, InputPolicy};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,9 @@ pub struct Recording {
     pub era: EraChoice,
     /// Lines of the capture that could not be read.
     pub warnings: Vec<String>,
+    /// How the client answered the server's own requests (roots,
+    /// elicitation, sampling) in the recording: answered the same again.
+    pub policy: InputPolicy,
 }
 
 impl Recording {
@@ -45,8 +49,61 @@ impl Recording {
             surface,
             era: if modern { EraChoice::Modern } else { EraChoice::Legacy },
             warnings: read.warnings,
+            policy: recorded_answers(path)?,
         })
     }
+}
+
+/// The client's recorded answers to the server's `roots/list`,
+/// `elicitation/create` and `sampling/createMessage` (the last of each).
+fn recorded_answers(path: &Path) -> Result<InputPolicy, String> {
+    use crate::record::capture::{EventReader, Item, READ_BUFFER};
+    use crate::transport::event::Event;
+    use crate::wire::classify::Kind;
+    use crate::wire::frame::Direction;
+    let file = crate::record::private_files::open_regular(path).map_err(|e| format!("{e:#}"))?;
+    let mut reader =
+        EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| format!("{e:#}"))?;
+    let mut asked = std::collections::HashMap::new();
+    let mut policy = InputPolicy::default();
+    while let Some(item) = reader.next_item().map_err(|e| format!("{e:#}"))? {
+        let Item::Event(Event::Frame(f)) = item else { continue };
+        let Some(id) = f.class.id.clone() else { continue };
+        match (f.direction, f.class.kind) {
+            (Direction::In, Kind::Request) => {
+                if let Some(m) = f.class.method.clone() {
+                    asked.insert(id, m);
+                }
+            }
+            (Direction::Out, Kind::Result) => {
+                let (Some(method), Some(msg)) = (asked.remove(&id), f.json()) else {
+                    continue;
+                };
+                let result = msg.get("result").cloned().unwrap_or(Value::Null);
+                match method.as_str() {
+                    methods::ROOTS_LIST => {
+                        policy.roots = result.get("roots").and_then(Value::as_array).cloned();
+                    }
+                    methods::ELICITATION_CREATE => {
+                        policy.elicit = Some(match result.get("action").and_then(Value::as_str) {
+                            Some("accept") => ElicitAnswer::Accept(result.get("content").cloned().unwrap_or(json!({}))),
+                            Some("cancel") => ElicitAnswer::Cancel,
+                            _ => ElicitAnswer::Decline,
+                        });
+                    }
+                    methods::SAMPLING_CREATE_MESSAGE => {
+                        policy.sample_reply = result
+                            .pointer("/content/text")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(policy)
 }
 
 /// What verifying found.
@@ -190,8 +247,12 @@ fn live_surface(
     client
         .wait_started(Duration::from_secs(10))
         .map_err(|e| e.to_string())?;
+    let hs = HandshakeOptions {
+        capabilities: client.policy().capabilities(),
+        ..HandshakeOptions::default()
+    };
     let decision = client
-        .establish(choice, &HandshakeOptions::default(), timeout)
+        .establish(choice, &hs, timeout)
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     let mut new = Surface {

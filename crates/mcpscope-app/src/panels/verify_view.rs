@@ -56,7 +56,7 @@ pub fn run(capture: &Path, server: &SavedServer) -> Result<Verified, String> {
         capture: Some(live.clone()),
         ..SessionOptions::default()
     };
-    let mut client = Client::connect(server.target(), options, Box::new(|_| {}));
+    let mut client = Client::connect(server.target(), options, Box::new(|_| {})).with_policy(recording.policy.clone());
     let ignore = Ignore::new(&[], &[])?;
     let report = verify::verify(&mut client, &recording, &ignore, TIMEOUT, false);
     client.close();
