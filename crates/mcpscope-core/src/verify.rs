@@ -32,8 +32,29 @@ impl Recording {
     /// Reads a capture; an error names what is wrong with it (unreadable,
     /// or holding nothing to compare against).
     pub fn read(path: &Path) -> Result<Recording, String> {
-        let read = session_diff::read_exchanges(path).map_err(|e| format!("{e:#}"))?;
-        let exchanges: Vec<Exchange> = read.exchanges.iter().map(|x| x.to_exchange()).collect();
+        use crate::record::capture::{EventReader, Item, READ_BUFFER};
+        let file = crate::record::private_files::open_regular(path)
+            .map_err(|e| format!("cannot open capture {}: {e:#}", path.display()))?;
+        let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
+            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?;
+        // One pass: the client's exchanges, and its answers to the server's requests.
+        let mut collector = session_diff::Collector::default();
+        let mut answers = Answers::default();
+        let mut warnings = Vec::new();
+        while let Some(item) = reader
+            .next_item()
+            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?
+        {
+            match item {
+                Item::Event(e) => {
+                    answers.push(&e);
+                    collector.push(&e);
+                }
+                Item::Warning(w) => warnings.push(w),
+                Item::Boundary(..) => {}
+            }
+        }
+        let exchanges: Vec<Exchange> = collector.finish().iter().map(|x| x.to_exchange()).collect();
         let surface = Surface::from_exchanges(&exchanges);
         if surface.capabilities.is_none() && surface.lists.is_empty() {
             return Err(format!(
@@ -48,42 +69,46 @@ impl Recording {
             exchanges,
             surface,
             era: if modern { EraChoice::Modern } else { EraChoice::Legacy },
-            warnings: read.warnings,
-            policy: recorded_answers(path)?,
+            warnings,
+            policy: answers.policy,
         })
     }
 }
 
 /// The client's recorded answers to the server's `roots/list`,
 /// `elicitation/create` and `sampling/createMessage` (the last of each).
-fn recorded_answers(path: &Path) -> Result<InputPolicy, String> {
-    use crate::record::capture::{EventReader, Item, READ_BUFFER};
-    use crate::transport::event::Event;
-    use crate::wire::classify::Kind;
-    use crate::wire::frame::Direction;
-    let file = crate::record::private_files::open_regular(path).map_err(|e| format!("{e:#}"))?;
-    let mut reader =
-        EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| format!("{e:#}"))?;
-    let mut asked = std::collections::HashMap::new();
-    let mut policy = InputPolicy::default();
-    while let Some(item) = reader.next_item().map_err(|e| format!("{e:#}"))? {
-        let Item::Event(Event::Frame(f)) = item else { continue };
-        let Some(id) = f.class.id.clone() else { continue };
+#[derive(Default)]
+struct Answers {
+    asked: std::collections::HashMap<crate::wire::message::RequestId, String>,
+    policy: InputPolicy,
+}
+
+impl Answers {
+    fn push(&mut self, e: &crate::transport::event::Event) {
+        use crate::wire::classify::Kind;
+        use crate::wire::frame::Direction;
+        let crate::transport::event::Event::Frame(f) = e else {
+            return;
+        };
+        let Some(id) = &f.class.id else { return };
         match (f.direction, f.class.kind) {
             (Direction::In, Kind::Request) => {
-                if let Some(m) = f.class.method.clone() {
-                    asked.insert(id, m);
+                if let Some(m) = f.class.method.as_deref()
+                    && matches!(
+                        m,
+                        methods::ROOTS_LIST | methods::ELICITATION_CREATE | methods::SAMPLING_CREATE_MESSAGE
+                    )
+                {
+                    self.asked.insert(id.clone(), m.to_owned());
                 }
             }
             (Direction::Out, Kind::Result) => {
-                let (Some(method), Some(msg)) = (asked.remove(&id), f.json()) else {
-                    continue;
-                };
+                let Some(method) = self.asked.remove(id) else { return };
+                let Some(msg) = f.json() else { return };
                 let result = msg.get("result").cloned().unwrap_or(Value::Null);
+                let policy = &mut self.policy;
                 match method.as_str() {
-                    methods::ROOTS_LIST => {
-                        policy.roots = result.get("roots").and_then(Value::as_array).cloned();
-                    }
+                    methods::ROOTS_LIST => policy.roots = result.get("roots").and_then(Value::as_array).cloned(),
                     methods::ELICITATION_CREATE => {
                         policy.elicit = Some(match result.get("action").and_then(Value::as_str) {
                             Some("accept") => ElicitAnswer::Accept(result.get("content").cloned().unwrap_or(json!({}))),
@@ -91,19 +116,17 @@ fn recorded_answers(path: &Path) -> Result<InputPolicy, String> {
                             _ => ElicitAnswer::Decline,
                         });
                     }
-                    methods::SAMPLING_CREATE_MESSAGE => {
+                    _ => {
                         policy.sample_reply = result
                             .pointer("/content/text")
                             .and_then(Value::as_str)
                             .map(str::to_owned);
                     }
-                    _ => {}
                 }
             }
             _ => {}
         }
     }
-    Ok(policy)
 }
 
 /// What verifying found.
