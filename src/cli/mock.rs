@@ -1,12 +1,12 @@
 //! `mcpscope mock CAPTURE`: the server side of a capture, served again over
-//! stdio; `--check` says what can be served. The engine is
+//! stdio, or over Streamable HTTP with `--listen`; `--check` says what can be served. The engine is
 //! `mcpscope_core::replay`; this file owns the pipes, the clock and stderr.
 
 use clap::Args;
 use mcpscope_core::replay::index::Exchange;
 use mcpscope_core::replay::matcher::{Exhausted, Rule};
 use mcpscope_core::replay::mock::{Mock, MockOptions, Output, Timing};
-use mcpscope_core::replay::{self, Check, LoadError};
+use mcpscope_core::replay::{self, Check, LoadError, http};
 use std::collections::HashSet;
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
@@ -56,6 +56,17 @@ pub struct MockArgs {
     /// client request (roots/list, sampling, elicitation, ping) before going on.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub reply_timeout_ms: u64,
+
+    /// Serve over Streamable HTTP on this address instead of stdio (e.g.
+    /// 127.0.0.1:8931; port 0 picks a free one, printed on stderr). Loopback
+    /// only unless --listen-any.
+    #[arg(long, value_name = "ADDR", conflicts_with = "check")]
+    pub listen: Option<String>,
+
+    /// With --listen: allow an address other machines can reach (0.0.0.0:PORT);
+    /// any Host is then answered (a non-local Origin is still refused).
+    #[arg(long, requires = "listen")]
+    pub listen_any: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,10 +165,6 @@ pub fn run(args: MockArgs) -> ExitCode {
         crate::errln!("mcpscope mock: {where_}: nothing can be served (mcpscope mock --check says why)");
         return ExitCode::from(super::exit::IO);
     }
-    crate::errln!(
-        "mcpscope mock: serving {} exchange(s) from {where_} on stdio",
-        index.servable_count()
-    );
     let options = MockOptions {
         rule: match args.rule {
             RuleArg::MethodParams => Rule::MethodParams,
@@ -175,7 +182,62 @@ pub fn run(args: MockArgs) -> ExitCode {
         speed: args.speed,
         reply_timeout: Duration::from_millis(args.reply_timeout_ms),
     };
+    if let Some(listen) = &args.listen {
+        let path = http::endpoint_path(loaded.header.url.as_deref());
+        return serve_http(&args, listen, path, index, options, &where_);
+    }
+    crate::errln!(
+        "mcpscope mock: serving {} exchange(s) from {where_} on stdio",
+        index.servable_count()
+    );
     serve_stdio(Mock::new(index, options))
+}
+
+/// `--listen`: Streamable HTTP until mcpscope is stopped. A listen address
+/// that is refused (not loopback without --listen-any, a port in use) is a
+/// command line to change: 64, before anything is served.
+fn serve_http(
+    args: &MockArgs,
+    listen: &str,
+    path: String,
+    index: replay::index::Index,
+    options: MockOptions,
+    where_: &str,
+) -> ExitCode {
+    let http_options = match http::HttpOptions::new(listen, args.listen_any, path) {
+        Ok(o) => o,
+        Err(e) => {
+            crate::errln!("mcpscope mock: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
+    let servable = index.servable_count();
+    let log: http::Log = std::sync::Arc::new(|t: &str| crate::errln!("mcpscope mock: {t}"));
+    let server = match http::MockServer::bind(http_options, index, options, log) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::errln!("mcpscope mock: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
+    crate::errln!("mcpscope mock: serving {servable} exchange(s) from {where_} over Streamable HTTP");
+    // Clients (and scripts) wait for this line: the port is open once it is printed.
+    crate::errln!("mcpscope mock: serving {} at {}", args.capture.display(), server.url());
+    match server.run_until_stopped() {
+        Ok(s) => {
+            crate::errln!(
+                "mcpscope mock: done: {} request(s) served, {} not served, {} notification(s) from clients",
+                s.served,
+                s.unmatched,
+                s.notifications
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            crate::errln!("mcpscope mock: the listener failed: {e}");
+            ExitCode::from(super::exit::IO)
+        }
+    }
 }
 
 fn check(index: &replay::index::Index, where_: &str) -> ExitCode {
@@ -317,6 +379,9 @@ fn flush(mock: &mut Mock, stdout: &mut impl Write) -> bool {
                 }
             }
             Output::Log(t) => crate::errln!("mcpscope mock: {t}"),
+            // Over stdio an unanswered request stays unanswered, as recorded,
+            // and there is no SSE to choose.
+            Output::Unanswered | Output::Stream => {}
         }
     }
     ok

@@ -1,4 +1,4 @@
-//! `mcpscope mock` over stdio: sessions recorded from real servers with
+//! `mcpscope mock` over stdio and Streamable HTTP: sessions recorded from real servers with
 //! `mcpscope call --capture`, served again to real clients (the Python and
 //! TypeScript SDKs, mcpscope's own `call`), whose results must be the
 //! recorded ones; matching, server-initiated traffic, `--check`, bad input.
@@ -424,4 +424,313 @@ fn server_requests_are_replayed_with_fresh_ids_and_the_client_answers_compared()
             .any(|l| l.contains("answered sampling/createMessage differently")),
         "{err}"
     );
+}
+
+// ---- Streamable HTTP: `mcpscope mock CAPTURE --listen 127.0.0.1:0` ----
+
+/// A mock serving over HTTP, killed when dropped; its stderr is kept.
+struct HttpMock {
+    child: std::process::Child,
+    /// The endpoint, from the line the mock prints once it listens.
+    url: String,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpMock {
+    fn start(args: &[&str]) -> HttpMock {
+        use std::io::BufRead;
+        let mut child = Command::new(bin())
+            .arg("mock")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let url = loop {
+            let mut line = String::new();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the mock ended before listening: {seen}"
+            );
+            seen.push_str(&line);
+            if line.starts_with("mcpscope mock: serving ")
+                && let Some((_, url)) = line.trim_end().rsplit_once(" at ")
+                && url.starts_with("http://")
+            {
+                break url.to_owned();
+            }
+        };
+        let addr = url["http://".len()..].split('/').next().unwrap().to_owned();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(seen));
+        let kept = stderr.clone();
+        // Drained all along, so the mock never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        HttpMock {
+            child,
+            url,
+            addr,
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for HttpMock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP exchange on its own connection: (status, lower-cased head, body).
+fn http(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!("{method} /mcp HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// The JSON messages of an SSE body, one per `data:` line.
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+/// `mcpscope call ARGS --server-url URL`: its stdout.
+fn call_over_http(url: &str, args: &[&str]) -> String {
+    let mut call: Vec<&str> = vec!["call", "--server-url", url];
+    call.extend(args);
+    let out = mcpscope(&call);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn http_mock_gives_mcpscope_call_the_recorded_result_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = dir.path().join("legacy.jsonl");
+    let args = ["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"];
+    let recorded = record(&legacy, &args, &py_server());
+    let mock = HttpMock::start(&[legacy.to_str().unwrap()]);
+    assert!(mock.url.ends_with("/mcp"), "{}", mock.url);
+    assert_eq!(call_over_http(&mock.url, &args), recorded);
+    // A second client gets a session of its own, from the recording's start.
+    assert_eq!(call_over_http(&mock.url, &args), recorded);
+
+    let modern = dir.path().join("modern.jsonl");
+    let args = [
+        "--era",
+        "modern",
+        "--tool-name",
+        "add",
+        "--tool-arg",
+        "a=2",
+        "--tool-arg",
+        "b=3",
+    ];
+    let recorded = record(&modern, &args, &py_modern_server());
+    assert!(recorded.contains('5'), "{recorded}");
+    let mock = HttpMock::start(&[modern.to_str().unwrap()]);
+    assert_eq!(call_over_http(&mock.url, &args), recorded, "{}", mock.stderr());
+}
+
+#[test]
+fn python_and_typescript_sdk_clients_complete_a_session_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = py_echo_capture(dir.path());
+    let before = std::fs::read(&cap).unwrap();
+    let live = py_server();
+    let live: Vec<String> = std::iter::once(live.program.clone()).chain(live.args.clone()).collect();
+    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+    for (program, script) in [
+        (python(), "tests/clients/py_client.py"),
+        ("node".to_string(), "tests/clients/ts_client.mjs"),
+    ] {
+        let real = run_client(&program, &client_args(script, &live));
+        let path = repo().join(script).display().to_string();
+        let served = run_client(&program, &[path, "http".into(), mock.url.clone()]);
+        assert_eq!(served, real, "{script}: {}", mock.stderr());
+        assert_eq!(served["echo"]["content"][0]["text"], HELLO);
+    }
+    let err = mock.stderr();
+    assert!(!err.contains("no recorded answer"), "{err}");
+    assert!(!err.contains("refused"), "{err}");
+    assert_eq!(std::fs::read(&cap).unwrap(), before, "the capture is never modified");
+}
+
+#[test]
+fn http_mock_streams_progress_and_keeps_the_session_and_local_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = everything_progress_capture(dir.path());
+    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+    let a = mock.addr.as_str();
+
+    // initialize: JSON, with a session id.
+    let (status, head, body) = http(a, "POST", &[], INIT);
+    assert_eq!(status, 200, "{head}{body}");
+    assert!(
+        header(&head, "content-type").unwrap().starts_with("application/json"),
+        "{head}"
+    );
+    let sid = header(&head, "mcp-session-id").expect("a session id").to_owned();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["id"], "i");
+    let with_sid = [("Mcp-Session-Id", sid.as_str())];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(http(a, "POST", &with_sid, initialized).0, 202);
+
+    // Progress before the answer: an SSE stream, one event per message.
+    let (status, head, body) = http(a, "POST", &with_sid, LONG_CALL);
+    assert_eq!(status, 200, "{head}{body}");
+    assert!(
+        header(&head, "content-type").unwrap().starts_with("text/event-stream"),
+        "{head}"
+    );
+    let events = sse_messages(&body);
+    assert_eq!(events.len(), 4, "{body}");
+    for p in &events[..3] {
+        assert_eq!(p["method"], "notifications/progress");
+        assert_eq!(p["params"]["progressToken"], "live");
+    }
+    assert_eq!(events[3]["id"], 42);
+    assert!(
+        events[3]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("completed")
+    );
+
+    // Session rules: none is 400, an unknown one 404, DELETE ends it.
+    let list = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#;
+    let (status, _, body) = http(a, "POST", &[], list);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Mcp-Session-Id"), "{body}");
+    assert_eq!(http(a, "POST", &[("Mcp-Session-Id", "nope")], list).0, 404);
+    assert_eq!(http(a, "GET", &[], "").0, 405, "no stream without a session");
+    assert_eq!(http(a, "DELETE", &with_sid, "").0, 200);
+    assert_eq!(http(a, "POST", &with_sid, list).0, 404, "the session ended");
+
+    // DNS rebinding: a non-local Host or Origin is 403; two Hosts are 400.
+    let (status, _, body) = http(a, "POST", &[("Host", "evil.example")], INIT);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("not local"), "{body}");
+    assert_eq!(http(a, "POST", &[("Origin", "https://evil.example")], INIT).0, 403);
+    let two_hosts = [("Host", "127.0.0.1"), ("Host", "localhost")];
+    assert_eq!(http(a, "POST", &two_hosts, INIT).0, 400);
+    assert_eq!(http(a, "POST", &[], "not json").0, 400);
+    let err = mock.stderr();
+    assert!(err.contains("refused POST /mcp: Host \"evil.example\""), "{err}");
+}
+
+#[test]
+fn http_mock_refuses_a_port_in_use_and_a_non_loopback_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = py_echo_capture(dir.path());
+    let cap_s = cap.to_str().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = mcpscope(&["mock", cap_s, "--listen", &addr]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(err.contains(&addr) && err.contains("already in use"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+
+    let out = mcpscope(&["mock", cap_s, "--listen", "0.0.0.0:0"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("not a loopback address") && err.contains("--listen-any"),
+        "{err}"
+    );
+}
+
+#[test]
+fn http_mock_replays_server_requests_on_the_stream_and_answers_as_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // Sampling during the call, roots/list after it: mcpscope's client
+    // answers both over HTTP as it did over stdio.
+    let cap = dir.path().join("sampling.jsonl");
+    let args = [
+        "--sample-reply",
+        "the model says hi",
+        "--root",
+        "file:///tmp",
+        "--tool-name",
+        "trigger-sampling-request",
+        "--tool-args",
+        r#"{"prompt":"say hi","maxTokens":20}"#,
+    ];
+    let recorded = record(&cap, &args, &everything());
+    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+    assert_eq!(call_over_http(&mock.url, &args), recorded);
+    let err = mock.stderr();
+    assert!(!err.contains("did not answer") && !err.contains("differently"), "{err}");
+    drop(mock);
+
+    // A capture recorded over Streamable HTTP (through a first mock) keeps
+    // which answers came as SSE: served again, such an answer is a stream
+    // even when there is no progress to send before it.
+    let progress = everything_progress_capture(dir.path());
+    let first = HttpMock::start(&[progress.to_str().unwrap()]);
+    let over_http = dir.path().join("over-http.jsonl");
+    let params = r#"{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":3},"_meta":{"progressToken":"p"}}"#;
+    let cap_s = over_http.to_str().unwrap();
+    call_over_http(
+        &first.url,
+        &["--method", "tools/call", "--params", params, "--capture", cap_s],
+    );
+    drop(first);
+    let second = HttpMock::start(&[cap_s]);
+    let a = second.addr.as_str();
+    let (_, head, _) = http(a, "POST", &[], INIT);
+    let sid = header(&head, "mcp-session-id").unwrap().to_owned();
+    let no_token = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":1,"steps":3}}}"#;
+    let (status, head, body) = http(a, "POST", &[("Mcp-Session-Id", &sid)], no_token);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        header(&head, "content-type").unwrap().starts_with("text/event-stream"),
+        "{head}"
+    );
+    let events = sse_messages(&body);
+    assert_eq!(events.len(), 1, "no progress without a token, the answer alone: {body}");
+    assert_eq!(events[0]["id"], 9);
 }

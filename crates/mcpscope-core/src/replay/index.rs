@@ -60,6 +60,10 @@ pub struct Exchange {
     pub during: Vec<ServerFrame>,
     /// Server frames after its answer, before the next client request.
     pub after: Vec<ServerFrame>,
+    /// Recorded over Streamable HTTP with the answer in an SSE stream: the
+    /// HTTP mock answers it as a stream again (a JSON answer where the
+    /// server streamed could hide a client's SSE handling from a test).
+    pub sse: bool,
 }
 
 impl Exchange {
@@ -163,6 +167,9 @@ pub struct Builder {
     /// Server requests, by id, waiting for the client's answer.
     server_requests: HashMap<RequestId, Place>,
     last_answered: Option<usize>,
+    /// The latest exchange of each request id, for the HTTP facts about it
+    /// (recorded before or after the answer, depending on the recorder).
+    by_id: HashMap<RequestId, usize>,
     /// Pieces of a line over the cap, per direction: (first seq, bytes, count).
     cut: [Option<(u64, Vec<u8>, usize)>; 2],
 }
@@ -176,8 +183,21 @@ fn slot(d: Direction) -> usize {
 
 impl Builder {
     pub fn push(&mut self, e: &Event) {
-        if let Event::Frame(f) = e {
-            self.frame(f);
+        match e {
+            Event::Frame(f) => self.frame(f),
+            Event::Http(h) => {
+                let streamed = h
+                    .received_header("content-type")
+                    .is_some_and(|ct| ct.to_ascii_lowercase().contains("text/event-stream"));
+                if streamed
+                    && h.method == "POST"
+                    && let Some(&i) = h.request_id.as_ref().and_then(|id| self.by_id.get(id))
+                    && let Some(ex) = self.index.exchanges.get_mut(i)
+                {
+                    ex.sse = true;
+                }
+            }
+            _ => {}
         }
     }
 
@@ -250,8 +270,10 @@ impl Builder {
             answer: Answer::Never,
             during: Vec::new(),
             after: Vec::new(),
+            sse: false,
         });
         if let Some(id) = &f.class.id {
+            self.by_id.insert(id.clone(), i);
             let token = params_of(&f.raw).and_then(|p| p.get("_meta").and_then(|m| m.get("progressToken")).cloned());
             self.outstanding.insert(id.clone(), (i, token));
         }
@@ -466,6 +488,31 @@ mod tests {
 
     fn index(lines: &[(Direction, &str)]) -> Index {
         Index::build(Replay::of(lines).events())
+    }
+
+    #[test]
+    fn an_answer_recorded_as_an_sse_stream_is_marked_so() {
+        let r = Replay::of(&[
+            (Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            (In, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            (Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#),
+            (In, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#),
+        ]);
+        let http = |id: i64, ct: &str| {
+            Event::Http(crate::transport::event::HttpInfo {
+                method: "POST".into(),
+                request_id: Some(RequestId::Number(id)),
+                received: vec![("content-type".into(), ct.into())],
+                ..Default::default()
+            })
+        };
+        let mut events = r.events().to_vec();
+        // The HTTP facts come after the answer here; before it works too.
+        events.push(http(1, "application/json"));
+        events.insert(3, http(2, "text/event-stream"));
+        let ix = Index::build(&events);
+        assert!(!ix.exchanges[0].sse);
+        assert!(ix.exchanges[1].sse);
     }
 
     #[test]

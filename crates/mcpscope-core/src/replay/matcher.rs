@@ -331,6 +331,7 @@ mod tests {
             answer: Answer::Never,
             during: vec![],
             after: vec![],
+            sse: false,
         }
     }
 

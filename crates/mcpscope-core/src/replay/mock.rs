@@ -7,6 +7,7 @@ use crate::replay::matcher::{Exhausted, Matcher, Miss, Nearest, Pick, Rule, cano
 use crate::wire::message::RequestId;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Error codes of the mock's own errors (JSON-RPC's and the server range).
@@ -56,6 +57,14 @@ pub enum Output {
     Line(Vec<u8>),
     /// One line for the person running the mock (stderr).
     Log(String),
+    /// The oldest request not answered yet gets no answer: the recording has
+    /// none. Over stdio nothing is sent (the client waits, as it did); over
+    /// HTTP a POST must end somehow, so it gets an error.
+    Unanswered,
+    /// The oldest request not answered yet was answered as an SSE stream in
+    /// the recording (Streamable HTTP); over HTTP it is answered that way
+    /// again. Comes before that request's lines.
+    Stream,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,9 +75,20 @@ pub struct Stats {
 }
 
 enum Step {
-    Send { line: Vec<u8>, delay: Duration },
-    Ask { frame: ServerFrame, delay: Duration },
-    Await { id: RequestId, timeout: Duration },
+    Send {
+        line: Vec<u8>,
+        delay: Duration,
+    },
+    Ask {
+        frame: ServerFrame,
+        delay: Duration,
+    },
+    Await {
+        id: RequestId,
+        timeout: Duration,
+    },
+    /// An [`Output`] other than a line, given in order with the lines.
+    Mark(Output),
 }
 
 struct Pending {
@@ -77,7 +97,9 @@ struct Pending {
 }
 
 pub struct Mock {
-    index: Index,
+    /// Shared: the HTTP mock serves each session from its own `Mock`, and the
+    /// raw lines of a large capture are not copied for each.
+    index: Arc<Index>,
     matcher: Matcher,
     options: MockOptions,
     script: VecDeque<Step>,
@@ -94,6 +116,11 @@ pub struct Mock {
 
 impl Mock {
     pub fn new(index: Index, options: MockOptions) -> Self {
+        Self::shared(Arc::new(index), options)
+    }
+
+    /// A mock of an index other mocks serve too (one per HTTP session).
+    pub fn shared(index: Arc<Index>, options: MockOptions) -> Self {
         let matcher = Matcher::new(&index.exchanges, options.rule, options.exhausted);
         Mock {
             index,
@@ -179,6 +206,10 @@ impl Mock {
                     self.head_since = Some(now);
                     continue;
                 }
+                Step::Mark(o) => {
+                    let o = std::mem::replace(o, Output::Unanswered);
+                    self.out.push_back(o);
+                }
                 Step::Await { id, timeout } => {
                     if self.awaiting.contains_key(id) && !self.closed {
                         if now < since + *timeout {
@@ -210,6 +241,7 @@ impl Mock {
         let since = self.head_since?;
         match self.script.front()? {
             Step::Send { delay, .. } | Step::Ask { delay, .. } => Some(since + *delay),
+            Step::Mark(_) => Some(since),
             Step::Await { timeout, .. } => Some(since + *timeout),
         }
     }
@@ -352,8 +384,12 @@ impl Mock {
             during,
             after,
             seq,
+            sse,
             ..
         } = self.index.exchanges[i].clone();
+        if sse {
+            self.script.push_back(Step::Mark(Output::Stream));
+        }
         let token = |p: Option<&Value>| {
             p.and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get("progressToken"))
@@ -393,6 +429,7 @@ impl Mock {
                 self.log(format!(
                     "{method}: the recorded request (seq {seq}) was never answered, so neither is this one"
                 ));
+                self.script.push_back(Step::Mark(Output::Unanswered));
             }
             Answer::Cut { bytes, pieces } => {
                 self.stats.unmatched += 1;
@@ -410,7 +447,7 @@ impl Mock {
         }
         if !self.prelude_sent {
             self.prelude_sent = true;
-            for f in std::mem::take(&mut self.index.prelude) {
+            for f in self.index.prelude.clone() {
                 self.push_server_frame(f, Duration::ZERO);
             }
         }
@@ -513,6 +550,7 @@ mod tests {
             match o {
                 Output::Line(l) => lines.push(String::from_utf8(l).unwrap()),
                 Output::Log(l) => logs.push(l),
+                Output::Unanswered | Output::Stream => {}
             }
         }
         (lines, logs)
@@ -659,5 +697,29 @@ mod tests {
         let (lines, _) = drain(&mut m);
         assert!(lines[0].contains("result"));
         assert!(lines[1].contains(&NOT_SERVED.to_string()), "{}", lines[1]);
+    }
+
+    #[test]
+    fn an_unanswered_or_streamed_recording_is_marked_in_order_with_the_lines() {
+        let r = Replay::of(&[
+            (Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            (In, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            (Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#),
+        ]);
+        let mut index = Index::build(r.events());
+        index.exchanges[0].sse = true;
+        let mut m = Mock::new(index, MockOptions::default());
+        m.on_line(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#, Duration::ZERO);
+        m.on_line(br#"{"jsonrpc":"2.0","id":8,"method":"tools/call"}"#, Duration::ZERO);
+        let mut seen = vec![];
+        while let Some(o) = m.next_output() {
+            seen.push(match o {
+                Output::Line(_) => "line",
+                Output::Log(_) => "log",
+                Output::Unanswered => "unanswered",
+                Output::Stream => "stream",
+            });
+        }
+        assert_eq!(seen, ["stream", "line", "log", "unanswered"]);
     }
 }

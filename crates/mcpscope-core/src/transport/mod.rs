@@ -8,6 +8,7 @@ pub mod auth;
 pub(crate) mod budget;
 pub mod event;
 pub mod http;
+pub(crate) mod http_server;
 pub mod lifecycle;
 pub mod process;
 pub mod proxy;

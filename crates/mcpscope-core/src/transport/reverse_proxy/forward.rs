@@ -3,8 +3,9 @@
 //! then the body as it comes (an SSE stream one event at a time).
 
 use super::rewrite::{is_json_rpc, is_secret_header, masked_url, rewrite_endpoint, rewrite_resource};
-use super::{Ctx, HOP_BY_HOP, MAX_REQUEST_BODY, Request, lock};
+use super::{Ctx, HOP_BY_HOP, lock};
 use crate::transport::event::HttpInfo;
+use crate::transport::http_server::{MAX_REQUEST_BODY, Request, plain_answer};
 use crate::transport::target::mask_value;
 use crate::wire::frame::Direction;
 use crate::wire::framing::LineEnding;
@@ -415,20 +416,6 @@ fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) {
         shared.frame(Direction::In, ev.data, ending, Instant::now());
     }
     shared.flush();
-}
-
-/// A short plain-text answer, and the end of the connection.
-pub(super) fn plain_answer(status: u16, text: &str) -> Vec<u8> {
-    let reason = ureq::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    let body = format!("{text}\n");
-    format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@
 //!
 //! The listener (`listener`) is one tokio task per client connection on a
 //! current-thread runtime; the request head, chunk-size lines and trailers
-//! are parsed by `httparse`. Each request is forwarded (`forward`) on a
+//! are parsed by `httparse` (the pieces shared with the mock's HTTP endpoint
+//! are in [`crate::transport::http_server`]). Each request is forwarded (`forward`) on a
 //! blocking thread through ureq, and the answer comes back to the task over a
 //! channel. Slow or idle clients are closed by timeouts, and when every slot
 //! is taken the one that has waited longest for a request is closed to make
@@ -41,23 +42,18 @@ use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
+use crate::transport::http_server::Slots;
 use crate::transport::proxy::LiveRecord;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
 use anyhow::{Context, Result};
-use listener::Slots;
 use serde_json::Value;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Requests larger than this are refused (413): MCP messages are far smaller.
-const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
-/// Request line and headers (and a chunked body's trailers) larger than this are refused (431).
-const MAX_HEAD: usize = 64 * 1024;
 
 /// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1).
 const HOP_BY_HOP: &[&str] = &[
@@ -379,34 +375,6 @@ struct Ctx {
 impl Ctx {
     fn local_origin(&self) -> String {
         format!("http://{}", self.local)
-    }
-}
-
-/// One request as the client sent it.
-struct Request {
-    method: String,
-    target: String,
-    /// HTTP/1.0 (no keep-alive unless asked)?
-    http10: bool,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn keep_alive(&self) -> bool {
-        let conn = self.header("connection").map(str::to_ascii_lowercase);
-        match conn.as_deref() {
-            Some(c) if c.split(',').any(|t| t.trim() == "close") => false,
-            Some(c) if c.split(',').any(|t| t.trim() == "keep-alive") => true,
-            _ => !self.http10,
-        }
     }
 }
 

@@ -1,85 +1,9 @@
-//! What the proxy checks and changes in a request or an answer: the local
-//! checks against DNS rebinding, credential masking for the record, and the
-//! upstream origin turned into the proxy's where a client would follow it.
+//! What the proxy changes in a request or an answer: credential masking for
+//! the record, and the upstream origin turned into the proxy's where a client
+//! would follow it. (The local checks against DNS rebinding are shared with
+//! the mock, in [`crate::transport::http_server`].)
 
-use super::Request;
 use serde_json::Value;
-use std::net::IpAddr;
-
-/// RFC 9112 §3.2: a request without exactly one well-formed `Host` is a 400,
-/// and two `Origin`s are as ambiguous (which one would the local check have
-/// looked at?). This runs before the body is read, so nothing of such a
-/// request reaches the upstream.
-pub(super) fn check_host_syntax(req: &Request) -> Result<(), String> {
-    for name in ["Host", "Origin"] {
-        let n = req.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).count();
-        if n > 1 {
-            return Err(format!("the request has {n} {name} headers; at most one is allowed"));
-        }
-    }
-    let Some(host) = req.header("host") else {
-        return Err("the request has no Host header".into());
-    };
-    // Userinfo is not allowed in Host (RFC 9110 §7.2), yet `http` takes it in
-    // an authority; and it does not check the port.
-    let well_formed = !host.contains('@')
-        && ureq::http::uri::Authority::try_from(host).is_ok_and(|a| match host.strip_prefix(a.host()) {
-            Some("") => !a.host().is_empty(),
-            Some(port) => port
-                .strip_prefix(':')
-                .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()),
-            None => false,
-        });
-    if !well_formed {
-        return Err(format!("Host {host:?} is not a host name with an optional port"));
-    }
-    Ok(())
-}
-
-/// Whether a host name (without port) names this machine.
-fn is_local_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host.to_ascii_lowercase().ends_with(".localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// `host[:port]` or `[v6][:port]` without the port.
-fn strip_port(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match authority.rsplit_once(':') {
-        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => authority,
-    }
-}
-
-/// DNS-rebinding protection: a page on an attacker's name that resolves to
-/// 127.0.0.1 sends its own name as `Host`, and its origin as `Origin`.
-pub(super) fn check_local(req: &Request) -> Result<(), String> {
-    match req.header("host") {
-        None => return Err("the request has no Host header".into()),
-        Some(h) if !is_local_host(strip_port(h)) => {
-            return Err(format!(
-                "Host {h:?} is not local; the proxy only answers requests addressed to localhost or a loopback address"
-            ));
-        }
-        _ => {}
-    }
-    if let Some(o) = req.header("origin") {
-        let local = url::Url::parse(o)
-            .ok()
-            .and_then(|u| u.host_str().map(is_local_host))
-            .unwrap_or(false);
-        if !local {
-            return Err(format!(
-                "Origin {o:?} is not local; the proxy refuses requests from web pages elsewhere"
-            ));
-        }
-    }
-    Ok(())
-}
 
 pub(super) fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -155,64 +79,6 @@ pub(super) fn rewrite_endpoint(event: Vec<u8>, upstream_origin: &str, local_orig
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn req(headers: &[(&str, &str)]) -> Request {
-        Request {
-            method: "POST".into(),
-            target: "/mcp".into(),
-            http10: false,
-            headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
-            body: vec![],
-        }
-    }
-
-    #[test]
-    fn dns_rebinding_is_refused_by_host_and_origin() {
-        assert!(check_local(&req(&[("Host", "127.0.0.1:8931")])).is_ok());
-        assert!(check_local(&req(&[("Host", "localhost:8931"), ("Origin", "http://localhost:3000")])).is_ok());
-        assert!(check_local(&req(&[("host", "[::1]:8931")])).is_ok());
-        let e = check_local(&req(&[("Host", "evil.example:8931")])).unwrap_err();
-        assert!(e.contains("not local"), "{e}");
-        let e = check_local(&req(&[("Host", "127.0.0.1:8931"), ("Origin", "https://evil.example")])).unwrap_err();
-        assert!(e.contains("Origin"), "{e}");
-        assert!(check_local(&req(&[("Host", "127.0.0.1"), ("Origin", "null")])).is_err());
-        assert!(check_local(&req(&[])).is_err(), "no Host at all");
-        // A name that merely starts like a local one is not local.
-        assert!(check_local(&req(&[("Host", "127.0.0.1.evil.example")])).is_err());
-        assert!(check_local(&req(&[("Host", "localhost.evil.example")])).is_err());
-    }
-
-    #[test]
-    fn a_missing_duplicate_or_malformed_host_is_a_syntax_error() {
-        assert!(check_host_syntax(&req(&[("Host", "127.0.0.1:8931")])).is_ok());
-        assert!(check_host_syntax(&req(&[("Host", "[::1]:8931")])).is_ok());
-        assert!(
-            check_host_syntax(&req(&[("Host", "evil.example")])).is_ok(),
-            "well-formed, refused later as not local"
-        );
-        for bad in [
-            "",
-            "127.0.0.1:8931/x",
-            "a b",
-            "user@127.0.0.1",
-            "127.0.0.1:port",
-            "[::1",
-        ] {
-            let Err(e) = check_host_syntax(&req(&[("Host", bad)])) else {
-                panic!("{bad:?} passed")
-            };
-            assert!(e.contains("not a host name"), "{bad:?}: {e}");
-        }
-        assert!(check_host_syntax(&req(&[])).unwrap_err().contains("no Host"));
-        let two = req(&[("Host", "localhost"), ("host", "localhost")]);
-        assert!(check_host_syntax(&two).unwrap_err().contains("2 Host headers"));
-        let two = req(&[
-            ("Host", "localhost"),
-            ("Origin", "http://localhost"),
-            ("origin", "http://x"),
-        ]);
-        assert!(check_host_syntax(&two).unwrap_err().contains("2 Origin headers"));
-    }
 
     #[test]
     fn secrets_are_masked_in_headers_and_query() {
