@@ -3,10 +3,16 @@
 //! `mcpscope_core::replay`; this file owns the pipes, the clock and stderr.
 
 use clap::Args;
+use mcpscope_core::client::Client;
+use mcpscope_core::protocol::era::EraChoice;
+use mcpscope_core::protocol::handshake::HandshakeOptions;
 use mcpscope_core::replay::index::Exchange;
 use mcpscope_core::replay::matcher::{Exhausted, Rule};
 use mcpscope_core::replay::mock::{Mock, MockOptions, Output, Timing};
 use mcpscope_core::replay::{self, Check, LoadError, http};
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::session::SessionOptions;
+use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
@@ -67,6 +73,19 @@ pub struct MockArgs {
     /// any Host is then answered (a non-local Origin is still refused).
     #[arg(long, requires = "listen")]
     pub listen_any: bool,
+
+    /// Record on miss (stdio): a request without a recorded answer goes to
+    /// this real server (Streamable HTTP) instead of getting an error.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "check", "fallback_command"])]
+    pub fallback: Option<String>,
+
+    /// Where the fallback server's session is recorded (default CAPTURE.fallback.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub fallback_capture: Option<PathBuf>,
+
+    /// Record on miss (stdio), a server to start: after `--`, its command and arguments.
+    #[arg(last = true, value_name = "FALLBACK COMMAND", conflicts_with_all = ["listen", "check"])]
+    pub fallback_command: Vec<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,16 +200,89 @@ pub fn run(args: MockArgs) -> ExitCode {
         },
         speed: args.speed,
         reply_timeout: Duration::from_millis(args.reply_timeout_ms),
+        fallback: args.fallback.is_some() || !args.fallback_command.is_empty(),
     };
     if let Some(listen) = &args.listen {
         let path = http::endpoint_path(loaded.header.url.as_deref());
         return serve_http(&args, listen, path, index, options, &where_);
     }
+    // The fallback speaks the recording's era, as the client does to the mock.
+    let modern = index.exchanges.iter().any(|e| e.method == "server/discover");
+    let era = if modern { EraChoice::Modern } else { EraChoice::Legacy };
+    let fallback = match fallback_client(&args, era) {
+        Ok(f) => f,
+        Err(e) => {
+            crate::errln!("mcpscope mock: --fallback: {e}");
+            return ExitCode::from(super::exit::UNREACHABLE);
+        }
+    };
     crate::errln!(
         "mcpscope mock: serving {} exchange(s) from {where_} on stdio",
         index.servable_count()
     );
-    serve_stdio(Mock::new(index, options))
+    serve_stdio(Mock::new(index, options), fallback)
+}
+
+/// The real server misses go to, handshaken, its session recorded.
+fn fallback_client(args: &MockArgs, era: EraChoice) -> Result<Option<(Client, PathBuf)>, String> {
+    use mcpscope_core::transport::target::{HttpTarget, Target};
+    let target = match (&args.fallback, args.fallback_command.split_first()) {
+        (Some(url), _) => Target::Http(HttpTarget::streamable(url.clone())),
+        (None, Some((program, rest))) => Target::Stdio(ServerSpec::new(program.clone(), rest.iter().cloned())),
+        (None, None) => return Ok(None),
+    };
+    let capture = args.fallback_capture.clone().unwrap_or_else(|| {
+        let mut name = args.capture.as_os_str().to_owned();
+        name.push(".fallback.jsonl");
+        PathBuf::from(name)
+    });
+    let options = SessionOptions {
+        request_timeout: Some(FALLBACK_TIMEOUT),
+        capture: Some(capture.clone()),
+        ..SessionOptions::default()
+    };
+    let mut client = Client::connect(target, options, Box::new(|_| {}));
+    client
+        .wait_started(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    client
+        .establish(era, &HandshakeOptions::default(), FALLBACK_TIMEOUT)
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    crate::errln!(
+        "mcpscope mock: requests without a recorded answer go to the fallback server; recorded in {}",
+        capture.display()
+    );
+    Ok(Some((client, capture)))
+}
+
+/// How long the fallback server may take to answer.
+const FALLBACK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The fallback server's answer to a request the recording has none for,
+/// as a line for the client under its own `id`.
+fn forward(client: &mut Client, method: &str, params: Option<Value>, id: &[u8]) -> Vec<u8> {
+    let client_id: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
+    // The client's envelope named its session with the mock; the fallback's own is added.
+    let params = params.map(|mut p| {
+        if let Some(o) = p.as_object_mut() {
+            o.remove("_meta");
+        }
+        p
+    });
+    let answer = match client.request(method, params, FALLBACK_TIMEOUT) {
+        Ok(r) => match r.frame.json() {
+            Some(mut v) if v.is_object() => {
+                v["id"] = client_id;
+                v
+            }
+            _ => json!({"jsonrpc": "2.0", "id": client_id,
+                        "error": {"code": -32603, "message": "mcpscope mock: the fallback server's answer is not JSON"}}),
+        },
+        Err(e) => json!({"jsonrpc": "2.0", "id": client_id,
+                         "error": {"code": -32603, "message": format!("mcpscope mock: the fallback server: {e}")}}),
+    };
+    answer.to_string().into_bytes()
 }
 
 /// `--listen`: Streamable HTTP until mcpscope is stopped. A listen address
@@ -277,7 +369,7 @@ enum Input {
     Closed,
 }
 
-fn serve_stdio(mut mock: Mock) -> ExitCode {
+fn serve_stdio(mut mock: Mock, mut fallback: Option<(Client, PathBuf)>) -> ExitCode {
     let (tx, rx) = sync_channel::<Input>(64);
     // A blocking read on its own thread: the main loop also waits on timers.
     std::thread::spawn(move || {
@@ -320,7 +412,7 @@ fn serve_stdio(mut mock: Mock) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     let mut closed = false;
     loop {
-        if !flush(&mut mock, &mut stdout) {
+        if !flush(&mut mock, &mut stdout, fallback.as_mut().map(|(c, _)| c)) {
             // The client stopped reading: nobody is left to serve.
             crate::errln!("mcpscope mock: stdout closed, stopping");
             break;
@@ -363,14 +455,32 @@ fn serve_stdio(mut mock: Mock) -> ExitCode {
         s.unmatched,
         s.notifications
     );
+    if let Some((client, capture)) = fallback {
+        client.close();
+        crate::errln!(
+            "mcpscope mock: {} request(s) went to the fallback server, recorded in {}",
+            s.forwarded,
+            capture.display()
+        );
+    }
     ExitCode::SUCCESS
 }
 
 /// Writes what the mock has to say: protocol lines on stdout (flushed line
 /// by line: the client waits on each), logs on stderr. False once stdout is closed.
-fn flush(mock: &mut Mock, stdout: &mut impl Write) -> bool {
+fn flush(mock: &mut Mock, stdout: &mut impl Write, mut fallback: Option<&mut Client>) -> bool {
     let mut ok = true;
     while let Some(o) = mock.next_output() {
+        if let Output::Forward { method, params, id } = &o
+            && let Some(client) = fallback.as_deref_mut()
+        {
+            let mut l = forward(client, method, params.clone(), id);
+            if ok {
+                l.push(b'\n');
+                ok = stdout.write_all(&l).and_then(|_| stdout.flush()).is_ok();
+            }
+            continue;
+        }
         match o {
             Output::Line(mut l) => {
                 if ok {
@@ -380,8 +490,8 @@ fn flush(mock: &mut Mock, stdout: &mut impl Write) -> bool {
             }
             Output::Log(t) => crate::errln!("mcpscope mock: {t}"),
             // Over stdio an unanswered request stays unanswered, as recorded,
-            // and there is no SSE to choose.
-            Output::Unanswered | Output::Stream => {}
+            // and there is no SSE to choose. (Forward is handled above.)
+            Output::Unanswered | Output::Stream | Output::Forward { .. } => {}
         }
     }
     ok

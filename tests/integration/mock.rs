@@ -734,3 +734,45 @@ fn http_mock_replays_server_requests_on_the_stream_and_answers_as_recorded() {
     assert_eq!(events.len(), 1, "no progress without a token, the answer alone: {body}");
     assert_eq!(events[0]["id"], 9);
 }
+
+/// Record on miss: a request the capture never answered goes to the real
+/// server given after `--`, the client gets its answer, and the new exchange
+/// is recorded in CAPTURE.fallback.jsonl.
+#[test]
+fn a_miss_goes_to_the_fallback_server_and_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("lists.jsonl");
+    let server = py_server();
+    record(&cap, &["--method", "tools/list"], &server);
+    let bin = bin().display().to_string();
+    let mut args = vec![
+        "call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "message=from the real server",
+        "--",
+    ];
+    args.extend([
+        bin.as_str(),
+        "mock",
+        cap.to_str().unwrap(),
+        "--",
+        server.program.as_str(),
+    ]);
+    args.extend(server.args.iter().map(String::as_str));
+    let out = mcpscope(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("from the real server"), "{stdout}");
+    let misses = std::fs::read_to_string(dir.path().join("lists.jsonl.fallback.jsonl")).unwrap();
+    assert!(
+        misses.contains("from the real server") && misses.contains("tools/call"),
+        "the fallback exchange is recorded"
+    );
+    // Without a fallback the same call is refused, naming the nearest recording.
+    let mut args = vec!["call", "--tool-name", "echo", "--tool-arg", "message=x", "--"];
+    args.extend([bin.as_str(), "mock", cap.to_str().unwrap()]);
+    let out = mcpscope(&args);
+    assert_ne!(out.status.code(), Some(0));
+}

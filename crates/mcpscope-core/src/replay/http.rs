@@ -254,7 +254,8 @@ impl Router {
                     let _ = to.send(Piece::Stream);
                 }
             }
-            Output::Unanswered => {
+            // --fallback is for stdio only: over HTTP a miss is answered as unanswered.
+            Output::Unanswered | Output::Forward { .. } => {
                 if let Some(to) = self.waiting.pop_front() {
                     let _ = to.send(Piece::Unanswered);
                 }

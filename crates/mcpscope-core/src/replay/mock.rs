@@ -36,6 +36,9 @@ pub struct MockOptions {
     /// How long a server → client request waits for the client's answer
     /// before the rest of the exchange goes on without it.
     pub reply_timeout: Duration,
+    /// Requests without a recorded answer go to a real server instead of
+    /// getting an error (record on miss).
+    pub fallback: bool,
 }
 
 impl Default for MockOptions {
@@ -46,6 +49,7 @@ impl Default for MockOptions {
             timing: Timing::Fast,
             speed: 1.0,
             reply_timeout: Duration::from_secs(10),
+            fallback: false,
         }
     }
 }
@@ -65,12 +69,22 @@ pub enum Output {
     /// the recording (Streamable HTTP); over HTTP it is answered that way
     /// again. Comes before that request's lines.
     Stream,
+    /// No recorded answer, and a fallback server is set (`--fallback`): the
+    /// owner sends this request there and gives the client its answer under
+    /// `id` (the client's own id, as raw JSON).
+    Forward {
+        method: String,
+        params: Option<Value>,
+        id: Vec<u8>,
+    },
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     pub served: usize,
     pub unmatched: usize,
+    /// Sent to the fallback server.
+    pub forwarded: usize,
     pub notifications: usize,
 }
 
@@ -336,6 +350,15 @@ impl Mock {
     }
 
     fn unmatched(&mut self, method: &str, params: Option<&Value>, id: &[u8], miss: &Miss) {
+        if self.options.fallback {
+            self.stats.forwarded += 1;
+            self.script.push_back(Step::Mark(Output::Forward {
+                method: method.to_owned(),
+                params: params.cloned(),
+                id: id.to_vec(),
+            }));
+            return;
+        }
         self.stats.unmatched += 1;
         let nearest = match &miss.nearest {
             Some(Nearest::Exchange(i)) => {
@@ -550,10 +573,25 @@ mod tests {
             match o {
                 Output::Line(l) => lines.push(String::from_utf8(l).unwrap()),
                 Output::Log(l) => logs.push(l),
+                Output::Forward { method, id, .. } => {
+                    lines.push(format!("forward {method} {}", String::from_utf8_lossy(&id)))
+                }
                 Output::Unanswered | Output::Stream => {}
             }
         }
         (lines, logs)
+    }
+
+    #[test]
+    fn with_a_fallback_a_miss_is_forwarded_in_order_not_refused() {
+        let mut m = mock(MockOptions {
+            fallback: true,
+            ..MockOptions::default()
+        });
+        m.on_line(br#"{"jsonrpc":"2.0","id":"x","method":"tools/never"}"#, Duration::ZERO);
+        let (lines, _) = drain(&mut m);
+        assert_eq!(lines, [r#"forward tools/never "x""#]);
+        assert_eq!((m.stats.forwarded, m.stats.unmatched), (1, 0));
     }
 
     #[test]
@@ -718,6 +756,7 @@ mod tests {
                 Output::Log(_) => "log",
                 Output::Unanswered => "unanswered",
                 Output::Stream => "stream",
+                Output::Forward { .. } => "forward",
             });
         }
         assert_eq!(seen, ["stream", "line", "log", "unanswered"]);
