@@ -12,13 +12,17 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A server's command line, as `mcpscope … -- COMMAND ARGS` takes it.
+fn command_of(spec: &mcpscope_core::transport::process::ServerSpec) -> Vec<&str> {
+    std::iter::once(spec.program.as_str())
+        .chain(spec.args.iter().map(String::as_str))
+        .collect()
+}
+
 #[test]
 fn verify_surface_finds_nothing_on_the_same_server_and_each_change_of_a_drifted_one() {
     let spec = py_server();
-    let program = spec.program.clone();
-    let server: Vec<&str> = std::iter::once(program.as_str())
-        .chain(spec.args.iter().map(String::as_str))
-        .collect();
+    let server = command_of(&spec);
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("baseline.jsonl");
     let cap_arg = cap.to_str().unwrap();
@@ -110,10 +114,7 @@ fn verify_needs_a_capture_with_something_to_compare() {
 #[test]
 fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_baseline() {
     let spec = py_server();
-    let program = spec.program.clone();
-    let server: Vec<&str> = std::iter::once(program.as_str())
-        .chain(spec.args.iter().map(String::as_str))
-        .collect();
+    let server = command_of(&spec);
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("baseline.jsonl");
     let cap_arg = cap.to_str().unwrap();
@@ -182,10 +183,7 @@ fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_ba
 #[test]
 fn verify_answers_the_servers_requests_as_recorded() {
     let spec = everything();
-    let program = spec.program.clone();
-    let server: Vec<&str> = std::iter::once(program.as_str())
-        .chain(spec.args.iter().map(String::as_str))
-        .collect();
+    let server = command_of(&spec);
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("sampling.jsonl");
     let cap_arg = cap.to_str().unwrap();
