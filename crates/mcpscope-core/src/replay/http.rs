@@ -325,20 +325,7 @@ async fn session(
     }
 }
 
-/// Stops a running [`MockServer`] from another thread.
-#[derive(Clone)]
-pub struct Stopper {
-    stop: Arc<AtomicBool>,
-    local: SocketAddr,
-}
-
-impl Stopper {
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop.
-        let _ = std::net::TcpStream::connect_timeout(&self.local, Duration::from_secs(1));
-    }
-}
+pub use crate::transport::http_server::Stopper;
 
 pub struct MockServer {
     listener: TcpListener,
@@ -389,10 +376,7 @@ impl MockServer {
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper {
-            stop: self.stop.clone(),
-            local: self.local,
-        }
+        Stopper::new(self.stop.clone(), self.local)
     }
 
     /// Serves until [`Stopper::stop`]; the counts of every session's mock.

@@ -9,7 +9,6 @@ use crate::wire::framing::LineEnding;
 use crate::wire::message::RequestId;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::time::Duration;
 
 /// The methods a client must get through before anything else works; they are
@@ -383,37 +382,9 @@ fn side(d: Direction) -> &'static str {
     }
 }
 
-/// Where the value of a top-level member of a JSON object is, in its exact
-/// bytes: answers are served byte for byte, only the id is put in.
-pub fn member_span(raw: &[u8], key: &str) -> Option<Range<usize>> {
-    let mut i = skip_ws(raw, 0);
-    if raw.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(raw, i);
-        if raw.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = skip_string(raw, i)?;
-        let k: String = serde_json::from_slice(&raw[i..key_end]).ok()?;
-        i = skip_ws(raw, key_end);
-        if raw.get(i) != Some(&b':') {
-            return None;
-        }
-        let start = skip_ws(raw, i + 1);
-        let end = skip_value(raw, start)?;
-        if k == key {
-            return Some(start..end);
-        }
-        i = skip_ws(raw, end);
-        match raw.get(i) {
-            Some(b',') => i += 1,
-            _ => return None,
-        }
-    }
-}
+/// Where a top-level member's value is, in the message's exact bytes:
+/// answers are served byte for byte, only the id is put in.
+pub use crate::wire::raw_member::member_span;
 
 /// `raw` with the top-level `id` member's value replaced by `id` (JSON text).
 pub fn with_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
@@ -423,61 +394,6 @@ pub fn with_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(id);
     out.extend_from_slice(&raw[span.end..]);
     Some(out)
-}
-
-fn skip_ws(raw: &[u8], mut i: usize) -> usize {
-    while matches!(raw.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        i += 1;
-    }
-    i
-}
-
-fn skip_string(raw: &[u8], mut i: usize) -> Option<usize> {
-    i += 1;
-    loop {
-        match raw.get(i)? {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-}
-
-fn skip_value(raw: &[u8], i: usize) -> Option<usize> {
-    match raw.get(i)? {
-        b'"' => skip_string(raw, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match raw.get(j)? {
-                    b'"' => {
-                        j = skip_string(raw, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
-        _ => {
-            let mut j = i;
-            while let Some(c) = raw.get(j) {
-                if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n') {
-                    break;
-                }
-                j += 1;
-            }
-            (j > i).then_some(j)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -644,6 +644,25 @@ pub(crate) fn plain_answer(status: u16, text: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Stops a running listener from another thread: sets its flag and wakes
+/// its accept loop with a connection of its own.
+#[derive(Clone)]
+pub struct Stopper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    local: std::net::SocketAddr,
+}
+
+impl Stopper {
+    pub fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, local: std::net::SocketAddr) -> Self {
+        Self { stop, local }
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect_timeout(&self.local, std::time::Duration::from_secs(1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,15 @@ pub fn member<'a>(doc: &'a [u8], key: &str) -> Option<&'a [u8]> {
     }
 }
 
+/// Where the text of top-level member `key` lies in `doc` (see [`member`]):
+/// for putting another value in its place, byte for byte around it.
+pub fn member_span(doc: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let value = member(doc, key)?;
+    // `member` borrows from `doc`: its offset is where the value starts.
+    let start = value.as_ptr() as usize - doc.as_ptr() as usize;
+    Some(start..start + value.len())
+}
+
 fn skip_ws(doc: &[u8], mut i: usize) -> usize {
     while doc.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
         i += 1;

@@ -49,9 +49,9 @@ use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -213,20 +213,7 @@ impl Connections {
     }
 }
 
-/// Stops a running [`ReverseProxy`] from another thread.
-#[derive(Clone)]
-pub struct Stopper {
-    stop: Arc<AtomicBool>,
-    local: SocketAddr,
-}
-
-impl Stopper {
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop.
-        let _ = TcpStream::connect_timeout(&self.local, Duration::from_secs(1));
-    }
-}
+pub use crate::transport::http_server::Stopper;
 
 impl ReverseProxy {
     /// Binds the listening socket and opens the recording.
@@ -305,10 +292,7 @@ impl ReverseProxy {
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper {
-            stop: self.stop.clone(),
-            local: self.local,
-        }
+        Stopper::new(self.stop.clone(), self.local)
     }
 
     /// The connections it holds open (what a test of slot accounting reads).
