@@ -74,17 +74,17 @@ pub struct MockArgs {
     #[arg(long, requires = "listen")]
     pub listen_any: bool,
 
-    /// Record on miss (stdio): a request without a recorded answer goes to
-    /// this real server (Streamable HTTP) instead of getting an error.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "check", "fallback_command"])]
+    /// Record on miss: a request without a recorded answer goes to this real
+    /// server (Streamable HTTP) instead of getting an error.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["check", "fallback_command"])]
     pub fallback: Option<String>,
 
     /// Where the fallback server's session is recorded (default CAPTURE.fallback.jsonl).
     #[arg(long, value_name = "FILE")]
     pub fallback_capture: Option<PathBuf>,
 
-    /// Record on miss (stdio), a server to start: after `--`, its command and arguments.
-    #[arg(last = true, value_name = "FALLBACK COMMAND", conflicts_with_all = ["listen", "check"])]
+    /// Record on miss, a server to start: after `--`, its command and arguments.
+    #[arg(last = true, value_name = "FALLBACK COMMAND", conflicts_with_all = ["check"])]
     pub fallback_command: Vec<String>,
 }
 
@@ -202,13 +202,12 @@ pub fn run(args: MockArgs) -> ExitCode {
         reply_timeout: Duration::from_millis(args.reply_timeout_ms),
         fallback: args.fallback.is_some() || !args.fallback_command.is_empty(),
     };
-    if let Some(listen) = &args.listen {
-        let path = http::endpoint_path(loaded.header.url.as_deref());
-        return serve_http(&args, listen, path, index, options, &where_);
-    }
     // The fallback speaks the recording's era, as the client does to the mock.
-    let modern = index.exchanges.iter().any(|e| e.method == "server/discover");
-    let era = if modern { EraChoice::Modern } else { EraChoice::Legacy };
+    let era = if index.era() == "modern" {
+        EraChoice::Modern
+    } else {
+        EraChoice::Legacy
+    };
     let fallback = match fallback_client(&args, era) {
         Ok(f) => f,
         Err(e) => {
@@ -216,6 +215,10 @@ pub fn run(args: MockArgs) -> ExitCode {
             return ExitCode::from(super::exit::UNREACHABLE);
         }
     };
+    if let Some(listen) = &args.listen {
+        let path = http::endpoint_path(loaded.header.url.as_deref());
+        return serve_http(&args, listen, path, index, options, &where_, fallback);
+    }
     crate::errln!(
         "mcpscope mock: serving {} exchange(s) from {where_} on stdio",
         index.servable_count()
@@ -279,10 +282,17 @@ fn forward(client: &mut Client, method: &str, params: Option<Value>, id: &[u8]) 
             _ => json!({"jsonrpc": "2.0", "id": client_id,
                         "error": {"code": -32603, "message": "mcpscope mock: the fallback server's answer is not JSON"}}),
         },
-        Err(e) => json!({"jsonrpc": "2.0", "id": client_id,
-                         "error": {"code": -32603, "message": format!("mcpscope mock: the fallback server: {e}")}}),
+        Err(e) => return forward_refused(id, &format!("the fallback server: {e}")),
     };
     answer.to_string().into_bytes()
+}
+
+/// The error a client gets when its request could not go to the fallback server.
+fn forward_refused(id: &[u8], why: &str) -> Vec<u8> {
+    let client_id: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
+    json!({"jsonrpc": "2.0", "id": client_id, "error": {"code": -32603, "message": format!("mcpscope mock: {why}")}})
+        .to_string()
+        .into_bytes()
 }
 
 /// `--listen`: Streamable HTTP until mcpscope is stopped. A listen address
@@ -295,6 +305,7 @@ fn serve_http(
     index: replay::index::Index,
     options: MockOptions,
     where_: &str,
+    fallback: Option<(Client, PathBuf)>,
 ) -> ExitCode {
     let http_options = match http::HttpOptions::new(listen, args.listen_any, path) {
         Ok(o) => o,
@@ -305,7 +316,24 @@ fn serve_http(
     };
     let servable = index.servable_count();
     let log: http::Log = std::sync::Arc::new(|t: &str| crate::errln!("mcpscope mock: {t}"));
-    let server = match http::MockServer::bind(http_options, index, options, log) {
+    // Every session's misses go to one fallback session, one at a time, recorded in one capture.
+    let (fallback, recorded_in) = match fallback {
+        Some((client, capture)) => (
+            Some(std::sync::Arc::new(std::sync::Mutex::new(Some(client)))),
+            Some(capture),
+        ),
+        None => (None, None),
+    };
+    let forwarder = fallback.clone().map(|client| -> http::Fallback {
+        std::sync::Arc::new(move |method, params, id| {
+            let mut client = client.lock().unwrap_or_else(|p| p.into_inner());
+            match client.as_mut() {
+                Some(c) => forward(c, method, params, id),
+                None => forward_refused(id, "the fallback server was closed (mcpscope mock is stopping)"),
+            }
+        })
+    });
+    let server = match http::MockServer::bind(http_options, index, options, log, forwarder) {
         Ok(s) => s,
         Err(e) => {
             crate::errln!("mcpscope mock: {e}");
@@ -315,7 +343,12 @@ fn serve_http(
     crate::errln!("mcpscope mock: serving {servable} exchange(s) from {where_} over Streamable HTTP");
     // Clients (and scripts) wait for this line: the port is open once it is printed.
     crate::errln!("mcpscope mock: serving {} at {}", args.capture.display(), server.url());
-    match server.run_until_stopped() {
+    let served = server.run_until_stopped();
+    let closed = fallback.and_then(|c| c.lock().unwrap_or_else(|p| p.into_inner()).take());
+    if let Some(client) = closed {
+        client.close();
+    }
+    match served {
         Ok(s) => {
             crate::errln!(
                 "mcpscope mock: done: {} request(s) served, {} not served, {} notification(s) from clients",
@@ -323,6 +356,13 @@ fn serve_http(
                 s.unmatched,
                 s.notifications
             );
+            if let Some(capture) = recorded_in {
+                crate::errln!(
+                    "mcpscope mock: {} request(s) went to the fallback server, recorded in {}",
+                    s.forwarded,
+                    capture.display()
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

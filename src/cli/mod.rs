@@ -259,12 +259,18 @@ pub fn main() -> ExitCode {
         grace: Duration::from_secs(30),
     };
     match &cli.command {
-        Some(Cmd::Call(_) | Cmd::Proxy(_) | Cmd::Doctor(_) | Cmd::Listen(_) | Cmd::Skills(_) | Cmd::Verify(_)) => {
-            signals::install(backstop)
-        }
+        Some(
+            Cmd::Call(_)
+            | Cmd::Proxy(_)
+            | Cmd::Doctor(_)
+            | Cmd::Listen(_)
+            | Cmd::Skills(_)
+            | Cmd::Verify(_)
+            | Cmd::Mock(_),
+        ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
-        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Mock(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
     }
     let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),

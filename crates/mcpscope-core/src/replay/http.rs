@@ -42,6 +42,12 @@ use tokio::time::{Instant, timeout, timeout_at};
 /// Where the mock's log lines go (stderr, in the CLI).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Record on miss (`--fallback`): given a request the recording has no
+/// answer for (method, params, the client's raw id), the real server's
+/// answer as a line under that id. Called on a blocking thread: it may take
+/// as long as the real server does.
+pub type Fallback = Arc<dyn Fn(&str, Option<Value>, &[u8]) -> Vec<u8> + Send + Sync>;
+
 /// A client that does not take any of an answer for this long is gone.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Server traffic kept for a GET stream that is not open yet; past it the
@@ -171,6 +177,7 @@ struct Shared {
     stats: Mutex<Vec<Arc<Mutex<Stats>>>>,
     next_session: AtomicU64,
     log: Log,
+    fallback: Option<Fallback>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,7 +192,14 @@ impl Shared {
         let mock = Mock::shared(self.index.clone(), self.options.clone());
         let stats = Arc::new(Mutex::new(Stats::default()));
         lock(&self.stats).push(stats.clone());
-        tokio::spawn(session(mock, rx, self.start, self.log.clone(), label, stats));
+        let ends = SessionEnds {
+            start: self.start,
+            log: self.log.clone(),
+            fallback: self.fallback.clone(),
+            label,
+            stats,
+        };
+        tokio::spawn(session(mock, rx, ends));
         tx
     }
 
@@ -254,14 +268,26 @@ impl Router {
                     let _ = to.send(Piece::Stream);
                 }
             }
-            // --fallback is for stdio only: over HTTP a miss is answered as unanswered.
-            Output::Unanswered | Output::Forward { .. } => {
+            Output::Unanswered => {
                 if let Some(to) = self.waiting.pop_front() {
                     let _ = to.send(Piece::Unanswered);
                 }
             }
-            Output::Log(_) => {}
+            // The owner handles these: see `session`.
+            Output::Forward { .. } | Output::Log(_) => {}
         }
+    }
+
+    /// A miss goes to the fallback server; its answer, whenever it comes,
+    /// goes to the request that asked (later requests are not held up).
+    fn forward(&mut self, fallback: &Fallback, method: String, params: Option<Value>, id: Vec<u8>) {
+        let Some(to) = self.waiting.pop_front() else {
+            return;
+        };
+        let fallback = fallback.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = to.send(Piece::Line(fallback(&method, params, &id)));
+        });
     }
 
     fn listen(&mut self, to: mpsc::UnboundedSender<Vec<u8>>) {
@@ -277,22 +303,35 @@ fn is_response(line: &[u8]) -> bool {
     member_span(line, "method").is_none()
 }
 
-/// One session's mock: fed by its channel, woken at its deadlines; ends
-/// when the session is gone (DELETE, or the server stopping).
-async fn session(
-    mut mock: Mock,
-    mut rx: mpsc::UnboundedReceiver<Cmd>,
+/// What a session's task needs besides its mock and its channel.
+struct SessionEnds {
     start: Instant,
     log: Log,
+    fallback: Option<Fallback>,
+    /// Prefixes its log lines.
     label: String,
     stats: Arc<Mutex<Stats>>,
-) {
+}
+
+/// One session's mock: fed by its channel, woken at its deadlines; ends
+/// when the session is gone (DELETE, or the server stopping).
+async fn session(mut mock: Mock, mut rx: mpsc::UnboundedReceiver<Cmd>, ends: SessionEnds) {
+    let SessionEnds {
+        start,
+        log,
+        fallback,
+        label,
+        stats,
+    } = ends;
     let mut router = Router::default();
     loop {
         while let Some(o) = mock.next_output() {
-            match o {
-                Output::Log(t) => log(&format!("{label}{t}")),
-                o => router.route(o),
+            match (o, &fallback) {
+                (Output::Log(t), _) => log(&format!("{label}{t}")),
+                (Output::Forward { method, params, id }, Some(f)) => router.forward(f, method, params, id),
+                // Forward comes only with a fallback; without one it is a miss.
+                (Output::Forward { .. }, None) => router.route(Output::Unanswered),
+                (o, _) => router.route(o),
             }
         }
         *lock(&stats) = mock.stats.clone();
@@ -336,7 +375,13 @@ pub struct MockServer {
 }
 
 impl MockServer {
-    pub fn bind(options: HttpOptions, index: Index, mock: MockOptions, log: Log) -> Result<Self, BindError> {
+    pub fn bind(
+        options: HttpOptions,
+        index: Index,
+        mock: MockOptions,
+        log: Log,
+        fallback: Option<Fallback>,
+    ) -> Result<Self, BindError> {
         let listener = TcpListener::bind(options.listen).map_err(|e| match e.kind() {
             std::io::ErrorKind::AddrInUse => BindError::InUse(options.listen),
             _ => BindError::Other(options.listen, e),
@@ -360,6 +405,7 @@ impl MockServer {
                 stats: Mutex::new(Vec::new()),
                 next_session: AtomicU64::new(0),
                 log,
+                fallback,
             }),
             slots: Arc::new(Slots::new(options.max_connections.max(1))),
             stop: Arc::new(AtomicBool::new(false)),
@@ -395,6 +441,7 @@ impl MockServer {
             total.served += s.served;
             total.unmatched += s.unmatched;
             total.notifications += s.notifications;
+            total.forwarded += s.forwarded;
         }
         Ok(total)
     }
