@@ -74,6 +74,13 @@ pub struct MockArgs {
     #[arg(long, requires = "listen")]
     pub listen_any: bool,
 
+    /// With --listen: protect the endpoint with OAuth as a real server would
+    /// (401 until a token comes), served by the mock's own authorization
+    /// server (metadata, registration, authorization approved at once,
+    /// tokens), so a client's whole sign-in runs offline.
+    #[arg(long, requires = "listen")]
+    pub auth: bool,
+
     /// Record on miss: a request without a recorded answer goes to this real
     /// server (Streamable HTTP) instead of getting an error.
     #[arg(long, value_name = "URL", conflicts_with_all = ["check", "fallback_command"])]
@@ -307,8 +314,9 @@ fn serve_http(
     where_: &str,
     fallback: Option<(Client, PathBuf)>,
 ) -> ExitCode {
+    let endpoint = path.clone();
     let http_options = match http::HttpOptions::new(listen, args.listen_any, path) {
-        Ok(o) => o,
+        Ok(o) => http::HttpOptions { auth: args.auth, ..o },
         Err(e) => {
             crate::errln!("mcpscope mock: {e}");
             return ExitCode::from(super::exit::USAGE);
@@ -341,6 +349,12 @@ fn serve_http(
         }
     };
     crate::errln!("mcpscope mock: serving {servable} exchange(s) from {where_} over Streamable HTTP");
+    if args.auth {
+        let base = server.url().trim_end_matches(&endpoint).to_owned();
+        crate::errln!(
+            "mcpscope mock: --auth: the endpoint wants a token from the mock's own authorization server, {base} (sign-ins are approved at once)"
+        );
+    }
     // Clients (and scripts) wait for this line: the port is open once it is printed.
     crate::errln!("mcpscope mock: serving {} at {}", args.capture.display(), server.url());
     let served = server.run_until_stopped();

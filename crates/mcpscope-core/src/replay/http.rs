@@ -23,6 +23,7 @@
 //! is the reverse proxy's ([`crate::transport::http_server`]): loopback only
 //! unless asked, `Host` and `Origin` checked against DNS rebinding.
 
+use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
 use crate::transport::http_server::{
@@ -71,6 +72,9 @@ pub struct HttpOptions {
     pub header_timeout: Duration,
     /// How long a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
+    /// `--auth`: the endpoint wants a token, and the mock is its own
+    /// authorization server ([`crate::replay::auth`]).
+    pub auth: bool,
 }
 
 impl HttpOptions {
@@ -84,6 +88,7 @@ impl HttpOptions {
             max_connections: 64,
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            auth: false,
         })
     }
 }
@@ -178,6 +183,7 @@ struct Shared {
     next_session: AtomicU64,
     log: Log,
     fallback: Option<Fallback>,
+    auth: Option<Mutex<AuthServer>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -388,6 +394,19 @@ impl MockServer {
         })?;
         let local = listener.local_addr().map_err(|e| BindError::Other(options.listen, e))?;
         let modern = index.era() == "modern";
+        let auth = options.auth.then(|| {
+            // The issuer must be an address clients can reach: not 0.0.0.0.
+            let host = if local.ip().is_unspecified() {
+                SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port())
+            } else {
+                local
+            };
+            let random: Random = Box::new(|b: &mut [u8]| {
+                use ring::rand::SecureRandom as _;
+                ring::rand::SystemRandom::new().fill(b).is_ok()
+            });
+            Mutex::new(AuthServer::new(format!("http://{host}"), options.path.clone(), random))
+        });
         Ok(Self {
             listener,
             local,
@@ -406,6 +425,7 @@ impl MockServer {
                 next_session: AtomicU64::new(0),
                 log,
                 fallback,
+                auth,
             }),
             slots: Arc::new(Slots::new(options.max_connections.max(1))),
             stop: Arc::new(AtomicBool::new(false)),
@@ -501,6 +521,30 @@ async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, slot: Slot) {
 /// Answers one request; whether the connection can carry another.
 async fn handle(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) -> bool {
     let path = req.target.split('?').next().unwrap_or_default();
+    if let Some(auth) = &shared.auth {
+        let asked = AuthRequest {
+            method: &req.method,
+            target: &req.target,
+            authorization: req.header("authorization"),
+            body: &req.body,
+        };
+        let now = shared.start.elapsed();
+        let decided = {
+            let mut auth = lock(auth);
+            let decided = match auth.serve(&asked, now) {
+                Some(a) => Some(a),
+                None if path == shared.path => auth.admit(asked.authorization, now).err(),
+                None => None,
+            };
+            for line in auth.take_log() {
+                (shared.log)(&format!("auth: {line}"));
+            }
+            decided
+        };
+        if let Some(a) = decided {
+            return send(conn, &auth_answer(&a)).await;
+        }
+    }
     if path != shared.path {
         let text = format!("mcpscope mock: nothing at {path}; the MCP endpoint is {}", shared.path);
         return send(conn, &answer(404, &[], "text/plain; charset=utf-8", text.as_bytes())).await;
@@ -675,6 +719,11 @@ async fn delete(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: &Request)
         Some(_) => send(conn, &answer(200, &[], "", b"")).await,
         None => send(conn, &session_not_found(sid)).await,
     }
+}
+
+fn auth_answer(a: &AuthAnswer) -> Vec<u8> {
+    let headers: Vec<(&str, &str)> = a.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    answer(a.status, &headers, a.content_type, &a.body)
 }
 
 async fn send(conn: &mut Conn<TcpStream>, bytes: &[u8]) -> bool {

@@ -3,11 +3,13 @@
 //! - [`index`]: what one recorded session offers (exchanges, server frames);
 //! - [`matcher`]: which recorded exchange answers a live request;
 //! - [`mock`]: the mock as a state machine, with no I/O of its own;
-//! - [`http`]: the mock served over Streamable HTTP.
+//! - [`http`]: the mock served over Streamable HTTP;
+//! - [`auth`]: with `--auth`, its own authorization server and the endpoint's gate.
 //!
 //! [`load`] reads a capture with the ordinary loader and picks the session
 //! to serve; [`Check`] says what can be served and why the rest cannot.
 
+pub mod auth;
 pub mod http;
 pub mod index;
 pub mod matcher;
