@@ -900,3 +900,56 @@ fn with_auth_clients_sign_in_to_the_mocks_own_authorization_server() {
         "no secret on stderr: {log}"
     );
 }
+
+/// The official Inspector's CLI (a real client of its own, one method per
+/// run) against the mock, over stdio and over Streamable HTTP: each result
+/// is the recorded one.
+#[test]
+fn the_inspector_cli_gets_the_recorded_results_over_stdio_and_http() {
+    let inspector =
+        repo().join("tests/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let inspector = need(inspector).display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let server = everything();
+    let sum = dir.path().join("sum.jsonl");
+    let recorded_sum: Value = serde_json::from_str(&record(
+        &sum,
+        &["--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=40"],
+        &server,
+    ))
+    .unwrap();
+    let prompt = dir.path().join("prompt.jsonl");
+    let recorded_prompt: Value =
+        serde_json::from_str(&record(&prompt, &["--prompt-name", "simple-prompt"], &server)).unwrap();
+    // `-q --format json`: one line, {"result": …}.
+    let inspect = |target: &[&str], method: &[&str]| -> Value {
+        let out = Command::new("node")
+            .args([inspector.as_str(), "--cli", "-q", "--format", "json"])
+            .args(target)
+            .args(method)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "the Inspector CLI: {}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["result"].clone()
+    };
+    let bin = bin().display().to_string();
+    let call_sum = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get-sum",
+        "--tool-arg",
+        "a=2",
+        "b=40",
+    ];
+    let get_prompt = ["--method", "prompts/get", "--prompt-name", "simple-prompt"];
+    assert_eq!(inspect(&[&bin, "mock", sum.to_str().unwrap()], &call_sum), recorded_sum);
+    assert_eq!(
+        inspect(&[&bin, "mock", prompt.to_str().unwrap()], &get_prompt),
+        recorded_prompt
+    );
+
+    let mock = HttpMock::start(&[sum.to_str().unwrap()]);
+    assert_eq!(inspect(&[&mock.url, "--transport", "http"], &call_sum), recorded_sum);
+}

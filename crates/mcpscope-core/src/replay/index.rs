@@ -148,6 +148,20 @@ impl Index {
         }
     }
 
+    /// Whether the recorded server advertised `capability` in its handshake
+    /// answer (`initialize` or `server/discover`).
+    pub fn advertises(&self, capability: &str) -> bool {
+        self.exchanges
+            .iter()
+            .take(8)
+            .filter(|e| HANDSHAKE_METHODS.contains(&e.method.as_str()))
+            .filter_map(|e| match &e.answer {
+                Answer::Recorded { raw, .. } => serde_json::from_slice::<Value>(raw).ok(),
+                _ => None,
+            })
+            .any(|v| v.pointer(&format!("/result/capabilities/{capability}")).is_some())
+    }
+
     /// Keeps the exchanges `keep` accepts, and always the handshake: without it
     /// a client could not reach the part that was asked for.
     pub fn retain(&mut self, mut keep: impl FnMut(&Exchange) -> bool) {

@@ -63,7 +63,9 @@ pub enum Nearest {
 }
 
 /// Params as compared: `_meta` and `progressToken` removed at every depth,
-/// absent and `null` the same as `{}`.
+/// absent and `null` the same as `{}`, and a top-level member that is `{}`
+/// or `null` the same as an absent one (`"arguments": {}` is no arguments:
+/// clients differ in which they send, servers do not).
 pub fn normalise(params: Option<&Value>) -> Value {
     fn strip(v: &Value) -> Value {
         match v {
@@ -79,7 +81,13 @@ pub fn normalise(params: Option<&Value>) -> Value {
     }
     match params {
         None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(p) => strip(p),
+        Some(p) => {
+            let mut v = strip(p);
+            if let Value::Object(m) = &mut v {
+                m.retain(|_, x| !(x.is_null() || x.as_object().is_some_and(Map::is_empty)));
+            }
+            v
+        }
     }
 }
 
@@ -359,6 +367,12 @@ mod tests {
         assert_eq!(canonical(&normalise(Some(&a))), canonical(&normalise(Some(&b))));
         assert_eq!(normalise(None), json!({}));
         assert_eq!(normalise(Some(&json!({"_meta": {}}))), json!({}));
+        // An empty `arguments` (the Inspector's) is none at all (mcpscope's, the SDKs').
+        let inspector = json!({"name": "p", "arguments": {}});
+        assert_eq!(normalise(Some(&inspector)), json!({"name": "p"}));
+        // Deeper down, and non-empty, values are kept as they are.
+        let nested = json!({"name": "p", "arguments": {"opts": {}}});
+        assert_eq!(normalise(Some(&nested)), nested);
     }
 
     #[test]

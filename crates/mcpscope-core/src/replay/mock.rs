@@ -345,6 +345,17 @@ impl Mock {
                 self.stats.served += 1;
                 self.send_now(result_line(id, "{}"));
             }
+            Pick::Miss(_) if method == "logging/setLevel" && self.index.advertises("logging") => {
+                // Housekeeping a client sends on its own (the Inspector does,
+                // at once) to a server that offers logging: its answer is
+                // always empty. The recorded log messages are sent as recorded.
+                self.stats.served += 1;
+                self.log(format!(
+                    "logging/setLevel {}: not recorded; answered {{}} (the server advertised logging)",
+                    show(params)
+                ));
+                self.send_now(result_line(id, "{}"));
+            }
             Pick::Miss(miss) => self.unmatched(method, params, id, &miss),
         }
     }
@@ -702,6 +713,29 @@ mod tests {
         assert!(lines[0].contains("-32700") && lines[0].contains(r#""id":null"#));
         m.on_line(br#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#, Duration::ZERO);
         assert_eq!(drain(&mut m).0, [r#"{"jsonrpc":"2.0","id":11,"result":{}}"#]);
+    }
+
+    #[test]
+    fn logging_set_level_is_answered_only_for_a_server_that_advertised_logging() {
+        let set_level = br#"{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}"#;
+        let mut m = mock(MockOptions::default());
+        m.on_line(set_level, Duration::ZERO);
+        assert!(
+            drain(&mut m).0[0].contains("-32601"),
+            "the recorded server offered no logging"
+        );
+
+        let mut r = Replay::new();
+        r.line(Out, SESSION[0].1.as_bytes());
+        r.line(
+            In,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"logging":{}},"serverInfo":{"name":"s"}}}"#,
+        );
+        let mut m = Mock::new(Index::build(r.events()), MockOptions::default());
+        m.on_line(set_level, Duration::ZERO);
+        let (lines, logs) = drain(&mut m);
+        assert_eq!(lines, [r#"{"jsonrpc":"2.0","id":3,"result":{}}"#]);
+        assert!(logs[0].contains("not recorded"), "{logs:?}");
     }
 
     #[test]
