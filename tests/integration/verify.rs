@@ -19,6 +19,41 @@ fn command_of(spec: &mcpscope_core::transport::process::ServerSpec) -> Vec<&str>
         .collect()
 }
 
+/// Errors of a JUnit file against the schema CI tools read (Jenkins xunit's
+/// junit-10.xsd, from pytest's sources; scripts/setup-test-peers fetches it),
+/// one per line; empty when it is valid.
+fn junit_schema_errors(file: &std::path::Path) -> String {
+    let xsd = need(repo().join("tests/peers/junit-10.xsd"));
+    let python = need(repo().join("tests/peers/.venv/bin/python"));
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys, xmlschema\n\
+             schema = xmlschema.XMLSchema(sys.argv[1])\n\
+             print('\\n'.join(str(e).splitlines()[0] for e in schema.iter_errors(sys.argv[2])))",
+            xsd.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "xmlschema: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_owned()
+}
+
+/// The check above can fail: a file CI tools would refuse is refused.
+#[test]
+fn the_junit_schema_check_refuses_what_ci_tools_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        r#"<?xml version="1.0" encoding="UTF-8"?><testsuites><testsuite name="s" tests="1"><testcase classname="k"/></testsuite></testsuites>"#,
+    )
+    .unwrap();
+    let errors = junit_schema_errors(&bad);
+    assert!(errors.contains("failures") && errors.contains("name"), "{errors}");
+}
+
 #[test]
 fn verify_surface_finds_nothing_on_the_same_server_and_each_change_of_a_drifted_one() {
     let spec = py_server();
@@ -95,6 +130,12 @@ fn verify_surface_finds_nothing_on_the_same_server_and_each_change_of_a_drifted_
         "{}",
         text(&check.stderr)
     );
+    assert_eq!(
+        junit_schema_errors(&junit),
+        "",
+        "{}",
+        std::fs::read_to_string(&junit).unwrap()
+    );
     // The capture is never modified.
     assert_eq!(std::fs::read(&cap).unwrap(), before);
 }
@@ -145,6 +186,14 @@ fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_ba
     // Drifted: add is off by one (a result changed), and the surface drifted.
     let mut drifted = vec!["verify", cap_arg, "-e", "MCPSCOPE_TEST_DRIFT=1", "--"];
     drifted.extend(&server);
+    let junit = dir.path().join("replay.xml");
+    let mut with_junit = drifted.clone();
+    with_junit.splice(2..2, ["--junit", junit.to_str().unwrap()]);
+    let out = mcpscope(&with_junit);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report = std::fs::read_to_string(&junit).unwrap();
+    assert!(report.contains("the recording 5 vs the server 6"), "{report}");
+    assert_eq!(junit_schema_errors(&junit), "", "{report}");
     let out = mcpscope(&drifted);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
