@@ -953,3 +953,43 @@ fn the_inspector_cli_gets_the_recorded_results_over_stdio_and_http() {
     let mock = HttpMock::start(&[sum.to_str().unwrap()]);
     assert_eq!(inspect(&[&mock.url, "--transport", "http"], &call_sum), recorded_sum);
 }
+
+/// 2026-07-28 with a real client: the Python SDK's `Client` probes
+/// `server/discover` and speaks the modern era; a session it had with the
+/// real server through `mcpscope proxy` is served back to it over stdio and
+/// (stateless, no session) over Streamable HTTP, with the same results.
+#[test]
+fn the_python_sdk_client_replays_a_2026_session_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("modern.jsonl");
+    let client = repo().join("tests/clients/py_modern_client.py").display().to_string();
+    let server = py_modern_server();
+    let mut through_proxy = vec![
+        client.clone(),
+        "stdio".into(),
+        bin().display().to_string(),
+        "proxy".into(),
+        "--capture".into(),
+        cap.display().to_string(),
+        "--".into(),
+        server.program.clone(),
+    ];
+    through_proxy.extend(server.args.iter().cloned());
+    let real = run_client(&python(), &through_proxy);
+    assert_eq!(real["version"], "2026-07-28", "{real}");
+    assert_eq!(real["result"]["structuredContent"]["result"], 5, "{real}");
+
+    let mocked = [
+        client.clone(),
+        "stdio".into(),
+        bin().display().to_string(),
+        "mock".into(),
+        cap.display().to_string(),
+    ];
+    assert_eq!(run_client(&python(), &mocked), real);
+
+    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+    let served = run_client(&python(), &[client, "http".into(), mock.url.clone()]);
+    assert_eq!(served, real, "{}", mock.stderr());
+    assert!(!mock.stderr().contains("no recorded answer"), "{}", mock.stderr());
+}
