@@ -957,7 +957,9 @@ fn the_inspector_cli_gets_the_recorded_results_over_stdio_and_http() {
 /// 2026-07-28 with a real client: the Python SDK's `Client` probes
 /// `server/discover` and speaks the modern era; a session it had with the
 /// real server through `mcpscope proxy` is served back to it over stdio and
-/// (stateless, no session) over Streamable HTTP, with the same results.
+/// (stateless, no session) over Streamable HTTP, with the same results, and
+/// its `subscriptions/listen` stream stays open and brings the list_changed
+/// that followed a call.
 #[test]
 fn the_python_sdk_client_replays_a_2026_session_over_stdio_and_http() {
     let dir = tempfile::tempdir().unwrap();
@@ -977,6 +979,8 @@ fn the_python_sdk_client_replays_a_2026_session_over_stdio_and_http() {
     through_proxy.extend(server.args.iter().cloned());
     let real = run_client(&python(), &through_proxy);
     assert_eq!(real["version"], "2026-07-28", "{real}");
+    // list_changed came on the listen stream, tagged with its id.
+    assert_eq!(real["events"], serde_json::json!(["ToolsListChanged"]), "{real}");
     assert_eq!(real["result"]["structuredContent"]["result"], 5, "{real}");
 
     let mocked = [

@@ -231,27 +231,52 @@ impl Shared {
     }
 }
 
+/// A request waiting for its answer.
+struct Waiting {
+    /// The client's id, raw: the mock's answer carries these very bytes.
+    id: Vec<u8>,
+    /// A `subscriptions/listen` (2026-07-28): open until the client leaves,
+    /// taking what the server tags with its id, not the next answer.
+    listen: bool,
+    to: mpsc::UnboundedSender<Piece>,
+}
+
 /// Where a session's lines go.
 #[derive(Default)]
 struct Router {
-    /// Requests waiting for their answers, oldest first: the mock answers in order.
-    waiting: VecDeque<mpsc::UnboundedSender<Piece>>,
+    /// Requests waiting for their answers, oldest first.
+    waiting: Vec<Waiting>,
     get: Option<mpsc::UnboundedSender<Vec<u8>>>,
     held: VecDeque<Vec<u8>>,
     dropped: usize,
 }
 
 impl Router {
+    /// The oldest request waiting for an answer (not a listen): the mock
+    /// serves in order, so server traffic and marks are about it.
+    fn oldest(&self) -> Option<usize> {
+        self.waiting.iter().position(|w| !w.listen)
+    }
+
     fn route(&mut self, o: Output) {
         match o {
             Output::Line(l) => {
-                let answer = is_response(&l);
-                if let Some(to) = self.waiting.front() {
+                let target = if is_response(&l) {
+                    // An answer goes to the request with its id.
+                    let id = member_span(&l, "id").map(|s| l[s].to_vec());
+                    self.waiting.iter().position(|w| Some(&w.id) == id.as_ref())
+                } else if let Some(sub) = subscription_of(&l) {
+                    self.waiting.iter().position(|w| w.listen && w.id == sub)
+                } else {
+                    self.oldest()
+                };
+                if let Some(k) = target {
+                    let answer = is_response(&l);
                     // A request whose client left still takes its lines, so
                     // that the next request does not get them.
-                    let _ = to.send(Piece::Line(l));
-                    if answer {
-                        self.waiting.pop_front();
+                    let gone = self.waiting[k].to.send(Piece::Line(l)).is_err();
+                    if answer || (gone && self.waiting[k].listen) {
+                        self.waiting.remove(k);
                     }
                     return;
                 }
@@ -270,13 +295,13 @@ impl Router {
                 self.held.push_back(l);
             }
             Output::Stream => {
-                if let Some(to) = self.waiting.front() {
-                    let _ = to.send(Piece::Stream);
+                if let Some(k) = self.oldest() {
+                    let _ = self.waiting[k].to.send(Piece::Stream);
                 }
             }
             Output::Unanswered => {
-                if let Some(to) = self.waiting.pop_front() {
-                    let _ = to.send(Piece::Unanswered);
+                if let Some(k) = self.oldest() {
+                    let _ = self.waiting.remove(k).to.send(Piece::Unanswered);
                 }
             }
             // The owner handles these: see `session`.
@@ -287,9 +312,10 @@ impl Router {
     /// A miss goes to the fallback server; its answer, whenever it comes,
     /// goes to the request that asked (later requests are not held up).
     fn forward(&mut self, fallback: &Fallback, method: String, params: Option<Value>, id: Vec<u8>) {
-        let Some(to) = self.waiting.pop_front() else {
+        let Some(k) = self.oldest() else {
             return;
         };
+        let to = self.waiting.remove(k).to;
         let fallback = fallback.clone();
         tokio::task::spawn_blocking(move || {
             let _ = to.send(Piece::Line(fallback(&method, params, &id)));
@@ -302,6 +328,14 @@ impl Router {
         }
         self.get = Some(to);
     }
+}
+
+/// The raw id of the listen a server notification is tagged with.
+fn subscription_of(line: &[u8]) -> Option<Vec<u8>> {
+    let params = member_span(line, "params")?;
+    let meta = member_span(&line[params.clone()], "_meta")?;
+    let meta = &line[params][meta];
+    member_span(meta, "io.modelcontextprotocol/subscriptionId").map(|s| meta[s].to_vec())
 }
 
 /// Whether a line the mock sends is an answer (server traffic has a method).
@@ -354,7 +388,9 @@ async fn session(mut mock: Mock, mut rx: mpsc::UnboundedReceiver<Cmd>, ends: Ses
         let now = start.elapsed();
         match cmd {
             Some(Cmd::Request { line, to }) => {
-                router.waiting.push_back(to);
+                let id = member_span(&line, "id").map_or_else(Vec::new, |s| line[s].to_vec());
+                let listen = member_span(&line, "method").is_some_and(|s| &line[s] == b"\"subscriptions/listen\"");
+                router.waiting.push(Waiting { id, listen, to });
                 mock.on_line(&line, now);
             }
             Some(Cmd::Message(line)) => mock.on_line(&line, now),
@@ -634,8 +670,20 @@ async fn post(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) ->
     drop(to);
     let session: Vec<(&str, &str)> = issued.iter().map(|s| ("mcp-session-id", s.as_str())).collect();
     let (mut as_stream, mut streaming) = (false, false);
+    let mut scratch = [0u8; 512];
     loop {
-        let (line, last) = match prx.recv().await {
+        let piece = if streaming {
+            // A stream may stay open long (a listen): a client that leaves ends it.
+            match first_of(prx.recv(), conn.stream.read(&mut scratch)).await {
+                Either::A(p) => p,
+                Either::B(Ok(0) | Err(_)) => return false,
+                // Nothing is expected from the client on a stream.
+                Either::B(Ok(_)) => continue,
+            }
+        } else {
+            prx.recv().await
+        };
+        let (line, last) = match piece {
             Some(Piece::Stream) => {
                 as_stream = true;
                 continue;
@@ -819,13 +867,33 @@ mod tests {
         assert_eq!(endpoint_path(Some("not a url")), "/mcp");
     }
 
+    fn got(rx: &mut mpsc::UnboundedReceiver<Piece>) -> Vec<String> {
+        let mut v = vec![];
+        while let Ok(p) = rx.try_recv() {
+            v.push(match p {
+                Piece::Line(l) => String::from_utf8(l).unwrap(),
+                Piece::Stream => "stream".into(),
+                Piece::Unanswered => "unanswered".into(),
+            });
+        }
+        v
+    }
+
+    fn waiting(r: &mut Router, id: &str, listen: bool) -> mpsc::UnboundedReceiver<Piece> {
+        let (to, rx) = mpsc::unbounded_channel();
+        r.waiting.push(Waiting {
+            id: id.as_bytes().to_vec(),
+            listen,
+            to,
+        });
+        rx
+    }
+
     #[test]
     fn lines_go_to_the_oldest_waiting_request_then_to_the_get_stream() {
         let mut r = Router::default();
-        let (a, mut ar) = mpsc::unbounded_channel();
-        let (b, mut br) = mpsc::unbounded_channel();
-        r.waiting.push_back(a);
-        r.waiting.push_back(b);
+        let mut ar = waiting(&mut r, "1", false);
+        let mut br = waiting(&mut r, "2", false);
         r.route(Output::Line(
             br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_vec(),
         ));
@@ -834,23 +902,40 @@ mod tests {
         r.route(Output::Line(
             br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec(),
         ));
-        let got = |rx: &mut mpsc::UnboundedReceiver<Piece>| {
-            let mut v = vec![];
-            while let Ok(p) = rx.try_recv() {
-                v.push(match p {
-                    Piece::Line(l) => String::from_utf8(l).unwrap(),
-                    Piece::Stream => "stream".into(),
-                    Piece::Unanswered => "unanswered".into(),
-                });
-            }
-            v
-        };
         assert_eq!(got(&mut ar).len(), 2, "progress, then the answer");
         assert_eq!(got(&mut br), ["unanswered"]);
         assert_eq!(r.held.len(), 1, "kept for a GET stream");
         let (g, mut gr) = mpsc::unbounded_channel();
         r.listen(g);
         assert!(gr.try_recv().unwrap().ends_with(b"list_changed\"}"));
+    }
+
+    /// A listen (2026-07-28) stays first in line without holding up the
+    /// answers behind it, and takes only what is tagged with its id.
+    #[test]
+    fn a_listen_takes_its_tagged_lines_and_answers_pass_it_by_id() {
+        let mut r = Router::default();
+        let mut listen = waiting(&mut r, r#""L""#, true);
+        let mut call = waiting(&mut r, "7", false);
+        r.route(Output::Stream);
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}"#.to_vec(),
+        ));
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}"#.to_vec(),
+        ));
+        r.route(Output::Line(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#.to_vec()));
+        let on_listen = got(&mut listen);
+        assert_eq!(on_listen.len(), 1, "{on_listen:?}");
+        assert!(on_listen[0].contains("list_changed"));
+        assert_eq!(got(&mut call).len(), 3, "stream, progress, the answer");
+        assert_eq!(r.waiting.len(), 1, "the listen stays open");
+        // A listen whose client left is dropped at its next line.
+        drop(listen);
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}"#.to_vec(),
+        ));
+        assert!(r.waiting.is_empty());
     }
 
     #[test]

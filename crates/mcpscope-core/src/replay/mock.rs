@@ -125,6 +125,12 @@ pub struct Mock {
     prelude_sent: bool,
     /// The client closed its side: nothing more comes in, so nothing is waited for.
     closed: bool,
+    /// Open `subscriptions/listen` streams (2026-07-28): the recorded listen
+    /// id (canonical JSON) → the live one (raw), to tag what goes on them.
+    subscriptions: HashMap<String, Vec<u8>>,
+    /// A listen's recorded graceful close (its only answer), by live id
+    /// (canonical JSON): sent when the client cancels it.
+    closes: HashMap<String, Vec<u8>>,
     pub stats: Stats,
 }
 
@@ -147,6 +153,8 @@ impl Mock {
             next_server_id: 1,
             prelude_sent: false,
             closed: false,
+            subscriptions: HashMap::new(),
+            closes: HashMap::new(),
             stats: Stats::default(),
         }
     }
@@ -286,7 +294,11 @@ impl Mock {
                     .unwrap_or_else(|| id.map(Value::to_string).unwrap_or_default().into_bytes());
                 self.request(m, v.get("params"), &id_raw);
             }
-            // Recorded answers never depend on the client's notifications.
+            (Some("notifications/cancelled"), None) => {
+                self.stats.notifications += 1;
+                self.cancelled(v);
+            }
+            // Recorded answers never depend on the client's other notifications.
             (Some(_), None) => self.stats.notifications += 1,
             (None, Some(id)) if v.get("result").is_some() || v.get("error").is_some() => self.client_answer(id, v),
             _ => {
@@ -294,6 +306,21 @@ impl Mock {
                 let id_raw = id.map_or_else(|| b"null".to_vec(), |i| i.to_string().into_bytes());
                 self.send_now(error_line(&id_raw, INVALID_REQUEST, "Invalid Request", None));
             }
+        }
+    }
+
+    /// A cancelled listen is closed gracefully, as recorded (over stdio the
+    /// client cancels with a notification; over HTTP it drops the stream).
+    fn cancelled(&mut self, v: &Value) {
+        let Some(request) = v.pointer("/params/requestId") else {
+            return;
+        };
+        let live = request.to_string();
+        if let Some(close) = self.closes.remove(&live) {
+            self.subscriptions.retain(|_, l| canonical_id(l) != live);
+            let line = with_subscription_id(&close, live.as_bytes()).unwrap_or(close);
+            let line = with_id(&line, live.as_bytes()).unwrap_or(line);
+            self.send_now(line);
         }
     }
 
@@ -430,6 +457,15 @@ impl Mock {
                 .cloned()
         };
         let (recorded_token, live_token) = (token(params.as_ref()), token(live_params));
+        let listen = method == "subscriptions/listen";
+        if listen {
+            // What the server tags with the recorded listen's id goes on this live one.
+            let recorded_id = member_span(&self.index.exchanges[i].request, "id")
+                .and_then(|s| serde_json::from_slice::<Value>(&self.index.exchanges[i].request[s]).ok());
+            if let Some(r) = recorded_id {
+                self.subscriptions.insert(r.to_string(), id.to_vec());
+            }
+        }
         let mut last = at;
         for mut f in during {
             // Progress is about the live request: it carries the live token, and
@@ -451,6 +487,16 @@ impl Mock {
             self.push_server_frame(f, delay);
         }
         match answer {
+            // A listen stays open until the client ends it; its recorded
+            // answer is the graceful close, sent then (a close that was the
+            // session ending, an error, is not replayed).
+            Answer::Recorded { raw, .. } if listen => {
+                self.stats.served += 1;
+                if member_span(&raw, "result").is_some() {
+                    self.closes.insert(canonical_id(id), raw);
+                }
+            }
+            Answer::Never if listen => self.stats.served += 1,
             Answer::Recorded { at, raw } => {
                 self.stats.served += 1;
                 let delay = gap(last, at);
@@ -487,13 +533,60 @@ impl Mock {
         }
     }
 
-    fn push_server_frame(&mut self, frame: ServerFrame, delay: Duration) {
+    fn push_server_frame(&mut self, mut frame: ServerFrame, delay: Duration) {
+        if let Some(recorded) = subscription_id_of(&frame.raw) {
+            // Notifications of a subscription go on the live listen that
+            // stands for it; without one the client never asked for them.
+            match self.subscriptions.get(&recorded.to_string()) {
+                Some(live) => {
+                    if let Some(raw) = with_subscription_id(&frame.raw, live) {
+                        frame.raw = raw;
+                    }
+                }
+                None => {
+                    self.log(format!(
+                        "{}: not sent, it belongs to a subscription (listen {recorded}) the client has not opened",
+                        frame.method
+                    ));
+                    return;
+                }
+            }
+        }
         if frame.request.is_some() {
             self.script.push_back(Step::Ask { frame, delay });
         } else {
             self.script.push_back(Step::Send { line: frame.raw, delay });
         }
     }
+}
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The listen a server message belongs to: `_meta`'s subscription id, in
+/// `params` (notifications) or `result` (a listen's close).
+fn subscription_id_of(raw: &[u8]) -> Option<Value> {
+    let v = serde_json::from_slice::<Value>(raw).ok()?;
+    let body = v.get("params").or_else(|| v.get("result"))?;
+    body.get("_meta")?.get(SUBSCRIPTION_ID).cloned()
+}
+
+/// The message with its subscription id replaced, every other byte kept.
+fn with_subscription_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
+    let body = member_span(raw, "params").or_else(|| member_span(raw, "result"))?;
+    let meta = member_span(&raw[body.clone()], "_meta")?;
+    let meta = body.start + meta.start..body.start + meta.end;
+    let inner = member_span(&raw[meta.clone()], SUBSCRIPTION_ID)?;
+    let (start, end) = (meta.start + inner.start, meta.start + inner.end);
+    let mut out = Vec::with_capacity(raw.len() + id.len());
+    out.extend_from_slice(&raw[..start]);
+    out.extend_from_slice(id);
+    out.extend_from_slice(&raw[end..]);
+    Some(out)
+}
+
+/// An id's raw JSON as a key: `"a"` and ` "a" ` are the same.
+fn canonical_id(raw: &[u8]) -> String {
+    serde_json::from_slice::<Value>(raw).map_or_else(|_| String::from_utf8_lossy(raw).into_owned(), |v| v.to_string())
 }
 
 fn progress_token_of(raw: &[u8]) -> Option<Value> {
@@ -736,6 +829,70 @@ mod tests {
         let (lines, logs) = drain(&mut m);
         assert_eq!(lines, [r#"{"jsonrpc":"2.0","id":3,"result":{}}"#]);
         assert!(logs[0].contains("not recorded"), "{logs:?}");
+    }
+
+    /// 2026-07-28: a listen stays open; what the server tagged with the
+    /// recorded listen's id carries the live one; the recorded graceful close
+    /// comes when the client cancels.
+    #[test]
+    fn a_listen_stays_open_takes_its_tagged_notifications_and_closes_on_cancel() {
+        let meta = |id: &str| format!(r#""_meta":{{"io.modelcontextprotocol/subscriptionId":"{id}"}}"#);
+        let lines = [
+            (Out, r#"{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}"#.to_owned()),
+            (In, format!(r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{{}}}}}"#, meta("L1"))),
+            (Out, r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"touch"}}"#.to_owned()),
+            (In, format!(r#"{{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{{{}}}}}"#, meta("L1"))),
+            (In, r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#.to_owned()),
+            (In, format!(r#"{{"jsonrpc":"2.0","id":"L1","result":{{{}}}}}"#, meta("L1"))),
+        ];
+        let mut r = Replay::new();
+        for (d, l) in &lines {
+            r.line(*d, l.as_bytes());
+        }
+        let index = Index::build(r.events());
+
+        // A client that calls without listening gets no tagged notification.
+        let mut m = Mock::new(index.clone(), MockOptions::default());
+        m.on_line(lines[2].1.as_bytes(), Duration::ZERO);
+        let (sent, logs) = drain(&mut m);
+        assert_eq!(sent, [r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#]);
+        assert!(logs[0].contains("has not opened"), "{logs:?}");
+
+        let mut m = Mock::new(index, MockOptions::default());
+        m.on_line(
+            br#"{"jsonrpc":"2.0","id":"L9","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}"#,
+            Duration::ZERO,
+        );
+        let (sent, _) = drain(&mut m);
+        assert_eq!(
+            sent,
+            [format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{{}}}}}"#,
+                meta("L9")
+            )],
+            "the ack, and no answer: the listen stays open"
+        );
+        m.on_line(lines[2].1.as_bytes(), Duration::ZERO);
+        let (sent, _) = drain(&mut m);
+        assert_eq!(
+            sent,
+            [
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{{{}}}}}"#,
+                    meta("L9")
+                ),
+                r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#.to_owned(),
+            ]
+        );
+        m.on_line(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L9"}}"#,
+            Duration::ZERO,
+        );
+        let (sent, _) = drain(&mut m);
+        assert_eq!(
+            sent,
+            [format!(r#"{{"jsonrpc":"2.0","id":"L9","result":{{{}}}}}"#, meta("L9"))]
+        );
     }
 
     #[test]
