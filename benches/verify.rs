@@ -11,6 +11,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::client::Client;
 use mcpscope_core::protocol::handshake::HandshakeOptions;
+use mcpscope_core::protocol::mrtr::InputPolicy;
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::session::SessionOptions;
 use mcpscope_core::verify::{self, Recording};
@@ -46,10 +47,11 @@ fn bench(c: &mut Criterion) {
         .status()
         .unwrap();
     assert!(made.success(), "scripts/gen-capture");
-    let recording = Recording::read(&cap).unwrap();
+    let recording = Recording::read(&cap, None).unwrap();
     let calls: Vec<(String, Option<serde_json::Value>)> = recording
-        .exchanges
+        .sessions
         .iter()
+        .flat_map(|s| &s.exchanges)
         .filter(|x| x.method == "tools/call")
         .map(|x| (x.method.clone(), x.params.clone()))
         .collect();
@@ -69,11 +71,10 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function(format!("verify of {} exchanges", calls.len()), |b| {
         b.iter(|| {
-            let recording = Recording::read(&cap).unwrap();
-            let mut client = mock(&cap).with_policy(recording.policy.clone());
-            let report = verify::verify(&mut client, &recording, &Ignore::new(&[], &[]).unwrap(), T, false).unwrap();
+            let recording = Recording::read(&cap, None).unwrap();
+            let mut connect = |policy: &InputPolicy| mock(&cap).with_policy(policy.clone());
+            let report = verify::verify(&mut connect, &recording, &Ignore::new(&[], &[]).unwrap(), T, false).unwrap();
             assert!(report.replayed.iter().all(|r| r.differences.is_empty()));
-            client.close();
         })
     });
     g.finish();

@@ -9,9 +9,10 @@ use clap::Args;
 use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::{self, Change, Impact, Surface};
 use mcpscope_core::client::Client;
+use mcpscope_core::protocol::mrtr::InputPolicy;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
-use mcpscope_core::verify::{self, Recording, Replayed, Report, fresh_path, update_baseline};
+use mcpscope_core::verify::{self, Recording, RecordingError, Replayed, Report, fresh_path, update_baseline};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,11 @@ pub struct VerifyArgs {
     /// The recorded session to verify the server against.
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
+
+    /// The session to verify against in a capture of several (1-based;
+    /// default: the last one the server answered in).
+    #[arg(long, value_name = "N")]
+    pub session: Option<usize>,
 
     /// Compare the server's surface only: capabilities and the tool,
     /// prompt, resource and template lists (by name; each change breaking or
@@ -126,10 +132,25 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(exit::USAGE, e),
     };
-    let recording = match Recording::read(&args.capture) {
+    let recording = match Recording::read(&args.capture, args.session) {
         Ok(r) => r,
-        Err(e) => return fail(exit::IO, e),
+        Err(e @ RecordingError::NoSuchSession { .. }) => return fail(exit::USAGE, e.to_string()),
+        Err(e) => return fail(exit::IO, e.to_string()),
     };
+    if recording.of > 1 {
+        let which: Vec<String> = recording.sessions.iter().map(|s| s.number.to_string()).collect();
+        crate::errln!(
+            "mcpscope verify: {} holds {} sessions: replaying session(s) {}, each in a live session of its own{}",
+            args.capture.display(),
+            recording.of,
+            which.join(", "),
+            if args.session.is_none() {
+                " (--session N for one)"
+            } else {
+                ""
+            }
+        );
+    }
     for w in &recording.warnings {
         crate::errln!("mcpscope verify: {}: {w}", args.capture.display());
     }
@@ -141,12 +162,17 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         capture: fresh.clone(),
         ..SessionOptions::default()
     };
-    let mut client = Client::connect(target, options, Box::new(|_: &Event| {})).with_policy(recording.policy.clone());
-    if let Some(a) = authorizer {
-        client = client.with_authorizer(a);
-    }
-    let report = verify::verify(&mut client, &recording, &ignore, timeout, args.surface);
-    client.close();
+    let mut authorizer = authorizer;
+    let mut connect = |policy: &InputPolicy| {
+        let client =
+            Client::connect(target.clone(), options.clone(), Box::new(|_: &Event| {})).with_policy(policy.clone());
+        // The first session signs in; verify hands the authorizer on to the next.
+        match authorizer.take() {
+            Some(a) => client.with_authorizer(a),
+            None => client,
+        }
+    };
+    let report = verify::verify(&mut connect, &recording, &ignore, timeout, args.surface);
     let Report {
         old,
         new,

@@ -997,3 +997,39 @@ fn the_python_sdk_client_replays_a_2026_session_over_stdio_and_http() {
     assert_eq!(served, real, "{}", mock.stderr());
     assert!(!mock.stderr().contains("no recorded answer"), "{}", mock.stderr());
 }
+
+/// File → Verify against server… against an OAuth-protected server: the
+/// app's verify signs in with the launcher entry's settings (here without a
+/// person: the mock approves at once) and finds the recording's answers.
+#[test]
+fn the_apps_verify_signs_in_to_a_protected_server() {
+    use mcpscope_app::panels::launcher::SavedServer;
+    use mcpscope_app::panels::verify_view;
+    use mcpscope_core::transport::auth::Interaction;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("add.jsonl");
+    record(
+        &cap,
+        &["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"],
+        &py_server(),
+    );
+    let mock = HttpMock::start(&[cap.to_str().unwrap(), "--auth"]);
+    let server = SavedServer {
+        name: "protected".into(),
+        transport: "http".into(),
+        url: mock.url.clone(),
+        protocol_version: "2025-11-25".into(),
+        ..Default::default()
+    };
+    let shown = std::sync::Arc::default();
+    let v = verify_view::run(&cap, &server, Interaction::NonInteractive, &shown)
+        .unwrap_or_else(|e| panic!("{e}\n{}", mock.stderr()));
+    assert!(v.changes.is_empty(), "{:?}", v.changes);
+    assert_eq!(v.replayed.len(), 1, "{:?}", v.replayed);
+    assert!(v.replayed[0].1.is_empty(), "{:?}", v.replayed);
+    assert!(
+        mock.stderr().contains("auth: issued an access token"),
+        "{}",
+        mock.stderr()
+    );
+}

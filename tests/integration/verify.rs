@@ -197,15 +197,33 @@ fn verify_replays_the_recorded_calls_reports_a_changed_result_and_updates_the_ba
     let out = mcpscope(&drifted);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
-    assert!(stdout.contains("differs    tools/call add"), "{stdout}");
+    // Two `call --capture` runs appended two sessions: each is replayed in
+    // a live session of its own.
+    assert!(stdout.contains("differs    session 1: tools/call add"), "{stdout}");
     assert!(stdout.contains("the recording 5 vs the server 6"), "{stdout}");
-    assert!(stdout.contains("same       tools/call echo"), "{stdout}");
+    assert!(stdout.contains("same       session 2: tools/call echo"), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("holds 2 sessions: replaying session(s) 1, 2"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(
         stdout.contains("2 exchange(s) replayed: 1 the same, 1 differ"),
         "{stdout}"
     );
     assert!(stdout.contains("breaking   tool fail: removed"), "{stdout}");
     assert_eq!(std::fs::read(&cap).unwrap(), before, "verify only reads the capture");
+    // --session N: that one alone; a session the capture does not have is a usage error.
+    let mut second = vec!["verify", cap_arg, "--session", "2", "-e", "MCPSCOPE_TEST_DRIFT=1", "--"];
+    second.extend(&server);
+    let out = mcpscope(&second);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("1 exchange(s) replayed: 1 the same"), "{stdout}");
+    assert!(!stdout.contains("tools/call add"), "{stdout}");
+    second[3] = "3";
+    let out = mcpscope(&second);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no session 3"), "{}", text(&out.stderr));
 
     // --update: the drifted session becomes the baseline, the old one is kept.
     let mut update = vec!["verify", cap_arg, "--update", "-e", "MCPSCOPE_TEST_DRIFT=1", "--"];

@@ -217,6 +217,11 @@ impl Client {
         self
     }
 
+    /// The authorizer back (its tokens with it), for the next session to the same server.
+    pub fn take_authorizer(&mut self) -> Option<Authorizer> {
+        self.authorizer.take()
+    }
+
     pub fn authorizer(&self) -> Option<&Authorizer> {
         self.authorizer.as_ref()
     }

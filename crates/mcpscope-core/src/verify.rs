@@ -7,7 +7,7 @@ use crate::analysis::answer_diff::{self, Ignore};
 use crate::analysis::session_diff::{self, Exchange};
 use crate::analysis::surface::{self, Change, Surface};
 use crate::client::{Client, ClientError};
-use crate::protocol::era::EraChoice;
+use crate::protocol::era::{EraChoice, EraDecision};
 use crate::protocol::handshake::HandshakeOptions;
 use crate::protocol::methods;
 use crate::protocol::mrtr::{ElicitAnswer, InputPolicy};
@@ -15,62 +15,150 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A recorded session, read for verifying a server against it.
-pub struct Recording {
+/// One recorded session, replayed in a live session of its own.
+pub struct RecordedSession {
+    /// 1-based, in the capture.
+    pub number: usize,
     pub exchanges: Vec<Exchange>,
-    pub surface: Surface,
     /// The era it spoke (a `server/discover` in it means 2026-07-28).
     pub era: EraChoice,
-    /// Lines of the capture that could not be read.
-    pub warnings: Vec<String>,
     /// How the client answered the server's own requests (roots,
-    /// elicitation, sampling) in the recording: answered the same again.
+    /// elicitation, sampling) in it: answered the same again.
     pub policy: InputPolicy,
 }
 
+/// A capture, read for verifying a server against it.
+pub struct Recording {
+    /// The sessions to replay, in order (a capture appended to by several
+    /// runs holds several; each starts with its own handshake).
+    pub sessions: Vec<RecordedSession>,
+    /// The surface to compare: the last session's with a handshake or a list.
+    pub surface: Surface,
+    /// Sessions in the file.
+    pub of: usize,
+    /// Lines of the capture that could not be read.
+    pub warnings: Vec<String>,
+}
+
+/// Why a capture cannot be verified against.
+#[derive(Debug)]
+pub enum RecordingError {
+    /// `--session N` beyond the sessions in the file.
+    NoSuchSession { asked: usize, sessions: usize },
+    /// Unreadable, or holding nothing to compare against (the reason).
+    Unusable(String),
+}
+
+impl std::fmt::Display for RecordingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordingError::NoSuchSession { asked, sessions } => {
+                write!(f, "there is no session {asked}: the capture has {sessions} session(s)")
+            }
+            RecordingError::Unusable(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for RecordingError {}
+
+impl From<RecordingError> for String {
+    fn from(e: RecordingError) -> String {
+        e.to_string()
+    }
+}
+
+/// One session of a capture, as read so far.
+#[derive(Default)]
+struct SessionRead {
+    collector: session_diff::Collector,
+    answers: Answers,
+}
+
 impl Recording {
-    /// Reads a capture; an error names what is wrong with it (unreadable,
-    /// or holding nothing to compare against).
-    pub fn read(path: &Path) -> Result<Recording, String> {
+    /// Reads session `session` (1-based) of a capture, or by default every
+    /// session the server answered anything in (a client restarted by its
+    /// host, or several `call --capture` runs, append sessions). An error
+    /// names what is wrong with it (unreadable, or holding nothing to
+    /// compare against).
+    pub fn read(path: &Path, session: Option<usize>) -> Result<Recording, RecordingError> {
         use crate::record::capture::{EventReader, Item, READ_BUFFER};
+        let unusable =
+            |e: anyhow::Error| RecordingError::Unusable(format!("cannot read capture {}: {e:#}", path.display()));
         let file = crate::record::private_files::open_regular(path)
-            .map_err(|e| format!("cannot open capture {}: {e:#}", path.display()))?;
-        let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
-            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?;
+            .map_err(|e| RecordingError::Unusable(format!("cannot open capture {}: {e:#}", path.display())))?;
+        let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(unusable)?;
         // One pass: the client's exchanges, and its answers to the server's requests.
-        let mut collector = session_diff::Collector::default();
-        let mut answers = Answers::default();
         let mut warnings = Vec::new();
-        while let Some(item) = reader
-            .next_item()
-            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?
-        {
+        let mut current = (1usize, SessionRead::default());
+        let mut kept: Vec<RecordedSession> = Vec::new();
+        // The last session, kept when none had an answer (to say what is wrong with it).
+        let mut unanswered: Option<RecordedSession> = None;
+        let mut take = |(number, read): (usize, SessionRead)| {
+            if session.is_some_and(|s| s != number) {
+                return;
+            }
+            let exchanges: Vec<Exchange> = read.collector.finish().iter().map(|x| x.to_exchange()).collect();
+            let answered = exchanges
+                .iter()
+                .any(|x| !matches!(x.outcome, session_diff::Outcome::NoResponse));
+            let modern = exchanges
+                .iter()
+                .any(|x| x.method == methods::SERVER_DISCOVER && matches!(x.outcome, session_diff::Outcome::Result(_)));
+            let s = RecordedSession {
+                number,
+                exchanges,
+                era: if modern { EraChoice::Modern } else { EraChoice::Legacy },
+                policy: read.answers.policy,
+            };
+            if answered || session.is_some() {
+                kept.push(s);
+            } else {
+                unanswered = Some(s);
+            }
+        };
+        while let Some(item) = reader.next_item().map_err(unusable)? {
             match item {
                 Item::Event(e) => {
-                    answers.push(&e);
-                    collector.push(&e);
+                    current.1.answers.push(&e);
+                    current.1.collector.push(&e);
                 }
                 Item::Warning(w) => warnings.push(w),
-                Item::Boundary(..) => {}
+                Item::Boundary(..) => {
+                    let next = (current.0 + 1, SessionRead::default());
+                    take(std::mem::replace(&mut current, next));
+                }
             }
         }
-        let exchanges: Vec<Exchange> = collector.finish().iter().map(|x| x.to_exchange()).collect();
-        let surface = Surface::from_exchanges(&exchanges);
-        if surface.capabilities.is_none() && surface.lists.is_empty() {
-            return Err(format!(
-                "{} holds no handshake and no list answered: nothing to compare the server against",
-                path.display()
-            ));
+        let of = current.0;
+        take(current);
+        if kept.is_empty() {
+            match (session, unanswered) {
+                (Some(asked), _) => return Err(RecordingError::NoSuchSession { asked, sessions: of }),
+                (None, Some(s)) => kept.push(s),
+                (None, None) => {}
+            }
         }
-        let modern = exchanges
+        let surface = kept
             .iter()
-            .any(|x| x.method == methods::SERVER_DISCOVER && matches!(x.outcome, session_diff::Outcome::Result(_)));
+            .rev()
+            .map(|s| Surface::from_exchanges(&s.exchanges))
+            .find(|s| s.capabilities.is_some() || !s.lists.is_empty());
+        let Some(surface) = surface else {
+            let which = match session {
+                Some(n) if of > 1 => format!(" (session {n} of {of})"),
+                _ => String::new(),
+            };
+            return Err(RecordingError::Unusable(format!(
+                "{}{which} holds no handshake and no list answered: nothing to compare the server against",
+                path.display()
+            )));
+        };
         Ok(Recording {
-            exchanges,
+            sessions: kept,
             surface,
-            era: if modern { EraChoice::Modern } else { EraChoice::Legacy },
+            of,
             warnings,
-            policy: answers.policy,
         })
     }
 }
@@ -141,23 +229,64 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// Verifies the server behind `client` against `recording`: its surface,
-/// then (unless `surface_only`) every replayable request. `Err`: the server
+/// Verifies a server against `recording`: each recorded session replayed
+/// in a live session of its own, from `connect` (given how the recording
+/// answered the server's requests), the first also comparing the surface
+/// (with `surface_only`, the only one, and nothing replayed). An authorizer
+/// the first client signed in with goes on to the next. `Err`: the server
 /// could not be reached (or went away), in words.
 pub fn verify(
-    client: &mut Client,
+    connect: &mut dyn FnMut(&InputPolicy) -> Client,
     recording: &Recording,
     ignore: &Ignore,
     timeout: Duration,
     surface_only: bool,
 ) -> Result<Report, String> {
     let mut notes = Vec::new();
-    let new = live_surface(client, &recording.surface, recording.era, timeout, &mut notes)?;
-    let replayed = if surface_only {
-        Vec::new()
-    } else {
-        replay(client, &recording.exchanges, ignore, timeout)?
-    };
+    let mut new = None;
+    let mut replayed = Vec::new();
+    let mut authorizer = None;
+    let several = recording.sessions.len() > 1;
+    for s in &recording.sessions {
+        let mut client = connect(&s.policy);
+        if let Some(a) = authorizer.take() {
+            client = client.with_authorizer(a);
+        }
+        let mut run = || -> Result<(), String> {
+            match new {
+                None => {
+                    new = Some(live_surface(
+                        &mut client,
+                        &recording.surface,
+                        s.era,
+                        timeout,
+                        &mut notes,
+                    )?)
+                }
+                Some(_) => {
+                    establish(&mut client, s.era, timeout)?;
+                }
+            }
+            if !surface_only {
+                let mut r = replay(&mut client, &s.exchanges, ignore, timeout)?;
+                if several {
+                    for x in &mut r {
+                        x.key = format!("session {}: {}", s.number, x.key);
+                    }
+                }
+                replayed.extend(r);
+            }
+            Ok(())
+        };
+        let ran = run();
+        authorizer = client.take_authorizer();
+        client.close();
+        ran?;
+        if surface_only {
+            break;
+        }
+    }
+    let new = new.unwrap_or_default();
     let changes = surface::compare(&recording.surface, &new);
     Ok(Report {
         old: recording.surface.clone(),
@@ -259,6 +388,21 @@ pub fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Re
     Ok(kept)
 }
 
+/// The handshake (or discovery) of a live session, in the recording's era.
+fn establish(client: &mut Client, choice: EraChoice, timeout: Duration) -> Result<EraDecision, String> {
+    client
+        .wait_started(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    let hs = HandshakeOptions {
+        capabilities: client.policy().capabilities(),
+        ..HandshakeOptions::default()
+    };
+    client
+        .establish(choice, &hs, timeout)
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+}
+
 /// The live server's surface: the lists the recording fetched, fetched again.
 fn live_surface(
     client: &mut Client,
@@ -267,17 +411,7 @@ fn live_surface(
     timeout: Duration,
     notes: &mut Vec<String>,
 ) -> Result<Surface, String> {
-    client
-        .wait_started(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    let hs = HandshakeOptions {
-        capabilities: client.policy().capabilities(),
-        ..HandshakeOptions::default()
-    };
-    let decision = client
-        .establish(choice, &hs, timeout)
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let decision = establish(client, choice, timeout)?;
     let mut new = Surface {
         capabilities: decision.server_capabilities().cloned(),
         ..Surface::default()

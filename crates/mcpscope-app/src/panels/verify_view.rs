@@ -10,10 +10,13 @@ use egui::{RichText, Ui};
 use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::Impact;
 use mcpscope_core::client::Client;
+use mcpscope_core::protocol::mrtr::InputPolicy;
+use mcpscope_core::transport::auth::{AuthOptions, Authorizer, Interaction};
 use mcpscope_core::transport::session::SessionOptions;
+use mcpscope_core::transport::target::Target;
 use mcpscope_core::verify::{self, Recording};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long each request may take.
@@ -44,23 +47,65 @@ pub struct VerifyView {
     job: Option<Receiver<Result<Verified, String>>>,
     pub result: Option<Verified>,
     pub error: Option<String>,
+    /// While signing in to an OAuth-protected server: the URL the browser
+    /// was sent to, shown in case no browser opened.
+    sign_in_url: Arc<Mutex<Option<String>>>,
+}
+
+/// Signs in as the launcher entry says when an HTTP server asks (not for
+/// stdio, nor with an Authorization header of the user's); the URL to
+/// authorize at goes to `shown`.
+fn authorizer_for(
+    target: &Target,
+    server: &SavedServer,
+    interaction: Interaction,
+    shown: &Arc<Mutex<Option<String>>>,
+) -> Result<Option<Authorizer>, String> {
+    let Target::Http(h) = target else {
+        return Ok(None);
+    };
+    if h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+        return Ok(None);
+    }
+    let config = server.oauth.auth_config()?;
+    let shown = Arc::clone(shown);
+    let options = AuthOptions {
+        interaction,
+        show_url: Some(Arc::new(move |u: &str, _opened: Option<&str>| {
+            *shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(u.to_owned());
+        })),
+        ..AuthOptions::default()
+    };
+    Ok(Some(Authorizer::new(h.url.clone(), config, options, h.bearer.clone())))
 }
 
 /// Runs on a worker: the recording, a client to the server (recorded into
-/// a private capture), the comparison.
-pub fn run(capture: &Path, server: &SavedServer) -> Result<Verified, String> {
-    let recording = Recording::read(capture)?;
+/// a private capture; a client per recorded session, signed in once, in
+/// the browser in the app), the comparison.
+pub fn run(
+    capture: &Path,
+    server: &SavedServer,
+    interaction: Interaction,
+    sign_in_url: &Arc<Mutex<Option<String>>>,
+) -> Result<Verified, String> {
+    let recording = Recording::read(capture, None)?;
     let live = mcpscope_core::record::private_files::new_capture_file().map_err(|e| format!("{e:#}"))?;
     let options = SessionOptions {
         request_timeout: Some(TIMEOUT),
         capture: Some(live.clone()),
         ..SessionOptions::default()
     };
-    let mut client = Client::connect(server.target(), options, Box::new(|_| {})).with_policy(recording.policy.clone());
+    let target = server.target();
+    let mut authorizer = authorizer_for(&target, server, interaction, sign_in_url)?;
+    let mut connect = |policy: &InputPolicy| {
+        let client = Client::connect(target.clone(), options.clone(), Box::new(|_| {})).with_policy(policy.clone());
+        match authorizer.take() {
+            Some(a) => client.with_authorizer(a),
+            None => client,
+        }
+    };
     let ignore = Ignore::new(&[], &[])?;
-    let report = verify::verify(&mut client, &recording, &ignore, TIMEOUT, false);
-    client.close();
-    let report = report?;
+    let report = verify::verify(&mut connect, &recording, &ignore, TIMEOUT, false)?;
     Ok(Verified {
         server: server.name.clone(),
         recorded: capture.to_owned(),
@@ -90,10 +135,12 @@ impl VerifyView {
         let waker = Arc::clone(waker);
         self.result = None;
         self.error = None;
+        let url = Arc::clone(&self.sign_in_url);
+        *url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let spawned = std::thread::Builder::new()
             .name("mcpscope-verify".into())
             .spawn(move || {
-                let _ = tx.send(run(&capture, &server));
+                let _ = tx.send(run(&capture, &server, Interaction::Browser, &url));
                 waker();
             });
         match spawned {
@@ -170,6 +217,20 @@ impl VerifyView {
                 ui.spinner();
                 ui.label("verifying…");
             });
+            let url = self
+                .sign_in_url
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            if let Some(url) = url {
+                ui.horizontal(|ui| {
+                    ui.label("The server wants a sign-in: authorize in the browser that opened, or open");
+                    if ui.small_button("Copy URL").clicked() {
+                        ui.ctx().copy_text(url.clone());
+                    }
+                });
+                ui.weak(mcpscope_core::text::ellipsize(&url, 120));
+            }
         }
         if let Some(e) = &self.error {
             ui.label(RichText::new(e).color(theme::ERROR));
