@@ -1033,3 +1033,51 @@ fn the_apps_verify_signs_in_to_a_protected_server() {
         mock.stderr()
     );
 }
+
+/// A capture of the reverse proxy (`proxy --listen --upstream --capture`)
+/// in front of server-everything over Streamable HTTP serves too: the mock's
+/// answer to `mcpscope call` is the one the client got through the proxy.
+#[test]
+fn a_reverse_proxy_capture_is_served() {
+    use std::io::BufRead;
+    let upstream = crate::http::HttpServer::start("streamableHttp");
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("reverse.jsonl");
+    let mut proxy = Command::new(bin())
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(upstream.url("/mcp"))
+        .args(["--capture", cap.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on http://") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the proxy ended before listening"
+        );
+    }
+    let addr = line
+        .split("listening on http://")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let args = ["--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=40"];
+    let through_proxy = call_over_http(&format!("http://{addr}/mcp"), &args);
+    assert!(through_proxy.contains("42"), "{through_proxy}");
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
+    proxy.wait().unwrap();
+
+    assert_eq!(call_the_mock(&cap, &args), through_proxy);
+    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+    assert!(mock.url.ends_with("/mcp"), "the upstream's path: {}", mock.url);
+    assert_eq!(call_over_http(&mock.url, &args), through_proxy);
+}
