@@ -954,84 +954,58 @@ fn the_inspector_cli_gets_the_recorded_results_over_stdio_and_http() {
     assert_eq!(inspect(&[&mock.url, "--transport", "http"], &call_sum), recorded_sum);
 }
 
-/// 2026-07-28 with a real client: the Python SDK's `Client` probes
-/// `server/discover` and speaks the modern era; a session it had with the
-/// real server through `mcpscope proxy` is served back to it over stdio and
-/// (stateless, no session) over Streamable HTTP, with the same results, and
-/// its `subscriptions/listen` stream stays open and brings the list_changed
-/// that followed a call.
+/// 2026-07-28 with real clients: the Python SDK's `Client` (it probes
+/// `server/discover`) and the TypeScript SDK v2's (`@modelcontextprotocol/client`,
+/// pinned to 2026-07-28) each record a session with the real server through
+/// `mcpscope proxy`, which the mock serves back over stdio and (stateless, no
+/// session) over Streamable HTTP with the same results; the
+/// `subscriptions/listen` stream stays open and brings the list_changed that
+/// followed a call.
 #[test]
-fn the_python_sdk_client_replays_a_2026_session_over_stdio_and_http() {
+fn sdk_clients_replay_a_2026_session_over_stdio_and_http() {
     let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("modern.jsonl");
-    let client = repo().join("tests/clients/py_modern_client.py").display().to_string();
     let server = py_modern_server();
-    let mut through_proxy = vec![
-        client.clone(),
-        "stdio".into(),
-        bin().display().to_string(),
-        "proxy".into(),
-        "--capture".into(),
-        cap.display().to_string(),
-        "--".into(),
-        server.program.clone(),
-    ];
-    through_proxy.extend(server.args.iter().cloned());
-    let real = run_client(&python(), &through_proxy);
-    assert_eq!(real["version"], "2026-07-28", "{real}");
-    // list_changed came on the listen stream, tagged with its id.
-    assert_eq!(real["events"], serde_json::json!(["ToolsListChanged"]), "{real}");
-    assert_eq!(real["result"]["structuredContent"]["result"], 5, "{real}");
+    for (program, script) in [
+        (python(), "tests/clients/py_modern_client.py"),
+        ("node".to_string(), "tests/clients/ts_modern_client.mjs"),
+    ] {
+        let cap = dir.path().join(format!("{}.jsonl", script.rsplit('/').next().unwrap()));
+        let client = repo().join(script).display().to_string();
+        let mut through_proxy = vec![
+            client.clone(),
+            "stdio".into(),
+            bin().display().to_string(),
+            "proxy".into(),
+            "--capture".into(),
+            cap.display().to_string(),
+            "--".into(),
+            server.program.clone(),
+        ];
+        through_proxy.extend(server.args.iter().cloned());
+        let real = run_client(&program, &through_proxy);
+        assert_eq!(real["version"], "2026-07-28", "{script}: {real}");
+        assert_eq!(real["result"]["structuredContent"]["result"], 5, "{script}: {real}");
+        // list_changed came on the listen stream, tagged with its id.
+        assert_eq!(
+            real["events"],
+            serde_json::json!(["ToolsListChanged"]),
+            "{script}: {real}"
+        );
 
-    let mocked = [
-        client.clone(),
-        "stdio".into(),
-        bin().display().to_string(),
-        "mock".into(),
-        cap.display().to_string(),
-    ];
-    assert_eq!(run_client(&python(), &mocked), real);
+        let mocked = [
+            client.clone(),
+            "stdio".into(),
+            bin().display().to_string(),
+            "mock".into(),
+            cap.display().to_string(),
+        ];
+        assert_eq!(run_client(&program, &mocked), real, "{script} over stdio");
 
-    let mock = HttpMock::start(&[cap.to_str().unwrap()]);
-    let served = run_client(&python(), &[client, "http".into(), mock.url.clone()]);
-    assert_eq!(served, real, "{}", mock.stderr());
-    assert!(!mock.stderr().contains("no recorded answer"), "{}", mock.stderr());
-}
-
-/// File → Verify against server… against an OAuth-protected server: the
-/// app's verify signs in with the launcher entry's settings (here without a
-/// person: the mock approves at once) and finds the recording's answers.
-#[test]
-fn the_apps_verify_signs_in_to_a_protected_server() {
-    use mcpscope_app::panels::launcher::SavedServer;
-    use mcpscope_app::panels::verify_view;
-    use mcpscope_core::transport::auth::Interaction;
-    let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("add.jsonl");
-    record(
-        &cap,
-        &["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"],
-        &py_server(),
-    );
-    let mock = HttpMock::start(&[cap.to_str().unwrap(), "--auth"]);
-    let server = SavedServer {
-        name: "protected".into(),
-        transport: "http".into(),
-        url: mock.url.clone(),
-        protocol_version: "2025-11-25".into(),
-        ..Default::default()
-    };
-    let shown = std::sync::Arc::default();
-    let v = verify_view::run(&cap, &server, Interaction::NonInteractive, &shown)
-        .unwrap_or_else(|e| panic!("{e}\n{}", mock.stderr()));
-    assert!(v.changes.is_empty(), "{:?}", v.changes);
-    assert_eq!(v.replayed.len(), 1, "{:?}", v.replayed);
-    assert!(v.replayed[0].1.is_empty(), "{:?}", v.replayed);
-    assert!(
-        mock.stderr().contains("auth: issued an access token"),
-        "{}",
-        mock.stderr()
-    );
+        let mock = HttpMock::start(&[cap.to_str().unwrap()]);
+        let served = run_client(&program, &[client, "http".into(), mock.url.clone()]);
+        assert_eq!(served, real, "{script} over HTTP: {}", mock.stderr());
+        assert!(!mock.stderr().contains("no recorded answer"), "{}", mock.stderr());
+    }
 }
 
 /// A capture of the reverse proxy (`proxy --listen --upstream --capture`)
