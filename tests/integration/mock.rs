@@ -237,6 +237,12 @@ fn unmatched_and_repeated_requests() {
     assert!(out[1]["error"].is_object(), "{:?}", out[1]);
     let (out, _, _) = mock_io(&["--only", r#"method == "tools/call""#, cap_s], &lines[..2]);
     assert!(out[1]["result"].is_object(), "{:?}", out[1]);
+    // A time range of the capture: the session lasted well under 1000 s.
+    let (out, _, _) = mock_io(&["--only", "time >= 0s and time < 1000s", cap_s], &lines[..2]);
+    assert!(out[1]["result"].is_object(), "{:?}", out[1]);
+    let (out, _, _) = mock_io(&["--only", "time >= 1000s", cap_s], &lines[..2]);
+    assert!(out[0]["result"].is_object(), "the handshake is always served");
+    assert!(out[1]["error"].is_object(), "{:?}", out[1]);
 
     let (out, _, _) = mock_io(&["--match", "sequence", cap_s], &[INIT, a.as_str()]);
     assert!(out[1]["error"].is_object(), "tools/list comes second in the recording");
