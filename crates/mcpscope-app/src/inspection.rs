@@ -9,10 +9,9 @@
 use crate::live_follow::{FollowMsg, LiveFollow};
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
-use mcpscope_core::client::feed;
+use mcpscope_core::client::pilot::{Performed, Pilot};
 use mcpscope_core::driver::{
-    Action, Chain, Driver, DriverConfig, EraStatus, Failure, Input, Outcome, Question, QuestionId, RequestOptions,
-    TaskRun, Undelivered,
+    Action, Chain, Driver, DriverConfig, EraStatus, Failure, Outcome, Question, QuestionId, RequestOptions, TaskRun,
 };
 use mcpscope_core::protocol::auth::AuthError;
 use mcpscope_core::protocol::auth::flow::AuthConfig;
@@ -24,7 +23,7 @@ use mcpscope_core::protocol::tasks::Flavor;
 use mcpscope_core::record::capture;
 use mcpscope_core::record::model::{SessionModel, Source};
 use mcpscope_core::record::session_index::ListedSession;
-use mcpscope_core::transport::auth::gate::{ChallengeGate, Held};
+use mcpscope_core::transport::auth::gate::Held;
 use mcpscope_core::transport::auth::{self, AuthOptions, Authorizer, Interaction};
 use mcpscope_core::transport::event::AuthExchange;
 use mcpscope_core::transport::event::Event;
@@ -121,7 +120,9 @@ pub fn default_roots(target: &Target) -> Vec<Value> {
 pub struct Inspection {
     pub model: SessionModel,
     session: Option<Session>,
-    driver: Driver,
+    /// The driver and what stands between it and the session (the same
+    /// owner the CLI's client uses).
+    pilot: Pilot,
     /// The capture this inspection writes (live) or was loaded from (offline).
     pub capture_path: Option<PathBuf>,
     pub target: Option<Target>,
@@ -149,7 +150,6 @@ pub struct Inspection {
 /// back from the driver until it is done.
 pub struct SignInState {
     authorizer: Arc<Mutex<Authorizer>>,
-    gate: ChallengeGate,
     steps: (Sender<AuthExchange>, Receiver<AuthExchange>),
     running: Option<(Held, Receiver<Result<(), AuthError>>)>,
     waiting: VecDeque<Held>,
@@ -268,7 +268,7 @@ impl Inspection {
         waker: Option<Waker>,
     ) -> Inspection {
         let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
-        i.driver.start();
+        i.pilot.driver.start();
         i.perform();
         i
     }
@@ -312,14 +312,15 @@ impl Inspection {
             command_line: target.display(),
         });
         model.remote = matches!(target, Target::Http(_));
+        let started = Instant::now();
         let mut i = Inspection {
             model,
             session: Some(session),
-            driver,
+            pilot: Pilot::new(driver, started),
             capture_path,
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
-            started: Some(Instant::now()),
+            started: Some(started),
             load_warnings: Vec::new(),
             ends: Ends::default(),
             live: None,
@@ -359,7 +360,6 @@ impl Inspection {
                 let authorizer = Authorizer::new(h.url.clone(), config, options, h.bearer.clone());
                 Some(SignInState {
                     authorizer: Arc::new(Mutex::new(authorizer)),
-                    gate: ChallengeGate::new(),
                     steps: crossbeam_channel::unbounded(),
                     running: None,
                     waiting: VecDeque::new(),
@@ -373,8 +373,11 @@ impl Inspection {
         };
         // The gate must see the very first request (the handshake) go out.
         let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
+        if let Some(si) = &sign_in {
+            i.pilot.set_authorizer(Arc::clone(&si.authorizer));
+        }
         i.sign_in = sign_in;
-        i.driver.start();
+        i.pilot.driver.start();
         i.perform();
         i
     }
@@ -488,7 +491,7 @@ impl Inspection {
         Inspection {
             model,
             session: None,
-            driver: Driver::new(DriverConfig::default()),
+            pilot: Pilot::new(Driver::new(DriverConfig::default()), Instant::now()),
             capture_path: None,
             target: None,
             protocol_version: String::new(),
@@ -579,12 +582,12 @@ impl Inspection {
 
     /// The era the session speaks, and why (unsettled for an offline capture).
     pub fn era(&self) -> &EraStatus {
-        self.driver.era()
+        self.pilot.driver.era()
     }
 
     /// Server requests and input requests waiting for the user, oldest first.
     pub fn questions(&self) -> &[Question] {
-        self.driver.questions()
+        self.pilot.driver.questions()
     }
 
     /// The row of the frame that asked a question, when it came in one.
@@ -594,22 +597,22 @@ impl Inspection {
 
     /// Roots answered to `roots/list`.
     pub fn roots(&self) -> &[Value] {
-        self.driver.roots()
+        self.pilot.driver.roots()
     }
 
     /// Multi round-trip conversations so far.
     pub fn chains(&self) -> &[Chain] {
-        self.driver.chains()
+        self.pilot.driver.chains()
     }
 
     /// The task run started by the request `id`.
     pub fn task(&self, id: &RequestId) -> Option<&TaskRun> {
-        self.driver.task(id)
+        self.pilot.driver.task(id)
     }
 
     /// Whether a request of the user is still waiting for its end.
     pub fn is_pending(&self, id: &RequestId) -> bool {
-        self.driver.is_pending(id)
+        self.pilot.driver.is_pending(id)
     }
 
     /// Why a request of the user ended without an answer, if it did.
@@ -620,7 +623,8 @@ impl Inspection {
     /// The id a request is currently waiting on (its latest send after
     /// -32022 retries and input rounds).
     pub fn current_id(&self, id: &RequestId) -> RequestId {
-        self.driver
+        self.pilot
+            .driver
             .current_id(id)
             .or_else(|| self.ends.finished.get(id))
             .cloned()
@@ -631,7 +635,7 @@ impl Inspection {
     /// app asks for a repaint then.
     pub fn next_wakeup(&self) -> Option<Duration> {
         let started = self.started?;
-        let at = self.driver.next_wakeup()?;
+        let at = self.pilot.driver.next_wakeup()?;
         Some(at.saturating_sub(started.elapsed()))
     }
 
@@ -647,32 +651,19 @@ impl Inspection {
         let Some(session) = &self.session else {
             return false;
         };
-        let started = self.started;
-        let now = || started.map_or(Duration::ZERO, |s| s.elapsed());
         let deadline = Instant::now() + DRAIN_BUDGET;
         let mut applied = 0usize;
         while let Ok(ev) = session.events().try_recv() {
             self.model.apply(&ev);
             // A challenge for one of our requests is answered by signing in
-            // before the driver hears of it (transport::auth::gate).
-            match self
-                .sign_in
-                .as_mut()
-                .and_then(|si| si.gate.on_event(&ev).map(|h| (si, h)))
+            // before the driver hears of it.
+            if let Some(held) = self.pilot.feed(&ev)
+                && let Some(si) = &mut self.sign_in
             {
-                Some((si, held)) => {
-                    si.waiting.push_back(held);
-                    si.start_next();
-                }
-                None => feed(&mut self.driver, &ev, now()),
+                si.waiting.push_back(held);
+                si.start_next();
             }
-            perform(
-                &mut self.driver,
-                session,
-                &mut self.model,
-                &mut self.ends,
-                self.sign_in.as_mut().map(|si| &mut si.gate),
-            );
+            perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
             applied += 1;
             // Check the clock every few events: a flood has many tiny ones.
             if applied.is_multiple_of(64) && Instant::now() >= deadline {
@@ -689,68 +680,37 @@ impl Inspection {
                 while let Ok(step) = si.steps.1.try_recv() {
                     session.record_auth(step);
                 }
-                match outcome {
-                    Ok(()) => {
-                        si.failed = None;
-                        match self.driver.reissue(&held.id) {
-                            Some(new) => {
-                                if let Some(sent) = si.gate.reissue(&held, new.clone()) {
-                                    self.model.watch(new);
-                                    session.send(&sent.message, sent.timeout, sent.headers);
-                                }
-                            }
-                            None => si.gate.give_up(&held),
-                        }
-                    }
-                    Err(e) => {
-                        si.gate.give_up(&held);
-                        si.failed = Some(e.to_string());
-                        self.driver.handle(Input::NotDelivered {
-                            id: &held.id,
-                            why: &e.to_string(),
-                            cause: Undelivered::Authorization,
-                        });
-                    }
+                si.failed = outcome.as_ref().err().map(ToString::to_string);
+                if let Some(new) = self.pilot.signed_in(session, &held, outcome.as_ref().map(|_| ())) {
+                    self.model.watch(new);
                 }
                 si.start_next();
             }
         }
-        self.driver.handle(Input::Tick(now()));
-        perform(
-            &mut self.driver,
-            session,
-            &mut self.model,
-            &mut self.ends,
-            self.sign_in.as_mut().map(|si| &mut si.gate),
-        );
+        self.pilot.tick();
+        perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
         !session.events().is_empty() || self.sign_in.as_ref().is_some_and(|si| !si.steps.1.is_empty())
     }
 
     fn perform(&mut self) {
         if let Some(session) = &self.session {
-            perform(
-                &mut self.driver,
-                session,
-                &mut self.model,
-                &mut self.ends,
-                self.sign_in.as_mut().map(|si| &mut si.gate),
-            );
+            perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
         }
     }
 
     /// The protocol version modern requests carry in `_meta` (changed, e.g.,
     /// to see how a server answers a version it does not speak).
     pub fn set_modern_version(&mut self, version: &str) {
-        self.driver.set_modern_version(version);
+        self.pilot.driver.set_modern_version(version);
     }
 
     pub fn modern_version(&self) -> &str {
-        &self.driver.envelope().protocol_version
+        &self.pilot.driver.envelope().protocol_version
     }
 
     /// The tasks flavour the server offers for tools/call in this era, if any.
     pub fn task_flavor(&self) -> Option<Flavor> {
-        self.driver.task_flavor()
+        self.pilot.driver.task_flavor()
     }
 
     /// Sends what the user composed; returns the request id to watch.
@@ -759,7 +719,7 @@ impl Inspection {
         let id = match out {
             Outgoing::Request { method, params, id } => {
                 if let Some(id) = &id {
-                    self.driver.reserve_id(id);
+                    self.pilot.driver.reserve_id(id);
                 }
                 let list = mcpscope_core::protocol::methods::LISTS.contains(&method.as_str());
                 let id = if method == mcpscope_core::protocol::subscriptions::LISTEN {
@@ -767,9 +727,9 @@ impl Inspection {
                         .as_ref()
                         .and_then(|p| p.get("notifications"))
                         .map_or_else(Filter::all_lists, Filter::from_json);
-                    self.driver.listen(&filter)
+                    self.pilot.driver.listen(&filter)
                 } else {
-                    self.driver.request_with(
+                    self.pilot.driver.request_with(
                         &method,
                         params,
                         RequestOptions {
@@ -779,15 +739,15 @@ impl Inspection {
                     )
                 };
                 if list {
-                    self.driver.list_fetched(&method);
+                    self.pilot.driver.list_fetched(&method);
                 }
                 Some(id)
             }
             Outgoing::Notification { method, params } => {
-                self.driver.notify(&method, params);
+                self.pilot.driver.notify(&method, params);
                 None
             }
-            Outgoing::Raw(line) => self.driver.send_raw(line),
+            Outgoing::Raw(line) => self.pilot.driver.send_raw(line),
         };
         if let Some(id) = &id {
             self.model.watch(id.clone());
@@ -799,7 +759,7 @@ impl Inspection {
     /// Runs `tools/call` as a task; the driver polls it and fetches its result.
     pub fn run_task(&mut self, params: Value) -> Option<RequestId> {
         self.session.as_ref()?;
-        let id = self.driver.run_task(params, None);
+        let id = self.pilot.driver.run_task(params, None);
         self.model.watch(id.clone());
         self.perform();
         Some(id)
@@ -807,25 +767,25 @@ impl Inspection {
 
     /// Cancels a task run (`tasks/cancel`).
     pub fn cancel_task(&mut self, id: &RequestId) {
-        self.driver.cancel_task(id);
+        self.pilot.driver.cancel_task(id);
         self.perform();
     }
 
     /// Asks the server to cancel one of our requests.
     pub fn cancel(&mut self, id: &RequestId) {
-        self.driver.cancel(id, "cancelled in mcpscope");
+        self.pilot.driver.cancel(id, "cancelled in mcpscope");
         self.perform();
     }
 
     /// The user answered a question (an elicitation, a sampling request).
     pub fn answer(&mut self, question: QuestionId, outcome: Result<Value, ErrorObject>) {
-        self.driver.answer(question, outcome);
+        self.pilot.driver.answer(question, outcome);
         self.perform();
     }
 
     /// The user edited the roots offered to the server.
     pub fn set_roots(&mut self, roots: Vec<Value>) {
-        self.driver.set_roots(roots);
+        self.pilot.driver.set_roots(roots);
         self.perform();
     }
 
@@ -937,74 +897,42 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
     wake();
 }
 
-/// Does what the driver asked, and keeps the model's view of requests
-/// (watched ids, retries, conversations) in step with it.
-fn perform(
-    driver: &mut Driver,
-    session: &Session,
-    model: &mut SessionModel,
-    ends: &mut Ends,
-    mut gate: Option<&mut ChallengeGate>,
-) {
-    while let Some(a) = driver.poll_action() {
-        match a {
-            Action::Send {
-                message,
-                timeout,
-                headers,
-            } => {
-                if let Some(id) = message_request_id(&message) {
-                    model.watch(id);
-                }
-                if let Some(g) = gate.as_deref_mut() {
-                    g.on_send(&message, timeout, &headers);
-                }
-                session.send(&message, timeout, headers);
-            }
-            Action::SendRaw { line, .. } => session.send_raw(line),
-            Action::Cancel { id, reason } => session.cancel(id, Some(reason)),
-            // Through the session, so the note is in the capture too.
-            Action::Note(text) => session.note(text),
-            Action::Resent {
-                old,
-                new,
-                root,
-                conversation,
-            } => {
-                model.mrtr_next.insert(old, new.clone());
-                if let Some(no) = conversation {
-                    model.conversations.insert(new, no);
-                    model.conversations.entry(root.clone()).or_insert(no);
-                    // The first request of the conversation and its answer were
-                    // on the timeline before the conversation was known.
-                    if let Some(answer) = model.response_to(&root) {
-                        model.conversation_rows.insert(answer, no);
-                        if let Some((request, _)) = model.store.get(answer).and_then(|r| r.link()) {
-                            model.conversation_rows.insert(request, no);
-                        }
+/// Does what the driver asked (the pilot sends), and keeps the model's view
+/// of requests (watched ids, retries, conversations) in step with it.
+fn perform(pilot: &mut Pilot, session: &Session, model: &mut SessionModel, ends: &mut Ends) {
+    pilot.perform(session, &mut |p| match p {
+        Performed::Sent(id) => model.watch(id),
+        Performed::Other(Action::Resent {
+            old,
+            new,
+            root,
+            conversation,
+        }) => {
+            model.mrtr_next.insert(old, new.clone());
+            if let Some(no) = conversation {
+                model.conversations.insert(new, no);
+                model.conversations.entry(root.clone()).or_insert(no);
+                // The first request of the conversation and its answer were
+                // on the timeline before the conversation was known.
+                if let Some(answer) = model.response_to(&root) {
+                    model.conversation_rows.insert(answer, no);
+                    if let Some((request, _)) = model.store.get(answer).and_then(|r| r.link()) {
+                        model.conversation_rows.insert(request, no);
                     }
                 }
             }
-            Action::Settled(Ok(d)) => {
-                if let Some(disc) = &d.discovery {
-                    model.server_capabilities = disc.capabilities.clone();
-                }
-            }
-            Action::Done(c) => {
-                ends.finished.insert(c.id.clone(), c.last);
-                if let Outcome::Failed(f) = c.outcome {
-                    ends.failures.insert(c.id, f);
-                }
-            }
-            Action::Settled(Err(_)) | Action::Asked(_) | Action::TaskStatus { .. } | Action::Listening { .. } => {}
         }
-    }
-}
-
-/// The id of a request message (None for notifications and responses).
-fn message_request_id(m: &mcpscope_core::wire::message::Message) -> Option<RequestId> {
-    match m {
-        mcpscope_core::wire::message::Message::Request { id, .. } => Some(id.clone()),
-        _ => None,
-    }
+        Performed::Other(Action::Settled(Ok(d))) => {
+            if let Some(disc) = &d.discovery {
+                model.server_capabilities = disc.capabilities.clone();
+            }
+        }
+        Performed::Other(Action::Done(c)) => {
+            ends.finished.insert(c.id.clone(), c.last);
+            if let Outcome::Failed(f) = c.outcome {
+                ends.failures.insert(c.id, f);
+            }
+        }
+        Performed::Other(_) => {}
+    });
 }

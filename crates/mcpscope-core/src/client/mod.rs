@@ -29,8 +29,12 @@ use std::time::{Duration, Instant};
 
 pub use crate::driver::response_outcome;
 use crate::protocol::auth::AuthError;
-use crate::transport::auth::gate::{ChallengeGate, Held};
-use crate::transport::auth::{self, Authorizer};
+use crate::transport::auth::Authorizer;
+use crate::transport::auth::gate::Held;
+use pilot::{Performed, Pilot};
+use std::sync::{Arc, Mutex};
+
+pub mod pilot;
 
 pub use crate::protocol::era::EraFailure;
 
@@ -148,7 +152,7 @@ pub type Observer = Box<dyn FnMut(&Event) + Send>;
 
 pub struct Client {
     session: Session,
-    driver: Driver,
+    pilot: Pilot,
     /// The driver's clock: time since the session was started.
     started_at: Instant,
     /// Over HTTP there is no process to wait for.
@@ -165,10 +169,6 @@ pub struct Client {
     spawn_error: Option<SpawnError>,
     exited: Option<ExitInfo>,
     closed: bool,
-    /// Answers OAuth challenges (HTTP targets only; see `transport::auth`).
-    authorizer: Option<Authorizer>,
-    /// What each request was sent as, to send it again once authorized.
-    gate: ChallengeGate,
     /// Why the last authorization failed (the request then fails with it).
     auth_error: Option<AuthError>,
 }
@@ -189,7 +189,7 @@ impl Client {
         let started_at = Instant::now();
         Client {
             session: Session::connect(target, options),
-            driver: Driver::new(config),
+            pilot: Pilot::new(Driver::new(config), started_at),
             started_at,
             remote,
             observer,
@@ -203,8 +203,6 @@ impl Client {
             spawn_error: None,
             exited: None,
             closed: false,
-            authorizer: None,
-            gate: ChallengeGate::new(),
             auth_error: None,
         }
     }
@@ -213,17 +211,23 @@ impl Client {
     /// must be the target's `bearer`): a request refused with a challenge
     /// is held back from the driver, authorized, and sent again.
     pub fn with_authorizer(mut self, authorizer: Authorizer) -> Self {
-        self.authorizer = Some(authorizer);
+        self.pilot.set_authorizer(Arc::new(Mutex::new(authorizer)));
         self
     }
 
     /// The authorizer back (its tokens with it), for the next session to the same server.
     pub fn take_authorizer(&mut self) -> Option<Authorizer> {
-        self.authorizer.take()
+        let a = self.pilot.take_authorizer()?;
+        Arc::try_unwrap(a)
+            .ok()
+            .map(|m| m.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    pub fn authorizer(&self) -> Option<&Authorizer> {
-        self.authorizer.as_ref()
+    /// The authorizer, if signing in is on (locked: nothing else holds it on the command line).
+    pub fn authorizer(&self) -> Option<std::sync::MutexGuard<'_, Authorizer>> {
+        self.pilot
+            .authorizer()
+            .map(|a| a.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Answer `roots/list` with these roots (URIs like `file:///home/me/project`).
@@ -244,9 +248,9 @@ impl Client {
     fn apply_policy(&mut self) {
         let config = DriverConfig {
             policy: self.policy.clone(),
-            ..self.driver.config().clone()
+            ..self.pilot.driver.config().clone()
         };
-        self.driver.reconfigure(config);
+        self.pilot.driver.reconfigure(config);
     }
 
     pub fn policy(&self) -> &InputPolicy {
@@ -260,7 +264,7 @@ impl Client {
 
     /// Request id -> first request of its chain of sends.
     pub fn conversations(&self) -> &Conversations {
-        self.driver.conversations()
+        self.pilot.driver.conversations()
     }
 
     pub fn session(&self) -> &Session {
@@ -268,7 +272,7 @@ impl Client {
     }
 
     pub fn driver(&self) -> &Driver {
-        &self.driver
+        &self.pilot.driver
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -319,7 +323,7 @@ impl Client {
     /// Handles one event (or a timer) before `deadline`; false once
     /// nothing more will come or the deadline passed.
     fn pump_until(&mut self, deadline: Instant) -> bool {
-        let wakeup = self.driver.next_wakeup().map(|at| self.started_at + at);
+        let wakeup = self.pilot.driver.next_wakeup().map(|at| self.started_at + at);
         let until = wakeup.map_or(deadline, |w| w.min(deadline));
         let wait = until.saturating_duration_since(Instant::now());
         match self.session.events().recv_timeout(wait) {
@@ -330,7 +334,7 @@ impl Client {
             }
             Err(RecvTimeoutError::Timeout) => {
                 if wakeup.is_some_and(|w| w <= Instant::now()) {
-                    self.driver.handle(Input::Tick(self.started_at.elapsed()));
+                    self.pilot.driver.handle(Input::Tick(self.started_at.elapsed()));
                     self.perform(None);
                     return true;
                 }
@@ -339,7 +343,7 @@ impl Client {
             Err(RecvTimeoutError::Disconnected) => {
                 if !self.closed {
                     self.closed = true;
-                    self.driver.handle(Input::Gone("the session ended"));
+                    self.pilot.driver.handle(Input::Gone("the session ended"));
                     self.perform(None);
                 }
                 false
@@ -356,14 +360,11 @@ impl Client {
             Event::Closed { .. } => self.closed = true,
             _ => {}
         }
-        if self.authorizer.is_some()
-            && let Some(held) = self.gate.on_event(ev)
-        {
+        if let Some(held) = self.pilot.feed(ev) {
             // The driver never hears of the refusal: it waits on.
             self.authorize(held);
             return;
         }
-        feed(&mut self.driver, ev, self.started_at.elapsed());
         let frame = match ev {
             Event::Frame(f) => Some(f),
             _ => None,
@@ -375,73 +376,35 @@ impl Client {
     /// browser, or the authorization server's redirects), then sends the
     /// request again under a new id, or fails it with the reason.
     fn authorize(&mut self, held: Held) {
-        let a = self.authorizer.as_mut().expect("checked by the caller");
-        let outcome = auth::answer_challenge(a, &self.session, &held.challenge, held.attempt);
-        match outcome {
-            Ok(()) => {
-                self.auth_error = None;
-                match self.driver.reissue(&held.id) {
-                    Some(new) => {
-                        if let Some(sent) = self.gate.reissue(&held, new) {
-                            self.session.send(&sent.message, sent.timeout, sent.headers);
-                        }
-                    }
-                    // Nothing waits for it any more (cancelled meanwhile).
-                    None => self.gate.give_up(&held),
-                }
-            }
-            Err(error) => {
-                self.gate.give_up(&held);
-                let why = error.to_string();
-                self.auth_error = Some(error);
-                self.driver.handle(Input::NotDelivered {
-                    id: &held.id,
-                    why: &why,
-                    cause: Undelivered::Authorization,
-                });
-            }
-        }
-        self.driver.handle(Input::Tick(self.started_at.elapsed()));
+        self.auth_error = self.pilot.sign_in_here(&self.session, &held).err();
         self.perform(None);
     }
 
     /// Performs the driver's actions; `frame` is the one just fed (it ends
     /// whatever completes now).
     fn perform(&mut self, frame: Option<&Frame>) {
-        while let Some(a) = self.driver.poll_action() {
-            match a {
-                Action::Send {
-                    message,
-                    timeout,
-                    headers,
-                } => {
-                    if let Some(a) = self.authorizer.as_mut() {
-                        // A token about to expire is refreshed first.
-                        auth::before_request(a, &self.session);
-                        self.gate.on_send(&message, timeout, &headers);
-                    }
-                    self.session.send(&message, timeout, headers)
+        let mut done = |p: Performed| match p {
+            // Nobody to ask on the command line: the policy answers.
+            Performed::Sent(_) | Performed::Other(Action::Resent { .. } | Action::Asked(_)) => {}
+            Performed::Other(Action::Settled(s)) => {
+                if let Ok(d) = &s {
+                    self.era = Some(d.clone());
                 }
-                Action::SendRaw { line, .. } => self.session.send_raw(line),
-                Action::Cancel { id, reason } => self.session.cancel(id, Some(reason)),
-                Action::Note(text) => self.session.note(text),
-                // Nobody to ask on the command line: the policy answers.
-                Action::Resent { .. } | Action::Asked(_) => {}
-                Action::Settled(s) => {
-                    if let Ok(d) = &s {
-                        self.era = Some(d.clone());
-                    }
-                    self.settled = Some(s);
-                }
-                Action::TaskStatus { id, task } => self.statuses.push((id, task)),
-                Action::Listening { id, honoured } => {
-                    self.listening.insert(id, honoured);
-                }
-                Action::Done(c) => {
-                    self.done.insert(c.id.clone(), (c, frame.cloned()));
-                }
+                self.settled = Some(s);
             }
-        }
+            Performed::Other(Action::TaskStatus { id, task }) => self.statuses.push((id, task)),
+            Performed::Other(Action::Listening { id, honoured }) => {
+                self.listening.insert(id, honoured);
+            }
+            Performed::Other(Action::Done(c)) => {
+                self.done.insert(c.id.clone(), (c, frame.cloned()));
+            }
+            // Performed by the pilot.
+            Performed::Other(
+                Action::Send { .. } | Action::SendRaw { .. } | Action::Cancel { .. } | Action::Note(_),
+            ) => {}
+        };
+        self.pilot.perform(&self.session, &mut done);
     }
 
     /// Blocks until the request `id` ends (or a backstop passes: the session
@@ -463,7 +426,7 @@ impl Client {
                 } else {
                     "no answer before the backstop".to_owned()
                 };
-                self.driver.cancel(id, &why);
+                self.pilot.driver.cancel(id, &why);
                 self.perform(None);
                 let (mut c, frame) = self.done.remove(id).unwrap_or_else(|| {
                     let c = Completion {
@@ -540,7 +503,7 @@ impl Client {
 
     fn run(&mut self, method: &str, params: Option<Value>, opts: RequestOptions) -> (Completion, Option<Frame>) {
         let timeout = opts.timeout.flatten();
-        let id = self.driver.request_with(method, params, opts);
+        let id = self.pilot.driver.request_with(method, params, opts);
         self.perform(None);
         self.wait_done(&id, timeout)
     }
@@ -636,7 +599,7 @@ impl Client {
 
     /// Sends a notification (no response is expected).
     pub fn notify(&mut self, method: &str, params: Option<Value>) {
-        self.driver.notify(method, params);
+        self.pilot.driver.notify(method, params);
         self.perform(None);
     }
 
@@ -660,11 +623,11 @@ impl Client {
             handshake: hs.clone(),
             policy: self.policy.clone(),
             request_timeout: Some(timeout),
-            ..self.driver.config().clone()
+            ..self.pilot.driver.config().clone()
         };
-        self.driver.reconfigure(config);
+        self.pilot.driver.reconfigure(config);
         self.settled = None;
-        self.driver.start();
+        self.pilot.driver.start();
         self.perform(None);
         let backstop = Instant::now() + timeout * 3 + Duration::from_secs(2);
         while self.settled.is_none() {
@@ -676,6 +639,7 @@ impl Client {
             Some(Ok(d)) => Ok(Ok(d)),
             Some(Err(EraFailure::NoAnswer { method, .. })) => {
                 let cause = self
+                    .pilot
                     .driver
                     .era()
                     .cause
@@ -717,7 +681,7 @@ impl Client {
         give_up: Duration,
         on_status: &mut dyn FnMut(&Task),
     ) -> Result<TaskRun, ClientError> {
-        let id = self.driver.run_task(params, Some(give_up));
+        let id = self.pilot.driver.run_task(params, Some(give_up));
         self.perform(None);
         let (c, _) = loop {
             for (_, t) in self.statuses.drain(..) {
@@ -759,7 +723,7 @@ impl Client {
         timeout: Duration,
     ) -> Result<Result<(RequestId, Value), String>, ClientError> {
         let method = crate::protocol::subscriptions::LISTEN;
-        let id = self.driver.listen(filter);
+        let id = self.pilot.driver.listen(filter);
         self.perform(None);
         let deadline = Instant::now() + timeout;
         loop {
@@ -788,7 +752,7 @@ impl Client {
 
     /// Ends a listen stream (`notifications/cancelled` for its request).
     pub fn stop_listening(&mut self, id: RequestId) {
-        self.driver.cancel(&id, "mcpscope stopped listening");
+        self.pilot.driver.cancel(&id, "mcpscope stopped listening");
         self.perform(None);
         self.done.remove(&id);
     }
