@@ -431,3 +431,48 @@ fn the_tasks_extension_is_polled_and_can_be_cancelled() {
         mcpscope_core::protocol::tasks::Status::Cancelled
     );
 }
+
+/// Issue #27 §1: the session's owner runs on a thread of its own, so a
+/// window that draws nothing (minimised, hidden) does not stop the session.
+/// The UI side is not drained for 10 s while a server floods notifications
+/// and pings on a timetable: every ping is answered in time, and once the
+/// UI drains again every notification is on the timeline.
+#[test]
+fn a_window_that_draws_nothing_for_10_s_does_not_stop_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let python = repo().join("tests/peers/.venv/bin/python");
+    let server = mcpscope_core::transport::process::ServerSpec::new(
+        python.display().to_string(),
+        [
+            repo().join("tests/servers/flood_server.py").display().to_string(),
+            report.display().to_string(),
+            "10".into(),
+        ],
+    );
+    let mut i = Inspection::launch_with_era(Target::Stdio(server), "2025-11-25", EraChoice::Legacy, None);
+    // Nothing drains the UI's side: the owner's thread alone serves the session.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !report.exists() {
+        assert!(Instant::now() < deadline, "the flood server wrote no report");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let pings = r["pings"].as_u64().unwrap();
+    assert!(pings >= 90, "pings kept their timetable: {r}");
+    assert_eq!(
+        r["answered"].as_u64(),
+        Some(pings),
+        "every ping answered within 5 s: {r}"
+    );
+    let written = r["notifications"].as_u64().unwrap() as usize;
+    assert!(written >= 40_000, "{r}");
+    drain_until(&mut i, "every notification on the timeline", |i| {
+        i.model
+            .store
+            .iter()
+            .filter(|row| row.method() == Some("notifications/message"))
+            .count()
+            == written
+    });
+}

@@ -503,7 +503,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
                 .inspection
                 .as_ref()
                 .and_then(|i| i.sign_in.as_ref())
-                .and_then(|si| si.failed.clone())
+                .and_then(|si| si.failed())
         );
         h.step();
         std::thread::sleep(Duration::from_millis(20));
@@ -526,7 +526,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         ]
     );
     let si = i.sign_in.as_ref().unwrap();
-    assert!(si.failed.is_none() && !si.in_progress());
+    assert!(si.failed().is_none() && !si.in_progress());
     assert!(si.summary().contains("mcp:tools"), "{}", si.summary());
     // The handshake was answered (under the reissued id) and the session goes on.
     assert!(i.model.handshake.judged().is_some());

@@ -7,13 +7,13 @@
 //! session, and keeps the model the panels read in step with it.
 
 use crate::live_follow::{FollowMsg, LiveFollow};
+use crate::live_pilot::{self, Live, PilotThread, SignInRunner, Update};
 use anyhow::{Context as _, Result};
-use crossbeam_channel::{Receiver, Sender};
 use mcpscope_core::client::pilot::{Performed, Pilot};
+use mcpscope_core::driver::view::DriverView;
 use mcpscope_core::driver::{
     Action, Chain, Driver, DriverConfig, EraStatus, Failure, Outcome, Question, QuestionId, RequestOptions, TaskRun,
 };
-use mcpscope_core::protocol::auth::AuthError;
 use mcpscope_core::protocol::auth::flow::AuthConfig;
 use mcpscope_core::protocol::era::EraChoice;
 use mcpscope_core::protocol::handshake::HandshakeOptions;
@@ -23,9 +23,7 @@ use mcpscope_core::protocol::tasks::Flavor;
 use mcpscope_core::record::capture;
 use mcpscope_core::record::model::{SessionModel, Source};
 use mcpscope_core::record::session_index::ListedSession;
-use mcpscope_core::transport::auth::gate::Held;
-use mcpscope_core::transport::auth::{self, AuthOptions, Authorizer, Interaction};
-use mcpscope_core::transport::event::AuthExchange;
+use mcpscope_core::transport::auth::{AuthOptions, Authorizer, Interaction};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::{Session, SessionOptions, Waker};
 use mcpscope_core::transport::target::Target;
@@ -119,10 +117,15 @@ pub fn default_roots(target: &Target) -> Vec<Value> {
 
 pub struct Inspection {
     pub model: SessionModel,
-    session: Option<Session>,
-    /// The driver and what stands between it and the session (the same
-    /// owner the CLI's client uses).
-    pilot: Pilot,
+    /// A live session and its owner (the core's pilot), run by a thread of
+    /// its own ([`live_pilot`]); the UI's commands take the lock briefly.
+    owner: Option<Arc<Mutex<Live>>>,
+    /// That thread: the updates to apply, and whether the driver changed.
+    thread: Option<PilotThread>,
+    /// The driver as last copied from the owner (what the panels read).
+    view: DriverView,
+    /// The UI's waker, for the owner's thread.
+    waker: Option<Waker>,
     /// The capture this inspection writes (live) or was loaded from (offline).
     pub capture_path: Option<PathBuf>,
     pub target: Option<Target>,
@@ -144,27 +147,38 @@ pub struct Inspection {
     load: Option<CaptureLoad>,
 }
 
-/// How a session signs in: the authorizer runs on a worker (it waits on
-/// the network and the browser), its steps come back over a channel and go
-/// to the session (timeline and capture); the request it answers is held
-/// back from the driver until it is done.
-pub struct SignInState {
-    authorizer: Arc<Mutex<Authorizer>>,
-    steps: (Sender<AuthExchange>, Receiver<AuthExchange>),
-    running: Option<(Held, Receiver<Result<(), AuthError>>)>,
-    waiting: VecDeque<Held>,
-    /// Where to authorize, once the flow has an authorization URL.
-    pub url: Arc<Mutex<Option<String>>>,
-    cancel: Arc<AtomicBool>,
-    waker: Option<Waker>,
+/// Where a sign-in stands, kept by the owner's thread.
+#[derive(Default)]
+pub struct SignInStatus {
+    /// A sign-in is under way (the person may be in the browser).
+    pub running: bool,
     /// Why the last sign-in failed.
     pub failed: Option<String>,
 }
 
+/// How a session signs in (the owner's thread runs it on a worker, see
+/// [`live_pilot::SignInRunner`]); what the UI shows of it and can do.
+pub struct SignInState {
+    authorizer: Arc<Mutex<Authorizer>>,
+    status: Arc<Mutex<SignInStatus>>,
+    /// Where to authorize, once the flow has an authorization URL.
+    pub url: Arc<Mutex<Option<String>>>,
+    cancel: Arc<AtomicBool>,
+}
+
 impl SignInState {
+    fn status(&self) -> std::sync::MutexGuard<'_, SignInStatus> {
+        self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Whether a sign-in is under way (the person may be in the browser).
     pub fn in_progress(&self) -> bool {
-        self.running.is_some()
+        self.status().running
+    }
+
+    /// Why the last sign-in failed.
+    pub fn failed(&self) -> Option<String> {
+        self.status().failed.clone()
     }
 
     /// The authorization URL to show while signing in.
@@ -197,46 +211,6 @@ impl SignInState {
             .try_lock()
             .map_or_else(|_| "signing in…".to_owned(), |a| a.summary())
     }
-
-    /// Starts the next held challenge on a worker, if none runs.
-    fn start_next(&mut self) {
-        if self.running.is_some() {
-            return;
-        }
-        let Some(held) = self.waiting.pop_front() else { return };
-        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let authorizer = Arc::clone(&self.authorizer);
-        let steps = self.steps.0.clone();
-        let waker = self.waker.clone();
-        let challenge = held.challenge.clone();
-        let attempt = held.attempt;
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-sign-in".into())
-            .spawn(move || {
-                let mut a = authorizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let wake = waker.clone();
-                let mut record = |x: AuthExchange| {
-                    let _ = steps.send(x);
-                    if let Some(w) = &wake {
-                        w();
-                    }
-                };
-                let outcome = auth::answer_challenge_with(&mut a, &mut record, &challenge, attempt);
-                let _ = tx.send(outcome);
-                if let Some(w) = &waker {
-                    w();
-                }
-            });
-        match spawned {
-            Ok(_) => self.running = Some((held, rx)),
-            Err(e) => {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                let _ = tx.send(Err(AuthError::Config(format!("could not start signing in: {e}"))));
-                self.running = Some((held, rx));
-            }
-        }
-    }
 }
 
 /// How the user's requests ended.
@@ -268,9 +242,26 @@ impl Inspection {
         waker: Option<Waker>,
     ) -> Inspection {
         let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
-        i.pilot.driver.start();
-        i.perform();
+        i.start_driver(None);
         i
+    }
+
+    /// Starts the driver (the handshake goes out), then the owner's thread.
+    fn start_driver(&mut self, sign_in: Option<SignInRunner>) {
+        if let Some(live) = &self.owner {
+            live_pilot::lock(live).pilot.driver.start();
+        }
+        self.perform();
+        let Some(live) = &self.owner else { return };
+        match live_pilot::spawn(Arc::clone(live), sign_in, self.waker.clone()) {
+            Ok(t) => self.thread = Some(t),
+            Err(e) => {
+                let lock = live_pilot::lock(live);
+                lock.session
+                    .note(format!("could not start the session's owner thread: {e}"));
+                lock.session.shutdown();
+            }
+        }
     }
 
     /// The session started, the driver not yet.
@@ -280,7 +271,8 @@ impl Inspection {
         let capture = mcpscope_core::record::private_files::new_capture_file();
         let options = SessionOptions {
             capture: capture.as_ref().ok().cloned(),
-            waker,
+            // The owner's thread takes the events; it wakes the UI.
+            waker: None,
             ..SessionOptions::default()
         };
         let request_timeout = options.request_timeout;
@@ -313,10 +305,16 @@ impl Inspection {
         });
         model.remote = matches!(target, Target::Http(_));
         let started = Instant::now();
+        let view = DriverView::of(&driver);
         let mut i = Inspection {
             model,
-            session: Some(session),
-            pilot: Pilot::new(driver, started),
+            owner: Some(Arc::new(Mutex::new(Live {
+                pilot: Pilot::new(driver, started),
+                session,
+            }))),
+            thread: None,
+            view,
+            waker,
             capture_path,
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
@@ -357,28 +355,36 @@ impl Inspection {
                     })),
                     ..AuthOptions::default()
                 };
-                let authorizer = Authorizer::new(h.url.clone(), config, options, h.bearer.clone());
+                let authorizer = Arc::new(Mutex::new(Authorizer::new(
+                    h.url.clone(),
+                    config,
+                    options,
+                    h.bearer.clone(),
+                )));
+                let status = Arc::new(Mutex::new(SignInStatus::default()));
                 Some(SignInState {
-                    authorizer: Arc::new(Mutex::new(authorizer)),
-                    steps: crossbeam_channel::unbounded(),
-                    running: None,
-                    waiting: VecDeque::new(),
+                    authorizer,
+                    status,
                     url,
                     cancel,
-                    waker: waker.clone(),
-                    failed: None,
                 })
             }
             _ => None,
         };
         // The gate must see the very first request (the handshake) go out.
         let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
-        if let Some(si) = &sign_in {
-            i.pilot.set_authorizer(Arc::clone(&si.authorizer));
-        }
+        let runner = sign_in.as_ref().map(|si| {
+            if let Some(live) = &i.owner {
+                live_pilot::lock(live).pilot.set_authorizer(Arc::clone(&si.authorizer));
+            }
+            SignInRunner::new(
+                Arc::clone(&si.authorizer),
+                Arc::clone(&si.status),
+                Arc::clone(&si.cancel),
+            )
+        });
         i.sign_in = sign_in;
-        i.pilot.driver.start();
-        i.perform();
+        i.start_driver(runner);
         i
     }
 
@@ -490,8 +496,10 @@ impl Inspection {
     pub fn offline(model: SessionModel) -> Inspection {
         Inspection {
             model,
-            session: None,
-            pilot: Pilot::new(Driver::new(DriverConfig::default()), Instant::now()),
+            owner: None,
+            thread: None,
+            view: DriverView::of(&Driver::new(DriverConfig::default())),
+            waker: None,
             capture_path: None,
             target: None,
             protocol_version: String::new(),
@@ -572,22 +580,18 @@ impl Inspection {
         !self.pending.is_empty() || !live.receiver().is_empty()
     }
 
-    pub fn session(&self) -> Option<&Session> {
-        self.session.as_ref()
-    }
-
     pub fn is_live(&self) -> bool {
-        self.session.is_some()
+        self.owner.is_some()
     }
 
     /// The era the session speaks, and why (unsettled for an offline capture).
     pub fn era(&self) -> &EraStatus {
-        self.pilot.driver.era()
+        &self.view.era
     }
 
     /// Server requests and input requests waiting for the user, oldest first.
     pub fn questions(&self) -> &[Question] {
-        self.pilot.driver.questions()
+        &self.view.questions
     }
 
     /// The row of the frame that asked a question, when it came in one.
@@ -597,22 +601,22 @@ impl Inspection {
 
     /// Roots answered to `roots/list`.
     pub fn roots(&self) -> &[Value] {
-        self.pilot.driver.roots()
+        &self.view.roots
     }
 
     /// Multi round-trip conversations so far.
     pub fn chains(&self) -> &[Chain] {
-        self.pilot.driver.chains()
+        &self.view.chains
     }
 
     /// The task run started by the request `id`.
     pub fn task(&self, id: &RequestId) -> Option<&TaskRun> {
-        self.pilot.driver.task(id)
+        self.view.task(id)
     }
 
     /// Whether a request of the user is still waiting for its end.
     pub fn is_pending(&self, id: &RequestId) -> bool {
-        self.pilot.driver.is_pending(id)
+        self.view.is_pending(id)
     }
 
     /// Why a request of the user ended without an answer, if it did.
@@ -623,8 +627,7 @@ impl Inspection {
     /// The id a request is currently waiting on (its latest send after
     /// -32022 retries and input rounds).
     pub fn current_id(&self, id: &RequestId) -> RequestId {
-        self.pilot
-            .driver
+        self.view
             .current_id(id)
             .or_else(|| self.ends.finished.get(id))
             .cloned()
@@ -635,7 +638,7 @@ impl Inspection {
     /// app asks for a repaint then.
     pub fn next_wakeup(&self) -> Option<Duration> {
         let started = self.started?;
-        let at = self.pilot.driver.next_wakeup()?;
+        let at = self.view.next_wakeup?;
         Some(at.saturating_sub(started.elapsed()))
     }
 
@@ -648,78 +651,73 @@ impl Inspection {
         if self.live.is_some() {
             return self.drain_followed();
         }
-        let Some(session) = &self.session else {
+        let Some(thread) = &mut self.thread else {
             return false;
         };
         let deadline = Instant::now() + DRAIN_BUDGET;
         let mut applied = 0usize;
-        while let Ok(ev) = session.events().try_recv() {
-            self.model.apply(&ev);
-            // A challenge for one of our requests is answered by signing in
-            // before the driver hears of it.
-            if let Some(held) = self.pilot.feed(&ev)
-                && let Some(si) = &mut self.sign_in
-            {
-                si.waiting.push_back(held);
-                si.start_next();
+        while let Ok(u) = thread.updates.try_recv() {
+            match u {
+                Update::Event(ev) => self.model.apply(&ev),
+                Update::Performed(p) => note_performed(*p, &mut self.model, &mut self.ends),
+                Update::Resent(id) => self.model.watch(id),
             }
-            perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
             applied += 1;
-            // Check the clock every few events: a flood has many tiny ones.
+            // Check the clock every few updates: a flood has many tiny ones.
             if applied.is_multiple_of(64) && Instant::now() >= deadline {
                 break;
             }
         }
-        if let Some(si) = &mut self.sign_in {
-            while let Ok(step) = si.steps.1.try_recv() {
-                session.record_auth(step);
-            }
-            let finished = si.running.as_ref().and_then(|(_, rx)| rx.try_recv().ok());
-            if let Some(outcome) = finished {
-                let (held, _) = si.running.take().expect("checked");
-                while let Ok(step) = si.steps.1.try_recv() {
-                    session.record_auth(step);
-                }
-                si.failed = outcome.as_ref().err().map(ToString::to_string);
-                if let Some(new) = self.pilot.signed_in(session, &held, outcome.as_ref().map(|_| ())) {
-                    self.model.watch(new);
-                }
-                si.start_next();
-            }
+        if thread.changed()
+            && let Some(live) = &self.owner
+        {
+            self.view = live_pilot::view(live);
         }
-        self.pilot.tick();
-        perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
-        !session.events().is_empty() || self.sign_in.as_ref().is_some_and(|si| !si.steps.1.is_empty())
+        !thread.updates.is_empty()
     }
 
+    /// Performs what the driver asked after a command of the UI (the
+    /// owner's thread does the same for what the session said), and copies
+    /// the driver's state for the panels.
     fn perform(&mut self) {
-        if let Some(session) = &self.session {
-            perform(&mut self.pilot, session, &mut self.model, &mut self.ends);
+        if let Some(live) = &self.owner {
+            let mut guard = live_pilot::lock(live);
+            let Live { pilot, session } = &mut *guard;
+            let (model, ends) = (&mut self.model, &mut self.ends);
+            pilot.perform(session, &mut |p| note_performed(p, model, ends));
+            self.view = DriverView::of(&pilot.driver);
         }
+    }
+
+    /// Runs `f` on the driver under the owner's lock (a command of the UI).
+    fn with_driver<T>(&mut self, f: impl FnOnce(&mut Driver) -> T) -> Option<T> {
+        let live = self.owner.as_ref()?;
+        let out = f(&mut live_pilot::lock(live).pilot.driver);
+        Some(out)
     }
 
     /// The protocol version modern requests carry in `_meta` (changed, e.g.,
     /// to see how a server answers a version it does not speak).
     pub fn set_modern_version(&mut self, version: &str) {
-        self.pilot.driver.set_modern_version(version);
+        self.with_driver(|d| d.set_modern_version(version));
+        self.perform();
     }
 
     pub fn modern_version(&self) -> &str {
-        &self.pilot.driver.envelope().protocol_version
+        &self.view.modern_version
     }
 
     /// The tasks flavour the server offers for tools/call in this era, if any.
     pub fn task_flavor(&self) -> Option<Flavor> {
-        self.pilot.driver.task_flavor()
+        self.view.task_flavor
     }
 
     /// Sends what the user composed; returns the request id to watch.
     pub fn send(&mut self, out: Outgoing) -> Option<RequestId> {
-        self.session.as_ref()?;
-        let id = match out {
+        let id = self.with_driver(|d| match out {
             Outgoing::Request { method, params, id } => {
                 if let Some(id) = &id {
-                    self.pilot.driver.reserve_id(id);
+                    d.reserve_id(id);
                 }
                 let list = mcpscope_core::protocol::methods::LISTS.contains(&method.as_str());
                 let id = if method == mcpscope_core::protocol::subscriptions::LISTEN {
@@ -727,9 +725,9 @@ impl Inspection {
                         .as_ref()
                         .and_then(|p| p.get("notifications"))
                         .map_or_else(Filter::all_lists, Filter::from_json);
-                    self.pilot.driver.listen(&filter)
+                    d.listen(&filter)
                 } else {
-                    self.pilot.driver.request_with(
+                    d.request_with(
                         &method,
                         params,
                         RequestOptions {
@@ -739,16 +737,16 @@ impl Inspection {
                     )
                 };
                 if list {
-                    self.pilot.driver.list_fetched(&method);
+                    d.list_fetched(&method);
                 }
                 Some(id)
             }
             Outgoing::Notification { method, params } => {
-                self.pilot.driver.notify(&method, params);
+                d.notify(&method, params);
                 None
             }
-            Outgoing::Raw(line) => self.pilot.driver.send_raw(line),
-        };
+            Outgoing::Raw(line) => d.send_raw(line),
+        })?;
         if let Some(id) = &id {
             self.model.watch(id.clone());
         }
@@ -758,8 +756,7 @@ impl Inspection {
 
     /// Runs `tools/call` as a task; the driver polls it and fetches its result.
     pub fn run_task(&mut self, params: Value) -> Option<RequestId> {
-        self.session.as_ref()?;
-        let id = self.pilot.driver.run_task(params, None);
+        let id = self.with_driver(|d| d.run_task(params, None))?;
         self.model.watch(id.clone());
         self.perform();
         Some(id)
@@ -767,25 +764,25 @@ impl Inspection {
 
     /// Cancels a task run (`tasks/cancel`).
     pub fn cancel_task(&mut self, id: &RequestId) {
-        self.pilot.driver.cancel_task(id);
+        self.with_driver(|d| d.cancel_task(id));
         self.perform();
     }
 
     /// Asks the server to cancel one of our requests.
     pub fn cancel(&mut self, id: &RequestId) {
-        self.pilot.driver.cancel(id, "cancelled in mcpscope");
+        self.with_driver(|d| d.cancel(id, "cancelled in mcpscope"));
         self.perform();
     }
 
     /// The user answered a question (an elicitation, a sampling request).
     pub fn answer(&mut self, question: QuestionId, outcome: Result<Value, ErrorObject>) {
-        self.pilot.driver.answer(question, outcome);
+        self.with_driver(|d| d.answer(question, outcome));
         self.perform();
     }
 
     /// The user edited the roots offered to the server.
     pub fn set_roots(&mut self, roots: Vec<Value>) {
-        self.pilot.driver.set_roots(roots);
+        self.with_driver(|d| d.set_roots(roots));
         self.perform();
     }
 
@@ -793,8 +790,8 @@ impl Inspection {
         if let Some(si) = &self.sign_in {
             si.cancel();
         }
-        if let Some(s) = &self.session {
-            s.shutdown();
+        if let Some(live) = &self.owner {
+            live_pilot::lock(live).session.shutdown();
         }
     }
 
@@ -897,10 +894,10 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
     wake();
 }
 
-/// Does what the driver asked (the pilot sends), and keeps the model's view
-/// of requests (watched ids, retries, conversations) in step with it.
-fn perform(pilot: &mut Pilot, session: &Session, model: &mut SessionModel, ends: &mut Ends) {
-    pilot.perform(session, &mut |p| match p {
+/// Keeps the model's view of requests (watched ids, retries,
+/// conversations) in step with what the pilot did.
+fn note_performed(p: Performed, model: &mut SessionModel, ends: &mut Ends) {
+    match p {
         Performed::Sent(id) => model.watch(id),
         Performed::Other(Action::Resent {
             old,
@@ -934,5 +931,5 @@ fn perform(pilot: &mut Pilot, session: &Session, model: &mut SessionModel, ends:
             }
         }
         Performed::Other(_) => {}
-    });
+    }
 }

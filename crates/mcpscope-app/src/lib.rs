@@ -6,6 +6,7 @@ pub mod composer;
 mod dialogs;
 pub mod inspection;
 pub mod live_follow;
+pub mod live_pilot;
 pub mod memory;
 pub mod panels;
 pub mod tabs;
@@ -1222,12 +1223,12 @@ fn sign_in_banner(ui: &mut Ui, si: &inspection::SignInState) {
         ui.separator();
     } else {
         let summary = si.summary();
-        if summary == "not authorized" && si.failed.is_none() {
+        if summary == "not authorized" && si.failed().is_none() {
             // The server has not asked: nothing to say.
             return;
         }
         ui.horizontal_wrapped(|ui| {
-            match &si.failed {
+            match &si.failed() {
                 Some(e) => ui.label(RichText::new(format!("🔑 Sign-in failed: {e}")).color(theme::ERROR)),
                 None => ui.label(RichText::new(format!("🔑 {summary}")).color(theme::RowKind::Auth.color())),
             };

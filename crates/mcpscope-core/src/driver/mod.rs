@@ -23,6 +23,7 @@ mod startup;
 mod tasks;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 use crate::protocol::era::{self, Discovery, EraChoice, EraDecision, EraFailure, ProbeVerdict};
 use crate::protocol::era::{Envelope, Era};
