@@ -634,8 +634,9 @@ impl Inspection {
             .unwrap_or_else(|| self.model.chain_head(id))
     }
 
-    /// How long until the driver's next timer (task polls, exit grace): the
-    /// app asks for a repaint then.
+    /// How long until the driver's next timer (task polls, a settling
+    /// list_changed burst, exit grace), as of the last copy of its state.
+    /// Its owner thread keeps the timers; the UI need not wake for them.
     pub fn next_wakeup(&self) -> Option<Duration> {
         let started = self.started?;
         let at = self.view.next_wakeup?;

@@ -961,16 +961,16 @@ impl eframe::App for McpscopeApp {
             ctx.request_repaint();
             return;
         }
-        // The driver's timers (task polls, a settling list_changed burst) and
-        // the composer's debounce need a frame at their time; the uptime ticks.
-        let timer = self.inspection.as_ref().and_then(|i| i.next_wakeup());
+        // The composer's debounce needs a frame at its time; the uptime ticks.
+        // (The driver's timers are its owner thread's, which wakes the UI
+        // when there is something new to draw.)
         let debounce = self.composer.wants_repaint().then_some(composer_debounce());
         let tick = self.running().then_some(Duration::from_secs(1));
         let lint = self
             .expert
             .wakeup()
             .map(|t| t.saturating_duration_since(std::time::Instant::now()));
-        if let Some(after) = [timer, debounce, tick, lint].into_iter().flatten().min() {
+        if let Some(after) = [debounce, tick, lint].into_iter().flatten().min() {
             ctx.request_repaint_after(after);
         }
     }

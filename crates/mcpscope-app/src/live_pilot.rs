@@ -206,9 +206,12 @@ fn run(
                 .map(|at| at.saturating_sub(l.pilot.now()).max(Duration::from_millis(1)))
                 .unwrap_or(Duration::from_secs(3600))
         };
+        // Whether the UI has something new to draw.
+        let mut news = false;
         select! {
             recv(events) -> ev => match ev {
                 Ok(first) => {
+                    news = true;
                     let mut guard = lock(live);
                     let Live { pilot, session } = &mut *guard;
                     for ev in std::iter::once(first).chain(events.try_iter().take(BATCH - 1)) {
@@ -225,7 +228,8 @@ fn run(
                 // The session ended: what it said is all handed on.
                 Err(_) => open = false,
             },
-            recv(pokes) -> _ => {}
+            // A sign-in moved on (a step, an end, a URL to show).
+            recv(pokes) -> _ => news = true,
             // The UI is gone.
             recv(quit) -> _ => return,
             default(wait) => {}
@@ -240,12 +244,15 @@ fn run(
             let Live { pilot, session } = &mut *guard;
             pilot.tick();
             pilot.perform(session, &mut |p| {
+                news = true;
                 let _ = out.send(Update::Performed(Box::new(p)));
             });
         }
-        generation.fetch_add(1, Ordering::Release);
-        if let Some(w) = &waker {
-            w();
+        if news || !open {
+            generation.fetch_add(1, Ordering::Release);
+            if let Some(w) = &waker {
+                w();
+            }
         }
     }
 }

@@ -647,7 +647,12 @@ impl Driver {
 
     /// When [`Input::Tick`] should next be fed.
     pub fn next_wakeup(&self) -> Option<Duration> {
-        let grace = self.exited.as_ref().map(|(at, _)| *at + EXIT_GRACE);
+        // Once the grace has ended the session, it is no timer any more.
+        let grace = self
+            .exited
+            .as_ref()
+            .filter(|_| self.gone.is_none())
+            .map(|(at, _)| *at + EXIT_GRACE);
         let polls = self.tasks.iter().filter_map(|t| t.next_poll_at());
         let refetches = self.refetch_due.values().copied();
         grace.into_iter().chain(polls).chain(refetches).min()

@@ -685,10 +685,14 @@ fn every_pending_request_ends_when_the_server_exits() {
     s.d.handle(Input::Exited("exited with status 7"));
     s.pump();
     assert!(s.done.is_empty(), "a response may still be in the pipe");
+    assert!(s.d.next_wakeup().is_some(), "the grace is a timer");
     s.recv(json!({"jsonrpc": "2.0", "id": b.to_json(), "result": {"tools": []}}));
     assert_eq!(s.done.len(), 1);
     s.tick(EXIT_GRACE.as_millis() as u64);
     assert_eq!(s.done.len(), 2);
+    // Once it has ended the session it is no timer any more (an owner
+    // waiting on next_wakeup would otherwise wake at once, forever).
+    assert_eq!(s.d.next_wakeup(), None);
     let d = s.done.iter().find(|d| d.id == a).unwrap();
     assert_eq!(
         d.outcome,
