@@ -7,7 +7,7 @@
 //! change the event's size).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mcpscope_core::transport::reverse_proxy::{ReverseProxy, ReverseProxyOptions};
+use mcpscope_core::proxy::reverse::{ReverseProxy, ReverseProxyOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;

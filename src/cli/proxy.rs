@@ -3,10 +3,10 @@
 
 use super::{exit, watch};
 use clap::Args;
+use mcpscope_core::proxy::reverse::{self, ReverseProxyOptions};
+use mcpscope_core::proxy::stdio::{self, LiveRecord, ProxyOptions};
 use mcpscope_core::record::{capture, state_dir};
 use mcpscope_core::transport::process::ServerSpec;
-use mcpscope_core::transport::proxy::{self, LiveRecord, ProxyOptions};
-use mcpscope_core::transport::reverse_proxy::{self, ReverseProxyOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -92,7 +92,7 @@ pub fn run(args: ProxyArgs) -> ExitCode {
     } else {
         Box::new(std::io::stderr())
     };
-    match proxy::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err) {
+    match stdio::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err) {
         Ok(outcome) => {
             for n in &outcome.notes {
                 crate::errln!("mcpscope proxy: {n}");
@@ -134,7 +134,7 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
             Err(e) => crate::errln!("mcpscope proxy: not recording this session: {e}"),
         }
     }
-    let mut proxy = match reverse_proxy::ReverseProxy::bind(options) {
+    let mut proxy = match reverse::ReverseProxy::bind(options) {
         Ok(p) => p,
         Err(e) => {
             crate::errln!("mcpscope proxy: {e:#}");

@@ -987,13 +987,13 @@ impl RevUpstream {
 /// The reverse proxy in front of an upstream, stopped when dropped.
 struct RevProxy {
     port: u16,
-    stopper: mcpscope_core::transport::reverse_proxy::Stopper,
+    stopper: mcpscope_core::proxy::reverse::Stopper,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RevProxy {
     fn start(upstream: &RevUpstream) -> RevProxy {
-        use mcpscope_core::transport::reverse_proxy::{ReverseProxy, ReverseProxyOptions};
+        use mcpscope_core::proxy::reverse::{ReverseProxy, ReverseProxyOptions};
         let options =
             ReverseProxyOptions::new("127.0.0.1:0", &format!("http://127.0.0.1:{}/mcp", upstream.port)).unwrap();
         let proxy = ReverseProxy::bind(options).unwrap();
@@ -1298,17 +1298,14 @@ fn a_token_too_large_to_send_is_named_as_ours_not_blamed_on_the_server() {
 /// and the count of its open connections; stopped when dropped.
 struct TunedRevProxy {
     port: u16,
-    connections: mcpscope_core::transport::reverse_proxy::Connections,
-    stopper: mcpscope_core::transport::reverse_proxy::Stopper,
+    connections: mcpscope_core::proxy::reverse::Connections,
+    stopper: mcpscope_core::proxy::reverse::Stopper,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TunedRevProxy {
-    fn start(
-        upstream_port: u16,
-        tune: impl FnOnce(&mut mcpscope_core::transport::reverse_proxy::ReverseProxyOptions),
-    ) -> Self {
-        use mcpscope_core::transport::reverse_proxy::{ReverseProxy, ReverseProxyOptions};
+    fn start(upstream_port: u16, tune: impl FnOnce(&mut mcpscope_core::proxy::reverse::ReverseProxyOptions)) -> Self {
+        use mcpscope_core::proxy::reverse::{ReverseProxy, ReverseProxyOptions};
         let mut options =
             ReverseProxyOptions::new("127.0.0.1:0", &format!("http://127.0.0.1:{upstream_port}/mcp")).unwrap();
         tune(&mut options);

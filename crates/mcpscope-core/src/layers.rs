@@ -15,6 +15,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("transport", 3),
     ("record", 4),
     ("client", 5),
+    ("proxy", 5),
     ("config", 5),
     ("analysis", 6),
     ("filter", 7),
@@ -29,8 +30,6 @@ const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
     ("transport/runner.rs", "record"),
     ("transport/stdio.rs", "record"),
     ("transport/http/mod.rs", "record"),
-    ("transport/proxy.rs", "record"),
-    ("transport/reverse_proxy/mod.rs", "record"),
 ];
 
 mod tests {

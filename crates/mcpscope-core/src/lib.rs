@@ -23,6 +23,7 @@ pub mod config;
 pub mod driver;
 pub mod filter;
 pub mod protocol;
+pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod schema;

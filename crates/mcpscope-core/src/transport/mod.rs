@@ -1,6 +1,6 @@
 //! Where a server is and how bytes reach it: child processes over stdio,
 //! Streamable HTTP and HTTP+SSE (two links behind one runner), the session
-//! handle, the byte-exact stdio proxy, what happens when mcpscope itself is
+//! handle, what happens when mcpscope itself is
 //! told to stop, and the authorizer that runs OAuth for HTTP servers that
 //! ask for it.
 
@@ -11,8 +11,6 @@ pub mod http;
 pub(crate) mod http_server;
 pub mod lifecycle;
 pub mod process;
-pub mod proxy;
-pub mod reverse_proxy;
 pub(crate) mod runner;
 pub mod session;
 pub mod shutdown;

@@ -38,12 +38,12 @@ mod forward;
 mod listener;
 mod rewrite;
 
+use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
 use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::http_server::Slots;
-use crate::transport::proxy::LiveRecord;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
