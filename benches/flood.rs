@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench flood` (MCPSCOPE_FLOOD_COUNT=200000,
 //! MCPSCOPE_RSS_COUNT=1000000 to change the sizes).
 
-use mcpscope_core::record::store::FrameStore;
+use mcpscope_core::timeline::store::FrameStore;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::session::{Session, SessionOptions};

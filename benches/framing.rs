@@ -5,7 +5,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcpscope_core::record::recorder::Recorder;
-use mcpscope_core::record::store::FrameStore;
+use mcpscope_core::timeline::store::FrameStore;
 use mcpscope_core::wire::classify::Limits;
 use mcpscope_core::wire::frame::Direction;
 use mcpscope_core::wire::framing::LineSplitter;

@@ -8,7 +8,7 @@ use crate::support::*;
 use mcpscope_app::inspection::{Inspection, Outgoing};
 use mcpscope_core::driver::EraState;
 use mcpscope_core::protocol::era::EraChoice;
-use mcpscope_core::record::store::Lane;
+use mcpscope_core::timeline::store::Lane;
 use mcpscope_core::transport::target::Target;
 use serde_json::json;
 use std::time::{Duration, Instant};

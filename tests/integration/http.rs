@@ -233,7 +233,7 @@ fn streamable_http_against_server_everything() {
         mcpscope_core::analysis::lint::lint(&loaded.events, &mcpscope_core::analysis::lint::LintOptions::default());
     let errors: Vec<_> = findings
         .iter()
-        .filter(|f| f.severity == mcpscope_core::record::model::Severity::Error)
+        .filter(|f| f.severity == mcpscope_core::timeline::model::Severity::Error)
         .map(|f| f.line())
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");

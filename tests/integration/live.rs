@@ -8,7 +8,7 @@ use crate::http::HttpServer;
 use crate::support::*;
 use mcpscope_core::record::capture;
 use mcpscope_core::record::follower::Follower;
-use mcpscope_core::record::session_index::{EndCause, ListedSession, SessionState, list_sessions};
+use mcpscope_core::sessions::index::{EndCause, ListedSession, SessionState, list_sessions};
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::wire::frame::Direction;
 use std::io::{BufRead, BufReader, Read, Write};

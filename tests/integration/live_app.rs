@@ -6,7 +6,7 @@ use crate::support::*;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 use mcpscope_app::{McpscopeApp, StartupArgs};
-use mcpscope_core::record::session_index::{SessionState, list_sessions};
+use mcpscope_core::sessions::index::{SessionState, list_sessions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -205,7 +205,7 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     let loaded =
         mcpscope_core::record::capture::load(&h.state().inspection.as_ref().unwrap().capture_path.clone().unwrap())
             .unwrap();
-    let model = mcpscope_core::record::model::SessionModel::from_capture(PathBuf::from("x"), &loaded);
+    let model = mcpscope_core::timeline::model::SessionModel::from_capture(PathBuf::from("x"), &loaded);
     assert_eq!(
         followed.len(),
         model.store.len(),

@@ -360,7 +360,7 @@ fn the_app_draws_the_authorization_on_its_own_lifeline() {
         model
             .store
             .iter()
-            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Auth)
+            .filter(|r| r.lane() == mcpscope_core::timeline::store::Lane::Auth)
             .map(|r| mcpscope_app::panels::timeline::row_label(&model.store, &r))
             .collect()
     };

@@ -196,7 +196,7 @@ fn list_changed_refetch(target: Target) {
             .model
             .store
             .iter()
-            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
+            .filter(|r| r.lane() == mcpscope_core::timeline::store::Lane::Out && r.method() == Some("tools/list"))
             .filter_map(|r| r.id())
             .collect();
         let refetches = i
@@ -204,7 +204,7 @@ fn list_changed_refetch(target: Target) {
             .store
             .iter()
             .filter(|r| {
-                r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains("re-fetches tools/list")
+                r.lane() == mcpscope_core::timeline::store::Lane::Meta && r.text().contains("re-fetches tools/list")
             })
             .count();
         // The note is written when the driver decides; the request's frame
@@ -217,17 +217,20 @@ fn list_changed_refetch(target: Target) {
     let store = &i.model.store;
     let notes = store
         .iter()
-        .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Meta && r.text().contains("re-fetches tools/list"))
+        .filter(|r| {
+            r.lane() == mcpscope_core::timeline::store::Lane::Meta && r.text().contains("re-fetches tools/list")
+        })
         .count();
     let changed = store
         .iter()
         .filter(|r| {
-            r.lane() == mcpscope_core::record::store::Lane::In && r.method() == Some("notifications/tools/list_changed")
+            r.lane() == mcpscope_core::timeline::store::Lane::In
+                && r.method() == Some("notifications/tools/list_changed")
         })
         .count();
     let lists = store
         .iter()
-        .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("tools/list"))
+        .filter(|r| r.lane() == mcpscope_core::timeline::store::Lane::Out && r.method() == Some("tools/list"))
         .count();
     assert!(changed >= 1);
     assert!(

@@ -674,7 +674,7 @@ fn images_render_and_prompt_arguments_get_completions() {
             i.model
                 .store
                 .iter()
-                .any(|r| r.lane() == mcpscope_core::record::store::Lane::In && r.text().contains("\"Engineering\""))
+                .any(|r| r.lane() == mcpscope_core::timeline::store::Lane::In && r.text().contains("\"Engineering\""))
         })
     });
     h.step();
@@ -698,7 +698,7 @@ fn images_render_and_prompt_arguments_get_completions() {
                 .store
                 .iter()
                 .filter(|r| {
-                    r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("completion/complete")
+                    r.lane() == mcpscope_core::timeline::store::Lane::Out && r.method() == Some("completion/complete")
                 })
                 .count()
         })
@@ -968,7 +968,7 @@ fn skill_reads(app: &McpscopeApp) -> Vec<String> {
         i.model
             .store
             .iter()
-            .filter(|r| r.lane() == mcpscope_core::record::store::Lane::Out && r.method() == Some("resources/read"))
+            .filter(|r| r.lane() == mcpscope_core::timeline::store::Lane::Out && r.method() == Some("resources/read"))
             .filter_map(|r| serde_json::from_slice::<serde_json::Value>(r.raw()).ok())
             .filter_map(|v| v.pointer("/params/uri")?.as_str().map(str::to_owned))
             .collect()

@@ -3,7 +3,7 @@
 
 use crate::support::repo;
 use mcpscope_core::protocol::handshake::{Handshake, VersionVerdict};
-use mcpscope_core::record::replay::Replay;
+use mcpscope_core::timeline::replay::Replay;
 use mcpscope_core::wire::classify::Kind;
 use mcpscope_core::wire::frame::{Direction, Frame};
 use std::time::Duration;

@@ -2,10 +2,10 @@
 //! the system dialog (on a worker; when it answers nothing the user is back
 //! in the in-app picker), and what a chosen path is for.
 
+use crate::job::Job;
 use crate::panels::file_picker::{FilePicker, PickKind, PickerAction};
 use crate::{Command, DialogPurpose, McpscopeApp};
-use crossbeam_channel::bounded;
-use mcpscope_core::record::model::Severity;
+use mcpscope_core::timeline::model::Severity;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -49,36 +49,34 @@ impl McpscopeApp {
         if self.dialog.is_some() {
             return;
         }
-        let (tx, rx) = bounded(1);
-        let waker = Arc::clone(&self.waker);
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-dialog".into())
-            .spawn(move || {
-                let dialog = rfd::FileDialog::new();
-                let path = match purpose {
-                    DialogPurpose::OpenCapture => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
-                    DialogPurpose::SaveCapture => dialog
-                        .add_filter("mcpscope capture", &["jsonl"])
-                        .set_file_name("capture.jsonl")
-                        .save_file(),
-                    DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
-                    DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
-                    DialogPurpose::WorkingDirectory => dialog.pick_folder(),
-                };
-                let _ = tx.send(path);
-                waker();
-            });
-        match spawned {
-            Ok(_) => self.dialog = Some((purpose, rx)),
-            Err(e) => self.message = Some((Severity::Error, format!("cannot open the system dialog: {e}"))),
-        }
+        let job = Job::spawn("dialog", Some(Arc::clone(&self.waker)), move || {
+            let dialog = rfd::FileDialog::new();
+            match purpose {
+                DialogPurpose::OpenCapture => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
+                DialogPurpose::SaveCapture => dialog
+                    .add_filter("mcpscope capture", &["jsonl"])
+                    .set_file_name("capture.jsonl")
+                    .save_file(),
+                DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
+                DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
+                DialogPurpose::WorkingDirectory => dialog.pick_folder(),
+            }
+        });
+        self.dialog = Some((purpose, job));
     }
 
     pub(crate) fn poll_dialog(&mut self) {
-        let Some((purpose, rx)) = &self.dialog else { return };
-        let Ok(answer) = rx.try_recv() else { return };
+        let Some((purpose, job)) = &mut self.dialog else { return };
+        let Some(answer) = job.poll() else { return };
         let purpose = *purpose;
         self.dialog = None;
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                self.message = Some((Severity::Error, format!("the system dialog: {e}")));
+                None
+            }
+        };
         match answer {
             Some(path) => self.picked(purpose, path),
             // rfd answers nothing both when the user cancels and when no

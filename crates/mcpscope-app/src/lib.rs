@@ -5,6 +5,7 @@ mod chrome;
 pub mod composer;
 mod dialogs;
 pub mod inspection;
+pub mod job;
 pub mod live_follow;
 pub mod live_pilot;
 pub mod memory;
@@ -27,12 +28,11 @@ use self::panels::timeline::{TimelineAction, TimelinePanel};
 use self::panels::watch_client::WatchClientDialog;
 use self::tabs::SessionTab;
 use self::theme::RowKindStyle as _;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
 use mcpscope_core::protocol::methods;
-use mcpscope_core::record::model::Severity;
-use mcpscope_core::record::session_index::{self, ListedSession};
+use mcpscope_core::sessions::index::{self as session_index, ListedSession};
+use mcpscope_core::timeline::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -195,7 +195,7 @@ pub struct McpscopeApp {
     filter_prefs: panels::filter_bar::FilterPrefs,
     /// One line of feedback in the status bar (e.g. "capture saved").
     pub message: Option<(Severity, String)>,
-    dialog: Option<(DialogPurpose, Receiver<Option<PathBuf>>)>,
+    dialog: Option<(DialogPurpose, crate::job::Job<Option<PathBuf>>)>,
     /// A capture being opened: shown once its header is read.
     opening: Option<Inspection>,
     /// A config file being read.
@@ -204,7 +204,7 @@ pub struct McpscopeApp {
     pub picker: Option<(DialogPurpose, FilePicker)>,
     ctx: egui::Context,
     /// File work running on workers: what it is, and its outcome when done.
-    jobs: Vec<(String, Receiver<Result<String, String>>)>,
+    jobs: Vec<(String, crate::job::Job<Result<String, String>>)>,
     last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
     /// Every open session; the one on screen is `active_tab`, whose state is
@@ -227,7 +227,7 @@ const FILTERS_KEY: &str = "display_filters";
 /// A config file being read on a worker.
 struct Importing {
     path: PathBuf,
-    rx: Receiver<Result<ConfigRead, String>>,
+    job: crate::job::Job<Result<ConfigRead, String>>,
     /// The server to launch once it is read (`--config F --server NAME`).
     launch: Option<String>,
 }
@@ -366,26 +366,14 @@ impl McpscopeApp {
 
     /// [`McpscopeApp::import_config`], then launches the server of this name.
     fn import_config_then(&mut self, path: &Path, launch: Option<String>) {
-        let (tx, rx) = crossbeam_channel::bounded(1);
         let from = path.to_owned();
-        let waker = Arc::clone(&self.waker);
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-import".into())
-            .spawn(move || {
-                let _ = tx.send(read_config(&from));
-                waker();
-            });
-        match spawned {
-            Ok(_) => {
-                self.importing = Some(Importing {
-                    path: path.to_owned(),
-                    rx,
-                    launch,
-                });
-                self.message = Some((Severity::Info, format!("reading {}…", path.display())));
-            }
-            Err(e) => self.message = Some((Severity::Error, format!("cannot start the import thread: {e}"))),
-        }
+        let job = crate::job::Job::spawn("import", Some(Arc::clone(&self.waker)), move || read_config(&from));
+        self.importing = Some(Importing {
+            path: path.to_owned(),
+            job,
+            launch,
+        });
+        self.message = Some((Severity::Info, format!("reading {}…", path.display())));
     }
 
     /// Whether a config file is being read.
@@ -394,11 +382,11 @@ impl McpscopeApp {
     }
 
     fn poll_import(&mut self) {
-        let Some(job) = &self.importing else { return };
-        let Ok(result) = job.rx.try_recv() else { return };
+        let Some(job) = &mut self.importing else { return };
+        let Some(result) = job.job.poll() else { return };
         let job = self.importing.take().expect("checked above");
         let path = job.path;
-        match result {
+        match result.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(read) => {
                 self.message = Some((
                     Severity::Info,
@@ -737,30 +725,19 @@ impl McpscopeApp {
     /// Runs file work on a worker (the UI thread never does I/O); its outcome
     /// shows in the status bar.
     fn background(&mut self, what: String, work: impl FnOnce() -> Result<String, String> + Send + 'static) {
-        let (tx, rx) = bounded(1);
-        let waker = Arc::clone(&self.waker);
-        let spawned = std::thread::Builder::new().name("mcpscope-file".into()).spawn(move || {
-            let _ = tx.send(work());
-            waker();
-        });
-        match spawned {
-            Ok(_) => {
-                self.message = Some((Severity::Info, format!("{what}…")));
-                self.jobs.push((what, rx));
-            }
-            Err(e) => self.message = Some((Severity::Error, format!("{what}: cannot start a worker: {e}"))),
-        }
+        let job = crate::job::Job::spawn("file", Some(Arc::clone(&self.waker)), work);
+        self.message = Some((Severity::Info, format!("{what}…")));
+        self.jobs.push((what, job));
     }
 
     fn poll_jobs(&mut self) {
         let mut done = Vec::new();
-        self.jobs.retain(|(_, rx)| match rx.try_recv() {
-            Ok(outcome) => {
-                done.push(outcome);
+        self.jobs.retain_mut(|(what, job)| match job.poll() {
+            Some(outcome) => {
+                done.push(outcome.map_err(|e| format!("{what}: {e}")).and_then(|r| r));
                 false
             }
-            Err(crossbeam_channel::TryRecvError::Empty) => true,
-            Err(crossbeam_channel::TryRecvError::Disconnected) => false,
+            None => true,
         });
         for outcome in done {
             self.message = Some(match outcome {

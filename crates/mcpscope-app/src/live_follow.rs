@@ -9,7 +9,7 @@
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
 use mcpscope_core::record::follower::{FollowError, Follower, Update};
-use mcpscope_core::record::session_index::{ListedSession, SessionState, proxy_alive, read_record};
+use mcpscope_core::sessions::index::{ListedSession, SessionState, proxy_alive, read_record};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;

@@ -14,7 +14,7 @@ use crate::panels::notifications::NotificationsPanel;
 use crate::panels::stats_view::StatsPanel;
 use crate::panels::timeline::TimelinePanel;
 use crate::{McpscopeApp, RightTab};
-use mcpscope_core::record::model::Severity;
+use mcpscope_core::timeline::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::PathBuf;
 
@@ -328,7 +328,7 @@ impl McpscopeApp {
             }
             _ => {
                 self.message = Some((
-                    mcpscope_core::record::model::Severity::Warning,
+                    mcpscope_core::timeline::model::Severity::Warning,
                     "both tabs need a capture to compare".into(),
                 ))
             }

@@ -2,7 +2,7 @@
 
 use egui::Color32;
 
-pub use mcpscope_core::record::row_kind::RowKind;
+pub use mcpscope_core::timeline::row_kind::RowKind;
 
 /// How each kind of row looks: its glyph and its colour.
 pub trait RowKindStyle {
@@ -63,8 +63,8 @@ pub fn conversation_color(n: usize) -> Color32 {
     COLORS[n.saturating_sub(1) % COLORS.len()]
 }
 
-pub fn severity_color(s: mcpscope_core::record::model::Severity) -> Color32 {
-    use mcpscope_core::record::model::Severity;
+pub fn severity_color(s: mcpscope_core::timeline::model::Severity) -> Color32 {
+    use mcpscope_core::timeline::model::Severity;
     match s {
         Severity::Ok => OK,
         Severity::Info => Color32::from_gray(170),

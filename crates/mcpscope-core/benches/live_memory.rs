@@ -12,7 +12,7 @@
 //! Run: `cargo bench -p mcpscope-core --bench live_memory`
 //! (MCPSCOPE_RSS_COUNT=1000000, MCPSCOPE_HTTP_SECS=30 to change the sizes).
 
-use mcpscope_core::record::store::FrameStore;
+use mcpscope_core::timeline::store::FrameStore;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::session::{Session, SessionOptions};

@@ -13,7 +13,7 @@
 use mcpscope_core::analysis::lint::{self, LintOptions};
 use mcpscope_core::analysis::session_diff;
 use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
-use mcpscope_core::record::model::{SessionModel, Source};
+use mcpscope_core::timeline::model::{SessionModel, Source};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -14,13 +14,15 @@ const FLOORS: &[(&str, u8)] = &[
     ("driver", 2),
     ("transport", 3),
     ("record", 4),
-    ("client", 5),
-    ("proxy", 5),
-    ("config", 5),
-    ("analysis", 6),
-    ("filter", 7),
-    ("replay", 8),
-    ("verify", 8),
+    ("sessions", 5),
+    ("timeline", 5),
+    ("client", 6),
+    ("proxy", 6),
+    ("config", 6),
+    ("analysis", 7),
+    ("filter", 8),
+    ("replay", 9),
+    ("verify", 9),
 ];
 
 /// Upward uses that exist today and are to be removed (issue #27 §2: the

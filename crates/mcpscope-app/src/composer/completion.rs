@@ -7,7 +7,7 @@ use super::ComposerAction;
 use crate::inspection::Outgoing;
 use egui::Ui;
 use mcpscope_core::protocol::methods;
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;

@@ -6,8 +6,8 @@ use super::{ComposerAction, send_row};
 use crate::theme;
 use egui::{RichText, Ui};
 use mcpscope_core::protocol::subscriptions::{self, Filter, Subscription};
-use mcpscope_core::record::model::SessionModel;
-use mcpscope_core::record::store::Lane;
+use mcpscope_core::timeline::model::SessionModel;
+use mcpscope_core::timeline::store::Lane;
 use mcpscope_core::wire::classify::Kind;
 use mcpscope_core::wire::frame::Frame;
 

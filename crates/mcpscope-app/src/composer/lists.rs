@@ -3,7 +3,7 @@
 
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::skills::{self, SkillEntry};
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

@@ -30,7 +30,7 @@ use mcpscope_core::driver::QuestionId;
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::subscriptions::Filter;
 use mcpscope_core::protocol::tasks::Flavor;
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use mcpscope_core::wire::message::{ErrorObject, RequestId};
 use serde_json::{Value, json};
 

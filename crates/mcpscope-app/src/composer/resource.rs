@@ -10,7 +10,7 @@ use crate::theme;
 use egui::{RichText, Ui};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::uri_template::UriTemplate;
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

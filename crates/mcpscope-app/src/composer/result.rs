@@ -9,7 +9,7 @@ use crate::theme;
 use egui::{RichText, Ui};
 use mcpscope_core::driver::Failure;
 use mcpscope_core::protocol::tasks::Status;
-use mcpscope_core::record::model::Progress;
+use mcpscope_core::timeline::model::Progress;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::Value;
 

@@ -1,13 +1,13 @@
 //! The selected frame: what it is, what is wrong with it, its JSON as a tree,
 //! and its exact raw line. Large payloads are parsed on a worker thread.
 
+use crate::job::Job;
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::panels::timeline::{format_latency, row_label};
 use crate::theme::{self, RowKind, RowKindStyle as _};
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
-use mcpscope_core::record::model::SessionModel;
-use mcpscope_core::record::store::Lane;
+use mcpscope_core::timeline::model::SessionModel;
+use mcpscope_core::timeline::store::Lane;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ const RAW_VIEW_LIMIT: usize = 64 * 1024;
 
 enum Parsed {
     None,
-    Pending(Receiver<Result<Arc<Value>, String>>),
+    Pending(Job<Result<Arc<Value>, String>>),
     Ready(Arc<Value>),
     Failed(String),
 }
@@ -93,14 +93,8 @@ impl DetailPanel {
             };
         } else {
             let bytes = raw.to_vec();
-            let (tx, rx) = bounded(1);
-            std::thread::Builder::new()
-                .name("mcpscope-parse".into())
-                .spawn(move || {
-                    let _ = tx.send(parse(&bytes));
-                })
-                .expect("spawning a parse thread");
-            self.parsed = Parsed::Pending(rx);
+            // (The app repaints while `busy`: no waker needed.)
+            self.parsed = Parsed::Pending(Job::spawn("parse", None, move || parse(&bytes)));
         }
     }
 
@@ -110,10 +104,10 @@ impl DetailPanel {
     }
 
     pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel) -> Option<DetailAction> {
-        if let Parsed::Pending(rx) = &self.parsed
-            && let Ok(result) = rx.try_recv()
+        if let Parsed::Pending(job) = &mut self.parsed
+            && let Some(result) = job.poll()
         {
-            self.parsed = match result {
+            self.parsed = match result.unwrap_or_else(|e| Err(e.to_string())) {
                 Ok(v) => Parsed::Ready(v),
                 Err(e) => Parsed::Failed(e),
             };
@@ -300,8 +294,8 @@ impl DetailPanel {
 /// For an HTTP exchange's row: the row of the JSON-RPC request it carried
 /// (the nearest earlier request with its `request_id`).
 fn carried_request(
-    store: &mcpscope_core::record::store::FrameStore,
-    row: &mcpscope_core::record::store::RowRef<'_>,
+    store: &mcpscope_core::timeline::store::FrameStore,
+    row: &mcpscope_core::timeline::store::RowRef<'_>,
 ) -> Option<usize> {
     let record: Value = serde_json::from_str(row.http_record()?).ok()?;
     let id = mcpscope_core::wire::message::RequestId::from_json(record.get("request_id")?)?;

@@ -2,9 +2,9 @@
 //! Node SDK and a Python SDK server) compared method by method. Loading and
 //! comparing run on a worker thread; the window only draws the result.
 
+use crate::job::{Job, PollSlot as _};
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::session_diff::{self, Comparison, Exchange, Outcome, Verdict};
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ pub struct DiffView {
     pub error: Option<String>,
     pub only_differences: bool,
     pub selected: Option<usize>,
-    job: Option<Receiver<Result<Compared, String>>>,
+    job: Option<Job<Result<Compared, String>>>,
     tree_a: JsonTreeState,
     tree_b: JsonTreeState,
 }
@@ -81,24 +81,15 @@ impl DiffView {
         let (Some(a), Some(b)) = (self.a.clone(), self.b.clone()) else {
             return;
         };
-        let (tx, rx) = bounded(1);
-        let waker = Arc::clone(waker);
-        let spawned = std::thread::Builder::new().name("mcpscope-diff".into()).spawn(move || {
-            let _ = tx.send(load_and_compare(&a, &b));
-            waker();
-        });
-        match spawned {
-            Ok(_) => self.job = Some(rx),
-            Err(e) => self.error = Some(format!("cannot start the diff thread: {e}")),
-        }
+        self.job = Some(Job::spawn("diff", Some(Arc::clone(waker)), move || {
+            load_and_compare(&a, &b)
+        }));
     }
 
     /// Collects a finished comparison.
     pub fn poll(&mut self) {
-        let Some(rx) = &self.job else { return };
-        let Ok(outcome) = rx.try_recv() else { return };
-        self.job = None;
-        match outcome {
+        let Some(outcome) = self.job.take_ready() else { return };
+        match outcome.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(c) => {
                 self.error = None;
                 self.selected = c

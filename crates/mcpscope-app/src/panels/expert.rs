@@ -12,8 +12,8 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::lint::{self, Finding, LintOptions, Linter, Severity};
 use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
-use mcpscope_core::record::model::SessionModel;
-use mcpscope_core::record::store::Lane;
+use mcpscope_core::timeline::model::SessionModel;
+use mcpscope_core::timeline::store::Lane;
 use mcpscope_core::transport::event::{Event, StderrLine};
 use std::collections::HashMap;
 use std::fs::File;
@@ -605,7 +605,7 @@ fn plural(s: Severity, n: usize) -> &'static str {
 mod tests {
     use super::*;
     use mcpscope_core::record::recorder::Recorder;
-    use mcpscope_core::record::replay::Replay;
+    use mcpscope_core::timeline::replay::Replay;
     use mcpscope_core::wire::classify::Limits;
     use mcpscope_core::wire::frame::Direction;
     use mcpscope_core::wire::framing::{LineEnding, RawLine};
@@ -717,7 +717,7 @@ mod tests {
     #[test]
     fn a_live_session_is_linted_as_rows_arrive_at_any_size() {
         let mut r = Replay::new().without_events();
-        let mut m = SessionModel::new(mcpscope_core::record::model::Source::Live {
+        let mut m = SessionModel::new(mcpscope_core::timeline::model::Source::Live {
             command_line: "flood".into(),
         });
         let add = |m: &mut SessionModel, r: &mut Replay, d: Direction, line: &str| {

@@ -2,8 +2,8 @@
 //! desktops, Xvfb, containers), where the system dialog returns nothing. A
 //! path can also be typed or pasted. Directories are listed on a worker.
 
+use crate::job::Job;
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use std::path::{Path, PathBuf};
 
@@ -39,7 +39,7 @@ pub enum PickerAction {
 
 struct Listing {
     dir: PathBuf,
-    rx: Receiver<Result<Vec<Entry>, String>>,
+    job: Job<Result<Vec<Entry>, String>>,
 }
 
 pub struct FilePicker {
@@ -96,26 +96,18 @@ impl FilePicker {
 
     /// Lists `dir` on a worker; the list shows once it is read.
     pub fn go(&mut self, dir: PathBuf, ctx: &egui::Context) {
-        let (tx, rx) = bounded(1);
         let (d, ctx) = (dir.clone(), ctx.clone());
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-list-dir".into())
-            .spawn(move || {
-                let _ = tx.send(list_dir(&d));
-                ctx.request_repaint();
-            });
-        match spawned {
-            Ok(_) => self.listing = Some(Listing { dir, rx }),
-            Err(e) => self.error = Some(format!("cannot start a worker to list {}: {e}", dir.display())),
-        }
+        let wake: crate::job::Wake = std::sync::Arc::new(move || ctx.request_repaint());
+        let job = Job::spawn("list-dir", Some(wake), move || list_dir(&d));
+        self.listing = Some(Listing { dir, job });
     }
 
     fn poll(&mut self) {
-        let Some(l) = &self.listing else { return };
-        let Ok(result) = l.rx.try_recv() else { return };
+        let Some(l) = &mut self.listing else { return };
+        let Some(result) = l.job.poll() else { return };
         let dir = l.dir.clone();
         self.listing = None;
-        match result {
+        match result.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(entries) => {
                 self.dir = dir;
                 self.entries = entries;

@@ -5,10 +5,8 @@
 use crate::theme;
 use crossbeam_channel::{Receiver, SendTimeoutError, bounded};
 use egui::{RichText, Ui};
-use mcpscope_core::record::session_index::{
-    ListedSession, SessionRecord, SessionState, format_unix_ms_utc, list_sessions,
-};
 use mcpscope_core::record::state_dir;
+use mcpscope_core::sessions::index::{ListedSession, SessionRecord, SessionState, format_unix_ms_utc, list_sessions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -312,7 +310,7 @@ impl LiveSessionsPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::session_index::{LiveSession, NewSession};
+    use mcpscope_core::sessions::index::{LiveSession, NewSession};
 
     #[test]
     fn lists_every_directory_running_first() {
@@ -322,7 +320,7 @@ mod tests {
         let (mut ended, _f) = LiveSession::start(a.path(), NewSession::stdio("old", &spec)).unwrap();
         ended
             .finish(
-                mcpscope_core::record::session_index::EndCause::ClientClosed,
+                mcpscope_core::sessions::index::EndCause::ClientClosed,
                 "the client closed its stdin",
                 None,
             )
@@ -345,7 +343,7 @@ mod tests {
         for n in 0..12 {
             let (mut s, _f) = LiveSession::start(dir.path(), NewSession::stdio(&format!("s{n}"), &spec)).unwrap();
             s.finish(
-                mcpscope_core::record::session_index::EndCause::ClientClosed,
+                mcpscope_core::sessions::index::EndCause::ClientClosed,
                 "the client closed its stdin",
                 None,
             )

@@ -4,7 +4,7 @@
 use crate::composer::LOG_LEVELS;
 use crate::theme;
 use egui::{RichText, Ui};
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use serde_json::Value;
 
 /// One log message as shown.
@@ -146,8 +146,8 @@ impl LogPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::model::Source;
-    use mcpscope_core::record::replay::Replay;
+    use mcpscope_core::timeline::model::Source;
+    use mcpscope_core::timeline::replay::Replay;
     use mcpscope_core::transport::event::Event;
     use mcpscope_core::wire::frame::Direction;
 

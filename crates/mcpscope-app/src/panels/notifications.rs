@@ -3,7 +3,7 @@
 //! selects its frame. Rows are read once, as they arrive.
 
 use egui::{RichText, Ui};
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use std::collections::BTreeMap;
 
 /// One notification as listed.
@@ -116,7 +116,7 @@ impl NotificationsPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::replay::Replay;
+    use mcpscope_core::timeline::replay::Replay;
 
     #[test]
     fn lists_counts_and_filters_incrementally() {

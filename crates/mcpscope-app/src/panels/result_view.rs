@@ -3,16 +3,17 @@
 //! structuredContent checked against the tool's outputSchema, and a tool
 //! failure (`isError: true`) visibly apart from a JSON-RPC protocol error.
 
+use crate::job::{Job, PollSlot as _};
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{Color32, RichText, Ui};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::protocol::tool_result::{self, Block, CallOutcome, ResourceContents, StructuredCheck, ToolResult};
-use mcpscope_core::record::model::SessionModel;
+use mcpscope_core::timeline::model::SessionModel;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Images wider than this are scaled down to fit.
 const MAX_IMAGE_WIDTH: f32 = 420.0;
@@ -28,7 +29,7 @@ struct Read {
 pub struct ResultView {
     row: Option<usize>,
     /// The answer being read on a worker (it can be megabytes of base64).
-    reading: Option<Receiver<Read>>,
+    reading: Option<Job<Read>>,
     message: Option<Value>,
     outcome: Option<CallOutcome>,
     tree: JsonTreeState,
@@ -37,7 +38,7 @@ pub struct ResultView {
     images: HashMap<usize, Result<egui::ColorImage, String>>,
     textures: HashMap<usize, Result<egui::TextureHandle, String>>,
     /// A blob being written on a worker.
-    saving: Option<Receiver<Result<PathBuf, String>>>,
+    saving: Option<Job<Result<PathBuf, String>>>,
     /// Where the last saved blob went.
     pub saved: Option<Result<PathBuf, String>>,
 }
@@ -69,53 +70,37 @@ impl ResultView {
         let raw = model.store.get(row).map(|r| r.raw().to_vec()).unwrap_or_default();
         let method = method.to_owned();
         let output_schema = output_schema.cloned();
-        let (tx, rx) = bounded(1);
         let ctx = ctx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-result".into())
-            .spawn(move || {
-                let _ = tx.send(read(&raw, &method, output_schema.as_ref()));
-                ctx.request_repaint();
-            });
-        match spawned {
-            Ok(_) => self.reading = Some(rx),
-            Err(e) => {
-                self.message = None;
-                self.saved = Some(Err(format!("cannot start a worker to read the answer: {e}")));
-            }
-        }
+        let wake: crate::job::Wake = Arc::new(move || ctx.request_repaint());
+        self.reading = Some(Job::spawn("result", Some(wake), move || {
+            read(&raw, &method, output_schema.as_ref())
+        }));
     }
 
     /// Takes what the workers finished.
     fn poll(&mut self) {
-        if let Some(rx) = &self.reading
-            && let Ok(read) = rx.try_recv()
-        {
-            self.reading = None;
-            self.message = read.message;
-            self.outcome = read.outcome;
-            self.images = read.images;
+        match self.reading.take_ready() {
+            Some(Ok(read)) => {
+                self.message = read.message;
+                self.outcome = read.outcome;
+                self.images = read.images;
+            }
+            Some(Err(e)) => {
+                self.message = None;
+                self.saved = Some(Err(format!("cannot read the answer: {e}")));
+            }
+            None => {}
         }
-        if let Some(rx) = &self.saving
-            && let Ok(saved) = rx.try_recv()
-        {
-            self.saving = None;
-            self.saved = Some(saved);
+        if let Some(saved) = self.saving.take_ready() {
+            self.saved = Some(saved.unwrap_or_else(|e| Err(e.to_string())));
         }
     }
 
     /// Writes a blob on a worker; [`ResultView::poll`] takes the outcome.
     fn save(&mut self, ctx: &egui::Context, bytes: &[u8], mime: &str, index: usize) {
-        let (tx, rx) = bounded(1);
         let (bytes, mime, ctx) = (bytes.to_vec(), mime.to_owned(), ctx.clone());
-        let spawned = std::thread::Builder::new().name("mcpscope-save".into()).spawn(move || {
-            let _ = tx.send(save_blob(&bytes, &mime, index));
-            ctx.request_repaint();
-        });
-        match spawned {
-            Ok(_) => self.saving = Some(rx),
-            Err(e) => self.saved = Some(Err(format!("cannot start a worker to save: {e}"))),
-        }
+        let wake: crate::job::Wake = Arc::new(move || ctx.request_repaint());
+        self.saving = Some(Job::spawn("save", Some(wake), move || save_blob(&bytes, &mime, index)));
     }
 
     pub fn ui(&mut self, ui: &mut Ui, model: &SessionModel, row: usize, method: &str, output_schema: Option<&Value>) {

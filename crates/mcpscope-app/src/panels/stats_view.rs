@@ -4,7 +4,7 @@
 use crate::panels::timeline::format_latency;
 use crate::theme;
 use egui::{Align2, FontId, Pos2, Rect, Sense, Stroke, Ui, Vec2};
-use mcpscope_core::record::model::{LatencySummary, SessionModel};
+use mcpscope_core::timeline::model::{LatencySummary, SessionModel};
 use std::time::{Duration, Instant};
 
 /// Recompute at most this often while responses stream in.

@@ -4,8 +4,8 @@
 
 use crate::theme::{self, RowKind, RowKindStyle as _};
 use egui::{Align2, FontId, Key, Pos2, Rect, Sense, Stroke, Ui, Vec2};
-use mcpscope_core::record::model::{SessionModel, Severity};
-use mcpscope_core::record::store::{FrameStore, Lane, RowRef};
+use mcpscope_core::timeline::model::{SessionModel, Severity};
+use mcpscope_core::timeline::store::{FrameStore, Lane, RowRef};
 use std::collections::HashMap;
 
 pub const ROW_HEIGHT: f32 = 22.0;
@@ -736,7 +736,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::replay::Replay;
+    use mcpscope_core::timeline::replay::Replay;
     use mcpscope_core::wire::frame::Direction;
 
     fn model(lines: &[(Direction, &str)]) -> SessionModel {

@@ -3,9 +3,9 @@
 //! worker; what changed is listed here, breaking first, and the two
 //! sessions open side by side in the diff view.
 
+use crate::job::{Job, PollSlot as _};
 use crate::panels::launcher::SavedServer;
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::Impact;
@@ -44,7 +44,7 @@ pub enum VerifyAction {
 #[derive(Default)]
 pub struct VerifyView {
     pub open: bool,
-    job: Option<Receiver<Result<Verified, String>>>,
+    job: Option<Job<Result<Verified, String>>>,
     pub result: Option<Verified>,
     pub error: Option<String>,
     /// While signing in to an OAuth-protected server: the URL the browser
@@ -131,29 +131,18 @@ impl VerifyView {
 
     /// Verifies `server` against `capture` on a worker.
     pub fn start(&mut self, capture: PathBuf, server: SavedServer, waker: &Arc<dyn Fn() + Send + Sync>) {
-        let (tx, rx) = bounded(1);
-        let waker = Arc::clone(waker);
         self.result = None;
         self.error = None;
         let url = Arc::clone(&self.sign_in_url);
         *url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-verify".into())
-            .spawn(move || {
-                let _ = tx.send(run(&capture, &server, Interaction::Browser, &url));
-                waker();
-            });
-        match spawned {
-            Ok(_) => self.job = Some(rx),
-            Err(e) => self.error = Some(format!("cannot start the verify thread: {e}")),
-        }
+        self.job = Some(Job::spawn("verify", Some(Arc::clone(waker)), move || {
+            run(&capture, &server, Interaction::Browser, &url)
+        }));
     }
 
     /// Collects a finished verification: the comparison to show, if any.
     pub fn poll(&mut self) -> Option<VerifyAction> {
-        let rx = self.job.as_ref()?;
-        let outcome = rx.try_recv().ok()?;
-        self.job = None;
+        let outcome = self.job.take_ready()?.unwrap_or_else(|e| Err(e.to_string()));
         match outcome {
             Ok(v) => {
                 let action = VerifyAction::Compare {

@@ -4,8 +4,8 @@
 //! will change and where the backup goes, and asks before writing; the writing
 //! runs on a worker.
 
+use crate::job::{Job, PollSlot as _};
 use crate::theme;
-use crossbeam_channel::{Receiver, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::config::wrap::{Change, Selection};
 use mcpscope_core::config::wrap_file::{self, Ledger};
@@ -97,7 +97,7 @@ pub struct WatchClientDialog {
     /// The mcpscope binary the client is to run; None: this one (the app is
     /// the `mcpscope` binary; tests name the real one).
     pub mcpscope: Option<String>,
-    job: Option<Receiver<Outcome>>,
+    job: Option<Job<Outcome>>,
 }
 
 impl WatchClientDialog {
@@ -116,11 +116,11 @@ impl WatchClientDialog {
     }
 
     pub fn poll(&mut self) {
-        if let Some(rx) = &self.job
-            && let Ok(outcome) = rx.try_recv()
-        {
-            self.outcome = Some(outcome);
-            self.job = None;
+        if let Some(outcome) = self.job.take_ready() {
+            self.outcome = Some(outcome.unwrap_or_else(|e| Outcome {
+                lines: vec![e.to_string()],
+                ok: false,
+            }));
         }
     }
 
@@ -133,29 +133,17 @@ impl WatchClientDialog {
     }
 
     fn start(&mut self, undo: bool, waker: &Arc<dyn Fn() + Send + Sync>) {
-        let (tx, rx) = bounded(1);
-        let (config, servers, waker) = (self.config.clone(), self.chosen(), Arc::clone(waker));
+        let (config, servers) = (self.config.clone(), self.chosen());
         let named = self.mcpscope.clone();
-        let spawned = std::thread::Builder::new().name("mcpscope-wrap".into()).spawn(move || {
-            let outcome = match named.map_or_else(this_binary, Ok) {
+        self.job = Some(Job::spawn("wrap", Some(Arc::clone(waker)), move || {
+            match named.map_or_else(this_binary, Ok) {
                 Ok(me) => apply(&config, servers, undo, &me),
                 Err(e) => Outcome {
                     lines: vec![e],
                     ok: false,
                 },
-            };
-            let _ = tx.send(outcome);
-            waker();
-        });
-        match spawned {
-            Ok(_) => self.job = Some(rx),
-            Err(e) => {
-                self.outcome = Some(Outcome {
-                    lines: vec![format!("cannot start a worker: {e}")],
-                    ok: false,
-                })
             }
-        }
+        }));
     }
 
     /// Draws the window; returns false once it is closed.

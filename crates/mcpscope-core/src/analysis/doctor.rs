@@ -11,7 +11,7 @@ use crate::client::{Client, ClientError};
 use crate::protocol::era::{Era, EraChoice, EraDecision};
 use crate::protocol::handshake::{Handshake, HandshakeOptions, VersionVerdict};
 use crate::protocol::methods;
-use crate::record::model::Severity;
+use crate::timeline::model::Severity;
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::process::ServerSpec;
 use crate::transport::session::SessionOptions;

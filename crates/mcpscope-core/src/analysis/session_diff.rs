@@ -563,7 +563,7 @@ mod tests {
     use super::*;
 
     fn session(lines: &[(Direction, &str)]) -> Vec<Event> {
-        crate::record::replay::Replay::of(lines).into_events()
+        crate::timeline::replay::Replay::of(lines).into_events()
     }
 
     #[test]

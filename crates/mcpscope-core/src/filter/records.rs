@@ -15,7 +15,7 @@ use super::eval::Subject;
 use super::rows::{RowSubject, SessionFacts};
 use crate::analysis::lint::{LintOptions, Linter};
 use crate::record::capture::{Header, LineRead, NotACapture, RecordReader};
-use crate::record::store::FrameStore;
+use crate::timeline::store::FrameStore;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
 use crate::wire::frame::Direction;

@@ -6,8 +6,8 @@
 use super::Filter;
 use super::ast::{CmpOp, Expr, Literal, Operand};
 use super::rows::{RowSubject, SessionFacts};
-use crate::record::row_kind::RowKind;
-use crate::record::store::FrameStore;
+use crate::timeline::row_kind::RowKind;
+use crate::timeline::store::FrameStore;
 use std::collections::HashSet;
 
 /// The timeline's quick controls (text, method, kinds hidden): each writes
@@ -300,8 +300,8 @@ impl RowIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::model::SessionModel;
-    use crate::record::replay::Replay;
+    use crate::timeline::model::SessionModel;
+    use crate::timeline::replay::Replay;
     use crate::wire::frame::Direction;
 
     fn sample() -> SessionModel {
@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn a_changed_filter_is_applied_in_slices_keeping_the_last_result() {
         let mut r = Replay::new().without_events();
-        let mut m = SessionModel::new(crate::record::model::Source::Live {
+        let mut m = SessionModel::new(crate::timeline::model::Source::Live {
             command_line: "t".into(),
         });
         let mut add = |m: &mut SessionModel, i: usize| {
@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn a_request_is_tested_again_when_its_answer_arrives() {
         let mut r = Replay::new().without_events();
-        let mut m = SessionModel::new(crate::record::model::Source::Live {
+        let mut m = SessionModel::new(crate::timeline::model::Source::Live {
             command_line: "t".into(),
         });
         let mut idx = RowIndex::default();

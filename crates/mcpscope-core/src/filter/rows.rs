@@ -4,8 +4,8 @@
 
 use super::compile::Rel;
 use super::eval::Subject;
-use crate::record::row_kind::RowKind;
-use crate::record::store::{FrameStore, Lane, RowRef};
+use crate::timeline::row_kind::RowKind;
+use crate::timeline::store::{FrameStore, Lane, RowRef};
 use crate::wire::message::RequestId;
 use std::collections::HashMap;
 use std::time::Duration;

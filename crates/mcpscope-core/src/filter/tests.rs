@@ -4,7 +4,7 @@
 use super::rows::{RowSubject, SessionFacts};
 use super::*;
 use crate::record::capture;
-use crate::record::store::FrameStore;
+use crate::timeline::store::FrameStore;
 use crate::transport::event::{Event, HttpInfo};
 use std::collections::HashMap;
 use std::ops::ControlFlow;

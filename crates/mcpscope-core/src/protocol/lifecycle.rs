@@ -410,7 +410,7 @@ impl LifecycleFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::replay::Replay;
+    use crate::timeline::replay::Replay;
 
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;

@@ -417,7 +417,7 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn frames_of(lines: &[(Direction, &str)]) -> Vec<Frame> {
-        crate::record::replay::Replay::of(lines).frames()
+        crate::timeline::replay::Replay::of(lines).frames()
     }
 
     #[test]

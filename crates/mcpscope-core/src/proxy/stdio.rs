@@ -7,7 +7,7 @@
 
 use crate::record::capture;
 use crate::record::recorder::Recorder;
-use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
+use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, SpawnError, Watchdog};

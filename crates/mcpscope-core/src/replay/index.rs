@@ -413,7 +413,7 @@ pub fn with_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::replay::Replay;
+    use crate::timeline::replay::Replay;
     use crate::wire::frame::Direction::{In, Out};
 
     fn index(lines: &[(Direction, &str)]) -> Index {

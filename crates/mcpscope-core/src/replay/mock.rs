@@ -639,7 +639,7 @@ fn error_line(id: &[u8], code: i64, message: &str, data: Option<Value>) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::replay::Replay;
+    use crate::timeline::replay::Replay;
     use crate::wire::frame::Direction::{self, In, Out};
 
     const SESSION: &[(Direction, &str)] = &[

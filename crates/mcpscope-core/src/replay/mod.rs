@@ -160,7 +160,7 @@ impl Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::replay::Replay;
+    use crate::timeline::replay::Replay;
     use crate::wire::frame::Direction::{In, Out};
 
     #[test]

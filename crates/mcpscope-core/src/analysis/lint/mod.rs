@@ -29,7 +29,7 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
-pub use crate::record::model::Severity;
+pub use crate::timeline::model::Severity;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};

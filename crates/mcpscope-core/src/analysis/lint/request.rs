@@ -72,7 +72,7 @@ impl RequestParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::replay::Replay;
+    use crate::timeline::replay::Replay;
 
     fn params(line: &str) -> RequestParams {
         let mut r = Replay::new();

@@ -409,7 +409,7 @@ fn cancelled_requests_are_not_unanswered_but_timed_out_ones_are() {
 #[test]
 fn a_timed_out_request_is_a_finding_before_the_session_ends() {
     let mut linter = Linter::new(LintOptions::default());
-    let mut r = crate::record::replay::Replay::new();
+    let mut r = crate::timeline::replay::Replay::new();
     r.out(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
     for f in r.frames() {
         linter.push(&Event::Frame(f.clone()));

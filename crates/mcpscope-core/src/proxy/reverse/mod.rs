@@ -41,7 +41,7 @@ mod rewrite;
 use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
 use crate::record::recorder::Recorder;
-use crate::record::session_index::{ClientInfo, EndCause, LiveSession, NewSession};
+use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::http_server::Slots;
 use crate::wire::classify::Limits;

@@ -2,8 +2,8 @@
 //! wire: frames classified and linked, stderr and notes in order. For unit
 //! tests, benches and tools that need a session without a process.
 
-use crate::record::model::{SessionModel, Source};
 use crate::record::recorder::Recorder;
+use crate::timeline::model::{SessionModel, Source};
 use crate::transport::event::Event;
 use crate::wire::classify::Limits;
 use crate::wire::frame::{Direction, Frame};

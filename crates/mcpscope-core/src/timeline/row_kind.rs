@@ -2,7 +2,7 @@
 //! from its lane and its classification (a tool's `isError` result is its
 //! own kind, apart from a JSON-RPC error).
 
-use crate::record::store::{Lane, RowRef};
+use crate::timeline::store::{Lane, RowRef};
 use crate::wire::classify::Kind;
 
 /// What a row shows itself as.

@@ -5,7 +5,7 @@
 use crate::protocol::handshake::{self, Handshake};
 use crate::protocol::lifecycle::{Level, LifecycleFacts};
 use crate::protocol::methods;
-use crate::record::store::FrameStore;
+use crate::timeline::store::FrameStore;
 use crate::transport::event::Event;
 use crate::transport::process::{ExitInfo, SpawnError};
 use crate::wire::classify::Kind;
@@ -526,7 +526,7 @@ mod tests {
     use crate::wire::framing::{LineEnding, RawLine};
 
     fn feed(lines: &[(Direction, &str)]) -> SessionModel {
-        crate::record::replay::Replay::of(lines).model()
+        crate::timeline::replay::Replay::of(lines).model()
     }
 
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

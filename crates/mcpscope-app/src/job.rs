@@ -1,0 +1,116 @@
+//! Background work for panels: spawn a named job, poll its result once a
+//! frame (egui's `poll_promise` idiom), never block the UI thread. A job
+//! that cannot start, or whose thread dies before answering, ends with a
+//! [`JobFailed`] that says so, so no panel waits forever.
+
+use crossbeam_channel::{Receiver, TryRecvError, bounded};
+use std::sync::Arc;
+
+/// Wakes the UI (egui's `request_repaint`, wrapped).
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Why a job gave no result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobFailed(pub String);
+
+impl std::fmt::Display for JobFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A result that comes later.
+pub struct Job<T> {
+    name: &'static str,
+    rx: Receiver<T>,
+    /// Set when it could not start: handed out by the first poll.
+    failed: Option<JobFailed>,
+}
+
+impl<T: Send + 'static> Job<T> {
+    /// Runs `work` on a thread named `mcpscope-NAME`; `wake` is called when
+    /// its result is ready.
+    pub fn spawn(name: &'static str, wake: Option<Wake>, work: impl FnOnce() -> T + Send + 'static) -> Job<T> {
+        let (tx, rx) = bounded(1);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcpscope-{name}"))
+            .spawn(move || {
+                let _ = tx.send(work());
+                if let Some(w) = wake {
+                    w();
+                }
+            });
+        Job {
+            name,
+            rx,
+            failed: spawned
+                .err()
+                .map(|e| JobFailed(format!("cannot start the {name} worker: {e}"))),
+        }
+    }
+
+    /// The result, once, when it is ready; `None` while it runs.
+    pub fn poll(&mut self) -> Option<Result<T, JobFailed>> {
+        if let Some(f) = self.failed.take() {
+            return Some(Err(f));
+        }
+        match self.rx.try_recv() {
+            Ok(v) => Some(Ok(v)),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(JobFailed(format!(
+                "the {} worker stopped without an answer",
+                self.name
+            )))),
+        }
+    }
+}
+
+/// A job held by a panel: `Some` while it runs.
+pub trait PollSlot<T> {
+    /// The result of the job in the slot, once (the slot is emptied then).
+    fn take_ready(&mut self) -> Option<Result<T, JobFailed>>;
+}
+
+impl<T: Send + 'static> PollSlot<T> for Option<Job<T>> {
+    fn take_ready(&mut self) -> Option<Result<T, JobFailed>> {
+        let out = self.as_mut()?.poll()?;
+        *self = None;
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn wait<T: Send + 'static>(slot: &mut Option<Job<T>>) -> Result<T, JobFailed> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(r) = slot.take_ready() {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "the job never ended");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_job_hands_its_result_over_once_and_wakes_the_ui() {
+        let woken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let w = Arc::clone(&woken);
+        let wake: Wake = Arc::new(move || w.store(true, std::sync::atomic::Ordering::SeqCst));
+        let mut slot = Some(Job::spawn("test", Some(wake), || 6 * 7));
+        assert_eq!(wait(&mut slot), Ok(42));
+        assert!(slot.is_none(), "emptied once taken");
+        assert!(slot.take_ready().is_none());
+        assert!(woken.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_job_whose_thread_dies_says_so() {
+        let mut slot: Option<Job<u8>> = Some(Job::spawn("doomed", None, || panic!("the work failed")));
+        let e = wait(&mut slot).unwrap_err();
+        assert!(e.0.contains("doomed worker stopped"), "{e}");
+    }
+}
