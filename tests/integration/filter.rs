@@ -274,33 +274,46 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         .build_eframe(|cc| mcpscope_app::McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
     h.state_mut().open_capture(cap.clone());
     step_until(&mut h, "the capture loaded", |app| {
-        app.inspection.as_ref().is_some_and(|i| i.model.store.len() > 10) && app.timeline.index.progress().is_none()
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.model.store.len() > 10)
+            && app.session.timeline.index.progress().is_none()
     });
-    let all = h.state().timeline.index.len();
+    let all = h.state().session.timeline.index.len();
     let typed = |h: &mut Harness<'_, mcpscope_app::McpscopeApp>, text: &str| {
         h.get_by_role_and_label(Role::TextInput, "Filter").focus();
         h.step();
-        h.state_mut().timeline.filter.text.clear();
+        h.state_mut().session.timeline.filter.text.clear();
         h.step();
         h.get_by_role_and_label(Role::TextInput, "Filter").type_text(text);
         h.step();
     };
     typed(&mut h, r#"method == "tools/call""#);
     step_until(&mut h, "the filter applied", |app| {
-        app.timeline.index.progress().is_none() && app.timeline.index.len() < all
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() < all
     });
-    assert_eq!(h.state().timeline.index.len(), 1, "one tools/call in the capture");
+    assert_eq!(
+        h.state().session.timeline.index.len(),
+        1,
+        "one tools/call in the capture"
+    );
     assert!(h.query_by_label_contains("tools/call #").is_some(), "its row is listed");
     assert!(h.query_by_label_contains("row 0: ").is_none(), "the rest are not");
 
     // A wrong filter is named under the box; the last good one stays applied.
-    h.state_mut().timeline.filter.text.push_str(" and lattency > 1s");
+    h.state_mut()
+        .session
+        .timeline
+        .filter
+        .text
+        .push_str(" and lattency > 1s");
     h.run_steps(3);
     assert!(
         h.query_by_label_contains("unknown field \"lattency\": did you mean \"latency\"?")
             .is_some()
     );
-    assert_eq!(h.state().timeline.index.len(), 1);
+    assert_eq!(h.state().session.timeline.index.len(), 1);
 
     // A request's answer, found through the request it answers.
     typed(
@@ -308,31 +321,35 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         r#"request.method == "tools/list" and any(result.tools[*].name == "echo")"#,
     );
     step_until(&mut h, "the tools/list answers", |app| {
-        app.timeline.index.progress().is_none() && app.timeline.index.len() == 2
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 2
     });
-    assert!(h.state().timeline.filter.error.is_none());
+    assert!(h.state().session.timeline.filter.error.is_none());
 
     // The quick controls write the expression they stand for.
-    h.state_mut().timeline.filter.text.clear();
+    h.state_mut().session.timeline.filter.text.clear();
     h.run_steps(2);
-    assert_eq!(h.state().timeline.index.len(), all, "an empty filter lists every row");
+    assert_eq!(
+        h.state().session.timeline.index.len(),
+        all,
+        "an empty filter lists every row"
+    );
     h.get_by_role_and_label(Role::TextInput, "Filter").focus();
-    h.state_mut().timeline.filter.shorthand.method = "TOOLS/C".into();
+    h.state_mut().session.timeline.filter.shorthand.method = "TOOLS/C".into();
     h.run_steps(3);
     assert_eq!(
-        h.state().timeline.filter.text,
+        h.state().session.timeline.filter.text,
         r#"(lower(method) contains "tools/c" or lower(request.method) contains "tools/c")"#
     );
     step_until(&mut h, "the shorthand applied", |app| {
-        app.timeline.index.progress().is_none() && app.timeline.index.len() == 2
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 2
     });
 
     // Saved as a button; Enter keeps it in the history.
     h.get_by_label("Save").click();
     h.run_steps(2);
     assert_eq!(
-        h.state().timeline.filter.text.len(),
-        h.state().timeline.filter.text.trim().len()
+        h.state().session.timeline.filter.text.len(),
+        h.state().session.timeline.filter.text.trim().len()
     );
     assert!(
         h.query_by_label_contains("(lower(method) contains").is_some(),

@@ -98,7 +98,7 @@ fn harness() -> Harness<'static, McpscopeApp> {
 }
 
 fn rows(app: &McpscopeApp) -> Vec<String> {
-    app.inspection.as_ref().map_or_else(Vec::new, |i| {
+    app.session.inspection.as_ref().map_or_else(Vec::new, |i| {
         i.model
             .store
             .iter()
@@ -123,7 +123,7 @@ pub fn open_listed(h: &mut Harness<'static, McpscopeApp>, dir: &Path, name: &str
     });
     h.get_by_label("Open live").click();
     step_until(h, "a tab following the session", |app| {
-        app.inspection.as_ref().is_some_and(|i| i.live.is_some())
+        app.session.inspection.as_ref().is_some_and(|i| i.live.is_some())
     });
 }
 
@@ -151,7 +151,7 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     });
     assert!(shows(&h, "client: kittest-client 7.1"));
     let after_handshake = rows(h.state()).len();
-    assert!(h.state().inspection.as_ref().unwrap().is_following());
+    assert!(h.state().session.inspection.as_ref().unwrap().is_following());
 
     // More traffic: the same tab grows (nothing re-read, nothing lost).
     proxied.say(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
@@ -178,20 +178,21 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     assert!(shows(&h, "seen live"), "the tools/call result in the tree");
 
     // Latency per method, and the Expert findings of the new rows.
-    let latency = h.state().inspection.as_ref().unwrap().model.latency_summary();
+    let latency = h.state().session.inspection.as_ref().unwrap().model.latency_summary();
     assert!(latency.iter().any(|l| l.method == "tools/call"), "{latency:?}");
     h.get_by_label("Latency").click();
     h.step();
     h.step();
     assert!(shows(&h, "tools/call"));
     step_until(&mut h, "an Expert finding about the line that is not JSON", |app| {
-        app.expert.findings.iter().any(|f| f.finding.rule == "not-json")
+        app.session.expert.findings.iter().any(|f| f.finding.rule == "not-json")
     });
 
     // The client quits: the session ends and stays open as an offline capture.
     proxied.hang_up();
     step_until(&mut h, "the end of the session", |app| {
-        app.inspection
+        app.session
+            .inspection
             .as_ref()
             .is_some_and(|i| !i.is_following() && i.model.closed)
     });
@@ -202,9 +203,17 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     assert!(shows(&h, "Remove"), "an ended session can be removed");
     assert!(!shows(&h, "watched (live)"));
     let followed = rows(h.state());
-    let loaded =
-        mcpscope_core::record::capture::load(&h.state().inspection.as_ref().unwrap().capture_path.clone().unwrap())
-            .unwrap();
+    let loaded = mcpscope_core::record::capture::load(
+        &h.state()
+            .session
+            .inspection
+            .as_ref()
+            .unwrap()
+            .capture_path
+            .clone()
+            .unwrap(),
+    )
+    .unwrap();
     let model = mcpscope_core::timeline::model::SessionModel::from_capture(PathBuf::from("x"), &loaded);
     assert_eq!(
         followed.len(),
@@ -258,7 +267,7 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     // Each tab keeps its own session and selection.
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
-    let selected_in_capture = h.state().timeline.selected;
+    let selected_in_capture = h.state().session.timeline.selected;
     assert!(selected_in_capture.is_some());
     h.get_by_label("proxied-one (live)").click();
     h.step();
@@ -276,12 +285,12 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     h.step();
     h.step();
     assert_eq!(h.state().active_tab, 0);
-    assert!(h.state().inspection.as_ref().unwrap().model.running());
+    assert!(h.state().session.inspection.as_ref().unwrap().model.running());
     h.get_by_label("opened.jsonl").click();
     h.step();
     h.step();
     assert_eq!(
-        h.state().timeline.selected,
+        h.state().session.timeline.selected,
         selected_in_capture,
         "its selection was kept"
     );
@@ -311,11 +320,11 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     h.get_by_label("proxied-one (live)").click();
     h.step();
     h.step();
-    assert!(h.state().inspection.as_ref().unwrap().is_following());
+    assert!(h.state().session.inspection.as_ref().unwrap().is_following());
     h.get_by_label("Stop").click();
     step_until(&mut h, "the stopped session", |app| {
         app.live.sessions.iter().all(|s| !s.state.is_running())
-            && app.inspection.as_ref().is_some_and(|i| !i.is_following())
+            && app.session.inspection.as_ref().is_some_and(|i| !i.is_following())
     });
     assert!(shows(&h, "offline capture"));
     assert!(h.state().tabs.len() == 2 && shows(&h, "proxied-one"));

@@ -352,10 +352,10 @@ fn the_app_draws_the_authorization_on_its_own_lifeline() {
     });
     // The capture is read on a worker: two frames are not enough on a busy machine.
     step_until(&mut h, "the capture loaded", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.loading())
+        app.session.inspection.as_ref().is_some_and(|i| !i.loading())
     });
     let labels: Vec<String> = {
-        let model = &h.state().inspection.as_ref().expect("the capture opened").model;
+        let model = &h.state().session.inspection.as_ref().expect("the capture opened").model;
         assert!(model.store.has_auth());
         model
             .store
@@ -429,10 +429,10 @@ fn screenshots_of_the_authorization_flow() {
             )
         });
     step_until(&mut h, "the capture loaded", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.loading())
+        app.session.inspection.as_ref().is_some_and(|i| !i.loading())
     });
     let token = {
-        let model = &h.state().inspection.as_ref().unwrap().model;
+        let model = &h.state().session.inspection.as_ref().unwrap().model;
         model
             .store
             .iter()
@@ -440,12 +440,12 @@ fn screenshots_of_the_authorization_flow() {
             .map(|r| r.index())
             .expect("a token step")
     };
-    h.state_mut().timeline.select(token);
+    h.state_mut().session.timeline.select(token);
     {
         let app = h.state_mut();
-        let model = &app.inspection.as_ref().unwrap().model;
-        app.detail.show_row(model, Some(token));
-        app.detail.tree.expand_all();
+        let model = &app.session.inspection.as_ref().unwrap().model;
+        app.session.detail.show_row(model, Some(token));
+        app.session.detail.tree.expand_all();
     }
     for _ in 0..6 {
         h.step();
@@ -479,7 +479,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         scopes: "mcp:tools".into(),
         ..SignIn::default()
     };
-    h.state_mut().inspection = Some(Inspection::launch_signing_in(
+    h.state_mut().session.inspection = Some(Inspection::launch_signing_in(
         Target::Http(HttpTarget::streamable(&s.url)),
         "2025-11-25",
         EraChoice::Legacy,
@@ -490,7 +490,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     ));
     let deadline = Instant::now() + Duration::from_secs(30);
     let ready = |app: &McpscopeApp| {
-        app.inspection.as_ref().is_some_and(|i| {
+        app.session.inspection.as_ref().is_some_and(|i| {
             i.model.handshake.initialized_row.is_some()
                 && i.model.store.iter().any(|r| r.auth_step() == Some(Step::Retry))
         })
@@ -500,6 +500,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
             Instant::now() < deadline,
             "no signed-in handshake: {:?}",
             h.state()
+                .session
                 .inspection
                 .as_ref()
                 .and_then(|i| i.sign_in.as_ref())
@@ -510,7 +511,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     }
     h.step();
     let app = h.state();
-    let i = app.inspection.as_ref().unwrap();
+    let i = app.session.inspection.as_ref().unwrap();
     let steps: Vec<Step> = i.model.store.iter().filter_map(|r| r.auth_step()).collect();
     assert_eq!(
         steps,
@@ -538,6 +539,6 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     }
     h.step();
     h.step();
-    let si = h.state().inspection.as_ref().unwrap().sign_in.as_ref().unwrap();
+    let si = h.state().session.inspection.as_ref().unwrap().sign_in.as_ref().unwrap();
     assert_eq!(si.summary(), "not authorized");
 }

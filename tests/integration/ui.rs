@@ -41,13 +41,14 @@ fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
 }
 
 fn handshake_done(app: &McpscopeApp) -> bool {
-    app.inspection
+    app.session
+        .inspection
         .as_ref()
         .is_some_and(|i| i.model.handshake.judged().is_some() && i.model.handshake.initialized_row.is_some())
 }
 
 fn has_row(app: &McpscopeApp, pred: impl Fn(&str) -> bool) -> bool {
-    app.inspection.as_ref().is_some_and(|i| {
+    app.session.inspection.as_ref().is_some_and(|i| {
         i.model
             .store
             .iter()
@@ -70,8 +71,8 @@ fn launch_server_everything_from_the_form_and_inspect_initialize() {
     h.step();
     h.step();
     let app = h.state();
-    let selected = app.timeline.selected.expect("a selected row");
-    let model = &app.inspection.as_ref().unwrap().model;
+    let selected = app.session.timeline.selected.expect("a selected row");
+    let model = &app.session.inspection.as_ref().unwrap().model;
     assert_eq!(model.handshake.response_row, Some(selected));
     // The detail shows the tree of the initialize result.
     assert!(
@@ -83,8 +84,8 @@ fn launch_server_everything_from_the_form_and_inspect_initialize() {
     h.key_press(egui::Key::ArrowDown);
     h.step();
     h.step();
-    assert_eq!(h.state().timeline.selected, Some(selected + 1));
-    h.state_mut().inspection = None;
+    assert_eq!(h.state().session.timeline.selected, Some(selected + 1));
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -99,7 +100,7 @@ fn faulty_server_stdout_line_is_loud_and_explained() {
     h.step();
     assert!(shows(&h, "‼ not-json"));
     assert!(shows(&h, "logs belong on stderr"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -125,7 +126,7 @@ fn import_a_config_file_and_launch_from_it() {
     assert_eq!(h.state().launcher.form.env[0].key, "API_KEY");
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the handshake", handshake_done);
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 
     // A broken file gets a message that names the problem.
     let bad = dir.path().join("broken.json");
@@ -153,10 +154,10 @@ fn open_a_capture_offline() {
     });
     // The capture is read on a worker; the rows arrive over a few frames.
     step_until(&mut h, "the capture loaded", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.loading())
+        app.session.inspection.as_ref().is_some_and(|i| !i.loading())
     });
     let app = h.state();
-    let model = &app.inspection.as_ref().unwrap().model;
+    let model = &app.session.inspection.as_ref().unwrap().model;
     assert!(!model.is_live());
     assert!(model.handshake.judged().is_some());
     // #14: a row clicked while the composer is shown brings its frame forward.
@@ -196,7 +197,8 @@ fn open_capture_through_the_in_app_file_picker() {
     h.step();
     h.get_by_label("Open").click();
     step_until(&mut h, "the capture", |app| {
-        app.inspection
+        app.session
+            .inspection
             .as_ref()
             .is_some_and(|i| !i.model.is_live() && !i.model.store.is_empty())
     });
@@ -220,7 +222,7 @@ fn config_and_server_arguments_launch_at_once() {
     });
     step_until(&mut h, "the handshake", handshake_done);
     assert!(shows(&h, "offered 2025-11-25, server accepted it"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 
     let mut h = harness(StartupArgs {
         config: Some(path),
@@ -238,6 +240,7 @@ fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     let mut h = harness(launching(&faulty("big-line")));
     step_until(&mut h, "the handshake", handshake_done);
     h.state_mut()
+        .session
         .inspection
         .as_mut()
         .unwrap()
@@ -251,7 +254,7 @@ fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     });
     let row = {
         let app = h.state();
-        let model = &app.inspection.as_ref().unwrap().model;
+        let model = &app.session.inspection.as_ref().unwrap().model;
         model.store.iter().find(|r| r.raw().len() > 5_000_000).unwrap().index()
     };
     let started = Instant::now();
@@ -260,14 +263,14 @@ fn multi_megabyte_payload_opens_without_blocking_the_ui() {
     // The click returns at once: the parse runs on a worker while frames keep coming.
     assert!(started.elapsed() < Duration::from_secs(2));
     step_until(&mut h, "the parsed tree", |app| {
-        app.detail.row() == Some(row) && !app.detail.busy()
+        app.session.detail.row() == Some(row) && !app.session.detail.busy()
     });
     assert!(shows(&h, "(5000000 chars)"), "the long string is shown shortened");
     assert!(
         shows(&h, "‼ oversize"),
         "over the 4 MB default limit, kept whole and flagged"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -275,7 +278,8 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
     let mut h = harness(launching(&faulty("stdout-log")));
     step_until(&mut h, "the handshake", handshake_done);
     step_until(&mut h, "a not-json finding from the live capture", |app| {
-        app.expert
+        app.session
+            .expert
             .findings
             .iter()
             .any(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
@@ -285,6 +289,7 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
     h.step();
     let rows = h
         .state()
+        .session
         .expert
         .findings
         .iter()
@@ -296,16 +301,20 @@ fn expert_panel_lists_live_findings_and_selects_their_frames() {
     h.step();
     h.step();
     let app = h.state();
-    assert_eq!(app.timeline.selected, Some(rows[0]), "the finding's frame is selected");
-    assert_eq!(app.timeline.highlighted, rows);
-    let model = &app.inspection.as_ref().unwrap().model;
+    assert_eq!(
+        app.session.timeline.selected,
+        Some(rows[0]),
+        "the finding's frame is selected"
+    );
+    assert_eq!(app.session.timeline.highlighted, rows);
+    let model = &app.session.inspection.as_ref().unwrap().model;
     let label = mcpscope_app::panels::timeline::row_label(&model.store, &model.store.get(rows[0]).unwrap());
     assert!(label.starts_with("NOT JSON: Server started"), "{label}");
     // The row is marked on the timeline and the detail shows it.
     assert!(shows(&h, &format!("row {}: NOT JSON", rows[0])));
     assert!(h.query_all_by_label_contains("[lint ").next().is_some());
     assert!(shows(&h, "logs belong on stderr"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -357,14 +366,14 @@ fn launch_everything() -> Harness<'static, McpscopeApp> {
 
 fn wait_for_tool(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     step_until(h, &format!("tool {name} in the composer"), |app| {
-        app.composer.lists.tools.iter().any(|t| t.name == name)
+        app.session.composer.lists.tools.iter().any(|t| t.name == name)
     });
 }
 
 /// The text of the composer's current answer, once it arrived.
 fn answer_text(app: &McpscopeApp) -> Option<String> {
-    let p = app.composer.result.pending.as_ref()?;
-    let model = &app.inspection.as_ref()?.model;
+    let p = app.session.composer.result.pending.as_ref()?;
+    let model = &app.session.inspection.as_ref()?.model;
     let row = model.response_to(&p.id)?;
     Some(model.store.get(row)?.text().into_owned())
 }
@@ -384,7 +393,7 @@ fn choose_tool(h: &mut Harness<'static, McpscopeApp>, name: &str, title: &str) {
     h.get_by_label(&label).click_accesskit();
     h.step();
     h.step();
-    assert_eq!(h.state().composer.tool.name.as_deref(), Some(name));
+    assert_eq!(h.state().session.composer.tool.name.as_deref(), Some(name));
 }
 
 #[test]
@@ -417,12 +426,12 @@ fn compose_a_tool_call_from_its_schema_and_see_the_result() {
     h.step();
     h.step();
     assert!(
-        h.state().composer.tool.errors.is_empty(),
+        h.state().session.composer.tool.errors.is_empty(),
         "{:?}",
-        h.state().composer.tool.errors
+        h.state().session.composer.tool.errors
     );
     assert!(
-        h.state().composer.tool.args_text.contains("hello from kittest"),
+        h.state().session.composer.tool.args_text.contains("hello from kittest"),
         "JSON view follows the form"
     );
     h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
@@ -433,15 +442,16 @@ fn compose_a_tool_call_from_its_schema_and_see_the_result() {
     assert!(shows(&h, "Echo: hello from kittest"));
     // The same call is on the timeline, and in the history to send again.
     assert!(has_row(h.state(), |l| l.contains("(tools/call)")));
-    assert_eq!(h.state().composer.history.len(), 1);
+    assert_eq!(h.state().session.composer.history.len(), 1);
     h.get_by_label_contains("History (1)").click();
     h.step();
     h.get_by_label("Re-send").click();
     h.step();
     step_until(&mut h, "the second echo", |app| {
-        app.composer.history.len() == 2 && answer_text(app).is_some_and(|t| t.contains("Echo: hello from kittest"))
+        app.session.composer.history.len() == 2
+            && answer_text(app).is_some_and(|t| t.contains("Echo: hello from kittest"))
     });
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -453,7 +463,7 @@ fn tool_failure_and_protocol_error_look_different() {
     h.get_by_label("Raw").click();
     h.step();
     // A call to a tool that does not exist.
-    let c = &mut h.state_mut().composer;
+    let c = &mut h.state_mut().session.composer;
     c.raw.method = "tools/call".into();
     c.raw.params = r#"{"name": "no-such-tool", "arguments": {}}"#.into();
     h.step();
@@ -468,8 +478,8 @@ fn tool_failure_and_protocol_error_look_different() {
         assert!(shows(&h, "⚠ Tool failure (isError: true)"), "{text}");
     }
     // A method the server does not have is a protocol error, never a tool failure.
-    h.state_mut().composer.raw.method = "no/such/method".into();
-    h.state_mut().composer.raw.params.clear();
+    h.state_mut().session.composer.raw.method = "no/such/method".into();
+    h.state_mut().session.composer.raw.params.clear();
     h.step();
     h.get_by_label("Send").click();
     step_until(&mut h, "the -32601", |app| {
@@ -480,13 +490,13 @@ fn tool_failure_and_protocol_error_look_different() {
     // A raw line goes out exactly as typed, even when it is not JSON.
     h.get_by_label("raw line").click();
     h.step();
-    h.state_mut().composer.raw.line = "{this is not json".into();
+    h.state_mut().session.composer.raw.line = "{this is not json".into();
     h.step();
     h.get_by_label("Send").click();
     step_until(&mut h, "the malformed line on the timeline", |app| {
         has_row(app, |l| l.contains("NOT JSON: {this is not json"))
     });
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -502,7 +512,10 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     );
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the elicitation request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "The server asks: elicitation/create"));
     h.get_by_role_and_label(Role::TextInput, "name").focus();
@@ -527,7 +540,10 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the sampling request", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.questions().is_empty())
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| !i.questions().is_empty())
     });
     assert!(shows(&h, "what is six times seven"));
     h.get_by_role_and_label(Role::MultilineTextInput, "reply").focus();
@@ -539,7 +555,7 @@ fn elicitation_and_sampling_are_answered_by_the_user() {
     step_until(&mut h, "the sampling result", |app| {
         answer_text(app).is_some_and(|t| t.contains("forty-two"))
     });
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -561,9 +577,9 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     // Ping shows its round trip.
     h.get_by_label("Ping").click();
     h.step();
-    assert!(h.state().ping.is_some(), "the ping was sent");
+    assert!(h.state().session.ping.is_some(), "the ping was sent");
     step_until(&mut h, "the ping answer", |app| {
-        let (Some(id), Some(i)) = (&app.ping, &app.inspection) else {
+        let (Some(id), Some(i)) = (&app.session.ping, &app.session.inspection) else {
             return false;
         };
         i.model.response_to(id).is_some()
@@ -578,17 +594,17 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
         "Trigger Long Running Operation Tool",
     );
     {
-        let c = &mut h.state_mut().composer;
+        let c = &mut h.state_mut().session.composer;
         c.tool.args_text = r#"{"duration": 8, "steps": 8}"#.into();
         c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "progress for our token", |app| {
-        let Some(p) = &app.composer.result.pending else {
+        let Some(p) = &app.session.composer.result.pending else {
             return false;
         };
-        let model = &app.inspection.as_ref().unwrap().model;
+        let model = &app.session.inspection.as_ref().unwrap().model;
         p.progress_token.as_ref().and_then(|t| model.progress_for(t)).is_some()
     });
     assert!(h.query_all_by_label_contains("progress 1 / 8").next().is_some() || shows(&h, "progress "));
@@ -601,7 +617,7 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     // Logging: setLevel from the composer, messages in the Log tab.
     h.get_by_label("Logging").click();
     h.step();
-    h.state_mut().composer.log_level = "debug".into();
+    h.state_mut().session.composer.log_level = "debug".into();
     h.get_by_label("Send logging/setLevel").click_accesskit();
     step_until(&mut h, "setLevel answered", |app| answer_text(app).is_some());
     h.get_by_label("Tool").click();
@@ -609,14 +625,17 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     choose_tool(&mut h, "toggle-simulated-logging", "Toggle Simulated Logging");
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "a log message", |app| {
-        app.inspection.as_ref().is_some_and(|i| !i.model.log_rows.is_empty())
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| !i.model.log_rows.is_empty())
     });
     h.get_by_label_contains("Log (").click();
     h.step();
     h.step();
     assert_eq!(
-        h.state().log.lines().len(),
-        h.state().inspection.as_ref().unwrap().model.log_rows.len()
+        h.state().session.log.lines().len(),
+        h.state().session.inspection.as_ref().unwrap().model.log_rows.len()
     );
     assert!(shows(&h, "everything-server"), "the logger name is shown");
 
@@ -628,12 +647,13 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     assert!(h.query_by_label("latency chart").is_some());
     assert!(
         h.state()
+            .session
             .stats
             .summary
             .iter()
             .any(|s| s.method == "ping" && s.count == 1)
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -653,7 +673,8 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.step();
     h.get_by_label("Fetch prompts/list").click_accesskit();
     step_until(&mut h, "the prompts", |app| {
-        app.composer
+        app.session
+            .composer
             .lists
             .prompts
             .iter()
@@ -670,7 +691,7 @@ fn images_render_and_prompt_arguments_get_completions() {
         .type_text("Eng");
     h.step();
     step_until(&mut h, "a suggestion", |app| {
-        app.inspection.as_ref().is_some_and(|i| {
+        app.session.inspection.as_ref().is_some_and(|i| {
             i.model
                 .store
                 .iter()
@@ -682,7 +703,13 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.get_by_label("Engineering").click_accesskit();
     h.step();
     assert_eq!(
-        h.state().composer.prompt.args.get("department").map(String::as_str),
+        h.state()
+            .session
+            .composer
+            .prompt
+            .args
+            .get("department")
+            .map(String::as_str),
         Some("Engineering")
     );
     // The suggestions row is gone on the next frame: query the button after it.
@@ -693,7 +720,7 @@ fn images_render_and_prompt_arguments_get_completions() {
     h.step();
     h.get_by_role_and_label(Role::TextInput, "name *").type_text("A");
     let completions = |app: &McpscopeApp| {
-        app.inspection.as_ref().map_or(0, |i| {
+        app.session.inspection.as_ref().map_or(0, |i| {
             i.model
                 .store
                 .iter()
@@ -713,18 +740,19 @@ fn images_render_and_prompt_arguments_get_completions() {
     assert_eq!(asked, 2, "one request per settled text of each field");
     // Give a storm time to show: three round trips to the server.
     for _ in 0..3 {
-        let ping = h
-            .state_mut()
-            .inspection
-            .as_mut()
-            .unwrap()
-            .send(mcpscope_app::inspection::Outgoing::Request {
-                method: "ping".into(),
-                params: None,
-                id: None,
-            });
+        let ping =
+            h.state_mut()
+                .session
+                .inspection
+                .as_mut()
+                .unwrap()
+                .send(mcpscope_app::inspection::Outgoing::Request {
+                    method: "ping".into(),
+                    params: None,
+                    id: None,
+                });
         step_until(&mut h, "the ping's answer", |app| {
-            let i = app.inspection.as_ref().unwrap();
+            let i = app.session.inspection.as_ref().unwrap();
             ping.as_ref().is_some_and(|id| i.model.response_to(id).is_some())
         });
     }
@@ -736,7 +764,7 @@ fn images_render_and_prompt_arguments_get_completions() {
     step_until(&mut h, "the prompt", |app| {
         answer_text(app).is_some_and(|t| t.contains("Engineering") && t.contains("Alice"))
     });
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #14: adding an environment variable keeps the section open.
@@ -767,17 +795,26 @@ fn add_variable_keeps_the_environment_section_open() {
 fn notifications_are_listed_in_their_own_tab() {
     let mut h = launch_everything();
     step_until(&mut h, "a notification", |app| {
-        app.inspection
+        app.session
+            .inspection
             .as_ref()
             .is_some_and(|i| !i.model.notification_rows.is_empty())
     });
     h.get_by_label_contains("Notifications (").click();
     h.step();
     h.step();
-    let n = h.state().inspection.as_ref().unwrap().model.notification_rows.len();
+    let n = h
+        .state()
+        .session
+        .inspection
+        .as_ref()
+        .unwrap()
+        .model
+        .notification_rows
+        .len();
     assert!(shows(&h, &format!("{n} of {n} notifications")));
     assert!(h.query_all_by_label_contains("notifications/").count() >= 1);
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #14: the tool picker can be searched.
@@ -790,7 +827,7 @@ fn the_tool_picker_is_searchable() {
     h.get_by_role_and_label(Role::ComboBox, "tool").click();
     h.step();
     h.step();
-    let total = h.state().composer.lists.tools.len();
+    let total = h.state().session.composer.lists.tools.len();
     assert!(shows(&h, &format!("{total} of {total} tools")));
     h.get_by_role_and_label(Role::TextInput, "search tools")
         .type_text("TINY image");
@@ -803,8 +840,8 @@ fn the_tool_picker_is_searchable() {
     h.get_by_label("get-tiny-image (Get Tiny Image Tool)").click_accesskit();
     h.step();
     h.step();
-    assert_eq!(h.state().composer.tool.name.as_deref(), Some("get-tiny-image"));
-    h.state_mut().inspection = None;
+    assert_eq!(h.state().session.composer.tool.name.as_deref(), Some("get-tiny-image"));
+    h.state_mut().session.inspection = None;
 }
 
 /// #14: a request pending when the server dies ends at once, saying so.
@@ -815,7 +852,7 @@ fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
     choose_tool(&mut h, "echo", "");
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the end of the call", |app| {
-        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+        let (Some(p), Some(i)) = (&app.session.composer.result.pending, &app.session.inspection) else {
             return false;
         };
         i.failure(&p.id).is_some()
@@ -828,7 +865,7 @@ fn a_request_pending_when_the_server_dies_ends_as_server_exited() {
         !shows(&h, "waiting for the answer"),
         "no spinner for a request that cannot be answered"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -840,8 +877,8 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.step();
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era", |app| {
-        app.inspection.as_ref().is_some_and(|i| {
-            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
+        app.session.inspection.as_ref().is_some_and(|i| {
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.session.composer.lists.tools.is_empty()
         })
     });
     assert!(
@@ -856,7 +893,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.get_by_label("Send tools/call").click_accesskit();
     // Round 1 (roots) is answered by the app; round 2 asks the user.
     step_until(&mut h, "the confirmation to answer", |app| {
-        app.inspection.as_ref().is_some_and(|i| {
+        app.session.inspection.as_ref().is_some_and(|i| {
             i.questions()
                 .iter()
                 .any(|q| matches!(q.origin, mcpscope_core::driver::QuestionOrigin::Input { .. }))
@@ -868,7 +905,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.step();
     h.get_by_label("Accept").click_accesskit();
     step_until(&mut h, "the conversation's final answer", |app| {
-        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+        let (Some(p), Some(i)) = (&app.session.composer.result.pending, &app.session.inspection) else {
             return false;
         };
         let head = i.current_id(&p.id);
@@ -882,7 +919,7 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
     h.step();
     assert!(shows(&h, "conversation 1:"), "the answer area says the chain moved on");
     assert!(h.query_all_by_label_contains("[conversation 1]").count() >= 4);
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// Launches a stdio server from the form in the given era (strict glyph checks).
@@ -893,8 +930,8 @@ fn launch_in_era(spec: &mcpscope_core::transport::process::ServerSpec, era: &str
     h.step();
     h.get_by_label("▶ Launch").click();
     step_until(&mut h, "the modern era and tools", |app| {
-        app.inspection.as_ref().is_some_and(|i| {
-            i.era().state == mcpscope_core::driver::EraState::Modern && !app.composer.lists.tools.is_empty()
+        app.session.inspection.as_ref().is_some_and(|i| {
+            i.era().state == mcpscope_core::driver::EraState::Modern && !app.session.composer.lists.tools.is_empty()
         })
     });
     h
@@ -914,14 +951,14 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.get_by_label_contains("run as a task").click_accesskit();
     h.step();
     {
-        let c = &mut h.state_mut().composer;
+        let c = &mut h.state_mut().session.composer;
         c.tool.args_text = r#"{"a": 40, "b": 2}"#.into();
         c.tool.args_text_changed();
     }
     h.step();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(&mut h, "the task's result", |app| {
-        let (Some(p), Some(i)) = (&app.composer.result.pending, &app.inspection) else {
+        let (Some(p), Some(i)) = (&app.session.composer.result.pending, &app.session.inspection) else {
             return false;
         };
         i.task(&p.id).is_some_and(|t| t.task.is_some()) && !i.is_pending(&p.id)
@@ -935,7 +972,7 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
         shows(&h, "sum is 42"),
         "the inline result is shown as the tool's answer"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 
     let mut h = launch_in_era(&py_modern_server(), "auto");
     h.get_by_label("Compose").click();
@@ -944,7 +981,8 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     h.get_by_label("Send subscriptions/listen").click_accesskit();
     step_until(&mut h, "the acknowledgement", |app| {
-        app.composer
+        app.session
+            .composer
             .listen
             .subscriptions
             .iter()
@@ -953,7 +991,7 @@ fn a_tool_runs_as_a_task_and_a_listen_stream_is_shown_in_the_composer() {
     h.step();
     assert!(h.query_all_by_label_contains("✔ acknowledged").next().is_some());
     assert!(shows(&h, "notification(s) on this stream"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 fn skills_server(extra: &[&str]) -> mcpscope_core::transport::process::ServerSpec {
@@ -964,7 +1002,7 @@ fn skills_server(extra: &[&str]) -> mcpscope_core::transport::process::ServerSpe
 
 /// The `resources/read` requests the app sent, by URI.
 fn skill_reads(app: &McpscopeApp) -> Vec<String> {
-    app.inspection.as_ref().map_or_else(Vec::new, |i| {
+    app.session.inspection.as_ref().map_or_else(Vec::new, |i| {
         i.model
             .store
             .iter()
@@ -982,7 +1020,7 @@ fn open_skill(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     h.get_by_label("Skills").click();
     h.step();
     // Entering the mode lists the skills (listing reads no file).
-    step_until(h, "skills/list", |app| app.composer.lists.skills.len() == 2);
+    step_until(h, "skills/list", |app| app.session.composer.lists.skills.len() == 2);
     h.step();
     h.get_by_label_contains(&format!("{name}  ")).click();
     h.step();
@@ -998,7 +1036,7 @@ fn read_the_enabled_file(h: &mut Harness<'static, McpscopeApp>) {
 }
 
 fn file_state(app: &McpscopeApp, path: &str) -> Option<mcpscope_core::protocol::skills::FileState> {
-    app.composer.skills.load.as_ref()?.state(path).cloned()
+    app.session.composer.skills.load.as_ref()?.state(path).cloned()
 }
 
 #[test]
@@ -1052,7 +1090,7 @@ fn skills_mode_shows_the_frontmatter_and_files_and_reads_only_what_is_asked() {
         ],
         "scripts/fill.py was not asked for and not read"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -1095,7 +1133,7 @@ fn skills_mode_shows_a_failed_check_as_an_error_and_reads_nothing_more() {
     h.step();
     assert!(shows(&h, "license is missing from the file"));
     assert!(shows(&h, "Frontmatter as listed (not yet checked against SKILL.md)"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 #[test]
@@ -1107,6 +1145,7 @@ fn the_json_tree_starts_at_the_top_of_each_frame_selected() {
     // A second frame as long as the first: the same list again.
     let id = h
         .state_mut()
+        .session
         .inspection
         .as_mut()
         .unwrap()
@@ -1117,7 +1156,13 @@ fn the_json_tree_starts_at_the_top_of_each_frame_selected() {
         })
         .unwrap();
     step_until(&mut h, "the second tools/list", |app| {
-        app.inspection.as_ref().unwrap().model.response_to(&id).is_some()
+        app.session
+            .inspection
+            .as_ref()
+            .unwrap()
+            .model
+            .response_to(&id)
+            .is_some()
     });
     h.state_mut().right_tab = mcpscope_app::RightTab::Frame;
     h.get_by_label_contains("result #2 (tools/list)").click();
@@ -1166,7 +1211,7 @@ fn the_json_tree_starts_at_the_top_of_each_frame_selected() {
         (next.top() - first.top()).abs() < 1.0,
         "the next frame's tree starts at the top: {next:?}, expected {first:?}"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// Every label on screen, for checks on what the whole window says.
@@ -1190,6 +1235,7 @@ fn the_window_says_what_it_means_during_and_after_a_handshake() {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !h
         .state()
+        .session
         .inspection
         .as_ref()
         .is_some_and(|i| i.model.latest_results.contains_key("tools/list"))
@@ -1221,7 +1267,7 @@ fn the_window_says_what_it_means_during_and_after_a_handshake() {
         "{:?}",
         labels.iter().filter(|l| l.contains("bytes in all")).collect::<Vec<_>>()
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 
     // A stray stdout line during initialize: the strip is not green, it says so.
     let mut h = harness(launching(&faulty("stdout-log")));
@@ -1229,7 +1275,7 @@ fn the_window_says_what_it_means_during_and_after_a_handshake() {
     h.step();
     h.step();
     assert!(shows(&h, "on stdout during the handshake are not JSON-RPC"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 13: the answer area belongs to what sent it: another tool, or
@@ -1263,7 +1309,7 @@ fn the_answer_area_follows_the_tool_and_the_mode() {
     h.step();
     h.step();
     assert!(!shows(&h, "Echo: stale or not"), "nor in another mode");
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 6: Launch is not greyed while a session runs: it opens a new
@@ -1282,11 +1328,15 @@ fn launch_while_a_session_runs_takes_a_new_tab() {
     });
     assert_eq!(h.state().active_tab, 1);
     assert!(
-        h.state().tabs[0].inspection.as_ref().is_some_and(|i| i.model.running()),
+        h.state().tabs[0]
+            .view
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.model.running()),
         "the first session still runs"
     );
-    h.state_mut().inspection = None;
-    h.state_mut().tabs[0].inspection = None;
+    h.state_mut().session.inspection = None;
+    h.state_mut().tabs[0].view.inspection = None;
 }
 
 /// #25 item 8: an HTTP exchange's row shows its record as a tree (method,
@@ -1299,7 +1349,10 @@ fn an_http_exchange_shows_its_headers_as_a_tree() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the capture loaded", |app| {
-        app.inspection.as_ref().is_some_and(|i| i.model.store.len() >= 2)
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.model.store.len() >= 2)
     });
     h.get_by_label_contains("HTTP POST").click();
     h.step();
@@ -1312,7 +1365,7 @@ fn an_http_exchange_shows_its_headers_as_a_tree() {
     h.get_by_label_contains("Go to the request it carried").click();
     h.step();
     h.step();
-    assert_eq!(h.state().timeline.selected, Some(0));
+    assert_eq!(h.state().session.timeline.selected, Some(0));
 }
 
 /// #25 item 12: closing a tab whose server runs asks first; "Keep it open"
@@ -1329,18 +1382,24 @@ fn closing_a_running_tab_asks_first() {
         shows(&h, "Close a running session?"),
         "asked before stopping the server"
     );
-    assert!(h.state().inspection.as_ref().is_some_and(|i| i.model.running()));
+    assert!(h.state().session.inspection.as_ref().is_some_and(|i| i.model.running()));
     h.get_by_label("Keep it open").click();
     h.step();
     h.step();
     assert!(!shows(&h, "Close a running session?"));
-    assert!(h.state().inspection.as_ref().is_some_and(|i| i.model.running()), "kept");
+    assert!(
+        h.state().session.inspection.as_ref().is_some_and(|i| i.model.running()),
+        "kept"
+    );
     h.get_by_label("x").click();
     h.step();
     h.step();
     h.get_by_label("Stop the server and close").click();
     h.step();
-    assert!(h.state().inspection.is_none(), "the session is gone with its tab");
+    assert!(
+        h.state().session.inspection.is_none(),
+        "the session is gone with its tab"
+    );
 }
 
 /// #25 item 4: many tabs keep the tab strip one row high, and "Compare
@@ -1390,7 +1449,7 @@ fn the_bottom_tabs_stay_put() {
     }
     let first = tops[0].1;
     assert!(tops.iter().all(|(_, t)| (t - first).abs() < 1.0), "{tops:?}");
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 7: Restart starts what the launcher shows (its edits included,
@@ -1415,7 +1474,7 @@ fn restart_uses_the_launchers_edits_and_keeps_the_composer() {
     step_until(&mut h, "the new handshake", handshake_done);
     wait_for_tool(&mut h, "echo");
     let app = h.state();
-    let env = match app.inspection.as_ref().and_then(|i| i.target.as_ref()) {
+    let env = match app.session.inspection.as_ref().and_then(|i| i.target.as_ref()) {
         Some(mcpscope_core::transport::target::Target::Stdio(spec)) => spec.env.clone(),
         other => panic!("{other:?}"),
     };
@@ -1423,13 +1482,17 @@ fn restart_uses_the_launchers_edits_and_keeps_the_composer() {
         env.iter().any(|(k, v)| k == "MCPSCOPE_RESTART_EDIT" && v == "1"),
         "{env:?}"
     );
-    assert_eq!(app.composer.tool.name.as_deref(), Some("echo"), "the tool chosen stays");
-    assert_eq!(app.composer.mode, mcpscope_app::composer::Mode::Tool);
+    assert_eq!(
+        app.session.composer.tool.name.as_deref(),
+        Some("echo"),
+        "the tool chosen stays"
+    );
+    assert_eq!(app.session.composer.mode, mcpscope_app::composer::Mode::Tool);
     assert!(
         shows(&h, "restarted with the launcher's edits"),
         "the status bar says so"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 10: "System dialog…" with no desktop portal to answer brings
@@ -1462,20 +1525,28 @@ fn the_in_app_picker_comes_back_when_no_system_dialog_answers() {
 fn a_waiting_initialize_shows_how_long_it_has_waited() {
     let mut h = harness(launching(&faulty("no-read")));
     step_until(&mut h, "initialize sent", |app| {
-        app.inspection
+        app.session
+            .inspection
             .as_ref()
             .is_some_and(|i| i.model.handshake.initialize_row.is_some())
     });
     std::thread::sleep(Duration::from_millis(1200));
     h.run_steps(2);
     assert!(shows(&h, "waiting for the initialize response"));
-    let waited = h.state().inspection.as_ref().unwrap().initialize_waited().unwrap();
+    let waited = h
+        .state()
+        .session
+        .inspection
+        .as_ref()
+        .unwrap()
+        .initialize_waited()
+        .unwrap();
     assert!(waited >= Duration::from_secs(1), "{waited:?}");
     assert!(
         shows(&h, &format!("{:.0}.", waited.as_secs_f64().floor())),
         "the wait is on screen"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 5: at 1024x700 the side panels give way and the timeline keeps
@@ -1493,7 +1564,7 @@ fn the_layout_is_usable_at_1024_by_700() {
     // The Frame tab (right panel) and the launcher (left) are still there.
     assert!(h.get_by_label("Frame").rect().right() <= 1024.0);
     assert!(h.get_by_label("▶ Launch").rect().left() >= 0.0);
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// #25 item 15: a focused text field asks for no frames while nothing
@@ -1519,7 +1590,7 @@ fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
         handshake_done(app) && has_row(app, |l| l.starts_with("result #2 (tools/list)"))
     });
     let count = |app: &McpscopeApp| {
-        app.inspection.as_ref().map_or(0, |i| {
+        app.session.inspection.as_ref().map_or(0, |i| {
             i.model
                 .store
                 .iter()
@@ -1544,15 +1615,15 @@ fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
     h.step();
     h.step();
     let app = h.state();
-    assert_eq!(app.composer.mode, mcpscope_app::composer::Mode::Raw);
-    assert_eq!(app.composer.raw.method, "tools/list");
+    assert_eq!(app.session.composer.mode, mcpscope_app::composer::Mode::Raw);
+    assert_eq!(app.session.composer.raw.method, "tools/list");
     assert!(
-        !app.composer.raw.params.contains("_meta"),
+        !app.session.composer.raw.params.contains("_meta"),
         "{}",
-        app.composer.raw.params
+        app.session.composer.raw.params
     );
     assert!(shows(&h, "tools/list"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// File → Mock this capture: the open capture is served by `mcpscope mock`
@@ -1589,7 +1660,8 @@ fn file_mock_this_capture_serves_it_in_a_new_tab() {
     h.step();
     h.get_by_label("Mock this capture").click();
     step_until(&mut h, "the mock's tools/list answered", |app| {
-        app.inspection
+        app.session
+            .inspection
             .as_ref()
             .is_some_and(|i| i.model.command_line().contains(" mock "))
             && handshake_done(app)
@@ -1599,7 +1671,7 @@ fn file_mock_this_capture_serves_it_in_a_new_tab() {
         shows(&h, "mock of recorded.jsonl"),
         "the new tab is named after the capture"
     );
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }
 
 /// File → Verify against server…: the open capture's requests go to a
@@ -1671,5 +1743,5 @@ fn file_verify_against_server_lists_the_changes_and_opens_the_diff() {
     step_until(&mut h, "the side-by-side diff", |app| app.diff.result.is_some());
     assert_eq!(h.state().diff.b.as_deref(), Some(v.live.as_path()));
     assert!(shows(&h, "breaking   tool fail: removed"));
-    h.state_mut().inspection = None;
+    h.state_mut().session.inspection = None;
 }

@@ -13,7 +13,7 @@ impl McpscopeApp {
                     ui.close();
                 }
                 if ui
-                    .add_enabled(self.inspection.is_some(), egui::Button::new("Save capture…"))
+                    .add_enabled(self.session.inspection.is_some(), egui::Button::new("Save capture…"))
                     .clicked()
                 {
                     commands.push(Command::Pick(DialogPurpose::SaveCapture));
@@ -23,7 +23,7 @@ impl McpscopeApp {
                     commands.push(Command::Pick(DialogPurpose::ImportConfig));
                     ui.close();
                 }
-                let capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+                let capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.clone());
                 if ui
                     .add_enabled(capture.is_some(), egui::Button::new("Mock this capture"))
                     .on_hover_text("Serve the open capture again as a stdio server (mcpscope mock), in a new tab")
@@ -35,7 +35,10 @@ impl McpscopeApp {
                 }
                 if ui
                     .add_enabled(
-                        self.inspection.as_ref().is_some_and(|i| i.capture_path.is_some()),
+                        self.session
+                            .inspection
+                            .as_ref()
+                            .is_some_and(|i| i.capture_path.is_some()),
                         egui::Button::new("Verify against server…"),
                     )
                     .on_hover_text("Send the capture's requests again to a server and compare every answer")
@@ -62,7 +65,7 @@ impl McpscopeApp {
                 }
             });
             ui.separator();
-            if let Some(i) = &self.inspection {
+            if let Some(i) = &self.session.inspection {
                 ui.label(RichText::new(mcpscope_core::text::ellipsize(i.model.command_line(), 100)).monospace());
             }
         });
@@ -70,7 +73,7 @@ impl McpscopeApp {
 
     pub(crate) fn status_bar(&self, ui: &mut Ui) {
         ui.horizontal(|ui| {
-            match &self.inspection {
+            match &self.session.inspection {
                 None => {
                     ui.weak("No session");
                 }
@@ -126,7 +129,7 @@ impl McpscopeApp {
                     }
                 }
             }
-            if let Some(i) = &self.inspection
+            if let Some(i) = &self.session.inspection
                 && let LoadState::Loading(done) = i.load_state()
             {
                 ui.separator();
@@ -145,7 +148,7 @@ impl McpscopeApp {
     }
 
     pub(crate) fn handshake_strip(&self, ui: &mut Ui) {
-        let Some(i) = &self.inspection else { return };
+        let Some(i) = &self.session.inspection else { return };
         let m = &i.model;
         let handshake = |ui: &mut Ui| {
             ui.strong("Handshake");
@@ -207,7 +210,7 @@ impl McpscopeApp {
     }
 
     pub(crate) fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.inspection else { return };
+        let Some(i) = &self.session.inspection else { return };
         let Some(h) = i.model.handshake.judged() else {
             match &i.era().discovery {
                 Some(d) => {
@@ -252,7 +255,7 @@ impl McpscopeApp {
             {
                 commands.push(Command::Ping);
             }
-            if let Some(id) = &self.ping {
+            if let Some(id) = &self.session.ping {
                 match i.model.response_to(id).and_then(|r| i.model.store.get(r)) {
                     Some(r) => {
                         let rtt = r

@@ -13,27 +13,25 @@ pub mod panels;
 pub mod tabs;
 pub mod theme;
 
-use self::composer::{ComposerAction, ComposerPanel};
+use self::composer::ComposerAction;
 use self::inspection::{Inspection, LoadState, Outgoing};
 use self::panels::detail::{DetailAction, DetailPanel};
 use self::panels::diff_view::{DiffAction, DiffView, Side};
-use self::panels::expert::{ExpertAction, ExpertPanel};
+use self::panels::expert::ExpertAction;
 use self::panels::file_picker::FilePicker;
 use self::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel, SavedServer};
 use self::panels::live_sessions::{LiveAction, LiveSessionsPanel};
-use self::panels::log_view::{LogAction, LogPanel};
-use self::panels::notifications::{NotificationsAction, NotificationsPanel};
-use self::panels::stats_view::StatsPanel;
-use self::panels::timeline::{TimelineAction, TimelinePanel};
+use self::panels::log_view::LogAction;
+use self::panels::notifications::NotificationsAction;
+use self::panels::timeline::TimelineAction;
 use self::panels::watch_client::WatchClientDialog;
-use self::tabs::SessionTab;
+use self::tabs::{SessionTab, SessionView};
 use self::theme::RowKindStyle as _;
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
 use mcpscope_core::protocol::methods;
 use mcpscope_core::sessions::index::{self as session_index, ListedSession};
 use mcpscope_core::timeline::model::Severity;
-use mcpscope_core::wire::message::RequestId;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -167,26 +165,16 @@ pub enum BottomTab {
 
 pub struct McpscopeApp {
     pub launcher: LauncherPanel,
-    pub inspection: Option<Inspection>,
-    pub timeline: TimelinePanel,
-    pub detail: DetailPanel,
-    pub expert: ExpertPanel,
+    /// The session on screen and its views (the other tabs' are parked in
+    /// `tabs`; switching tabs swaps this one struct).
+    pub session: SessionView,
     pub diff: DiffView,
     pub verify: panels::verify_view::VerifyView,
-    pub composer: ComposerPanel,
     /// The mcpscope binary File → Mock runs (`None`: this one; tests name the CLI).
     pub mcpscope_binary: Option<String>,
-    pub log: LogPanel,
-    pub notifications: NotificationsPanel,
-    pub stats: StatsPanel,
-    /// The last ping sent from the app, to show its round trip.
-    pub ping: Option<RequestId>,
     pub right_tab: RightTab,
-    /// Server requests already announced (to switch to the composer once).
-    seen_server_requests: usize,
     pub console_open: bool,
     pub bottom_tab: BottomTab,
-    marks_generation: u64,
     /// The in-app picker the user left for the system dialog.
     picker_behind_dialog: Option<FilePicker>,
     /// A running tab the user asked to close: asked about first.
@@ -205,14 +193,11 @@ pub struct McpscopeApp {
     ctx: egui::Context,
     /// File work running on workers: what it is, and its outcome when done.
     jobs: Vec<(String, crate::job::Job<Result<String, String>>)>,
-    last_launch: Option<SavedServer>,
     waker: Arc<dyn Fn() + Send + Sync>,
     /// Every open session; the one on screen is `active_tab`, whose state is
     /// in the fields above (its slot holds only its title).
     pub tabs: Vec<SessionTab>,
     pub active_tab: usize,
-    /// The followed capture's restarts the views have caught up with.
-    resets_seen: u64,
     /// Proxied sessions recorded for real clients.
     pub live: LiveSessionsPanel,
     /// The "Watch in your client" confirmation, while open.
@@ -299,23 +284,13 @@ impl McpscopeApp {
         ctx.all_styles_mut(|s| s.visuals.text_cursor.blink = false);
         Self {
             launcher: LauncherPanel::default(),
-            inspection: None,
-            timeline: TimelinePanel::default(),
-            detail: DetailPanel::default(),
-            expert: ExpertPanel::default(),
+            session: SessionView::default(),
             diff: DiffView::default(),
             verify: panels::verify_view::VerifyView::default(),
-            composer: ComposerPanel::default(),
             mcpscope_binary: None,
-            log: LogPanel::default(),
-            notifications: NotificationsPanel::default(),
-            stats: StatsPanel::default(),
-            ping: None,
             right_tab: RightTab::Frame,
-            seen_server_requests: 0,
             console_open: true,
             bottom_tab: BottomTab::Stderr,
-            marks_generation: 0,
             filter_prefs: Default::default(),
             closing: None,
             picker_behind_dialog: None,
@@ -326,11 +301,9 @@ impl McpscopeApp {
             picker: None,
             ctx: ctx.clone(),
             jobs: Vec::new(),
-            last_launch: None,
             waker: Arc::new(move || ctx.request_repaint()),
             tabs: vec![SessionTab::default()],
             active_tab: 0,
-            resets_seen: 0,
             live: LiveSessionsPanel::default(),
             watch_client: None,
         }
@@ -451,38 +424,23 @@ impl McpscopeApp {
     }
 
     fn running(&self) -> bool {
-        self.inspection.as_ref().is_some_and(|i| i.model.running())
+        self.session.inspection.as_ref().is_some_and(|i| i.model.running())
     }
 
     /// Ends the session on screen (off the UI thread: dropping it shuts the
     /// server down and may wait) and clears every view of it.
     fn replace_inspection(&mut self) {
-        if let Some(old) = self.inspection.take() {
+        if let Some(old) = self.session.end_session() {
             std::thread::Builder::new()
                 .name("mcpscope-shutdown".into())
                 .spawn(move || drop(old))
                 .ok();
         }
-        self.timeline.reset();
-        self.expert.reset();
-        self.composer.reset();
-        self.log.reset();
-        self.notifications.reset();
-        self.stats.reset();
-        self.ping = None;
-        self.seen_server_requests = 0;
-        self.resets_seen = 0;
-        self.detail.show_row_none();
     }
 
     /// Clears the views of a followed capture that started over.
     fn reset_views(&mut self) {
-        self.timeline.reset();
-        self.expert.reset();
-        self.log.reset();
-        self.notifications.reset();
-        self.stats.reset();
-        self.detail.show_row_none();
+        self.session.reset_views();
     }
 
     /// Starts `saved` in the tab on screen, replacing its session.
@@ -496,7 +454,7 @@ impl McpscopeApp {
         };
         self.replace_inspection();
         self.launcher.remember(&saved);
-        self.inspection = Some(Inspection::launch_signing_in(
+        self.session.inspection = Some(Inspection::launch_signing_in(
             saved.target(),
             &saved.protocol_version,
             saved.era_choice(),
@@ -506,7 +464,7 @@ impl McpscopeApp {
         ));
         self.tabs[self.active_tab].title = saved.name.clone();
         self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
-        self.last_launch = Some(saved);
+        self.session.last_launch = Some(saved);
     }
 
     fn apply(&mut self, cmd: Command) {
@@ -544,24 +502,24 @@ impl McpscopeApp {
                 self.launch_here(saved);
             }
             Command::Stop => {
-                if let Some(i) = &mut self.inspection {
+                if let Some(i) = &mut self.session.inspection {
                     i.stop();
                 }
             }
             Command::Restart => {
                 // What the launcher shows, edits included (else what ran last).
                 let form = self.launcher.form.to_saved();
-                let edited = match (&form, &self.last_launch) {
+                let edited = match (&form, &self.session.last_launch) {
                     (Ok(f), Some(last)) => f.target_differs(last),
                     _ => false,
                 };
-                let again = form.ok().or_else(|| self.last_launch.clone());
+                let again = form.ok().or_else(|| self.session.last_launch.clone());
                 if let Some(s) = again {
-                    let composer = std::mem::take(&mut self.composer);
+                    let composer = std::mem::take(&mut self.session.composer);
                     self.launch_here(s);
-                    self.composer = composer;
-                    self.composer.restart();
-                    if edited && let Some(s) = &self.last_launch {
+                    self.session.composer = composer;
+                    self.session.composer.restart();
+                    if edited && let Some(s) = &self.session.last_launch {
                         self.message = Some((
                             Severity::Info,
                             format!("restarted with the launcher's edits: {}", s.command_line()),
@@ -577,7 +535,7 @@ impl McpscopeApp {
                 ));
                 self.message = Some((Severity::Info, format!("opening {}…", path.display())));
             }
-            Command::SaveCapture(path) => match self.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
+            Command::SaveCapture(path) => match self.session.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
                 Some(from) => {
                     let to = path.clone();
                     self.background(format!("saving the capture to {}", path.display()), move || {
@@ -594,12 +552,12 @@ impl McpscopeApp {
                 if let Some(&first) = rows.first() {
                     self.apply(Command::Select(first));
                 }
-                self.timeline.highlighted = rows;
+                self.session.timeline.highlighted = rows;
             }
             Command::Compose(action) => self.compose(action),
             Command::Ping => {
-                if let Some(i) = &mut self.inspection {
-                    self.ping = i.send(inspection::Outgoing::Request {
+                if let Some(i) = &mut self.session.inspection {
+                    self.session.ping = i.send(inspection::Outgoing::Request {
                         method: methods::PING.into(),
                         params: None,
                         id: None,
@@ -614,7 +572,7 @@ impl McpscopeApp {
                         Severity::Info,
                         format!("following {} ({})", s.record.name, s.capture_path.display()),
                     ));
-                    self.inspection = Some(Inspection::follow(*s, Some(Arc::clone(&self.waker))));
+                    self.session.inspection = Some(Inspection::follow(*s, Some(Arc::clone(&self.waker))));
                 }
             },
             Command::StopProxied(s) => {
@@ -649,15 +607,15 @@ impl McpscopeApp {
             Command::Filter(join, cond) => {
                 let text = match join {
                     None => cond,
-                    Some(j) => mcpscope_core::filter::combine(&self.timeline.filter.text, j, &cond),
+                    Some(j) => mcpscope_core::filter::combine(&self.session.timeline.filter.text, j, &cond),
                 };
-                self.timeline.filter.set_text(text);
+                self.session.timeline.filter.set_text(text);
             }
             Command::Select(row) => {
-                self.timeline.highlighted.clear();
-                self.timeline.select(row);
-                if let Some(i) = &self.inspection {
-                    self.detail.show_row(&i.model, Some(row));
+                self.session.timeline.highlighted.clear();
+                self.session.timeline.select(row);
+                if let Some(i) = &self.session.inspection {
+                    self.session.detail.show_row(&i.model, Some(row));
                 }
             }
         }
@@ -665,14 +623,14 @@ impl McpscopeApp {
 
     /// Carries out what the composer asked for.
     fn compose(&mut self, action: ComposerAction) {
-        let Some(i) = &mut self.inspection else {
+        let Some(i) = &mut self.session.inspection else {
             self.message = Some((Severity::Warning, "no session to send to".into()));
             return;
         };
         let live = i.model.running();
         match action {
             ComposerAction::ReadSkillFile(_) if !live => {
-                self.composer.skill_read_not_sent("the server is not running");
+                self.session.composer.skill_read_not_sent("the server is not running");
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
@@ -680,20 +638,20 @@ impl McpscopeApp {
             }
             ComposerAction::Send(out) => {
                 let id = i.send(out.clone());
-                self.composer.sent(out, id);
+                self.session.composer.sent(out, id);
             }
             ComposerAction::Complete(out) => {
                 if let Some(id) = i.send(out) {
-                    self.composer.completion_sent(id);
+                    self.session.composer.completion_sent(id);
                 }
             }
             ComposerAction::ReadSkillFile(out) => match i.send(out) {
-                Some(id) => self.composer.skill_read_sent(id),
-                None => self.composer.skill_read_not_sent("no session to send to"),
+                Some(id) => self.session.composer.skill_read_sent(id),
+                None => self.session.composer.skill_read_not_sent("no session to send to"),
             },
             ComposerAction::RunTask(params) => {
                 if let Some(id) = i.run_task(params.clone()) {
-                    self.composer.task_started(params, id);
+                    self.session.composer.task_started(params, id);
                 }
             }
             ComposerAction::CancelTask(id) => i.cancel_task(&id),
@@ -704,7 +662,7 @@ impl McpscopeApp {
                     id: None,
                 };
                 let id = i.send(out.clone());
-                self.composer.sent(out, id);
+                self.session.composer.sent(out, id);
             }
             ComposerAction::Cancel(id) => i.cancel(&id),
             ComposerAction::Answer(q, outcome) => i.answer(q, outcome),
@@ -779,16 +737,16 @@ impl McpscopeApp {
                     .and_then(|p| p.file_name())
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
                 self.tab_for_new_session(title);
-                self.inspection = opened;
+                self.session.inspection = opened;
             }
         }
-        if let Some(i) = &self.inspection
-            && i.resets != self.resets_seen
+        if let Some(i) = &self.session.inspection
+            && i.resets != self.session.resets_seen
         {
-            self.resets_seen = i.resets;
+            self.session.resets_seen = i.resets;
             self.reset_views();
         }
-        if let Some(i) = &mut self.inspection {
+        if let Some(i) = &mut self.session.inspection {
             let was_loading = i.loading();
             more |= i.drain();
             if was_loading && !i.loading() {
@@ -803,33 +761,37 @@ impl McpscopeApp {
                 });
             }
             // The lint worker wakes the UI itself when it finishes.
-            self.expert
+            self.session
+                .expert
                 .poll(&i.model, i.capture_path.as_ref(), !i.loading(), &self.waker);
-            self.composer.sync(&i.model);
-            self.composer.task_flavor = i.task_flavor();
+            self.session.composer.sync(&i.model);
+            self.session.composer.task_flavor = i.task_flavor();
             // A question from the server brings the composer forward.
-            if i.questions().len() > self.seen_server_requests {
+            if i.questions().len() > self.session.seen_server_requests {
                 self.right_tab = RightTab::Compose;
             }
-            self.seen_server_requests = i.questions().len();
-            if self.expert.generation != self.marks_generation {
-                self.marks_generation = self.expert.generation;
-                self.timeline.finding_marks = self.expert.marks.clone();
-                self.timeline.set_findings(&self.expert.findings);
+            self.session.seen_server_requests = i.questions().len();
+            if self.session.expert.generation != self.session.marks_generation {
+                self.session.marks_generation = self.session.expert.generation;
+                self.session.timeline.finding_marks = self.session.expert.marks.clone();
+                self.session.timeline.set_findings(&self.session.expert.findings);
             }
         }
-        more || self.detail.busy()
+        more || self.session.detail.busy()
     }
 
     fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.inspection else { return };
+        let Some(i) = &self.session.inspection else { return };
         // Every tab fills the panel's height: a panel keeps the size of its
         // content, so a short tab shrank it and its tabs jumped under the pointer.
         ui.set_min_height(ui.max_rect().height());
         ui.horizontal(|ui| {
             let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
-            let (e, w) = (self.expert.count(Severity::Error), self.expert.count(Severity::Warning));
+            let (e, w) = (
+                self.session.expert.count(Severity::Error),
+                self.session.expert.count(Severity::Warning),
+            );
             let expert = if e + w == 0 {
                 RichText::new("Expert")
             } else {
@@ -855,36 +817,36 @@ impl McpscopeApp {
         match self.bottom_tab {
             BottomTab::Stderr => self.console_ui(ui, commands),
             BottomTab::Expert => {
-                if let Some(i) = &self.inspection
-                    && let Some(ExpertAction::SelectRows(rows)) = self.expert.ui(ui, &i.model)
+                if let Some(i) = &self.session.inspection
+                    && let Some(ExpertAction::SelectRows(rows)) = self.session.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
                 }
             }
             BottomTab::Notifications => {
-                if let Some(i) = &self.inspection
-                    && let Some(NotificationsAction::Select(row)) = self.notifications.ui(ui, &i.model)
+                if let Some(i) = &self.session.inspection
+                    && let Some(NotificationsAction::Select(row)) = self.session.notifications.ui(ui, &i.model)
                 {
                     commands.push(Command::Select(row));
                 }
             }
             BottomTab::Log => {
-                if let Some(i) = &self.inspection
-                    && let Some(LogAction::Select(row)) = self.log.ui(ui, &i.model)
+                if let Some(i) = &self.session.inspection
+                    && let Some(LogAction::Select(row)) = self.session.log.ui(ui, &i.model)
                 {
                     commands.push(Command::Select(row));
                 }
             }
             BottomTab::Latency => {
-                if let Some(i) = &self.inspection {
-                    self.stats.ui(ui, &i.model);
+                if let Some(i) = &self.session.inspection {
+                    self.session.stats.ui(ui, &i.model);
                 }
             }
         }
     }
 
     fn console_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.inspection else { return };
+        let Some(i) = &self.session.inspection else { return };
         let m = &i.model;
         ui.weak("servers log here; click a line to find it on the timeline");
         let row_h = ui.text_style_height(&egui::TextStyle::Monospace);
@@ -941,9 +903,10 @@ impl eframe::App for McpscopeApp {
         // The composer's debounce needs a frame at its time; the uptime ticks.
         // (The driver's timers are its owner thread's, which wakes the UI
         // when there is something new to draw.)
-        let debounce = self.composer.wants_repaint().then_some(composer_debounce());
+        let debounce = self.session.composer.wants_repaint().then_some(composer_debounce());
         let tick = self.running().then_some(Duration::from_secs(1));
         let lint = self
+            .session
             .expert
             .wakeup()
             .map(|t| t.saturating_duration_since(std::time::Instant::now()));
@@ -989,7 +952,7 @@ impl eframe::App for McpscopeApp {
                     }
                 });
             });
-        if self.console_open && self.inspection.is_some() {
+        if self.console_open && self.session.inspection.is_some() {
             egui::Panel::bottom("console")
                 .resizable(true)
                 .default_size(170.0)
@@ -1002,7 +965,7 @@ impl eframe::App for McpscopeApp {
             .show(ui, |ui| {
                 self.server_info_ui(ui, &mut commands);
                 ui.separator();
-                let asks = self.inspection.as_ref().map_or(0, |i| i.questions().len());
+                let asks = self.session.inspection.as_ref().map_or(0, |i| i.questions().len());
                 ui.horizontal(|ui| {
                     ui.selectable_value(&mut self.right_tab, RightTab::Frame, "Frame");
                     let compose = if asks > 0 {
@@ -1015,8 +978,8 @@ impl eframe::App for McpscopeApp {
                 ui.separator();
                 match self.right_tab {
                     RightTab::Frame => {
-                        if let Some(i) = &self.inspection {
-                            match self.detail.ui(ui, &i.model) {
+                        if let Some(i) = &self.session.inspection {
+                            match self.session.detail.ui(ui, &i.model) {
                                 Some(DetailAction::Select(r)) => commands.push(Command::Select(r)),
                                 Some(DetailAction::Filter(join, cond)) => commands.push(Command::Filter(join, cond)),
                                 Some(DetailAction::Replay(method, params)) => {
@@ -1028,20 +991,20 @@ impl eframe::App for McpscopeApp {
                                     commands.push(Command::Compose(ComposerAction::Send(out)));
                                 }
                                 Some(DetailAction::EditReplay(method, params)) => {
-                                    self.composer.load_raw_request(&method, params.as_ref());
+                                    self.session.composer.load_raw_request(&method, params.as_ref());
                                     self.right_tab = RightTab::Compose;
                                 }
                                 None => {}
                             }
                         }
                     }
-                    RightTab::Compose => match &self.inspection {
+                    RightTab::Compose => match &self.session.inspection {
                         None => {
                             ui.weak("Launch a server to compose requests.");
                         }
                         Some(i) => {
                             egui::ScrollArea::vertical().id_salt("composer-scroll").show(ui, |ui| {
-                                for a in self.composer.ui(ui, i) {
+                                for a in self.session.composer.ui(ui, i) {
                                     commands.push(Command::Compose(a));
                                 }
                             });
@@ -1049,7 +1012,7 @@ impl eframe::App for McpscopeApp {
                     },
                 }
             });
-        egui::CentralPanel::default().show(ui, |ui| match &self.inspection {
+        egui::CentralPanel::default().show(ui, |ui| match &self.session.inspection {
             None => {
                 ui.vertical_centered(|ui| {
                     ui.add_space(ui.available_height() / 3.0);
@@ -1064,7 +1027,7 @@ impl eframe::App for McpscopeApp {
                 self.handshake_strip(ui);
                 ui.separator();
                 let title = &self.tabs[self.active_tab].title;
-                let tools: Vec<String> = self.composer.lists.tools.iter().map(|t| t.name.clone()).collect();
+                let tools: Vec<String> = self.session.composer.lists.tools.iter().map(|t| t.name.clone()).collect();
                 let transport = match &i.target {
                     Some(mcpscope_core::transport::target::Target::Http(h)) => h.kind.as_str(),
                     Some(_) => "stdio",
@@ -1087,13 +1050,13 @@ impl eframe::App for McpscopeApp {
                     prefs: &mut self.filter_prefs,
                     tools: &tools,
                 };
-                if let Some(TimelineAction::Select(r)) = self.timeline.ui(ui, &i.model, cx) {
+                if let Some(TimelineAction::Select(r)) = self.session.timeline.ui(ui, &i.model, cx) {
                     // A row picked on the timeline is shown, even over the composer.
                     commands.push(Command::ShowRow(r));
                 }
             }
         });
-        let session_capture = self.inspection.as_ref().and_then(|i| i.capture_path.clone());
+        let session_capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.clone());
         self.picker_ui(ui.ctx());
         match self.diff.window(ui.ctx(), session_capture.is_some()) {
             Some(DiffAction::Pick(side)) => commands.push(Command::Pick(DialogPurpose::DiffSide(side))),
@@ -1135,9 +1098,9 @@ impl eframe::App for McpscopeApp {
 
     fn on_exit(&mut self) {
         // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
-        self.inspection = None;
+        self.session.inspection = None;
         for t in &mut self.tabs {
-            t.inspection = None;
+            t.view.inspection = None;
         }
     }
 }

@@ -1,8 +1,9 @@
-//! Several sessions open at once, as tabs. The app's own fields (inspection,
-//! timeline, detail, …) are the state of the tab on screen, so every panel
-//! keeps reading them as before; the other tabs are parked in
-//! [`SessionTab`]s and swapped in when chosen. A parked tab keeps draining
-//! its session (a launched server or a followed capture goes on growing).
+//! Several sessions open at once, as tabs. Each session and every view of it
+//! is one [`SessionView`]: the app's `session` is the tab on screen, the
+//! others are parked in [`SessionTab`]s, and choosing a tab swaps that one
+//! struct (a new per-session panel is a field of `SessionView`, nothing
+//! more). A parked tab keeps draining its session (a launched server or a
+//! followed capture goes on growing).
 
 use crate::composer::ComposerPanel;
 use crate::inspection::Inspection;
@@ -18,11 +19,9 @@ use mcpscope_core::timeline::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::PathBuf;
 
-/// One tab's session and views. For the tab on screen the app holds them and
-/// this slot holds only its title.
+/// One session and every view of it.
 #[derive(Default)]
-pub struct SessionTab {
-    pub title: String,
+pub struct SessionView {
     pub inspection: Option<Inspection>,
     pub timeline: TimelinePanel,
     pub detail: DetailPanel,
@@ -31,12 +30,46 @@ pub struct SessionTab {
     pub log: LogPanel,
     pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
+    /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
+    /// Server requests already announced (to switch to the composer once).
+    pub(crate) seen_server_requests: usize,
+    pub(crate) marks_generation: u64,
+    /// The followed capture's restarts the views have caught up with.
+    pub(crate) resets_seen: u64,
+    pub(crate) last_launch: Option<SavedServer>,
+}
+
+impl SessionView {
+    /// Empties every view (a new session, or a followed capture that started over).
+    pub fn reset_views(&mut self) {
+        self.timeline.reset();
+        self.expert.reset();
+        self.log.reset();
+        self.notifications.reset();
+        self.stats.reset();
+        self.detail.show_row_none();
+    }
+
+    /// Takes the session out (to end it) and empties every view of it.
+    pub fn end_session(&mut self) -> Option<Inspection> {
+        let old = self.inspection.take();
+        self.reset_views();
+        self.composer.reset();
+        self.ping = None;
+        self.seen_server_requests = 0;
+        self.resets_seen = 0;
+        old
+    }
+}
+
+/// A tab. For the tab on screen the app holds its view and this slot only
+/// its title.
+#[derive(Default)]
+pub struct SessionTab {
+    pub title: String,
+    pub view: SessionView,
     right_tab: Option<RightTab>,
-    seen_server_requests: usize,
-    marks_generation: u64,
-    resets_seen: u64,
-    last_launch: Option<SavedServer>,
 }
 
 impl SessionTab {
@@ -48,7 +81,7 @@ impl SessionTab {
     }
 
     pub fn capture_path(&self) -> Option<&PathBuf> {
-        self.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
+        self.view.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
     }
 }
 
@@ -71,19 +104,7 @@ impl McpscopeApp {
     /// Exchanges the app's session state with slot `idx` (titles stay put).
     fn swap_slot(&mut self, idx: usize) {
         let t = &mut self.tabs[idx];
-        std::mem::swap(&mut self.inspection, &mut t.inspection);
-        std::mem::swap(&mut self.timeline, &mut t.timeline);
-        std::mem::swap(&mut self.detail, &mut t.detail);
-        std::mem::swap(&mut self.expert, &mut t.expert);
-        std::mem::swap(&mut self.composer, &mut t.composer);
-        std::mem::swap(&mut self.log, &mut t.log);
-        std::mem::swap(&mut self.notifications, &mut t.notifications);
-        std::mem::swap(&mut self.stats, &mut t.stats);
-        std::mem::swap(&mut self.ping, &mut t.ping);
-        std::mem::swap(&mut self.seen_server_requests, &mut t.seen_server_requests);
-        std::mem::swap(&mut self.marks_generation, &mut t.marks_generation);
-        std::mem::swap(&mut self.resets_seen, &mut t.resets_seen);
-        std::mem::swap(&mut self.last_launch, &mut t.last_launch);
+        std::mem::swap(&mut self.session, &mut t.view);
         // The right panel's tab is remembered per session (a parked slot holds Some).
         let mine = Some(self.right_tab);
         if let Some(r) = std::mem::replace(&mut t.right_tab, mine) {
@@ -105,7 +126,7 @@ impl McpscopeApp {
     /// Makes room for a new session: the tab on screen if it shows none,
     /// else a new tab. Either way the views start empty.
     pub(crate) fn tab_for_new_session(&mut self, title: String) {
-        if self.inspection.is_some() {
+        if self.session.inspection.is_some() {
             self.tabs.push(SessionTab::default());
             let idx = self.tabs.len() - 1;
             self.activate_tab(idx);
@@ -132,7 +153,7 @@ impl McpscopeApp {
         if idx < self.active_tab {
             self.active_tab -= 1;
         }
-        if let Some(i) = closed.inspection {
+        if let Some(i) = closed.view.inspection {
             // Dropping a live session shuts its server down and may wait.
             std::thread::Builder::new()
                 .name("mcpscope-shutdown".into())
@@ -149,7 +170,7 @@ impl McpscopeApp {
     /// The capture of tab `idx` (the one on screen included).
     pub fn tab_capture(&self, idx: usize) -> Option<&PathBuf> {
         if idx == self.active_tab {
-            self.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
+            self.session.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
         } else {
             self.tabs.get(idx).and_then(SessionTab::capture_path)
         }
@@ -157,9 +178,9 @@ impl McpscopeApp {
 
     fn tab_inspection(&self, idx: usize) -> Option<&Inspection> {
         if idx == self.active_tab {
-            self.inspection.as_ref()
+            self.session.inspection.as_ref()
         } else {
-            self.tabs.get(idx).and_then(|t| t.inspection.as_ref())
+            self.tabs.get(idx).and_then(|t| t.view.inspection.as_ref())
         }
     }
 
@@ -192,7 +213,7 @@ impl McpscopeApp {
         let mut more = false;
         for (idx, t) in self.tabs.iter_mut().enumerate() {
             if idx != self.active_tab
-                && let Some(i) = &mut t.inspection
+                && let Some(i) = &mut t.view.inspection
             {
                 more |= i.drain();
             }
