@@ -314,7 +314,6 @@ fn serve_http(
     where_: &str,
     fallback: Option<(Client, PathBuf)>,
 ) -> ExitCode {
-    let endpoint = path.clone();
     let http_options = match http::HttpOptions::new(listen, args.listen_any, path) {
         Ok(o) => http::HttpOptions { auth: args.auth, ..o },
         Err(e) => {
@@ -349,10 +348,9 @@ fn serve_http(
         }
     };
     crate::errln!("mcpscope mock: serving {servable} exchange(s) from {where_} over Streamable HTTP");
-    if args.auth {
-        let base = server.url().trim_end_matches(&endpoint).to_owned();
+    if let Some(issuer) = server.issuer() {
         crate::errln!(
-            "mcpscope mock: --auth: the endpoint wants a token from the mock's own authorization server, {base} (sign-ins are approved at once)"
+            "mcpscope mock: --auth: the endpoint wants a token from the mock's own authorization server, {issuer} (sign-ins are approved at once)"
         );
     }
     // Clients (and scripts) wait for this line: the port is open once it is printed.

@@ -38,8 +38,9 @@ pub struct VerifyArgs {
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
 
-    /// The session to verify against in a capture of several (1-based;
-    /// default: the last one the server answered in).
+    /// The one session to verify against in a capture of several (1-based;
+    /// default: every session the server answered in, each in a live
+    /// session of its own).
     #[arg(long, value_name = "N")]
     pub session: Option<usize>,
 

@@ -375,7 +375,10 @@ impl Inspection {
         let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
         let runner = sign_in.as_ref().map(|si| {
             if let Some(live) = &i.owner {
-                live_pilot::lock(live).pilot.set_authorizer(Arc::clone(&si.authorizer));
+                let mut l = live_pilot::lock(live);
+                l.pilot.set_authorizer(Arc::clone(&si.authorizer));
+                // The owner thread refreshes ahead: the UI's commands never wait on the network.
+                l.pilot.set_refresh_before_send(false);
             }
             SignInRunner::new(
                 Arc::clone(&si.authorizer),

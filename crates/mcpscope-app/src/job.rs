@@ -35,10 +35,18 @@ impl<T: Send + 'static> Job<T> {
         let spawned = std::thread::Builder::new()
             .name(format!("mcpscope-{name}"))
             .spawn(move || {
-                let _ = tx.send(work());
-                if let Some(w) = wake {
-                    w();
+                // Wakes the UI however the work ends, a panic included: its
+                // poll then says the worker stopped.
+                struct WakeOnDrop(Option<Wake>);
+                impl Drop for WakeOnDrop {
+                    fn drop(&mut self) {
+                        if let Some(w) = &self.0 {
+                            w();
+                        }
+                    }
                 }
+                let _wake = WakeOnDrop(wake);
+                let _ = tx.send(work());
             });
         Job {
             name,

@@ -48,13 +48,25 @@ pub enum Update {
     Resent(RequestId),
 }
 
-/// The UI's end of a running owner thread. Dropping it ends the thread.
+/// The UI's end of a running owner thread. Dropping it ends the thread and
+/// waits for it (the session is shut down there when it held the last
+/// handle), so a closing app leaves no server behind.
 pub struct PilotThread {
     pub updates: Receiver<Update>,
     generation: Arc<AtomicU64>,
     seen: u64,
     /// Dropped to end the thread.
-    _quit: Sender<()>,
+    quit: Option<Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for PilotThread {
+    fn drop(&mut self) {
+        self.quit = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl PilotThread {
@@ -135,6 +147,25 @@ impl SignInRunner {
         self.status().running = true;
     }
 
+    /// A token about to expire is refreshed here, ahead of the sends that
+    /// need it (never under the owner's lock, never on the UI thread); not
+    /// while a sign-in runs (a new token is coming).
+    fn refresh_ahead(&mut self, live: &Mutex<Live>) {
+        if self.running.is_some() {
+            return;
+        }
+        let Ok(mut a) = self.authorizer.try_lock() else { return };
+        let mut steps = Vec::new();
+        a.refresh_if_expiring(&mut |x| steps.push(x));
+        drop(a);
+        if !steps.is_empty() {
+            let l = lock(live);
+            for step in steps {
+                l.session.record_auth(step);
+            }
+        }
+    }
+
     /// Steps to the session; a finished sign-in sends its request again
     /// (or fails it) and the next one starts.
     fn poll(&mut self, live: &Mutex<Live>, out: &Sender<Update>, poke: &Sender<()>) {
@@ -175,14 +206,15 @@ pub fn spawn(
     let (quit_tx, quit) = crossbeam_channel::bounded::<()>(0);
     let generation = Arc::new(AtomicU64::new(0));
     let g = Arc::clone(&generation);
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("mcpscope-pilot".into())
         .spawn(move || run(&live, &events, &quit, &out, sign_in, &g, waker))?;
     Ok(PilotThread {
         updates,
         generation,
         seen: u64::MAX,
-        _quit: quit_tx,
+        quit: Some(quit_tx),
+        thread: Some(thread),
     })
 }
 
@@ -238,6 +270,7 @@ fn run(
         if let Some(si) = &mut sign_in {
             si.start_next(&poke);
             si.poll(live, out, &poke);
+            si.refresh_ahead(live);
         }
         {
             let mut guard = lock(live);

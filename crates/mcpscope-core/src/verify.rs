@@ -34,6 +34,8 @@ pub struct Recording {
     pub sessions: Vec<RecordedSession>,
     /// The surface to compare: the last session's with a handshake or a list.
     pub surface: Surface,
+    /// The session it is from (its live counterpart is fetched in that one).
+    pub surface_session: usize,
     /// Sessions in the file.
     pub of: usize,
     /// Lines of the capture that could not be read.
@@ -142,9 +144,9 @@ impl Recording {
         let surface = kept
             .iter()
             .rev()
-            .map(|s| Surface::from_exchanges(&s.exchanges))
-            .find(|s| s.capabilities.is_some() || !s.lists.is_empty());
-        let Some(surface) = surface else {
+            .map(|s| (s.number, Surface::from_exchanges(&s.exchanges)))
+            .find(|(_, s)| s.capabilities.is_some() || !s.lists.is_empty());
+        let Some((surface_session, surface)) = surface else {
             let which = match session {
                 Some(n) if of > 1 => format!(" (session {n} of {of})"),
                 _ => String::new(),
@@ -157,6 +159,7 @@ impl Recording {
         Ok(Recording {
             sessions: kept,
             surface,
+            surface_session,
             of,
             warnings,
         })
@@ -231,8 +234,9 @@ pub struct Report {
 
 /// Verifies a server against `recording`: each recorded session replayed
 /// in a live session of its own, from `connect` (given how the recording
-/// answered the server's requests), the first also comparing the surface
-/// (with `surface_only`, the only one, and nothing replayed). An authorizer
+/// answered the server's requests), the one the recorded surface is from
+/// also fetching the live surface, in its era (with `surface_only`, the only
+/// one, and nothing replayed). An authorizer
 /// the first client signed in with goes on to the next. `Err`: the server
 /// could not be reached (or went away), in words.
 pub fn verify(
@@ -248,24 +252,25 @@ pub fn verify(
     let mut authorizer = None;
     let several = recording.sessions.len() > 1;
     for s in &recording.sessions {
+        let compares = s.number == recording.surface_session;
+        if surface_only && !compares {
+            continue;
+        }
         let mut client = connect(&s.policy);
         if let Some(a) = authorizer.take() {
             client = client.with_authorizer(a);
         }
         let mut run = || -> Result<(), String> {
-            match new {
-                None => {
-                    new = Some(live_surface(
-                        &mut client,
-                        &recording.surface,
-                        s.era,
-                        timeout,
-                        &mut notes,
-                    )?)
-                }
-                Some(_) => {
-                    establish(&mut client, s.era, timeout)?;
-                }
+            if compares {
+                new = Some(live_surface(
+                    &mut client,
+                    &recording.surface,
+                    s.era,
+                    timeout,
+                    &mut notes,
+                )?);
+            } else {
+                establish(&mut client, s.era, timeout)?;
             }
             if !surface_only {
                 let mut r = replay(&mut client, &s.exchanges, ignore, timeout)?;
@@ -282,9 +287,6 @@ pub fn verify(
         authorizer = client.take_authorizer();
         client.close();
         ran?;
-        if surface_only {
-            break;
-        }
     }
     let new = new.unwrap_or_default();
     let changes = surface::compare(&recording.surface, &new);

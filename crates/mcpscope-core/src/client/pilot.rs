@@ -40,6 +40,10 @@ pub struct Pilot {
     authorizer: Option<Arc<Mutex<Authorizer>>>,
     /// The driver's clock starts here.
     started: Instant,
+    /// Refresh a token about to expire just before a send (the command
+    /// line); an owner that must not wait on the network there (the app's
+    /// UI commands) refreshes ahead of time instead.
+    refresh_before_send: bool,
 }
 
 impl Pilot {
@@ -49,6 +53,7 @@ impl Pilot {
             gate: ChallengeGate::new(),
             authorizer: None,
             started,
+            refresh_before_send: true,
         }
     }
 
@@ -56,6 +61,12 @@ impl Pilot {
     /// target's `bearer`).
     pub fn set_authorizer(&mut self, authorizer: Arc<Mutex<Authorizer>>) {
         self.authorizer = Some(authorizer);
+    }
+
+    /// Whether [`Pilot::perform`] refreshes an expiring token before a send
+    /// (a network round trip, under the caller's locks).
+    pub fn set_refresh_before_send(&mut self, on: bool) {
+        self.refresh_before_send = on;
     }
 
     pub fn authorizer(&self) -> Option<&Arc<Mutex<Authorizer>>> {
@@ -104,7 +115,9 @@ impl Pilot {
                     if let Some(a) = &self.authorizer {
                         // A token about to expire is refreshed first; not while a
                         // sign-in holds the authorizer (a new token is coming).
-                        if let Ok(mut a) = a.try_lock() {
+                        if self.refresh_before_send
+                            && let Ok(mut a) = a.try_lock()
+                        {
                             auth::before_request(&mut a, session);
                         }
                         self.gate.on_send(&message, timeout, &headers);
@@ -137,7 +150,15 @@ impl Pilot {
                         session.send(&sent.message, sent.timeout, sent.headers);
                         Some(new)
                     }
-                    None => None,
+                    // What it was sent as is gone: it cannot go out again.
+                    None => {
+                        self.driver.handle(Input::NotDelivered {
+                            id: &new,
+                            why: "the request to send again after signing in was not kept",
+                            cause: Undelivered::Authorization,
+                        });
+                        None
+                    }
                 },
                 // Nothing waits for it any more (cancelled meanwhile).
                 None => {

@@ -154,6 +154,11 @@ impl AuthServer {
         }
     }
 
+    /// The issuer: the base of every endpoint.
+    pub fn issuer(&self) -> &str {
+        &self.base
+    }
+
     /// The MCP endpoint's URL: the resource tokens are for (RFC 8707).
     pub fn resource(&self) -> String {
         format!("{}{}", self.base, self.endpoint_path)
@@ -243,7 +248,7 @@ impl AuthServer {
         Some(match path {
             AUTHORIZE => self.authorize(query, now),
             TOKEN => self.token(req, now).no_store(),
-            REGISTER => self.register(req.body),
+            REGISTER => self.register(req.body, now),
             AS_METADATA | OIDC_METADATA => AuthAnswer::json(200, self.metadata()),
             _ => AuthAnswer::json(
                 200,
@@ -289,11 +294,15 @@ impl AuthServer {
         ))
     }
 
-    fn full(&self) -> bool {
+    /// Whether nothing more can be kept, once codes and access tokens past
+    /// their time are forgotten.
+    fn full(&mut self, now: Duration) -> bool {
+        self.codes.retain(|_, c| c.expires > now);
+        self.access.retain(|_, (_, expires)| *expires > now);
         self.clients.len() + self.codes.len() + self.access.len() + self.refresh.len() >= MAX_ENTRIES
     }
 
-    fn register(&mut self, body: &[u8]) -> AuthAnswer {
+    fn register(&mut self, body: &[u8], now: Duration) -> AuthAnswer {
         let meta: Value = match serde_json::from_slice(body) {
             Ok(v @ Value::Object(_)) => v,
             _ => return AuthAnswer::error(400, "invalid_client_metadata", "the body is not a JSON object"),
@@ -327,7 +336,7 @@ impl AuthServer {
             );
             return AuthAnswer::error(400, "invalid_client_metadata", &why);
         }
-        if self.full() {
+        if self.full(now) {
             return AuthAnswer::error(503, "temporarily_unavailable", "too many clients registered");
         }
         let client_id = match self.fresh("mock-client-") {
@@ -414,7 +423,7 @@ impl AuthServer {
             let why = format!("resource {r} is not this server's ({})", self.resource());
             return refuse("invalid_target", &why);
         }
-        if self.full() {
+        if self.full(now) {
             return refuse("temporarily_unavailable", "too many codes outstanding");
         }
         let code = match self.fresh("mock-code-") {
@@ -488,6 +497,10 @@ impl AuthServer {
             Ok(id) => id,
             Err(a) => return a,
         };
+        // Before a code or refresh token is spent: a refusal must not cost the grant.
+        if self.full(now) {
+            return AuthAnswer::error(503, "temporarily_unavailable", "too many tokens outstanding");
+        }
         if let Some(r) = form.get("resource")
             && !same_resource(r, &self.resource())
         {
@@ -547,9 +560,6 @@ impl AuthServer {
             Some(g) => return AuthAnswer::error(400, "unsupported_grant_type", &format!("{g} is not served")),
             None => return AuthAnswer::error(400, "invalid_request", "grant_type is missing"),
         };
-        if self.full() {
-            return AuthAnswer::error(503, "temporarily_unavailable", "too many tokens outstanding");
-        }
         let access = match self.fresh("mock-access-") {
             Ok(t) => t,
             Err(a) => return a,
@@ -729,6 +739,11 @@ mod tests {
             "invalid_grant"
         );
         // The code was spent by the failed attempt too (single use).
+        let again = format!("grant_type=authorization_code&code={code}&code_verifier=v&client_id={id}");
+        assert_eq!(
+            body(&post(&mut s, "/token", None, &again, Duration::ZERO))["error"],
+            "invalid_grant"
+        );
         let (_, code) = self::code(&mut s, &id, "http://127.0.0.1:6001/callback");
         let form = format!(
             "grant_type=authorization_code&code={}&code_verifier=v&client_id={id}&redirect_uri=http%3A%2F%2F127.0.0.1%3A6001%2Fcallback",

@@ -23,6 +23,8 @@
 //! is the reverse proxy's ([`crate::transport::http_server`]): loopback only
 //! unless asked, `Host` and `Origin` checked against DNS rebinding.
 
+use crate::protocol::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
+use crate::protocol::subscriptions::LISTEN;
 use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
@@ -57,6 +59,8 @@ const MAX_HELD: usize = 1024;
 /// JSON-RPC codes of the HTTP layer's own refusals (those of the TypeScript SDK's server).
 const BAD_REQUEST: i64 = -32000;
 const SESSION_NOT_FOUND: i64 = -32001;
+/// `"subscriptions/listen"` as it stands in a request's bytes.
+const LISTEN_METHOD: &[u8] = b"\"subscriptions/listen\"";
 
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
@@ -164,6 +168,8 @@ enum Cmd {
     Message(Vec<u8>),
     /// A GET stream: server traffic outside any request goes there from now on.
     Listen(mpsc::UnboundedSender<Vec<u8>>),
+    /// The client of this request (a listen) left before its end: forget it.
+    Gone(Vec<u8>),
 }
 
 struct Shared {
@@ -261,10 +267,18 @@ impl Router {
     fn route(&mut self, o: Output) {
         match o {
             Output::Line(l) => {
+                // Requests whose clients left take nothing more.
+                self.waiting.retain(|w| !w.to.is_closed());
                 let target = if is_response(&l) {
-                    // An answer goes to the request with its id.
+                    // An answer goes to the request with its id: a listen only
+                    // when it is that listen's close (ids are the clients' own,
+                    // and the stateless mock serves several clients).
                     let id = member_span(&l, "id").map(|s| l[s].to_vec());
-                    self.waiting.iter().position(|w| Some(&w.id) == id.as_ref())
+                    let close = subscription_of(&l).is_some();
+                    self.waiting
+                        .iter()
+                        .position(|w| Some(&w.id) == id.as_ref() && w.listen == close)
+                        .or_else(|| self.oldest())
                 } else if let Some(sub) = subscription_of(&l) {
                     self.waiting.iter().position(|w| w.listen && w.id == sub)
                 } else {
@@ -312,7 +326,7 @@ impl Router {
     /// A miss goes to the fallback server; its answer, whenever it comes,
     /// goes to the request that asked (later requests are not held up).
     fn forward(&mut self, fallback: &Fallback, method: String, params: Option<Value>, id: Vec<u8>) {
-        let Some(k) = self.oldest() else {
+        let Some(k) = self.waiting.iter().position(|w| w.id == id).or_else(|| self.oldest()) else {
             return;
         };
         let to = self.waiting.remove(k).to;
@@ -320,6 +334,11 @@ impl Router {
         tokio::task::spawn_blocking(move || {
             let _ = to.send(Piece::Line(fallback(&method, params, &id)));
         });
+    }
+
+    /// A listen whose client left.
+    fn gone(&mut self, id: &[u8]) {
+        self.waiting.retain(|w| !(w.listen && w.id == id));
     }
 
     fn listen(&mut self, to: mpsc::UnboundedSender<Vec<u8>>) {
@@ -330,12 +349,13 @@ impl Router {
     }
 }
 
-/// The raw id of the listen a server notification is tagged with.
+/// The raw id of the listen a server message is tagged with (a
+/// notification's `params._meta`, a listen's close in `result._meta`).
 fn subscription_of(line: &[u8]) -> Option<Vec<u8>> {
-    let params = member_span(line, "params")?;
-    let meta = member_span(&line[params.clone()], "_meta")?;
-    let meta = &line[params][meta];
-    member_span(meta, "io.modelcontextprotocol/subscriptionId").map(|s| meta[s].to_vec())
+    let body = member_span(line, "params").or_else(|| member_span(line, "result"))?;
+    let meta = member_span(&line[body.clone()], "_meta")?;
+    let meta = &line[body][meta];
+    member_span(meta, SUBSCRIPTION_ID).map(|s| meta[s].to_vec())
 }
 
 /// Whether a line the mock sends is an answer (server traffic has a method).
@@ -389,12 +409,16 @@ async fn session(mut mock: Mock, mut rx: mpsc::UnboundedReceiver<Cmd>, ends: Ses
         match cmd {
             Some(Cmd::Request { line, to }) => {
                 let id = member_span(&line, "id").map_or_else(Vec::new, |s| line[s].to_vec());
-                let listen = member_span(&line, "method").is_some_and(|s| &line[s] == b"\"subscriptions/listen\"");
+                let listen = member_span(&line, "method").is_some_and(|s| line[s] == *LISTEN_METHOD);
                 router.waiting.push(Waiting { id, listen, to });
                 mock.on_line(&line, now);
             }
             Some(Cmd::Message(line)) => mock.on_line(&line, now),
             Some(Cmd::Listen(to)) => router.listen(to),
+            Some(Cmd::Gone(id)) => {
+                router.gone(&id);
+                mock.on_gone(&id);
+            }
             None => break,
         }
     }
@@ -470,6 +494,11 @@ impl MockServer {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// With `--auth`, the authorization server's issuer.
+    pub fn issuer(&self) -> Option<String> {
+        self.shared.auth.as_ref().map(|a| lock(a).issuer().to_owned())
     }
 
     /// The URL a client is given.
@@ -656,6 +685,7 @@ async fn post(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) ->
         return send(conn, &answer(202, &[], "", b"")).await;
     }
     let id = member_span(&req.body, "id").map_or_else(|| b"null".to_vec(), |s| req.body[s].to_vec());
+    let listen = method == Some(LISTEN);
     let sid = req.header("mcp-session-id").unwrap_or_default().to_owned();
     let (ptx, mut prx) = mpsc::unbounded_channel();
     if to
@@ -667,16 +697,23 @@ async fn post(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) ->
     {
         return send(conn, &session_not_found(&sid)).await;
     }
-    drop(to);
+    // Kept for a listen only: a DELETE must be able to end the session.
+    let session_tx = listen.then_some(to);
     let session: Vec<(&str, &str)> = issued.iter().map(|s| ("mcp-session-id", s.as_str())).collect();
     let (mut as_stream, mut streaming) = (false, false);
     let mut scratch = [0u8; 512];
     loop {
-        let piece = if streaming {
-            // A stream may stay open long (a listen): a client that leaves ends it.
+        let piece = if streaming || listen {
+            // A listen stays open as long as its client wants: a client that
+            // leaves ends it (and the session forgets it).
             match first_of(prx.recv(), conn.stream.read(&mut scratch)).await {
                 Either::A(p) => p,
-                Either::B(Ok(0) | Err(_)) => return false,
+                Either::B(Ok(0) | Err(_)) => {
+                    if listen && let Some(tx) = &session_tx {
+                        let _ = tx.send(Cmd::Gone(id.clone()));
+                    }
+                    return false;
+                }
                 // Nothing is expected from the client on a stream.
                 Either::B(Ok(_)) => continue,
             }
@@ -930,7 +967,13 @@ mod tests {
         assert!(on_listen[0].contains("list_changed"));
         assert_eq!(got(&mut call).len(), 3, "stream, progress, the answer");
         assert_eq!(r.waiting.len(), 1, "the listen stays open");
-        // A listen whose client left is dropped at its next line.
+        // An answer with the listen's id (another client's request, ids are
+        // theirs) goes to that request, not to the listen.
+        let mut same_id = waiting(&mut r, r#""L""#, false);
+        r.route(Output::Line(br#"{"jsonrpc":"2.0","id":"L","result":{}}"#.to_vec()));
+        assert_eq!(got(&mut same_id).len(), 1);
+        assert!(got(&mut listen).is_empty());
+        // A listen whose client left is dropped at the next line.
         drop(listen);
         r.route(Output::Line(
             br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}"#.to_vec(),

@@ -2,6 +2,7 @@
 //! and log lines, and the time it next needs to be woken. No I/O: the caller
 //! owns the pipes and the clock (a `Duration` since it started).
 
+use crate::protocol::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 use crate::replay::index::{Answer, Exchange, Index, ServerFrame, member_span, with_id};
 use crate::replay::matcher::{Exhausted, Matcher, Miss, Nearest, Pick, Rule, canonical, normalise};
 use crate::wire::message::RequestId;
@@ -316,12 +317,20 @@ impl Mock {
             return;
         };
         let live = request.to_string();
+        self.subscriptions.retain(|_, l| canonical_id(l) != live);
         if let Some(close) = self.closes.remove(&live) {
-            self.subscriptions.retain(|_, l| canonical_id(l) != live);
             let line = with_subscription_id(&close, live.as_bytes()).unwrap_or(close);
             let line = with_id(&line, live.as_bytes()).unwrap_or(line);
             self.send_now(line);
         }
+    }
+
+    /// The client of a listen (its raw id) left without cancelling it (over
+    /// HTTP, dropping the stream is the cancel): nothing more is tagged for it.
+    pub fn on_gone(&mut self, id: &[u8]) {
+        let live = canonical_id(id);
+        self.subscriptions.retain(|_, l| canonical_id(l) != live);
+        self.closes.remove(&live);
     }
 
     fn client_answer(&mut self, id: &Value, v: &Value) {
@@ -559,8 +568,6 @@ impl Mock {
         }
     }
 }
-
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The listen a server message belongs to: `_meta`'s subscription id, in
 /// `params` (notifications) or `result` (a listen's close).
