@@ -36,6 +36,7 @@ pub(crate) enum Input<M> {
 }
 
 /// A message on its way to the server, already recorded as a frame.
+#[derive(Default)]
 pub(crate) struct Outgoing {
     /// The bytes as the owner gave them (no terminator).
     pub body: Vec<u8>,
