@@ -232,90 +232,7 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
             _ => Check::new(Status::Info, "Authorization: the server did not ask for any"),
         });
     }
-    let mut server_caps: Option<Value> = None;
-    match &established {
-        Ok(Ok(d)) => {
-            checks.push(era_check(d));
-            match (&d.handshake, &d.discovery) {
-                (Some(h), _) => server_caps = handshake_checks(h, &mut checks),
-                (None, Some(disc)) => {
-                    let mut c = Check::new(
-                        if disc.missing_fields.is_empty() {
-                            Status::Pass
-                        } else {
-                            Status::Fail
-                        },
-                        format!("Protocol version: {} (sent in every request's _meta)", d.version),
-                    )
-                    .detail(format!(
-                        "server/discover lists supportedVersions: {}",
-                        disc.supported_versions.join(", ")
-                    ));
-                    if !disc.missing_fields.is_empty() {
-                        c = c.detail(format!(
-                            "the server/discover result lacks required field(s): {}",
-                            disc.missing_fields.join(", ")
-                        ));
-                    }
-                    checks.push(c);
-                    let mut info = Check::new(Status::Info, format!("Server: {}", disc.server_name()));
-                    if let Some(caps) = &disc.capabilities {
-                        info = info.detail(format!("capabilities: {}", compact(caps)));
-                    }
-                    match &disc.instructions {
-                        Some(i) => info = info.detail(format!("instructions: {}", crate::text::shorten(i, 300))),
-                        None => info = info.detail("instructions: (none)"),
-                    }
-                    checks.push(info);
-                    server_caps = disc.capabilities.clone();
-                }
-                (None, None) => {}
-            }
-        }
-        Ok(Err(EraFailure::Handshake(h))) => {
-            handshake_checks(h, &mut checks);
-        }
-        Ok(Err(EraFailure::NotModern(why))) => {
-            checks.push(
-                Check::new(Status::Fail, "The server does not speak the modern era (2026-07-28)")
-                    .detail(why.clone())
-                    .detail("Try --era legacy (initialize handshake) or --era auto."),
-            );
-        }
-        Ok(Err(EraFailure::InitializeRefused(e))) => {
-            let mut c = Check::new(Status::Fail, "initialize was refused").detail(e.to_string());
-            let supported = crate::protocol::handshake::supported_from_error(e);
-            if !supported.is_empty() {
-                c = c.detail(format!("the server supports: {}", supported.join(", ")));
-                if supported.iter().any(|v| Era::of_version(v) == Some(Era::Modern)) {
-                    c = c.detail("It names a modern version: try --era modern or --era auto.");
-                }
-            }
-            checks.push(c);
-        }
-        // The client turns a handshake without an answer into its error.
-        Ok(Err(e @ EraFailure::NoAnswer { .. })) => {
-            checks.push(Check::new(Status::Fail, "initialize got no answer").detail(e.to_string()));
-        }
-        Err(ClientError::Http { error, .. }) => {
-            let mut c = Check::new(Status::Fail, "initialize failed over HTTP").detail(error.clone());
-            if error.contains("connection refused") {
-                c = c.detail("Start the server first, and check the host and port of the URL.");
-            }
-            checks.push(c);
-        }
-        Err(e) => {
-            let mut c = Check::new(Status::Fail, "initialize got no answer").detail(e.to_string());
-            if matches!(e, ClientError::TimedOut { .. }) {
-                c = c.detail(
-                    "A server that does not answer initialize may be waiting for something else (an \
-                     API key, a network resource), may have crashed silently, or may be reading a \
-                     different transport (HTTP instead of stdio).",
-                );
-            }
-            checks.push(c);
-        }
-    }
+    let server_caps = establish_checks(&established, &mut checks);
 
     // 3. tools/list, following pagination.
     let era = match &established {
@@ -366,6 +283,99 @@ pub fn diagnose_target(target: &Target, options: &DoctorOptions) -> Report {
     report.checks = checks;
     report.events = evs;
     report
+}
+
+/// What the handshake (or discovery) showed, as checks; the server's
+/// capabilities when it answered. No I/O: the outcome is the client's.
+fn establish_checks(
+    established: &Result<Result<EraDecision, EraFailure>, ClientError>,
+    checks: &mut Vec<Check>,
+) -> Option<Value> {
+    let mut server_caps: Option<Value> = None;
+    match &established {
+        Ok(Ok(d)) => {
+            checks.push(era_check(d));
+            match (&d.handshake, &d.discovery) {
+                (Some(h), _) => server_caps = handshake_checks(h, checks),
+                (None, Some(disc)) => {
+                    let mut c = Check::new(
+                        if disc.missing_fields.is_empty() {
+                            Status::Pass
+                        } else {
+                            Status::Fail
+                        },
+                        format!("Protocol version: {} (sent in every request's _meta)", d.version),
+                    )
+                    .detail(format!(
+                        "server/discover lists supportedVersions: {}",
+                        disc.supported_versions.join(", ")
+                    ));
+                    if !disc.missing_fields.is_empty() {
+                        c = c.detail(format!(
+                            "the server/discover result lacks required field(s): {}",
+                            disc.missing_fields.join(", ")
+                        ));
+                    }
+                    checks.push(c);
+                    let mut info = Check::new(Status::Info, format!("Server: {}", disc.server_name()));
+                    if let Some(caps) = &disc.capabilities {
+                        info = info.detail(format!("capabilities: {}", compact(caps)));
+                    }
+                    match &disc.instructions {
+                        Some(i) => info = info.detail(format!("instructions: {}", crate::text::shorten(i, 300))),
+                        None => info = info.detail("instructions: (none)"),
+                    }
+                    checks.push(info);
+                    server_caps = disc.capabilities.clone();
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(Err(EraFailure::Handshake(h))) => {
+            handshake_checks(h, checks);
+        }
+        Ok(Err(EraFailure::NotModern(why))) => {
+            checks.push(
+                Check::new(Status::Fail, "The server does not speak the modern era (2026-07-28)")
+                    .detail(why.clone())
+                    .detail("Try --era legacy (initialize handshake) or --era auto."),
+            );
+        }
+        Ok(Err(EraFailure::InitializeRefused(e))) => {
+            let mut c = Check::new(Status::Fail, "initialize was refused").detail(e.to_string());
+            let supported = crate::protocol::handshake::supported_from_error(e);
+            if !supported.is_empty() {
+                c = c.detail(format!("the server supports: {}", supported.join(", ")));
+                if supported.iter().any(|v| Era::of_version(v) == Some(Era::Modern)) {
+                    c = c.detail("It names a modern version: try --era modern or --era auto.");
+                }
+            }
+            checks.push(c);
+        }
+        // The client turns a handshake without an answer into its error.
+        Ok(Err(e @ EraFailure::NoAnswer { .. })) => {
+            checks.push(Check::new(Status::Fail, "initialize got no answer").detail(e.to_string()));
+        }
+        Err(ClientError::Http { error, .. }) => {
+            let mut c = Check::new(Status::Fail, "initialize failed over HTTP").detail(error.clone());
+            if error.contains("connection refused") {
+                c = c.detail("Start the server first, and check the host and port of the URL.");
+            }
+            checks.push(c);
+        }
+        Err(e) => {
+            let mut c = Check::new(Status::Fail, "initialize got no answer").detail(e.to_string());
+            if matches!(e, ClientError::TimedOut { .. }) {
+                c = c.detail(
+                    "A server that does not answer initialize may be waiting for something else (an \
+                     API key, a network resource), may have crashed silently, or may be reading a \
+                     different transport (HTTP instead of stdio).",
+                );
+            }
+            checks.push(c);
+        }
+    }
+    server_caps
 }
 
 /// Which era the session speaks, and why.
@@ -670,5 +680,66 @@ fn probe_enforcement(target: &Target, timeout: Duration) -> Check {
             "Handshake enforcement: no answer to tools/list before initialize",
         )
         .detail(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::message::ErrorObject;
+
+    fn checks_of(established: Result<Result<EraDecision, EraFailure>, ClientError>) -> (Vec<Check>, Option<Value>) {
+        let mut checks = Vec::new();
+        let caps = establish_checks(&established, &mut checks);
+        (checks, caps)
+    }
+
+    #[test]
+    fn a_refused_initialize_names_the_versions_the_server_supports() {
+        let refused = ErrorObject {
+            code: -32602,
+            message: "Unsupported protocol version".into(),
+            data: Some(serde_json::json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})),
+        };
+        let (checks, caps) = checks_of(Ok(Err(EraFailure::InitializeRefused(refused))));
+        assert_eq!(caps, None);
+        assert_eq!(
+            (checks[0].status, checks[0].title.as_str()),
+            (Status::Fail, "initialize was refused")
+        );
+        let details = checks[0].details.join("\n");
+        assert!(
+            details.contains("2026-07-28") && details.contains("--era modern"),
+            "{details}"
+        );
+    }
+
+    #[test]
+    fn transport_failures_say_what_to_try() {
+        let (checks, _) = checks_of(Err(ClientError::Http {
+            method: "initialize".into(),
+            error: "connection refused".into(),
+        }));
+        assert!(
+            checks[0].details.iter().any(|d| d.contains("Start the server first")),
+            "{:?}",
+            checks[0]
+        );
+        let (checks, _) = checks_of(Err(ClientError::TimedOut {
+            method: "initialize".into(),
+            after: Duration::from_secs(5),
+        }));
+        assert_eq!(checks[0].title, "initialize got no answer");
+        assert!(
+            checks[0].details.iter().any(|d| d.contains("API key")),
+            "{:?}",
+            checks[0]
+        );
+        let (checks, _) = checks_of(Ok(Err(EraFailure::NotModern("-32601 to server/discover".into()))));
+        assert!(
+            checks[0].details.iter().any(|d| d.contains("--era legacy")),
+            "{:?}",
+            checks[0]
+        );
     }
 }
