@@ -4,8 +4,8 @@
 //! Run: `cargo bench --bench framing` (MCPSCOPE_BENCH_MB=20 for a quicker run).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mcpscope_core::record::recorder::Recorder;
 use mcpscope_core::timeline::store::FrameStore;
+use mcpscope_core::transport::recorder::Recorder;
 use mcpscope_core::wire::classify::Limits;
 use mcpscope_core::wire::frame::Direction;
 use mcpscope_core::wire::framing::LineSplitter;

@@ -604,8 +604,8 @@ fn plural(s: Severity, n: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcpscope_core::record::recorder::Recorder;
     use mcpscope_core::timeline::replay::Replay;
+    use mcpscope_core::transport::recorder::Recorder;
     use mcpscope_core::wire::classify::Limits;
     use mcpscope_core::wire::frame::Direction;
     use mcpscope_core::wire::framing::{LineEnding, RawLine};

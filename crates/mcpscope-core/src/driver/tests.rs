@@ -4,7 +4,7 @@
 use super::*;
 use crate::protocol::era::EraChoice;
 use crate::protocol::mrtr::ElicitAnswer;
-use crate::record::recorder::Recorder;
+use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::framing::{LineEnding, RawLine};
 

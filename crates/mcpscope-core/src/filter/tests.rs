@@ -353,7 +353,7 @@ fn a_store_built_live_has_http_rows_the_filter_reads() {
 }
 
 fn store_of_lines(lines: &[(crate::wire::frame::Direction, &str)]) -> FrameStore {
-    let mut rec = crate::record::recorder::Recorder::replay(crate::wire::classify::Limits::default());
+    let mut rec = crate::transport::recorder::Recorder::replay(crate::wire::classify::Limits::default());
     let mut store = FrameStore::new();
     for (d, raw) in lines {
         let line = crate::wire::framing::RawLine {

@@ -6,11 +6,11 @@
 //! can never delay or alter the conversation.
 
 use crate::record::capture;
-use crate::record::recorder::Recorder;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, SpawnError, Watchdog};
+use crate::transport::recorder::Recorder;
 use crate::transport::shutdown::{Shutdown, Step};
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
@@ -156,7 +156,7 @@ pub fn run(
         match LiveSession::start(&session.dir, NewSession::stdio(&session.name, spec)) {
             Ok((l, file)) => {
                 match capture::Writer::with_file(file, l.capture_path(), &capture::Header::for_spec(spec, "proxy")) {
-                    Ok(w) => recorder = recorder.with_capture(w),
+                    Ok(w) => recorder = recorder.with_capture(Box::new(w)),
                     Err(e) => notes.push(format!("{e:#}")),
                 }
                 live = Some(l);
@@ -165,7 +165,7 @@ pub fn run(
         }
     } else if let Some(path) = &options.capture {
         match capture::Writer::open(path, &capture::Header::for_spec(spec, "proxy")) {
-            Ok(w) => recorder = recorder.with_capture(w),
+            Ok(w) => recorder = recorder.with_capture(Box::new(w)),
             Err(e) => notes.push(format!("{}{e:#}", capture::FAILED)),
         }
     }

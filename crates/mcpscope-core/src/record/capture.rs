@@ -15,9 +15,9 @@
 
 use crate::protocol::auth::Step;
 use crate::protocol::auth::jwt::DecodedJwt;
-use crate::record::recorder::Recorder;
 use crate::transport::event::{AuthExchange, Event, HttpInfo};
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
+use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::correlation::TimedOut;
 use crate::wire::frame::{Direction, Frame};
@@ -38,7 +38,7 @@ pub const VERSION: u64 = 1;
 
 /// Every note about a capture that could not be written starts with this, so
 /// whoever runs a session (the CLI) can tell the user and fail.
-pub const FAILED: &str = "capture failed: ";
+pub use crate::transport::event_log::FAILED;
 
 /// Longest record the loader reads into memory. The writer never produces a
 /// longer one for lines within [`Limits::max_held_line_bytes`] (JSON string
@@ -219,6 +219,44 @@ pub fn check_writable(path: &Path) -> Result<()> {
     open_append(path)
         .map(drop)
         .with_context(|| format!("cannot write the capture {}", path.display()))
+}
+
+impl crate::transport::event_log::EventLog for Writer {
+    fn write(&mut self, event: &Event) -> io::Result<()> {
+        Writer::write(self, event)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Writer::flush(self)
+    }
+
+    fn path(&self) -> &Path {
+        Writer::path(self)
+    }
+}
+
+/// The session's default way to open its capture (see `SessionOptions::open_log`).
+pub fn open_log(
+    path: &Path,
+    target: &crate::transport::target::Target,
+) -> anyhow::Result<Box<dyn crate::transport::event_log::EventLog>> {
+    Ok(Box::new(Writer::open(path, &Header::for_target(target, "session"))?))
+}
+
+impl Default for crate::transport::session::SessionOptions {
+    fn default() -> Self {
+        Self {
+            limits: crate::wire::classify::Limits::default(),
+            request_timeout: Some(std::time::Duration::from_secs(30)),
+            cancel_on_timeout: true,
+            capture: None,
+            stdin_close_grace: std::time::Duration::from_secs(2),
+            term_grace: std::time::Duration::from_secs(2),
+            event_capacity: 64 * 1024,
+            waker: None,
+            open_log,
+        }
+    }
 }
 
 impl Writer {

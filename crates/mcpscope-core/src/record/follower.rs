@@ -329,8 +329,8 @@ pub fn spawn_follow(
 mod tests {
     use super::*;
     use crate::record::capture::{self, Writer};
-    use crate::record::recorder::Recorder;
     use crate::transport::process::ServerSpec;
+    use crate::transport::recorder::Recorder;
     use crate::wire::classify::Limits;
     use crate::wire::frame::Direction;
     use crate::wire::framing::{LineEnding, RawLine};

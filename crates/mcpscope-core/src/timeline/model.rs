@@ -520,7 +520,7 @@ impl SessionModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::recorder::Recorder;
+    use crate::transport::recorder::Recorder;
     use crate::wire::classify::Limits;
     use crate::wire::frame::Direction;
     use crate::wire::framing::{LineEnding, RawLine};

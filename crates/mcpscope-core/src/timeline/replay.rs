@@ -2,9 +2,9 @@
 //! wire: frames classified and linked, stderr and notes in order. For unit
 //! tests, benches and tools that need a session without a process.
 
-use crate::record::recorder::Recorder;
 use crate::timeline::model::{SessionModel, Source};
 use crate::transport::event::Event;
+use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::framing::{LineEnding, RawLine};

@@ -515,7 +515,7 @@ impl<'a> RowRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::recorder::Recorder;
+    use crate::transport::recorder::Recorder;
     use crate::wire::classify::Limits;
     use crate::wire::framing::RawLine;
 

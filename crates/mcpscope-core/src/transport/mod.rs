@@ -7,10 +7,12 @@
 pub mod auth;
 pub(crate) mod budget;
 pub mod event;
+pub mod event_log;
 pub mod http;
 pub(crate) mod http_server;
 pub mod lifecycle;
 pub mod process;
+pub mod recorder;
 pub(crate) mod runner;
 pub mod session;
 pub mod shutdown;

@@ -9,12 +9,13 @@
 //! slowed down (its pipe or socket stops being read) instead of filling memory.
 
 use crate::protocol::methods;
-use crate::record::capture;
-use crate::record::recorder::Recorder;
 use crate::transport::budget::{ByteBudget, OwnerQueue};
 use crate::transport::event::{Event, HttpInfo};
+use crate::transport::event_log::FAILED;
 use crate::transport::lifecycle;
+use crate::transport::recorder::Recorder;
 use crate::transport::session::{Command, SessionOptions, Waker};
+use crate::transport::target::Target;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::framing::RawLine;
@@ -387,14 +388,14 @@ impl<L: Link> Runner<L> {
 
 /// The sink of a new session: a recorder starting now, appending to the
 /// capture the options name (a capture that cannot be opened is said at once,
-/// as a note starting with [`capture::FAILED`]).
-pub(crate) fn open_sink(options: &SessionOptions, header: &capture::Header, events: Sender<Event>) -> Sink {
+/// as a note starting with [`FAILED`]).
+pub(crate) fn open_sink(options: &SessionOptions, target: &Target, events: Sender<Event>) -> Sink {
     let mut recorder = Recorder::new(options.limits, Instant::now());
     let mut failed = None;
     if let Some(path) = &options.capture {
-        match capture::Writer::open(path, header) {
+        match (options.open_log)(path, target) {
             Ok(w) => recorder = recorder.with_capture(w),
-            Err(e) => failed = Some(format!("{}{e:#}", capture::FAILED)),
+            Err(e) => failed = Some(format!("{FAILED}{e:#}")),
         }
     }
     let mut sink = Sink::new(recorder, events, options.waker.clone(), options.queued_bytes());

@@ -12,6 +12,7 @@
 //! freeze the session thread or its owner.
 
 use crate::transport::event::Event;
+use crate::transport::event_log::OpenLog;
 use crate::transport::lifecycle;
 use crate::transport::process::ServerSpec;
 use crate::transport::runner::OwnerFlags;
@@ -47,21 +48,10 @@ pub struct SessionOptions {
     /// the session down instead of letting memory grow without limit.
     pub event_capacity: usize,
     pub waker: Option<Waker>,
-}
-
-impl Default for SessionOptions {
-    fn default() -> Self {
-        Self {
-            limits: Limits::default(),
-            request_timeout: Some(Duration::from_secs(30)),
-            cancel_on_timeout: true,
-            capture: None,
-            stdin_close_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            event_capacity: 64 * 1024,
-            waker: None,
-        }
-    }
+    /// How `capture` is opened. The default (`record::capture::open_log`,
+    /// in `SessionOptions::default`, which `record` provides) writes the
+    /// capture format.
+    pub open_log: OpenLog,
 }
 
 impl SessionOptions {

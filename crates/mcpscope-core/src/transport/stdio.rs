@@ -14,6 +14,7 @@ use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, Watchdog
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
 use crate::transport::session::{Command, SessionOptions};
 use crate::transport::shutdown::{Shutdown, Step};
+use crate::transport::target::Target;
 use crate::wire::framing::{LineSplitter, RawLine, read_lines};
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
 use std::io::Write;
@@ -62,8 +63,7 @@ pub(crate) fn run(
     events: Sender<Event>,
     owner: Arc<OwnerFlags>,
 ) {
-    let header = crate::record::capture::Header::for_spec(&spec, "session");
-    let mut sink = runner::open_sink(&options, &header, events);
+    let mut sink = runner::open_sink(&options, &Target::Stdio(spec.clone()), events);
     if lifecycle::stopping() {
         sink.note("not started: mcpscope is stopping");
         let at = sink.recorder.now();

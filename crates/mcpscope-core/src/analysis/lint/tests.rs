@@ -2,8 +2,8 @@
 
 use super::tools::valid_tool_name;
 use super::*;
-use crate::record::recorder::Recorder;
 use crate::transport::process::ExitInfo;
+use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::correlation::TimedOut;
 use crate::wire::framing::{LineEnding, RawLine};

@@ -40,10 +40,10 @@ mod rewrite;
 
 use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
-use crate::record::recorder::Recorder;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::http_server::Slots;
+use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
@@ -242,7 +242,7 @@ impl ReverseProxy {
             match LiveSession::start(&session.dir, new) {
                 Ok((l, file)) => {
                     match capture::Writer::with_file(file, l.capture_path(), &header) {
-                        Ok(w) => recorder = recorder.with_capture(w),
+                        Ok(w) => recorder = recorder.with_capture(Box::new(w)),
                         Err(e) => notes.push(format!("{e:#}")),
                     }
                     live = Some(l);
@@ -251,7 +251,7 @@ impl ReverseProxy {
             }
         } else if let Some(path) = &options.capture {
             match capture::Writer::open(path, &header) {
-                Ok(w) => recorder = recorder.with_capture(w),
+                Ok(w) => recorder = recorder.with_capture(Box::new(w)),
                 Err(e) => notes.push(format!("{e:#}")),
             }
         }

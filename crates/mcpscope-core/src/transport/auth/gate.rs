@@ -200,7 +200,7 @@ mod tests {
         // A request mcpscope does not know of (a raw line) is not held.
         assert_eq!(gate.on_event(&http(9, 401, None)), None);
         assert_eq!(gate.remembered(), 1);
-        let mut rec = crate::record::recorder::Recorder::replay(crate::wire::classify::Limits::default());
+        let mut rec = crate::transport::recorder::Recorder::replay(crate::wire::classify::Limits::default());
         let answer = rec.frame_at(
             Direction::In,
             crate::wire::framing::RawLine {

@@ -26,7 +26,6 @@
 
 use crate::protocol::auth::dpop;
 use crate::protocol::methods;
-use crate::record::capture;
 use crate::transport::budget::ByteBudget;
 use crate::transport::event::{Event, HttpInfo};
 use crate::transport::runner::{self, Input, Link, Outgoing, OwnerFlags, Sink};
@@ -156,8 +155,7 @@ pub(crate) fn run(
     events: Sender<Event>,
     owner: Arc<OwnerFlags>,
 ) {
-    let header = capture::Header::for_target(&Target::Http(target.clone()), "session");
-    let mut sink = runner::open_sink(&options, &header, events);
+    let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         // Redirects are handled (and recorded) here, never followed blindly.

@@ -8,8 +8,8 @@
 //! recorder is the one clock of a session: every time it hands out is at
 //! least the one before, and a capture's `t_us` never runs backwards.
 
-use crate::record::capture;
 use crate::transport::event::{Event, StderrLine};
+use crate::transport::event_log::{EventLog, FAILED};
 use crate::wire::classify::{Limits, classify_piece};
 use crate::wire::correlation::{Correlator, TimedOut};
 use crate::wire::frame::{Direction, Frame};
@@ -22,7 +22,7 @@ pub struct Recorder {
     next_seq: u64,
     limits: Limits,
     correlator: Correlator,
-    capture: Option<capture::Writer>,
+    capture: Option<Box<dyn EventLog>>,
     capture_failed: Option<String>,
     /// The latest time handed out: times never go back.
     last_at: Duration,
@@ -63,7 +63,7 @@ impl Recorder {
         self.next_seq
     }
 
-    pub fn with_capture(mut self, writer: capture::Writer) -> Self {
+    pub fn with_capture(mut self, writer: Box<dyn EventLog>) -> Self {
         self.capture = Some(writer);
         self
     }
@@ -177,7 +177,7 @@ impl Recorder {
         if let Err(e) = w.write(event) {
             let text = format!(
                 "{}writing {}: {e}; nothing more is recorded",
-                capture::FAILED,
+                FAILED,
                 w.path().display()
             );
             self.capture = None;
@@ -192,7 +192,7 @@ impl Recorder {
         if let Err(e) = w.flush() {
             let text = format!(
                 "{}writing {}: {e}; nothing more is recorded",
-                capture::FAILED,
+                FAILED,
                 w.path().display()
             );
             self.capture = None;

@@ -1,0 +1,22 @@
+//! Where a session's events go as they happen. The session thread writes to
+//! an [`EventLog`]; what a capture file looks like is `record`'s concern
+//! (`record::capture` implements this and supplies the default opener).
+
+use crate::transport::event::Event;
+use crate::transport::target::Target;
+use std::path::Path;
+
+/// A note that starts with this says the capture failed (said once, in the
+/// session and on its timeline).
+pub const FAILED: &str = "capture failed: ";
+
+/// An append-only record of a session's events.
+pub trait EventLog: Send {
+    fn write(&mut self, event: &Event) -> std::io::Result<()>;
+    fn flush(&mut self) -> std::io::Result<()>;
+    /// Where it is (for saying why writing failed).
+    fn path(&self) -> &Path;
+}
+
+/// Opens the log of a new session of `target` at `path`.
+pub type OpenLog = fn(&Path, &Target) -> anyhow::Result<Box<dyn EventLog>>;
