@@ -389,48 +389,19 @@ impl TimelinePanel {
 
     /// Draws one row; returns whether it was clicked, and a condition its
     /// context menu asked to apply (None) or join to the filter.
-    fn row_ui(
+    /// The row's background: a colouring rule's tint, then selection,
+    /// finding, link or hover.
+    #[allow(clippy::too_many_arguments)]
+    fn paint_background(
         &self,
-        ui: &mut Ui,
-        model: &SessionModel,
-        row: &RowRef<'_>,
+        ui: &Ui,
+        p: &egui::Painter,
+        rect: Rect,
+        idx: usize,
         facts: &SessionFacts<'_>,
-    ) -> (bool, Option<(Option<Join>, String)>) {
-        let idx = row.index();
-        let kind = RowKind::of(row);
-        let label = row_label(&model.store, row);
-        let mark = self.finding_marks.get(&idx).copied();
-        let conversation = model.conversation_rows.get(&idx).copied();
-        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), ROW_HEIGHT), Sense::click());
-        response.widget_info(|| {
-            let lint = mark.map(|s| format!(" [lint {}]", s.as_str())).unwrap_or_default();
-            let conv = conversation.map(|n| format!(" [conversation {n}]")).unwrap_or_default();
-            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}{conv}"))
-        });
-        if !ui.is_rect_visible(rect) {
-            return (response.clicked(), None);
-        }
-        let mut condition = None;
-        response.context_menu(|ui| {
-            for (cond, what) in row_conditions(&model.store, row) {
-                ui.label(egui::RichText::new(&what).weak());
-                if ui.button(format!("Apply as filter: {cond}")).clicked() {
-                    condition = Some((None, cond.clone()));
-                    ui.close();
-                }
-                ui.menu_button("Prepare as filter", |ui| {
-                    for j in Join::ALL {
-                        if ui.button(format!("… {} {cond}", j.text())).clicked() {
-                            condition = Some((Some(j), cond.clone()));
-                            ui.close();
-                        }
-                    }
-                });
-                ui.separator();
-            }
-        });
-        let p = ui.painter_at(rect);
-        let geo = Geometry::new(rect);
+        model: &SessionModel,
+        hovered: bool,
+    ) {
         // Colouring rules: the first that matches tints the row.
         if let Some(subject) = RowSubject::new(&model.store, idx, facts)
             && let Some((_, c)) = self.colors.compiled.iter().find(|(f, _)| f.matches(&subject))
@@ -452,46 +423,38 @@ impl TimelinePanel {
             p.rect_filled(rect, 2.0, theme::FINDING_BG);
         } else if self.linked.contains(&idx) {
             p.rect_filled(rect, 2.0, theme::LINKED_BG);
-        } else if response.hovered() {
+        } else if hovered {
             p.rect_filled(rect, 2.0, ui.visuals().widgets.hovered.weak_bg_fill);
         }
-        // Handshake group bracket and anomaly mark in the left margin.
-        if model.handshake.contains(idx) {
-            p.rect_filled(
-                Rect::from_min_size(rect.left_top(), Vec2::new(3.0, rect.height())),
-                0.0,
-                theme::HANDSHAKE_MARK,
-            );
+    }
+
+    fn row_ui(
+        &self,
+        ui: &mut Ui,
+        model: &SessionModel,
+        row: &RowRef<'_>,
+        facts: &SessionFacts<'_>,
+    ) -> (bool, Option<(Option<Join>, String)>) {
+        let idx = row.index();
+        let kind = RowKind::of(row);
+        let label = row_label(&model.store, row);
+        let mark = self.finding_marks.get(&idx).copied();
+        let conversation = model.conversation_rows.get(&idx).copied();
+        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), ROW_HEIGHT), Sense::click());
+        response.widget_info(|| {
+            let lint = mark.map(|s| format!(" [lint {}]", s.as_str())).unwrap_or_default();
+            let conv = conversation.map(|n| format!(" [conversation {n}]")).unwrap_or_default();
+            egui::WidgetInfo::labeled(egui::Role::Button, true, format!("row {idx}: {label}{lint}{conv}"))
+        });
+        if !ui.is_rect_visible(rect) {
+            return (response.clicked(), None);
         }
-        if !row.anomalies().is_empty() {
-            p.circle_filled(Pos2::new(rect.left() + 9.0, rect.center().y), 3.5, theme::ANOMALY_MARK);
-        }
-        if let Some(n) = conversation {
-            // A multi round-trip chain: one colour per conversation, and its number.
-            let color = theme::conversation_color(n);
-            p.rect_filled(
-                Rect::from_min_size(rect.left_top() + Vec2::new(4.0, 0.0), Vec2::new(3.0, rect.height())),
-                0.0,
-                color,
-            );
-            p.text(
-                Pos2::new(geo.client_x - 60.0, rect.center().y),
-                Align2::RIGHT_CENTER,
-                format!("c{n}"),
-                FontId::monospace(10.0),
-                color,
-            );
-        }
-        if let Some(sev) = mark {
-            // Lint findings: a bar on the right edge, coloured by severity.
-            p.rect_filled(
-                Rect::from_min_size(rect.right_top() - Vec2::new(5.0, 0.0), Vec2::new(5.0, rect.height())),
-                1.0,
-                theme::severity_color(sev),
-            );
-        }
+        let condition = row_menu(&response, &model.store, row);
+        let p = ui.painter_at(rect);
+        let geo = Geometry::new(rect);
+        self.paint_background(ui, &p, rect, idx, facts, model, response.hovered());
+        paint_margin(&p, rect, &geo, model, row, conversation, mark);
         let mono = FontId::monospace(12.0);
-        let text_color = ui.visuals().text_color();
         p.text(
             Pos2::new(rect.left() + 16.0, rect.center().y),
             Align2::LEFT_CENTER,
@@ -579,25 +542,12 @@ impl TimelinePanel {
                 );
             }
             Lane::Auth => {
-                use mcpscope_core::protocol::auth::Step;
                 let color = match row.auth_status() {
                     _ if row.auth_failed() => theme::ERROR,
                     Some(s) if s >= 400 => theme::ERROR,
                     _ => color,
                 };
-                // Who speaks to whom: the server's challenge and the retry of
-                // the MCP request are between client and server; the resource
-                // metadata comes from the server's side; the redirect comes
-                // back from the authorization server; the rest goes to it.
-                let step = row.auth_step();
-                let (from, to) = match step {
-                    Some(Step::Challenge) => (Some(geo.server_x), geo.client_x),
-                    Some(Step::Retry) => (Some(geo.client_x), geo.server_x),
-                    Some(Step::ResourceMetadata) => (Some(geo.client_x), geo.server_x),
-                    Some(Step::Callback) => (Some(geo.auth_x), geo.client_x),
-                    Some(Step::Failed) | None => (None, geo.client_x),
-                    Some(_) => (Some(geo.client_x), geo.auth_x),
-                };
+                let (from, to) = geo.auth_arrow(row.auth_step());
                 match from {
                     Some(from) => {
                         p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), Stroke::new(1.5, color));
@@ -625,9 +575,81 @@ impl TimelinePanel {
                 );
             }
         }
-        let _ = text_color;
         (response.clicked(), condition)
     }
+}
+
+/// The left margin's marks (handshake bracket, anomaly, conversation) and
+/// the lint bar on the right edge.
+fn paint_margin(
+    p: &egui::Painter,
+    rect: Rect,
+    geo: &Geometry,
+    model: &SessionModel,
+    row: &RowRef<'_>,
+    conversation: Option<usize>,
+    mark: Option<Severity>,
+) {
+    let idx = row.index();
+    // Handshake group bracket and anomaly mark in the left margin.
+    if model.handshake.contains(idx) {
+        p.rect_filled(
+            Rect::from_min_size(rect.left_top(), Vec2::new(3.0, rect.height())),
+            0.0,
+            theme::HANDSHAKE_MARK,
+        );
+    }
+    if !row.anomalies().is_empty() {
+        p.circle_filled(Pos2::new(rect.left() + 9.0, rect.center().y), 3.5, theme::ANOMALY_MARK);
+    }
+    if let Some(n) = conversation {
+        // A multi round-trip chain: one colour per conversation, and its number.
+        let color = theme::conversation_color(n);
+        p.rect_filled(
+            Rect::from_min_size(rect.left_top() + Vec2::new(4.0, 0.0), Vec2::new(3.0, rect.height())),
+            0.0,
+            color,
+        );
+        p.text(
+            Pos2::new(geo.client_x - 60.0, rect.center().y),
+            Align2::RIGHT_CENTER,
+            format!("c{n}"),
+            FontId::monospace(10.0),
+            color,
+        );
+    }
+    if let Some(sev) = mark {
+        // Lint findings: a bar on the right edge, coloured by severity.
+        p.rect_filled(
+            Rect::from_min_size(rect.right_top() - Vec2::new(5.0, 0.0), Vec2::new(5.0, rect.height())),
+            1.0,
+            theme::severity_color(sev),
+        );
+    }
+}
+
+/// A row's context menu: its filter conditions, to apply or to prepare.
+fn row_menu(response: &egui::Response, store: &FrameStore, row: &RowRef<'_>) -> Option<(Option<Join>, String)> {
+    let mut condition = None;
+    response.context_menu(|ui| {
+        for (cond, what) in row_conditions(store, row) {
+            ui.label(egui::RichText::new(&what).weak());
+            if ui.button(format!("Apply as filter: {cond}")).clicked() {
+                condition = Some((None, cond.clone()));
+                ui.close();
+            }
+            ui.menu_button("Prepare as filter", |ui| {
+                for j in Join::ALL {
+                    if ui.button(format!("… {} {cond}", j.text())).clicked() {
+                        condition = Some((Some(j), cond.clone()));
+                        ui.close();
+                    }
+                }
+            });
+            ui.separator();
+        }
+    });
+    condition
 }
 
 /// The methods a session used, for completion (interned in the store, so
@@ -669,6 +691,22 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// Where an authorization step's arrow starts and ends (no start: a dot
+    /// at the end). The server's challenge and the retried MCP request are
+    /// between client and server, the resource metadata comes from the
+    /// server's side, the redirect back from the authorization server, and
+    /// the rest goes to it.
+    fn auth_arrow(&self, step: Option<mcpscope_core::protocol::auth::Step>) -> (Option<f32>, f32) {
+        use mcpscope_core::protocol::auth::Step;
+        match step {
+            Some(Step::Challenge) => (Some(self.server_x), self.client_x),
+            Some(Step::Retry | Step::ResourceMetadata) => (Some(self.client_x), self.server_x),
+            Some(Step::Callback) => (Some(self.auth_x), self.client_x),
+            Some(Step::Failed) | None => (None, self.client_x),
+            Some(_) => (Some(self.client_x), self.auth_x),
+        }
+    }
+
     /// Room kept right of the stderr lane for its text and notes.
     const STDERR_TEXT: f32 = 190.0;
     /// Room between the lifelines for a label of ~40 monospace characters.
@@ -736,6 +774,26 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Who speaks to whom in the authorization lane.
+    #[test]
+    fn authorization_arrows_run_between_the_right_lifelines() {
+        use mcpscope_core::protocol::auth::Step;
+        let g = Geometry::new(Rect::from_min_size(Pos2::ZERO, Vec2::new(900.0, ROW_HEIGHT)));
+        assert!(
+            g.client_x < g.auth_x && g.auth_x < g.server_x,
+            "auth between client and server"
+        );
+        assert_eq!(g.auth_arrow(Some(Step::Challenge)), (Some(g.server_x), g.client_x));
+        assert_eq!(g.auth_arrow(Some(Step::Retry)), (Some(g.client_x), g.server_x));
+        assert_eq!(g.auth_arrow(Some(Step::Token)), (Some(g.client_x), g.auth_x));
+        assert_eq!(g.auth_arrow(Some(Step::Callback)), (Some(g.auth_x), g.client_x));
+        assert_eq!(
+            g.auth_arrow(Some(Step::Failed)),
+            (None, g.client_x),
+            "a dot, not an arrow"
+        );
+    }
     use mcpscope_core::timeline::replay::Replay;
     use mcpscope_core::wire::frame::Direction;
 
