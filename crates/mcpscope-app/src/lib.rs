@@ -1097,11 +1097,16 @@ impl eframe::App for McpscopeApp {
     }
 
     fn on_exit(&mut self) {
-        // Dropping the inspection shuts the server down (close stdin, SIGTERM, SIGKILL).
-        self.session.inspection = None;
-        for t in &mut self.tabs {
-            t.view.inspection = None;
+        // Every server is asked to stop first, so their grace periods run
+        // side by side; dropping each then waits for its shutdown (close
+        // stdin, SIGTERM, SIGKILL) to end.
+        let all =
+            std::iter::once(&mut self.session.inspection).chain(self.tabs.iter_mut().map(|t| &mut t.view.inspection));
+        let mut stopping: Vec<Inspection> = all.filter_map(Option::take).collect();
+        for i in &mut stopping {
+            i.stop();
         }
+        drop(stopping);
     }
 }
 

@@ -90,7 +90,13 @@ pub struct SignInRunner {
     waiting: VecDeque<Held>,
     running: Option<(Held, Receiver<Result<(), AuthError>>)>,
     steps: (Sender<AuthExchange>, Receiver<AuthExchange>),
+    /// When a refresh ahead of time was last tried: an authorization server
+    /// that cannot be reached is not asked again on every pass.
+    refreshed_at: Option<std::time::Instant>,
 }
+
+/// How long after a refresh that reached the network the next may be tried.
+const REFRESH_RETRY: Duration = Duration::from_secs(60);
 
 impl SignInRunner {
     pub fn new(
@@ -105,6 +111,7 @@ impl SignInRunner {
             waiting: VecDeque::new(),
             running: None,
             steps: crossbeam_channel::unbounded(),
+            refreshed_at: None,
         }
     }
 
@@ -151,7 +158,7 @@ impl SignInRunner {
     /// need it (never under the owner's lock, never on the UI thread); not
     /// while a sign-in runs (a new token is coming).
     fn refresh_ahead(&mut self, live: &Mutex<Live>) {
-        if self.running.is_some() {
+        if self.running.is_some() || self.refreshed_at.is_some_and(|t| t.elapsed() < REFRESH_RETRY) {
             return;
         }
         let Ok(mut a) = self.authorizer.try_lock() else { return };
@@ -159,6 +166,7 @@ impl SignInRunner {
         a.refresh_if_expiring(&mut |x| steps.push(x));
         drop(a);
         if !steps.is_empty() {
+            self.refreshed_at = Some(std::time::Instant::now());
             let l = lock(live);
             for step in steps {
                 l.session.record_auth(step);

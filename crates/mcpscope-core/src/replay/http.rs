@@ -267,17 +267,25 @@ impl Router {
     fn route(&mut self, o: Output) {
         match o {
             Output::Line(l) => {
-                // Requests whose clients left take nothing more.
-                self.waiting.retain(|w| !w.to.is_closed());
+                // Listens whose clients left take nothing more. (A request
+                // whose client left still takes its lines and its answer, so
+                // that the next request does not get them.)
+                self.waiting.retain(|w| !(w.listen && w.to.is_closed()));
                 let target = if is_response(&l) {
                     // An answer goes to the request with its id: a listen only
                     // when it is that listen's close (ids are the clients' own,
                     // and the stateless mock serves several clients).
                     let id = member_span(&l, "id").map(|s| l[s].to_vec());
                     let close = subscription_of(&l).is_some();
-                    self.waiting
-                        .iter()
-                        .position(|w| Some(&w.id) == id.as_ref() && w.listen == close)
+                    let with_id = |listen: Option<bool>| {
+                        self.waiting
+                            .iter()
+                            .position(|w| Some(&w.id) == id.as_ref() && listen.is_none_or(|l| w.listen == l))
+                    };
+                    // A refused listen gets its error: any request with the id, then.
+                    let refused = member_span(&l, "error").is_some();
+                    with_id(Some(close))
+                        .or_else(|| if refused { with_id(None) } else { None })
                         .or_else(|| self.oldest())
                 } else if let Some(sub) = subscription_of(&l) {
                     self.waiting.iter().position(|w| w.listen && w.id == sub)
@@ -326,7 +334,13 @@ impl Router {
     /// A miss goes to the fallback server; its answer, whenever it comes,
     /// goes to the request that asked (later requests are not held up).
     fn forward(&mut self, fallback: &Fallback, method: String, params: Option<Value>, id: Vec<u8>) {
-        let Some(k) = self.waiting.iter().position(|w| w.id == id).or_else(|| self.oldest()) else {
+        let listen = method == LISTEN;
+        let Some(k) = self
+            .waiting
+            .iter()
+            .position(|w| w.id == id && w.listen == listen)
+            .or_else(|| self.oldest())
+        else {
             return;
         };
         let to = self.waiting.remove(k).to;
@@ -336,9 +350,11 @@ impl Router {
         });
     }
 
-    /// A listen whose client left.
-    fn gone(&mut self, id: &[u8]) {
-        self.waiting.retain(|w| !(w.listen && w.id == id));
+    /// A listen whose client left (its receiver is dropped); whether
+    /// another client's listen with the same id is still open.
+    fn gone(&mut self, id: &[u8]) -> bool {
+        self.waiting.retain(|w| !(w.listen && w.id == id && w.to.is_closed()));
+        self.waiting.iter().any(|w| w.listen && w.id == id)
     }
 
     fn listen(&mut self, to: mpsc::UnboundedSender<Vec<u8>>) {
@@ -416,8 +432,9 @@ async fn session(mut mock: Mock, mut rx: mpsc::UnboundedReceiver<Cmd>, ends: Ses
             Some(Cmd::Message(line)) => mock.on_line(&line, now),
             Some(Cmd::Listen(to)) => router.listen(to),
             Some(Cmd::Gone(id)) => {
-                router.gone(&id);
-                mock.on_gone(&id);
+                if !router.gone(&id) {
+                    mock.on_gone(&id);
+                }
             }
             None => break,
         }
@@ -697,8 +714,10 @@ async fn post(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) ->
     {
         return send(conn, &session_not_found(&sid)).await;
     }
-    // Kept for a listen only: a DELETE must be able to end the session.
-    let session_tx = listen.then_some(to);
+    // For a listen, to say when its client leaves: weak, so that a DELETE
+    // still ends the session.
+    let session_tx = listen.then(|| to.downgrade());
+    drop(to);
     let session: Vec<(&str, &str)> = issued.iter().map(|s| ("mcp-session-id", s.as_str())).collect();
     let (mut as_stream, mut streaming) = (false, false);
     let mut scratch = [0u8; 512];
@@ -709,7 +728,9 @@ async fn post(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) ->
             match first_of(prx.recv(), conn.stream.read(&mut scratch)).await {
                 Either::A(p) => p,
                 Either::B(Ok(0) | Err(_)) => {
-                    if listen && let Some(tx) = &session_tx {
+                    if let Some(tx) = session_tx.as_ref().and_then(|w| w.upgrade()) {
+                        // Closed first: the session tells this listen from another with its id.
+                        drop(prx);
                         let _ = tx.send(Cmd::Gone(id.clone()));
                     }
                     return false;
@@ -979,6 +1000,44 @@ mod tests {
             br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}"#.to_vec(),
         ));
         assert!(r.waiting.is_empty());
+    }
+
+    /// Ids are the clients' own: a refused listen still gets its error, a
+    /// request whose client left still takes its own lines, and one client's
+    /// listen leaving does not end another's with the same id.
+    #[test]
+    fn lines_reach_their_own_request_whoever_else_waits() {
+        let mut r = Router::default();
+        let mut refused = waiting(&mut r, r#""L""#, true);
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","id":"L","error":{"code":-32601,"message":"no"}}"#.to_vec(),
+        ));
+        assert_eq!(got(&mut refused).len(), 1, "the refused listen's error");
+        assert!(r.waiting.is_empty());
+
+        let left = waiting(&mut r, "1", false);
+        drop(left);
+        let mut next = waiting(&mut r, "2", false);
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}"#.to_vec(),
+        ));
+        r.route(Output::Line(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()));
+        assert!(
+            got(&mut next).is_empty(),
+            "the left request's lines are not the next one's"
+        );
+        r.route(Output::Line(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#.to_vec()));
+        assert_eq!(got(&mut next).len(), 1);
+
+        let x = waiting(&mut r, r#""L""#, true);
+        let mut y = waiting(&mut r, r#""L""#, true);
+        drop(x);
+        assert!(r.gone(br#""L""#), "another client's listen with that id stays");
+        assert_eq!(r.waiting.len(), 1);
+        r.route(Output::Line(
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}"#.to_vec(),
+        ));
+        assert_eq!(got(&mut y).len(), 1);
     }
 
     #[test]
