@@ -30,6 +30,19 @@ pub struct SavedServer {
     pub oauth: SignIn,
 }
 
+/// The protocol version to offer when the era changes to `era`: the modern
+/// version for modern, the default legacy one for legacy, unless the version
+/// already belongs to that era (one typed on purpose is kept); `None` to keep it.
+fn version_for_era(era: &str, version: &str) -> Option<&'static str> {
+    use mcpscope_core::protocol::era::{DEFAULT_MODERN_VERSION, Era};
+    let modern = Era::of_version(version) == Some(Era::Modern);
+    match era {
+        "modern" if !modern => Some(DEFAULT_MODERN_VERSION),
+        "legacy" if modern => Some(handshake::DEFAULT_VERSION),
+        _ => None,
+    }
+}
+
 /// Sign-in settings for an HTTP server that asks for authorization. Without
 /// a client id, mcpscope registers itself where the server allows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -515,8 +528,22 @@ impl LauncherPanel {
     }
 
     pub fn ui(&mut self, ui: &mut Ui, running: bool) -> Option<LauncherAction> {
-        let mut action = None;
         ui.heading("Launch a server");
+        let mut action = self.form_ui(ui);
+        let http = self.form.transport != "stdio";
+        self.rows_ui(ui, http);
+        if http {
+            self.sign_in_ui(ui);
+        }
+        action = self.buttons_ui(ui, running).or(action);
+        action = self.imported_ui(ui).or(action);
+        self.recent_ui(ui);
+        action
+    }
+
+    /// The form's fields: name, transport, command or URL, era, version.
+    fn form_ui(&mut self, ui: &mut Ui) -> Option<LauncherAction> {
+        let mut action = None;
         egui::Grid::new("launch-form")
             .num_columns(2)
             .spacing([8.0, 6.0])
@@ -585,15 +612,10 @@ impl LauncherPanel {
                         .on_hover_text("2026-07-28: no handshake, _meta on every request, server/discover");
                     ui.selectable_value(&mut self.form.era, "auto".to_owned(), "auto")
                         .on_hover_text("probe with server/discover, fall back to initialize");
-                    // Picking modern offers the modern version unless one was typed on purpose.
-                    if before != self.form.era {
-                        let modern = mcpscope_core::protocol::era::Era::of_version(&self.form.protocol_version)
-                            == Some(mcpscope_core::protocol::era::Era::Modern);
-                        if self.form.era == "modern" && !modern {
-                            self.form.protocol_version = mcpscope_core::protocol::era::DEFAULT_MODERN_VERSION.into();
-                        } else if self.form.era == "legacy" && modern {
-                            self.form.protocol_version = handshake::DEFAULT_VERSION.into();
-                        }
+                    if before != self.form.era
+                        && let Some(v) = version_for_era(&self.form.era, &self.form.protocol_version)
+                    {
+                        self.form.protocol_version = v.into();
                     }
                 });
                 ui.end_row();
@@ -616,7 +638,11 @@ impl LauncherPanel {
                 });
                 ui.end_row();
             });
-        let http = self.form.transport != "stdio";
+        action
+    }
+
+    /// The environment (stdio) or the headers (HTTP), values masked.
+    fn rows_ui(&mut self, ui: &mut Ui, http: bool) {
         let (title, rows) = if http {
             (format!("Headers ({})", self.form.headers.len()), &mut self.form.headers)
         } else {
@@ -659,9 +685,11 @@ impl LauncherPanel {
                 rows.push(EnvRow::default());
             }
         });
-        if http {
-            self.sign_in_ui(ui);
-        }
+    }
+
+    /// Launch, Stop, Restart, and what went wrong.
+    fn buttons_ui(&mut self, ui: &mut Ui, running: bool) -> Option<LauncherAction> {
+        let mut action = None;
         ui.horizontal(|ui| {
             // Launching while a session runs takes a new tab: the one on screen keeps running.
             let launch = ui.button("▶ Launch");
@@ -696,6 +724,12 @@ impl LauncherPanel {
         if let Some(e) = &self.error {
             ui.label(RichText::new(e).color(crate::theme::ERROR));
         }
+        action
+    }
+
+    /// Importing a config file, and the servers it lists (virtualised).
+    fn imported_ui(&mut self, ui: &mut Ui) -> Option<LauncherAction> {
+        let mut action = None;
         ui.separator();
         ui.horizontal(|ui| {
             ui.strong("Import");
@@ -757,6 +791,11 @@ impl LauncherPanel {
                 self.form = LaunchForm::from_saved(&saved);
             }
         }
+        action
+    }
+
+    /// The servers launched before, to load into the form.
+    fn recent_ui(&mut self, ui: &mut Ui) {
         if !self.recent.is_empty() {
             ui.separator();
             ui.strong("Recent");
@@ -775,13 +814,25 @@ impl LauncherPanel {
                 self.form = LaunchForm::from_saved(&self.recent[i]);
             }
         }
-        action
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switching_era_offers_its_version_unless_one_of_it_was_typed() {
+        use mcpscope_core::protocol::era::DEFAULT_MODERN_VERSION;
+        assert_eq!(version_for_era("modern", "2025-11-25"), Some(DEFAULT_MODERN_VERSION));
+        assert_eq!(version_for_era("modern", "2026-07-28"), None, "already modern: kept");
+        assert_eq!(
+            version_for_era("legacy", "2026-07-28"),
+            Some(handshake::DEFAULT_VERSION)
+        );
+        assert_eq!(version_for_era("legacy", "2024-11-05"), None, "typed on purpose: kept");
+        assert_eq!(version_for_era("auto", "2026-07-28"), None);
+    }
 
     #[test]
     fn splits_like_a_shell() {
