@@ -1575,6 +1575,9 @@ fn an_idle_window_with_a_focused_field_asks_for_no_frames() {
     let mut h = harness(StartupArgs::default());
     h.run_steps(2);
     assert!(!h.ctx.global_style().visuals.text_cursor.blink, "no blinking cursor");
+    // The live sessions' first listing (a worker reading the state directory,
+    // slow on a loaded machine) asks for a frame when it lands: not idleness.
+    step_until(&mut h, "the first listing of live sessions", |app| app.live.listed);
     h.get_by_role_and_label(Role::TextInput, "Command").focus();
     h.run_steps(3);
     h.step();
