@@ -23,7 +23,6 @@
 //! is the reverse proxy's ([`crate::transport::http_server`]): loopback only
 //! unless asked, `Host` and `Origin` checked against DNS rebinding.
 
-use crate::protocol::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 use crate::protocol::subscriptions::LISTEN;
 use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
@@ -368,10 +367,7 @@ impl Router {
 /// The raw id of the listen a server message is tagged with (a
 /// notification's `params._meta`, a listen's close in `result._meta`).
 fn subscription_of(line: &[u8]) -> Option<Vec<u8>> {
-    let body = member_span(line, "params").or_else(|| member_span(line, "result"))?;
-    let meta = member_span(&line[body.clone()], "_meta")?;
-    let meta = &line[body][meta];
-    member_span(meta, SUBSCRIPTION_ID).map(|s| meta[s].to_vec())
+    crate::replay::mock::subscription_span(line).map(|s| line[s].to_vec())
 }
 
 /// Whether a line the mock sends is an answer (server traffic has a method).

@@ -402,12 +402,7 @@ pub use crate::wire::raw_member::member_span;
 
 /// `raw` with the top-level `id` member's value replaced by `id` (JSON text).
 pub fn with_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
-    let span = member_span(raw, "id")?;
-    let mut out = Vec::with_capacity(raw.len() + id.len());
-    out.extend_from_slice(&raw[..span.start]);
-    out.extend_from_slice(id);
-    out.extend_from_slice(&raw[span.end..]);
-    Some(out)
+    Some(crate::wire::raw_member::replaced(raw, member_span(raw, "id")?, id))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use crate::protocol::era::META_SUBSCRIPTION_ID as SUBSCRIPTION_ID;
 use crate::replay::index::{Answer, Exchange, Index, ServerFrame, member_span, with_id};
 use crate::replay::matcher::{Exhausted, Matcher, Miss, Nearest, Pick, Rule, canonical, normalise};
 use crate::wire::message::RequestId;
+use crate::wire::raw_member::{path_span, replaced};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -572,23 +573,19 @@ impl Mock {
 /// The listen a server message belongs to: `_meta`'s subscription id, in
 /// `params` (notifications) or `result` (a listen's close).
 fn subscription_id_of(raw: &[u8]) -> Option<Value> {
-    let v = serde_json::from_slice::<Value>(raw).ok()?;
-    let body = v.get("params").or_else(|| v.get("result"))?;
-    body.get("_meta")?.get(SUBSCRIPTION_ID).cloned()
+    serde_json::from_slice(&raw[subscription_span(raw)?]).ok()
+}
+
+/// Where a server message's subscription id lies (a notification's
+/// `params._meta`, a listen's close in `result._meta`).
+pub(crate) fn subscription_span(raw: &[u8]) -> Option<std::ops::Range<usize>> {
+    path_span(raw, &["params", "_meta", SUBSCRIPTION_ID])
+        .or_else(|| path_span(raw, &["result", "_meta", SUBSCRIPTION_ID]))
 }
 
 /// The message with its subscription id replaced, every other byte kept.
 fn with_subscription_id(raw: &[u8], id: &[u8]) -> Option<Vec<u8>> {
-    let body = member_span(raw, "params").or_else(|| member_span(raw, "result"))?;
-    let meta = member_span(&raw[body.clone()], "_meta")?;
-    let meta = body.start + meta.start..body.start + meta.end;
-    let inner = member_span(&raw[meta.clone()], SUBSCRIPTION_ID)?;
-    let (start, end) = (meta.start + inner.start, meta.start + inner.end);
-    let mut out = Vec::with_capacity(raw.len() + id.len());
-    out.extend_from_slice(&raw[..start]);
-    out.extend_from_slice(id);
-    out.extend_from_slice(&raw[end..]);
-    Some(out)
+    Some(replaced(raw, subscription_span(raw)?, id))
 }
 
 /// An id's raw JSON as a key: `"a"` and ` "a" ` are the same.
@@ -606,14 +603,7 @@ fn progress_token_of(raw: &[u8]) -> Option<Value> {
 
 /// The notification with `params.progressToken` replaced, every other byte kept.
 fn with_progress_token(raw: &[u8], token: &[u8]) -> Option<Vec<u8>> {
-    let params = member_span(raw, "params")?;
-    let inner = member_span(&raw[params.clone()], "progressToken")?;
-    let (start, end) = (params.start + inner.start, params.start + inner.end);
-    let mut out = Vec::with_capacity(raw.len() + token.len());
-    out.extend_from_slice(&raw[..start]);
-    out.extend_from_slice(token);
-    out.extend_from_slice(&raw[end..]);
-    Some(out)
+    Some(replaced(raw, path_span(raw, &["params", "progressToken"])?, token))
 }
 
 fn show(params: Option<&Value>) -> String {

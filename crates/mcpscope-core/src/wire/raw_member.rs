@@ -58,6 +58,25 @@ pub fn member_span(doc: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
     Some(start..start + value.len())
 }
 
+/// Where the member at `path` (each key one level down) lies in `doc`.
+pub fn path_span(doc: &[u8], path: &[&str]) -> Option<std::ops::Range<usize>> {
+    let mut at = 0..doc.len();
+    for key in path {
+        let inner = member_span(&doc[at.clone()], key)?;
+        at = at.start + inner.start..at.start + inner.end;
+    }
+    Some(at)
+}
+
+/// `doc` with the value at `span` replaced by `value`, every other byte kept.
+pub fn replaced(doc: &[u8], span: std::ops::Range<usize>, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(doc.len() + value.len());
+    out.extend_from_slice(&doc[..span.start]);
+    out.extend_from_slice(value);
+    out.extend_from_slice(&doc[span.end..]);
+    out
+}
+
 fn skip_ws(doc: &[u8], mut i: usize) -> usize {
     while doc.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
         i += 1;
@@ -136,6 +155,18 @@ pub fn why_unreadable(e: &serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nested_member_is_replaced_byte_for_byte() {
+        let doc = br#"{"params": {"_meta": {"k": "old", "x": 1}}, "id": 3}"#;
+        let span = path_span(doc, &["params", "_meta", "k"]).unwrap();
+        assert_eq!(&doc[span.clone()], br#""old""#);
+        assert_eq!(
+            replaced(doc, span, br#""new""#),
+            br#"{"params": {"_meta": {"k": "new", "x": 1}}, "id": 3}"#.to_vec()
+        );
+        assert!(path_span(doc, &["params", "missing"]).is_none());
+    }
 
     #[test]
     fn members_are_found_as_sent_at_any_depth() {
