@@ -899,8 +899,17 @@ fn with_auth_clients_sign_in_to_the_mocks_own_authorization_server() {
     assert_eq!(seen["result"]["structuredContent"]["result"], 5, "{seen}");
     assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "add"), "{seen}");
 
+    // A client that reaches the mock as `localhost` signs in too: the
+    // metadata names the resource as it uses it (the SDK checks).
+    let as_localhost = mock.url.replace("127.0.0.1", "localhost");
+    let out = Command::new(python())
+        .args([client.to_str().unwrap(), &as_localhost, "add", r#"{"a":2,"b":3}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stderr), mock.stderr());
+
     let log = mock.stderr();
-    assert_eq!(log.matches("auth: issued an access token").count(), 2, "{log}");
+    assert_eq!(log.matches("auth: issued an access token").count(), 3, "{log}");
     assert!(
         !log.contains("mock-access-") && !log.contains("mock-code-"),
         "no secret on stderr: {log}"

@@ -48,6 +48,10 @@ const OIDC_METADATA: &str = "/.well-known/openid-configuration";
 /// One HTTP request, as much of it as the authorization server reads.
 pub struct AuthRequest<'a> {
     pub method: &'a str,
+    /// The `Host` the client used (checked by the listener): the issuer and
+    /// the resource are named as the client reaches them (`localhost` or
+    /// `127.0.0.1`, or a name other machines use with `--listen-any`).
+    pub host: Option<&'a str>,
     /// Path and query.
     pub target: &'a str,
     pub authorization: Option<&'a str>,
@@ -128,7 +132,10 @@ pub type Random = Box<dyn FnMut(&mut [u8]) -> bool + Send>;
 
 /// The mock's authorization server and the endpoint's gate.
 pub struct AuthServer {
-    /// `http://127.0.0.1:PORT`: the issuer and the base of every endpoint.
+    /// `http://127.0.0.1:PORT`: the issuer and the base of every endpoint
+    /// when the request names no usable `Host`.
+    default_base: String,
+    /// The base for the request being answered.
     base: String,
     endpoint_path: String,
     clients: HashMap<String, Registered>,
@@ -143,6 +150,7 @@ pub struct AuthServer {
 impl AuthServer {
     pub fn new(base: String, endpoint_path: String, random: Random) -> Self {
         AuthServer {
+            default_base: base.clone(),
             base,
             endpoint_path,
             clients: HashMap::new(),
@@ -154,9 +162,10 @@ impl AuthServer {
         }
     }
 
-    /// The issuer: the base of every endpoint.
+    /// The issuer as the listen address names it (clients reaching the mock
+    /// by another name see that name).
     pub fn issuer(&self) -> &str {
-        &self.base
+        &self.default_base
     }
 
     /// The MCP endpoint's URL: the resource tokens are for (RFC 8707).
@@ -173,8 +182,21 @@ impl AuthServer {
         std::mem::take(&mut self.log)
     }
 
+    /// Names everything after the `Host` the client used, when it is a
+    /// plain host and port.
+    fn reached_as(&mut self, host: Option<&str>) {
+        let plain = |h: &&str| {
+            !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        };
+        self.base = match host.filter(plain) {
+            Some(h) => format!("http://{h}"),
+            None => self.default_base.clone(),
+        };
+    }
+
     /// Whether a request to the MCP endpoint may go on; else the 401 to send.
-    pub fn admit(&mut self, authorization: Option<&str>, now: Duration) -> Result<(), AuthAnswer> {
+    pub fn admit(&mut self, authorization: Option<&str>, host: Option<&str>, now: Duration) -> Result<(), AuthAnswer> {
+        self.reached_as(host);
         let token = authorization.and_then(|a| {
             let (scheme, token) = a.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
@@ -212,6 +234,7 @@ impl AuthServer {
     /// The answer when `req` is for the authorization server; `None` when
     /// it is for something else (the MCP endpoint, a 404).
     pub fn serve(&mut self, req: &AuthRequest, now: Duration) -> Option<AuthAnswer> {
+        self.reached_as(req.host);
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
         let known = [AUTHORIZE, TOKEN, REGISTER, AS_METADATA, OIDC_METADATA].contains(&path)
             || path == PRM
@@ -643,6 +666,7 @@ mod tests {
     fn get(s: &mut AuthServer, target: &str) -> AuthAnswer {
         let req = AuthRequest {
             method: "GET",
+            host: None,
             target,
             authorization: None,
             body: b"",
@@ -653,6 +677,7 @@ mod tests {
     fn post(s: &mut AuthServer, target: &str, authorization: Option<&str>, body: &str, now: Duration) -> AuthAnswer {
         let req = AuthRequest {
             method: "POST",
+            host: None,
             target,
             authorization,
             body: body.as_bytes(),
@@ -697,13 +722,13 @@ mod tests {
     #[test]
     fn the_endpoint_asks_for_a_token_and_names_its_metadata() {
         let mut s = server();
-        let a = s.admit(None, Duration::ZERO).unwrap_err();
+        let a = s.admit(None, None, Duration::ZERO).unwrap_err();
         assert_eq!(a.status, 401);
         assert_eq!(
             header(&a, "www-authenticate"),
             "Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp\""
         );
-        let a = s.admit(Some("Bearer forged"), Duration::ZERO).unwrap_err();
+        let a = s.admit(Some("Bearer forged"), None, Duration::ZERO).unwrap_err();
         assert!(header(&a, "www-authenticate").contains("error=\"invalid_token\""));
         let prm = body(&get(&mut s, "/.well-known/oauth-protected-resource/mcp"));
         assert_eq!(prm["resource"], "http://127.0.0.1:9/mcp");
@@ -714,6 +739,7 @@ mod tests {
         // Not the server's: the endpoint itself, and unknown paths.
         let req = AuthRequest {
             method: "POST",
+            host: None,
             target: "/mcp",
             authorization: None,
             body: b"{}",
@@ -755,11 +781,14 @@ mod tests {
         let t = body(&a);
         let access = t["access_token"].as_str().unwrap();
         assert!(
-            s.admit(Some(&format!("Bearer {access}")), Duration::from_secs(5))
+            s.admit(Some(&format!("Bearer {access}")), None, Duration::from_secs(5))
                 .is_ok()
         );
         let late = ACCESS_TOKEN_LIFETIME + Duration::from_secs(1);
-        assert!(s.admit(Some(&format!("Bearer {access}")), late).is_err(), "expired");
+        assert!(
+            s.admit(Some(&format!("Bearer {access}")), None, late).is_err(),
+            "expired"
+        );
         // Refresh rotates: the old refresh token is spent.
         let r = t["refresh_token"].as_str().unwrap().to_owned();
         let form = format!("grant_type=refresh_token&refresh_token={r}&client_id={id}");
@@ -767,6 +796,7 @@ mod tests {
         assert!(
             s.admit(
                 Some(&format!("Bearer {}", fresh["access_token"].as_str().unwrap())),
+                None,
                 late
             )
             .is_ok()
@@ -782,6 +812,35 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// A client that reaches the mock as `localhost` is told `localhost`
+    /// (the resource must match the URL it uses); an odd Host is not echoed.
+    #[test]
+    fn everything_is_named_after_the_host_the_client_used() {
+        let mut s = server();
+        let mut get_as = |host: &str, target: &str| {
+            let req = AuthRequest {
+                method: "GET",
+                host: Some(host),
+                target,
+                authorization: None,
+                body: b"",
+            };
+            body(&s.serve(&req, Duration::ZERO).unwrap())
+        };
+        let prm = get_as("localhost:9", "/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(prm["resource"], "http://localhost:9/mcp");
+        assert_eq!(prm["authorization_servers"][0], "http://localhost:9");
+        let meta = get_as("localhost:9", "/.well-known/oauth-authorization-server");
+        assert_eq!(meta["issuer"], "http://localhost:9");
+        let odd = get_as("x\"y", "/.well-known/oauth-authorization-server");
+        assert_eq!(
+            odd["issuer"], "http://127.0.0.1:9",
+            "not a plain host: the listen address"
+        );
+        let a = s.admit(None, Some("localhost:9"), Duration::ZERO).unwrap_err();
+        assert!(header(&a, "www-authenticate").contains("http://localhost:9/.well-known/"));
     }
 
     #[test]
@@ -820,6 +879,7 @@ mod tests {
         // Wrong method on an endpoint.
         let req = AuthRequest {
             method: "GET",
+            host: None,
             target: "/token",
             authorization: None,
             body: b"",

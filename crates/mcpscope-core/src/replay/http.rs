@@ -602,6 +602,7 @@ async fn handle(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) 
     if let Some(auth) = &shared.auth {
         let asked = AuthRequest {
             method: &req.method,
+            host: req.header("host"),
             target: &req.target,
             authorization: req.header("authorization"),
             body: &req.body,
@@ -611,7 +612,7 @@ async fn handle(shared: &Arc<Shared>, conn: &mut Conn<TcpStream>, req: Request) 
             let mut auth = lock(auth);
             let decided = match auth.serve(&asked, now) {
                 Some(a) => Some(a),
-                None if path == shared.path => auth.admit(asked.authorization, now).err(),
+                None if path == shared.path => auth.admit(asked.authorization, asked.host, now).err(),
                 None => None,
             };
             for line in auth.take_log() {
