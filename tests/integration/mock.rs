@@ -839,7 +839,6 @@ fn over_http_a_miss_goes_to_the_fallback_server_and_is_recorded() {
 fn with_auth_clients_sign_in_to_the_mocks_own_authorization_server() {
     use mcpscope_core::protocol::auth::Step;
     use mcpscope_core::record::capture;
-    use mcpscope_core::transport::event::Event;
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("add.jsonl");
     let args = ["--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"];
@@ -865,15 +864,7 @@ fn with_auth_clients_sign_in_to_the_mocks_own_authorization_server() {
     let out = mcpscope(&call);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stderr), mock.stderr());
     assert_eq!(text(&out.stdout), recorded);
-    let steps: Vec<Step> = capture::load(&signed_in)
-        .unwrap()
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Auth(a) => Some(a.step),
-            _ => None,
-        })
-        .collect();
+    let steps = auth_steps(&capture::load(&signed_in).unwrap().events);
     assert_eq!(
         steps,
         [

@@ -123,16 +123,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn auth_steps(events: &[Event]) -> Vec<Step> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Auth(a) => Some(a.step),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn non_interactive_authorization_is_recorded_step_by_step_without_secrets() {
     let s = OAuthServer::start();

@@ -266,3 +266,14 @@ pub fn launching(spec: &ServerSpec) -> mcpscope_app::StartupArgs {
         ..mcpscope_app::StartupArgs::default()
     }
 }
+
+/// The authorization steps a session recorded, in order.
+pub fn auth_steps(events: &[mcpscope_core::transport::event::Event]) -> Vec<mcpscope_core::protocol::auth::Step> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            mcpscope_core::transport::event::Event::Auth(a) => Some(a.step),
+            _ => None,
+        })
+        .collect()
+}
