@@ -6,6 +6,7 @@ use mcpscope_core::protocol::auth::dpop::DpopMode;
 use mcpscope_core::protocol::auth::flow::{AssertionAudience, AuthConfig, GrantChoice, IdpSettings};
 use mcpscope_core::protocol::auth::jwt::SigningKey;
 use mcpscope_core::protocol::auth::registration::{self, ClientSettings};
+use mcpscope_core::text::error_chain;
 use mcpscope_core::transport::auth::{AuthOptions, Authorizer, Interaction};
 use mcpscope_core::transport::target::Target;
 use std::path::PathBuf;
@@ -169,7 +170,7 @@ impl AuthArgs {
 
     pub fn config(&self) -> Result<AuthConfig, String> {
         if let Some(u) = &self.client_metadata_url {
-            registration::check_metadata_document_url(u)?;
+            registration::check_metadata_document_url(u).map_err(|e| e.to_string())?;
         }
         let signing_key = match &self.client_assertion_key {
             None => None,
@@ -185,7 +186,7 @@ impl AuthArgs {
             None => None,
             Some(path) => {
                 let token = mcpscope_core::config::secret_file::read_workload_token(path)
-                    .map_err(|e| format!("--workload-token {}: {e}", path.display()))?;
+                    .map_err(|e| format!("--workload-token {}: {}", path.display(), error_chain(&e)))?;
                 Some(token)
             }
         };
@@ -194,7 +195,7 @@ impl AuthArgs {
             DpopArg::Always => DpopMode::Always,
             DpopArg::Never => DpopMode::Never,
         };
-        let dpop_key = dpop.key()?;
+        let dpop_key = dpop.key().map_err(|e| e.to_string())?;
         let scope: Vec<String> = self
             .scope
             .iter()
@@ -272,7 +273,7 @@ impl AuthArgs {
                     None => TokenStore::default_path()
                         .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")?,
                 };
-                Some(TokenStore::open(&path)?)
+                Some(TokenStore::open(&path).map_err(|e| error_chain(&e))?)
             }
         };
         let memory = store.as_ref().map(|s| s.load(&http.url)).unwrap_or_default();

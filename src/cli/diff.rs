@@ -2,6 +2,7 @@
 
 use clap::Args;
 use mcpscope_core::analysis::session_diff::{self, Verdict};
+use mcpscope_core::text::ErrorChain;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,7 +60,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
     let (a, b) = match session_diff::read_both_keeping(&args.a, &args.b, keep) {
         Ok(both) => both,
         Err(e) => {
-            crate::errln!("mcpscope diff: {e:#}");
+            crate::errln!("mcpscope diff: {}", ErrorChain(&e));
             return ExitCode::from(super::exit::IO);
         }
     };

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
+use mcpscope_core::text::ErrorChain;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -44,7 +45,7 @@ pub fn run(args: LintArgs) -> ExitCode {
     let linted = match lint::lint_capture(&args.capture, &options) {
         Ok(l) => l,
         Err(e) => {
-            crate::errln!("mcpscope lint: {e:#}");
+            crate::errln!("mcpscope lint: {}", ErrorChain(&e));
             return ExitCode::from(super::exit::IO);
         }
     };

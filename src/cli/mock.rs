@@ -10,6 +10,7 @@ use mcpscope_core::replay::index::Exchange;
 use mcpscope_core::replay::matcher::{Exhausted, Rule};
 use mcpscope_core::replay::mock::{Mock, MockOptions, Output, Timing};
 use mcpscope_core::replay::{self, Check, LoadError, http};
+use mcpscope_core::text::ErrorChain;
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::session::SessionOptions;
 use serde_json::{Value, json};
@@ -142,7 +143,7 @@ pub fn run(args: MockArgs) -> ExitCode {
     let loaded = match replay::load(&args.capture, args.session) {
         Ok(l) => l,
         Err(e) => {
-            crate::errln!("mcpscope mock: {}: {e}", args.capture.display());
+            crate::errln!("mcpscope mock: {}: {}", args.capture.display(), ErrorChain(&e));
             let code = match e {
                 LoadError::NoSuchSession { .. } => super::exit::USAGE,
                 _ => super::exit::IO,
@@ -165,7 +166,7 @@ pub fn run(args: MockArgs) -> ExitCode {
             let seqs = match mcpscope_core::filter::records::matching_seqs(&args.capture, &filter) {
                 Ok(s) => s,
                 Err(e) => {
-                    crate::errln!("mcpscope mock: {}: {e}", args.capture.display());
+                    crate::errln!("mcpscope mock: {}: {}", args.capture.display(), ErrorChain(&e));
                     return ExitCode::from(super::exit::IO);
                 }
             };
@@ -317,7 +318,7 @@ fn serve_http(
     let http_options = match http::HttpOptions::new(listen, args.listen_any, path) {
         Ok(o) => http::HttpOptions { auth: args.auth, ..o },
         Err(e) => {
-            crate::errln!("mcpscope mock: {e}");
+            crate::errln!("mcpscope mock: {}", ErrorChain(&e));
             return ExitCode::from(super::exit::USAGE);
         }
     };
@@ -343,7 +344,7 @@ fn serve_http(
     let server = match http::MockServer::bind(http_options, index, options, log, forwarder) {
         Ok(s) => s,
         Err(e) => {
-            crate::errln!("mcpscope mock: {e}");
+            crate::errln!("mcpscope mock: {}", ErrorChain(&e));
             return ExitCode::from(super::exit::USAGE);
         }
     };

@@ -163,7 +163,7 @@ pub enum TransportArg {
 }
 
 fn parse_line_size(s: &str) -> Result<usize, String> {
-    let n = mcpscope_core::text::parse_size(s)?;
+    let n = mcpscope_core::text::parse_size(s).map_err(|e| e.to_string())?;
     // Below a few kilobytes every ordinary answer would be cut.
     if n < 4096 {
         return Err(format!("{s:?} is less than 4 KiB: ordinary messages would not fit"));

@@ -6,6 +6,7 @@ use clap::Args;
 use mcpscope_core::proxy::reverse::{self, ReverseProxyOptions};
 use mcpscope_core::proxy::stdio::{self, LiveRecord, ProxyOptions};
 use mcpscope_core::record::{capture, state_dir};
+use mcpscope_core::text::ErrorChain;
 use mcpscope_core::transport::process::ServerSpec;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,7 +119,7 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
     let mut options = match ReverseProxyOptions::new(listen, upstream) {
         Ok(o) => o,
         Err(e) => {
-            crate::errln!("mcpscope proxy: {e}");
+            crate::errln!("mcpscope proxy: {}", ErrorChain(&e));
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -137,7 +138,7 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
     let mut proxy = match reverse::ReverseProxy::bind(options) {
         Ok(p) => p,
         Err(e) => {
-            crate::errln!("mcpscope proxy: {e:#}");
+            crate::errln!("mcpscope proxy: {}", ErrorChain(&e));
             return ExitCode::from(exit::UNREACHABLE);
         }
     };

@@ -10,6 +10,7 @@ use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::{self, Change, Impact, Surface};
 use mcpscope_core::client::Client;
 use mcpscope_core::protocol::mrtr::InputPolicy;
+use mcpscope_core::text::ErrorChain;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
 use mcpscope_core::verify::{self, Recording, RecordingError, Replayed, Report, fresh_path, update_baseline};
@@ -136,7 +137,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     let recording = match Recording::read(&args.capture, args.session) {
         Ok(r) => r,
         Err(e @ RecordingError::NoSuchSession { .. }) => return fail(exit::USAGE, e.to_string()),
-        Err(e) => return fail(exit::IO, e.to_string()),
+        Err(e) => return fail(exit::IO, ErrorChain(&e)),
     };
     if recording.of > 1 {
         let which: Vec<String> = recording.sessions.iter().map(|s| s.number.to_string()).collect();
@@ -182,7 +183,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         notes,
     } = match report {
         Ok(r) => r,
-        Err(e) => return fail(exit::UNREACHABLE, e),
+        Err(e) => return fail(exit::UNREACHABLE, ErrorChain(&e)),
     };
     for n in &notes {
         crate::errln!("mcpscope verify: {n}");
@@ -218,7 +219,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
                 args.capture.display(),
                 kept.display()
             ),
-            Err(e) => return fail(exit::IO, e),
+            Err(e) => return fail(exit::IO, ErrorChain(&e)),
         }
     }
     ExitCode::from(if counted > 0 { exit::FAILED } else { exit::OK })

@@ -74,7 +74,7 @@ impl Watch {
 /// Checks a `--capture` path before anything starts; the error to print.
 pub fn check_capture(path: Option<&Path>) -> Result<(), String> {
     match path {
-        Some(p) => capture::check_writable(p).map_err(|e| format!("{e:#}")),
+        Some(p) => capture::check_writable(p).map_err(|e| mcpscope_core::text::error_chain(&e)),
         None => Ok(()),
     }
 }

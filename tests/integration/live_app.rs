@@ -304,7 +304,7 @@ fn three_sessions_open_as_tabs_and_two_compared() {
         app.diff.result.is_some() || app.diff.error.is_some()
     });
     let diff = &h.state().diff;
-    assert_eq!(diff.error, None);
+    assert!(diff.error.is_none(), "{:?}", diff.error);
     assert_eq!(diff.a.as_deref(), Some(cap.as_path()));
     assert_ne!(diff.b.as_deref(), Some(cap.as_path()));
 

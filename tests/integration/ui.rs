@@ -339,7 +339,7 @@ fn side_by_side_diff_of_two_captures() {
     step_until(&mut h, "the comparison", |app| {
         app.diff.result.is_some() || app.diff.error.is_some()
     });
-    assert_eq!(h.state().diff.error, None);
+    assert!(h.state().diff.error.is_none(), "{:?}", h.state().diff.error);
     assert!(shows(&h, "differ (ids, key order and timing ignored)"));
     // The first differing exchange is selected and shown side by side.
     h.get_by_label_contains("tools/call echo #1 (differs)").click();

@@ -279,8 +279,9 @@ impl Inspection {
         let session = Session::connect(target.clone(), options);
         if let Err(e) = &capture {
             session.note(format!(
-                "{}no private capture file: {e:#} (this session is not recorded)",
-                mcpscope_core::record::capture::FAILED
+                "{}no private capture file: {ec} (this session is not recorded)",
+                mcpscope_core::record::capture::FAILED,
+                ec = mcpscope_core::text::ErrorChain(&e)
             ));
         }
         let capture_path = capture.ok();
@@ -885,7 +886,11 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
             Ok(Some(Item::Boundary(_, note))) => batch.push(note),
             Ok(None) => break,
             Err(e) => {
-                let _ = tx.send(Loaded::Failed(format!("cannot read capture {}: {e:#}", path.display())));
+                let _ = tx.send(Loaded::Failed(format!(
+                    "cannot read capture {}: {ec}",
+                    path.display(),
+                    ec = mcpscope_core::text::ErrorChain(&e)
+                )));
                 wake();
                 return;
             }

@@ -10,14 +10,9 @@ use std::sync::Arc;
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
 /// Why a job gave no result.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
 pub struct JobFailed(pub String);
-
-impl std::fmt::Display for JobFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// A result that comes later.
 pub struct Job<T> {
@@ -87,6 +82,18 @@ impl<T: Send + 'static> PollSlot<T> for Option<Job<T>> {
     }
 }
 
+/// A job whose work can fail: its outcome once, a worker that died being
+/// one more way to fail (so a panel has one error to show, with its causes).
+pub trait PollOutcome<U> {
+    fn take_outcome(&mut self) -> Option<anyhow::Result<U>>;
+}
+
+impl<U: Send + 'static> PollOutcome<U> for Option<Job<anyhow::Result<U>>> {
+    fn take_outcome(&mut self) -> Option<anyhow::Result<U>> {
+        Some(self.take_ready()?.unwrap_or_else(|dead| Err(dead.into())))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +120,31 @@ mod tests {
         assert!(slot.is_none(), "emptied once taken");
         assert!(slot.take_ready().is_none());
         assert!(woken.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_failed_job_keeps_its_causes() {
+        use anyhow::Context as _;
+        let mut slot = Some(Job::spawn("read", None, || {
+            std::fs::read("/nonexistent/mcpscope").context("cannot read /nonexistent/mcpscope")
+        }));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let e = loop {
+            if let Some(r) = slot.take_outcome() {
+                break r.unwrap_err();
+            }
+            assert!(Instant::now() < deadline, "the job never ended");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(e.chain().count(), 2, "{e:#}");
+        let mut dead: Option<Job<anyhow::Result<()>>> = Some(Job::spawn("doomed", None, || panic!("boom")));
+        let e = loop {
+            if let Some(r) = dead.take_outcome() {
+                break r.unwrap_err();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(e.to_string().contains("doomed worker stopped"), "{e}");
     }
 
     #[test]

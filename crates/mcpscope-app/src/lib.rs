@@ -4,6 +4,7 @@
 mod chrome;
 pub mod composer;
 mod dialogs;
+pub mod error_view;
 pub mod inspection;
 pub mod job;
 pub mod live_follow;
@@ -27,6 +28,7 @@ use self::panels::timeline::TimelineAction;
 use self::panels::watch_client::WatchClientDialog;
 use self::tabs::{SessionTab, SessionView};
 use self::theme::RowKindStyle as _;
+use anyhow::Context as _;
 use egui::{RichText, Ui};
 use mcpscope_core::config::server_config::{self, Transport};
 use mcpscope_core::protocol::methods;
@@ -83,7 +85,10 @@ fn state_file() -> Option<PathBuf> {
     let dir = match mcpscope_core::record::private_files::state_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("mcpscope: not saving the app's state: {e:#}");
+            eprintln!(
+                "mcpscope: not saving the app's state: {ec}",
+                ec = mcpscope_core::text::ErrorChain(&e)
+            );
             return None;
         }
     };
@@ -192,7 +197,7 @@ pub struct McpscopeApp {
     pub picker: Option<(DialogPurpose, FilePicker)>,
     ctx: egui::Context,
     /// File work running on workers: what it is, and its outcome when done.
-    jobs: Vec<(String, crate::job::Job<Result<String, String>>)>,
+    jobs: Vec<(String, crate::job::Job<anyhow::Result<String>>)>,
     waker: Arc<dyn Fn() + Send + Sync>,
     /// Every open session; the one on screen is `active_tab`, whose state is
     /// in the fields above (its slot holds only its title).
@@ -212,7 +217,7 @@ const FILTERS_KEY: &str = "display_filters";
 /// A config file being read on a worker.
 struct Importing {
     path: PathBuf,
-    job: crate::job::Job<Result<ConfigRead, String>>,
+    job: crate::job::Job<anyhow::Result<ConfigRead>>,
     /// The server to launch once it is read (`--config F --server NAME`).
     launch: Option<String>,
 }
@@ -224,8 +229,8 @@ struct ConfigRead {
     problems: Vec<String>,
 }
 
-fn read_config(path: &Path) -> Result<ConfigRead, String> {
-    let import = server_config::load_config(path).map_err(|e| e.to_string())?;
+fn read_config(path: &Path) -> anyhow::Result<ConfigRead> {
+    let import = server_config::load_config(path)?;
     let servers = import
         .servers
         .into_iter()
@@ -359,7 +364,7 @@ impl McpscopeApp {
         let Some(result) = job.job.poll() else { return };
         let job = self.importing.take().expect("checked above");
         let path = job.path;
-        match result.unwrap_or_else(|e| Err(e.to_string())) {
+        match result.unwrap_or_else(|dead| Err(dead.into())) {
             Ok(read) => {
                 self.message = Some((
                     Severity::Info,
@@ -448,7 +453,10 @@ impl McpscopeApp {
         let auth = match saved.oauth.auth_config() {
             Ok(a) => a,
             Err(e) => {
-                self.message = Some((Severity::Error, format!("{} not launched: {e}", saved.name)));
+                self.message = Some((
+                    Severity::Error,
+                    format!("{} not launched: {}", saved.name, error_view::one_line(&e)),
+                ));
                 return;
             }
         };
@@ -482,7 +490,7 @@ impl McpscopeApp {
                 {
                     Ok(me) => me,
                     Err(e) => {
-                        self.message = Some((Severity::Error, e));
+                        self.message = Some((Severity::Error, error_view::one_line(&e)));
                         return;
                     }
                 };
@@ -539,9 +547,7 @@ impl McpscopeApp {
                 Some(from) => {
                     let to = path.clone();
                     self.background(format!("saving the capture to {}", path.display()), move || {
-                        Inspection::save_capture(&from, &to)
-                            .map(|()| format!("capture saved to {}", to.display()))
-                            .map_err(|e| format!("{e:#}"))
+                        Inspection::save_capture(&from, &to).map(|()| format!("capture saved to {}", to.display()))
                     });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
@@ -580,7 +586,7 @@ impl McpscopeApp {
                 self.background(format!("stopping {name}"), move || {
                     session_index::request_stop(&s)
                         .map(|()| format!("asked the proxy of {name} to stop"))
-                        .map_err(|e| format!("cannot stop {name}: {e}"))
+                        .with_context(|| format!("cannot stop {name}"))
                 });
             }
             Command::RemoveProxied(s) => {
@@ -591,7 +597,7 @@ impl McpscopeApp {
                 self.background(format!("removing {name}"), move || {
                     session_index::remove_session(&s)
                         .map(|()| format!("removed the session {name}"))
-                        .map_err(|e| format!("cannot remove {name}: {e}"))
+                        .with_context(|| format!("cannot remove {name}"))
                 });
             }
             Command::WatchInClient => {
@@ -682,7 +688,7 @@ impl McpscopeApp {
 
     /// Runs file work on a worker (the UI thread never does I/O); its outcome
     /// shows in the status bar.
-    fn background(&mut self, what: String, work: impl FnOnce() -> Result<String, String> + Send + 'static) {
+    fn background(&mut self, what: String, work: impl FnOnce() -> anyhow::Result<String> + Send + 'static) {
         let job = crate::job::Job::spawn("file", Some(Arc::clone(&self.waker)), work);
         self.message = Some((Severity::Info, format!("{what}…")));
         self.jobs.push((what, job));
@@ -692,7 +698,11 @@ impl McpscopeApp {
         let mut done = Vec::new();
         self.jobs.retain_mut(|(what, job)| match job.poll() {
             Some(outcome) => {
-                done.push(outcome.map_err(|e| format!("{what}: {e}")).and_then(|r| r));
+                done.push(
+                    outcome
+                        .map_err(|dead| anyhow::Error::new(dead).context(what.clone()))
+                        .and_then(|r| r),
+                );
                 false
             }
             None => true,
@@ -700,7 +710,7 @@ impl McpscopeApp {
         for outcome in done {
             self.message = Some(match outcome {
                 Ok(text) => (Severity::Ok, text),
-                Err(text) => (Severity::Error, text),
+                Err(e) => (Severity::Error, error_view::one_line(&e)),
             });
         }
     }

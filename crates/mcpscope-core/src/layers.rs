@@ -123,4 +123,21 @@ mod tests {
             );
         }
     }
+
+    /// Typed errors in the library, anyhow only at the edges (the binary and
+    /// the app): the core's manifest does not depend on anyhow, so no core
+    /// function can hand out an error that is only text with a chain.
+    #[test]
+    fn the_library_does_not_use_anyhow() {
+        let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+        let deps = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .and_then(|d| d.split("\n[").next())
+            .unwrap();
+        assert!(
+            !deps.lines().any(|l| l.trim_start().starts_with("anyhow")),
+            "mcpscope-core depends on anyhow: give the failure a thiserror type instead"
+        );
+    }
 }

@@ -51,16 +51,46 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// A size [`parse_size`] could not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{0:?} is not a size (e.g. 128MiB, 64M, 4096)")]
+    NotASize(String),
+    #[error("{0:?} is not a unit of size (B, KiB, MiB, GiB, kB, MB, GB)")]
+    UnknownUnit(String),
+    #[error("{0:?} is not a size mcpscope can use")]
+    OutOfRange(String),
+}
+
+/// Shows an error with every cause under it, `outer: cause: root` (what
+/// anyhow's `{:#}` prints), for messages built from typed errors.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
+/// [`ErrorChain`] as a string.
+pub fn error_chain(e: &(dyn std::error::Error + '_)) -> String {
+    ErrorChain(e).to_string()
+}
+
 /// Reads a size such as `128MiB`, `64M`, `1.5GiB`, `200kB` or `4096`
 /// (bytes). K, M, G are binary (1024) with or without `iB`; `kB`, `MB`,
 /// `GB` are decimal.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (e.g. 128MiB, 64M, 4096)"))?;
+    let value: f64 = number.parse().map_err(|_| SizeError::NotASize(text.to_owned()))?;
     let factor: f64 = match unit.trim() {
         "" | "B" | "b" => 1.0,
         "K" | "k" | "KiB" | "kiB" | "Ki" => 1024.0,
@@ -69,15 +99,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "kB" | "KB" => 1e3,
         "MB" => 1e6,
         "GB" => 1e9,
-        other => {
-            return Err(format!(
-                "{other:?} is not a unit of size (B, KiB, MiB, GiB, kB, MB, GB)"
-            ));
-        }
+        other => return Err(SizeError::UnknownUnit(other.to_owned())),
     };
     let bytes = value * factor;
     if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
-        return Err(format!("{text:?} is not a size mcpscope can use"));
+        return Err(SizeError::OutOfRange(text.to_owned()));
     }
     Ok(bytes as u64)
 }

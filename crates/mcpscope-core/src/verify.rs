@@ -11,6 +11,7 @@ use crate::protocol::era::{EraChoice, EraDecision};
 use crate::protocol::handshake::HandshakeOptions;
 use crate::protocol::methods;
 use crate::protocol::mrtr::{ElicitAnswer, InputPolicy};
+use crate::record::capture::CaptureError;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,31 +44,51 @@ pub struct Recording {
 }
 
 /// Why a capture cannot be verified against.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
     /// `--session N` beyond the sessions in the file.
+    #[error("there is no session {asked}: the capture has {sessions} session(s)")]
     NoSuchSession { asked: usize, sessions: usize },
-    /// Unreadable, or holding nothing to compare against (the reason).
-    Unusable(String),
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// Holding nothing to compare against.
+    #[error("{}{which} holds no handshake and no list answered: nothing to compare the server against", .path.display())]
+    NothingToCompare { path: PathBuf, which: String },
 }
 
-impl std::fmt::Display for RecordingError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordingError::NoSuchSession { asked, sessions } => {
-                write!(f, "there is no session {asked}: the capture has {sessions} session(s)")
-            }
-            RecordingError::Unusable(e) => f.write_str(e),
-        }
-    }
+/// Why a verification stopped: the server could not be reached or went away.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Handshake(#[from] crate::protocol::era::EraFailure),
+    /// The session ended while a recorded exchange was sent again.
+    #[error("{key}")]
+    Replay {
+        key: String,
+        #[source]
+        source: ClientError,
+    },
 }
 
-impl std::error::Error for RecordingError {}
-
-impl From<RecordingError> for String {
-    fn from(e: RecordingError) -> String {
-        e.to_string()
-    }
+/// Why `--update` could not put the fresh recording in place.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error("no free name to keep the old baseline under")]
+    NoFreeName,
+    #[error("cannot keep {}", .path.display())]
+    Keep {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot replace {}", .path.display())]
+    Replace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One session of a capture, as read so far.
@@ -85,11 +106,9 @@ impl Recording {
     /// compare against).
     pub fn read(path: &Path, session: Option<usize>) -> Result<Recording, RecordingError> {
         use crate::record::capture::{EventReader, Item, READ_BUFFER};
-        let unusable =
-            |e: anyhow::Error| RecordingError::Unusable(format!("cannot read capture {}: {e:#}", path.display()));
-        let file = crate::record::private_files::open_regular(path)
-            .map_err(|e| RecordingError::Unusable(format!("cannot open capture {}: {e:#}", path.display())))?;
-        let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(unusable)?;
+        let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+        let mut reader =
+            EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
         // One pass: the client's exchanges, and its answers to the server's requests.
         let mut warnings = Vec::new();
         let mut current = (1usize, SessionRead::default());
@@ -119,7 +138,7 @@ impl Recording {
                 unanswered = Some(s);
             }
         };
-        while let Some(item) = reader.next_item().map_err(unusable)? {
+        while let Some(item) = reader.next_item().map_err(CaptureError::read(path))? {
             match item {
                 Item::Event(e) => {
                     current.1.answers.push(&e);
@@ -151,10 +170,10 @@ impl Recording {
                 Some(n) if of > 1 => format!(" (session {n} of {of})"),
                 _ => String::new(),
             };
-            return Err(RecordingError::Unusable(format!(
-                "{}{which} holds no handshake and no list answered: nothing to compare the server against",
-                path.display()
-            )));
+            return Err(RecordingError::NothingToCompare {
+                path: path.to_owned(),
+                which,
+            });
         };
         Ok(Recording {
             sessions: kept,
@@ -245,7 +264,7 @@ pub fn verify(
     ignore: &Ignore,
     timeout: Duration,
     surface_only: bool,
-) -> Result<Report, String> {
+) -> Result<Report, VerifyError> {
     let mut notes = Vec::new();
     let mut new = None;
     let mut replayed = Vec::new();
@@ -260,7 +279,7 @@ pub fn verify(
         if let Some(a) = authorizer.take() {
             client = client.with_authorizer(a);
         }
-        let mut run = || -> Result<(), String> {
+        let mut run = || -> Result<(), VerifyError> {
             if compares {
                 new = Some(live_surface(
                     &mut client,
@@ -330,7 +349,7 @@ fn replay(
     recorded: &[Exchange],
     ignore: &Ignore,
     timeout: Duration,
-) -> Result<Vec<Replayed>, String> {
+) -> Result<Vec<Replayed>, VerifyError> {
     let mut out = Vec::new();
     for x in recorded.iter().filter(|x| replayable(x)) {
         // The recorded envelope named the recording's session; the client adds its own.
@@ -346,7 +365,10 @@ fn replay(
                 Err(e) => session_diff::Outcome::Error(e),
             },
             Err(e @ (ClientError::ServerExited { .. } | ClientError::Closed { .. } | ClientError::SpawnFailed(_))) => {
-                return Err(format!("{}: {e}", x.key));
+                return Err(VerifyError::Replay {
+                    key: x.key.clone(),
+                    source: e,
+                });
             }
             Err(e) => {
                 out.push(Replayed {
@@ -375,7 +397,7 @@ pub fn fresh_path(capture: &std::path::Path) -> PathBuf {
 
 /// Keeps the old baseline under the first free CAPTURE.N and puts the
 /// fresh recording in its place; the kept file's path.
-pub fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Result<PathBuf, String> {
+pub fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Result<PathBuf, BaselineError> {
     let kept = (1..10_000)
         .map(|n| {
             let mut name = capture.as_os_str().to_owned();
@@ -383,26 +405,27 @@ pub fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Re
             PathBuf::from(name)
         })
         .find(|p| std::fs::symlink_metadata(p).is_err())
-        .ok_or("no free name to keep the old baseline under")?;
+        .ok_or(BaselineError::NoFreeName)?;
     // A hard link first: at no moment is there no baseline at CAPTURE.
-    std::fs::hard_link(capture, &kept).map_err(|e| format!("cannot keep {}: {e}", capture.display()))?;
-    std::fs::rename(fresh, capture).map_err(|e| format!("cannot replace {}: {e}", capture.display()))?;
+    std::fs::hard_link(capture, &kept).map_err(|source| BaselineError::Keep {
+        path: capture.to_owned(),
+        source,
+    })?;
+    std::fs::rename(fresh, capture).map_err(|source| BaselineError::Replace {
+        path: capture.to_owned(),
+        source,
+    })?;
     Ok(kept)
 }
 
 /// The handshake (or discovery) of a live session, in the recording's era.
-fn establish(client: &mut Client, choice: EraChoice, timeout: Duration) -> Result<EraDecision, String> {
-    client
-        .wait_started(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
+fn establish(client: &mut Client, choice: EraChoice, timeout: Duration) -> Result<EraDecision, VerifyError> {
+    client.wait_started(Duration::from_secs(10))?;
     let hs = HandshakeOptions {
         capabilities: client.policy().capabilities(),
         ..HandshakeOptions::default()
     };
-    client
-        .establish(choice, &hs, timeout)
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())
+    Ok(client.establish(choice, &hs, timeout)??)
 }
 
 /// The live server's surface: the lists the recording fetched, fetched again.
@@ -412,7 +435,7 @@ fn live_surface(
     choice: EraChoice,
     timeout: Duration,
     notes: &mut Vec<String>,
-) -> Result<Surface, String> {
+) -> Result<Surface, VerifyError> {
     let decision = establish(client, choice, timeout)?;
     let mut new = Surface {
         capabilities: decision.server_capabilities().cloned(),
@@ -422,7 +445,7 @@ fn live_surface(
         if !old.lists.contains_key(list) {
             continue;
         }
-        match client.list_all(method, key, timeout).map_err(|e| e.to_string())? {
+        match client.list_all(method, key, timeout)? {
             Ok(items) => new.set(list, items),
             // Left out: compare() says the server did not list them.
             Err(e) => notes.push(format!("{method} failed: {e}")),

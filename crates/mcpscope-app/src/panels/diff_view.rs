@@ -2,7 +2,7 @@
 //! Node SDK and a Python SDK server) compared method by method. Loading and
 //! comparing run on a worker thread; the window only draws the result.
 
-use crate::job::{Job, PollSlot as _};
+use crate::job::{Job, PollOutcome as _};
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
 use egui::{RichText, Ui};
@@ -42,17 +42,17 @@ pub struct DiffView {
     pub a: Option<PathBuf>,
     pub b: Option<PathBuf>,
     pub result: Option<Compared>,
-    pub error: Option<String>,
+    pub error: Option<anyhow::Error>,
     pub only_differences: bool,
     pub selected: Option<usize>,
-    job: Option<Job<Result<Compared, String>>>,
+    job: Option<Job<anyhow::Result<Compared>>>,
     tree_a: JsonTreeState,
     tree_b: JsonTreeState,
 }
 
 /// Loads both captures and compares them (runs on the worker).
-pub fn load_and_compare(a: &Path, b: &Path) -> Result<Compared, String> {
-    let (xa, xb) = session_diff::read_both(a, b).map_err(|e| format!("{e:#}"))?;
+pub fn load_and_compare(a: &Path, b: &Path) -> anyhow::Result<Compared> {
+    let (xa, xb) = session_diff::read_both(a, b)?;
     Ok(Compared {
         a: a.to_owned(),
         b: b.to_owned(),
@@ -88,8 +88,8 @@ impl DiffView {
 
     /// Collects a finished comparison.
     pub fn poll(&mut self) {
-        let Some(outcome) = self.job.take_ready() else { return };
-        match outcome.unwrap_or_else(|e| Err(e.to_string())) {
+        let Some(outcome) = self.job.take_outcome() else { return };
+        match outcome {
             Ok(c) => {
                 self.error = None;
                 self.selected = c
@@ -162,7 +162,7 @@ impl DiffView {
             });
         }
         if let Some(e) = &self.error {
-            ui.label(RichText::new(e).color(theme::ERROR));
+            crate::error_view::show(ui, e);
         }
         let Some(result) = &self.result else {
             if self.a.is_none() || self.b.is_none() {
@@ -303,6 +303,7 @@ mod tests {
         let err = load_and_compare(Path::new("/nonexistent/a.jsonl"), Path::new("/nonexistent/b.jsonl"))
             .err()
             .expect("missing files fail");
-        assert!(err.contains("/nonexistent/a.jsonl"), "{err}");
+        assert!(err.to_string().contains("/nonexistent/a.jsonl"), "{err:#}");
+        assert!(err.chain().count() > 1, "the cause is kept: {err:#}");
     }
 }

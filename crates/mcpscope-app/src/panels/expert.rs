@@ -123,8 +123,13 @@ fn read_new(
 ) -> Result<(), String> {
     if reader.is_none() {
         let file = File::open(path).map_err(|e| format!("cannot open capture {}: {e}", path.display()))?;
-        let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file))
-            .map_err(|e| format!("cannot read capture {}: {e:#}", path.display()))?;
+        let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| {
+            format!(
+                "cannot read capture {}: {ec}",
+                path.display(),
+                ec = mcpscope_core::text::ErrorChain(&e)
+            )
+        })?;
         *reader = Some(r);
     }
     let r = reader.as_mut().expect("opened above");
@@ -138,7 +143,13 @@ fn read_new(
             // Another session of the same capture: ids and the handshake start again.
             Ok(Some(Item::Boundary(..))) => linter.next_session(),
             Ok(None) => return Ok(()),
-            Err(e) => return Err(format!("cannot read capture {}: {e:#}", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read capture {}: {ec}",
+                    path.display(),
+                    ec = mcpscope_core::text::ErrorChain(&e)
+                ));
+            }
         }
     }
 }

@@ -3,8 +3,7 @@
 //! path can also be typed or pasted. Directories are listed on a worker.
 
 use crate::job::Job;
-use crate::theme;
-use egui::{RichText, Ui};
+use egui::Ui;
 use std::path::{Path, PathBuf};
 
 /// What is being picked.
@@ -39,7 +38,7 @@ pub enum PickerAction {
 
 struct Listing {
     dir: PathBuf,
-    job: Job<Result<Vec<Entry>, String>>,
+    job: Job<anyhow::Result<Vec<Entry>>>,
 }
 
 pub struct FilePicker {
@@ -48,7 +47,7 @@ pub struct FilePicker {
     pub dir: PathBuf,
     pub entries: Vec<Entry>,
     listing: Option<Listing>,
-    pub error: Option<String>,
+    pub error: Option<anyhow::Error>,
     /// The typed path or file name.
     pub name: String,
     pub show_hidden: bool,
@@ -57,9 +56,10 @@ pub struct FilePicker {
 }
 
 /// Lists a directory: folders first, then files, each by name.
-pub fn list_dir(dir: &Path) -> Result<Vec<Entry>, String> {
+pub fn list_dir(dir: &Path) -> anyhow::Result<Vec<Entry>> {
+    use anyhow::Context as _;
     let mut out = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let is_dir = std::fs::metadata(e.path()).map(|m| m.is_dir()).unwrap_or(false);
@@ -107,7 +107,7 @@ impl FilePicker {
         let Some(result) = l.job.poll() else { return };
         let dir = l.dir.clone();
         self.listing = None;
-        match result.unwrap_or_else(|e| Err(e.to_string())) {
+        match result.unwrap_or_else(|dead| Err(dead.into())) {
             Ok(entries) => {
                 self.dir = dir;
                 self.entries = entries;
@@ -201,7 +201,7 @@ impl FilePicker {
             }
         });
         if let Some(e) = &self.error {
-            ui.label(RichText::new(e).color(theme::ERROR));
+            crate::error_view::show(ui, e);
         }
         let shown = self.shown();
         let row_h = ui.spacing().interact_size.y;
@@ -296,7 +296,8 @@ mod tests {
         std::fs::write(d.path().join("A.json"), "").unwrap();
         let names: Vec<String> = list_dir(d.path()).unwrap().into_iter().map(|e| e.name).collect();
         assert_eq!(names, ["zdir", "A.json", "b.jsonl"]);
-        assert!(list_dir(&d.path().join("missing")).unwrap_err().contains("cannot list"));
+        let e = list_dir(&d.path().join("missing")).unwrap_err();
+        assert!(e.to_string().contains("cannot list") && e.chain().count() == 2, "{e:#}");
     }
 
     /// #25 item 10: captures are listed before other files (folders first),

@@ -199,7 +199,7 @@ fn mode_toggle_ui(ui: &mut Ui, f: &mut Field, label: &str) -> bool {
                 .on_hover_text("back to the form");
             if r.clicked() {
                 if let Err(e) = f.to_form_mode() {
-                    f.note = Some(e);
+                    f.note = Some(e.to_string());
                 } else {
                     f.note = None;
                 }

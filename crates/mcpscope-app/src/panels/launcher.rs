@@ -65,7 +65,8 @@ pub struct SignIn {
 impl SignIn {
     /// The authorization settings these give (mcpscope's defaults
     /// otherwise), or why they cannot be used (an unreadable token file).
-    pub fn auth_config(&self) -> Result<mcpscope_core::protocol::auth::flow::AuthConfig, String> {
+    pub fn auth_config(&self) -> anyhow::Result<mcpscope_core::protocol::auth::flow::AuthConfig> {
+        use anyhow::Context as _;
         use mcpscope_core::protocol::auth::dpop::DpopMode;
         use mcpscope_core::protocol::auth::flow::AuthConfig;
         let some = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
@@ -82,7 +83,7 @@ impl SignIn {
         config.dpop_key = config.dpop.key()?;
         if let Some(path) = some(&self.workload_token_file) {
             let token = mcpscope_core::config::secret_file::read_workload_token(std::path::Path::new(&path))
-                .map_err(|e| format!("Workload token file {path}: {e}"))?;
+                .with_context(|| format!("Workload token file {path}"))?;
             config.workload_token = Some(token);
         }
         Ok(config)
@@ -280,7 +281,7 @@ impl LaunchForm {
                 return Err("A client secret needs its client id (Sign-in).".into());
             }
             // Said now, in the form, rather than when the server asks.
-            self.oauth.auth_config()?;
+            self.oauth.auth_config().map_err(|e| crate::error_view::one_line(&e))?;
             return Ok(SavedServer {
                 protocol_version: version,
                 era: self.era.clone(),

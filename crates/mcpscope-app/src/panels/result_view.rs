@@ -3,7 +3,7 @@
 //! structuredContent checked against the tool's outputSchema, and a tool
 //! failure (`isError: true`) visibly apart from a JSON-RPC protocol error.
 
-use crate::job::{Job, PollSlot as _};
+use crate::job::{Job, PollOutcome as _, PollSlot as _};
 use crate::panels::json_tree::{self, JsonTreeState};
 use crate::theme;
 use egui::{Color32, RichText, Ui};
@@ -38,9 +38,9 @@ pub struct ResultView {
     images: HashMap<usize, Result<egui::ColorImage, String>>,
     textures: HashMap<usize, Result<egui::TextureHandle, String>>,
     /// A blob being written on a worker.
-    saving: Option<Job<Result<PathBuf, String>>>,
+    saving: Option<Job<anyhow::Result<PathBuf>>>,
     /// Where the last saved blob went.
-    pub saved: Option<Result<PathBuf, String>>,
+    pub saved: Option<anyhow::Result<PathBuf>>,
 }
 
 impl ResultView {
@@ -87,12 +87,12 @@ impl ResultView {
             }
             Some(Err(e)) => {
                 self.message = None;
-                self.saved = Some(Err(format!("cannot read the answer: {e}")));
+                self.saved = Some(Err(anyhow::Error::new(e).context("cannot read the answer")));
             }
             None => {}
         }
-        if let Some(saved) = self.saving.take_ready() {
-            self.saved = Some(saved.unwrap_or_else(|e| Err(e.to_string())));
+        if let Some(saved) = self.saving.take_outcome() {
+            self.saved = Some(saved);
         }
     }
 
@@ -237,7 +237,10 @@ impl ResultView {
         if let Some(saved) = &self.saved {
             match saved {
                 Ok(p) => ui.label(format!("saved to {}", p.display())),
-                Err(e) => ui.label(RichText::new(e).color(theme::ERROR)),
+                Err(e) => {
+                    crate::error_view::show(ui, e);
+                    ui.label("")
+                }
             };
         }
     }
@@ -499,13 +502,12 @@ fn decode_image(bytes: &[u8]) -> Result<egui::ColorImage, String> {
 
 /// Writes a blob to a private file (0600, in mcpscope's 0700 directory of
 /// this user), named by its type.
-fn save_blob(bytes: &[u8], mime: &str, index: usize) -> Result<PathBuf, String> {
-    mcpscope_core::record::private_files::save_blob(
+fn save_blob(bytes: &[u8], mime: &str, index: usize) -> anyhow::Result<PathBuf> {
+    Ok(mcpscope_core::record::private_files::save_blob(
         &format!("content-{index}"),
         tool_result::file_extension(mime),
         bytes,
-    )
-    .map_err(|e| format!("{e:#}"))
+    )?)
 }
 
 #[cfg(test)]

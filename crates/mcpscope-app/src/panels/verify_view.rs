@@ -3,7 +3,7 @@
 //! worker; what changed is listed here, breaking first, and the two
 //! sessions open side by side in the diff view.
 
-use crate::job::{Job, PollSlot as _};
+use crate::job::{Job, PollOutcome as _};
 use crate::panels::launcher::SavedServer;
 use crate::theme;
 use egui::{RichText, Ui};
@@ -44,9 +44,9 @@ pub enum VerifyAction {
 #[derive(Default)]
 pub struct VerifyView {
     pub open: bool,
-    job: Option<Job<Result<Verified, String>>>,
+    job: Option<Job<anyhow::Result<Verified>>>,
     pub result: Option<Verified>,
-    pub error: Option<String>,
+    pub error: Option<anyhow::Error>,
     /// While signing in to an OAuth-protected server: the URL the browser
     /// was sent to, shown in case no browser opened.
     sign_in_url: Arc<Mutex<Option<String>>>,
@@ -60,7 +60,7 @@ fn authorizer_for(
     server: &SavedServer,
     interaction: Interaction,
     shown: &Arc<Mutex<Option<String>>>,
-) -> Result<Option<Authorizer>, String> {
+) -> anyhow::Result<Option<Authorizer>> {
     let Target::Http(h) = target else {
         return Ok(None);
     };
@@ -87,9 +87,9 @@ pub fn run(
     server: &SavedServer,
     interaction: Interaction,
     sign_in_url: &Arc<Mutex<Option<String>>>,
-) -> Result<Verified, String> {
+) -> anyhow::Result<Verified> {
     let recording = Recording::read(capture, None)?;
-    let live = mcpscope_core::record::private_files::new_capture_file().map_err(|e| format!("{e:#}"))?;
+    let live = mcpscope_core::record::private_files::new_capture_file()?;
     let options = SessionOptions {
         request_timeout: Some(TIMEOUT),
         capture: Some(live.clone()),
@@ -142,8 +142,7 @@ impl VerifyView {
 
     /// Collects a finished verification: the comparison to show, if any.
     pub fn poll(&mut self) -> Option<VerifyAction> {
-        let outcome = self.job.take_ready()?.unwrap_or_else(|e| Err(e.to_string()));
-        match outcome {
+        match self.job.take_outcome()? {
             Ok(v) => {
                 let action = VerifyAction::Compare {
                     recorded: v.recorded.clone(),
@@ -222,7 +221,7 @@ impl VerifyView {
             }
         }
         if let Some(e) = &self.error {
-            ui.label(RichText::new(e).color(theme::ERROR));
+            crate::error_view::show(ui, e);
         }
         if let Some(v) = &self.result {
             let breaking = v.changes.iter().filter(|c| c.0).count();

@@ -22,11 +22,12 @@ pub struct Outcome {
 
 /// Where the client will find mcpscope: this very binary, by absolute path,
 /// since a desktop client's PATH is minimal.
-pub fn this_binary() -> Result<String, String> {
+pub fn this_binary() -> anyhow::Result<String> {
+    use anyhow::Context as _;
     std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map(|p| p.display().to_string())
-        .map_err(|e| format!("cannot tell where this mcpscope binary is: {e}"))
+        .context("cannot tell where this mcpscope binary is")
 }
 
 /// The backup `wrap` would write before changing `config` now (backups are
@@ -139,7 +140,7 @@ impl WatchClientDialog {
             match named.map_or_else(this_binary, Ok) {
                 Ok(me) => apply(&config, servers, undo, &me),
                 Err(e) => Outcome {
-                    lines: vec![e],
+                    lines: vec![crate::error_view::one_line(&e)],
                     ok: false,
                 },
             }

@@ -34,16 +34,21 @@ pub struct Ignore {
     pub tolerance: Option<f64>,
 }
 
+/// An `--ignore-pointer` that is not a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a JSON pointer (it starts with /)")]
+pub struct NotAPointer(pub String);
+
 impl Ignore {
     /// The volatile fields, `extra_fields`, and `pointers` (each checked).
-    pub fn new(extra_fields: &[String], pointers: &[String]) -> Result<Self, String> {
+    pub fn new(extra_fields: &[String], pointers: &[String]) -> Result<Self, NotAPointer> {
         let mut fields: Vec<String> = VOLATILE_FIELDS.iter().map(|s| s.to_string()).collect();
         fields.extend(extra_fields.iter().cloned());
         let pointers = pointers
             .iter()
             .map(|p| {
                 let Some(rest) = p.strip_prefix('/') else {
-                    return Err(format!("{p:?} is not a JSON pointer (it starts with /)"));
+                    return Err(NotAPointer(p.clone()));
                 };
                 Ok(rest
                     .split('/')

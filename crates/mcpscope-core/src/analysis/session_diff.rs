@@ -6,6 +6,7 @@
 //! matched by name, since SDKs list them in different orders.
 
 use crate::protocol::methods;
+use crate::record::capture::CaptureError;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
@@ -236,7 +237,7 @@ fn response_outcome(r: &Frame) -> RawOutcome {
 
 /// Reads a capture's exchanges record by record (the events are not kept).
 /// The sessions of an appended capture are read as one, in order.
-pub fn read_exchanges(path: &std::path::Path) -> anyhow::Result<CaptureExchanges> {
+pub fn read_exchanges(path: &std::path::Path) -> Result<CaptureExchanges, CaptureError> {
     read_exchanges_keeping(path, None)
 }
 
@@ -244,19 +245,14 @@ pub fn read_exchanges(path: &std::path::Path) -> anyhow::Result<CaptureExchanges
 pub fn read_exchanges_keeping(
     path: &std::path::Path,
     keep: Option<std::collections::HashSet<u64>>,
-) -> anyhow::Result<CaptureExchanges> {
+) -> Result<CaptureExchanges, CaptureError> {
     use crate::record::capture::{EventReader, Item, READ_BUFFER};
-    use anyhow::Context as _;
-    let file = crate::record::private_files::open_regular(path)
-        .with_context(|| format!("cannot open capture {}", path.display()))?;
-    let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
-        .with_context(|| format!("cannot read capture {}", path.display()))?;
+    let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+    let mut reader =
+        EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
     let mut c = keep.map_or_else(Collector::default, Collector::keeping);
     let (mut warnings, mut sessions) = (Vec::new(), 1);
-    while let Some(item) = reader
-        .next_item()
-        .with_context(|| format!("cannot read capture {}", path.display()))?
-    {
+    while let Some(item) = reader.next_item().map_err(CaptureError::read(path))? {
         match item {
             Item::Event(e) => c.push(&e),
             Item::Warning(w) => warnings.push(w),
@@ -283,7 +279,10 @@ pub struct CaptureExchanges {
 }
 
 /// Both captures' exchanges, read at the same time on two threads.
-pub fn read_both(a: &std::path::Path, b: &std::path::Path) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {
+pub fn read_both(
+    a: &std::path::Path,
+    b: &std::path::Path,
+) -> Result<(CaptureExchanges, CaptureExchanges), CaptureError> {
     read_both_keeping(a, b, None)
 }
 
@@ -292,7 +291,7 @@ pub fn read_both_keeping(
     a: &std::path::Path,
     b: &std::path::Path,
     keep: Option<(std::collections::HashSet<u64>, std::collections::HashSet<u64>)>,
-) -> anyhow::Result<(CaptureExchanges, CaptureExchanges)> {
+) -> Result<(CaptureExchanges, CaptureExchanges), CaptureError> {
     let (ka, kb) = match keep {
         Some((a, b)) => (Some(a), Some(b)),
         None => (None, None),
@@ -300,9 +299,12 @@ pub fn read_both_keeping(
     std::thread::scope(|s| {
         let other = s.spawn(|| read_exchanges_keeping(b, kb));
         let first = read_exchanges_keeping(a, ka);
-        let second = other
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("reading {} failed", b.display())));
+        let second = other.join().unwrap_or_else(|_| {
+            Err(CaptureError::Stopped {
+                path: b.to_owned(),
+                what: "reading",
+            })
+        });
         Ok((first?, second?))
     })
 }

@@ -60,7 +60,28 @@ impl Node {
 }
 
 /// Parses strict JSON (surrounding whitespace allowed) into spans.
-pub fn parse(text: &str) -> Result<Node, String> {
+/// Where and why a config's text is not JSON with comments.
+#[derive(Debug, thiserror::Error)]
+pub enum SyntaxError {
+    #[error("bad string at byte {at}")]
+    BadString {
+        at: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("unexpected text at byte {0}")]
+    Trailing(usize),
+    #[error("expected {what} at byte {at}")]
+    Expected { what: String, at: usize },
+    #[error("nested too deeply")]
+    TooDeep,
+    #[error("the text ends where a value should be")]
+    Truncated,
+    #[error("unterminated string at byte {0}")]
+    Unterminated(usize),
+}
+
+pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
@@ -70,7 +91,7 @@ pub fn parse(text: &str) -> Result<Node, String> {
     let node = p.value(0)?;
     p.ws();
     if p.pos != p.bytes.len() {
-        return Err(format!("unexpected text at byte {}", p.pos));
+        return Err(SyntaxError::Trailing(p.pos));
     }
     Ok(node)
 }
@@ -90,18 +111,21 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, b: u8) -> Result<(), String> {
+    fn expect(&mut self, b: u8) -> Result<(), SyntaxError> {
         if self.bytes.get(self.pos) == Some(&b) {
             self.pos += 1;
             Ok(())
         } else {
-            Err(format!("expected {:?} at byte {}", b as char, self.pos))
+            Err(SyntaxError::Expected {
+                what: format!("{:?}", b as char),
+                at: self.pos,
+            })
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Node, String> {
+    fn value(&mut self, depth: usize) -> Result<Node, SyntaxError> {
         if depth > MAX_DEPTH {
-            return Err("nested too deeply".into());
+            return Err(SyntaxError::TooDeep);
         }
         let start = self.pos;
         let value = match self.bytes.get(self.pos) {
@@ -128,7 +152,12 @@ impl Parser<'_> {
                                 self.pos += 1;
                                 break;
                             }
-                            _ => return Err(format!("expected ',' or '}}' at byte {}", self.pos)),
+                            _ => {
+                                return Err(SyntaxError::Expected {
+                                    what: "',' or '}'".into(),
+                                    at: self.pos,
+                                });
+                            }
                         }
                     }
                 }
@@ -151,7 +180,12 @@ impl Parser<'_> {
                                 self.pos += 1;
                                 break;
                             }
-                            _ => return Err(format!("expected ',' or ']' at byte {}", self.pos)),
+                            _ => {
+                                return Err(SyntaxError::Expected {
+                                    what: "',' or ']'".into(),
+                                    at: self.pos,
+                                });
+                            }
                         }
                     }
                 }
@@ -165,11 +199,14 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 if self.pos == start {
-                    return Err(format!("expected a value at byte {start}"));
+                    return Err(SyntaxError::Expected {
+                        what: "a value".into(),
+                        at: start,
+                    });
                 }
                 NodeValue::Scalar
             }
-            None => return Err("the text ends where a value should be".into()),
+            None => return Err(SyntaxError::Truncated),
         };
         Ok(Node {
             start,
@@ -178,7 +215,7 @@ impl Parser<'_> {
         })
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, SyntaxError> {
         let start = self.pos;
         self.expect(b'"')?;
         while let Some(&b) = self.bytes.get(self.pos) {
@@ -187,12 +224,13 @@ impl Parser<'_> {
                 b'"' => {
                     self.pos += 1;
                     let literal = &self.text[start..self.pos];
-                    return serde_json::from_str(literal).map_err(|e| format!("bad string at byte {start}: {e}"));
+                    return serde_json::from_str(literal)
+                        .map_err(|source| SyntaxError::BadString { at: start, source });
                 }
                 _ => self.pos += 1,
             }
         }
-        Err(format!("unterminated string at byte {start}"))
+        Err(SyntaxError::Unterminated(start))
     }
 }
 

@@ -54,16 +54,18 @@ impl TokenStore {
     }
 
     /// A store kept in `path` (read now if it exists).
-    pub fn open(path: &Path) -> Result<Self, String> {
+    pub fn open(path: &Path) -> Result<Self, TokenStoreError> {
         let mut store = Self {
             file: Some(path.to_owned()),
             servers: BTreeMap::new(),
         };
         if let Some(text) = read_private(path)? {
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("the token store {} is not JSON: {e}", path.display()))?;
+            let v: Value = serde_json::from_str(&text).map_err(|source| TokenStoreError::NotJson {
+                path: path.to_owned(),
+                source,
+            })?;
             if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-                return Err(format!("{} is not an mcpscope token store", path.display()));
+                return Err(TokenStoreError::NotAStore(path.to_owned()));
             }
             if let Some(servers) = v.get("servers").and_then(Value::as_object) {
                 for (url, m) in servers {
@@ -85,7 +87,7 @@ impl TokenStore {
 
     /// Keeps what is worth keeping of `memory` (token, refresh tokens,
     /// registrations) and writes the file, if there is one.
-    pub fn save(&mut self, server_url: &str, memory: &Memory) -> Result<(), String> {
+    pub fn save(&mut self, server_url: &str, memory: &Memory) -> Result<(), TokenStoreError> {
         let kept = Memory {
             token: memory.token.clone(),
             refresh_tokens: memory.refresh_tokens.clone(),
@@ -97,7 +99,7 @@ impl TokenStore {
     }
 
     /// Forgets a server's tokens and registrations.
-    pub fn forget(&mut self, server_url: &str) -> Result<bool, String> {
+    pub fn forget(&mut self, server_url: &str) -> Result<bool, TokenStoreError> {
         let had = self.servers.remove(server_url).is_some();
         self.write()?;
         Ok(had)
@@ -124,7 +126,7 @@ impl TokenStore {
         format!("TokenStore({place}; {})", entries.join("; "))
     }
 
-    fn write(&self) -> Result<(), String> {
+    fn write(&self) -> Result<(), TokenStoreError> {
         let Some(path) = &self.file else {
             return Ok(());
         };
@@ -134,7 +136,8 @@ impl TokenStore {
             .map(|(k, m)| (k.clone(), memory_to_json(m)))
             .collect();
         let doc = json!({"format": FORMAT, "version": 1, "servers": servers});
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        // A map of strings and numbers always serialises.
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         write_private(path, text.as_bytes())
     }
 }
@@ -234,10 +237,48 @@ fn memory_from_json(v: &Value) -> Memory {
     }
 }
 
+/// Why the token store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenStoreError {
+    #[error("cannot read the token store {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the token store {} is not JSON", .path.display())]
+    NotJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} is not an mcpscope token store", .0.display())]
+    NotAStore(PathBuf),
+    /// A store that is not safely ours (a link, a FIFO, another user's, readable by others).
+    #[error("the token store {} {why}", .path.display())]
+    Refused { path: PathBuf, why: String },
+    #[error("{} is a symbolic link or not a directory: not writing tokens there", .0.display())]
+    UnsafeDirectory(PathBuf),
+}
+
 #[cfg(unix)]
-fn read_private(path: &Path) -> Result<Option<String>, String> {
+fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refused = |why: String| TokenStoreError::Refused {
+        path: path.to_owned(),
+        why,
+    };
+    let unreadable = |source| TokenStoreError::Read {
+        path: path.to_owned(),
+        source,
+    };
     let mut f = match std::fs::OpenOptions::new()
         .read(true)
         // O_NONBLOCK: a FIFO planted as the store must not block the open.
@@ -247,46 +288,41 @@ fn read_private(path: &Path) -> Result<Option<String>, String> {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(format!(
-                "the token store {} is a symbolic link: refusing it",
-                path.display()
-            ));
+            return Err(refused("is a symbolic link: refusing it".into()));
         }
-        Err(e) => return Err(format!("cannot read the token store {}: {e}", path.display())),
+        Err(e) => return Err(unreadable(e)),
     };
-    let meta = f.metadata().map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!(
-            "the token store {} is not a regular file (a FIFO or a device?): refusing it",
-            path.display()
+        return Err(refused(
+            "is not a regular file (a FIFO or a device?): refusing it".into(),
         ));
     }
     crate::record::state_dir::clear_nonblock(&f);
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
-        return Err(format!(
-            "the token store {} belongs to another user: refusing it",
-            path.display()
-        ));
+        return Err(refused("belongs to another user: refusing it".into()));
     }
     if meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "the token store {} can be read by others (mode {:o}): refusing it; `chmod 600` it or delete it",
-            path.display(),
+        return Err(refused(format!(
+            "can be read by others (mode {:o}): refusing it; `chmod 600` it or delete it",
             meta.mode() & 0o777
-        ));
+        )));
     }
     let mut text = String::new();
-    f.read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the token store {}: {e}", path.display()))?;
+    f.read_to_string(&mut text).map_err(unreadable)?;
     Ok(Some(text))
 }
 
 #[cfg(unix)]
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let unwritable = |path: &Path| {
+        let path = path.to_owned();
+        move |source| TokenStoreError::Write { path, source }
+    };
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -296,14 +332,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(unwritable(dir))?;
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(unwritable(dir))?;
     if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Err(format!(
-            "{} is a symbolic link or not a directory: not writing tokens there",
-            dir.display()
-        ));
+        return Err(TokenStoreError::UnsafeDirectory(dir.to_owned()));
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("oauth-tokens.json");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -314,35 +347,42 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        .map_err(unwritable(&tmp))?;
     let written = f.write_all(bytes).and_then(|_| f.sync_all());
     drop(f);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {e}", tmp.display()));
+        return Err(unwritable(&tmp)(e));
     }
     // rename replaces whatever is at `path` (a link included) without following it.
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
+        unwritable(path)(e)
     })
 }
 
 #[cfg(not(unix))]
-fn read_private(path: &Path) -> Result<Option<String>, String> {
+fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
     match std::fs::read_to_string(path) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read the token store {}: {e}", path.display())),
+        Err(source) => Err(TokenStoreError::Read {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
 #[cfg(not(unix))]
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
+    let unwritable = |source| TokenStoreError::Write {
+        path: path.to_owned(),
+        source,
+    };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir).map_err(unwritable)?;
     }
-    std::fs::write(path, bytes).map_err(|e| e.to_string())
+    std::fs::write(path, bytes).map_err(unwritable)
 }
 
 #[cfg(test)]
@@ -365,7 +405,7 @@ mod tests {
         let got = rx
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("reading a FIFO store blocked");
-        assert!(got.unwrap_err().contains("not a regular file"));
+        assert!(got.unwrap_err().to_string().contains("not a regular file"));
     }
 
     fn memory() -> Memory {
@@ -446,13 +486,13 @@ mod tests {
         let real = dir.path().join("real.json");
         std::fs::write(&real, r#"{"format":"mcpscope-oauth-store","servers":{}}"#).unwrap();
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = TokenStore::open(&real).unwrap_err();
+        let e = TokenStore::open(&real).unwrap_err().to_string();
         assert!(e.contains("can be read by others"), "{e}");
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(TokenStore::open(&real).is_ok());
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let e = TokenStore::open(&link).unwrap_err();
+        let e = TokenStore::open(&link).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         // A linked directory is not written into.
         let target_dir = dir.path().join("elsewhere");
@@ -460,7 +500,7 @@ mod tests {
         let linked_dir = dir.path().join("linked");
         std::os::unix::fs::symlink(&target_dir, &linked_dir).unwrap();
         let mut store = TokenStore::open(&linked_dir.join("t.json")).unwrap();
-        let e = store.save("http://s", &memory()).unwrap_err();
+        let e = store.save("http://s", &memory()).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert!(std::fs::read_dir(&target_dir).unwrap().next().is_none());
         // Not a store at all.
@@ -470,6 +510,7 @@ mod tests {
         assert!(
             TokenStore::open(&other)
                 .unwrap_err()
+                .to_string()
                 .contains("not an mcpscope token store")
         );
     }

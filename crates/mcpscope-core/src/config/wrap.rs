@@ -186,7 +186,8 @@ struct Parsed {
 fn parse(path_hint: &Path, text: &str) -> Result<Parsed, WrapError> {
     let import = parse_config(path_hint, text).map_err(WrapError::Config)?;
     let (blanked, _) = strip_jsonc(text);
-    let root = jsonc::parse(&blanked).map_err(|e| WrapError::Io(format!("cannot locate the entries: {e}")))?;
+    let root = jsonc::parse(&blanked)
+        .map_err(|e| WrapError::Io(format!("cannot locate the entries: {}", crate::text::ErrorChain(&e))))?;
     let servers = root
         .get(import.format.servers_key())
         .cloned()

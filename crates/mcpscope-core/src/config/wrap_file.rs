@@ -597,10 +597,11 @@ fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
 /// A config's text, refusing what is not a regular file (a FIFO would block
 /// the read forever) without blocking.
 pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
+    use crate::record::private_files::PrivateFileError;
     use std::io::Read;
-    let mut f = crate::record::private_files::open_regular(path).map_err(|e| match e.downcast::<io::Error>() {
-        Ok(io) => io,
-        Err(other) => io::Error::new(io::ErrorKind::InvalidInput, format!("{other:#}")),
+    let mut f = crate::record::private_files::open_regular(path).map_err(|e| match e {
+        PrivateFileError::Open(io) => io,
+        other => io::Error::new(io::ErrorKind::InvalidInput, other.to_string()),
     })?;
     let mut text = String::new();
     f.read_to_string(&mut text)?;

@@ -1116,7 +1116,7 @@ impl Driver {
                     self.config
                         .policy
                         .answer(method, &params)
-                        .map_err(|why| ErrorObject::new(error_code::INTERNAL_ERROR, why))
+                        .map_err(|why| ErrorObject::new(error_code::INTERNAL_ERROR, why.to_string()))
                 } else if method == methods::ELICITATION_CREATE {
                     Err(ErrorObject::new(
                         error_code::METHOD_NOT_FOUND,

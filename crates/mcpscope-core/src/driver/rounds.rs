@@ -40,7 +40,7 @@ impl Driver {
                     // The app always has roots; a client without any says so.
                     Ok(json!({"roots": []}))
                 }
-                m => self.config.policy.answer(m, &r.params),
+                m => self.config.policy.answer(m, &r.params).map_err(|e| e.to_string()),
             };
             match answer {
                 Ok(v) => {

@@ -391,7 +391,7 @@ impl Driver {
                     self.tasks[i].waiting.clear();
                     self.tasks[i].next_poll = None;
                     let last = self.owner.get(root).map_or_else(|| root.clone(), |o| o.current.clone());
-                    self.finish(root, &last, Outcome::Failed(Failure::Stopped(why)), None);
+                    self.finish(root, &last, Outcome::Failed(Failure::Stopped(why.to_string())), None);
                     return;
                 }
             }

@@ -234,7 +234,8 @@ pub fn run_reading(
     reading: Reading,
     on_match: &mut dyn FnMut(&Matched<'_>) -> ControlFlow<()>,
 ) -> Result<Summary, RunError> {
-    let file = crate::record::private_files::open_regular(path).map_err(|e| RunError::Open(format!("{e:#}")))?;
+    let file = crate::record::private_files::open_regular(path)
+        .map_err(|e| RunError::Open(format!("{ec}", ec = crate::text::ErrorChain(&e))))?;
     let n = filter.needs();
     if n.findings || n.response || n.request || n.conversation || n.era {
         loaded(file, filter, on_match)

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn store_of(path: &Path) -> FrameStore {
-    let loaded = capture::load(path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+    let loaded =
+        capture::load(path).unwrap_or_else(|e| panic!("{}: {ec}", path.display(), ec = crate::text::ErrorChain(&e)));
     let mut store = FrameStore::new();
     for e in &loaded.events {
         store.push_event(e);

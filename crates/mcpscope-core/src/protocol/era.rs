@@ -145,14 +145,19 @@ impl EraChoice {
     }
 }
 
+/// A name that is not an [`EraChoice`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown era {0:?}: legacy, modern or auto")]
+pub struct UnknownEra(pub String);
+
 impl FromStr for EraChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownEra;
+    fn from_str(s: &str) -> Result<Self, UnknownEra> {
         match s.to_ascii_lowercase().as_str() {
             "legacy" => Ok(EraChoice::Legacy),
             "modern" => Ok(EraChoice::Modern),
             "auto" => Ok(EraChoice::Auto),
-            other => Err(format!("unknown era {other:?}: legacy, modern or auto")),
+            other => Err(UnknownEra(other.to_owned())),
         }
     }
 }
@@ -477,6 +482,8 @@ impl fmt::Display for EraFailure {
         }
     }
 }
+
+impl std::error::Error for EraFailure {}
 
 /// The note put on the timeline when a -32022 is not (or no longer) answered
 /// by a retry: what was offered, what the server said, and why we stop.

@@ -170,11 +170,11 @@ impl InputPolicy {
 
     /// The answer to one request (`roots/list`, `elicitation/create`,
     /// `sampling/createMessage`), or why there is none.
-    pub fn answer(&self, method: &str, params: &Value) -> Result<Value, String> {
+    pub fn answer(&self, method: &str, params: &Value) -> Result<Value, Unanswerable> {
         match method {
             methods::ROOTS_LIST => match &self.roots {
                 Some(roots) => Ok(json!({ "roots": roots })),
-                None => Err("the server asked for roots, which mcpscope did not declare (pass --root)".into()),
+                None => Err(Unanswerable::Roots),
             },
             methods::ELICITATION_CREATE => match &self.elicit {
                 Some(ElicitAnswer::Decline) => Ok(json!({"action": "decline"})),
@@ -183,11 +183,7 @@ impl InputPolicy {
                 Some(ElicitAnswer::Accept(content) | ElicitAnswer::AcceptDefaults(content)) => {
                     Ok(json!({"action": "accept", "content": with_schema_defaults(content, params)}))
                 }
-                None => Err(
-                    "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline, \
-                     --elicit-accept JSON or --elicit-accept-defaults)"
-                        .into(),
-                ),
+                None => Err(Unanswerable::Elicitation),
             },
             methods::SAMPLING_CREATE_MESSAGE => match &self.sample_reply {
                 Some(text) => Ok(json!({
@@ -196,23 +192,37 @@ impl InputPolicy {
                     "model": "mcpscope",
                     "stopReason": "endTurn",
                 })),
-                None => Err(format!(
-                    "the server asked for sampling ({}), which mcpscope did not declare (pass --sample-reply TEXT)",
-                    crate::text::shorten(&params.to_string(), 80)
-                )),
+                None => Err(Unanswerable::Sampling(crate::text::shorten(&params.to_string(), 80))),
             },
-            other => Err(format!("the server asked for {other}, which mcpscope cannot answer")),
+            other => Err(Unanswerable::Method(other.to_owned())),
         }
     }
 
     /// Answers every input request of a round, or says which one cannot be.
-    pub fn answer_all(&self, ir: &InputRequired) -> Result<Map<String, Value>, String> {
+    pub fn answer_all(&self, ir: &InputRequired) -> Result<Map<String, Value>, Unanswerable> {
         let mut out = Map::new();
         for r in &ir.requests {
             out.insert(r.key.clone(), self.answer(&r.method, &r.params)?);
         }
         Ok(out)
     }
+}
+
+/// A request of the server's that the client's policy has no answer for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswerable {
+    #[error("the server asked for roots, which mcpscope did not declare (pass --root)")]
+    Roots,
+    #[error(
+        "the server asked for an elicitation, which mcpscope did not declare (pass --elicit-decline, \
+         --elicit-accept JSON or --elicit-accept-defaults)"
+    )]
+    Elicitation,
+    /// The request's params, shortened.
+    #[error("the server asked for sampling ({0}), which mcpscope did not declare (pass --sample-reply TEXT)")]
+    Sampling(String),
+    #[error("the server asked for {0}, which mcpscope cannot answer")]
+    Method(String),
 }
 
 /// Request id -> the id of the first request of its chain, kept by a client
@@ -457,10 +467,17 @@ pub(crate) mod tests {
         );
 
         let none = InputPolicy::default();
-        assert!(none.answer("roots/list", &json!({})).unwrap_err().contains("--root"));
+        assert_eq!(none.answer("roots/list", &json!({})), Err(Unanswerable::Roots));
+        assert!(
+            none.answer("roots/list", &json!({}))
+                .unwrap_err()
+                .to_string()
+                .contains("--root")
+        );
         assert!(
             none.answer("sampling/createMessage", &json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("--sample-reply")
         );
         assert_eq!(none.capabilities(), json!({}));

@@ -40,17 +40,17 @@ pub struct SkillEntry {
 
 impl SkillEntry {
     /// Reads one entry; `Err` names what is missing.
-    pub fn from_json(v: &Value) -> Result<SkillEntry, String> {
+    pub fn from_json(v: &Value) -> Result<SkillEntry, EntryError> {
         let uri = v
             .get("uri")
             .and_then(Value::as_str)
-            .ok_or("a skill entry without a uri")?
+            .ok_or(EntryError::NoUri)?
             .to_owned();
         let frontmatter = v
             .get("frontmatter")
             .and_then(Value::as_object)
             .cloned()
-            .ok_or_else(|| format!("skill {uri} has no frontmatter object"))?;
+            .ok_or_else(|| EntryError::NoFrontmatter(uri.clone()))?;
         let mut problems = Vec::new();
         let files = match v.get("resources") {
             None => Vec::new(),
@@ -84,7 +84,7 @@ impl SkillEntry {
         for v in list {
             match SkillEntry::from_json(v) {
                 Ok(e) => entries.push(e),
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
         }
         (entries, problems)
@@ -404,14 +404,44 @@ pub fn verify_bytes(file: &SkillFile, bytes: &[u8]) -> Result<(), VerifyError> {
     Ok(())
 }
 
+/// A `skills/list` entry that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("a skill entry without a uri")]
+    NoUri,
+    #[error("skill {0} has no frontmatter object")]
+    NoFrontmatter(String),
+}
+
+/// Why a `SKILL.md`'s frontmatter cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontmatterError {
+    #[error("SKILL.md does not start with a --- frontmatter line")]
+    NoStart,
+    #[error("SKILL.md's frontmatter has no closing --- line")]
+    NoEnd,
+    #[error("SKILL.md's frontmatter is not valid YAML: {0}")]
+    NotYaml(yaml_rust2::ScanError),
+    #[error("SKILL.md's frontmatter is not a mapping but {0}")]
+    NotAMapping(String),
+    #[error("SKILL.md's frontmatter is larger than {} KiB ({bytes} bytes); not read", MAX_FRONTMATTER_BYTES / 1024)]
+    TooLarge { bytes: usize },
+    #[error("SKILL.md's frontmatter uses {0} aliases (at most {MAX_FRONTMATTER_ALIASES}); not read")]
+    TooManyAliases(usize),
+    #[error("SKILL.md's frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels (aliases expanded); not read")]
+    TooDeep,
+    #[error("SKILL.md's frontmatter expands to more than {MAX_FRONTMATTER_NODES} nodes through its aliases; not read")]
+    TooManyNodes,
+}
+
 /// The YAML frontmatter of a `SKILL.md` (between a first line `---` and the
 /// next `---` line) as JSON, and the body after it.
-pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), String> {
+pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), FrontmatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("SKILL.md does not start with a --- frontmatter line")?;
+        .ok_or(FrontmatterError::NoStart)?;
     let mut offset = 0;
     let mut end = None;
     for line in rest.split_inclusive('\n') {
@@ -421,14 +451,13 @@ pub fn frontmatter(text: &str) -> Result<(Map<String, Value>, &str), String> {
         }
         offset += line.len();
     }
-    let (yaml_end, body_start) = end.ok_or("SKILL.md's frontmatter has no closing --- line")?;
+    let (yaml_end, body_start) = end.ok_or(FrontmatterError::NoEnd)?;
     check_yaml_limits(&rest[..yaml_end])?;
-    let docs = yaml_rust2::YamlLoader::load_from_str(&rest[..yaml_end])
-        .map_err(|e| format!("SKILL.md's frontmatter is not valid YAML: {e}"))?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(&rest[..yaml_end]).map_err(FrontmatterError::NotYaml)?;
     match docs.into_iter().next().map(|y| yaml_to_json(&y)) {
         Some(Value::Object(m)) => Ok((m, &rest[body_start..])),
         None | Some(Value::Null) => Ok((Map::new(), &rest[body_start..])),
-        Some(other) => Err(format!("SKILL.md's frontmatter is not a mapping but {other}")),
+        Some(other) => Err(FrontmatterError::NotAMapping(other.to_string())),
     }
 }
 
@@ -447,14 +476,10 @@ pub const MAX_FRONTMATTER_NODES: u64 = 10_000;
 /// walks the parser's events once, without building anything: it counts the
 /// aliases and, for every anchor, the nodes and depth an alias to it stands
 /// for, so the expanded size is known without expanding it.
-fn check_yaml_limits(yaml: &str) -> Result<(), String> {
+fn check_yaml_limits(yaml: &str) -> Result<(), FrontmatterError> {
     use yaml_rust2::parser::{Event, Parser};
     if yaml.len() > MAX_FRONTMATTER_BYTES {
-        return Err(format!(
-            "SKILL.md's frontmatter is larger than {} KiB ({} bytes); not read",
-            MAX_FRONTMATTER_BYTES / 1024,
-            yaml.len()
-        ));
+        return Err(FrontmatterError::TooLarge { bytes: yaml.len() });
     }
     /// An open sequence or mapping: its anchor, the node count when it
     /// started, and the height of its deepest child.
@@ -471,9 +496,7 @@ fn check_yaml_limits(yaml: &str) -> Result<(), String> {
     let mut depth = 0usize;
     let mut parser = Parser::new_from_str(yaml);
     loop {
-        let (event, _) = parser
-            .next_token()
-            .map_err(|e| format!("SKILL.md's frontmatter is not valid YAML: {e}"))?;
+        let (event, _) = parser.next_token().map_err(FrontmatterError::NotYaml)?;
         // The node that just ended (its nodes are already counted): its height.
         let ended = match event {
             Event::StreamEnd => break,
@@ -515,19 +538,13 @@ fn check_yaml_limits(yaml: &str) -> Result<(), String> {
         }
     }
     if aliases > MAX_FRONTMATTER_ALIASES {
-        return Err(format!(
-            "SKILL.md's frontmatter uses {aliases} aliases (at most {MAX_FRONTMATTER_ALIASES}); not read"
-        ));
+        return Err(FrontmatterError::TooManyAliases(aliases));
     }
     if depth > MAX_FRONTMATTER_DEPTH {
-        return Err(format!(
-            "SKILL.md's frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels (aliases expanded); not read"
-        ));
+        return Err(FrontmatterError::TooDeep);
     }
     if nodes > MAX_FRONTMATTER_NODES {
-        return Err(format!(
-            "SKILL.md's frontmatter expands to more than {MAX_FRONTMATTER_NODES} nodes through its aliases; not read"
-        ));
+        return Err(FrontmatterError::TooManyNodes);
     }
     Ok(())
 }
@@ -563,7 +580,10 @@ fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
 /// (both ways: a field only one side has is a difference).
 pub fn verify_frontmatter(entry: &SkillEntry, text: &str) -> Result<Map<String, Value>, VerifyError> {
     let uri = entry.uri.clone();
-    let (found, _) = frontmatter(text).map_err(|why| VerifyError::Content { uri: uri.clone(), why })?;
+    let (found, _) = frontmatter(text).map_err(|why| VerifyError::Content {
+        uri: uri.clone(),
+        why: why.to_string(),
+    })?;
     let mut differences = Vec::new();
     for (k, announced) in &entry.frontmatter {
         match found.get(k) {
@@ -972,7 +992,7 @@ mod tests {
     fn a_yaml_bomb_is_refused_before_it_is_expanded() {
         let started = std::time::Instant::now();
         // 90 aliases, under the alias limit: the expanded size gives it away.
-        let err = frontmatter(&billion_laughs(9, 10)).unwrap_err();
+        let err = frontmatter(&billion_laughs(9, 10)).unwrap_err().to_string();
         assert!(err.contains("expands to more than 10000 nodes"), "{err}");
         // Through SkillLoad, as `skills get` loads it: a failed check.
         let bomb = billion_laughs(9, 10);
@@ -986,11 +1006,11 @@ mod tests {
             "{state:?}"
         );
         // Many aliases.
-        let err = frontmatter(&billion_laughs(12, 10)).unwrap_err();
+        let err = frontmatter(&billion_laughs(12, 10)).unwrap_err().to_string();
         assert!(err.contains("uses 120 aliases (at most 100)"), "{err}");
         // Deep nesting, written out or through aliases.
         let deep = format!("---\nx: {}1{}\n---\n", "[".repeat(65), "]".repeat(65));
-        let err = frontmatter(&deep).unwrap_err();
+        let err = frontmatter(&deep).unwrap_err().to_string();
         assert!(err.contains("nests deeper than 64"), "{err}");
         let via_alias = format!(
             "---\na: &a {}1{}\nb: {}*a{}\n---\n",
@@ -999,11 +1019,11 @@ mod tests {
             "[".repeat(30),
             "]".repeat(30)
         );
-        let err = frontmatter(&via_alias).unwrap_err();
+        let err = frontmatter(&via_alias).unwrap_err().to_string();
         assert!(err.contains("nests deeper than 64"), "{err}");
         // Too large to read at all.
         let big = format!("---\nname: x\ndescription: {}\n---\n", "a".repeat(70 * 1024));
-        let err = frontmatter(&big).unwrap_err();
+        let err = frontmatter(&big).unwrap_err().to_string();
         assert!(err.contains("larger than 64 KiB"), "{err}");
         assert!(
             started.elapsed() < std::time::Duration::from_secs(5),

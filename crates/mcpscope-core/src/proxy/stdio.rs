@@ -157,7 +157,7 @@ pub fn run(
             Ok((l, file)) => {
                 match capture::Writer::with_file(file, l.capture_path(), &capture::Header::for_spec(spec, "proxy")) {
                     Ok(w) => recorder = recorder.with_capture(Box::new(w)),
-                    Err(e) => notes.push(format!("{e:#}")),
+                    Err(e) => notes.push(format!("{ec}", ec = crate::text::ErrorChain(&e))),
                 }
                 live = Some(l);
             }
@@ -166,7 +166,7 @@ pub fn run(
     } else if let Some(path) = &options.capture {
         match capture::Writer::open(path, &capture::Header::for_spec(spec, "proxy")) {
             Ok(w) => recorder = recorder.with_capture(Box::new(w)),
-            Err(e) => notes.push(format!("{}{e:#}", capture::FAILED)),
+            Err(e) => notes.push(format!("{}{ec}", capture::FAILED, ec = crate::text::ErrorChain(&e))),
         }
     }
     let spawned = match process::spawn(spec) {

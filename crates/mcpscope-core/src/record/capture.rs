@@ -15,6 +15,7 @@
 
 use crate::protocol::auth::Step;
 use crate::protocol::auth::jwt::DecodedJwt;
+use crate::record::private_files::PrivateFileError;
 use crate::transport::event::{AuthExchange, Event, HttpInfo};
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::transport::recorder::Recorder;
@@ -23,7 +24,6 @@ use crate::wire::correlation::TimedOut;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::framing::{LineEnding, RawLine};
 use crate::wire::message::RequestId;
-use anyhow::{Context, Result};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
@@ -212,13 +212,109 @@ fn open_append(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// A capture file that could not be opened, read or written; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("cannot open capture {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: PrivateFileError,
+    },
+    #[error("cannot read capture {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: ReadError,
+    },
+    #[error("cannot open the capture {}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write the capture {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A thread working on the capture panicked (a bug: said, not hidden).
+    #[error("{what} stopped on {}", .path.display())]
+    Stopped { path: PathBuf, what: &'static str },
+}
+
+impl CaptureError {
+    pub fn open(path: &Path) -> impl FnOnce(PrivateFileError) -> Self + '_ {
+        move |source| CaptureError::Open {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub fn read(path: &Path) -> impl FnOnce(ReadError) -> Self + '_ {
+        move |source| CaptureError::Read {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    fn write(path: &Path) -> impl FnOnce(io::Error) -> Self + '_ {
+        move |source| CaptureError::Write {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// The operating system's error underneath, if there is one.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            CaptureError::Open { source, .. } => source.io_error(),
+            CaptureError::Read {
+                source: ReadError::Io(e),
+                ..
+            }
+            | CaptureError::Create { source: e, .. }
+            | CaptureError::Write { source: e, .. } => Some(e),
+            CaptureError::Read { .. } | CaptureError::Stopped { .. } => None,
+        }
+    }
+}
+
+/// Why the lines of a capture could not be read (the file is named by [`CaptureError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("the file is empty")]
+    Empty,
+    #[error(transparent)]
+    NotACapture(#[from] NotACapture),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// A record of a capture that could not be read back (reported as a
+/// warning with its line number, and skipped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadRecord(std::borrow::Cow<'static, str>);
+
+impl From<&'static str> for BadRecord {
+    fn from(why: &'static str) -> Self {
+        BadRecord(why.into())
+    }
+}
+
+impl From<String> for BadRecord {
+    fn from(why: String) -> Self {
+        BadRecord(why.into())
+    }
+}
+
 /// Checks that a capture can be opened for appending at `path` (creating it
 /// `0600` if needed), so a command can refuse to start instead of running a
 /// session nobody can look at later.
-pub fn check_writable(path: &Path) -> Result<()> {
-    open_append(path)
-        .map(drop)
-        .with_context(|| format!("cannot write the capture {}", path.display()))
+pub fn check_writable(path: &Path) -> Result<(), CaptureError> {
+    open_append(path).map(drop).map_err(CaptureError::write(path))
 }
 
 impl crate::transport::event_log::EventLog for Writer {
@@ -239,7 +335,7 @@ impl crate::transport::event_log::EventLog for Writer {
 pub fn open_log(
     path: &Path,
     target: &crate::transport::target::Target,
-) -> anyhow::Result<Box<dyn crate::transport::event_log::EventLog>> {
+) -> Result<Box<dyn crate::transport::event_log::EventLog>, crate::transport::event_log::OpenLogError> {
     Ok(Box::new(Writer::open(path, &Header::for_target(target, "session"))?))
 }
 
@@ -262,14 +358,17 @@ impl Default for crate::transport::session::SessionOptions {
 impl Writer {
     /// Opens a capture for appending and writes this session's header (the
     /// boundary from any session already in the file).
-    pub fn open(path: &Path, header: &Header) -> Result<Self> {
-        let file = open_append(path).with_context(|| format!("cannot open the capture {}", path.display()))?;
+    pub fn open(path: &Path, header: &Header) -> Result<Self, CaptureError> {
+        let file = open_append(path).map_err(|source| CaptureError::Create {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::with_file(file, path, header)
     }
 
     /// Starts a capture in a file the caller opened (e.g. a private one in the
     /// state directory); `path` names it in messages.
-    pub fn with_file(file: File, path: &Path, header: &Header) -> Result<Self> {
+    pub fn with_file(file: File, path: &Path, header: &Header) -> Result<Self, CaptureError> {
         let mut w = Self {
             out: BufWriter::with_capacity(256 * 1024, file),
             path: path.to_owned(),
@@ -278,7 +377,7 @@ impl Writer {
             .map_err(io::Error::from)
             .and_then(|_| w.out.write_all(b"\n"))
             .and_then(|_| w.out.flush())
-            .with_context(|| format!("cannot write the capture {}", path.display()))?;
+            .map_err(CaptureError::write(path))?;
         Ok(w)
     }
 
@@ -444,7 +543,7 @@ pub fn auth_json(a: &AuthExchange) -> Value {
 }
 
 /// Reads back what [`auth_json`] wrote (the time comes from elsewhere).
-pub fn auth_from_json(v: &Value, at: Duration) -> std::result::Result<AuthExchange, String> {
+pub fn auth_from_json(v: &Value, at: Duration) -> Result<AuthExchange, BadRecord> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let step = v
         .get("step")
@@ -509,18 +608,16 @@ impl Loaded {
 
 /// Reads a capture, re-classifying and re-correlating every frame. Only a
 /// regular file is read: a FIFO or a device is refused at once.
-pub fn load(path: &Path) -> Result<Loaded> {
-    let file = crate::record::private_files::open_regular(path)
-        .with_context(|| format!("cannot open capture {}", path.display()))?;
-    load_from(BufReader::with_capacity(READ_BUFFER, file))
-        .with_context(|| format!("cannot read capture {}", path.display()))
+pub fn load(path: &Path) -> Result<Loaded, CaptureError> {
+    let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+    load_from(BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))
 }
 
-pub fn load_from(reader: impl BufRead) -> Result<Loaded> {
+pub fn load_from(reader: impl BufRead) -> Result<Loaded, ReadError> {
     load_with_limit(reader, MAX_RECORD_BYTES)
 }
 
-fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded> {
+fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded, ReadError> {
     let mut events = EventReader::with_limit(reader, max_record)?;
     let mut loaded = Loaded {
         header: events.header().clone(),
@@ -641,7 +738,7 @@ impl RecordReader {
 
     /// Accounts for a line longer than the reader keeps in memory: skipped
     /// with a warning, or refused when it is where the header should be.
-    pub fn skip_oversize(&mut self, max: usize) -> std::result::Result<LineRead, NotACapture> {
+    pub fn skip_oversize(&mut self, max: usize) -> Result<LineRead, NotACapture> {
         self.lineno += 1;
         if self.header.is_none() {
             return Err(NotACapture(format!("line {} is longer than {max} bytes", self.lineno)));
@@ -656,7 +753,7 @@ impl RecordReader {
     /// pre-check ruled it out): its frame or stderr record still takes a
     /// sequence number and moves the clock, so what is read later is
     /// numbered and timed as in a full read. A session header is read whole.
-    pub fn skip_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+    pub fn skip_line(&mut self, line: &[u8]) -> Result<LineRead, NotACapture> {
         if self.header.is_none() || memchr::memmem::find(line, FORMAT.as_bytes()).is_some() {
             return self.read_line(line);
         }
@@ -680,7 +777,7 @@ impl RecordReader {
     }
 
     /// Reads one complete line, without its `\n`.
-    pub fn read_line(&mut self, line: &[u8]) -> std::result::Result<LineRead, NotACapture> {
+    pub fn read_line(&mut self, line: &[u8]) -> Result<LineRead, NotACapture> {
         self.lineno += 1;
         let lineno = self.lineno;
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -691,7 +788,7 @@ impl RecordReader {
         {
             return Ok(LineRead::Event(ev));
         }
-        let parsed: std::result::Result<Value, _> = serde_json::from_slice(line);
+        let parsed: Result<Value, _> = serde_json::from_slice(line);
         let Some(first) = &self.header else {
             // The first line must be a header: anything else is not a capture.
             let v = match parsed {
@@ -804,11 +901,11 @@ pub struct EventReader<R> {
 
 impl<R: BufRead> EventReader<R> {
     /// Reads up to the header line; fails when the file is empty or not a capture.
-    pub fn new(reader: R) -> Result<Self> {
+    pub fn new(reader: R) -> Result<Self, ReadError> {
         Self::with_limit(reader, MAX_RECORD_BYTES)
     }
 
-    fn with_limit(reader: R, max_record: usize) -> Result<Self> {
+    fn with_limit(reader: R, max_record: usize) -> Result<Self, ReadError> {
         let mut r = Self {
             reader,
             header: Header::default(),
@@ -822,7 +919,7 @@ impl<R: BufRead> EventReader<R> {
         };
         loop {
             let Some(fits) = r.read_line()? else {
-                anyhow::bail!("the file is empty");
+                return Err(ReadError::Empty);
             };
             let read = if fits {
                 r.records.read_line(&r.line)?
@@ -902,7 +999,7 @@ impl<R: BufRead> EventReader<R> {
     /// A whole line already in the read buffer, read where it lies instead
     /// of copied out first (most lines of a large capture); `None` when the
     /// buffer holds no complete line that fits, for [`Self::read_line`].
-    fn read_buffered(&mut self) -> Result<Option<LineRead>> {
+    fn read_buffered(&mut self) -> Result<Option<LineRead>, ReadError> {
         if self.partial_fits.is_some() {
             return Ok(None);
         }
@@ -923,7 +1020,7 @@ impl<R: BufRead> EventReader<R> {
     }
 
     /// The next event, warning or session boundary; `None` at the end of the file.
-    pub fn next_item(&mut self) -> Result<Option<Item>> {
+    pub fn next_item(&mut self) -> Result<Option<Item>, ReadError> {
         loop {
             let read = match self.read_buffered()? {
                 Some(read) => read,
@@ -952,7 +1049,7 @@ fn newline_at(bytes: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', bytes)
 }
 
-fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::result::Result<Option<Event>, String> {
+fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> Result<Option<Event>, BadRecord> {
     let at = offset
         + Duration::from_micros(
             v.get("t_us")
@@ -960,7 +1057,7 @@ fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::resu
                 .ok_or("record without a numeric t_us")?,
         );
     let dir = v.get("dir").and_then(Value::as_str).ok_or("record without dir")?;
-    let raw_line = || -> std::result::Result<RawLine, String> {
+    let raw_line = || -> Result<RawLine, BadRecord> {
         let bytes = if let Some(s) = v.get("raw").and_then(Value::as_str) {
             s.as_bytes().to_vec()
         } else if let Some(b) = v.get("raw_b64").and_then(Value::as_str) {
@@ -1046,10 +1143,10 @@ fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> std::resu
                     },
                 },
                 "closed" => Event::Closed { at },
-                other => return Err(format!("unknown meta event {other:?}")),
+                other => return Err(format!("unknown meta event {other:?}").into()),
             }
         }
-        other => return Err(format!("unknown dir {other:?}")),
+        other => return Err(format!("unknown dir {other:?}").into()),
     };
     Ok(Some(ev))
 }
@@ -1320,10 +1417,10 @@ mod tests {
 
     #[test]
     fn a_capture_that_cannot_be_written_says_so() {
-        let e = check_writable(Path::new("/nonexistent/x.jsonl")).unwrap_err();
-        assert!(format!("{e:#}").contains("/nonexistent/x.jsonl"), "{e:#}");
-        let e = Writer::open(Path::new("/dev/full"), &Header::default()).err().unwrap();
-        assert!(format!("{e:#}").contains("No space left"), "{e:#}");
+        let e = crate::text::error_chain(&check_writable(Path::new("/nonexistent/x.jsonl")).unwrap_err());
+        assert!(e.contains("/nonexistent/x.jsonl"), "{e}");
+        let e = crate::text::error_chain(&Writer::open(Path::new("/dev/full"), &Header::default()).err().unwrap());
+        assert!(e.contains("No space left"), "{e}");
     }
 
     #[test]

@@ -11,10 +11,59 @@
 //! predicted (a random suffix).
 
 use crate::record::state_dir;
-use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// Why a private directory or file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateFileError {
+    #[error("cannot use the private directory {}", .dir.display())]
+    Directory {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot create a file in {}", .dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot find a free file name in {}", .0.display())]
+    NoFreeName(PathBuf),
+    #[error("cannot write {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot get random bytes for a file name")]
+    Random(#[source] io::Error),
+    /// Names no path: the caller says what it was opening.
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
+    /// Opening or inspecting a file to read; names no path either.
+    #[error(transparent)]
+    Open(#[from] io::Error),
+}
+
+impl PrivateFileError {
+    /// The operating system's error underneath, if there is one.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            PrivateFileError::Directory { source, .. }
+            | PrivateFileError::Create { source, .. }
+            | PrivateFileError::Write { source, .. }
+            | PrivateFileError::Random(source)
+            | PrivateFileError::Open(source) => Some(source),
+            PrivateFileError::NoFreeName(_) | PrivateFileError::NotRegular(_) => None,
+        }
+    }
+}
+
+type Result<T, E = PrivateFileError> = std::result::Result<T, E>;
 
 /// mcpscope's private directory for this user (created if needed).
 pub fn state_dir() -> Result<PathBuf> {
@@ -58,7 +107,10 @@ fn base_dir() -> Result<PathBuf> {
 /// Makes sure `dir` is a directory of this user that only they can use
 /// (the one rule is [`state_dir::ensure_private_dir`]).
 pub fn ensure_private_dir(dir: &Path) -> Result<()> {
-    state_dir::ensure_private_dir(dir).with_context(|| format!("cannot use the private directory {}", dir.display()))
+    state_dir::ensure_private_dir(dir).map_err(|source| PrivateFileError::Directory {
+        dir: dir.to_owned(),
+        source,
+    })
 }
 
 /// Creates a new file `0600` in `dir` (which should be private), named
@@ -72,10 +124,15 @@ pub fn create_private_file(dir: &Path, prefix: &str, ext: &str) -> Result<(File,
         match state_dir::create_private_file(&path) {
             Ok(f) => return Ok((f, path)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e.into()),
+            Err(source) => {
+                return Err(PrivateFileError::Create {
+                    dir: dir.to_owned(),
+                    source,
+                });
+            }
         }
     }
-    bail!("cannot find a free file name in {}", dir.display())
+    Err(PrivateFileError::NoFreeName(dir.to_owned()))
 }
 
 /// A new, empty capture file for a live session, in [`captures_dir`].
@@ -92,7 +149,10 @@ pub fn save_blob(prefix: &str, ext: &str, bytes: &[u8]) -> Result<PathBuf> {
     let (mut f, path) = create_private_file(&dir, prefix, ext)?;
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(|source| PrivateFileError::Write {
+            path: path.clone(),
+            source,
+        })?;
     Ok(path)
 }
 
@@ -108,7 +168,7 @@ fn random_hex() -> Result<String> {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e).context("cannot get random bytes for a file name");
+            return Err(PrivateFileError::Random(e));
         }
         filled += n as usize;
     }
@@ -142,7 +202,7 @@ pub fn open_regular(path: &Path) -> Result<File> {
         } else {
             "not a regular file"
         };
-        bail!("it is {what}, not a regular file");
+        return Err(PrivateFileError::NotRegular(what));
     }
     // Regular files ignore O_NONBLOCK, but clear it so reads behave as usual.
     // SAFETY: fcntl on a descriptor we own.
@@ -185,13 +245,13 @@ mod tests {
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
         let link = tmp.path().join("mcpscope");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let e = format!("{:#}", ensure_private_dir(&link).unwrap_err());
+        let e = crate::text::error_chain(&ensure_private_dir(&link).unwrap_err());
         assert!(e.contains("symbolic link"), "{e}");
         // The link's target was left alone.
         assert_eq!(mode(&target), 0o777);
         let file = tmp.path().join("plain");
         std::fs::write(&file, "x").unwrap();
-        let e = format!("{:#}", ensure_private_dir(&file).unwrap_err());
+        let e = crate::text::error_chain(&ensure_private_dir(&file).unwrap_err());
         assert!(e.contains("not a directory"), "{e}");
     }
 
@@ -208,7 +268,7 @@ mod tests {
         } else {
             PathBuf::from("/")
         };
-        let e = format!("{:#}", ensure_private_dir(&dir).unwrap_err());
+        let e = crate::text::error_chain(&ensure_private_dir(&dir).unwrap_err());
         assert!(e.contains("belongs to user id"), "{e}");
     }
 

@@ -28,11 +28,12 @@ use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
 use crate::transport::http_server::{
-    Conn, Either, Request, Slot, Slots, Stop, accept_loop, check_local, check_local_origin, first_of, read_request,
+    Conn, Either, ListenError, Request, Slot, Slots, Stop, accept_loop, check_local, check_local_origin, first_of,
+    read_request,
 };
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -83,9 +84,9 @@ pub struct HttpOptions {
 impl HttpOptions {
     /// `listen` must be a loopback address unless `any` (the user typed
     /// `--listen-any`): the mock answers whoever reaches the port.
-    pub fn new(listen: &str, any: bool, path: String) -> Result<Self, String> {
+    pub fn new(listen: &str, any: bool, path: String) -> Result<Self, ListenError> {
         Ok(Self {
-            listen: listen_addr(listen, any)?,
+            listen: crate::transport::http_server::listen_addr(listen, any, "the mock", Some("--listen-any"))?,
             any_host: any,
             path,
             max_connections: 64,
@@ -93,26 +94,6 @@ impl HttpOptions {
             idle_timeout: Duration::from_secs(120),
             auth: false,
         })
-    }
-}
-
-fn listen_addr(listen: &str, any: bool) -> Result<SocketAddr, String> {
-    let addrs: Vec<SocketAddr> = listen
-        .to_socket_addrs()
-        .map_err(|e| format!("--listen {listen:?}: {e} (expected e.g. 127.0.0.1:8931)"))?
-        .collect();
-    let Some(first) = addrs.first() else {
-        return Err(format!("--listen {listen:?} names no address"));
-    };
-    if any {
-        return Ok(*first);
-    }
-    match addrs.iter().find(|a| a.ip().is_loopback()) {
-        Some(a) if addrs.iter().all(|a| a.ip().is_loopback()) => Ok(*a),
-        _ => Err(format!(
-            "--listen {listen:?} is not a loopback address; the mock listens on 127.0.0.1, [::1] or localhost \
-             unless --listen-any is given (then anyone who reaches the port is answered)"
-        )),
     }
 }
 
@@ -124,28 +105,6 @@ pub fn endpoint_path(url: Option<&str>) -> String {
         .filter(|p| p.len() > 1)
         .unwrap_or_else(|| "/mcp".to_owned())
 }
-
-/// Why the mock cannot listen.
-#[derive(Debug)]
-pub enum BindError {
-    /// Another program (or another mock) already listens there.
-    InUse(SocketAddr),
-    Other(SocketAddr, std::io::Error),
-}
-
-impl std::fmt::Display for BindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BindError::InUse(a) => write!(
-                f,
-                "cannot listen on {a}: the port is already in use (pick another, or port 0 for any free one)"
-            ),
-            BindError::Other(a, e) => write!(f, "cannot listen on {a}: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for BindError {}
 
 /// What goes to a request waiting for its answer.
 enum Piece {
@@ -460,12 +419,8 @@ impl MockServer {
         mock: MockOptions,
         log: Log,
         fallback: Option<Fallback>,
-    ) -> Result<Self, BindError> {
-        let listener = TcpListener::bind(options.listen).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AddrInUse => BindError::InUse(options.listen),
-            _ => BindError::Other(options.listen, e),
-        })?;
-        let local = listener.local_addr().map_err(|e| BindError::Other(options.listen, e))?;
+    ) -> Result<Self, ListenError> {
+        let (listener, local) = crate::transport::http_server::bind(options.listen)?;
         let modern = index.era() == "modern";
         let auth = options.auth.then(|| {
             // The issuer must be an address clients can reach: not 0.0.0.0.
@@ -900,19 +855,6 @@ fn session_not_found(sid: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_is_loopback_unless_asked() {
-        assert!(listen_addr("127.0.0.1:0", false).is_ok());
-        assert!(listen_addr("[::1]:0", false).is_ok());
-        let e = listen_addr("0.0.0.0:0", false).unwrap_err();
-        assert!(
-            e.contains("not a loopback address") && e.contains("--listen-any"),
-            "{e}"
-        );
-        assert!(listen_addr("0.0.0.0:0", true).is_ok());
-        assert!(listen_addr("127.0.0.1", false).is_err(), "a port is needed");
-    }
 
     #[test]
     fn the_endpoint_keeps_the_recorded_path() {

@@ -21,29 +21,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Why a capture cannot be served.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file cannot be read, or is not a capture (the loader's words).
-    Unreadable(String),
+    /// The file cannot be read, or is not a capture.
+    #[error(transparent)]
+    Unreadable(#[from] capture::CaptureError),
     /// The capture holds no frames at all.
+    #[error("the capture holds no exchanges to serve")]
     Empty,
     /// `--session N` beyond the sessions in the file.
+    #[error("there is no session {asked}: the capture has {sessions} session(s)")]
     NoSuchSession { asked: usize, sessions: usize },
 }
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Unreadable(e) => f.write_str(e),
-            LoadError::Empty => f.write_str("the capture holds no exchanges to serve"),
-            LoadError::NoSuchSession { asked, sessions } => {
-                write!(f, "there is no session {asked}: the capture has {sessions} session(s)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// One session of a capture, indexed for serving.
 #[derive(Debug)]
@@ -64,11 +53,10 @@ pub struct Loaded {
 /// The capture is indexed as it is read: its events are not kept, only the
 /// chosen session's exchanges.
 pub fn load(path: &Path, session: Option<usize>) -> Result<Loaded, LoadError> {
-    let unreadable = |e: anyhow::Error| LoadError::Unreadable(format!("cannot read capture {}: {e:#}", path.display()));
-    let file = crate::record::private_files::open_regular(path)
-        .map_err(|e| LoadError::Unreadable(format!("cannot open capture {}: {e:#}", path.display())))?;
-    let mut reader =
-        capture::EventReader::new(std::io::BufReader::with_capacity(capture::READ_BUFFER, file)).map_err(unreadable)?;
+    let unreadable = capture::CaptureError::read;
+    let file = crate::record::private_files::open_regular(path).map_err(capture::CaptureError::open(path))?;
+    let mut reader = capture::EventReader::new(std::io::BufReader::with_capacity(capture::READ_BUFFER, file))
+        .map_err(unreadable(path))?;
     let mut warnings = Vec::new();
     let mut current = (1usize, reader.header().clone(), index::Builder::default());
     let mut chosen: Option<(usize, Header, Index)> = None;
@@ -82,7 +70,7 @@ pub fn load(path: &Path, session: Option<usize>) -> Result<Loaded, LoadError> {
             *chosen = Some((n, header, builder.finish()));
         }
     };
-    while let Some(item) = reader.next_item().map_err(unreadable)? {
+    while let Some(item) = reader.next_item().map_err(unreadable(path))? {
         match item {
             capture::Item::Event(e) => current.2.push(&e),
             capture::Item::Warning(w) => warnings.push(w),

@@ -90,6 +90,18 @@ impl FieldKind {
     }
 }
 
+/// Why a field stays in JSON mode.
+#[derive(Debug, thiserror::Error)]
+pub enum FormModeError {
+    /// The schema has no form (the note says why, when there is one).
+    #[error("{}", .0.as_deref().unwrap_or("this schema has no form"))]
+    NoForm(Option<String>),
+    #[error("invalid JSON: {0}")]
+    InvalidJson(serde_json::Error),
+    #[error("this value does not fit the form")]
+    DoesNotFit,
+}
+
 /// One input of the form.
 #[derive(Clone, Debug)]
 pub struct Field {
@@ -774,9 +786,9 @@ impl Field {
 
     /// Back to the form from JSON mode; fails (and stays JSON) when the text does not
     /// parse or the value does not fit the form.
-    pub fn to_form_mode(&mut self) -> Result<(), String> {
+    pub fn to_form_mode(&mut self) -> Result<(), FormModeError> {
         if !self.form_possible {
-            return Err(self.note.clone().unwrap_or_else(|| "this schema has no form".into()));
+            return Err(FormModeError::NoForm(self.note.clone()));
         }
         let FieldKind::Json { text, .. } = &self.kind else {
             return Ok(());
@@ -784,7 +796,7 @@ impl Field {
         let v: Value = if text.trim().is_empty() {
             Value::Null
         } else {
-            serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?
+            serde_json::from_str(text).map_err(FormModeError::InvalidJson)?
         };
         self.pinned_json = false;
         let saved = self.clone();
@@ -794,7 +806,7 @@ impl Field {
         if self.kind.is_json() {
             *self = saved;
             self.pinned_json = true;
-            return Err("this value does not fit the form".into());
+            return Err(FormModeError::DoesNotFit);
         }
         Ok(())
     }

@@ -64,7 +64,7 @@ pub fn untyped(raw: &str) -> Value {
 /// the tool's `input_schema`. `Err` says why the text does not fit (naming the
 /// parameter and its type). A parameter the schema does not describe, or does
 /// not type, is taken as [`untyped`].
-pub fn typed_argument(name: &str, raw: &str, input_schema: &Value) -> Result<Value, String> {
+pub fn typed_argument(name: &str, raw: &str, input_schema: &Value) -> Result<Value, ArgumentError> {
     let Some(prop) = input_schema.get("properties").and_then(|p| p.get(name)) else {
         return Ok(untyped(raw));
     };
@@ -106,9 +106,23 @@ pub fn typed_argument(name: &str, raw: &str, input_schema: &Value) -> Result<Val
     } else {
         ""
     };
-    Err(format!(
-        "parameter \"{name}\" takes {wanted}, and {raw:?} is not one{hint}"
-    ))
+    Err(ArgumentError {
+        name: name.to_owned(),
+        wanted,
+        raw: raw.to_owned(),
+        hint,
+    })
+}
+
+/// A command-line value that does not fit its parameter's type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parameter \"{name}\" takes {wanted}, and {raw:?} is not one{hint}")]
+pub struct ArgumentError {
+    pub name: String,
+    /// The type or types, in words ("an integer", "string or null").
+    pub wanted: String,
+    pub raw: String,
+    hint: &'static str,
 }
 
 fn article(t: &str) -> String {
@@ -162,18 +176,18 @@ mod tests {
     #[test]
     fn what_does_not_fit_is_refused_naming_parameter_and_type() {
         let s = schema();
-        let e = typed_argument("a", "abc", &s).unwrap_err();
+        let e = typed_argument("a", "abc", &s).unwrap_err().to_string();
         assert!(
             e.contains("\"a\"") && e.contains("a number") && e.contains("abc"),
             "{e}"
         );
-        let e = typed_argument("n", "1.5", &s).unwrap_err();
+        let e = typed_argument("n", "1.5", &s).unwrap_err().to_string();
         assert!(e.contains("an integer"), "{e}");
-        let e = typed_argument("flag", "yes", &s).unwrap_err();
+        let e = typed_argument("flag", "yes", &s).unwrap_err().to_string();
         assert!(e.contains("a boolean"), "{e}");
-        let e = typed_argument("tags", "x,y", &s).unwrap_err();
+        let e = typed_argument("tags", "x,y", &s).unwrap_err().to_string();
         assert!(e.contains("an array") && e.contains("JSON"), "{e}");
-        let e = typed_argument("maybe", "x", &s).unwrap_err();
+        let e = typed_argument("maybe", "x", &s).unwrap_err().to_string();
         assert!(e.contains("integer or null"), "{e}");
     }
 

@@ -46,12 +46,11 @@ pub fn draft_of(schema: &Value) -> jsonschema::Draft {
 }
 
 /// A validator for `schema` in its declared draft, formats asserted, no remote `$ref`s.
-pub fn validator_for(schema: &Value) -> Result<jsonschema::Validator, String> {
+pub fn validator_for(schema: &Value) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
     jsonschema::options()
         .with_draft(draft_of(schema))
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| e.to_string())
 }
 
 impl Form {

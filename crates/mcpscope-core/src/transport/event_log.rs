@@ -18,5 +18,8 @@ pub trait EventLog: Send {
     fn path(&self) -> &Path;
 }
 
+/// Why a log could not be opened (the opener's own error, shown with its causes).
+pub type OpenLogError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Opens the log of a new session of `target` at `path`.
-pub type OpenLog = fn(&Path, &Target) -> anyhow::Result<Box<dyn EventLog>>;
+pub type OpenLog = fn(&Path, &Target) -> Result<Box<dyn EventLog>, OpenLogError>;

@@ -354,7 +354,7 @@ where
         conn.more(head_deadline.unwrap_or(idle_deadline), what).await?;
     };
     conn.buf.drain(..head_len);
-    check_host_syntax(&req).map_err(|why| bad(400, why))?;
+    check_host_syntax(&req).map_err(|why| bad(400, why.to_string()))?;
     let framing = framing(&req)?;
     if framing != Framing::Length(0)
         && !req.http10
@@ -547,19 +547,107 @@ where
     }
 }
 
+/// Why a listener refused a request before reading its body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the request has {count} {name} headers; at most one is allowed")]
+    Repeated { name: &'static str, count: usize },
+    #[error("the request has no Host header")]
+    NoHost,
+    #[error("Host {0:?} is not a host name with an optional port")]
+    BadHost(String),
+    #[error("Host {host:?} is not local; {who} only answers requests addressed to localhost or a loopback address")]
+    HostNotLocal { host: String, who: &'static str },
+    #[error("Origin {origin:?} is not local; {who} refuses requests from web pages elsewhere")]
+    OriginNotLocal { origin: String, who: &'static str },
+}
+
+/// Why a listener could not be opened where the user asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// The resolver's words are part of the message (not a separate cause):
+    /// they read as one sentence with the example.
+    #[error("--listen {listen:?}: {error} (expected e.g. 127.0.0.1:8931)")]
+    Unresolved { listen: String, error: std::io::Error },
+    #[error("--listen {0:?} names no address")]
+    NoAddress(String),
+    /// `opened_by`: the flag that would open it to other machines, if there is one.
+    #[error(
+        "--listen {listen:?} is not a loopback address; {who} listens only on 127.0.0.1, [::1] or localhost{}",
+        .opened_by.map(|flag| format!(" unless {flag} is given (then anyone who reaches the port is answered)")).unwrap_or_default()
+    )]
+    NotLoopback {
+        listen: String,
+        who: &'static str,
+        opened_by: Option<&'static str>,
+    },
+    #[error("cannot listen on {0}: the port is already in use (pick another, or port 0 for any free one)")]
+    InUse(std::net::SocketAddr),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The address `listen` names, which must be a loopback one unless `any`
+/// (the user typed `opened_by`): every listener is loopback-only unless asked.
+pub fn listen_addr(
+    listen: &str,
+    any: bool,
+    who: &'static str,
+    opened_by: Option<&'static str>,
+) -> Result<std::net::SocketAddr, ListenError> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = listen
+        .to_socket_addrs()
+        .map_err(|error| ListenError::Unresolved {
+            listen: listen.to_owned(),
+            error,
+        })?
+        .collect();
+    let Some(first) = addrs.first() else {
+        return Err(ListenError::NoAddress(listen.to_owned()));
+    };
+    if any {
+        return Ok(*first);
+    }
+    match addrs.iter().find(|a| a.ip().is_loopback()) {
+        Some(a) if addrs.iter().all(|a| a.ip().is_loopback()) => Ok(*a),
+        _ => Err(ListenError::NotLoopback {
+            listen: listen.to_owned(),
+            who,
+            opened_by,
+        }),
+    }
+}
+
+/// Binds `addr`, saying plainly when the port is taken.
+pub fn bind(addr: std::net::SocketAddr) -> Result<(std::net::TcpListener, std::net::SocketAddr), ListenError> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => ListenError::InUse(addr),
+        _ => ListenError::Bind { addr, source: e },
+    })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ListenError::Bind { addr, source })?;
+    Ok((listener, local))
+}
+
 /// RFC 9112 §3.2: a request without exactly one well-formed `Host` is a 400,
 /// and two `Origin`s are as ambiguous (which one would the local check have
 /// looked at?). This runs before the body is read, so nothing of such a
 /// request reaches the upstream.
-pub(crate) fn check_host_syntax(req: &Request) -> Result<(), String> {
+pub(crate) fn check_host_syntax(req: &Request) -> Result<(), Refusal> {
     for name in ["Host", "Origin"] {
-        let n = req.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).count();
-        if n > 1 {
-            return Err(format!("the request has {n} {name} headers; at most one is allowed"));
+        let count = req.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).count();
+        if count > 1 {
+            return Err(Refusal::Repeated { name, count });
         }
     }
     let Some(host) = req.header("host") else {
-        return Err("the request has no Host header".into());
+        return Err(Refusal::NoHost);
     };
     // Userinfo is not allowed in Host (RFC 9110 §7.2), yet `http` takes it in
     // an authority; and it does not check the port.
@@ -572,7 +660,7 @@ pub(crate) fn check_host_syntax(req: &Request) -> Result<(), String> {
             None => false,
         });
     if !well_formed {
-        return Err(format!("Host {host:?} is not a host name with an optional port"));
+        return Err(Refusal::BadHost(host.to_owned()));
     }
     Ok(())
 }
@@ -599,13 +687,14 @@ fn strip_port(authority: &str) -> &str {
 /// DNS-rebinding protection: a page on an attacker's name that resolves to
 /// 127.0.0.1 sends its own name as `Host`, and its origin as `Origin`.
 /// `who` ("the proxy", "the mock") is named in the reason.
-pub(crate) fn check_local(req: &Request, who: &str) -> Result<(), String> {
+pub(crate) fn check_local(req: &Request, who: &'static str) -> Result<(), Refusal> {
     match req.header("host") {
-        None => return Err("the request has no Host header".into()),
+        None => return Err(Refusal::NoHost),
         Some(h) if !is_local_host(strip_port(h)) => {
-            return Err(format!(
-                "Host {h:?} is not local; {who} only answers requests addressed to localhost or a loopback address"
-            ));
+            return Err(Refusal::HostNotLocal {
+                host: h.to_owned(),
+                who,
+            });
         }
         _ => {}
     }
@@ -615,16 +704,17 @@ pub(crate) fn check_local(req: &Request, who: &str) -> Result<(), String> {
 /// The `Origin` half of [`check_local`]: what is left of it on a listener the
 /// user opened to other machines, where any `Host` is expected but a web
 /// page elsewhere must still not drive it from a browser.
-pub(crate) fn check_local_origin(req: &Request, who: &str) -> Result<(), String> {
+pub(crate) fn check_local_origin(req: &Request, who: &'static str) -> Result<(), Refusal> {
     if let Some(o) = req.header("origin") {
         let local = url::Url::parse(o)
             .ok()
             .and_then(|u| u.host_str().map(is_local_host))
             .unwrap_or(false);
         if !local {
-            return Err(format!(
-                "Origin {o:?} is not local; {who} refuses requests from web pages elsewhere"
-            ));
+            return Err(Refusal::OriginNotLocal {
+                origin: o.to_owned(),
+                who,
+            });
         }
     }
     Ok(())
@@ -834,6 +924,25 @@ mod tests {
     }
 
     #[test]
+    fn listen_is_loopback_unless_asked() {
+        let proxy = |l| listen_addr(l, false, "the proxy", None);
+        assert!(proxy("127.0.0.1:0").is_ok());
+        assert!(proxy("[::1]:0").is_ok());
+        assert!(proxy("localhost:0").is_ok());
+        let e = proxy("0.0.0.0:8080").unwrap_err().to_string();
+        assert!(e.contains("not a loopback address") && !e.contains("unless"), "{e}");
+        assert!(proxy("127.0.0.1").is_err(), "a port is needed");
+        let e = listen_addr("0.0.0.0:0", false, "the mock", Some("--listen-any"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the mock listens only on") && e.contains("unless --listen-any"),
+            "{e}"
+        );
+        assert!(listen_addr("0.0.0.0:0", true, "the mock", Some("--listen-any")).is_ok());
+    }
+
+    #[test]
     fn dns_rebinding_is_refused_by_host_and_origin() {
         assert!(check_local(&req(&[("Host", "127.0.0.1:8931")]), "the proxy").is_ok());
         assert!(
@@ -845,13 +954,13 @@ mod tests {
         );
         assert!(check_local(&req(&[("host", "[::1]:8931")]), "the proxy").is_ok());
         let e = check_local(&req(&[("Host", "evil.example:8931")]), "the proxy").unwrap_err();
-        assert!(e.contains("not local"), "{e}");
+        assert!(matches!(e, Refusal::HostNotLocal { .. }), "{e}");
         let e = check_local(
             &req(&[("Host", "127.0.0.1:8931"), ("Origin", "https://evil.example")]),
             "the proxy",
         )
         .unwrap_err();
-        assert!(e.contains("Origin"), "{e}");
+        assert!(matches!(e, Refusal::OriginNotLocal { .. }), "{e}");
         assert!(check_local(&req(&[("Host", "127.0.0.1"), ("Origin", "null")]), "the proxy").is_err());
         assert!(check_local(&req(&[]), "the proxy").is_err(), "no Host at all");
         // A name that merely starts like a local one is not local.
@@ -878,16 +987,27 @@ mod tests {
             let Err(e) = check_host_syntax(&req(&[("Host", bad)])) else {
                 panic!("{bad:?} passed")
             };
-            assert!(e.contains("not a host name"), "{bad:?}: {e}");
+            assert_eq!(e, Refusal::BadHost(bad.into()));
         }
-        assert!(check_host_syntax(&req(&[])).unwrap_err().contains("no Host"));
+        assert_eq!(check_host_syntax(&req(&[])), Err(Refusal::NoHost));
         let two = req(&[("Host", "localhost"), ("host", "localhost")]);
-        assert!(check_host_syntax(&two).unwrap_err().contains("2 Host headers"));
+        assert!(
+            check_host_syntax(&two)
+                .unwrap_err()
+                .to_string()
+                .contains("2 Host headers")
+        );
         let two = req(&[
             ("Host", "localhost"),
             ("Origin", "http://localhost"),
             ("origin", "http://x"),
         ]);
-        assert!(check_host_syntax(&two).unwrap_err().contains("2 Origin headers"));
+        assert_eq!(
+            check_host_syntax(&two),
+            Err(Refusal::Repeated {
+                name: "Origin",
+                count: 2
+            })
+        );
     }
 }

@@ -395,7 +395,7 @@ pub(crate) fn open_sink(options: &SessionOptions, target: &Target, events: Sende
     if let Some(path) = &options.capture {
         match (options.open_log)(path, target) {
             Ok(w) => recorder = recorder.with_capture(w),
-            Err(e) => failed = Some(format!("{FAILED}{e:#}")),
+            Err(e) => failed = Some(format!("{FAILED}{}", crate::text::ErrorChain(&*e))),
         }
     }
     let mut sink = Sink::new(recorder, events, options.waker.clone(), options.queued_bytes());

@@ -288,19 +288,30 @@ fn mask_userinfo_text(s: &str) -> String {
     }
 }
 
+/// A `--header` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("expected NAME:VALUE, got {0:?}")]
+    NoSeparator(String),
+    #[error("{0:?} is not a valid HTTP header name")]
+    BadName(String),
+    #[error("a header value cannot contain a line break")]
+    LineBreak,
+}
+
 /// Parses `Name: value` (or `Name=value`) as given to `--header`.
-pub fn parse_header(s: &str) -> Result<(String, String), String> {
+pub fn parse_header(s: &str) -> Result<(String, String), HeaderError> {
     let (k, v) = s
         .split_once(':')
         .or_else(|| s.split_once('='))
-        .ok_or_else(|| format!("expected NAME:VALUE, got {s:?}"))?;
+        .ok_or_else(|| HeaderError::NoSeparator(s.to_owned()))?;
     let k = k.trim();
     if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-        return Err(format!("{k:?} is not a valid HTTP header name"));
+        return Err(HeaderError::BadName(k.to_owned()));
     }
     let v = v.trim();
     if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-        return Err("a header value cannot contain a line break".into());
+        return Err(HeaderError::LineBreak);
     }
     Ok((k.to_owned(), v.to_owned()))
 }

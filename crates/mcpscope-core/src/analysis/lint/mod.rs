@@ -29,6 +29,7 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
+use crate::record::capture::CaptureError;
 pub use crate::timeline::model::Severity;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
@@ -395,17 +396,15 @@ pub struct LintedCapture {
 /// and the rules run on two threads, handing events over in small batches.
 /// A batch goes back to the reading thread once linted, so its events are
 /// freed by the thread that allocated them and its buffer is reused.
-pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> anyhow::Result<LintedCapture> {
+pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> Result<LintedCapture, CaptureError> {
     use crate::record::capture::{EventReader, Item, READ_BUFFER};
-    use anyhow::Context as _;
     /// Events per hand-over. Measured on a 1M-record capture: 2,048 made
     /// the pipeline slower than one thread (a batch's events no longer fit
     /// the allocator's per-thread caches or the CPU's), 32-64 the fastest.
     const BATCH: usize = 64;
-    let what = || format!("cannot read capture {}", path.display());
-    let file = crate::record::private_files::open_regular(path)
-        .with_context(|| format!("cannot open capture {}", path.display()))?;
-    let mut reader = EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).with_context(what)?;
+    let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+    let mut reader =
+        EventReader::new(std::io::BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
     let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<Item>>(4);
     let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<Item>>(8);
     std::thread::scope(|scope| {
@@ -439,9 +438,9 @@ pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> anyhow::Re
                 sessions,
             }
         });
-        let read = (|| -> anyhow::Result<()> {
+        let read = (|| -> Result<(), CaptureError> {
             let mut batch = Vec::with_capacity(BATCH);
-            while let Some(item) = reader.next_item().with_context(what)? {
+            while let Some(item) = reader.next_item().map_err(CaptureError::read(path))? {
                 batch.push(item);
                 if batch.len() == BATCH {
                     let next = match empty_rx.try_recv() {
@@ -466,7 +465,10 @@ pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> anyhow::Re
         let linted = rules.join();
         drop(empty_rx);
         read?;
-        linted.map_err(|_| anyhow::anyhow!("the lint rules stopped on {}", path.display()))
+        linted.map_err(|_| CaptureError::Stopped {
+            path: path.to_owned(),
+            what: "the lint rules",
+        })
     })
 }
 

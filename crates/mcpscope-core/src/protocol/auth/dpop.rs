@@ -7,7 +7,7 @@
 //! and a new proof naming the method, the URL, a hash of the token (`ath`)
 //! and the server's latest nonce, if it gave one.
 
-use super::jwt::{SigningKey, sign_compact};
+use super::jwt::{KeyError, SigningKey, sign_compact};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use ring::signature::{self, EcdsaKeyPair, KeyPair as _};
@@ -50,7 +50,7 @@ impl DpopMode {
     }
 
     /// The key a session in this mode needs (none for `Never`).
-    pub fn key(self) -> Result<Option<std::sync::Arc<DpopKey>>, String> {
+    pub fn key(self) -> Result<Option<std::sync::Arc<DpopKey>>, KeyError> {
         match self {
             DpopMode::Never => Ok(None),
             _ => DpopKey::generate().map(|k| Some(std::sync::Arc::new(k))),
@@ -73,12 +73,12 @@ impl std::fmt::Debug for DpopKey {
 
 impl DpopKey {
     /// A new P-256 key from the system's randomness.
-    pub fn generate() -> Result<Self, String> {
+    pub fn generate() -> Result<Self, KeyError> {
         let rng = ring::rand::SystemRandom::new();
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
-        let doc = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| "could not make a DPoP key".to_owned())?;
-        let pair =
-            EcdsaKeyPair::from_pkcs8(alg, doc.as_ref(), &rng).map_err(|_| "could not load the DPoP key".to_owned())?;
+        let refused = |_| KeyError::Generate("DPoP");
+        let doc = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(refused)?;
+        let pair = EcdsaKeyPair::from_pkcs8(alg, doc.as_ref(), &rng).map_err(|_| KeyError::Generate("DPoP"))?;
         Ok(Self::from_pair(pair))
     }
 
@@ -112,7 +112,7 @@ impl DpopKey {
         jti: &str,
         access_token: Option<&str>,
         nonce: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, KeyError> {
         let header = json!({"typ": PROOF_TYP, "alg": "ES256", "jwk": self.jwk});
         let mut claims = json!({"jti": jti, "htm": htm, "htu": target_uri(htu), "iat": now});
         if let Some(t) = access_token {

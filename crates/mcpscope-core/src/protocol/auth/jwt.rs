@@ -53,25 +53,19 @@ impl SigningKey {
 
     /// Loads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`): a P-256 key
     /// (ES256) or an RSA key (RS256), whichever it is.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
+    pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
         if pem.contains("BEGIN EC PRIVATE KEY") || pem.contains("BEGIN RSA PRIVATE KEY") {
-            return Err(
-                "the key is in a legacy format (SEC1/PKCS#1): convert it to PKCS#8 with \
-                 `openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.p8`"
-                    .into(),
-            );
+            return Err(KeyError::LegacyFormat);
         }
         if pem.contains("ENCRYPTED PRIVATE KEY") {
-            return Err("the key is encrypted: give an unencrypted PKCS#8 key".into());
+            return Err(KeyError::Encrypted);
         }
         let b64: String = pem
             .lines()
             .map(str::trim)
             .filter(|l| !l.starts_with("-----") && !l.is_empty())
             .collect();
-        let der = STANDARD
-            .decode(b64.as_bytes())
-            .map_err(|e| format!("the key is not PEM (base64: {e})"))?;
+        let der = STANDARD.decode(b64.as_bytes()).map_err(KeyError::NotPem)?;
         let rng = ring::rand::SystemRandom::new();
         if let Ok(k) = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng) {
             return Ok(SigningKey::EcP256(k));
@@ -79,20 +73,20 @@ impl SigningKey {
         if let Ok(k) = RsaKeyPair::from_pkcs8(&der) {
             return Ok(SigningKey::Rsa(k));
         }
-        Err("the key is neither a P-256 (ES256) nor an RSA (RS256) PKCS#8 private key".into())
+        Err(KeyError::Unsupported)
     }
 
-    fn sign(&self, input: &[u8]) -> Result<Vec<u8>, String> {
+    fn sign(&self, input: &[u8]) -> Result<Vec<u8>, KeyError> {
         let rng = ring::rand::SystemRandom::new();
         match self {
             SigningKey::EcP256(k) => k
                 .sign(&rng, input)
                 .map(|s| s.as_ref().to_vec())
-                .map_err(|_| "ES256 signing failed".to_owned()),
+                .map_err(|_| KeyError::SigningFailed("ES256")),
             SigningKey::Rsa(k) => {
                 let mut sig = vec![0; k.public().modulus_len()];
                 k.sign(&signature::RSA_PKCS1_SHA256, &rng, input, &mut sig)
-                    .map_err(|_| "RS256 signing failed".to_owned())?;
+                    .map_err(|_| KeyError::SigningFailed("RS256"))?;
                 Ok(sig)
             }
         }
@@ -107,8 +101,29 @@ impl SigningKey {
     }
 }
 
+/// Why a key could not be loaded, made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error(
+        "the key is in a legacy format (SEC1/PKCS#1): convert it to PKCS#8 with \
+         `openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.p8`"
+    )]
+    LegacyFormat,
+    #[error("the key is encrypted: give an unencrypted PKCS#8 key")]
+    Encrypted,
+    #[error("the key is not PEM (base64: {0})")]
+    NotPem(base64::DecodeError),
+    #[error("the key is neither a P-256 (ES256) nor an RSA (RS256) PKCS#8 private key")]
+    Unsupported,
+    #[error("{0} signing failed")]
+    SigningFailed(&'static str),
+    /// The system's randomness refused to make a key.
+    #[error("could not make a {0} key")]
+    Generate(&'static str),
+}
+
 /// `header.claims.signature`, compact serialization.
-pub fn sign_compact(header: &Value, claims: &Value, key: &SigningKey) -> Result<String, String> {
+pub fn sign_compact(header: &Value, claims: &Value, key: &SigningKey) -> Result<String, KeyError> {
     let input = format!(
         "{}.{}",
         B64URL.encode(header.to_string()),
@@ -128,7 +143,7 @@ pub fn client_assertion(
     kid: Option<&str>,
     now: u64,
     jti: &str,
-) -> Result<String, String> {
+) -> Result<String, KeyError> {
     let mut header = json!({"alg": key.alg().as_str(), "typ": "JWT"});
     if let Some(k) = kid {
         header["kid"] = Value::from(k);
@@ -277,21 +292,13 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_keys_are_explained() {
-        assert!(
-            SigningKey::from_pem("-----BEGIN EC PRIVATE KEY-----\nabc\n-----END EC PRIVATE KEY-----")
-                .unwrap_err()
-                .contains("pkcs8")
-        );
-        assert!(
-            SigningKey::from_pem("-----BEGIN PRIVATE KEY-----\n!!!\n-----END PRIVATE KEY-----")
-                .unwrap_err()
-                .contains("base64")
-        );
-        assert!(
-            SigningKey::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
-                .unwrap_err()
-                .contains("neither")
-        );
+        let refused = |pem: &str| SigningKey::from_pem(pem).err().map(|e| (e.to_string(), e));
+        let (text, e) = refused("-----BEGIN EC PRIVATE KEY-----\nabc\n-----END EC PRIVATE KEY-----").unwrap();
+        assert!(matches!(e, KeyError::LegacyFormat) && text.contains("pkcs8"), "{text}");
+        let (text, e) = refused("-----BEGIN PRIVATE KEY-----\n!!!\n-----END PRIVATE KEY-----").unwrap();
+        assert!(matches!(e, KeyError::NotPem(_)) && text.contains("base64"), "{text}");
+        let (_, e) = refused("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----").unwrap();
+        assert!(matches!(e, KeyError::Unsupported));
         assert_eq!(JwsAlg::parse("es256"), Some(JwsAlg::ES256));
         assert_eq!(JwsAlg::parse("HS256"), None);
     }

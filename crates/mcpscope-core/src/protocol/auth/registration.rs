@@ -81,18 +81,33 @@ impl std::fmt::Debug for ClientSettings {
 }
 
 /// Checks a Client ID Metadata Document URL: `https` with a path (2025-11-25 "Client ID Metadata Documents").
-pub fn check_metadata_document_url(url: &str) -> Result<(), String> {
-    let u = url::Url::parse(url).map_err(|e| format!("--client-metadata-url {url:?} is not a URL: {e}"))?;
-    if u.scheme() != "https" {
-        return Err(format!("--client-metadata-url must be an https URL, got {url:?}"));
-    }
-    if u.path().trim_matches('/').is_empty() {
-        return Err(format!("--client-metadata-url must have a path, got {url:?}"));
-    }
-    if u.fragment().is_some() {
-        return Err(format!("--client-metadata-url must not have a fragment, got {url:?}"));
-    }
-    Ok(())
+pub fn check_metadata_document_url(url: &str) -> Result<(), MetadataUrlError> {
+    let u = url::Url::parse(url).map_err(|error| MetadataUrlError::NotAUrl {
+        url: url.to_owned(),
+        error,
+    })?;
+    let why = if u.scheme() != "https" {
+        "must be an https URL"
+    } else if u.path().trim_matches('/').is_empty() {
+        "must have a path"
+    } else if u.fragment().is_some() {
+        "must not have a fragment"
+    } else {
+        return Ok(());
+    };
+    Err(MetadataUrlError::Unfit {
+        url: url.to_owned(),
+        why,
+    })
+}
+
+/// A `--client-metadata-url` that cannot name a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetadataUrlError {
+    #[error("--client-metadata-url {url:?} is not a URL: {error}")]
+    NotAUrl { url: String, error: url::ParseError },
+    #[error("--client-metadata-url {why}, got {url:?}")]
+    Unfit { url: String, why: &'static str },
 }
 
 /// What to do about the client identity.

@@ -42,14 +42,14 @@ use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
+use crate::transport::http_server::ListenError;
 use crate::transport::http_server::Slots;
 use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
-use anyhow::{Context, Result};
 use serde_json::Value;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -92,14 +92,18 @@ pub struct ReverseProxyOptions {
 impl ReverseProxyOptions {
     /// Checks `listen` (a loopback address, port 0 for any free one) and
     /// `upstream` (an http or https URL).
-    pub fn new(listen: &str, upstream: &str) -> Result<Self, String> {
+    pub fn new(listen: &str, upstream: &str) -> Result<Self, OptionsError> {
         let shown = crate::transport::target::mask_url(upstream);
-        let upstream_url = url::Url::parse(upstream).map_err(|e| format!("--upstream {shown:?}: {e}"))?;
+        let upstream_url = url::Url::parse(upstream).map_err(|source| OptionsError::BadUpstream {
+            shown: shown.clone(),
+            source,
+        })?;
         if !matches!(upstream_url.scheme(), "http" | "https") || upstream_url.host().is_none() {
-            return Err(format!("--upstream must be an http:// or https:// URL, got {shown:?}"));
+            return Err(OptionsError::NotHttp(shown));
         }
         Ok(Self {
-            listen: loopback_addr(listen)?,
+            // The proxy forwards the client's credentials: nothing else may reach it.
+            listen: crate::transport::http_server::listen_addr(listen, false, "the proxy", None)?,
             upstream: upstream_url,
             capture: None,
             session: None,
@@ -112,19 +116,19 @@ impl ReverseProxyOptions {
     }
 }
 
-/// Resolves `listen` and insists that it is a loopback address: the proxy
-/// forwards the client's credentials, so nothing else may reach it.
-fn loopback_addr(listen: &str) -> Result<SocketAddr, String> {
-    let addrs: Vec<SocketAddr> = listen
-        .to_socket_addrs()
-        .map_err(|e| format!("--listen {listen:?}: {e} (expected e.g. 127.0.0.1:8931)"))?
-        .collect();
-    match addrs.iter().find(|a| a.ip().is_loopback()) {
-        Some(a) if addrs.iter().all(|a| a.ip().is_loopback()) => Ok(*a),
-        _ => Err(format!(
-            "--listen {listen:?} is not a loopback address; the proxy only listens on 127.0.0.1, [::1] or localhost"
-        )),
-    }
+/// Why the proxy's options cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionsError {
+    #[error("--upstream {shown:?}")]
+    BadUpstream {
+        shown: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("--upstream must be an http:// or https:// URL, got {0:?}")]
+    NotHttp(String),
+    #[error(transparent)]
+    Listen(#[from] ListenError),
 }
 
 /// What the proxy has to say when it stops.
@@ -217,10 +221,8 @@ pub use crate::transport::http_server::Stopper;
 
 impl ReverseProxy {
     /// Binds the listening socket and opens the recording.
-    pub fn bind(options: ReverseProxyOptions) -> Result<Self> {
-        let listener =
-            TcpListener::bind(options.listen).with_context(|| format!("cannot listen on {}", options.listen))?;
-        let local = listener.local_addr()?;
+    pub fn bind(options: ReverseProxyOptions) -> Result<Self, ListenError> {
+        let (listener, local) = crate::transport::http_server::bind(options.listen)?;
         let mut notes = Vec::new();
         let mut recorder = Recorder::new(options.limits, Instant::now());
         // Recorded (capture header, session index) and said with userinfo and
@@ -243,7 +245,7 @@ impl ReverseProxy {
                 Ok((l, file)) => {
                     match capture::Writer::with_file(file, l.capture_path(), &header) {
                         Ok(w) => recorder = recorder.with_capture(Box::new(w)),
-                        Err(e) => notes.push(format!("{e:#}")),
+                        Err(e) => notes.push(format!("{ec}", ec = crate::text::ErrorChain(&e))),
                     }
                     live = Some(l);
                 }
@@ -252,7 +254,7 @@ impl ReverseProxy {
         } else if let Some(path) = &options.capture {
             match capture::Writer::open(path, &header) {
                 Ok(w) => recorder = recorder.with_capture(Box::new(w)),
-                Err(e) => notes.push(format!("{e:#}")),
+                Err(e) => notes.push(format!("{ec}", ec = crate::text::ErrorChain(&e))),
             }
         }
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -374,16 +376,6 @@ fn origin(u: &url::Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_must_be_loopback() {
-        assert!(loopback_addr("127.0.0.1:0").is_ok());
-        assert!(loopback_addr("[::1]:0").is_ok());
-        assert!(loopback_addr("localhost:0").is_ok());
-        let e = loopback_addr("0.0.0.0:8080").unwrap_err();
-        assert!(e.contains("not a loopback address"), "{e}");
-        assert!(loopback_addr("127.0.0.1").is_err(), "a port is needed");
-    }
 
     #[test]
     fn upstream_must_be_http() {

@@ -36,9 +36,14 @@ fn candidates(browser: Option<&str>, url: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// No browser could be started: each program tried and why it did not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no browser could be started ({})", .0.join("; "))]
+pub struct NoBrowser(pub Vec<String>);
+
 /// Starts the browser on `url` (without waiting for it); says which
 /// program did, or why none could.
-pub fn open(url: &str) -> Result<String, String> {
+pub fn open(url: &str) -> Result<String, NoBrowser> {
     let mut errors = Vec::new();
     let browser = std::env::var("BROWSER").ok();
     for (program, args) in candidates(browser.as_deref(), url) {
@@ -62,7 +67,7 @@ pub fn open(url: &str) -> Result<String, String> {
             Err(e) => errors.push(format!("{program}: {e}")),
         }
     }
-    Err(format!("no browser could be started ({})", errors.join("; ")))
+    Err(NoBrowser(errors))
 }
 
 #[cfg(test)]

@@ -598,7 +598,7 @@ impl Authorizer {
             )
         };
         if let Err(e) = &opened {
-            x.notes.push(e.clone());
+            x.notes.push(e.to_string());
         }
         x.notes.push(format!(
             "waiting up to {} s for the redirect to {}",

@@ -1059,7 +1059,7 @@ impl AuthFlow {
                     self.now,
                     &jti,
                 )
-                .map_err(AuthError::Config)?;
+                .map_err(|e| AuthError::Config(e.to_string()))?;
                 ClientAuth::PrivateKeyJwt { assertion }
             }
             _ => ClientAuth::None {
