@@ -3,8 +3,9 @@
 //! that cannot start, or whose thread dies before answering, ends with a
 //! [`JobFailed`] that says so, so no panel waits forever.
 
-use crossbeam_channel::{Receiver, TryRecvError, bounded};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, bounded};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Wakes the UI (egui's `request_repaint`, wrapped).
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
@@ -94,6 +95,127 @@ impl<U: Send + 'static> PollOutcome<U> for Option<Job<anyhow::Result<U>>> {
     }
 }
 
+/// A worker that streams what it finds to the UI (a capture being read, a
+/// directory listed every second, a session followed), where a [`Job`]
+/// hands over one result: a named thread, a bounded channel (the worker
+/// waits while the UI has not drained), a wake per item, and a stop flag
+/// set and joined when the feed is dropped, so closing a panel never leaves
+/// its worker running.
+pub struct Feed<T> {
+    rx: Receiver<T>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Set when it could not start.
+    failed: Option<JobFailed>,
+}
+
+/// The worker's end of a [`Feed`].
+pub struct Feeder<T> {
+    tx: Sender<T>,
+    stop: Arc<AtomicBool>,
+    wake: Option<Wake>,
+}
+
+impl<T: Send + 'static> Feeder<T> {
+    /// Hands `item` to the UI and wakes it, waiting while the channel is
+    /// full; false once the feed was dropped (the worker should end).
+    pub fn send(&self, mut item: T) -> bool {
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            match self.tx.send_timeout(item, std::time::Duration::from_millis(100)) {
+                Ok(()) => {
+                    if let Some(w) = &self.wake {
+                        w();
+                    }
+                    return true;
+                }
+                Err(SendTimeoutError::Timeout(back)) => item = back,
+                Err(SendTimeoutError::Disconnected(_)) => return false,
+            }
+        }
+    }
+
+    /// Whether the feed was dropped.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps up to `d`, in short steps so a dropped feed is noticed at once.
+    pub fn pause(&self, d: std::time::Duration) {
+        let until = std::time::Instant::now() + d;
+        while !self.stopped() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+        }
+    }
+}
+
+impl<T: Send + 'static> Feed<T> {
+    /// Runs `work` on a thread named `mcpscope-NAME` with a channel of `capacity` items.
+    pub fn spawn(
+        name: &'static str,
+        capacity: usize,
+        wake: Option<Wake>,
+        work: impl FnOnce(Feeder<T>) + Send + 'static,
+    ) -> Feed<T> {
+        let (tx, rx) = bounded(capacity.max(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let feeder = Feeder {
+            tx,
+            stop: Arc::clone(&stop),
+            wake,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcpscope-{name}"))
+            .spawn(move || work(feeder));
+        let (thread, failed) = match spawned {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(JobFailed(format!("cannot start the {name} worker: {e}")))),
+        };
+        Feed {
+            rx,
+            stop,
+            thread,
+            failed,
+        }
+    }
+
+    /// The next item, if one is waiting.
+    pub fn try_recv(&self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
+
+    /// The channel, for a caller that drains in its own way.
+    pub fn receiver(&self) -> &Receiver<T> {
+        &self.rx
+    }
+
+    /// Why the worker never started, if it did not.
+    pub fn failed(&self) -> Option<&JobFailed> {
+        self.failed.as_ref()
+    }
+}
+
+impl<T> Drop for Feed<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own and forgets it (dropping a session,
+/// which shuts its server down and may wait, off the UI thread).
+pub fn detach(name: &'static str, work: impl FnOnce() + Send + 'static) {
+    let _ = std::thread::Builder::new().name(format!("mcpscope-{name}")).spawn(work);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +267,43 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         };
         assert!(e.to_string().contains("doomed worker stopped"), "{e}");
+    }
+
+    #[test]
+    fn a_feed_streams_waits_for_the_ui_and_stops_its_worker_when_dropped() {
+        let woken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let w = Arc::clone(&woken);
+        let wake: Wake = Arc::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        let ended = Arc::new(AtomicBool::new(false));
+        let e = Arc::clone(&ended);
+        let feed = Feed::spawn("count", 2, Some(wake), move |f: Feeder<u32>| {
+            let mut n = 0;
+            while f.send(n) {
+                n += 1;
+            }
+            e.store(true, Ordering::SeqCst);
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            assert!(Instant::now() < deadline, "the feed never delivered");
+            match feed.try_recv() {
+                Some(v) => got.push(v),
+                None => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        assert_eq!(got, [0, 1, 2, 3, 4], "in order, nothing lost");
+        // Not drained: the worker waits on the full channel (2 + the one it holds).
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(woken.load(Ordering::SeqCst) <= 8, "it ran ahead of the UI");
+        assert!(!ended.load(Ordering::SeqCst));
+        drop(feed);
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "dropping the feed stopped and joined its worker"
+        );
     }
 
     #[test]

@@ -436,10 +436,7 @@ impl McpscopeApp {
     /// server down and may wait) and clears every view of it.
     fn replace_inspection(&mut self) {
         if let Some(old) = self.session.end_session() {
-            std::thread::Builder::new()
-                .name("mcpscope-shutdown".into())
-                .spawn(move || drop(old))
-                .ok();
+            crate::job::detach("shutdown", move || drop(old));
         }
     }
 

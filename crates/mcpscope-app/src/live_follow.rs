@@ -7,12 +7,11 @@
 //! the capture to its very end, says so, and stops: the tab stays open as an
 //! offline capture.
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded};
+use crate::job::{Feed, Feeder};
+use crossbeam_channel::Receiver;
 use mcpscope_core::record::follower::{FollowError, Follower, Update};
 use mcpscope_core::sessions::index::{ListedSession, SessionState, proxy_alive, read_record};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the capture is polled: a `stat` while nothing changes, and well
@@ -37,36 +36,23 @@ pub struct LiveFollow {
     /// Set once the worker reported the end.
     pub ended: Option<SessionState>,
     pub problem: Option<String>,
-    rx: Receiver<FollowMsg>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    feed: Feed<FollowMsg>,
 }
 
 impl LiveFollow {
     pub fn start(session: ListedSession, waker: Option<Arc<dyn Fn() + Send + Sync>>) -> LiveFollow {
-        let (tx, rx) = bounded(16);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
         let s = session.clone();
-        let thread = std::thread::Builder::new()
-            .name("mcpscope-live".into())
-            .spawn(move || follow(&s, &tx, &flag, waker.as_deref()));
-        let (thread, problem) = match thread {
-            Ok(t) => (Some(t), None),
-            Err(e) => (None, Some(format!("cannot start the follow thread: {e}"))),
-        };
+        let feed = Feed::spawn("live", 16, waker, move |feed| follow(&s, &feed));
         LiveFollow {
             session,
             ended: None,
-            problem,
-            rx,
-            stop,
-            thread,
+            problem: feed.failed().map(|e| e.to_string()),
+            feed,
         }
     }
 
     pub fn receiver(&self) -> &Receiver<FollowMsg> {
-        &self.rx
+        self.feed.receiver()
     }
 
     pub fn is_following(&self) -> bool {
@@ -74,43 +60,11 @@ impl LiveFollow {
     }
 }
 
-impl Drop for LiveFollow {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Sends unless stopped; false when the worker should end.
-fn deliver(
-    tx: &Sender<FollowMsg>,
-    stop: &AtomicBool,
-    mut msg: FollowMsg,
-    waker: Option<&(dyn Fn() + Send + Sync)>,
-) -> bool {
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            return false;
-        }
-        match tx.send_timeout(msg, Duration::from_millis(100)) {
-            Ok(()) => {
-                if let Some(w) = waker {
-                    w();
-                }
-                return true;
-            }
-            Err(SendTimeoutError::Timeout(m)) => msg = m,
-            Err(SendTimeoutError::Disconnected(_)) => return false,
-        }
-    }
-}
-
 /// Where the session stands according to its record (None: still running).
-fn ended_state(session: &ListedSession) -> Result<Option<SessionState>, String> {
+fn ended_state(session: &ListedSession) -> anyhow::Result<Option<SessionState>> {
+    use anyhow::Context as _;
     let record =
-        read_record(&session.index_path).map_err(|e| format!("cannot read {}: {e}", session.index_path.display()))?;
+        read_record(&session.index_path).with_context(|| format!("cannot read {}", session.index_path.display()))?;
     Ok(match &record.ended {
         Some(end) => Some(SessionState::Ended(end.clone())),
         None if proxy_alive(&record) => None,
@@ -118,22 +72,17 @@ fn ended_state(session: &ListedSession) -> Result<Option<SessionState>, String> 
     })
 }
 
-fn follow(
-    session: &ListedSession,
-    tx: &Sender<FollowMsg>,
-    stop: &AtomicBool,
-    waker: Option<&(dyn Fn() + Send + Sync)>,
-) {
+fn follow(session: &ListedSession, feed: &Feeder<FollowMsg>) {
     let mut follower = Follower::new(&session.capture_path);
     let mut last_problem: Option<String> = None;
     let mut next_record_check = Instant::now();
-    while !stop.load(Ordering::SeqCst) {
+    while !feed.stopped() {
         let (ended, record_problem) = if Instant::now() >= next_record_check {
             next_record_check = Instant::now() + RECORD_INTERVAL;
             match ended_state(session) {
                 Ok(state) => (state, None),
                 // A removed record ends the session as far as the app can tell.
-                Err(e) => (Some(SessionState::Vanished), Some(e)),
+                Err(e) => (Some(SessionState::Vanished), Some(crate::error_view::one_line(&e))),
             }
         } else {
             (None, None)
@@ -145,7 +94,7 @@ fn follow(
         let more = match polled {
             Ok(u) => {
                 let more = u.more;
-                if !u.is_empty() && !deliver(tx, stop, FollowMsg::Update(Box::new(u)), waker) {
+                if !u.is_empty() && !feed.send(FollowMsg::Update(Box::new(u))) {
                     return;
                 }
                 last_problem = None;
@@ -155,7 +104,7 @@ fn follow(
                 let fatal = matches!(e, FollowError::NotACapture(..));
                 let text = e.to_string();
                 if last_problem.as_deref() != Some(text.as_str()) {
-                    if !deliver(tx, stop, FollowMsg::Problem(text.clone()), waker) {
+                    if !feed.send(FollowMsg::Problem(text.clone())) {
                         return;
                     }
                     last_problem = Some(text);
@@ -168,13 +117,13 @@ fn follow(
         };
         if let Some(state) = ended {
             if let Some(p) = record_problem {
-                deliver(tx, stop, FollowMsg::Problem(p), waker);
+                feed.send(FollowMsg::Problem(p));
             }
-            deliver(tx, stop, FollowMsg::Ended(state), waker);
+            feed.send(FollowMsg::Ended(state));
             return;
         }
         if !more {
-            std::thread::sleep(POLL_INTERVAL);
+            feed.pause(POLL_INTERVAL);
         }
     }
 }

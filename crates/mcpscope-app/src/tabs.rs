@@ -155,10 +155,7 @@ impl McpscopeApp {
         }
         if let Some(i) = closed.view.inspection {
             // Dropping a live session shuts its server down and may wait.
-            std::thread::Builder::new()
-                .name("mcpscope-shutdown".into())
-                .spawn(move || drop(i))
-                .ok();
+            crate::job::detach("shutdown", move || drop(i));
         }
     }
 

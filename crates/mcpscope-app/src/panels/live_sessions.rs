@@ -2,15 +2,13 @@
 //! for real clients (running first), kept up to date by a worker that lists
 //! the session directories every half second; the UI thread only draws.
 
+use crate::job::{Feed, Feeder};
 use crate::theme;
-use crossbeam_channel::{Receiver, SendTimeoutError, bounded};
 use egui::{RichText, Ui};
 use mcpscope_core::record::state_dir;
 use mcpscope_core::sessions::index::{ListedSession, SessionRecord, SessionState, format_unix_ms_utc, list_sessions};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How often the directories are listed (a readdir and a few small reads).
@@ -58,21 +56,6 @@ pub fn list_all(dirs: &[PathBuf]) -> Sessions {
     all
 }
 
-struct Worker {
-    rx: Receiver<Sessions>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 pub struct LiveSessionsPanel {
     /// The directories listed (the state directory, by default).
     pub dirs: Vec<PathBuf>,
@@ -84,7 +67,7 @@ pub struct LiveSessionsPanel {
     pub open: Vec<PathBuf>,
     /// Every ended session listed, not only the latest few.
     pub show_all_ended: bool,
-    worker: Option<Worker>,
+    worker: Option<Feed<Sessions>>,
     error: Option<String>,
 }
 
@@ -129,7 +112,7 @@ impl LiveSessionsPanel {
         }
         let Some(w) = &self.worker else { return };
         let mut latest = None;
-        while let Ok(l) = w.rx.try_recv() {
+        while let Some(l) = w.try_recv() {
             latest = Some(l);
         }
         if let Some(l) = latest {
@@ -140,45 +123,28 @@ impl LiveSessionsPanel {
     }
 
     fn start(&mut self, waker: Arc<dyn Fn() + Send + Sync>) {
-        let (tx, rx) = bounded(2);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
         let dirs = self.dirs.clone();
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-sessions".into())
-            .spawn(move || {
-                let mut last: Option<Vec<(SessionRecord, SessionState)>> = None;
-                while !flag.load(Ordering::SeqCst) {
-                    let listing = list_all(&dirs);
-                    let key: Vec<_> = listing
-                        .sessions
-                        .iter()
-                        .map(|s| (s.record.clone(), s.state.clone()))
-                        .collect();
-                    if last.as_ref() != Some(&key) {
-                        let mut msg = listing;
-                        loop {
-                            match tx.send_timeout(msg, Duration::from_millis(100)) {
-                                Ok(()) => break,
-                                Err(SendTimeoutError::Timeout(m)) if !flag.load(Ordering::SeqCst) => msg = m,
-                                Err(_) => return,
-                            }
-                        }
-                        waker();
-                        last = Some(key);
+        let feed = Feed::spawn("sessions", 2, Some(waker), move |feed: Feeder<Sessions>| {
+            let mut last: Option<Vec<(SessionRecord, SessionState)>> = None;
+            while !feed.stopped() {
+                let listing = list_all(&dirs);
+                let key: Vec<_> = listing
+                    .sessions
+                    .iter()
+                    .map(|s| (s.record.clone(), s.state.clone()))
+                    .collect();
+                if last.as_ref() != Some(&key) {
+                    if !feed.send(listing) {
+                        return;
                     }
-                    std::thread::sleep(LIST_INTERVAL);
+                    last = Some(key);
                 }
-            });
-        match spawned {
-            Ok(t) => {
-                self.worker = Some(Worker {
-                    rx,
-                    stop,
-                    thread: Some(t),
-                })
+                feed.pause(LIST_INTERVAL);
             }
-            Err(e) => self.error = Some(format!("cannot start the session lister: {e}")),
+        });
+        match feed.failed() {
+            Some(e) => self.error = Some(e.to_string()),
+            None => self.worker = Some(feed),
         }
     }
 
