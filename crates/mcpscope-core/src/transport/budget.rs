@@ -64,7 +64,7 @@ impl ByteBudget {
     }
 
     #[cfg(test)]
-    fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.state().held
     }
 }

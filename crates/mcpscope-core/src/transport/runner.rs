@@ -409,3 +409,201 @@ pub(crate) fn open_sink(options: &SessionOptions, target: &Target, events: Sende
 pub(crate) fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     std::thread::Builder::new().name(name.into()).spawn(f).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The runner's decisions, with a link that only remembers what it was
+    //! asked (no process, no socket).
+    use super::*;
+    use crate::wire::framing::{LineEnding, LineSplitter};
+    use crossbeam_channel::unbounded;
+
+    #[derive(Default)]
+    struct FakeLink {
+        sent: Vec<Outgoing>,
+        observed: Vec<Frame>,
+        shutdowns: usize,
+        open: bool,
+    }
+
+    impl Link for FakeLink {
+        type Msg = ();
+        fn split(&self, body: &[u8]) -> Vec<RawLine> {
+            let mut lines = Vec::new();
+            let mut splitter = LineSplitter::new();
+            splitter.push(body, |l| lines.push(l));
+            splitter.push(b"\n", |l| lines.push(l));
+            lines
+        }
+        fn send(&mut self, _sink: &mut Sink, out: Outgoing) {
+            self.sent.push(out);
+        }
+        fn observed(&mut self, frame: &Frame) {
+            self.observed.push(frame.clone());
+        }
+        fn on_msg(&mut self, _sink: &mut Sink, _msg: ()) {}
+        fn begin_shutdown(&mut self, _sink: &mut Sink) {
+            self.shutdowns += 1;
+            self.open = false;
+        }
+        fn on_tick(&mut self, _sink: &mut Sink) {}
+        fn next_wakeup(&self) -> Option<Instant> {
+            None
+        }
+        fn open(&self) -> bool {
+            self.open
+        }
+        fn finished(&self) -> bool {
+            !self.open
+        }
+    }
+
+    fn runner(request_timeout: Option<Duration>) -> (Runner<FakeLink>, Receiver<Event>) {
+        let (tx, rx) = unbounded();
+        let recorder = Recorder::new(crate::wire::classify::Limits::default(), Instant::now());
+        let runner = Runner {
+            link: FakeLink {
+                open: true,
+                ..FakeLink::default()
+            },
+            sink: Sink::new(recorder, tx, None, 1 << 20),
+            options: SessionOptions {
+                request_timeout,
+                ..SessionOptions::default()
+            },
+            owner: Arc::new(OwnerFlags::default()),
+        };
+        (runner, rx)
+    }
+
+    fn send(r: &mut Runner<FakeLink>, line: &str, timeout: Option<Duration>) {
+        r.on_command(Command::Send {
+            line: line.as_bytes().to_vec(),
+            timeout,
+            headers: vec![("Mcp-Param-X".into(), "1".into())],
+        });
+    }
+
+    fn events(rx: &Receiver<Event>) -> Vec<Event> {
+        rx.try_iter().collect()
+    }
+
+    #[test]
+    fn what_the_owner_sends_is_recorded_first_then_handed_to_the_link_as_it_is() {
+        let (mut r, rx) = runner(None);
+        send(&mut r, r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#, None);
+        send(&mut r, r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#, None);
+        send(&mut r, "not json\nsecond line", None);
+        let frames: Vec<Frame> = events(&rx)
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        // Two lines on the wire for the raw body, each its own frame.
+        assert_eq!(frames.len(), 4);
+        assert!(frames.iter().all(|f| f.direction == Direction::Out));
+        let [request, response, raw] = &r.link.sent[..] else {
+            panic!("three sends")
+        };
+        assert_eq!(request.request_id, Some(RequestId::Number(7)));
+        assert_eq!(request.method.as_deref(), Some("tools/list"));
+        assert!(!request.is_response);
+        assert_eq!(request.headers, [("Mcp-Param-X".to_owned(), "1".to_owned())]);
+        assert!(response.is_response && response.request_id.is_none());
+        assert_eq!(raw.body, b"not json\nsecond line", "the bytes as given");
+        assert_eq!(raw.request_id, None);
+    }
+
+    #[test]
+    fn a_request_that_times_out_is_said_and_cancelled_only_while_the_link_is_open() {
+        let (mut r, rx) = runner(Some(Duration::from_millis(1)));
+        send(&mut r, r#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#, None);
+        std::thread::sleep(Duration::from_millis(5));
+        r.on_tick();
+        let evs = events(&rx);
+        assert!(
+            evs.iter()
+                .any(|e| matches!(e, Event::TimedOut { timed_out, .. } if timed_out.id == RequestId::Number(1)))
+        );
+        let cancel = r.link.sent.last().unwrap();
+        let text = String::from_utf8_lossy(&cancel.body);
+        assert!(
+            text.contains("notifications/cancelled") && text.contains("timed out"),
+            "{text}"
+        );
+        // Once the link is closing, a timeout is said but nothing more is sent.
+        r.link.open = false;
+        send(
+            &mut r,
+            r#"{"jsonrpc":"2.0","id":2,"method":"slow"}"#,
+            Some(Duration::from_millis(1)),
+        );
+        let sent = r.link.sent.len();
+        std::thread::sleep(Duration::from_millis(5));
+        r.on_tick();
+        assert_eq!(r.link.sent.len(), sent, "no cancel to a closing server");
+        assert!(events(&rx).iter().any(|e| matches!(e, Event::TimedOut { .. })));
+    }
+
+    #[test]
+    fn a_cancel_is_recorded_and_sent_with_its_reason() {
+        let (mut r, rx) = runner(None);
+        send(&mut r, r#"{"jsonrpc":"2.0","id":3,"method":"tools/call"}"#, None);
+        r.on_command(Command::Cancel {
+            id: RequestId::Number(3),
+            reason: Some("user".into()),
+        });
+        assert!(
+            events(&rx)
+                .iter()
+                .any(|e| matches!(e, Event::Cancelled { id, .. } if *id == RequestId::Number(3)))
+        );
+        let text = String::from_utf8_lossy(&r.link.sent.last().unwrap().body).into_owned();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["method"], "notifications/cancelled");
+        assert_eq!(v["params"], json!({"requestId": 3, "reason": "user"}));
+    }
+
+    #[test]
+    fn a_received_line_is_framed_observed_and_its_bytes_given_back_to_the_readers() {
+        let (mut r, rx) = runner(None);
+        let budget = r.sink.input_budget();
+        let line = RawLine {
+            bytes: br#"{"jsonrpc":"2.0","method":"notifications/message"}"#.to_vec(),
+            ending: LineEnding::Lf,
+        };
+        let held = line.bytes.len();
+        budget.acquire(held);
+        r.on_input(Input::Received {
+            line,
+            at: Instant::now(),
+        });
+        assert_eq!(r.link.observed.len(), 1);
+        assert!(matches!(&events(&rx)[..], [Event::Frame(f)] if f.direction == Direction::In));
+        assert_eq!(budget.held(), 0, "released once taken");
+    }
+
+    #[test]
+    fn the_owners_shutdown_and_refused_commands_are_noticed_on_the_next_pass() {
+        let (mut r, rx) = runner(None);
+        let (commands_tx, commands) = crossbeam_channel::bounded::<Command>(1);
+        let (_inputs_tx, inputs) = crossbeam_channel::bounded::<Input<()>>(1);
+        r.owner.refuse();
+        r.owner.refuse();
+        r.owner.request_shutdown();
+        // Whatever wakes the runner next (here a note) ends the pass in which
+        // the flags are read; the fake link is finished once shut down.
+        commands_tx.send(Command::Note { text: "wake".into() }).unwrap();
+        r.run(commands, inputs);
+        assert_eq!(r.link.shutdowns, 1);
+        let evs = events(&rx);
+        assert!(
+            evs.iter()
+                .any(|e| matches!(e, Event::Note { text, .. } if text.starts_with("2 command(s)"))),
+            "the refused commands are said"
+        );
+        assert!(matches!(evs.last(), Some(Event::Closed { .. })), "Closed comes last");
+    }
+}
