@@ -429,11 +429,7 @@ mod tests {
     impl Link for FakeLink {
         type Msg = ();
         fn split(&self, body: &[u8]) -> Vec<RawLine> {
-            let mut lines = Vec::new();
-            let mut splitter = LineSplitter::new();
-            splitter.push(body, |l| lines.push(l));
-            splitter.push(b"\n", |l| lines.push(l));
-            lines
+            LineSplitter::lines_of(body)
         }
         fn send(&mut self, _sink: &mut Sink, out: Outgoing) {
             self.sent.push(out);

@@ -229,11 +229,7 @@ impl Link for StdioLink {
     type Msg = StdioMsg;
 
     fn split(&self, body: &[u8]) -> Vec<RawLine> {
-        let mut lines = Vec::new();
-        let mut splitter = LineSplitter::new();
-        splitter.push(body, |l| lines.push(l));
-        splitter.push(b"\n", |l| lines.push(l));
-        lines
+        LineSplitter::lines_of(body)
     }
 
     fn send(&mut self, sink: &mut Sink, out: Outgoing) {

@@ -90,6 +90,16 @@ impl Default for LineSplitter {
 }
 
 impl LineSplitter {
+    /// The lines a whole body makes on a line-framed wire (its last line
+    /// ended as if a newline followed): what an owner's raw send becomes.
+    pub fn lines_of(body: &[u8]) -> Vec<RawLine> {
+        let mut lines = Vec::new();
+        let mut splitter = LineSplitter::new();
+        splitter.push(body, |l| lines.push(l));
+        splitter.push(b"\n", |l| lines.push(l));
+        lines
+    }
+
     /// A splitter with no cap on a line's length (for bytes already in memory).
     pub fn new() -> Self {
         Self::with_limit(usize::MAX)
