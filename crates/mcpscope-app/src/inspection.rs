@@ -56,7 +56,7 @@ enum Loaded {
 
 /// A capture read on a worker and applied a frame's budget at a time.
 struct CaptureLoad {
-    rx: crossbeam_channel::Receiver<Loaded>,
+    feed: crate::job::Feed<Loaded>,
     batch: std::vec::IntoIter<mcpscope_core::transport::event::Event>,
     total_bytes: u64,
     read_bytes: u64,
@@ -405,23 +405,22 @@ impl Inspection {
     /// they are read ([`Inspection::drain`] applies them), the UI never waits
     /// on the file. See [`Inspection::load_state`].
     pub fn open_capture_in_background(path: &Path, waker: Option<Waker>) -> Inspection {
-        let (tx, rx) = crossbeam_channel::bounded(4);
         let from = path.to_owned();
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-open".into())
-            .spawn(move || read_capture(&from, &tx, waker));
+        // Detached: closing the tab mid-read must not wait for the read.
+        let feed = crate::job::Feed::spawn_detached("open", 4, waker, move |feed| read_capture(&from, &feed));
+        let failed = feed.failed().map(|e| e.to_string());
         let mut i = Inspection::offline(SessionModel::new(Source::Capture {
             path: path.to_owned(),
             command_line: String::new(),
         }));
         i.capture_path = Some(path.to_owned());
         i.load = Some(CaptureLoad {
-            rx,
+            feed,
             batch: Vec::new().into_iter(),
             total_bytes: 0,
             read_bytes: 0,
             header_seen: false,
-            failed: spawned.err().map(|e| format!("cannot start the loading thread: {e}")),
+            failed,
         });
         i
     }
@@ -462,7 +461,7 @@ impl Inspection {
                 }
                 continue;
             }
-            match load.rx.try_recv() {
+            match load.feed.receiver().try_recv() {
                 Ok(Loaded::Header(h, total)) => {
                     load.header_seen = true;
                     load.total_bytes = total;
@@ -840,13 +839,8 @@ impl Inspection {
 /// The loading worker: reads a capture record by record and hands the
 /// events over in batches (the bounded channel keeps it a few batches ahead
 /// of the UI, so memory stays near the store's own).
-fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Option<Waker>) {
+fn read_capture(path: &Path, feed: &crate::job::Feeder<Loaded>) {
     use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
-    let wake = || {
-        if let Some(w) = &waker {
-            w();
-        }
-    };
     let opened = mcpscope_core::record::private_files::open_regular(path)
         .with_context(|| format!("cannot open capture {}", path.display()))
         .and_then(|f| {
@@ -858,15 +852,13 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
     let (mut reader, total) = match opened {
         Ok(r) => r,
         Err(e) => {
-            let _ = tx.send(Loaded::Failed(format!("{e:#}")));
-            wake();
+            feed.send(Loaded::Failed(format!("{e:#}")));
             return;
         }
     };
-    if tx.send(Loaded::Header(reader.header().clone(), total)).is_err() {
+    if !feed.send(Loaded::Header(reader.header().clone(), total)) {
         return;
     }
-    wake();
     let mut warnings = Vec::new();
     let mut batch = Vec::with_capacity(LOAD_BATCH);
     loop {
@@ -875,10 +867,9 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
                 batch.push(e);
                 if batch.len() == LOAD_BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(LOAD_BATCH));
-                    if tx.send(Loaded::Events(full, reader.offset())).is_err() {
+                    if !feed.send(Loaded::Events(full, reader.offset())) {
                         return;
                     }
-                    wake();
                 }
             }
             Ok(Some(Item::Warning(w))) => warnings.push(w),
@@ -886,21 +877,19 @@ fn read_capture(path: &Path, tx: &crossbeam_channel::Sender<Loaded>, waker: Opti
             Ok(Some(Item::Boundary(_, note))) => batch.push(note),
             Ok(None) => break,
             Err(e) => {
-                let _ = tx.send(Loaded::Failed(format!(
+                feed.send(Loaded::Failed(format!(
                     "cannot read capture {}: {ec}",
                     path.display(),
                     ec = mcpscope_core::text::ErrorChain(&e)
                 )));
-                wake();
                 return;
             }
         }
     }
-    if !batch.is_empty() && tx.send(Loaded::Events(batch, reader.offset())).is_err() {
+    if !batch.is_empty() && !feed.send(Loaded::Events(batch, reader.offset())) {
         return;
     }
-    let _ = tx.send(Loaded::Done(warnings));
-    wake();
+    feed.send(Loaded::Done(warnings));
 }
 
 /// Keeps the model's view of requests (watched ids, retries,

@@ -107,6 +107,8 @@ pub struct Feed<T> {
     thread: Option<std::thread::JoinHandle<()>>,
     /// Set when it could not start.
     failed: Option<JobFailed>,
+    /// Whether dropping the feed waits for its worker to end.
+    join_on_drop: bool,
 }
 
 /// The worker's end of a [`Feed`].
@@ -182,7 +184,22 @@ impl<T: Send + 'static> Feed<T> {
             stop,
             thread,
             failed,
+            join_on_drop: true,
         }
+    }
+
+    /// A feed whose drop only tells its worker to stop, for a worker that
+    /// may be in the middle of a slow read when the UI lets go of it (a
+    /// capture being loaded when its tab closes): the UI thread never waits.
+    pub fn spawn_detached(
+        name: &'static str,
+        capacity: usize,
+        wake: Option<Wake>,
+        work: impl FnOnce(Feeder<T>) + Send + 'static,
+    ) -> Feed<T> {
+        let mut feed = Feed::spawn(name, capacity, wake, work);
+        feed.join_on_drop = false;
+        feed
     }
 
     /// The next item, if one is waiting.
@@ -204,7 +221,9 @@ impl<T: Send + 'static> Feed<T> {
 impl<T> Drop for Feed<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
+        if let Some(t) = self.thread.take()
+            && self.join_on_drop
+        {
             let _ = t.join();
         }
     }
@@ -304,6 +323,23 @@ mod tests {
             ended.load(Ordering::SeqCst),
             "dropping the feed stopped and joined its worker"
         );
+    }
+
+    #[test]
+    fn a_detached_feed_does_not_wait_for_its_worker_but_stops_it() {
+        let (release_tx, release_rx) = bounded::<()>(1);
+        let (ended_tx, ended_rx) = bounded::<bool>(1);
+        let feed = Feed::spawn_detached("slow", 1, None, move |f: Feeder<u8>| {
+            // A slow read in progress when the feed is dropped.
+            let _ = release_rx.recv();
+            let _ = ended_tx.send(f.send(1));
+        });
+        let t = Instant::now();
+        drop(feed);
+        assert!(t.elapsed() < Duration::from_secs(1), "the drop waited for the worker");
+        release_tx.send(()).unwrap();
+        let sent = ended_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(!sent, "the worker is told to stop at its next send");
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! findings stay current as rows arrive at any session size, and a request
 //! still in flight is not reported as unanswered until the session is over.
 
+use crate::job::{Feed, Feeder};
 use crate::theme;
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Sender, unbounded};
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::lint::{self, Finding, LintOptions, Linter, Severity};
 use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
@@ -67,47 +68,52 @@ struct StepOutcome {
     took: Duration,
 }
 
-/// The worker thread: a linter and, for a capture, where it stopped reading.
+/// The worker: a linter and, for a capture, where it stopped reading. It
+/// takes one step at a time and feeds back its outcome.
 struct Worker {
+    /// Declared first: dropping it ends the worker's wait for a next step.
     steps: Sender<Step>,
-    outcomes: Receiver<StepOutcome>,
+    outcomes: Feed<StepOutcome>,
     seqs_are_rows: bool,
 }
 
-fn spawn_worker(options: LintOptions, seqs_are_rows: bool, waker: Arc<dyn Fn() + Send + Sync>) -> Option<Worker> {
+fn spawn_worker(
+    options: LintOptions,
+    seqs_are_rows: bool,
+    waker: Arc<dyn Fn() + Send + Sync>,
+) -> Result<Worker, crate::job::JobFailed> {
     let (steps, step_rx) = unbounded::<Step>();
-    let (out_tx, outcomes) = unbounded();
-    std::thread::Builder::new()
-        .name("mcpscope-lint".into())
-        .spawn(move || {
-            let mut linter = Linter::new(options);
-            let mut reader: Option<EventReader<BufReader<File>>> = None;
-            while let Ok(step) = step_rx.recv() {
-                let started = Instant::now();
-                let mut error = None;
-                match step.source {
-                    LintSource::Rows(events) => events.iter().for_each(|e| linter.push(e)),
-                    LintSource::Capture(path) => {
-                        if let Err(e) = read_new(&mut reader, &path, step.session_over, &mut linter) {
-                            error = Some(e);
-                        }
+    // Detached: a step over a large capture may be running when the panel lets go.
+    let outcomes = Feed::spawn_detached("lint", 2, Some(waker), move |feed: Feeder<StepOutcome>| {
+        let mut linter = Linter::new(options);
+        let mut reader: Option<EventReader<BufReader<File>>> = None;
+        while let Ok(step) = step_rx.recv() {
+            let started = Instant::now();
+            let mut error = None;
+            match step.source {
+                LintSource::Rows(events) => events.iter().for_each(|e| linter.push(e)),
+                LintSource::Capture(path) => {
+                    if let Err(e) = read_new(&mut reader, &path, step.session_over, &mut linter) {
+                        error = Some(crate::error_view::one_line(&e));
                     }
                 }
-                let outcome = StepOutcome {
-                    settled: linter.take_settled(),
-                    provisional: linter.provisional(step.session_over),
-                    error,
-                    lines: linter.lines_seen(),
-                    took: started.elapsed(),
-                };
-                if out_tx.send(outcome).is_err() {
-                    break;
-                }
-                waker();
             }
-        })
-        .ok()?;
-    Some(Worker {
+            let outcome = StepOutcome {
+                settled: linter.take_settled(),
+                provisional: linter.provisional(step.session_over),
+                error,
+                lines: linter.lines_seen(),
+                took: started.elapsed(),
+            };
+            if !feed.send(outcome) {
+                break;
+            }
+        }
+    });
+    if let Some(e) = outcomes.failed() {
+        return Err(e.clone());
+    }
+    Ok(Worker {
         steps,
         outcomes,
         seqs_are_rows,
@@ -117,19 +123,15 @@ fn spawn_worker(options: LintOptions, seqs_are_rows: bool, waker: Arc<dyn Fn() +
 /// Feeds the linter the records the capture gained since the last call.
 fn read_new(
     reader: &mut Option<EventReader<BufReader<File>>>,
-    path: &PathBuf,
+    path: &std::path::Path,
     session_over: bool,
     linter: &mut Linter,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
+    use mcpscope_core::record::capture::CaptureError;
     if reader.is_none() {
-        let file = File::open(path).map_err(|e| format!("cannot open capture {}: {e}", path.display()))?;
-        let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| {
-            format!(
-                "cannot read capture {}: {ec}",
-                path.display(),
-                ec = mcpscope_core::text::ErrorChain(&e)
-            )
-        })?;
+        // Only a regular file: a FIFO put in a capture's place must not block the worker.
+        let file = mcpscope_core::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+        let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
         *reader = Some(r);
     }
     let r = reader.as_mut().expect("opened above");
@@ -143,13 +145,7 @@ fn read_new(
             // Another session of the same capture: ids and the handshake start again.
             Ok(Some(Item::Boundary(..))) => linter.next_session(),
             Ok(None) => return Ok(()),
-            Err(e) => {
-                return Err(format!(
-                    "cannot read capture {}: {ec}",
-                    path.display(),
-                    ec = mcpscope_core::text::ErrorChain(&e)
-                ));
-            }
+            Err(e) => return Err(CaptureError::read(path)(e).into()),
         }
     }
 }
@@ -291,7 +287,7 @@ impl ExpertPanel {
         waker: &Arc<dyn Fn() + Send + Sync>,
     ) -> bool {
         if let Some(w) = &self.worker
-            && let Ok(outcome) = w.outcomes.try_recv()
+            && let Some(outcome) = w.outcomes.try_recv()
         {
             let seqs_are_rows = w.seqs_are_rows;
             self.in_flight = false;
@@ -328,10 +324,12 @@ impl ExpertPanel {
         }
         self.wakeup = None;
         if self.worker.is_none() {
-            self.worker = spawn_worker(self.options.clone(), capture.is_none(), Arc::clone(waker));
-            if self.worker.is_none() {
-                self.error = Some("cannot start the lint thread".into());
-                return false;
+            match spawn_worker(self.options.clone(), capture.is_none(), Arc::clone(waker)) {
+                Ok(w) => self.worker = Some(w),
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return false;
+                }
             }
         }
         let w = self.worker.as_ref().expect("started above");
@@ -641,6 +639,31 @@ mod tests {
             assert!(Instant::now() < deadline, "lint did not finish");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn a_fifo_in_the_captures_place_is_refused_not_waited_on() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("capture.jsonl");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let mut reader = None;
+            let mut linter = Linter::new(LintOptions::default());
+            let _ = tx.send(read_new(&mut reader, &path, false, &mut linter).map_err(|e| format!("{e:#}")));
+        });
+        let got = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("reading a FIFO blocked the lint worker");
+        let e = got.unwrap_err();
+        assert!(e.contains("FIFO") && e.contains("cannot open capture"), "{e}");
     }
 
     #[test]
