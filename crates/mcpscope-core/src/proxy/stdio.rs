@@ -294,24 +294,15 @@ impl Recording {
         self.end.get_or_insert_with(|| (cause, text.to_owned()));
     }
 
-    /// Notes the client's name from its `initialize` in the session record.
+    /// Notes the client's name (from its `initialize`, or a 2026 request's
+    /// `_meta`) in the session record.
     fn note_client(&mut self, frame: &crate::wire::frame::Frame) {
         let Some(live) = self.live.as_mut() else { return };
-        if live.record().client.is_some() || frame.class.method.as_deref() != Some("initialize") {
+        if live.record().client.is_some() {
             return;
         }
-        let Some(info) = frame.json().and_then(|v| v.pointer("/params/clientInfo").cloned()) else {
+        let Some(client) = ClientInfo::from_client_frame(frame) else {
             return;
-        };
-        let Some(name) = info.get("name").and_then(serde_json::Value::as_str) else {
-            return;
-        };
-        let client = ClientInfo {
-            name: name.to_owned(),
-            version: info
-                .get("version")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
         };
         if let Err(e) = live.set_client(client) {
             self.notes.push(format!("cannot update the session record: {e}"));

@@ -30,6 +30,33 @@ pub struct ClientInfo {
     pub version: Option<String>,
 }
 
+impl ClientInfo {
+    /// The client's name and version from a frame it sent: `params.clientInfo`
+    /// of its `initialize` (2025-11-25 and before), or the
+    /// `io.modelcontextprotocol/clientInfo` every 2026-07-28 request carries
+    /// in `_meta`. `None` for anything else, or one without a string name.
+    pub fn from_client_frame(frame: &crate::wire::frame::Frame) -> Option<ClientInfo> {
+        use crate::protocol::{era::META_CLIENT_INFO, methods};
+        if frame.class.kind != crate::wire::classify::Kind::Request {
+            return None;
+        }
+        let v = frame.json()?;
+        let params = v.get("params")?;
+        let info = if frame.class.method.as_deref() == Some(methods::INITIALIZE) {
+            params.get("clientInfo")
+        } else {
+            params.get("_meta").and_then(|m| m.get(META_CLIENT_INFO))
+        }?;
+        Some(ClientInfo {
+            name: info.get("name")?.as_str()?.to_owned(),
+            version: info
+                .get("version")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+}
+
 /// How a session ended, as the proxy saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -497,6 +524,51 @@ fn slug(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_client_is_named_by_its_initialize_or_by_a_2026_requests_meta() {
+        use crate::transport::recorder::Recorder;
+        use crate::wire::frame::Direction;
+        use crate::wire::framing::{LineEnding, RawLine};
+        let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());
+        let mut frame = |line: &str| {
+            let raw = RawLine {
+                bytes: line.as_bytes().to_vec(),
+                ending: LineEnding::Lf,
+            };
+            r.frame_at(Direction::Out, raw, std::time::Duration::ZERO, None)
+        };
+        let legacy = frame(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"claude-ai","version":"0.1"}}}"#,
+        );
+        assert_eq!(
+            ClientInfo::from_client_frame(&legacy),
+            Some(ClientInfo {
+                name: "claude-ai".into(),
+                version: Some("0.1".into())
+            })
+        );
+        let modern = frame(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"py"}}}}"#,
+        );
+        assert_eq!(
+            ClientInfo::from_client_frame(&modern),
+            Some(ClientInfo {
+                name: "py".into(),
+                version: None
+            })
+        );
+        for other in [
+            // clientInfo outside initialize, a name that is not a string, a notification, a response.
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"clientInfo":{"name":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"clientInfo":{"name":7}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"n"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"clientInfo":{"name":"r"}}}"#,
+            "not json",
+        ] {
+            assert_eq!(ClientInfo::from_client_frame(&frame(other)), None, "{other}");
+        }
+    }
+
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 

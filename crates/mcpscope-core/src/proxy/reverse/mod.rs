@@ -48,7 +48,6 @@ use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::frame::Direction;
 use crate::wire::framing::{LineEnding, RawLine};
-use serde_json::Value;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -168,19 +167,12 @@ impl Shared {
         let at = self.recorder.since_start(at);
         let frame = self.recorder.frame_at(direction, RawLine { bytes, ending }, at, None);
         if direction == Direction::Out
-            && frame.class.method.as_deref() == Some("initialize")
             && let Some(live) = self.live.as_mut()
             && live.record().client.is_none()
-            && let Some(info) = frame.json().and_then(|v| v.pointer("/params/clientInfo").cloned())
-            && let Some(name) = info.get("name").and_then(Value::as_str)
+            && let Some(client) = ClientInfo::from_client_frame(&frame)
+            && let Err(e) = live.set_client(client)
         {
-            let client = ClientInfo {
-                name: name.to_owned(),
-                version: info.get("version").and_then(Value::as_str).map(str::to_owned),
-            };
-            if let Err(e) = live.set_client(client) {
-                eprintln!("mcpscope proxy: cannot update the session record: {e}");
-            }
+            eprintln!("mcpscope proxy: cannot update the session record: {e}");
         }
         self.record(Event::Frame(frame));
     }

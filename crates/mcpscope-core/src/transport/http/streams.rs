@@ -107,6 +107,90 @@ pub(super) fn failed_now(info: HttpInfo, error: String) -> HttpMsg {
     }
 }
 
+impl SseOutcome {
+    /// What a resumed stream adds to what came before it: the latest event
+    /// id and retry the server gave (kept when the new stream gave none),
+    /// every event counted, the new stream's error.
+    fn then(self, next: SseOutcome) -> SseOutcome {
+        SseOutcome {
+            last_id: next.last_id.or(self.last_id),
+            retry: next.retry.or(self.retry),
+            events: self.events + next.events,
+            error: next.error,
+            answer: Answer::No,
+        }
+    }
+}
+
+/// Whether a stream that ended before the response to `id` can be resumed:
+/// the event id to resume from, or why not (no id was given, or
+/// `max_reconnects` are spent).
+fn resume_from(outcome: &SseOutcome, attempts: u32, max_reconnects: u32, id: &RequestId) -> Result<String, String> {
+    let Some(last) = outcome.last_id.clone() else {
+        let mut e = format!(
+            "the SSE stream ended after {} event(s) without the response to #{id}",
+            outcome.events
+        );
+        if let Some(err) = &outcome.error {
+            e.push_str(&format!(" ({err})"));
+        }
+        e.push_str(", and gave no event id to resume from");
+        return Err(e);
+    };
+    if attempts >= max_reconnects {
+        return Err(format!(
+            "gave up resuming the stream for #{id} after {attempts} reconnect(s)"
+        ));
+    }
+    Ok(last)
+}
+
+/// Where a standalone GET stream stands between its openings.
+#[derive(Debug, Default, PartialEq)]
+struct GetStreamState {
+    last_id: Option<String>,
+    retry: Option<u64>,
+    /// Openings in a row that delivered no event (a stream that delivers
+    /// starts the count again).
+    failures: u32,
+}
+
+impl GetStreamState {
+    /// Counts how an opening ended (`None`: it could not be opened);
+    /// false when the stream should be given up.
+    fn ended(&mut self, outcome: Option<SseOutcome>, max_reconnects: u32) -> bool {
+        match outcome {
+            Some(o) => {
+                if o.events > 0 {
+                    self.failures = 0;
+                }
+                self.failures += 1;
+                self.last_id = o.last_id.or(self.last_id.take());
+                self.retry = o.retry.or(self.retry);
+            }
+            None => self.failures += 1,
+        }
+        self.failures <= max_reconnects
+    }
+}
+
+/// What a GET stream's answer means: 405 is "no GET stream" (said once, not
+/// retried), anything but a 200 event stream a refusal.
+#[derive(Debug, PartialEq)]
+enum GetAnswer {
+    NoStream,
+    Refused,
+    Open,
+}
+
+fn judge_get_answer(status: u16, content_type: &str) -> GetAnswer {
+    match status {
+        405 => GetAnswer::NoStream,
+        200 if is_sse(content_type) => GetAnswer::Open,
+        _ => GetAnswer::Refused,
+    }
+}
+
 /// The response stream ended before the response: resume it with a GET and
 /// `Last-Event-ID` where the server gave event ids, else report it.
 pub(super) fn resume(
@@ -120,28 +204,13 @@ pub(super) fn resume(
 ) {
     let mut attempts = 0;
     loop {
-        let Some(last) = outcome.last_id.clone() else {
-            let mut e = format!(
-                "the SSE stream ended after {} event(s) without the response to #{id}",
-                outcome.events
-            );
-            if let Some(err) = &outcome.error {
-                e.push_str(&format!(" ({err})"));
+        let last = match resume_from(&outcome, attempts, ctx.target.max_reconnects, id) {
+            Ok(last) => last,
+            Err(why) => {
+                send(ctx, failed_now(base, why));
+                return;
             }
-            e.push_str(", and gave no event id to resume from");
-            send(ctx, failed_now(base, e));
-            return;
         };
-        if attempts >= ctx.target.max_reconnects {
-            send(
-                ctx,
-                failed_now(
-                    base,
-                    format!("gave up resuming the stream for #{id} after {attempts} reconnect(s)"),
-                ),
-            );
-            return;
-        }
         attempts += 1;
         let wait = retry_wait(ctx, outcome.retry);
         sse_note(
@@ -210,13 +279,7 @@ pub(super) fn resume(
                     }
                     Answer::No => {}
                 }
-                outcome = SseOutcome {
-                    last_id: next.last_id.or(outcome.last_id),
-                    retry: next.retry.or(outcome.retry),
-                    events: outcome.events + next.events,
-                    error: next.error,
-                    answer: Answer::No,
-                };
+                outcome = outcome.then(next);
             }
         }
         if ctx.closing.load(Ordering::SeqCst) {
@@ -229,9 +292,7 @@ pub(super) fn resume(
 /// reopened (with `Last-Event-ID` where the server gave ids) when it breaks.
 pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version: Option<String>) {
     let url = ctx.target.url.clone();
-    let mut last_id: Option<String> = None;
-    let mut retry: Option<u64> = None;
-    let mut failures = 0u32;
+    let mut state = GetStreamState::default();
     loop {
         if ctx.closing.load(Ordering::SeqCst) {
             return;
@@ -239,13 +300,13 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
         let mut headers = Headers::new(&ctx.target, "GET", &url);
         headers.add("Accept", "text/event-stream");
         headers.session(&session_id, &protocol_version);
-        if let Some(l) = &last_id {
+        if let Some(l) = &state.last_id {
             headers.add("Last-Event-ID", l);
         }
         let info = headers.info("GET", &url);
         // The first answer (open, refused or failed) releases the POST of
         // `notifications/initialized`, which waits for the stream to exist.
-        let first = last_id.is_none() && failures == 0;
+        let first = state == GetStreamState::default();
         let report = |info: HttpInfo| HttpMsg::Http {
             info,
             at: Instant::now(),
@@ -275,7 +336,8 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
                 let status = resp.status().as_u16();
                 let ct = content_type(&resp);
                 let received = relevant_headers(&resp);
-                if status == 405 {
+                let verdict = judge_get_answer(status, &ct);
+                if verdict == GetAnswer::NoStream {
                     send(
                         &ctx,
                         report(HttpInfo {
@@ -288,7 +350,7 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
                     );
                     return;
                 }
-                if status != 200 || !is_sse(&ct) {
+                if verdict == GetAnswer::Refused {
                     let mut bytes = Vec::new();
                     let _ = resp.into_body().into_reader().take(64 * 1024).read_to_end(&mut bytes);
                     send(
@@ -305,7 +367,7 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
                     );
                     return;
                 }
-                let text = match &last_id {
+                let text = match &state.last_id {
                     Some(l) => format!("GET stream reopened after event {l}"),
                     None => "GET stream open for server-initiated messages".into(),
                 };
@@ -325,28 +387,18 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
         if ctx.closing.load(Ordering::SeqCst) {
             return;
         }
-        match outcome {
-            Some(o) => {
-                if o.events > 0 {
-                    failures = 0;
-                }
-                failures += 1;
-                last_id = o.last_id.or(last_id);
-                retry = o.retry.or(retry);
-            }
-            None => failures += 1,
-        }
-        if failures > ctx.target.max_reconnects {
+        if !state.ended(outcome, ctx.target.max_reconnects) {
             sse_note(
                 &ctx,
                 &url,
-                format!("gave up on the GET stream after {} attempt(s)", failures),
+                format!("gave up on the GET stream after {} attempt(s)", state.failures),
                 None,
             );
             return;
         }
-        let wait = retry_wait(&ctx, retry);
-        let with = last_id
+        let wait = retry_wait(&ctx, state.retry);
+        let with = state
+            .last_id
             .as_ref()
             .map(|l| format!(" with Last-Event-ID: {l}"))
             .unwrap_or_default();
@@ -527,4 +579,89 @@ pub(super) fn delete(ctx: Ctx, session_id: String, protocol_version: Option<Stri
     };
     http(&ctx, info);
     send(&ctx, HttpMsg::DeleteDone);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(last_id: Option<&str>, retry: Option<u64>, events: usize, error: Option<&str>) -> SseOutcome {
+        SseOutcome {
+            answer: Answer::No,
+            last_id: last_id.map(str::to_owned),
+            retry,
+            events,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_broken_response_stream_is_resumed_from_its_last_event_id_until_the_reconnects_are_spent() {
+        let id = RequestId::Number(4);
+        assert_eq!(
+            resume_from(&outcome(Some("e7"), None, 3, None), 0, 2, &id),
+            Ok("e7".into())
+        );
+        assert_eq!(
+            resume_from(&outcome(Some("e7"), None, 3, None), 1, 2, &id),
+            Ok("e7".into())
+        );
+        let spent = resume_from(&outcome(Some("e7"), None, 3, None), 2, 2, &id).unwrap_err();
+        assert_eq!(spent, "gave up resuming the stream for #4 after 2 reconnect(s)");
+        // No id to resume from: the response is lost, and the reason says why.
+        let e = resume_from(&outcome(None, None, 3, Some("connection reset")), 0, 2, &id).unwrap_err();
+        assert_eq!(
+            e,
+            "the SSE stream ended after 3 event(s) without the response to #4 (connection reset), \
+             and gave no event id to resume from"
+        );
+    }
+
+    #[test]
+    fn a_resumed_stream_keeps_the_last_id_and_retry_it_was_given() {
+        let first = outcome(Some("e1"), Some(500), 2, Some("reset"));
+        let merged = first.then(outcome(None, None, 0, None));
+        assert_eq!(
+            (merged.last_id.as_deref(), merged.retry, merged.events),
+            (Some("e1"), Some(500), 2)
+        );
+        assert_eq!(merged.error, None, "the newest stream's error, not an old one");
+        let merged = merged.then(outcome(Some("e9"), Some(50), 4, Some("eof")));
+        assert_eq!(
+            (merged.last_id.as_deref(), merged.retry, merged.events),
+            (Some("e9"), Some(50), 6)
+        );
+        assert_eq!(merged.error.as_deref(), Some("eof"));
+    }
+
+    #[test]
+    fn the_get_stream_gives_up_after_openings_that_deliver_nothing_not_after_ones_that_do() {
+        let mut s = GetStreamState::default();
+        // A stream that delivers may break any number of times.
+        for _ in 0..10 {
+            assert!(s.ended(Some(outcome(Some("e"), None, 5, None)), 2));
+        }
+        assert_eq!(s.failures, 1);
+        // Openings that deliver nothing (or fail to open) count up to the limit.
+        assert!(s.ended(None, 2));
+        assert!(!s.ended(Some(outcome(None, Some(100), 0, None)), 2));
+        assert_eq!(
+            s.last_id.as_deref(),
+            Some("e"),
+            "an empty stream keeps the id to resume from"
+        );
+        assert_eq!(s.retry, Some(100));
+    }
+
+    #[test]
+    fn a_get_stream_answer_is_open_refused_or_absent() {
+        assert_eq!(judge_get_answer(200, "text/event-stream"), GetAnswer::Open);
+        assert_eq!(
+            judge_get_answer(200, "text/event-stream; charset=utf-8"),
+            GetAnswer::Open
+        );
+        assert_eq!(judge_get_answer(405, "text/plain"), GetAnswer::NoStream);
+        assert_eq!(judge_get_answer(200, "application/json"), GetAnswer::Refused);
+        assert_eq!(judge_get_answer(401, "text/event-stream"), GetAnswer::Refused);
+    }
 }
