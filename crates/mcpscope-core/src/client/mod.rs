@@ -107,6 +107,87 @@ impl std::error::Error for ClientError {}
 /// How many pages [`Client::list_all`] follows.
 pub const MAX_LIST_PAGES: usize = 100;
 
+/// A list read page by page: the items so far, and what to ask for next.
+#[derive(Default)]
+struct ListPages {
+    items: Vec<Value>,
+    pages: usize,
+}
+
+impl ListPages {
+    /// Keeps a page's `key` items; the params of the next page's request,
+    /// or `None` when the list is complete (no `nextCursor`) or
+    /// [`MAX_LIST_PAGES`] were read.
+    fn take(&mut self, result: &Value, key: &str) -> Option<Value> {
+        self.pages += 1;
+        if let Some(page) = result.get(key).and_then(Value::as_array) {
+            self.items.extend(page.iter().cloned());
+        }
+        let cursor = result.get("nextCursor").and_then(Value::as_str)?;
+        (self.pages < MAX_LIST_PAGES).then(|| serde_json::json!({ "cursor": cursor }))
+    }
+}
+
+/// How a session ended, as far as a failed request's error needs to know.
+struct SessionFate<'a> {
+    spawn_error: Option<&'a SpawnError>,
+    exited: Option<ExitInfo>,
+    /// Why signing in failed, when it did.
+    auth_error: Option<&'a crate::protocol::auth::AuthError>,
+}
+
+/// What a request that got no answer tells the caller: a timeout, a
+/// refused sign-in, a failed write or HTTP exchange, an answer too long to
+/// hold, or the session's own end (the server did not start, exited, or the
+/// session closed).
+fn client_error(method: &str, failure: &Failure, timeout: Option<Duration>, fate: &SessionFate) -> ClientError {
+    let method = method.to_owned();
+    match failure {
+        Failure::TimedOut { after } => ClientError::TimedOut {
+            method,
+            after: after.or(timeout).unwrap_or_default(),
+        },
+        Failure::NotDelivered {
+            cause: Undelivered::Authorization,
+            ..
+        } if let Some(error) = &fate.auth_error => ClientError::Authorization {
+            method,
+            error: (*error).clone(),
+        },
+        Failure::NotDelivered {
+            why,
+            cause: Undelivered::Authorization,
+        } => ClientError::Http {
+            method,
+            error: format!("authorization failed: {why}"),
+        },
+        Failure::NotDelivered {
+            why,
+            cause: Undelivered::Http,
+        } => ClientError::Http {
+            method,
+            error: why.clone(),
+        },
+        Failure::NotDelivered {
+            why,
+            cause: Undelivered::Write,
+        } => ClientError::WriteFailed {
+            method,
+            error: why.clone(),
+        },
+        Failure::TooLong { bytes, cap } => ClientError::TooLong {
+            method,
+            bytes: *bytes,
+            cap: *cap,
+        },
+        Failure::ServerGone(_) | Failure::Cancelled | Failure::Stopped(_) => match (fate.spawn_error, fate.exited) {
+            (Some(e), _) => ClientError::SpawnFailed(e.clone()),
+            (None, Some(status)) => ClientError::ServerExited { method, status },
+            _ => ClientError::Closed { method },
+        },
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Response {
     pub frame: Frame,
@@ -452,53 +533,16 @@ impl Client {
 
     /// The error a request that got no answer turns into.
     fn failure_error(&self, method: &str, failure: &Failure, timeout: Option<Duration>) -> ClientError {
-        let method = method.to_owned();
-        match failure {
-            Failure::TimedOut { after } => ClientError::TimedOut {
-                method,
-                after: after.or(timeout).unwrap_or_default(),
+        client_error(
+            method,
+            failure,
+            timeout,
+            &SessionFate {
+                spawn_error: self.spawn_error.as_ref(),
+                exited: self.exited,
+                auth_error: self.auth_error.as_ref(),
             },
-            Failure::NotDelivered {
-                cause: Undelivered::Authorization,
-                ..
-            } if let Some(error) = &self.auth_error => ClientError::Authorization {
-                method,
-                error: error.clone(),
-            },
-            Failure::NotDelivered {
-                why,
-                cause: Undelivered::Authorization,
-            } => ClientError::Http {
-                method,
-                error: format!("authorization failed: {why}"),
-            },
-            Failure::NotDelivered {
-                why,
-                cause: Undelivered::Http,
-            } => ClientError::Http {
-                method,
-                error: why.clone(),
-            },
-            Failure::NotDelivered {
-                why,
-                cause: Undelivered::Write,
-            } => ClientError::WriteFailed {
-                method,
-                error: why.clone(),
-            },
-            Failure::TooLong { bytes, cap } => ClientError::TooLong {
-                method,
-                bytes: *bytes,
-                cap: *cap,
-            },
-            Failure::ServerGone(_) | Failure::Cancelled | Failure::Stopped(_) => {
-                match (&self.spawn_error, self.exited) {
-                    (Some(e), _) => ClientError::SpawnFailed(e.clone()),
-                    (None, Some(status)) => ClientError::ServerExited { method, status },
-                    _ => ClientError::Closed { method },
-                }
-            }
-        }
+        )
     }
 
     fn run(&mut self, method: &str, params: Option<Value>, opts: RequestOptions) -> (Completion, Option<Frame>) {
@@ -543,23 +587,18 @@ impl Client {
         key: &str,
         timeout: Duration,
     ) -> Result<Result<Vec<Value>, ErrorObject>, ClientError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let result = match self.request(method, params, timeout)?.outcome {
+        let mut pages = ListPages::default();
+        let mut params = None;
+        loop {
+            let result = match self.request(method, params.take(), timeout)?.outcome {
                 Ok(result) => result,
                 Err(e) => return Ok(Err(e)),
             };
-            if let Some(page) = result.get(key).and_then(Value::as_array) {
-                items.extend(page.iter().cloned());
-            }
-            cursor = result.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-            if cursor.is_none() {
-                break;
+            match pages.take(&result, key) {
+                Some(next) => params = Some(next),
+                None => return Ok(Ok(pages.items)),
             }
         }
-        Ok(Ok(items))
     }
 
     /// Sends a request exactly as given (no envelope) and waits for its response.
@@ -809,4 +848,104 @@ fn line_id(line: &[u8]) -> Option<RequestId> {
     serde_json::from_slice::<Value>(line)
         .ok()
         .and_then(|v| v.get("id").and_then(RequestId::from_json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_list_is_read_page_by_page_and_no_further_than_the_page_limit() {
+        let mut pages = ListPages::default();
+        let next = pages.take(&json!({"tools": [{"name": "a"}], "nextCursor": "c2"}), "tools");
+        assert_eq!(next, Some(json!({"cursor": "c2"})));
+        // A page without the key adds nothing; one without a cursor ends the list.
+        assert_eq!(
+            pages.take(&json!({"nextCursor": "c3"}), "tools"),
+            Some(json!({"cursor": "c3"}))
+        );
+        assert_eq!(pages.take(&json!({"tools": [{"name": "b"}]}), "tools"), None);
+        assert_eq!(pages.items, [json!({"name": "a"}), json!({"name": "b"})]);
+        // A server that hands out cursors forever is read MAX_LIST_PAGES times.
+        let mut endless = ListPages::default();
+        let mut requests = 1;
+        while endless
+            .take(&json!({"tools": [1], "nextCursor": "again"}), "tools")
+            .is_some()
+        {
+            requests += 1;
+        }
+        assert_eq!(requests, MAX_LIST_PAGES);
+        assert_eq!(endless.items.len(), MAX_LIST_PAGES);
+    }
+
+    #[test]
+    fn a_failed_request_says_what_ended_it() {
+        let alive = SessionFate {
+            spawn_error: None,
+            exited: None,
+            auth_error: None,
+        };
+        let timeout = Some(Duration::from_secs(3));
+        let e = client_error("tools/list", &Failure::TimedOut { after: None }, timeout, &alive);
+        assert!(matches!(e, ClientError::TimedOut { after, .. } if after == Duration::from_secs(3)));
+        let write = Failure::NotDelivered {
+            why: "broken pipe".into(),
+            cause: Undelivered::Write,
+        };
+        assert!(matches!(
+            client_error("x", &write, None, &alive),
+            ClientError::WriteFailed { .. }
+        ));
+        // A sign-in that failed is said as such when its reason is known.
+        let auth = Failure::NotDelivered {
+            why: "401".into(),
+            cause: Undelivered::Authorization,
+        };
+        assert!(
+            matches!(client_error("x", &auth, None, &alive), ClientError::Http { error, .. } if error == "authorization failed: 401")
+        );
+        let refused = crate::protocol::auth::AuthError::NoAuthorizationServer {
+            metadata_url: "http://m".into(),
+        };
+        let signed_out = SessionFate {
+            auth_error: Some(&refused),
+            ..alive
+        };
+        assert!(matches!(
+            client_error("x", &auth, None, &signed_out),
+            ClientError::Authorization { .. }
+        ));
+        // The session's end: a server that never started, one that exited, or a closed session.
+        let gone = Failure::ServerGone("eof".into());
+        assert!(matches!(
+            client_error("x", &gone, None, &alive),
+            ClientError::Closed { .. }
+        ));
+        let exited = SessionFate {
+            exited: Some(ExitInfo {
+                code: Some(1),
+                signal: None,
+            }),
+            ..alive
+        };
+        assert!(matches!(
+            client_error("x", &gone, None, &exited),
+            ClientError::ServerExited { .. }
+        ));
+        let spawn = SpawnError {
+            program: "nope".into(),
+            resolved: None,
+            message: "not found".into(),
+        };
+        let never = SessionFate {
+            spawn_error: Some(&spawn),
+            ..exited
+        };
+        assert!(matches!(
+            client_error("x", &Failure::Cancelled, None, &never),
+            ClientError::SpawnFailed(_)
+        ));
+    }
 }

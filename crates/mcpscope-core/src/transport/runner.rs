@@ -198,6 +198,14 @@ impl OwnerFlags {
     fn take_refused(&self) -> u64 {
         self.refused.swap(0, Ordering::Relaxed)
     }
+
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> (u64, bool) {
+        (
+            self.refused.load(Ordering::Relaxed),
+            self.shutdown.load(Ordering::SeqCst),
+        )
+    }
 }
 
 /// Runs a session until the link is finished, then emits `Closed`.

@@ -313,3 +313,84 @@ impl Drop for Session {
         self.close_with(drop);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The owner's handle without a session thread: what it hands over, and
+    //! what it does when the thread is not keeping up.
+    use super::*;
+    use serde_json::json;
+
+    fn session(capacity: usize, timeout: Option<Duration>) -> (Session, Receiver<Command>) {
+        let (cmd_tx, cmd_rx) = bounded(capacity);
+        let (_ev_tx, ev_rx) = bounded(1);
+        let s = Session {
+            commands: Some(cmd_tx),
+            events: ev_rx,
+            next_id: AtomicI64::new(1),
+            default_timeout: timeout,
+            owner: Arc::new(OwnerFlags::default()),
+            thread: None,
+        };
+        (s, cmd_rx)
+    }
+
+    fn sent(rx: &Receiver<Command>) -> (Value, Option<Duration>) {
+        match rx.try_recv() {
+            Ok(Command::Send { line, timeout, .. }) => (serde_json::from_slice(&line).unwrap(), timeout),
+            _ => panic!("a Send was expected"),
+        }
+    }
+
+    #[test]
+    fn requests_get_fresh_ids_and_the_default_timeout_answers_carry_theirs() {
+        let (s, rx) = session(8, Some(Duration::from_secs(5)));
+        assert_eq!(s.request("tools/list", None), RequestId::Number(1));
+        assert_eq!(s.request("ping", None), RequestId::Number(2));
+        let (first, timeout) = sent(&rx);
+        assert_eq!(first, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        assert_eq!(timeout, Some(Duration::from_secs(5)));
+        sent(&rx);
+        // A chosen id and no timeout, as the driver asks.
+        let id = s.request_with(Some(RequestId::String("a".into())), "x", Some(json!({})), None);
+        assert_eq!(id, RequestId::String("a".into()));
+        assert_eq!(sent(&rx).1, None);
+        s.respond(RequestId::Number(9), Ok(json!({})));
+        assert_eq!(sent(&rx), (json!({"jsonrpc": "2.0", "id": 9, "result": {}}), None));
+        s.respond(RequestId::Number(10), Err(ErrorObject::new(-32601, "no")));
+        let (error, _) = sent(&rx);
+        assert_eq!(error["error"]["code"], -32601);
+        assert_eq!(error["id"], 10);
+    }
+
+    #[test]
+    fn a_full_command_channel_refuses_without_blocking_but_never_loses_a_shutdown() {
+        let (s, rx) = session(1, None);
+        s.note("fills the channel");
+        s.notify("notifications/x", None);
+        s.cancel(RequestId::Number(1), None);
+        assert_eq!(
+            s.owner.state(),
+            (2, false),
+            "two refused, counted for the runner to say"
+        );
+        s.shutdown();
+        assert_eq!(
+            s.owner.state(),
+            (3, true),
+            "the shutdown command was refused too, its flag was not"
+        );
+        assert!(matches!(rx.try_recv(), Ok(Command::Note { .. })));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_closed_session_takes_commands_quietly() {
+        let (mut s, rx) = session(4, None);
+        drop(rx);
+        s.request("ping", None);
+        assert_eq!(s.owner.state(), (0, false), "nobody to act on it: not a refusal");
+        s.close();
+        s.note("after close");
+    }
+}
