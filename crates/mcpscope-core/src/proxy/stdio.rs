@@ -288,6 +288,72 @@ struct Recording {
     end: Option<(EndCause, String)>,
 }
 
+/// What the proxy does about a pipe event: what ended the session (the
+/// first one said is kept), a note for the timeline, whether to begin
+/// shutting the server down.
+#[derive(Debug, Default, PartialEq)]
+struct Reaction {
+    ends: Option<(EndCause, &'static str)>,
+    note: Option<String>,
+    shut: bool,
+}
+
+/// A pipe reached its end (`client_closed`: the client's stdin already had).
+fn pipe_closed(stream: Stream, client_closed: bool) -> Reaction {
+    match stream {
+        Stream::ClientToServer if !client_closed => Reaction {
+            ends: Some((EndCause::ClientClosed, "the client closed its stdin")),
+            note: Some("the client closed its stdin; closed the server's stdin".into()),
+            shut: true,
+        },
+        Stream::ServerToClient => Reaction {
+            ends: Some((EndCause::ServerExited, "the server closed its stdout")),
+            ..Reaction::default()
+        },
+        _ => Reaction::default(),
+    }
+}
+
+/// A pipe could not be written: only the client not reading the server's
+/// output ends the session (as if it had closed); the others are noted.
+fn undeliverable(stream: Stream, error: &str) -> Reaction {
+    match stream {
+        Stream::ServerToClient => Reaction {
+            ends: Some((EndCause::ClientStoppedReading, "the client stopped reading")),
+            note: Some(format!(
+                "the client stopped reading its stdin ({error}): the server's output from here on is \
+                 recorded but not delivered; closed the server's stdin"
+            )),
+            shut: true,
+        },
+        Stream::ClientToServer => Reaction {
+            note: Some(format!(
+                "the server stopped reading its stdin ({error}): the client's messages from here on are \
+                 recorded but not delivered"
+            )),
+            ..Reaction::default()
+        },
+        Stream::ServerStderr => Reaction {
+            note: Some(format!(
+                "the client's stderr cannot be written ({error}): the server's stderr is still recorded"
+            )),
+            ..Reaction::default()
+        },
+    }
+}
+
+/// How the session record says the session ended: what ended it first
+/// (or "the proxy ended") and the server's exit status.
+fn end_of_session(end: Option<(EndCause, String)>, status: Option<ExitInfo>) -> (EndCause, String) {
+    let (cause, mut text) = end.unwrap_or((EndCause::Other, "the proxy ended".to_owned()));
+    match status {
+        Some(s) if text == "the server exited" => text = format!("the server {s}"),
+        Some(s) => text.push_str(&format!("; the server {s}")),
+        None => {}
+    }
+    (cause, text)
+}
+
 impl Recording {
     /// Remembers the first thing that ended the session.
     fn ended(&mut self, cause: EndCause, text: &str) {
@@ -312,15 +378,7 @@ impl Recording {
     /// Marks the session record ended, saying how.
     fn finish_session(&mut self, status: Option<ExitInfo>) {
         let Some(live) = self.live.as_mut() else { return };
-        let (cause, mut text) = self
-            .end
-            .clone()
-            .unwrap_or((EndCause::Other, "the proxy ended".to_owned()));
-        match status {
-            Some(s) if text == "the server exited" => text = format!("the server {s}"),
-            Some(s) => text.push_str(&format!("; the server {s}")),
-            None => {}
-        }
+        let (cause, text) = end_of_session(self.end.clone(), status);
         if let Err(e) = live.finish(cause, text, status) {
             self.notes.push(format!("cannot update the session record: {e}"));
         }
@@ -418,40 +476,15 @@ impl Recording {
                 Msg::Chunk(stream, bytes, at) => self.on_chunk(stream, &bytes, at),
                 Msg::Eof(stream) => {
                     self.on_eof(stream);
+                    let r = pipe_closed(stream, client_closed);
                     match stream {
-                        Stream::ClientToServer if !client_closed => {
-                            client_closed = true;
-                            self.ended(EndCause::ClientClosed, "the client closed its stdin");
-                            self.note("the client closed its stdin; closed the server's stdin".into());
-                            self.shut(&mut shutdown, tree);
-                        }
-                        Stream::ServerToClient => {
-                            server_out_closed = true;
-                            self.ended(EndCause::ServerExited, "the server closed its stdout");
-                        }
+                        Stream::ClientToServer => client_closed = true,
+                        Stream::ServerToClient => server_out_closed = true,
                         Stream::ServerStderr => server_err_closed = true,
-                        _ => {}
                     }
+                    self.react(r, &mut shutdown, tree);
                 }
-                Msg::Undeliverable(stream, error) => match stream {
-                    Stream::ServerToClient => {
-                        // The client no longer reads what the server says: it is
-                        // gone, or broken. End the session as if it had closed.
-                        self.ended(EndCause::ClientStoppedReading, "the client stopped reading");
-                        self.note(format!(
-                            "the client stopped reading its stdin ({error}): the server's output from here on is \
-                             recorded but not delivered; closed the server's stdin"
-                        ));
-                        self.shut(&mut shutdown, tree);
-                    }
-                    Stream::ClientToServer => self.note(format!(
-                        "the server stopped reading its stdin ({error}): the client's messages from here on are \
-                         recorded but not delivered"
-                    )),
-                    Stream::ServerStderr => self.note(format!(
-                        "the client's stderr cannot be written ({error}): the server's stderr is still recorded"
-                    )),
-                },
+                Msg::Undeliverable(stream, error) => self.react(undeliverable(stream, &error), &mut shutdown, tree),
                 Msg::Exited(status, at) => {
                     exited = Some(status);
                     self.ended(EndCause::ServerExited, "the server exited");
@@ -483,6 +516,18 @@ impl Recording {
         exited
     }
 
+    fn react(&mut self, r: Reaction, shutdown: &mut Shutdown, tree: &ServerTree) {
+        if let Some((cause, text)) = r.ends {
+            self.ended(cause, text);
+        }
+        if let Some(n) = r.note {
+            self.note(n);
+        }
+        if r.shut {
+            self.shut(shutdown, tree);
+        }
+    }
+
     /// Starts the shutdown sequence (once).
     fn shut(&mut self, shutdown: &mut Shutdown, tree: &ServerTree) {
         if let Some(step) = shutdown.begin(Instant::now()) {
@@ -509,5 +554,58 @@ impl Recording {
 
     fn close_stdin(&mut self) {
         self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_closing_or_not_reading_ends_the_session_and_shuts_the_server() {
+        let closed = pipe_closed(Stream::ClientToServer, false);
+        assert_eq!(
+            closed.ends,
+            Some((EndCause::ClientClosed, "the client closed its stdin"))
+        );
+        assert!(closed.shut);
+        assert_eq!(
+            pipe_closed(Stream::ClientToServer, true),
+            Reaction::default(),
+            "said once"
+        );
+        let gone = undeliverable(Stream::ServerToClient, "Broken pipe");
+        assert_eq!(gone.ends.map(|e| e.0), Some(EndCause::ClientStoppedReading));
+        assert!(gone.shut && gone.note.unwrap().contains("(Broken pipe)"));
+    }
+
+    #[test]
+    fn the_servers_side_closing_is_recorded_without_shutting_anything() {
+        let out = pipe_closed(Stream::ServerToClient, false);
+        assert_eq!(out.ends.map(|e| e.0), Some(EndCause::ServerExited));
+        assert!(!out.shut && out.note.is_none());
+        assert_eq!(pipe_closed(Stream::ServerStderr, false), Reaction::default());
+        for stream in [Stream::ClientToServer, Stream::ServerStderr] {
+            let r = undeliverable(stream, "EPIPE");
+            assert!(r.ends.is_none() && !r.shut && r.note.is_some_and(|n| n.contains("EPIPE")));
+        }
+    }
+
+    #[test]
+    fn the_record_says_what_ended_the_session_with_the_servers_status() {
+        let status = ExitInfo {
+            code: Some(2),
+            signal: None,
+        };
+        let (cause, text) = end_of_session(Some((EndCause::ServerExited, "the server exited".into())), Some(status));
+        assert_eq!(cause, EndCause::ServerExited);
+        assert_eq!(text, format!("the server {status}"));
+        let (cause, text) = end_of_session(
+            Some((EndCause::ClientClosed, "the client closed its stdin".into())),
+            Some(status),
+        );
+        assert_eq!(cause, EndCause::ClientClosed);
+        assert_eq!(text, format!("the client closed its stdin; the server {status}"));
+        assert_eq!(end_of_session(None, None), (EndCause::Other, "the proxy ended".into()));
     }
 }

@@ -167,7 +167,19 @@ pub(crate) fn run(
         ("mcpscope-wait", Box::new(waiter)),
     ];
     for (name, f) in threads {
-        runner::spawn_named(name, f).expect("spawning a session I/O thread");
+        if let Err(e) = runner::spawn_named(name, f) {
+            // Without its I/O threads the session cannot run (the system is
+            // out of threads or memory): end the server now and say why,
+            // rather than leave the owner waiting on a session that panicked.
+            tree.signal(libc::SIGKILL);
+            sink.note(format!(
+                "mcpscope could not start the session's {name} thread ({e}): the server was stopped"
+            ));
+            let at = sink.recorder.now();
+            sink.emit(Event::Closed { at });
+            sink.flush_and_wake();
+            return;
+        }
     }
 
     let link = StdioLink {
@@ -223,6 +235,29 @@ impl StdioLink {
         }
         self.pipes_deadline = Some(Instant::now() + self.term_grace + Duration::from_secs(1));
     }
+}
+
+/// What decides that a stdio session is over.
+struct Ending<'a> {
+    leader_exited: bool,
+    pipes_open: bool,
+    /// The shutdown sequence is between its steps (stdin closed, SIGTERM sent).
+    shutting_down: bool,
+    pipes_deadline_passed: bool,
+    /// SIGKILL was sent and had its time.
+    gave_up: bool,
+    group_running: &'a dyn Fn() -> bool,
+}
+
+/// The session is over once the server exited, its pipes are done (closed
+/// with no shutdown step pending, or past their deadline: pipes held by a
+/// process that escaped the group must not keep the session open), and its
+/// group is gone too: mcpscope must not exit while what the server left
+/// behind still runs, unless SIGKILL has had its time (the watchdog then
+/// ends the rest).
+fn session_over(e: &Ending) -> bool {
+    let pipes_done = (!e.pipes_open && !e.shutting_down) || e.pipes_deadline_passed;
+    e.leader_exited && pipes_done && (e.gave_up || !(e.group_running)())
 }
 
 impl Link for StdioLink {
@@ -323,14 +358,15 @@ impl Link for StdioLink {
     }
 
     fn finished(&self) -> bool {
-        let pipes_done = (!self.stdout_open && !self.stderr_open && !self.shutdown.running())
-            // Pipes held by a process that escaped the group must not keep us here.
-            || self.pipes_deadline.is_some_and(|d| Instant::now() >= d);
-        // Nor may the group end after we do: mcpscope would exit while the
-        // watchdog ends what the server left behind, and whoever waits for
-        // mcpscope would find both still there. Only once SIGKILL has had
-        // its time is the rest left to the watchdog.
-        self.exited && pipes_done && (self.shutdown.gave_up() || !self.tree.running())
+        session_over(&Ending {
+            leader_exited: self.exited,
+            pipes_open: self.stdout_open || self.stderr_open,
+            shutting_down: self.shutdown.running(),
+            pipes_deadline_passed: self.pipes_deadline.is_some_and(|d| Instant::now() >= d),
+            gave_up: self.shutdown.gave_up(),
+            // Asked last: it looks at the process table.
+            group_running: &|| self.tree.running(),
+        })
     }
 
     fn finish(&mut self, sink: &mut Sink) {
@@ -352,6 +388,7 @@ impl Link for StdioLink {
 
 #[cfg(test)]
 mod tests {
+    use super::{Ending, session_over};
     use crate::transport::event::Event;
     use crate::transport::process::{self, ServerSpec};
     use crate::transport::session::{Session, SessionOptions};
@@ -394,6 +431,58 @@ mod tests {
     /// The session thread sleeps while it waits: for the owner after the
     /// server exited by itself, and for what the server left behind to die
     /// (all the session's I/O threads are over then).
+    #[test]
+    fn a_stdio_session_is_over_when_the_server_its_pipes_and_its_group_are() {
+        let alive = || true;
+        let gone = || false;
+        let base = Ending {
+            leader_exited: true,
+            pipes_open: false,
+            shutting_down: false,
+            pipes_deadline_passed: false,
+            gave_up: false,
+            group_running: &gone,
+        };
+        assert!(session_over(&base));
+        assert!(
+            !session_over(&Ending {
+                leader_exited: false,
+                ..base
+            }),
+            "the server still runs"
+        );
+        assert!(
+            !session_over(&Ending {
+                pipes_open: true,
+                ..base
+            }),
+            "output still coming"
+        );
+        assert!(
+            !session_over(&Ending {
+                shutting_down: true,
+                ..base
+            }),
+            "a shutdown step is pending"
+        );
+        // A pipe held open by an escaped process stops counting at its deadline.
+        assert!(session_over(&Ending {
+            pipes_open: true,
+            pipes_deadline_passed: true,
+            ..base
+        }));
+        // What the server left behind keeps the session open until SIGKILL had its time.
+        assert!(!session_over(&Ending {
+            group_running: &alive,
+            ..base
+        }));
+        assert!(session_over(&Ending {
+            group_running: &alive,
+            gave_up: true,
+            ..base
+        }));
+    }
+
     #[test]
     fn the_session_thread_sleeps_while_it_waits() {
         let before: Vec<String> = session_threads().into_iter().map(|(t, _)| t).collect();
