@@ -4,6 +4,7 @@
 mod auth;
 mod call;
 mod diff;
+mod docs;
 mod doctor;
 mod exit;
 mod filter;
@@ -28,10 +29,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The version and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MCPSCOPE_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mcpscope",
-    version,
+    version = VERSION,
     about = "Inspect and debug MCP servers: see exactly what goes over the wire.",
     args_conflicts_with_subcommands = true
 )]
@@ -91,6 +95,14 @@ pub enum Cmd {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
         capture: PathBuf,
     },
+    /// Print the shell completion script for SHELL, e.g.
+    /// `mcpscope completions bash > ~/.local/share/bash-completion/completions/mcpscope`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `mcpscope man > mcpscope.1`.
+    Man,
 }
 
 /// How a subcommand reaches its server: a command to start (stdio, the
@@ -270,7 +282,15 @@ pub fn main() -> ExitCode {
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
-        Some(Cmd::Lint(_) | Cmd::Diff(_) | Cmd::Filter(_) | Cmd::Wrap(_) | Cmd::Unwrap(_)) => {}
+        Some(
+            Cmd::Lint(_)
+            | Cmd::Diff(_)
+            | Cmd::Filter(_)
+            | Cmd::Wrap(_)
+            | Cmd::Unwrap(_)
+            | Cmd::Completions { .. }
+            | Cmd::Man,
+        ) => {}
     }
     let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
@@ -285,6 +305,8 @@ pub fn main() -> ExitCode {
         Some(Cmd::Verify(args)) => verify::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
+        Some(Cmd::Completions { shell }) => docs::completions(shell),
+        Some(Cmd::Man) => docs::man_page(),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {
             open: Some(capture),
             ..Default::default()

@@ -771,3 +771,76 @@ fn skills_list_shows_a_skill_whose_frontmatter_nests_too_deep() {
         "{err}"
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = mcpscope(&["--version"]);
+    assert!(out.status.success());
+    let v = text(&out.stdout);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| text(&o.stdout).trim().to_owned());
+    match head {
+        // Built from this checkout (a commit made since would rebuild it).
+        Some(c) => assert!(v.contains(&format!("(commit {c})")), "{v}"),
+        None => assert!(v.contains("(commit unknown)"), "{v}"),
+    }
+}
+
+#[test]
+fn completions_are_scripts_each_shell_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = mcpscope(&["completions", "bash"]);
+    assert!(out.status.success());
+    let script = dir.path().join("mcpscope.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    // Bash parses it, and it registers a completion for mcpscope.
+    let check = Command::new("bash")
+        .arg("-c")
+        .arg(format!("set -e; source {}; complete -p mcpscope", script.display()))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).contains("mcpscope"), "{}", text(&check.stdout));
+    assert!(text(&out.stdout).contains("--surface"), "verify's options are in it");
+    let zsh = mcpscope(&["completions", "zsh"]);
+    assert!(text(&zsh.stdout).starts_with("#compdef mcpscope"));
+    let fish = mcpscope(&["completions", "fish"]);
+    assert!(text(&fish.stdout).contains("complete -c mcpscope"));
+    let bad = mcpscope(&["completions", "cmd.exe"]);
+    assert_eq!(bad.status.code(), Some(64), "an unknown shell is a usage error");
+}
+
+#[test]
+fn the_man_page_covers_every_subcommand() {
+    let out = mcpscope(&["man"]);
+    assert!(out.status.success());
+    let page = text(&out.stdout);
+    assert!(page.contains(".TH mcpscope 1"), "{}", &page[..200.min(page.len())]);
+    for sub in ["CALL", "PROXY", "LINT", "MOCK", "VERIFY", "WRAP", "COMPLETIONS"] {
+        assert!(
+            page.contains(&format!(".SH \"MCPSCOPE-{sub}\"")),
+            "no section for {sub}"
+        );
+    }
+    // Rendered by man(1) where it is installed, with no warnings.
+    if let Ok(render) = Command::new("man")
+        .args(["--warnings", "-l", "-"])
+        .env("MANWIDTH", "80")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        let mut render = render;
+        render.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+        let done = render.wait_with_output().unwrap();
+        assert!(done.status.success(), "{}", text(&done.stderr));
+        assert!(text(&done.stdout).contains("--server-url"));
+        assert!(text(&done.stderr).trim().is_empty(), "{}", text(&done.stderr));
+    }
+}
