@@ -1,7 +1,8 @@
 //! `mcpscope lint`: the protocol lint rules over a saved capture.
 
+use super::output;
 use clap::Args;
-use mcpscope_core::analysis::lint::{self, LintOptions, Severity};
+use mcpscope_core::analysis::lint::{self, LintOptions, Severity, report};
 use mcpscope_core::text::ErrorChain;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,8 +13,14 @@ pub struct LintArgs {
     /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
     pub capture: PathBuf,
 
-    /// Print the findings as a JSON array instead of one line each.
-    #[arg(long)]
+    /// How to print the findings: one line each (text), a JSON array (json),
+    /// SARIF 2.1.0 for GitHub code scanning (sarif), or JUnit XML for CI test
+    /// reports (junit). The exit status is the same for all.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
+    pub format: LintFormat,
+
+    /// The same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
 
     /// Report responses slower than this many milliseconds.
@@ -24,6 +31,14 @@ pub struct LintArgs {
     /// 'method == "tools/call"'); the exit status counts only those.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LintFormat {
+    Text,
+    Json,
+    Sarif,
+    Junit,
 }
 
 /// Exit status: 0 without error-level findings, 1 with some, 4 when the
@@ -74,7 +89,31 @@ pub fn run(args: LintArgs) -> ExitCode {
             matching.records.len()
         );
     }
-    if args.json {
+    let format = if args.json { LintFormat::Json } else { args.format };
+    if matches!(format, LintFormat::Sarif | LintFormat::Junit) {
+        // Reports point into the capture: the line of each finding's records.
+        let seqs = findings.iter().flat_map(|f| f.seqs.iter().copied()).collect();
+        let lines = match mcpscope_core::record::capture::lines_of(&args.capture, &seqs) {
+            Ok(l) => l,
+            Err(e) => {
+                crate::errln!("mcpscope lint: {}", ErrorChain(&e));
+                return ExitCode::from(super::exit::IO);
+            }
+        };
+        let path = args.capture.to_string_lossy();
+        let line_of = |s: u64| lines.get(&s).copied();
+        let subject = report::Subject {
+            path: &path,
+            line_of: &line_of,
+            tool_version: super::VERSION,
+        };
+        if format == LintFormat::Sarif {
+            let v = report::sarif(&findings, &subject);
+            crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        } else {
+            output::out_bytes(report::junit(&findings, &subject).as_bytes());
+        }
+    } else if format == LintFormat::Json {
         let array: Vec<_> = findings.iter().map(lint::Finding::to_json).collect();
         crate::outln!("{}", serde_json::to_string_pretty(&array).unwrap_or_default());
     } else {

@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// The version and the commit it was built from (`build.rs`).
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MCPSCOPE_COMMIT"), ")");
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MCPSCOPE_COMMIT"), ")");
 
 #[derive(Parser, Debug)]
 #[command(

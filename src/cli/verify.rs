@@ -266,25 +266,6 @@ fn print_text(changes: &[Change]) {
     );
 }
 
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 has no way to write these: a peer's text may hold them.
-            c if ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// JUnit XML as GitHub Actions' and GitLab's report readers take it: one
 /// test case per recorded item (and per item the server added, and the
 /// capabilities), failed when it has a change that counts.
@@ -335,8 +316,8 @@ fn junit(old: &Surface, new: &Surface, changes: &[Change], replayed: &[Replayed]
             .collect();
         body.push_str(&format!(
             "    <testcase classname=\"{}\" name=\"{}\">\n",
-            xml_escape(class),
-            xml_escape(name)
+            mcpscope_core::text::xml_escape(class),
+            mcpscope_core::text::xml_escape(name)
         ));
         if !failing.is_empty() {
             failures += 1;
@@ -347,8 +328,8 @@ fn junit(old: &Surface, new: &Surface, changes: &[Change], replayed: &[Replayed]
             body.push_str(&format!(
                 "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
                 failing[0].impact.as_str(),
-                xml_escape(&failing[0].what),
-                xml_escape(&text.join("\n"))
+                mcpscope_core::text::xml_escape(&failing[0].what),
+                mcpscope_core::text::xml_escape(&text.join("\n"))
             ));
         } else if !mine.is_empty() {
             let text: Vec<String> = mine
@@ -357,7 +338,7 @@ fn junit(old: &Surface, new: &Surface, changes: &[Change], replayed: &[Replayed]
                 .collect();
             body.push_str(&format!(
                 "      <system-out>{}</system-out>\n",
-                xml_escape(&text.join("\n"))
+                mcpscope_core::text::xml_escape(&text.join("\n"))
             ));
         }
         body.push_str("    </testcase>\n");
@@ -365,15 +346,15 @@ fn junit(old: &Surface, new: &Surface, changes: &[Change], replayed: &[Replayed]
     for r in replayed {
         body.push_str(&format!(
             "    <testcase classname=\"{}\" name=\"{}\">\n",
-            xml_escape(&r.method),
-            xml_escape(&r.key)
+            mcpscope_core::text::xml_escape(&r.method),
+            mcpscope_core::text::xml_escape(&r.key)
         ));
         if let Some(first) = r.differences.first() {
             failures += 1;
             body.push_str(&format!(
                 "      <failure type=\"differs\" message=\"{}\">{}</failure>\n",
-                xml_escape(first),
-                xml_escape(&r.differences.join("\n"))
+                mcpscope_core::text::xml_escape(first),
+                mcpscope_core::text::xml_escape(&r.differences.join("\n"))
             ));
         }
         body.push_str("    </testcase>\n");
@@ -417,6 +398,6 @@ mod tests {
             breaking.contains("<system-out>compatible: added</system-out>"),
             "{breaking}"
         );
-        assert_eq!(xml_escape("\u{1b}[x&"), "\\u001b[x&amp;");
+        assert_eq!(mcpscope_core::text::xml_escape("\u{1b}[x&"), "\\u001b[x&amp;");
     }
 }

@@ -283,3 +283,102 @@ fn lint_findings_agree_with_severity_helpers() {
     );
     assert!(!lint::has_errors(&findings));
 }
+
+/// Every rule's capture as `lint --format sarif` writes it, checked by the
+/// official validator with GitHub's ingestion rules; each result points at
+/// the capture line of its first record.
+#[test]
+fn sarif_output_passes_the_official_validator_and_points_at_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut written = Vec::new();
+    let mut results = 0;
+    for rule in RULES {
+        let cap = captures().join(format!("{}.jsonl", rule.id.replace('/', "-")));
+        if !cap.exists() {
+            continue;
+        }
+        let out = Command::new(bin())
+            .args(["lint", "--format", "sarif"])
+            .arg(&cap)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let lines: Vec<String> = std::fs::read_to_string(&cap)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        for r in v["runs"][0]["results"].as_array().unwrap() {
+            results += 1;
+            let seq = r["properties"]["seqs"][0].as_u64();
+            let line = r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap() as usize;
+            if let Some(seq) = seq.filter(|_| line > 1) {
+                let record: Value = serde_json::from_str(&lines[line - 1]).unwrap();
+                assert_eq!(record["seq"].as_u64(), Some(seq), "{}: {r}", cap.display());
+            }
+        }
+        let file = dir.path().join(format!("{}.sarif", rule.id.replace('/', "-")));
+        std::fs::write(&file, &out.stdout).unwrap();
+        written.push(file);
+    }
+    assert!(
+        written.len() > 40 && results > 40,
+        "{} files, {results} results",
+        written.len()
+    );
+    let problems = sarif_problems(&written);
+    assert!(problems.is_empty(), "{problems}");
+}
+
+/// The check above can fail: a result GitHub would refuse is reported.
+#[test]
+fn the_sarif_validator_refuses_what_github_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["lint", "--format", "sarif"])
+        .arg(captures().join("crlf.jsonl"))
+        .output()
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["runs"][0]["results"][0]["locations"] = json!([]);
+    let bad = dir.path().join("bad.sarif");
+    std::fs::write(&bad, serde_json::to_vec(&v).unwrap()).unwrap();
+    let problems = sarif_problems(&[bad]);
+    assert!(problems.contains("GH1015"), "{problems}");
+}
+
+/// `lint --format junit` for every rule's capture: valid for the schema CI
+/// tools read, failed exactly where an error-level finding is.
+#[test]
+fn junit_output_is_valid_and_fails_on_errors_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for rule in RULES {
+        let cap = captures().join(format!("{}.jsonl", rule.id.replace('/', "-")));
+        if !cap.exists() {
+            continue;
+        }
+        let out = Command::new(bin())
+            .args(["lint", "--format", "junit"])
+            .arg(&cap)
+            .output()
+            .unwrap();
+        let xml = String::from_utf8(out.stdout).unwrap();
+        let errors = lint_file(&cap).iter().any(|f| f.severity == Severity::Error);
+        assert_eq!(out.status.code(), Some(if errors { 1 } else { 0 }), "{}", cap.display());
+        assert_eq!(xml.contains("<failure "), errors, "{}:\n{xml}", cap.display());
+        let file = dir.path().join(format!("{checked}.xml"));
+        std::fs::write(&file, &xml).unwrap();
+        let problems = junit_schema_errors(&file);
+        assert!(problems.is_empty(), "{}: {problems}", cap.display());
+        checked += 1;
+    }
+    assert!(checked > 40);
+}

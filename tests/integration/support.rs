@@ -277,3 +277,57 @@ pub fn auth_steps(events: &[mcpscope_core::transport::event::Event]) -> Vec<mcps
         })
         .collect()
 }
+
+/// Errors of a JUnit file against the schema CI tools read (Jenkins xunit's
+/// junit-10.xsd, from pytest's sources; scripts/setup-test-peers fetches it),
+/// one per line; empty when it is valid.
+pub fn junit_schema_errors(file: &std::path::Path) -> String {
+    let xsd = need(repo().join("tests/peers/junit-10.xsd"));
+    let python = need(repo().join("tests/peers/.venv/bin/python"));
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys, xmlschema\n\
+             schema = xmlschema.XMLSchema(sys.argv[1])\n\
+             print('\\n'.join(str(e).splitlines()[0] for e in schema.iter_errors(sys.argv[2])))",
+            xsd.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "xmlschema: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// What the official SARIF validator (Microsoft's SARIF Multitool, the SARIF
+/// rules and GitHub code scanning's ingestion rules) reports for `files`:
+/// one line per error or warning; empty when they are clean.
+pub fn sarif_problems(files: &[PathBuf]) -> String {
+    let tool = need(repo().join("tests/peers/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(tool)
+        .arg("validate")
+        .args(files)
+        .arg("-o")
+        .arg(dir.path().join("validation.sarif"))
+        .args(["--rule-kind", "Sarif;Gh", "--log", "ForceOverwrite"])
+        // A self-contained .NET program: no ICU needed, no telemetry.
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("Analysis completed"),
+        "the validator did not run: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said.lines()
+        .filter(|l| l.contains(": error ") || l.contains(": warning "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

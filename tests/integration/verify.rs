@@ -19,27 +19,6 @@ fn command_of(spec: &mcpscope_core::transport::process::ServerSpec) -> Vec<&str>
         .collect()
 }
 
-/// Errors of a JUnit file against the schema CI tools read (Jenkins xunit's
-/// junit-10.xsd, from pytest's sources; scripts/setup-test-peers fetches it),
-/// one per line; empty when it is valid.
-fn junit_schema_errors(file: &std::path::Path) -> String {
-    let xsd = need(repo().join("tests/peers/junit-10.xsd"));
-    let python = need(repo().join("tests/peers/.venv/bin/python"));
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import sys, xmlschema\n\
-             schema = xmlschema.XMLSchema(sys.argv[1])\n\
-             print('\\n'.join(str(e).splitlines()[0] for e in schema.iter_errors(sys.argv[2])))",
-            xsd.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "xmlschema: {}", text(&out.stderr));
-    text(&out.stdout).trim().to_owned()
-}
-
 /// The check above can fail: a file CI tools would refuse is refused.
 #[test]
 fn the_junit_schema_check_refuses_what_ci_tools_refuse() {

@@ -83,6 +83,28 @@ pub fn error_chain(e: &(dyn std::error::Error + '_)) -> String {
     ErrorChain(e).to_string()
 }
 
+/// Text for an XML attribute or element (reports CI systems read): the
+/// five entities escaped, and the characters XML 1.0 cannot hold at all (a
+/// peer's control bytes) written as `\uXXXX`.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 has no way to write these: a peer's text may hold them.
+            c if ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Reads a size such as `128MiB`, `64M`, `1.5GiB`, `200kB` or `4096`
 /// (bytes). K, M, G are binary (1024) with or without `iB`; `kB`, `MB`,
 /// `GB` are decimal.

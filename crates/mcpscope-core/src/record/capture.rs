@@ -651,6 +651,35 @@ fn load_with_limit(reader: impl BufRead, max_record: usize) -> Result<Loaded, Re
     Ok(loaded)
 }
 
+/// The line of each record among `seqs` (frames and stderr lines, by the
+/// sequence numbers a reading of the file gives them), for reports that
+/// point into the capture.
+pub fn lines_of(
+    path: &Path,
+    seqs: &std::collections::HashSet<u64>,
+) -> Result<std::collections::HashMap<u64, usize>, CaptureError> {
+    let mut found = std::collections::HashMap::new();
+    if seqs.is_empty() {
+        return Ok(found);
+    }
+    let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+    let mut reader = EventReader::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
+    while let Some(item) = reader.next_item().map_err(CaptureError::read(path))? {
+        let seq = match &item {
+            Item::Event(Event::Frame(f)) => f.seq,
+            Item::Event(Event::Stderr(s)) => s.seq,
+            _ => continue,
+        };
+        if seqs.contains(&seq) {
+            found.insert(seq, reader.line());
+            if found.len() == seqs.len() {
+                break;
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// How much of a capture file is read at once.
 pub const READ_BUFFER: usize = 256 * 1024;
 
@@ -941,6 +970,11 @@ impl<R: BufRead> EventReader<R> {
     /// Bytes of the file read so far.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The line the last item came from (1-based).
+    pub fn line(&self) -> usize {
+        self.records.lines_read()
     }
 
     /// For a capture still being written: a last line without its newline is

@@ -22,6 +22,7 @@ mod exchange;
 mod facts;
 mod framing;
 mod lifecycle;
+pub mod report;
 mod request;
 mod stderr;
 mod tools;
