@@ -7,6 +7,7 @@ mod diff;
 mod docs;
 mod doctor;
 mod exit;
+mod export;
 mod filter;
 mod gui;
 mod lint;
@@ -90,6 +91,8 @@ pub enum Cmd {
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
     Unwrap(wrap::UnwrapArgs),
+    /// Write a capture in another tool's format: HAR for browser devtools and HTTP debuggers.
+    Export(export::ExportArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
@@ -288,6 +291,7 @@ pub fn main() -> ExitCode {
             | Cmd::Filter(_)
             | Cmd::Wrap(_)
             | Cmd::Unwrap(_)
+            | Cmd::Export(_)
             | Cmd::Completions { .. }
             | Cmd::Man,
         ) => {}
@@ -305,6 +309,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Verify(args)) => verify::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
+        Some(Cmd::Export(args)) => export::run(args),
         Some(Cmd::Completions { shell }) => docs::completions(shell),
         Some(Cmd::Man) => docs::man_page(),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {

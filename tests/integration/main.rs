@@ -9,6 +9,7 @@ mod capture_roundtrip;
 mod cli;
 mod conformance_2026;
 mod eras;
+mod export;
 mod faulty_servers;
 mod files;
 mod filter;

@@ -20,6 +20,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("config", 6),
     ("analysis", 7),
     ("filter", 8),
+    ("interop", 8),
     ("replay", 9),
     ("verify", 9),
 ];

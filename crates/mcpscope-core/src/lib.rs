@@ -11,6 +11,7 @@
 //! - [`client`]: a blocking client over a session, for the CLI and the doctor;
 //! - [`analysis`]: protocol lint, session diff, the doctor;
 //! - [`filter`]: display filters (parse, check, run on rows and on captures);
+//! - [`interop`]: captures in other tools' formats (HAR);
 //! - [`config`]: client config files (Claude Desktop, .mcp.json, VS Code, Cursor);
 //! - [`schema`]: forms from JSON Schema (analysis, example values, validation; no drawing).
 //!
@@ -22,6 +23,7 @@ pub mod client;
 pub mod config;
 pub mod driver;
 pub mod filter;
+pub mod interop;
 pub mod protocol;
 pub mod proxy;
 pub mod record;

@@ -1,0 +1,56 @@
+//! `mcpscope export`: a capture in another tool's format.
+
+use super::{exit, output};
+use clap::Args;
+use mcpscope_core::text::ErrorChain;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A JSONL capture written by mcpscope (call --capture, proxy, or the app).
+    pub capture: PathBuf,
+
+    /// har: HAR 1.2, for browser devtools (Chrome's network panel imports it)
+    /// and HTTP debuggers; one entry per JSON-RPC exchange.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "har")]
+    pub format: ExportFormat,
+
+    /// Write to FILE (created 0600: it holds what the capture holds) instead
+    /// of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Har,
+}
+
+/// Exit status: 0 written, 4 the capture cannot be read or the file written.
+pub fn run(args: ExportArgs) -> ExitCode {
+    let (har, warnings) = match mcpscope_core::interop::har_of_capture(&args.capture, super::VERSION) {
+        Ok(h) => h,
+        Err(e) => {
+            crate::errln!("mcpscope export: {}", ErrorChain(&e));
+            return ExitCode::from(exit::IO);
+        }
+    };
+    for w in &warnings {
+        crate::errln!("mcpscope export: {}: skipped {w}", args.capture.display());
+    }
+    let mut text = serde_json::to_vec_pretty(&har).unwrap_or_default();
+    text.push(b'\n');
+    match &args.output {
+        None => output::out_bytes(&text),
+        Some(path) => {
+            if let Err(e) = mcpscope_core::record::state_dir::write_private_atomic(path, &text) {
+                crate::errln!("mcpscope export: cannot write {}: {e}", path.display());
+                return ExitCode::from(exit::IO);
+            }
+            let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
+            crate::errln!("mcpscope export: {} entries written to {}", entries, path.display());
+        }
+    }
+    ExitCode::from(exit::OK)
+}
