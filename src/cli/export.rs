@@ -12,7 +12,9 @@ pub struct ExportArgs {
     pub capture: PathBuf,
 
     /// har: HAR 1.2, for browser devtools (Chrome's network panel imports it)
-    /// and HTTP debuggers; one entry per JSON-RPC exchange.
+    /// and HTTP debuggers; one entry per JSON-RPC exchange. otlp-json:
+    /// OpenTelemetry traces (OTLP/JSON, the MCP semantic conventions), for
+    /// Jaeger, Tempo and other tracing backends; a span per request.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "har")]
     pub format: ExportFormat,
 
@@ -25,11 +27,16 @@ pub struct ExportArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     Har,
+    OtlpJson,
 }
 
 /// Exit status: 0 written, 4 the capture cannot be read or the file written.
 pub fn run(args: ExportArgs) -> ExitCode {
-    let (har, warnings) = match mcpscope_core::interop::har_of_capture(&args.capture, super::VERSION) {
+    let exported = match args.format {
+        ExportFormat::Har => mcpscope_core::interop::har_of_capture(&args.capture, super::VERSION),
+        ExportFormat::OtlpJson => mcpscope_core::interop::otlp_of_capture(&args.capture, super::VERSION),
+    };
+    let (doc, warnings) = match exported {
         Ok(h) => h,
         Err(e) => {
             crate::errln!("mcpscope export: {}", ErrorChain(&e));
@@ -39,7 +46,7 @@ pub fn run(args: ExportArgs) -> ExitCode {
     for w in &warnings {
         crate::errln!("mcpscope export: {}: skipped {w}", args.capture.display());
     }
-    let mut text = serde_json::to_vec_pretty(&har).unwrap_or_default();
+    let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     text.push(b'\n');
     match &args.output {
         None => output::out_bytes(&text),
@@ -48,8 +55,16 @@ pub fn run(args: ExportArgs) -> ExitCode {
                 crate::errln!("mcpscope export: cannot write {}: {e}", path.display());
                 return ExitCode::from(exit::IO);
             }
-            let entries = har["log"]["entries"].as_array().map_or(0, Vec::len);
-            crate::errln!("mcpscope export: {} entries written to {}", entries, path.display());
+            let (n, what) = match args.format {
+                ExportFormat::Har => (doc["log"]["entries"].as_array().map_or(0, Vec::len), "HAR entries"),
+                ExportFormat::OtlpJson => (
+                    doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                        .as_array()
+                        .map_or(0, Vec::len),
+                    "spans",
+                ),
+            };
+            crate::errln!("mcpscope export: {n} {what} written to {}", path.display());
         }
     }
     ExitCode::from(exit::OK)

@@ -19,6 +19,15 @@ impl McpscopeApp {
                     commands.push(Command::Pick(DialogPurpose::SaveCapture));
                     ui.close();
                 }
+                let capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.as_ref());
+                if ui
+                    .add_enabled(capture.is_some(), egui::Button::new("Export as HAR…"))
+                    .on_hover_text("HAR 1.2 for browser devtools and HTTP debuggers (mcpscope export --format har)")
+                    .clicked()
+                {
+                    commands.push(Command::Pick(DialogPurpose::ExportHar));
+                    ui.close();
+                }
                 if ui.button("Import servers from config…").clicked() {
                     commands.push(Command::Pick(DialogPurpose::ImportConfig));
                     ui.close();

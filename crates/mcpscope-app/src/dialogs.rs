@@ -26,6 +26,12 @@ impl McpscopeApp {
                     default_name: "capture.jsonl".into(),
                 },
             ),
+            DialogPurpose::ExportHar => (
+                "Export as HAR",
+                PickKind::Save {
+                    default_name: "capture.har".into(),
+                },
+            ),
             DialogPurpose::ImportConfig => (
                 "Import servers from a config file",
                 PickKind::Open {
@@ -56,6 +62,10 @@ impl McpscopeApp {
                 DialogPurpose::SaveCapture => dialog
                     .add_filter("mcpscope capture", &["jsonl"])
                     .set_file_name("capture.jsonl")
+                    .save_file(),
+                DialogPurpose::ExportHar => dialog
+                    .add_filter("HAR", &["har"])
+                    .set_file_name("capture.har")
                     .save_file(),
                 DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
                 DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
@@ -101,6 +111,7 @@ impl McpscopeApp {
         match purpose {
             DialogPurpose::OpenCapture => self.apply(Command::OpenCapture(path)),
             DialogPurpose::SaveCapture => self.apply(Command::SaveCapture(path)),
+            DialogPurpose::ExportHar => self.apply(Command::ExportHar(path)),
             DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
             DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
             DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),

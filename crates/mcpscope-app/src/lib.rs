@@ -117,6 +117,7 @@ fn state_file() -> Option<PathBuf> {
 pub enum DialogPurpose {
     OpenCapture,
     SaveCapture,
+    ExportHar,
     ImportConfig,
     WorkingDirectory,
     DiffSide(Side),
@@ -132,6 +133,8 @@ enum Command {
     /// Serve this capture with `mcpscope mock` in a new tab.
     MockCapture(PathBuf),
     SaveCapture(PathBuf),
+    /// Write the open capture as HAR 1.2 there.
+    ExportHar(PathBuf),
     ImportConfig(PathBuf),
     Pick(DialogPurpose),
     Select(usize),
@@ -548,6 +551,21 @@ impl McpscopeApp {
                     });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to save yet".into())),
+            },
+            Command::ExportHar(path) => match self.session.inspection.as_ref().and_then(|i| i.capture_path.clone()) {
+                Some(from) => {
+                    let to = path.clone();
+                    self.background(format!("exporting HAR to {}", path.display()), move || {
+                        let (har, _) = mcpscope_core::interop::har_of_capture(&from, env!("CARGO_PKG_VERSION"))?;
+                        let mut text = serde_json::to_vec_pretty(&har)?;
+                        text.push(b'\n');
+                        mcpscope_core::record::state_dir::write_private_atomic(&to, &text)
+                            .with_context(|| format!("cannot write {}", to.display()))?;
+                        let n = har["log"]["entries"].as_array().map_or(0, Vec::len);
+                        Ok(format!("{n} HAR entries written to {}", to.display()))
+                    });
+                }
+                None => self.message = Some((Severity::Warning, "nothing to export yet".into())),
             },
             Command::ImportConfig(path) => self.import_config(&path),
             Command::Pick(purpose) => self.pick(purpose),
