@@ -10,6 +10,7 @@ mod exit;
 mod export;
 mod filter;
 mod gui;
+mod import;
 mod lint;
 mod listen;
 mod mock;
@@ -93,6 +94,8 @@ pub enum Cmd {
     Unwrap(wrap::UnwrapArgs),
     /// Write a capture in another tool's format: HAR for browser devtools and HTTP debuggers.
     Export(export::ExportArgs),
+    /// Read another tool's capture (mcpsnoop, mcp-recorder, the MCP Inspector, HAR) into an mcpscope capture.
+    Import(import::ImportArgs),
     /// Open a saved capture in the desktop app.
     Open {
         /// A JSONL capture written by mcpscope (call --capture, proxy --capture, or the app).
@@ -292,6 +295,7 @@ pub fn main() -> ExitCode {
             | Cmd::Wrap(_)
             | Cmd::Unwrap(_)
             | Cmd::Export(_)
+            | Cmd::Import(_)
             | Cmd::Completions { .. }
             | Cmd::Man,
         ) => {}
@@ -310,6 +314,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Export(args)) => export::run(args),
+        Some(Cmd::Import(args)) => import::run(args),
         Some(Cmd::Completions { shell }) => docs::completions(shell),
         Some(Cmd::Man) => docs::man_page(),
         Some(Cmd::Open { capture }) => gui::run(gui::Startup {

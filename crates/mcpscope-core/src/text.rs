@@ -131,6 +131,73 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of
+/// [`civil_from_days`]).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 / ISO 8601 moment
+/// (`2026-08-20T10:00:00.123456789Z`, `…+02:00`, a space for the `T`);
+/// fractions past the millisecond are dropped. `None` for anything else.
+pub fn parse_rfc3339_ms(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = s.get(r)?;
+        part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut ms = 0u64;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let first3: String = frac[..digits].chars().chain("000".chars()).take(3).collect();
+        ms = first3.parse().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset_min: i64 = match rest {
+        "Z" | "z" | "" => 0,
+        _ => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hm = rest[1..].replace(':', "");
+            if hm.len() != 4 || !hm.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            sign * (hm[..2].parse::<i64>().ok()? * 60 + hm[2..].parse::<i64>().ok()?)
+        }
+    };
+    let days = days_from_civil(i64::from(y), mo, d);
+    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(sec.min(59)) - offset_min * 60;
+    u64::try_from(secs).ok().map(|s| s * 1000 + ms)
+}
+
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (ISO 8601 in UTC, with milliseconds), as HAR
 /// and OpenTelemetry's JSON want a moment.
 pub fn iso8601_utc_ms(unix_ms: u64) -> String {
@@ -226,6 +293,38 @@ pub fn terminal_safe(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> 
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod rfc3339_tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_moments_read_back_what_iso8601_writes() {
+        for ms in [0, 1_764_700_000_123, 1_784_541_600_000, 951_782_400_999] {
+            assert_eq!(
+                parse_rfc3339_ms(&iso8601_utc_ms(ms)),
+                Some(ms),
+                "{}",
+                iso8601_utc_ms(ms)
+            );
+        }
+        assert_eq!(
+            parse_rfc3339_ms("2026-08-20T10:00:00.123456789Z"),
+            Some(1_787_220_000_123)
+        );
+        assert_eq!(parse_rfc3339_ms("2026-08-20T12:00:00+02:00"), Some(1_787_220_000_000));
+        assert_eq!(parse_rfc3339_ms("2026-08-20 10:00:00"), Some(1_787_220_000_000));
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-08-20",
+            "yesterday",
+            "2026-08-20T10:00:00+2",
+            "2026-08-20T10:00:00.",
+        ] {
+            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
+        }
+    }
 }
 
 #[cfg(test)]
