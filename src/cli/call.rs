@@ -108,6 +108,11 @@ pub struct CallArgs {
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
 
+    /// Send the session as OpenTelemetry traces (a span per request, the MCP
+    /// semantic conventions) to this collector over OTLP/HTTP (JSON) when it ends.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
     /// Append every event to this JSONL capture file.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
@@ -290,8 +295,25 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
     let watch = Watch::default();
     let seen = watch.clone();
     let mut warnings = trace::Warnings::default();
+    if let Some(endpoint) = &args.otlp_endpoint
+        && let Err(e) = mcpscope_core::interop::otlp_http::traces_url(endpoint)
+    {
+        return fail(exit::USAGE, e);
+    }
+    let traces = args.otlp_endpoint.as_ref().map(|_| {
+        let header = mcpscope_core::record::capture::Header::for_target(&target, "session");
+        std::sync::Arc::new(std::sync::Mutex::new(Some(
+            mcpscope_core::interop::otlp::OtlpWriter::new(header, super::VERSION),
+        )))
+    });
+    let traced = traces.clone();
     let observer = Box::new(move |ev: &Event| {
         seen.see(ev, "mcpscope");
+        if let Some(t) = &traced
+            && let Some(w) = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut()
+        {
+            w.push(ev);
+        }
         if tracing {
             for line in trace::event_lines(ev) {
                 crate::errln!("{line}");
@@ -323,6 +345,13 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
 
     let code = call(&mut client, &args, choice, &method, params, capabilities, work);
     let exit = client.close();
+    // The session is over: its traces go to the collector (a failure is said;
+    // the call's own result stands).
+    if let (Some(endpoint), Some(t)) = (&args.otlp_endpoint, traces)
+        && let Some(w) = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    {
+        super::export::send_traces("call", endpoint, &w.finish());
+    }
     let code = match code {
         Ok(code) => code,
         Err(e @ ClientError::TooLong { .. }) => {

@@ -22,6 +22,12 @@ pub struct ExportArgs {
     /// of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// With --format otlp-json: send the traces to this OpenTelemetry
+    /// collector over OTLP/HTTP (JSON; `/v1/traces` is added unless given)
+    /// instead of printing them.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +52,20 @@ pub fn run(args: ExportArgs) -> ExitCode {
     for w in &warnings {
         crate::errln!("mcpscope export: {}: skipped {w}", args.capture.display());
     }
+    if let Some(endpoint) = &args.otlp_endpoint {
+        if args.format != ExportFormat::OtlpJson {
+            crate::errln!(
+                "mcpscope export: --otlp-endpoint sends OpenTelemetry traces: use it with --format otlp-json"
+            );
+            return ExitCode::from(exit::USAGE);
+        }
+        if !send_traces("export", endpoint, &doc) {
+            return ExitCode::from(exit::UNREACHABLE);
+        }
+        if args.output.is_none() {
+            return ExitCode::from(exit::OK);
+        }
+    }
     let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     text.push(b'\n');
     match &args.output {
@@ -68,4 +88,26 @@ pub fn run(args: ExportArgs) -> ExitCode {
         }
     }
     ExitCode::from(exit::OK)
+}
+
+/// Sends traces to a collector and says what became of them; false when
+/// they did not arrive.
+pub fn send_traces(command: &str, endpoint: &str, traces: &serde_json::Value) -> bool {
+    match mcpscope_core::interop::otlp_http::send(endpoint, traces) {
+        Ok(sent) => {
+            crate::errln!("mcpscope {command}: {} span(s) sent to {}", sent.spans, sent.url);
+            if sent.rejected > 0 || sent.message.is_some() {
+                crate::errln!(
+                    "mcpscope {command}: the collector dropped {} span(s){}",
+                    sent.rejected,
+                    sent.message.map(|m| format!(": {m}")).unwrap_or_default()
+                );
+            }
+            true
+        }
+        Err(e) => {
+            crate::errln!("mcpscope {command}: {}", ErrorChain(&e));
+            false
+        }
+    }
 }

@@ -125,6 +125,7 @@ fn call_args(s: SessionFlags) -> CallArgs {
         task: false,
         task_timeout_ms: 300_000,
         timeout_ms: s.timeout_ms,
+        otlp_endpoint: None,
         capture: s.capture,
         trace: s.trace,
         root: Vec::new(),

@@ -531,3 +531,139 @@ fn an_unknown_file_or_an_existing_capture_is_refused() {
     let out = Command::new(bin()).arg("import").arg("/dev/zero").output().unwrap();
     assert_eq!(out.status.code(), Some(4), "a device is refused, not read");
 }
+
+// ---- OTLP/HTTP ---------------------------------------------------------------
+
+/// The test collector (tests/clients/otlp_receiver.py), killed when dropped.
+struct Collector {
+    child: std::process::Child,
+    port: u16,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Collector {
+    fn start(mode: &str) -> Collector {
+        use std::io::BufRead as _;
+        let python = need(repo().join("tests/peers/.venv/bin/python"));
+        let mut child = Command::new(python)
+            .arg(repo().join("tests/clients/otlp_receiver.py"))
+            .env("MODE", mode)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let port = first["port"].as_u64().unwrap() as u16;
+        Collector { child, port, lines }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The next export it received, decoded.
+    fn next(&mut self) -> Value {
+        serde_json::from_str(&self.lines.next().expect("the collector reported").unwrap()).unwrap()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn call_sends_its_session_to_an_otlp_collector() {
+    let mut collector = Collector::start("");
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let out = Command::new(bin())
+        .args(["call", "--otlp-endpoint", &collector.url()])
+        .args(["--tool-name", "echo", "--tool-arg", "message=to the collector", "--"])
+        .arg("node")
+        .arg(&everything)
+        .arg("stdio")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("span(s) sent to"), "{}", text(&out.stderr));
+    let got = collector.next();
+    assert_eq!(got["path"], "/v1/traces");
+    assert_eq!(got["type"], "application/json");
+    assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+    let call = got["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tools/call echo")
+        .unwrap_or_else(|| panic!("{got}"));
+    assert_eq!(call["kind"], 3);
+    assert_eq!(call["attributes"]["network.transport"]["stringValue"], "pipe");
+    assert_eq!(call["attributes"]["gen_ai.tool.name"]["stringValue"], "echo");
+}
+
+#[test]
+fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
+    let cap = repo().join("tests/captures/unanswered-request.jsonl");
+    let mut busy = Collector::start("busy");
+    let out = Command::new(bin())
+        .args([
+            "export",
+            "--format",
+            "otlp-json",
+            "--otlp-endpoint",
+            &format!("{}/v1/traces", busy.url()),
+        ])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "retried after the 503: {}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "sent, not printed");
+    let got = busy.next();
+    assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+    assert!(
+        got["spans"].as_array().unwrap().iter().any(|s| s["status"] == 2),
+        "{got}"
+    );
+
+    let refuse = Collector::start("refuse");
+    let out = Command::new(bin())
+        .args(["export", "--format", "otlp-json", "--otlp-endpoint", &refuse.url()])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("refused the traces: HTTP 400: bad traces"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Nobody listening: said, with the cause.
+    let port = refuse.port;
+    drop(refuse);
+    let out = Command::new(bin())
+        .args([
+            "export",
+            "--format",
+            "otlp-json",
+            "--otlp-endpoint",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("could not be reached"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = Command::new(bin())
+        .args(["export", "--format", "har", "--otlp-endpoint", "http://127.0.0.1:9"])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+}

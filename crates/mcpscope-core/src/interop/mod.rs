@@ -5,6 +5,7 @@
 pub mod har;
 pub mod import;
 pub mod otlp;
+pub mod otlp_http;
 
 use crate::record::capture::{CaptureError, EventReader, Item, READ_BUFFER};
 use std::path::Path;
