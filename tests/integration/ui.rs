@@ -205,6 +205,43 @@ fn open_capture_through_the_in_app_file_picker() {
     assert!(h.state().picker.is_none(), "the picker closed");
 }
 
+/// #33: File → Open takes another tool's capture too (here the MCP
+/// Inspector's export): imported into a private capture, then shown.
+#[test]
+fn opening_an_inspector_export_imports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("inspector-protocol-weather.json");
+    std::fs::write(
+        &export,
+        serde_json::json!([
+            {"id": "a", "timestamp": "2026-08-20T10:00:00.000Z", "direction": "request", "origin": "client",
+             "message": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+             "response": {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}, "duration": 25}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut h = harness(StartupArgs {
+        open: Some(export.clone()),
+        ..StartupArgs::default()
+    });
+    step_until(&mut h, "the import", |app| {
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| !i.loading() && i.model.store.len() >= 2)
+    });
+    let i = h.state().session.inspection.as_ref().unwrap();
+    let kept = i.capture_path.clone().unwrap();
+    assert_ne!(kept, export, "the import is a capture of its own");
+    assert!(mcpscope_core::record::capture::load(&kept).is_ok());
+    assert!(
+        i.load_warnings.iter().any(|w| w.contains("MCP Inspector export")),
+        "{:?}",
+        i.load_warnings
+    );
+}
+
 /// #33: File, Export as HAR… writes the open capture as HAR 1.2 through the
 /// in-app picker, on a worker, and says where.
 #[test]

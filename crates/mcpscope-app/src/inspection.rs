@@ -52,6 +52,9 @@ enum Loaded {
     Events(Vec<mcpscope_core::transport::event::Event>, u64),
     Done(Vec<String>),
     Failed(String),
+    /// The file was another tool's capture: read from this mcpscope capture
+    /// it was imported into, with what its format lacks.
+    Imported(PathBuf, Vec<String>),
 }
 
 /// A capture read on a worker and applied a frame's budget at a time.
@@ -469,13 +472,20 @@ impl Inspection {
                         *command_line = h.command_line;
                     }
                 }
+                Ok(Loaded::Imported(to, notes)) => {
+                    if let Source::Capture { path, .. } = &mut self.model.source {
+                        *path = to.clone();
+                    }
+                    self.capture_path = Some(to);
+                    self.load_warnings = notes;
+                }
                 Ok(Loaded::Events(events, offset)) => {
                     load.read_bytes = offset;
                     load.batch = events.into_iter();
                 }
                 Ok(Loaded::Done(warnings)) => {
                     self.model.closed = true;
-                    self.load_warnings = warnings;
+                    self.load_warnings.extend(warnings);
                     self.load = None;
                     crate::memory::give_back();
                     return false;
@@ -839,8 +849,63 @@ impl Inspection {
 /// The loading worker: reads a capture record by record and hands the
 /// events over in batches (the bounded channel keeps it a few batches ahead
 /// of the UI, so memory stays near the store's own).
+/// File → Open of another tool's capture (mcpsnoop, mcp-recorder, the
+/// Inspector, HAR): imported into a new private capture, which is then read;
+/// `Ok(None)` for an mcpscope capture (or anything else, which the reader
+/// refuses); `Err` when the import failed (said on the feed).
+fn imported_copy(path: &Path, feed: &crate::job::Feeder<Loaded>) -> Result<Option<PathBuf>, ()> {
+    use mcpscope_core::interop::{import, import_file};
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    // Unreadable: the reader says why.
+    let Ok(f) = mcpscope_core::record::private_files::open_regular(path) else {
+        return Ok(None);
+    };
+    if f.take(256 * 1024).read_to_end(&mut head).is_err() {
+        return Ok(None);
+    }
+    let text = String::from_utf8_lossy(&head);
+    if text.trim_start().starts_with("{\"format\"") || text.contains("\"mcpscope-capture\"") {
+        return Ok(None);
+    }
+    let Some(format) = import::detect(&text) else {
+        return Ok(None);
+    };
+    let fresh = || -> anyhow::Result<PathBuf> {
+        let dir = mcpscope_core::record::private_files::captures_dir()?;
+        let (_, to) = mcpscope_core::record::private_files::create_private_file(&dir, "import", "jsonl")?;
+        // A name no one else has, in the private directory: the import creates it again.
+        std::fs::remove_file(&to)?;
+        Ok(to)
+    };
+    let imported = fresh().and_then(|to| Ok(import_file(path, &to).map(|r| (to, r))?));
+    match imported {
+        Ok((to, report)) => {
+            let mut notes = vec![format!(
+                "imported from {} ({}): {} message(s) in {} session(s), kept in {}",
+                path.display(),
+                format.name(),
+                report.messages,
+                report.sessions,
+                to.display()
+            )];
+            notes.extend(report.notes);
+            feed.send(Loaded::Imported(to.clone(), notes));
+            Ok(Some(to))
+        }
+        Err(e) => {
+            feed.send(Loaded::Failed(format!("{e:#}")));
+            Err(())
+        }
+    }
+}
+
 fn read_capture(path: &Path, feed: &crate::job::Feeder<Loaded>) {
     use mcpscope_core::record::capture::{EventReader, Item, READ_BUFFER};
+    let Ok(imported) = imported_copy(path, feed) else {
+        return;
+    };
+    let path = imported.as_deref().unwrap_or(path);
     let opened = mcpscope_core::record::private_files::open_regular(path)
         .with_context(|| format!("cannot open capture {}", path.display()))
         .and_then(|f| {
