@@ -30,15 +30,20 @@ fn har_problems(files: &[PathBuf]) -> String {
     text(&out.stdout).trim().to_owned()
 }
 
-fn export(capture: &Path, to: &Path) -> Value {
+/// `mcpscope export --format FORMAT -o TO CAPTURE`, read back.
+fn export_as(format: &str, capture: &Path, to: &Path) -> Value {
     let out = Command::new(bin())
-        .args(["export", "--format", "har", "-o"])
+        .args(["export", "--format", format, "-o"])
         .arg(to)
         .arg(capture)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice(&std::fs::read(to).unwrap()).unwrap()
+}
+
+fn export(capture: &Path, to: &Path) -> Value {
+    export_as("har", capture, to)
 }
 
 #[test]
@@ -180,14 +185,7 @@ fn otlp_problems(files: &[PathBuf]) -> String {
 }
 
 fn otlp(capture: &Path, to: &Path) -> Value {
-    let out = Command::new(bin())
-        .args(["export", "--format", "otlp-json", "-o"])
-        .arg(to)
-        .arg(capture)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice(&std::fs::read(to).unwrap()).unwrap()
+    export_as("otlp-json", capture, to)
 }
 
 fn spans(v: &Value) -> &Vec<Value> {

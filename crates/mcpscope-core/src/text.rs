@@ -107,15 +107,16 @@ pub fn xml_escape(s: &str) -> String {
 
 /// `2026-09-03 14:15:02 UTC`: a record's time for people.
 pub fn format_unix_ms_utc(unix_ms: u64) -> String {
+    let (y, m, d, h, mi, sec) = utc_parts(unix_ms);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{sec:02} UTC")
+}
+
+/// Year, month, day, hour, minute and second (UTC) of a moment in Unix milliseconds.
+pub fn utc_parts(unix_ms: u64) -> (i64, u32, u32, u64, u64, u64) {
     let secs = unix_ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -201,16 +202,8 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<u64> {
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (ISO 8601 in UTC, with milliseconds), as HAR
 /// and OpenTelemetry's JSON want a moment.
 pub fn iso8601_utc_ms(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        unix_ms % 1000
-    )
+    let (y, m, d, h, mi, sec) = utc_parts(unix_ms);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{sec:02}.{:03}Z", unix_ms % 1000)
 }
 
 /// Reads a size such as `128MiB`, `64M`, `1.5GiB`, `200kB` or `4096`

@@ -4,6 +4,7 @@
 //! of proxied sessions is `sessions`.
 
 pub mod capture;
+pub mod capture_error;
 pub mod follower;
 pub mod private_files;
 pub mod state_dir;

@@ -469,15 +469,8 @@ fn unix_ms() -> u64 {
 
 /// `20260903T141502Z`: sorts by time, reads as a date.
 fn timestamp_id(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = crate::text::civil_from_days(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (y, m, d, h, mi, sec) = crate::text::utc_parts(unix_ms);
+    format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{sec:02}Z")
 }
 
 pub use crate::text::format_unix_ms_utc;
