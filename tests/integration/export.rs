@@ -528,6 +528,17 @@ fn an_unknown_file_or_an_existing_capture_is_refused() {
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
     let out = Command::new(bin()).arg("import").arg("/dev/zero").output().unwrap();
     assert_eq!(out.status.code(), Some(4), "a device is refused, not read");
+    // Too large to read whole: refused as such, not cut short and then misread.
+    let big = dir.path().join("big.har");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len((256 << 20) + 1).unwrap();
+    let out = import(&big, &dir.path().join("big.jsonl"));
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        text(&out.stderr).contains("larger than 256 MiB"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 // ---- OTLP/HTTP ---------------------------------------------------------------

@@ -84,6 +84,8 @@ pub enum ImportFileError {
     },
     #[error("cannot read {}: it is not UTF-8 text", .0.display())]
     NotText(std::path::PathBuf),
+    #[error("{} is larger than {} MiB: not imported (other tools' formats are read whole)", .0.display(), MAX_IMPORT >> 20)]
+    TooLarge(std::path::PathBuf),
     #[error("{}: {source}", .path.display())]
     Format {
         path: std::path::PathBuf,
@@ -104,8 +106,9 @@ pub struct ImportReport {
     pub notes: Vec<String>,
 }
 
-/// The largest file read for an import (they are read whole).
-const MAX_IMPORT: u64 = 1 << 30;
+/// The largest file read for an import: they are read whole, and parsed
+/// JSON takes several times its text.
+const MAX_IMPORT: u64 = 256 << 20;
 
 /// Reads another tool's capture at `from` (its format detected) and writes it
 /// as a new mcpscope capture at `to` (created 0600; an existing file is
@@ -119,9 +122,12 @@ pub fn import_file(from: &Path, to: &Path) -> Result<ImportReport, ImportFileErr
     };
     let file = crate::record::private_files::open_regular(from).map_err(unreadable)?;
     let mut bytes = Vec::new();
-    file.take(MAX_IMPORT)
+    file.take(MAX_IMPORT + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| unreadable(crate::record::private_files::PrivateFileError::Open(e)))?;
+    if bytes.len() as u64 > MAX_IMPORT {
+        return Err(ImportFileError::TooLarge(from.to_owned()));
+    }
     let text = String::from_utf8(bytes).map_err(|_| ImportFileError::NotText(from.to_owned()))?;
     let format_error = |source| ImportFileError::Format {
         path: from.to_owned(),
