@@ -30,6 +30,34 @@ fn har_problems(files: &[PathBuf]) -> String {
     text(&out.stdout).trim().to_owned()
 }
 
+/// `mcpscope call` of server-everything's echo tool over Streamable HTTP,
+/// recorded in DIR/http.jsonl (the capture's path).
+fn echo_over_http(server: &HttpServer, dir: &Path, message: &str, extra: &[&str]) -> PathBuf {
+    let cap = dir.join("http.jsonl");
+    let out = Command::new(bin())
+        .args(["call", "--server-url", &server.url("/mcp")])
+        .args(extra)
+        .args(["--tool-name", "echo", "--tool-arg", &format!("message={message}")])
+        .arg("--capture")
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    cap
+}
+
+/// Every capture in tests/captures.
+fn test_captures() -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/captures"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    all.sort();
+    all
+}
+
 /// `mcpscope export --format FORMAT -o TO CAPTURE`, read back.
 fn export_as(format: &str, capture: &Path, to: &Path) -> Value {
     let out = Command::new(bin())
@@ -50,16 +78,12 @@ fn export(capture: &Path, to: &Path) -> Value {
 fn a_streamable_http_session_is_one_entry_per_exchange_with_its_headers_masked() {
     let server = HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("http.jsonl");
-    let out = Command::new(bin())
-        .args(["call", "--server-url", &server.url("/mcp")])
-        .args(["-H", "Authorization: Bearer sekrit-token-123"])
-        .args(["--tool-name", "echo", "--tool-arg", "message=hello har"])
-        .arg("--capture")
-        .arg(&cap)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cap = echo_over_http(
+        &server,
+        dir.path(),
+        "hello har",
+        &["-H", "Authorization: Bearer sekrit-token-123"],
+    );
     let file = dir.path().join("http.har");
     let har = export(&cap, &file);
     let raw = std::fs::read_to_string(&file).unwrap();
@@ -118,11 +142,7 @@ fn a_streamable_http_session_is_one_entry_per_exchange_with_its_headers_masked()
 fn stdio_captures_become_valid_har_with_json_rpc_statuses() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(repo().join("tests/captures")).unwrap().flatten() {
-        let cap = entry.path();
-        if cap.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for cap in test_captures() {
         let to = dir.path().join(cap.file_name().unwrap()).with_extension("har");
         let har = export(&cap, &to);
         let entries = har["log"]["entries"].as_array().unwrap();
@@ -205,15 +225,7 @@ fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
 fn otlp_json_of_a_streamable_http_session_decodes_with_the_official_protos() {
     let server = HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("http.jsonl");
-    let out = Command::new(bin())
-        .args(["call", "--server-url", &server.url("/mcp")])
-        .args(["--tool-name", "echo", "--tool-arg", "message=hello otel"])
-        .arg("--capture")
-        .arg(&cap)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cap = echo_over_http(&server, dir.path(), "hello otel", &[]);
     let file = dir.path().join("http.otlp.json");
     let v = otlp(&cap, &file);
     let all = spans(&v);
@@ -252,11 +264,7 @@ fn otlp_json_of_a_streamable_http_session_decodes_with_the_official_protos() {
 fn otlp_json_of_every_test_capture_decodes_and_failures_set_the_status() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(repo().join("tests/captures")).unwrap().flatten() {
-        let cap = entry.path();
-        if cap.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for cap in test_captures() {
         let to = dir.path().join(cap.file_name().unwrap()).with_extension("json");
         let v = otlp(&cap, &to);
         let error_types: Vec<&str> = spans(&v)

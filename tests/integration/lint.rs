@@ -284,6 +284,15 @@ fn lint_findings_agree_with_severity_helpers() {
     assert!(!lint::has_errors(&findings));
 }
 
+/// Each rule and the capture that triggers it (tests/captures/<rule-id>.jsonl).
+fn rule_captures() -> Vec<(&'static lint::Rule, PathBuf)> {
+    RULES
+        .iter()
+        .map(|r| (r, captures().join(format!("{}.jsonl", r.id.replace('/', "-")))))
+        .filter(|(_, cap)| cap.exists())
+        .collect()
+}
+
 /// Every rule's capture as `lint --format sarif` writes it, checked by the
 /// official validator with GitHub's ingestion rules; each result points at
 /// the capture line of its first record.
@@ -292,11 +301,7 @@ fn sarif_output_passes_the_official_validator_and_points_at_the_records() {
     let dir = tempfile::tempdir().unwrap();
     let mut written = Vec::new();
     let mut results = 0;
-    for rule in RULES {
-        let cap = captures().join(format!("{}.jsonl", rule.id.replace('/', "-")));
-        if !cap.exists() {
-            continue;
-        }
+    for (rule, cap) in rule_captures() {
         let out = Command::new(bin())
             .args(["lint", "--format", "sarif"])
             .arg(&cap)
@@ -360,11 +365,7 @@ fn the_sarif_validator_refuses_what_github_refuses() {
 fn junit_output_is_valid_and_fails_on_errors_only() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
-    for rule in RULES {
-        let cap = captures().join(format!("{}.jsonl", rule.id.replace('/', "-")));
-        if !cap.exists() {
-            continue;
-        }
+    for (_, cap) in rule_captures() {
         let out = Command::new(bin())
             .args(["lint", "--format", "junit"])
             .arg(&cap)

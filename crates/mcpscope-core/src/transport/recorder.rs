@@ -173,33 +173,25 @@ impl Recorder {
         // A note timed with `now()` is later than the last line handed out:
         // lines read before it but recorded after it must not go back in time.
         self.last_at = self.last_at.max(event.at());
-        let w = self.capture.as_mut()?;
-        if let Err(e) = w.write(event) {
-            let text = format!(
-                "{}writing {}: {e}; nothing more is recorded",
-                FAILED,
-                w.path().display()
-            );
-            self.capture = None;
-            self.capture_failed = Some(text.clone());
-            return Some(Event::Note { at: self.now(), text });
-        }
-        None
+        self.with_log(|w| w.write(event))
     }
 
     pub fn flush(&mut self) -> Option<Event> {
+        self.with_log(|w| w.flush())
+    }
+
+    /// Runs `op` on the log; a failure stops the capture and is said once.
+    fn with_log(&mut self, op: impl FnOnce(&mut dyn EventLog) -> std::io::Result<()>) -> Option<Event> {
         let w = self.capture.as_mut()?;
-        if let Err(e) = w.flush() {
-            let text = format!(
-                "{}writing {}: {e}; nothing more is recorded",
-                FAILED,
-                w.path().display()
-            );
-            self.capture = None;
-            self.capture_failed = Some(text.clone());
-            return Some(Event::Note { at: self.now(), text });
-        }
-        None
+        let e = op(w.as_mut()).err()?;
+        let text = format!(
+            "{}writing {}: {e}; nothing more is recorded",
+            FAILED,
+            w.path().display()
+        );
+        self.capture = None;
+        self.capture_failed = Some(text.clone());
+        Some(Event::Note { at: self.now(), text })
     }
 
     pub fn capture_failed(&self) -> Option<&str> {
