@@ -1,7 +1,7 @@
 //! OAuth flags shared by the subcommands that talk to a server over HTTP.
 
 use clap::Args;
-use mcpscope_core::config::token_store::TokenStore;
+use mcpscope_core::config::token_store::{self, TokenStore};
 use mcpscope_core::protocol::auth::dpop::DpopMode;
 use mcpscope_core::protocol::auth::flow::{AssertionAudience, AuthConfig, GrantChoice, IdpSettings};
 use mcpscope_core::protocol::auth::jwt::SigningKey;
@@ -143,8 +143,10 @@ pub struct AuthArgs {
     pub auth_timeout_ms: u64,
 
     /// Keep tokens between runs in a file only you can read (default
-    /// $XDG_STATE_HOME/mcpscope/oauth-tokens.json); without it they live
-    /// in memory for this run only.
+    /// $XDG_STATE_HOME/mcpscope/oauth-tokens.json), or with `keyring` in the
+    /// OS keyring (the Secret Service, Keychain or Credential Manager; the
+    /// default file when there is none); without it they live in memory
+    /// for this run only. (A file named keyring: ./keyring.)
     /// (A bare `--token-store` is `Some(None)`: clap's path parser refuses an
     /// empty default, which made the documented bare flag a usage error.)
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
@@ -265,13 +267,23 @@ impl AuthArgs {
             return Ok(None);
         }
         let config = self.config()?;
+        let default_path = || {
+            TokenStore::default_path()
+                .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")
+        };
         let store = match &self.token_store {
             None => None,
+            Some(Some(p)) if p.as_os_str() == "keyring" => {
+                let (store, fell_back) = TokenStore::open_preferred(&default_path()?).map_err(|e| error_chain(&e))?;
+                if let Some(note) = fell_back {
+                    crate::errln!("mcpscope: --token-store keyring: {note}");
+                }
+                Some(store)
+            }
             Some(p) => {
                 let path = match p {
                     Some(p) => p.clone(),
-                    None => TokenStore::default_path()
-                        .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")?,
+                    None => default_path()?,
                 };
                 Some(TokenStore::open(&path).map_err(|e| error_chain(&e))?)
             }
@@ -291,13 +303,9 @@ impl AuthArgs {
                 None => crate::errln!("mcpscope: open this URL in a browser to authorize: {url}"),
             })),
             on_change: store.map(|store| {
-                let cb: mcpscope_core::transport::auth::OnChange = Arc::new(move |url: &str, memory| {
-                    let mut s = store.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if let Err(e) = s.save(url, memory) {
-                        crate::errln!("mcpscope: warning: tokens not kept: {e}");
-                    }
-                });
-                cb
+                token_store::saving_to(store, |e| {
+                    crate::errln!("mcpscope: warning: tokens not kept: {}", error_chain(e))
+                })
             }),
             ..AuthOptions::default()
         };

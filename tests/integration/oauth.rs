@@ -476,6 +476,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         sign_in.auth_config().unwrap(),
         // The test server approves at once; a person would use the browser.
         Interaction::NonInteractive,
+        &mcpscope_app::tokens::AppTokens::in_memory(),
         None,
     ));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -531,4 +532,190 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     h.step();
     let si = h.state().session.inspection.as_ref().unwrap().sign_in.as_ref().unwrap();
     assert_eq!(si.summary(), "not authorized");
+}
+
+/// #33: the app keeps the tokens it was given: a session launched after a
+/// restart (a new store over the same file, as the app opens at start)
+/// goes straight in, with no authorization step, and "Forget tokens"
+/// forgets them in the store too.
+#[test]
+fn the_app_signs_in_once_and_still_works_after_a_restart() {
+    use mcpscope_app::inspection::Inspection;
+    use mcpscope_app::tokens::AppTokens;
+    use mcpscope_core::config::token_store::TokenStore;
+    use mcpscope_core::protocol::auth::flow::AuthConfig;
+    use mcpscope_core::protocol::era::EraChoice;
+    use mcpscope_core::transport::auth::Interaction;
+    use mcpscope_core::transport::target::{HttpTarget, Target};
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.json");
+    let run = |tokens: &AppTokens| {
+        let mut i = Inspection::launch_signing_in(
+            Target::Http(HttpTarget::streamable(&s.url)),
+            "2025-11-25",
+            EraChoice::Legacy,
+            AuthConfig::default(),
+            Interaction::NonInteractive,
+            tokens,
+            None,
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while i.model.handshake.judged().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "no handshake: {:?}",
+                i.sign_in.as_ref().and_then(|si| si.failed())
+            );
+            i.drain();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let steps: Vec<Step> = i.model.store.iter().filter_map(|r| r.auth_step()).collect();
+        (i, steps)
+    };
+    let first = AppTokens::kept_in(TokenStore::open(&file).unwrap());
+    let (session, steps) = run(&first);
+    assert!(steps.contains(&Step::Token), "{steps:?}");
+    drop(session);
+    drop(first);
+    let after_restart = AppTokens::kept_in(TokenStore::open(&file).unwrap());
+    let (session, steps) = run(&after_restart);
+    assert!(
+        steps.is_empty(),
+        "the kept token should have been used at once: {steps:?}"
+    );
+    session.sign_in.as_ref().unwrap().forget_tokens();
+    let reread = TokenStore::open(&file).unwrap();
+    assert!(reread.load(&s.url).token.is_none(), "forgotten in the store too");
+}
+
+/// Runs `script` (bash) in a D-Bus session of its own with GNOME Keyring's
+/// Secret Service started and unlocked in it, as a desktop session has; the
+/// script's environment has `$MCPSCOPE` and a private `$HOME` under `dir`.
+fn in_a_keyring_session(dir: &std::path::Path, script: &str, env: &[(&str, &str)]) -> Output {
+    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool"] {
+        assert!(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{tool} is missing: run scripts/setup"
+        );
+    }
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join("run")).unwrap();
+    let prelude = r#"set -e
+chmod 700 "$XDG_RUNTIME_DIR"
+eval "$(printf 'test-password' | gnome-keyring-daemon --unlock --components=secrets)"
+"#;
+    let mut cmd = Command::new("dbus-run-session");
+    cmd.args(["--", "bash", "-c", &format!("{prelude}{script}")])
+        .env("MCPSCOPE", bin())
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env_remove("BROWSER")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running dbus-run-session")
+}
+
+/// #33: `--token-store keyring` keeps the token in a real Secret Service
+/// (GNOME Keyring): the second run signs in with no authorization step, the
+/// token is in the keyring under the service `mcpscope`, and no file holds it.
+#[test]
+fn the_keyring_keeps_the_token_between_runs() {
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.jsonl");
+    let second = dir.path().join("second.jsonl");
+    let script = r#"
+call() { "$MCPSCOPE" call --server-url "$URL" --tool-name whoami --timeout-ms 20000 \
+  --auth-non-interactive --token-store keyring --capture "$1"; }
+call "$FIRST"
+call "$SECOND"
+echo "--- keyring"
+secret-tool search --all service mcpscope 2>&1
+echo "--- state"
+ls -A "$XDG_STATE_HOME/mcpscope" 2>&1 || true
+"#;
+    let out = in_a_keyring_session(
+        dir.path(),
+        script,
+        &[
+            ("URL", &s.url),
+            ("FIRST", first.to_str().unwrap()),
+            ("SECOND", second.to_str().unwrap()),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("instead"), "the keyring was there: {stderr}");
+    assert!(!auth_steps(&capture::load(&first).unwrap().events).is_empty());
+    assert!(
+        auth_steps(&capture::load(&second).unwrap().events).is_empty(),
+        "the token from the keyring should have been used at once: {stderr}"
+    );
+    let keyring = stdout.split("--- keyring").nth(1).unwrap_or_default();
+    assert!(keyring.contains(&format!("username = oauth:{}", s.url)), "{keyring}");
+    assert!(keyring.contains("username = oauth-servers"), "{keyring}");
+    // The access token the server issued is what the keyring holds.
+    assert!(
+        s.secrets(2)
+            .iter()
+            .any(|t| keyring.contains(&format!("\"access_token\":\"{t}\""))),
+        "the issued token is not in the keyring: {keyring}"
+    );
+    let state = stdout.split("--- state").nth(1).unwrap_or_default();
+    assert!(
+        !state.contains("oauth-tokens.json"),
+        "a token file was written: {state}"
+    );
+}
+
+/// #33: with no keyring service (no D-Bus session bus at all), the keyring
+/// store says so once and keeps the tokens in the private file instead.
+#[test]
+fn without_a_keyring_the_tokens_go_to_the_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = OAuthServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mut runs = Vec::new();
+    for name in ["first", "second"] {
+        let cap = dir.path().join(format!("{name}.jsonl"));
+        let mut cmd = Command::new(bin());
+        cmd.args(["call", "--server-url", &s.url, "--tool-name", "whoami"])
+            .args([
+                "--timeout-ms",
+                "20000",
+                "--auth-non-interactive",
+                "--token-store",
+                "keyring",
+            ])
+            .arg("--capture")
+            .arg(&cap)
+            .env("XDG_STATE_HOME", &state)
+            .env(
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}", dir.path().join("no-bus").display()),
+            )
+            .env_remove("BROWSER");
+        let out = cmd.output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("no keyring service")).collect();
+        assert_eq!(notes.len(), 1, "said once per run: {stderr}");
+        assert!(notes[0].contains("oauth-tokens.json instead"), "{stderr}");
+        runs.push(cap);
+    }
+    let file = state.join("mcpscope/oauth-tokens.json");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(auth_steps(&capture::load(&runs[1]).unwrap().events).is_empty());
 }

@@ -1559,7 +1559,7 @@ fn restart_uses_the_launchers_edits_and_keeps_the_composer() {
         .push(mcpscope_app::panels::launcher::EnvRow {
             key: "MCPSCOPE_RESTART_EDIT".into(),
             value: "1".into(),
-            revealed: false,
+            ..Default::default()
         });
     h.step();
     h.get_by_label("⟳ Restart").click();
@@ -1840,4 +1840,55 @@ fn file_verify_against_server_lists_the_changes_and_opens_the_diff() {
     assert_eq!(h.state().diff.b.as_deref(), Some(v.live.as_path()));
     assert!(shows(&h, "breaking   tool fail: removed"));
     h.state_mut().session.inspection = None;
+}
+
+/// #33: an environment value marked 🔑 in the launcher is kept in the
+/// store (the keyring, here a private file standing in for it), never in
+/// the app's saved state, and is back in the recent entry after a restart.
+#[test]
+fn a_value_marked_to_keep_comes_back_after_a_restart() {
+    use mcpscope_app::panels::launcher::EnvRow;
+    use mcpscope_app::tokens::AppTokens;
+    use mcpscope_core::config::token_store::TokenStore;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.json");
+    let mut h = harness(StartupArgs::default());
+    h.state_mut().tokens = AppTokens::kept_in(TokenStore::open(&file).unwrap());
+    h.state_mut().launcher.form.name = "keeper".into();
+    h.state_mut().launcher.form.command = "true".into();
+    h.state_mut().launcher.form.env.push(EnvRow {
+        key: "API_KEY".into(),
+        value: "sk-live-kept".into(),
+        ..EnvRow::default()
+    });
+    h.step();
+    h.get_by_label("Environment (1)").click();
+    h.step();
+    h.step();
+    h.get_by_label("🔑").click();
+    h.step();
+    assert!(h.state().launcher.form.env[0].kept);
+    h.get_by_label("▶ Launch").click();
+    h.step();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TokenStore::open(&file).unwrap().secret("launcher/keeper/env/API_KEY") != Some("sk-live-kept") {
+        assert!(Instant::now() < deadline, "the value never reached the store");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let saved = h.state().saved_state();
+    assert!(!serde_json::to_string(&saved).unwrap().contains("sk-live-kept"));
+    drop(h);
+
+    // The restart: the saved state and a store opened afresh.
+    let mut h = harness(StartupArgs::default());
+    h.state_mut().launcher.recent = saved;
+    h.state_mut().tokens = AppTokens::kept_in(TokenStore::open(&file).unwrap());
+    h.step();
+    h.step();
+    assert_eq!(h.state().launcher.recent[0].env[0].1, "sk-live-kept");
+    h.get_by_label_contains("keeper — ").click();
+    h.step();
+    let form = &h.state().launcher.form;
+    assert_eq!(form.env[0].value, "sk-live-kept");
+    assert!(form.env[0].kept);
 }

@@ -344,6 +344,7 @@ impl Inspection {
         choice: EraChoice,
         config: AuthConfig,
         interaction: Interaction,
+        tokens: &crate::tokens::AppTokens,
         waker: Option<Waker>,
     ) -> Inspection {
         let sign_in = match &target {
@@ -351,20 +352,19 @@ impl Inspection {
                 let url: Arc<Mutex<Option<String>>> = Arc::default();
                 let shown = Arc::clone(&url);
                 let cancel = Arc::new(AtomicBool::new(false));
+                let (memory, on_change) = tokens.for_server(&h.url);
                 let options = AuthOptions {
                     interaction,
                     cancel: Arc::clone(&cancel),
                     show_url: Some(Arc::new(move |u: &str, _opened: Option<&str>| {
                         *shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(u.to_owned());
                     })),
+                    on_change: Some(on_change),
                     ..AuthOptions::default()
                 };
-                let authorizer = Arc::new(Mutex::new(Authorizer::new(
-                    h.url.clone(),
-                    config,
-                    options,
-                    h.bearer.clone(),
-                )));
+                let authorizer = Arc::new(Mutex::new(
+                    Authorizer::new(h.url.clone(), config, options, h.bearer.clone()).with_memory(memory),
+                ));
                 let status = Arc::new(Mutex::new(SignInStatus::default()));
                 Some(SignInState {
                     authorizer,

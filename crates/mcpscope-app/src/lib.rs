@@ -13,6 +13,7 @@ pub mod memory;
 pub mod panels;
 pub mod tabs;
 pub mod theme;
+pub mod tokens;
 
 use self::composer::ComposerAction;
 use self::inspection::{Inspection, LoadState, Outgoing};
@@ -210,6 +211,8 @@ pub struct McpscopeApp {
     pub live: LiveSessionsPanel,
     /// The "Watch in your client" confirmation, while open.
     pub watch_client: Option<WatchClientDialog>,
+    /// OAuth tokens kept between runs (the keyring, else a private file).
+    pub tokens: tokens::AppTokens,
 }
 
 const RECENT_KEY: &str = "recent_servers";
@@ -269,6 +272,7 @@ impl McpscopeApp {
     pub fn new(cc: &eframe::CreationContext<'_>, args: StartupArgs) -> Self {
         let ctx = cc.egui_ctx.clone();
         let mut app = Self::with_context(ctx);
+        app.tokens = tokens::AppTokens::open_preferred(Some(Arc::clone(&app.waker)));
         if let Some(storage) = cc.storage
             && let Some(recent) = eframe::get_value::<Vec<SavedServer>>(storage, RECENT_KEY)
         {
@@ -314,6 +318,7 @@ impl McpscopeApp {
             active_tab: 0,
             live: LiveSessionsPanel::default(),
             watch_client: None,
+            tokens: tokens::AppTokens::in_memory(),
         }
     }
 
@@ -462,12 +467,14 @@ impl McpscopeApp {
         };
         self.replace_inspection();
         self.launcher.remember(&saved);
+        self.tokens.keep_launcher_values(&saved);
         self.session.inspection = Some(Inspection::launch_signing_in(
             saved.target(),
             &saved.protocol_version,
             saved.era_choice(),
             auth,
             mcpscope_core::transport::auth::Interaction::Browser,
+            &self.tokens,
             Some(Arc::clone(&self.waker)),
         ));
         self.tabs[self.active_tab].title = saved.name.clone();
@@ -734,6 +741,12 @@ impl McpscopeApp {
     pub fn pump(&mut self) -> bool {
         self.poll_dialog();
         self.poll_import();
+        if let Some(said) = self.tokens.poll() {
+            self.message = Some(said);
+        }
+        if self.tokens.take_opened() {
+            self.tokens.fill_kept(&mut self.launcher.recent);
+        }
         self.poll_jobs();
         self.diff.poll();
         if let Some(panels::verify_view::VerifyAction::Compare { recorded, live }) = self.verify.poll() {
@@ -1100,7 +1113,7 @@ impl eframe::App for McpscopeApp {
             if let Some(server) = self.verify.window(ui.ctx(), session_capture.as_deref(), &servers)
                 && let Some(capture) = session_capture.clone()
             {
-                self.verify.start(capture, server, &self.waker);
+                self.verify.start(capture, server, self.tokens.share(), &self.waker);
             }
         }
         if let Some(w) = &mut self.watch_client

@@ -28,6 +28,9 @@ pub struct SavedServer {
     pub era: String,
     /// How mcpscope signs in when an HTTP server asks (OAuth).
     pub oauth: SignIn,
+    /// The rows whose values the user asked to keep in the OS keyring
+    /// (`env:NAME`, `header:NAME`): the values live there, never here.
+    pub kept: Vec<String>,
 }
 
 /// The protocol version to offer when the era changes to `era`: the modern
@@ -151,6 +154,47 @@ impl SavedServer {
         self.target().display()
     }
 
+    /// The store key of a row's kept value (`row` is `env:NAME` or `header:NAME`).
+    fn kept_key(&self, row: &str) -> String {
+        let (kind, name) = row.split_once(':').unwrap_or(("env", row));
+        format!("launcher/{}/{kind}/{name}", self.name)
+    }
+
+    fn rows(&self) -> impl Iterator<Item = (String, &String)> {
+        let env = self.env.iter().map(|(k, v)| (format!("env:{k}"), v));
+        let headers = self.headers.iter().map(|(k, v)| (format!("header:{k}"), v));
+        env.chain(headers)
+    }
+
+    /// Each row's store key and its value to keep (`None`: to forget, as
+    /// a row no longer marked, or marked with no value, has nothing kept).
+    pub fn kept_values(&self) -> Vec<(String, Option<String>)> {
+        self.rows()
+            .map(|(row, value)| {
+                let keep = self.kept.contains(&row) && !value.is_empty();
+                (self.kept_key(&row), keep.then(|| value.clone()))
+            })
+            .collect()
+    }
+
+    /// Fills the kept rows' values that are empty from `lookup` (the store).
+    pub fn fill_kept(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        let keys: Vec<(String, String)> = self.kept.iter().map(|row| (row.clone(), self.kept_key(row))).collect();
+        for (row, key) in keys {
+            let (kind, name) = row.split_once(':').unwrap_or(("env", &row));
+            let rows = if kind == "header" {
+                &mut self.headers
+            } else {
+                &mut self.env
+            };
+            if let Some((_, value)) = rows.iter_mut().find(|(k, v)| k == name && v.is_empty())
+                && let Some(kept) = lookup(&key)
+            {
+                *value = kept;
+            }
+        }
+    }
+
     /// What may be written to the app's saved state: environment and header
     /// values (API keys, tokens) are left out, and so are credentials in the
     /// URL; only the names are kept, and the launcher asks for the values again.
@@ -170,6 +214,30 @@ pub struct EnvRow {
     pub key: String,
     pub value: String,
     pub revealed: bool,
+    /// Keep the value in the OS keyring (else it is asked for after a restart).
+    pub kept: bool,
+}
+
+impl EnvRow {
+    fn rows_of(pairs: &[(String, String)], kind: &str, kept: &[String]) -> Vec<EnvRow> {
+        pairs
+            .iter()
+            .map(|(k, v)| EnvRow {
+                key: k.clone(),
+                value: v.clone(),
+                revealed: false,
+                kept: kept.contains(&format!("{kind}:{k}")),
+            })
+            .collect()
+    }
+}
+
+/// The rows marked to be kept, as `kind:NAME`.
+fn kept_rows(rows: &[EnvRow], kind: &str) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.kept && !r.key.trim().is_empty())
+        .map(|r| format!("{kind}:{}", r.key.trim()))
+        .collect()
 }
 
 /// The form's contents.
@@ -223,28 +291,12 @@ impl LaunchForm {
             },
             url: s.url.clone(),
             era: s.era_choice().as_str().to_owned(),
-            headers: s
-                .headers
-                .iter()
-                .map(|(k, v)| EnvRow {
-                    key: k.clone(),
-                    value: v.clone(),
-                    revealed: false,
-                })
-                .collect(),
+            headers: EnvRow::rows_of(&s.headers, "header", &s.kept),
             oauth: s.oauth.clone(),
             secret_revealed: false,
             command: s.program.clone(),
             args: s.args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
-            env: s
-                .env
-                .iter()
-                .map(|(k, v)| EnvRow {
-                    key: k.clone(),
-                    value: v.clone(),
-                    revealed: false,
-                })
-                .collect(),
+            env: EnvRow::rows_of(&s.env, "env", &s.kept),
             cwd: s.cwd.clone().unwrap_or_default(),
             protocol_version: if s.protocol_version.is_empty() {
                 handshake::DEFAULT_VERSION.to_owned()
@@ -286,6 +338,7 @@ impl LaunchForm {
                 protocol_version: version,
                 era: self.era.clone(),
                 oauth: self.oauth.clone(),
+                kept: kept_rows(&self.headers, "header"),
                 ..SavedServer::http(name, url, kind, headers)
             });
         }
@@ -315,6 +368,7 @@ impl LaunchForm {
             cwd: Some(self.cwd.trim().to_owned()).filter(|c| !c.is_empty()),
             protocol_version: version,
             era: self.era.clone(),
+            kept: kept_rows(&self.env, "env"),
             ..SavedServer::default()
         })
     }
@@ -663,9 +717,16 @@ impl LauncherPanel {
                     );
                     ui.add(
                         egui::TextEdit::singleline(&mut row.value)
-                            .hint_text("value (never saved to disk)")
+                            .hint_text(if row.kept {
+                                "value (kept in the keyring)"
+                            } else {
+                                "value (never saved to disk)"
+                            })
                             .password(!row.revealed)
                             .desired_width(120.0),
+                    );
+                    ui.toggle_value(&mut row.kept, "🔑").on_hover_text(
+                        "Keep this value in the OS keyring (else the launcher asks for it again after a restart)",
                     );
                     if ui
                         .small_button(if row.revealed { "hide" } else { "show" })
@@ -860,7 +921,7 @@ mod tests {
         f.env.push(EnvRow {
             key: "API_KEY".into(),
             value: "s3cret value".into(),
-            revealed: false,
+            ..EnvRow::default()
         });
         f.env.push(EnvRow::default());
         let s = f.to_saved().unwrap();
@@ -870,7 +931,7 @@ mod tests {
         f.env.push(EnvRow {
             key: "A=B".into(),
             value: "x".into(),
-            revealed: false,
+            ..EnvRow::default()
         });
         assert!(f.to_saved().unwrap_err().contains("row 3"));
         assert!(
@@ -947,7 +1008,7 @@ mod tests {
         f.headers.push(EnvRow {
             key: "Authorization".into(),
             value: "Bearer t0ken".into(),
-            revealed: false,
+            ..EnvRow::default()
         });
         let s = f.to_saved().unwrap();
         assert_eq!(s.http_kind(), Some(HttpKind::StreamableHttp));
@@ -1003,5 +1064,45 @@ mod tests {
             stored.contains("API_KEY") && stored.contains("Authorization"),
             "{stored}"
         );
+    }
+
+    /// #33: a row marked 🔑 is remembered as kept, its value goes to the
+    /// store under the server's name, and comes back into an entry saved
+    /// without it; unmarked rows have their kept value forgotten.
+    #[test]
+    fn kept_rows_go_to_the_store_and_come_back() {
+        let mut f = LaunchForm {
+            name: "srv".into(),
+            command: "node".into(),
+            ..LaunchForm::default()
+        };
+        f.env.push(EnvRow {
+            key: "API_KEY".into(),
+            value: "sk-live-123".into(),
+            kept: true,
+            ..EnvRow::default()
+        });
+        f.env.push(EnvRow {
+            key: "DEBUG".into(),
+            value: "1".into(),
+            ..EnvRow::default()
+        });
+        let s = f.to_saved().unwrap();
+        assert_eq!(s.kept, ["env:API_KEY"]);
+        assert_eq!(
+            s.kept_values(),
+            [
+                ("launcher/srv/env/API_KEY".to_owned(), Some("sk-live-123".to_owned())),
+                ("launcher/srv/env/DEBUG".to_owned(), None),
+            ]
+        );
+        let stored = serde_json::to_string(&s.without_secrets()).unwrap();
+        assert!(!stored.contains("sk-live-123"), "{stored}");
+        let mut back: SavedServer = serde_json::from_str(&stored).unwrap();
+        back.fill_kept(|k| (k == "launcher/srv/env/API_KEY").then(|| "sk-live-123".to_owned()));
+        assert_eq!(back.env[0].1, "sk-live-123");
+        assert_eq!(back.env[1].1, "", "an unkept value stays asked for");
+        let form = LaunchForm::from_saved(&back);
+        assert!(form.env[0].kept && !form.env[1].kept);
     }
 }

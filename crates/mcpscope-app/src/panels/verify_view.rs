@@ -60,6 +60,7 @@ fn authorizer_for(
     server: &SavedServer,
     interaction: Interaction,
     shown: &Arc<Mutex<Option<String>>>,
+    tokens: &crate::tokens::AppTokens,
 ) -> anyhow::Result<Option<Authorizer>> {
     let Target::Http(h) = target else {
         return Ok(None);
@@ -69,14 +70,18 @@ fn authorizer_for(
     }
     let config = server.oauth.auth_config()?;
     let shown = Arc::clone(shown);
+    let (memory, on_change) = tokens.for_server(&h.url);
     let options = AuthOptions {
         interaction,
+        on_change: Some(on_change),
         show_url: Some(Arc::new(move |u: &str, _opened: Option<&str>| {
             *shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(u.to_owned());
         })),
         ..AuthOptions::default()
     };
-    Ok(Some(Authorizer::new(h.url.clone(), config, options, h.bearer.clone())))
+    Ok(Some(
+        Authorizer::new(h.url.clone(), config, options, h.bearer.clone()).with_memory(memory),
+    ))
 }
 
 /// Runs on a worker: the recording, a client to the server (recorded into
@@ -87,6 +92,7 @@ pub fn run(
     server: &SavedServer,
     interaction: Interaction,
     sign_in_url: &Arc<Mutex<Option<String>>>,
+    tokens: &crate::tokens::AppTokens,
 ) -> anyhow::Result<Verified> {
     let recording = Recording::read(capture, None)?;
     let live = mcpscope_core::record::private_files::new_capture_file()?;
@@ -96,7 +102,7 @@ pub fn run(
         ..SessionOptions::default()
     };
     let target = server.target();
-    let mut authorizer = authorizer_for(&target, server, interaction, sign_in_url)?;
+    let mut authorizer = authorizer_for(&target, server, interaction, sign_in_url, tokens)?;
     let mut connect = |policy: &InputPolicy| {
         let client = Client::connect(target.clone(), options.clone(), Box::new(|_| {})).with_policy(policy.clone());
         match authorizer.take() {
@@ -130,13 +136,19 @@ impl VerifyView {
     }
 
     /// Verifies `server` against `capture` on a worker.
-    pub fn start(&mut self, capture: PathBuf, server: SavedServer, waker: &Arc<dyn Fn() + Send + Sync>) {
+    pub fn start(
+        &mut self,
+        capture: PathBuf,
+        server: SavedServer,
+        tokens: crate::tokens::AppTokens,
+        waker: &Arc<dyn Fn() + Send + Sync>,
+    ) {
         self.result = None;
         self.error = None;
         let url = Arc::clone(&self.sign_in_url);
         *url.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         self.job = Some(Job::spawn("verify", Some(Arc::clone(waker)), move || {
-            run(&capture, &server, Interaction::Browser, &url)
+            run(&capture, &server, Interaction::Browser, &url, &tokens)
         }));
     }
 

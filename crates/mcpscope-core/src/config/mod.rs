@@ -3,6 +3,7 @@
 //! traffic runs through `mcpscope proxy`; and the store of OAuth tokens.
 
 pub mod jsonc;
+pub mod keyring;
 pub mod secret_file;
 pub mod server_config;
 pub mod token_store;

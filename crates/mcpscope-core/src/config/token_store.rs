@@ -2,14 +2,18 @@
 //!
 //! By default nowhere: an [`Authorizer`](crate::transport::auth::Authorizer)
 //! keeps them in memory for its session, and a store in memory keeps them
-//! for the process (the app's reconnects). Opt in to a file and they are
-//! kept per server URL in a JSON file that only the user can read: the
-//! directory is created `0700`, the file written `0600` (to a new file,
-//! then renamed over the old one), and neither is ever reached through a
-//! symbolic link. A file others could read is refused, not used.
+//! for the process. Opt in and they are kept per server URL, either in the
+//! OS keyring (one entry per server, `oauth:<URL>`, and an index entry
+//! listing the URLs, which a keyring cannot be asked for on every platform)
+//! or in a JSON file that only the user can read: the directory is created
+//! `0700`, the file written `0600` (to a new file, then renamed over the
+//! old one), and neither is ever reached through a symbolic link. A file
+//! others could read is refused, not used. [`TokenStore::open_preferred`]
+//! is the keyring, else that file (the app's store, `--token-store keyring`).
 //!
 //! Nothing here is ever printed: `Debug` shows server URLs and issuers only.
 
+use crate::config::keyring::{Keyring, KeyringError};
 use crate::protocol::auth::flow::{Granted, Memory};
 use crate::protocol::auth::registration::{Client, ClientKind};
 use crate::protocol::auth::token::TokenSet;
@@ -18,10 +22,31 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const FORMAT: &str = "mcpscope-oauth-store";
+/// The keyring entry listing the servers that have one of their own.
+const KEYRING_INDEX: &str = "oauth-servers";
+/// The keyring entry listing the secret values' keys.
+const KEYRING_SECRETS_INDEX: &str = "secrets";
+
+fn keyring_key(server_url: &str) -> String {
+    format!("oauth:{server_url}")
+}
+
+fn keyring_secret_key(key: &str) -> String {
+    format!("secret:{key}")
+}
 
 pub struct TokenStore {
-    file: Option<PathBuf>,
+    backing: Backing,
     servers: BTreeMap<String, Memory>,
+    /// Other secret values by key (the launcher's header and environment
+    /// values the user asked to keep).
+    secrets: BTreeMap<String, String>,
+}
+
+enum Backing {
+    Memory,
+    File(PathBuf),
+    Keyring(Keyring),
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -34,8 +59,63 @@ impl TokenStore {
     /// Tokens for this process only.
     pub fn in_memory() -> Self {
         Self {
-            file: None,
+            backing: Backing::Memory,
             servers: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+        }
+    }
+
+    /// A store in the OS keyring (what it holds is read now).
+    pub fn open_keyring(keyring: Keyring) -> Result<Self, TokenStoreError> {
+        let mut store = Self {
+            backing: Backing::Keyring(keyring),
+            servers: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+        };
+        let Backing::Keyring(k) = &store.backing else {
+            unreachable!("set above")
+        };
+        let index = |name: &str| -> Result<Vec<String>, TokenStoreError> {
+            match k.get(name)? {
+                None => Ok(Vec::new()),
+                Some(text) => serde_json::from_str(&text).map_err(|source| TokenStoreError::KeyringNotJson {
+                    key: name.into(),
+                    source,
+                }),
+            }
+        };
+        for key in index(KEYRING_SECRETS_INDEX)? {
+            if let Some(value) = k.get(&keyring_secret_key(&key))? {
+                store.secrets.insert(key, value);
+            }
+        }
+        for url in index(KEYRING_INDEX)? {
+            let key = keyring_key(&url);
+            // An index naming an entry that is gone (removed with another
+            // tool) is not an error: that server has no token.
+            if let Some(text) = k.get(&key)? {
+                let v: Value =
+                    serde_json::from_str(&text).map_err(|source| TokenStoreError::KeyringNotJson { key, source })?;
+                store.servers.insert(url, memory_from_json(&v));
+            }
+        }
+        Ok(store)
+    }
+
+    /// The keyring when the system has one that answers, else the private
+    /// file at `fallback`; with the reason, to say once, when it is the file.
+    pub fn open_preferred(fallback: &Path) -> Result<(Self, Option<String>), TokenStoreError> {
+        match Keyring::open() {
+            Ok(k) => Ok((Self::open_keyring(k)?, None)),
+            Err(e @ (KeyringError::Unavailable { .. } | KeyringError::NoAnswer(_))) => {
+                let store = Self::open(fallback)?;
+                let note = format!(
+                    "{e}: tokens are kept in {} instead (readable by you only)",
+                    fallback.display()
+                );
+                Ok((store, Some(note)))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -56,8 +136,9 @@ impl TokenStore {
     /// A store kept in `path` (read now if it exists).
     pub fn open(path: &Path) -> Result<Self, TokenStoreError> {
         let mut store = Self {
-            file: Some(path.to_owned()),
+            backing: Backing::File(path.to_owned()),
             servers: BTreeMap::new(),
+            secrets: BTreeMap::new(),
         };
         if let Some(text) = read_private(path)? {
             let v: Value = serde_json::from_str(&text).map_err(|source| TokenStoreError::NotJson {
@@ -72,12 +153,32 @@ impl TokenStore {
                     store.servers.insert(url.clone(), memory_from_json(m));
                 }
             }
+            if let Some(secrets) = v.get("secrets").and_then(Value::as_object) {
+                for (key, value) in secrets {
+                    if let Some(value) = value.as_str() {
+                        store.secrets.insert(key.clone(), value.to_owned());
+                    }
+                }
+            }
         }
         Ok(store)
     }
 
+    /// The file the tokens are kept in, if they are kept in one.
     pub fn path(&self) -> Option<&Path> {
-        self.file.as_deref()
+        match &self.backing {
+            Backing::File(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Where the tokens are kept, in words.
+    pub fn place(&self) -> String {
+        match &self.backing {
+            Backing::Memory => "memory".into(),
+            Backing::File(p) => p.display().to_string(),
+            Backing::Keyring(_) => "the OS keyring".into(),
+        }
     }
 
     /// What is kept for a server (empty when nothing).
@@ -95,14 +196,45 @@ impl TokenStore {
             ..Memory::default()
         };
         self.servers.insert(server_url.to_owned(), kept);
-        self.write()
+        self.write(server_url)
     }
 
     /// Forgets a server's tokens and registrations.
     pub fn forget(&mut self, server_url: &str) -> Result<bool, TokenStoreError> {
         let had = self.servers.remove(server_url).is_some();
-        self.write()?;
+        self.write(server_url)?;
         Ok(had)
+    }
+
+    /// The secret value kept under `key`.
+    pub fn secret(&self, key: &str) -> Option<&str> {
+        self.secrets.get(key).map(String::as_str)
+    }
+
+    /// Keeps `value` under `key` (`None` forgets it); writes only on a change.
+    pub fn set_secret(&mut self, key: &str, value: Option<&str>) -> Result<(), TokenStoreError> {
+        if self.secret(key) == value {
+            return Ok(());
+        }
+        match value {
+            Some(v) => self.secrets.insert(key.to_owned(), v.to_owned()),
+            None => self.secrets.remove(key),
+        };
+        match &self.backing {
+            Backing::Keyring(k) => {
+                let entry = keyring_secret_key(key);
+                match value {
+                    Some(v) => k.set(&entry, v)?,
+                    None => {
+                        k.delete(&entry)?;
+                    }
+                }
+                let keys: Vec<&str> = self.secrets.keys().map(String::as_str).collect();
+                k.set(KEYRING_SECRETS_INDEX, &serde_json::to_string(&keys).unwrap_or_default())?;
+                Ok(())
+            }
+            _ => self.write_file(),
+        }
     }
 
     pub fn servers(&self) -> impl Iterator<Item = &str> {
@@ -111,10 +243,7 @@ impl TokenStore {
 
     /// Where the store is and what it holds, without a secret.
     pub fn describe(&self) -> String {
-        let place = match &self.file {
-            Some(p) => p.display().to_string(),
-            None => "memory".into(),
-        };
+        let place = self.place();
         let entries: Vec<String> = self
             .servers
             .iter()
@@ -126,8 +255,18 @@ impl TokenStore {
         format!("TokenStore({place}; {})", entries.join("; "))
     }
 
-    fn write(&self) -> Result<(), TokenStoreError> {
-        let Some(path) = &self.file else {
+    /// Writes what changed for `server_url` (the whole file, or that
+    /// server's keyring entry and the index).
+    fn write(&self, server_url: &str) -> Result<(), TokenStoreError> {
+        match &self.backing {
+            Backing::Keyring(k) => self.write_keyring(k, server_url),
+            _ => self.write_file(),
+        }
+    }
+
+    /// Writes the whole file (nothing in memory).
+    fn write_file(&self) -> Result<(), TokenStoreError> {
+        let Backing::File(path) = &self.backing else {
             return Ok(());
         };
         let servers: Map<String, Value> = self
@@ -135,11 +274,41 @@ impl TokenStore {
             .iter()
             .map(|(k, m)| (k.clone(), memory_to_json(m)))
             .collect();
-        let doc = json!({"format": FORMAT, "version": 1, "servers": servers});
+        let doc = json!({"format": FORMAT, "version": 1, "servers": servers, "secrets": self.secrets});
         // A map of strings and numbers always serialises.
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         write_private(path, text.as_bytes())
     }
+
+    fn write_keyring(&self, k: &Keyring, server_url: &str) -> Result<(), TokenStoreError> {
+        let key = keyring_key(server_url);
+        match self.servers.get(server_url) {
+            Some(m) => k.set(&key, &memory_to_json(m).to_string())?,
+            None => {
+                k.delete(&key)?;
+            }
+        }
+        let urls: Vec<&str> = self.servers.keys().map(String::as_str).collect();
+        k.set(KEYRING_INDEX, &serde_json::to_string(&urls).unwrap_or_default())?;
+        Ok(())
+    }
+}
+
+/// A store shared by the authorizers that save into it.
+pub type SharedTokenStore = std::sync::Arc<std::sync::Mutex<TokenStore>>;
+
+/// An authorizer's `on_change` that keeps each change in `store`; a change
+/// that could not be kept is passed to `warn` (the session goes on).
+pub fn saving_to(
+    store: SharedTokenStore,
+    warn: impl Fn(&TokenStoreError) + Send + Sync + 'static,
+) -> crate::transport::auth::OnChange {
+    std::sync::Arc::new(move |url: &str, memory: &Memory| {
+        let mut s = store.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = s.save(url, memory) {
+            warn(&e);
+        }
+    })
 }
 
 fn client_to_json(c: &Client) -> Value {
@@ -265,6 +434,14 @@ pub enum TokenStoreError {
     Refused { path: PathBuf, why: String },
     #[error("{} is a symbolic link or not a directory: not writing tokens there", .0.display())]
     UnsafeDirectory(PathBuf),
+    #[error(transparent)]
+    Keyring(#[from] KeyringError),
+    #[error("the keyring entry {key:?} is not mcpscope's JSON")]
+    KeyringNotJson {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 #[cfg(unix)]
@@ -476,6 +653,22 @@ mod tests {
         let mut again = again;
         assert!(again.forget("http://s/mcp").unwrap());
         assert!(TokenStore::open(&path).unwrap().load("http://s/mcp").token.is_none());
+    }
+
+    #[test]
+    fn secret_values_round_trip_and_are_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let mut store = TokenStore::open(&path).unwrap();
+        store.set_secret("launcher/s/env/API_KEY", Some("sk-123")).unwrap();
+        store.set_secret("launcher/s/header/X-Other", Some("v")).unwrap();
+        assert!(!format!("{store:?}").contains("sk-123"));
+        let mut again = TokenStore::open(&path).unwrap();
+        assert_eq!(again.secret("launcher/s/env/API_KEY"), Some("sk-123"));
+        again.set_secret("launcher/s/env/API_KEY", None).unwrap();
+        let last = TokenStore::open(&path).unwrap();
+        assert_eq!(last.secret("launcher/s/env/API_KEY"), None);
+        assert_eq!(last.secret("launcher/s/header/X-Other"), Some("v"));
     }
 
     #[cfg(unix)]
