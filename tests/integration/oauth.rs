@@ -719,3 +719,43 @@ fn without_a_keyring_the_tokens_go_to_the_private_file() {
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     assert!(auth_steps(&capture::load(&runs[1]).unwrap().events).is_empty());
 }
+
+/// #33: the store's other secrets (the launcher's kept values) in a real
+/// Secret Service: this test runs the one below inside a keyring session.
+#[test]
+fn the_keyring_keeps_secret_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let script = r#""$TEST_EXE" --exact oauth::secret_values_in_the_keyring_session --ignored --nocapture
+echo "--- keyring"
+secret-tool search --all service mcpscope 2>&1
+"#;
+    let out = in_a_keyring_session(dir.path(), script, &[("TEST_EXE", exe.to_str().unwrap())]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    let keyring = stdout.split("--- keyring").nth(1).unwrap_or_default();
+    assert!(
+        keyring.contains("username = secret:launcher/srv/env/API_KEY"),
+        "{keyring}"
+    );
+    assert!(keyring.contains("secret = sk-in-the-keyring"), "{keyring}");
+    assert!(!keyring.contains("X-Gone"), "a forgotten value is deleted: {keyring}");
+}
+
+#[test]
+#[ignore = "run inside a keyring session by the_keyring_keeps_secret_values"]
+fn secret_values_in_the_keyring_session() {
+    use mcpscope_core::config::keyring::Keyring;
+    use mcpscope_core::config::token_store::TokenStore;
+    let mut store = TokenStore::open_keyring(Keyring::open().unwrap()).unwrap();
+    assert_eq!(store.place(), "the OS keyring");
+    store
+        .set_secret("launcher/srv/env/API_KEY", Some("sk-in-the-keyring"))
+        .unwrap();
+    store.set_secret("launcher/srv/header/X-Gone", Some("v")).unwrap();
+    store.set_secret("launcher/srv/header/X-Gone", None).unwrap();
+    let again = TokenStore::open_keyring(Keyring::open().unwrap()).unwrap();
+    assert_eq!(again.secret("launcher/srv/env/API_KEY"), Some("sk-in-the-keyring"));
+    assert_eq!(again.secret("launcher/srv/header/X-Gone"), None);
+}
