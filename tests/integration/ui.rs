@@ -1892,3 +1892,76 @@ fn a_value_marked_to_keep_comes_back_after_a_restart() {
     assert_eq!(form.env[0].value, "sk-live-kept");
     assert!(form.env[0].kept);
 }
+
+/// #33: tabs come back after a restart: the open capture with its filter
+/// and selected row, the running server's tab with its recording and a
+/// "Relaunch" offer (never started on its own), the same tab on screen;
+/// Relaunch starts it.
+#[test]
+fn tabs_come_back_after_a_restart() {
+    use mcpscope_app::restore::TabMemory;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let out = std::process::Command::new(bin())
+        .args(["call", "--method", "tools/list", "--capture"])
+        .arg(&cap)
+        .args(["--", "python3", &faulty_path(), "--mode", "tool-error"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut h = launch_everything();
+    h.state_mut().open_capture(cap.clone());
+    step_until(&mut h, "the capture loaded in a second tab", |app| {
+        app.tabs.len() == 2 && app.session.inspection.as_ref().is_some_and(|i| !i.loading())
+    });
+    h.get_by_label_contains("result #2 (tools/list)").click();
+    h.step();
+    h.state_mut()
+        .session
+        .timeline
+        .filter
+        .set_text("method == \"tools/list\"");
+    h.step();
+    h.step();
+    let selected_seq = {
+        let app = h.state();
+        let i = app.session.inspection.as_ref().unwrap();
+        i.model.store.get(app.session.timeline.selected.unwrap()).unwrap().seq()
+    };
+    assert!(selected_seq.is_some());
+    let saved = h.state().tab_memories();
+    // As the app's state file keeps it.
+    let saved: Vec<TabMemory> = serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap();
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    assert!(saved[0].server.is_some() && saved[0].capture.is_some() && !saved[0].active);
+    assert!(saved[1].server.is_none() && saved[1].capture.as_ref() == Some(&cap) && saved[1].active);
+    drop(h);
+
+    let mut h = harness_any_glyphs(StartupArgs::default());
+    h.state_mut().restore_tabs(saved);
+    step_until(&mut h, "the tabs back", |app| {
+        !app.restoring_tabs() && app.session.inspection.as_ref().is_some_and(|i| !i.loading())
+    });
+    let app = h.state();
+    assert_eq!(app.tabs.len(), 2);
+    assert_eq!(app.active_tab, 1, "the capture's tab is on screen again");
+    assert_eq!(app.session.timeline.filter.text, "method == \"tools/list\"");
+    let i = app.session.inspection.as_ref().unwrap();
+    let row = app.session.timeline.selected.expect("the selection is back");
+    assert_eq!(i.model.store.get(row).unwrap().seq(), selected_seq);
+    assert!(!i.model.running(), "nothing was started");
+    assert!(!shows(&h, "when mcpscope closed"), "the capture's tab ran no server");
+
+    // The server's tab: its recording, and the offer.
+    h.state_mut().activate_tab(0);
+    h.step();
+    h.step();
+    assert_eq!(h.state().active_tab, 0);
+    assert!(!h.state().session.inspection.as_ref().unwrap().model.running());
+    assert!(shows(&h, "when mcpscope closed"));
+    h.get_by_label("Relaunch").click();
+    h.step();
+    step_until(&mut h, "the relaunched handshake", handshake_done);
+    assert!(h.state().session.inspection.as_ref().unwrap().model.running());
+    assert!(!shows(&h, "when mcpscope closed"), "the offer is gone once taken");
+}

@@ -11,6 +11,7 @@ pub mod live_follow;
 pub mod live_pilot;
 pub mod memory;
 pub mod panels;
+pub mod restore;
 pub mod tabs;
 pub mod theme;
 pub mod tokens;
@@ -153,6 +154,9 @@ enum Command {
     WatchInClient,
     /// Apply a condition as the timeline's filter (no join), or join it to the filter.
     Filter(Option<mcpscope_core::filter::Join>, String),
+    /// Start the server a restored tab ran.
+    Relaunch,
+    DismissRelaunch,
 }
 
 /// The tabs of the right panel.
@@ -213,12 +217,15 @@ pub struct McpscopeApp {
     pub watch_client: Option<WatchClientDialog>,
     /// OAuth tokens kept between runs (the keyring, else a private file).
     pub tokens: tokens::AppTokens,
+    /// The last run's tabs, while they are brought back.
+    pub(crate) restoring: restore::Restoring,
 }
 
 const RECENT_KEY: &str = "recent_servers";
 /// The narrowest the timeline gets while the side panels have room to give.
 const TIMELINE_MIN: f32 = 440.0;
 const FILTERS_KEY: &str = "display_filters";
+const TABS_KEY: &str = "tabs";
 
 /// A config file being read on a worker.
 struct Importing {
@@ -284,6 +291,14 @@ impl McpscopeApp {
         {
             app.filter_prefs = prefs;
         }
+        let nothing_asked =
+            args.open.is_none() && args.diff.is_none() && args.config.is_none() && args.launch.is_empty();
+        if nothing_asked
+            && let Some(storage) = cc.storage
+            && let Some(tabs) = eframe::get_value::<Vec<restore::TabMemory>>(storage, TABS_KEY)
+        {
+            app.restore_tabs(tabs);
+        }
         app.startup(args);
         app
     }
@@ -319,6 +334,7 @@ impl McpscopeApp {
             live: LiveSessionsPanel::default(),
             watch_client: None,
             tokens: tokens::AppTokens::in_memory(),
+            restoring: restore::Restoring::default(),
         }
     }
 
@@ -632,6 +648,8 @@ impl McpscopeApp {
                 self.right_tab = RightTab::Frame;
                 self.apply(Command::Select(row));
             }
+            Command::Relaunch => self.relaunch(),
+            Command::DismissRelaunch => self.session.restored = None,
             Command::Filter(join, cond) => {
                 let text = match join {
                     None => cond,
@@ -778,6 +796,7 @@ impl McpscopeApp {
                 self.session.inspection = opened;
             }
         }
+        self.pump_restore();
         if let Some(i) = &self.session.inspection
             && i.resets != self.session.resets_seen
         {
@@ -932,6 +951,63 @@ fn format_duration(d: Duration) -> String {
     }
 }
 
+impl McpscopeApp {
+    /// The session on screen: its timeline, or what to do when there is none.
+    fn central_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        match &self.session.inspection {
+            None => {
+                ui.vertical_centered(|ui| {
+                ui.add_space(ui.available_height() / 3.0);
+                ui.heading("mcpscope");
+                ui.label("Launch a server on the left, open a capture (File, Open capture…), or import servers from a config file.");
+            });
+            }
+            Some(i) => {
+                if let Some(si) = &i.sign_in {
+                    sign_in_banner(ui, si);
+                }
+                self.handshake_strip(ui);
+                ui.separator();
+                let title = &self.tabs[self.active_tab].title;
+                let tools: Vec<String> = self
+                    .session
+                    .composer
+                    .lists
+                    .tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                let transport = match &i.target {
+                    Some(mcpscope_core::transport::target::Target::Http(h)) => h.kind.as_str(),
+                    Some(_) => "stdio",
+                    None if i.model.remote => "http",
+                    None => "stdio",
+                };
+                let era = match i.era().era() {
+                    Some(mcpscope_core::protocol::era::Era::Legacy) => Some("legacy"),
+                    Some(mcpscope_core::protocol::era::Era::Modern) => Some("modern"),
+                    None => None,
+                };
+                let cx = panels::timeline::FilterContext {
+                    facts: mcpscope_core::filter::rows::SessionFacts {
+                        session: Some(title),
+                        transport: Some(transport),
+                        era,
+                        findings: None,
+                        conversations: Some(&i.model.conversation_rows),
+                    },
+                    prefs: &mut self.filter_prefs,
+                    tools: &tools,
+                };
+                if let Some(TimelineAction::Select(r)) = self.session.timeline.ui(ui, &i.model, cx) {
+                    // A row picked on the timeline is shown, even over the composer.
+                    commands.push(Command::ShowRow(r));
+                }
+            }
+        }
+    }
+}
+
 impl eframe::App for McpscopeApp {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
         if self.pump() {
@@ -1050,49 +1126,15 @@ impl eframe::App for McpscopeApp {
                     },
                 }
             });
-        egui::CentralPanel::default().show(ui, |ui| match &self.session.inspection {
-            None => {
-                ui.vertical_centered(|ui| {
-                    ui.add_space(ui.available_height() / 3.0);
-                    ui.heading("mcpscope");
-                    ui.label("Launch a server on the left, open a capture (File, Open capture…), or import servers from a config file.");
-                });
-            }
-            Some(i) => {
-                if let Some(si) = &i.sign_in {
-                    sign_in_banner(ui, si);
-                }
-                self.handshake_strip(ui);
-                ui.separator();
-                let title = &self.tabs[self.active_tab].title;
-                let tools: Vec<String> = self.session.composer.lists.tools.iter().map(|t| t.name.clone()).collect();
-                let transport = match &i.target {
-                    Some(mcpscope_core::transport::target::Target::Http(h)) => h.kind.as_str(),
-                    Some(_) => "stdio",
-                    None if i.model.remote => "http",
-                    None => "stdio",
-                };
-                let era = match i.era().era() {
-                    Some(mcpscope_core::protocol::era::Era::Legacy) => Some("legacy"),
-                    Some(mcpscope_core::protocol::era::Era::Modern) => Some("modern"),
-                    None => None,
-                };
-                let cx = panels::timeline::FilterContext {
-                    facts: mcpscope_core::filter::rows::SessionFacts {
-                        session: Some(title),
-                        transport: Some(transport),
-                        era,
-                        findings: None,
-                        conversations: Some(&i.model.conversation_rows),
-                    },
-                    prefs: &mut self.filter_prefs,
-                    tools: &tools,
-                };
-                if let Some(TimelineAction::Select(r)) = self.session.timeline.ui(ui, &i.model, cx) {
-                    // A row picked on the timeline is shown, even over the composer.
-                    commands.push(Command::ShowRow(r));
+        egui::CentralPanel::default().show(ui, |ui| {
+            if let Some(server) = self.session.restored.as_ref().and_then(|r| r.relaunch.as_ref()) {
+                match restore::relaunch_offer_ui(ui, server) {
+                    Some(restore::OfferAction::Relaunch) => commands.push(Command::Relaunch),
+                    Some(restore::OfferAction::Dismiss) => commands.push(Command::DismissRelaunch),
+                    None => {}
                 }
             }
+            self.central_ui(ui, &mut commands)
         });
         let session_capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.clone());
         self.picker_ui(ui.ctx());
@@ -1132,6 +1174,7 @@ impl eframe::App for McpscopeApp {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, RECENT_KEY, &self.saved_state());
         eframe::set_value(storage, FILTERS_KEY, &self.filter_prefs);
+        eframe::set_value(storage, TABS_KEY, &self.tab_memories());
     }
 
     fn on_exit(&mut self) {

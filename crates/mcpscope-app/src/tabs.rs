@@ -38,6 +38,8 @@ pub struct SessionView {
     /// The followed capture's restarts the views have caught up with.
     pub(crate) resets_seen: u64,
     pub(crate) last_launch: Option<SavedServer>,
+    /// Brought back from the last run: a selection to make, a server to offer.
+    pub restored: Option<crate::restore::Restored>,
 }
 
 impl SessionView {
@@ -59,6 +61,7 @@ impl SessionView {
         self.ping = None;
         self.seen_server_requests = 0;
         self.resets_seen = 0;
+        self.restored = None;
         old
     }
 }
