@@ -20,6 +20,7 @@ mod live;
 mod live_app;
 mod mock;
 mod oauth;
+mod package;
 mod protocol_features;
 mod real_servers;
 mod schema_form;

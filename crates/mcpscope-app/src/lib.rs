@@ -52,12 +52,20 @@ pub struct StartupArgs {
     pub diff: Option<(PathBuf, PathBuf)>,
 }
 
+/// The icon the Debian package installs (assets/mcpscope.png), for the window too.
+fn window_icon() -> egui::IconData {
+    eframe::icon_data::from_png_bytes(include_bytes!("../../../assets/mcpscope.png")).unwrap_or_default()
+}
+
 pub fn run(args: StartupArgs) -> ExitCode {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_inner_size([1440.0, 900.0])
             .with_min_inner_size([800.0, 500.0])
-            .with_title("mcpscope"),
+            .with_title("mcpscope")
+            // The desktop file's StartupWMClass: the menu entry and the window are one app.
+            .with_app_id("mcpscope")
+            .with_icon(window_icon()),
         persistence_path: state_file(),
         ..Default::default()
     };
@@ -1273,6 +1281,12 @@ fn sign_in_banner(ui: &mut Ui, si: &inspection::SignInState) {
 #[cfg(test)]
 mod capability_tests {
     use super::*;
+
+    #[test]
+    fn the_window_icon_is_the_packaged_png() {
+        let icon = window_icon();
+        assert_eq!((icon.width, icon.height), (256, 256));
+    }
 
     #[test]
     fn capabilities_name_only_the_flags_that_are_on() {
