@@ -111,3 +111,70 @@ pub fn send_traces(command: &str, endpoint: &str, traces: &serde_json::Value) ->
         }
     }
 }
+
+/// Traces sent while a proxied session runs: failures said once each as
+/// they happen, the total when the session is over.
+pub struct LiveTraces {
+    export: mcpscope_core::interop::otlp_live::LiveExport,
+    tally: std::sync::Arc<std::sync::Mutex<Tally>>,
+    command: &'static str,
+}
+
+#[derive(Default)]
+struct Tally {
+    spans: usize,
+    rejected: u64,
+    url: String,
+    failures: Vec<String>,
+}
+
+impl LiveTraces {
+    pub fn start(
+        command: &'static str,
+        endpoint: &str,
+        header: mcpscope_core::record::capture::Header,
+    ) -> Result<LiveTraces, mcpscope_core::interop::otlp_http::SendError> {
+        use mcpscope_core::interop::otlp_live::{LiveExport, interval_from_env};
+        let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
+        let counted = std::sync::Arc::clone(&tally);
+        let report: mcpscope_core::interop::otlp_live::Report = std::sync::Arc::new(move |result| {
+            let mut t = counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match result {
+                Ok(sent) => {
+                    t.spans += sent.spans;
+                    t.rejected += sent.rejected;
+                    t.url = sent.url.clone();
+                }
+                Err(e) => {
+                    let text = ErrorChain(e).to_string();
+                    if !t.failures.contains(&text) {
+                        crate::errln!("mcpscope {command}: {text}");
+                        t.failures.push(text);
+                    }
+                }
+            }
+        });
+        let export = LiveExport::start(endpoint, header, super::VERSION, interval_from_env(), report)?;
+        Ok(LiveTraces { export, tally, command })
+    }
+
+    pub fn tap(&self) -> mcpscope_core::transport::recorder::EventTap {
+        self.export.tap()
+    }
+
+    /// Sends the rest and says how many spans arrived.
+    pub fn finish(self) {
+        self.export.finish();
+        let t = self.tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if t.spans > 0 {
+            crate::errln!("mcpscope {}: {} span(s) sent to {}", self.command, t.spans, t.url);
+        }
+        if t.rejected > 0 {
+            crate::errln!(
+                "mcpscope {}: the collector dropped {} span(s)",
+                self.command,
+                t.rejected
+            );
+        }
+    }
+}

@@ -16,6 +16,7 @@ pub struct Startup {
     pub launch: Vec<String>,
     pub open: Option<PathBuf>,
     pub diff: Option<(PathBuf, PathBuf)>,
+    pub otlp_endpoint: Option<String>,
 }
 
 #[cfg(feature = "gui")]
@@ -26,6 +27,7 @@ pub fn run(s: Startup) -> ExitCode {
         launch: s.launch,
         open: s.open,
         diff: s.diff,
+        otlp_endpoint: s.otlp_endpoint,
     })
 }
 
@@ -90,7 +92,7 @@ pub fn run(s: Startup) -> ExitCode {
         "`mcpscope open`"
     } else if s.diff.is_some() {
         "`mcpscope diff --app`"
-    } else if !s.launch.is_empty() || s.server.is_some() || s.config.is_some() {
+    } else if !s.launch.is_empty() || s.server.is_some() || s.config.is_some() || s.otlp_endpoint.is_some() {
         // `call -- CMD` is the headless way to talk to the same server.
         "launching a server in the desktop app (try `mcpscope call -- CMD`)"
     } else {

@@ -57,6 +57,11 @@ pub struct Cli {
     /// Open the desktop app and launch this server at once.
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub launch: Vec<String>,
+
+    /// The desktop app sends each session it launches to this OpenTelemetry
+    /// collector while it runs (OTLP/HTTP JSON; `/v1/traces` is added unless given).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 // Parsed once at startup and matched once: the size of the largest variant
@@ -321,12 +326,21 @@ pub fn main() -> ExitCode {
             open: Some(capture),
             ..Default::default()
         }),
-        None => gui::run(gui::Startup {
-            config: cli.config,
-            server: cli.server,
-            launch: cli.launch,
-            ..Default::default()
-        }),
+        None => {
+            if let Some(endpoint) = &cli.otlp_endpoint
+                && let Err(e) = mcpscope_core::interop::otlp_http::traces_url(endpoint)
+            {
+                crate::errln!("mcpscope: {}", mcpscope_core::text::ErrorChain(&e));
+                return ExitCode::from(exit::USAGE);
+            }
+            gui::run(gui::Startup {
+                config: cli.config,
+                server: cli.server,
+                launch: cli.launch,
+                otlp_endpoint: cli.otlp_endpoint,
+                ..Default::default()
+            })
+        }
     };
     if let Some(sig) = signals::caught() {
         crate::errln!(

@@ -40,6 +40,13 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// Send OpenTelemetry traces of the sessions to this collector while they
+    /// run (OTLP/HTTP JSON; `/v1/traces` is added unless given): a span per
+    /// request, sent within 5 s of its answer; the session span and requests
+    /// never answered when the proxy ends.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
     /// The server command and its arguments, after `--` (stdio).
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub command: Vec<String>,
@@ -69,8 +76,13 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         crate::errln!("mcpscope proxy: {e}");
         return ExitCode::from(exit::IO);
     }
+    let traces = match live_traces(&args, capture::Header::for_spec(&spec, "proxy")) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let mut options = ProxyOptions {
         capture: args.capture.clone(),
+        tap: traces.as_ref().map(super::export::LiveTraces::tap),
         ..ProxyOptions::default()
     };
     if let Some(name) = &args.session {
@@ -93,7 +105,11 @@ pub fn run(args: ProxyArgs) -> ExitCode {
     } else {
         Box::new(std::io::stderr())
     };
-    match stdio::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err) {
+    let outcome = stdio::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err);
+    if let Some(t) = traces {
+        t.finish();
+    }
+    match outcome {
         Ok(outcome) => {
             for n in &outcome.notes {
                 crate::errln!("mcpscope proxy: {n}");
@@ -124,6 +140,14 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
         }
     };
     options.capture = args.capture.clone();
+    let target = mcpscope_core::transport::target::Target::Http(
+        mcpscope_core::transport::target::HttpTarget::streamable(upstream),
+    );
+    let traces = match live_traces(args, capture::Header::for_target(&target, "proxy")) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    options.tap = traces.as_ref().map(super::export::LiveTraces::tap);
     if let Some(name) = &args.session {
         match state_dir::sessions_dir() {
             Ok(dir) => {
@@ -155,5 +179,21 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
     for n in &outcome.notes {
         crate::errln!("mcpscope proxy: {n}");
     }
+    if let Some(t) = traces {
+        t.finish();
+    }
     ExitCode::from(exit::OK)
+}
+
+/// `--otlp-endpoint`: the live exporter, or the usage error for a bad URL.
+fn live_traces(args: &ProxyArgs, header: capture::Header) -> Result<Option<super::export::LiveTraces>, ExitCode> {
+    let Some(endpoint) = &args.otlp_endpoint else {
+        return Ok(None);
+    };
+    super::export::LiveTraces::start("proxy", endpoint, header)
+        .map(Some)
+        .map_err(|e| {
+            crate::errln!("mcpscope proxy: {}", ErrorChain(&e));
+            ExitCode::from(exit::USAGE)
+        })
 }

@@ -555,7 +555,7 @@ fn an_unknown_file_or_an_existing_capture_is_refused() {
 struct Collector {
     child: std::process::Child,
     port: u16,
-    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    exports: crossbeam_channel::Receiver<Value>,
 }
 
 impl Collector {
@@ -571,7 +571,15 @@ impl Collector {
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         let port = first["port"].as_u64().unwrap() as u16;
-        Collector { child, port, lines }
+        let (tx, exports) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        Collector { child, port, exports }
     }
 
     fn url(&self) -> String {
@@ -580,7 +588,9 @@ impl Collector {
 
     /// The next export it received, decoded.
     fn next(&mut self) -> Value {
-        serde_json::from_str(&self.lines.next().expect("the collector reported").unwrap()).unwrap()
+        self.exports
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the collector reported an export")
     }
 }
 
@@ -683,4 +693,171 @@ fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+}
+
+fn span_names(export: &Value) -> Vec<String> {
+    export["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// #33: `proxy --otlp-endpoint` sends while the session runs: a request's
+/// span reaches the collector (decoded with the official protos) while the
+/// client is still connected; the session span when the proxy ends.
+#[test]
+fn the_stdio_proxy_sends_spans_while_the_session_runs() {
+    use std::io::{BufRead, Write};
+    let mut collector = Collector::start("");
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let mut proxy = Command::new(bin())
+        .args(["proxy", "--otlp-endpoint", &collector.url(), "--", "node"])
+        .arg(&everything)
+        .arg("stdio")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "200")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_server = proxy.stdin.take().unwrap();
+    let mut from_server = std::io::BufReader::new(proxy.stdout.take().unwrap());
+    let mut answer_to = |id: u64| loop {
+        let mut line = String::new();
+        assert!(from_server.read_line(&mut line).unwrap() > 0, "the proxy closed");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(to_server, "{initialize}").unwrap();
+    answer_to(1);
+    writeln!(to_server, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(
+        to_server,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"live"}}}}}}"#
+    )
+    .unwrap();
+    assert!(answer_to(2)["result"].is_object());
+    // Still connected: the spans that ended are already at the collector.
+    let mut live = Vec::new();
+    while !live.iter().any(|n: &String| n == "tools/call echo") {
+        let got = collector.next();
+        assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+        live.extend(span_names(&got));
+    }
+    assert!(proxy.try_wait().unwrap().is_none(), "the session was still running");
+    assert!(live.contains(&"initialize".to_owned()), "{live:?}");
+    assert!(!live.contains(&"mcp session".to_owned()), "{live:?}");
+    drop(to_server);
+    let out = proxy.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    let mut last = Vec::new();
+    while !last.contains(&"mcp session".to_owned()) {
+        last.extend(span_names(&collector.next()));
+    }
+    assert!(
+        !last.contains(&"tools/call echo".to_owned()),
+        "a span sent live is not sent again: {last:?}"
+    );
+    assert!(stderr.contains("span(s) sent to"), "{stderr}");
+}
+
+/// The reverse proxy sends its sessions too (here at the end: the default
+/// interval is longer than the session).
+#[test]
+fn the_reverse_proxy_sends_its_sessions_spans() {
+    use std::io::BufRead;
+    let mut collector = Collector::start("");
+    let server = HttpServer::start("streamableHttp");
+    let mut proxy = Command::new(bin())
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
+        .args(["--otlp-endpoint", &collector.url()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on http://") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the proxy ended before listening"
+        );
+    }
+    let addr = line
+        .split("listening on http://")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let out = Command::new(bin())
+        .args([
+            "call",
+            "--server-url",
+            &format!("http://{addr}/mcp"),
+            "--tool-name",
+            "echo",
+        ])
+        .args(["--tool-arg", "message=through the reverse proxy"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    proxy.wait().unwrap();
+    let mut names = Vec::new();
+    while !names.contains(&"mcp session".to_owned()) {
+        let got = collector.next();
+        assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+        names.extend(span_names(&got));
+    }
+    assert!(names.contains(&"tools/call echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"mcp session".to_owned()), "{names:?}");
+    assert!(rest.contains("span(s) sent to"), "{rest}");
+}
+
+/// #33: the app (`mcpscope --otlp-endpoint URL`) sends each session it
+/// launches; closing the tab sends the rest, the session span included.
+#[test]
+fn the_app_sends_its_sessions_to_the_collector() {
+    use egui_kittest::Harness;
+    use mcpscope_app::{McpscopeApp, StartupArgs};
+    let mut collector = Collector::start("");
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let args = StartupArgs {
+        launch: vec!["node".into(), everything.display().to_string(), "stdio".into()],
+        otlp_endpoint: Some(collector.url()),
+        ..StartupArgs::default()
+    };
+    let mut h = Harness::builder()
+        .with_size([1440.0, 900.0])
+        .allow_missing_glyphs()
+        .build_eframe(move |cc| McpscopeApp::new(cc, args));
+    step_until(&mut h, "the handshake", |app| {
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.model.handshake.initialized_row.is_some())
+    });
+    assert!(h.state().session.inspection.as_ref().unwrap().traces.is_some());
+    // Closing the tab ends the session (off the UI thread) and sends the rest.
+    h.state_mut().close_tab(0);
+    h.step();
+    let mut names = Vec::new();
+    while !names.contains(&"mcp session".to_owned()) {
+        let got = collector.next();
+        assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+        names.extend(span_names(&got));
+    }
+    assert!(names.contains(&"initialize".to_owned()), "{names:?}");
+    assert!(names.contains(&"tools/list".to_owned()), "{names:?}");
 }

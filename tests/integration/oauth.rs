@@ -476,7 +476,10 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         sign_in.auth_config().unwrap(),
         // The test server approves at once; a person would use the browser.
         Interaction::NonInteractive,
-        &mcpscope_app::tokens::AppTokens::in_memory(),
+        mcpscope_app::inspection::AppServices {
+            tokens: &mcpscope_app::tokens::AppTokens::in_memory(),
+            otlp_endpoint: None,
+        },
         None,
     ));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -557,7 +560,10 @@ fn the_app_signs_in_once_and_still_works_after_a_restart() {
             EraChoice::Legacy,
             AuthConfig::default(),
             Interaction::NonInteractive,
-            tokens,
+            mcpscope_app::inspection::AppServices {
+                tokens,
+                otlp_endpoint: None,
+            },
             None,
         );
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -132,6 +132,18 @@ impl McpscopeApp {
                         "{} req · {} notif · {} results · {} errors · {} isError · {} not JSON-RPC · {} stderr",
                         c.requests, c.notifications, c.results, c.errors, c.tool_errors, c.not_jsonrpc, c.stderr
                     ));
+                    if let Some(t) = &i.traces {
+                        let status = t.status();
+                        if !status.is_empty() {
+                            ui.separator();
+                            let color = if status.starts_with("traces not sent") {
+                                theme::WARN
+                            } else {
+                                theme::OK
+                            };
+                            ui.label(RichText::new(status).color(color));
+                        }
+                    }
                     if let Some(p) = &i.capture_path {
                         ui.separator();
                         ui.weak(format!("capture: {}", p.display()));

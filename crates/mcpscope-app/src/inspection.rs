@@ -148,6 +148,9 @@ pub struct Inspection {
     pub sign_in: Option<SignInState>,
     /// A capture still being read.
     load: Option<CaptureLoad>,
+    /// OpenTelemetry sent while the session runs (`mcpscope --otlp-endpoint`);
+    /// last, so it is dropped (and sends the rest) after the session ended.
+    pub traces: Option<crate::traces::SessionTraces>,
 }
 
 /// Where a sign-in stands, kept by the owner's thread.
@@ -157,6 +160,15 @@ pub struct SignInStatus {
     pub running: bool,
     /// Why the last sign-in failed.
     pub failed: Option<String>,
+}
+
+/// What the app gives every session it launches.
+#[derive(Clone, Copy)]
+pub struct AppServices<'a> {
+    /// Where OAuth tokens are kept between runs.
+    pub tokens: &'a crate::tokens::AppTokens,
+    /// The OpenTelemetry collector to send the session to, if any.
+    pub otlp_endpoint: Option<&'a str>,
 }
 
 /// How a session signs in (the owner's thread runs it on a worker, see
@@ -244,7 +256,7 @@ impl Inspection {
         choice: EraChoice,
         waker: Option<Waker>,
     ) -> Inspection {
-        let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
+        let mut i = Self::launch_deferred(target, protocol_version, choice, None, waker);
         i.start_driver(None);
         i
     }
@@ -268,14 +280,22 @@ impl Inspection {
     }
 
     /// The session started, the driver not yet.
-    fn launch_deferred(target: Target, protocol_version: &str, choice: EraChoice, waker: Option<Waker>) -> Inspection {
+    fn launch_deferred(
+        target: Target,
+        protocol_version: &str,
+        choice: EraChoice,
+        otlp_endpoint: Option<&str>,
+        waker: Option<Waker>,
+    ) -> Inspection {
         // A private file (0600, in a 0700 directory of this user): captures
         // hold whole conversations.
         let capture = mcpscope_core::record::private_files::new_capture_file();
+        let traces = otlp_endpoint.and_then(|e| crate::traces::SessionTraces::start(e, &target));
         let options = SessionOptions {
             capture: capture.as_ref().ok().cloned(),
             // The owner's thread takes the events; it wakes the UI.
             waker: None,
+            tap: traces.as_ref().map(crate::traces::SessionTraces::tap),
             ..SessionOptions::default()
         };
         let request_timeout = options.request_timeout;
@@ -330,6 +350,7 @@ impl Inspection {
             resets: 0,
             sign_in: None,
             load: None,
+            traces,
         };
         i.perform();
         i
@@ -344,9 +365,10 @@ impl Inspection {
         choice: EraChoice,
         config: AuthConfig,
         interaction: Interaction,
-        tokens: &crate::tokens::AppTokens,
+        app: AppServices<'_>,
         waker: Option<Waker>,
     ) -> Inspection {
+        let AppServices { tokens, otlp_endpoint } = app;
         let sign_in = match &target {
             Target::Http(h) if !h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) => {
                 let url: Arc<Mutex<Option<String>>> = Arc::default();
@@ -376,7 +398,7 @@ impl Inspection {
             _ => None,
         };
         // The gate must see the very first request (the handshake) go out.
-        let mut i = Self::launch_deferred(target, protocol_version, choice, waker);
+        let mut i = Self::launch_deferred(target, protocol_version, choice, otlp_endpoint, waker);
         let runner = sign_in.as_ref().map(|si| {
             if let Some(live) = &i.owner {
                 let mut l = live_pilot::lock(live);
@@ -524,6 +546,7 @@ impl Inspection {
             resets: 0,
             sign_in: None,
             load: None,
+            traces: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod restore;
 pub mod tabs;
 pub mod theme;
 pub mod tokens;
+pub mod traces;
 
 use self::composer::ComposerAction;
 use self::inspection::{Inspection, LoadState, Outgoing};
@@ -50,6 +51,8 @@ pub struct StartupArgs {
     pub open: Option<PathBuf>,
     /// Two captures to compare side by side.
     pub diff: Option<(PathBuf, PathBuf)>,
+    /// Send each launched session's traces to this OpenTelemetry collector.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// The icon the Debian package installs (assets/mcpscope.png), for the window too.
@@ -227,6 +230,10 @@ pub struct McpscopeApp {
     pub tokens: tokens::AppTokens,
     /// The last run's tabs, while they are brought back.
     pub(crate) restoring: restore::Restoring,
+    /// Launched sessions send their traces here (`mcpscope --otlp-endpoint`).
+    pub otlp_endpoint: Option<String>,
+    /// Status-bar notes waiting for a more pressing message to be read.
+    waiting_notes: Vec<(Severity, String)>,
 }
 
 const RECENT_KEY: &str = "recent_servers";
@@ -343,10 +350,13 @@ impl McpscopeApp {
             watch_client: None,
             tokens: tokens::AppTokens::in_memory(),
             restoring: restore::Restoring::default(),
+            otlp_endpoint: None,
+            waiting_notes: Vec::new(),
         }
     }
 
     pub fn startup(&mut self, args: StartupArgs) {
+        self.otlp_endpoint = args.otlp_endpoint;
         if let Some((a, b)) = args.diff {
             self.diff.a = Some(a);
             self.diff.set(Side::B, b, &self.waker);
@@ -498,7 +508,10 @@ impl McpscopeApp {
             saved.era_choice(),
             auth,
             mcpscope_core::transport::auth::Interaction::Browser,
-            &self.tokens,
+            inspection::AppServices {
+                tokens: &self.tokens,
+                otlp_endpoint: self.otlp_endpoint.as_deref(),
+            },
             Some(Arc::clone(&self.waker)),
         ));
         self.tabs[self.active_tab].title = saved.name.clone();
@@ -768,7 +781,12 @@ impl McpscopeApp {
         self.poll_dialog();
         self.poll_import();
         if let Some(said) = self.tokens.poll() {
-            self.message = Some(said);
+            self.waiting_notes.push(said);
+        }
+        // The token store's notes wait while the status bar says something
+        // more pressing (a launch that failed must not be hidden by them).
+        if !self.waiting_notes.is_empty() && self.message.as_ref().is_none_or(|(s, _)| *s == Severity::Info) {
+            self.message = Some(self.waiting_notes.remove(0));
         }
         if self.tokens.take_opened() {
             self.tokens.fill_kept(&mut self.launcher.recent);

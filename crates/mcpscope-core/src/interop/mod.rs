@@ -6,6 +6,7 @@ pub mod har;
 pub mod import;
 pub mod otlp;
 pub mod otlp_http;
+pub mod otlp_live;
 
 use crate::record::capture::{CaptureError, EventReader, Item, READ_BUFFER};
 use std::path::Path;

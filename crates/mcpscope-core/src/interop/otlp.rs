@@ -79,6 +79,8 @@ struct Span {
     events: Vec<Value>,
     links: Vec<Value>,
     error: Option<(String, String)>,
+    /// Already sent by [`OtlpWriter::take_ended`].
+    sent: bool,
 }
 
 /// Builds the traces as events arrive ([`OtlpWriter::push`]), then [`OtlpWriter::finish`].
@@ -171,6 +173,7 @@ impl OtlpWriter {
             events: std::mem::take(&mut self.session_events),
             links: Vec::new(),
             error: None,
+            sent: false,
         });
     }
 
@@ -350,6 +353,7 @@ impl OtlpWriter {
             events: vec![self.event(f, "request")],
             links,
             error: None,
+            sent: false,
         });
         let i = self.spans.len() - 1;
         if let Some(id) = &f.class.id {
@@ -417,7 +421,8 @@ impl OtlpWriter {
         }
     }
 
-    /// The ExportTraceServiceRequest, as OTLP/JSON.
+    /// The ExportTraceServiceRequest, as OTLP/JSON: every span not sent yet
+    /// (all of them when nothing was sent live) and the session spans.
     pub fn finish(mut self) -> Value {
         self.close_session();
         let unanswered: Vec<usize> = self.pending.values().copied().collect();
@@ -433,31 +438,57 @@ impl OtlpWriter {
         let spans: Vec<Value> = self
             .session_spans
             .iter()
-            .chain(&self.spans)
-            .map(|s| {
-                let mut v = json!({
-                    "traceId": s.trace_id,
-                    "spanId": s.span_id,
-                    "name": s.name,
-                    "kind": if s.parent.is_some() { KIND_CLIENT } else { KIND_INTERNAL },
-                    "startTimeUnixNano": self.nanos(s.start),
-                    "endTimeUnixNano": self.nanos(s.end.unwrap_or(last).max(s.start)),
-                    "attributes": s.attributes,
-                    "events": s.events,
-                    "status": {},
-                });
-                if let Some(p) = &s.parent {
-                    v["parentSpanId"] = json!(p);
-                }
-                if !s.links.is_empty() {
-                    v["links"] = json!(s.links);
-                }
-                if let Some((_, message)) = &s.error {
-                    v["status"] = json!({"code": STATUS_ERROR, "message": message});
-                }
-                v
-            })
+            .chain(self.spans.iter().filter(|s| !s.sent))
+            .map(|s| self.span_json(s, last))
             .collect();
+        self.export_request(spans)
+    }
+
+    /// The request spans that ended (were answered) since the last call, as
+    /// an ExportTraceServiceRequest to send while the session goes on; `None`
+    /// when none did. [`OtlpWriter::finish`] sends the rest and the session spans.
+    pub fn take_ended(&mut self) -> Option<Value> {
+        let last = self.last_at;
+        let mut spans = Vec::new();
+        for i in 0..self.spans.len() {
+            if self.spans[i].sent || self.spans[i].end.is_none() {
+                continue;
+            }
+            spans.push(self.span_json(&self.spans[i], last));
+            let s = &mut self.spans[i];
+            s.sent = true;
+            // Kept for the links and the method later frames look up; the
+            // events are not needed again (a long session keeps its memory flat).
+            s.events = Vec::new();
+        }
+        (!spans.is_empty()).then(|| self.export_request(spans))
+    }
+
+    fn span_json(&self, s: &Span, last: Duration) -> Value {
+        let mut v = json!({
+            "traceId": s.trace_id,
+            "spanId": s.span_id,
+            "name": s.name,
+            "kind": if s.parent.is_some() { KIND_CLIENT } else { KIND_INTERNAL },
+            "startTimeUnixNano": self.nanos(s.start),
+            "endTimeUnixNano": self.nanos(s.end.unwrap_or(last).max(s.start)),
+            "attributes": s.attributes,
+            "events": s.events,
+            "status": {},
+        });
+        if let Some(p) = &s.parent {
+            v["parentSpanId"] = json!(p);
+        }
+        if !s.links.is_empty() {
+            v["links"] = json!(s.links);
+        }
+        if let Some((_, message)) = &s.error {
+            v["status"] = json!({"code": STATUS_ERROR, "message": message});
+        }
+        v
+    }
+
+    fn export_request(&self, spans: Vec<Value>) -> Value {
         let service = if self.header.program.is_empty() {
             self.header.url.clone().unwrap_or_else(|| "mcp-server".into())
         } else {
@@ -496,6 +527,81 @@ mod tests {
     use crate::transport::recorder::Recorder;
     use crate::wire::frame::Direction::{self, In, Out};
     use crate::wire::framing::{LineEnding, RawLine};
+
+    /// The spans as sent live: a batch after each line, then the rest at the end.
+    fn export_live(lines: &[(Direction, &str)]) -> (Vec<Vec<Value>>, Vec<Value>) {
+        let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());
+        let header = Header {
+            started_unix_ms: 1_764_700_000_000,
+            command_line: "weather".into(),
+            ..Header::default()
+        };
+        let mut w = OtlpWriter::new(header, "test");
+        let mut batches = Vec::new();
+        for (i, (d, l)) in lines.iter().enumerate() {
+            let raw = RawLine {
+                bytes: l.as_bytes().to_vec(),
+                ending: LineEnding::Lf,
+            };
+            w.push(&Event::Frame(r.frame_at(
+                *d,
+                raw,
+                Duration::from_millis(i as u64 * 10),
+                None,
+            )));
+            if let Some(batch) = w.take_ended() {
+                batches.push(
+                    batch["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                        .as_array()
+                        .unwrap()
+                        .clone(),
+                );
+            }
+        }
+        let rest = w.finish()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap()
+            .clone();
+        (batches, rest)
+    }
+
+    #[test]
+    fn spans_sent_live_are_each_sent_once_when_they_end() {
+        let lines = [
+            (
+                Out,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#,
+            ),
+            (
+                Out,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}"#,
+            ),
+            (In, r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#),
+            (In, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#),
+            (Out, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#),
+        ];
+        let (batches, rest) = export_live(&lines);
+        let names =
+            |spans: &[Value]| -> Vec<String> { spans.iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect() };
+        // Each request span goes out in the batch after its answer, once.
+        assert_eq!(batches.len(), 2);
+        assert_eq!(names(&batches[0]), ["tools/call b"]);
+        assert_eq!(names(&batches[1]), ["tools/call a"]);
+        // The end: the session span and the unanswered ping, nothing again.
+        assert_eq!(names(&rest), ["mcp session", "ping"]);
+        assert_eq!(attr_of(&rest[1], "error.type"), Some("no_response"));
+        // Together they are what one export at the end holds.
+        let mut live: Vec<String> = batches.iter().flat_map(|b| names(b)).chain(names(&rest)).collect();
+        let mut whole = names(&export(&lines));
+        live.sort();
+        whole.sort();
+        assert_eq!(live, whole);
+        // And a live span is the same span (same ids, parent, times).
+        let whole = export(&lines);
+        let b = whole.iter().find(|s| s["name"] == "tools/call b").unwrap();
+        assert_eq!(b["spanId"], batches[0][0]["spanId"]);
+        assert_eq!(b["parentSpanId"], batches[0][0]["parentSpanId"]);
+    }
 
     fn export(lines: &[(Direction, &str)]) -> Vec<Value> {
         let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());

@@ -30,6 +30,8 @@ pub struct ProxyOptions {
     pub limits: Limits,
     pub stdin_close_grace: Duration,
     pub term_grace: Duration,
+    /// Sees every event recorded (OpenTelemetry sent live).
+    pub tap: Option<crate::transport::recorder::EventTap>,
 }
 
 impl Default for ProxyOptions {
@@ -40,6 +42,7 @@ impl Default for ProxyOptions {
             limits: Limits::default(),
             stdin_close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
+            tap: None,
         }
     }
 }
@@ -149,7 +152,7 @@ pub fn run(
     let _live = lifecycle::LiveGuard::new();
     let start = Instant::now();
     let mut notes = Vec::new();
-    let mut recorder = Recorder::new(options.limits, start);
+    let mut recorder = Recorder::new(options.limits, start).with_tap(options.tap.clone());
     let mut live = None;
     if let Some(session) = &options.session {
         // A session that cannot be recorded is still proxied: the client must not notice.

@@ -253,6 +253,7 @@ impl Default for crate::transport::session::SessionOptions {
             event_capacity: 64 * 1024,
             waker: None,
             open_log,
+            tap: None,
         }
     }
 }

@@ -17,12 +17,34 @@ use crate::wire::framing::{LineEnding, RawLine};
 use crate::wire::message::RequestId;
 use std::time::{Duration, Instant};
 
+/// Something that sees every event a recorder records, on the recording thread.
+#[derive(Clone)]
+pub struct EventTap(std::sync::Arc<dyn Fn(&Event) + Send + Sync>);
+
+impl EventTap {
+    pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    pub fn see(&self, event: &Event) {
+        (self.0)(event)
+    }
+}
+
+impl std::fmt::Debug for EventTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventTap")
+    }
+}
+
 pub struct Recorder {
     start: Instant,
     next_seq: u64,
     limits: Limits,
     correlator: Correlator,
     capture: Option<Box<dyn EventLog>>,
+    /// Sees every event recorded (a live exporter), capture or not.
+    tap: Option<EventTap>,
     capture_failed: Option<String>,
     /// The latest time handed out: times never go back.
     last_at: Duration,
@@ -39,6 +61,7 @@ impl Recorder {
             limits,
             correlator: Correlator::new(),
             capture: None,
+            tap: None,
             capture_failed: None,
             last_at: Duration::ZERO,
             continues: [false; 3],
@@ -65,6 +88,12 @@ impl Recorder {
 
     pub fn with_capture(mut self, writer: Box<dyn EventLog>) -> Self {
         self.capture = Some(writer);
+        self
+    }
+
+    /// Hands every recorded event to `tap` as well (OpenTelemetry sent live).
+    pub fn with_tap(mut self, tap: Option<EventTap>) -> Self {
+        self.tap = tap;
         self
     }
 
@@ -173,6 +202,9 @@ impl Recorder {
         // A note timed with `now()` is later than the last line handed out:
         // lines read before it but recorded after it must not go back in time.
         self.last_at = self.last_at.max(event.at());
+        if let Some(tap) = &self.tap {
+            tap.see(event);
+        }
         self.with_log(|w| w.write(event))
     }
 

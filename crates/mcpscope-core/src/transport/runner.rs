@@ -398,7 +398,7 @@ impl<L: Link> Runner<L> {
 /// capture the options name (a capture that cannot be opened is said at once,
 /// as a note starting with [`FAILED`]).
 pub(crate) fn open_sink(options: &SessionOptions, target: &Target, events: Sender<Event>) -> Sink {
-    let mut recorder = Recorder::new(options.limits, Instant::now());
+    let mut recorder = Recorder::new(options.limits, Instant::now()).with_tap(options.tap.clone());
     let mut failed = None;
     if let Some(path) = &options.capture {
         match (options.open_log)(path, target) {

@@ -52,6 +52,8 @@ pub struct SessionOptions {
     /// in `SessionOptions::default`, which `record` provides) writes the
     /// capture format.
     pub open_log: OpenLog,
+    /// Sees every event recorded (OpenTelemetry sent live).
+    pub tap: Option<crate::transport::recorder::EventTap>,
 }
 
 impl SessionOptions {

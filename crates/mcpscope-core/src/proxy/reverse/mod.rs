@@ -86,6 +86,8 @@ pub struct ReverseProxyOptions {
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
     pub limits: Limits,
+    /// Sees every event recorded (OpenTelemetry sent live).
+    pub tap: Option<crate::transport::recorder::EventTap>,
 }
 
 impl ReverseProxyOptions {
@@ -111,6 +113,7 @@ impl ReverseProxyOptions {
             idle_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),
+            tap: None,
         })
     }
 }
@@ -216,7 +219,7 @@ impl ReverseProxy {
     pub fn bind(options: ReverseProxyOptions) -> Result<Self, ListenError> {
         let (listener, local) = crate::transport::http_server::bind(options.listen)?;
         let mut notes = Vec::new();
-        let mut recorder = Recorder::new(options.limits, Instant::now());
+        let mut recorder = Recorder::new(options.limits, Instant::now()).with_tap(options.tap.clone());
         // Recorded (capture header, session index) and said with userinfo and
         // secret-looking query values masked, as `call` records its URL.
         let shown_upstream = crate::transport::target::mask_url(options.upstream.as_str());
