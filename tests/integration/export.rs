@@ -861,3 +861,142 @@ fn the_app_sends_its_sessions_to_the_collector() {
     assert!(names.contains(&"initialize".to_owned()), "{names:?}");
     assert!(names.contains(&"tools/list".to_owned()), "{names:?}");
 }
+
+/// #33: OTLP/HTTP protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`):
+/// every test capture's traces, parsed by the official protobuf classes
+/// (which must write back the very bytes sent), are the same spans as the
+/// JSON export; a partial success in protobuf is read and said; gRPC is
+/// refused as such.
+#[test]
+fn traces_go_as_protobuf_when_asked_and_match_the_json() {
+    let mut collector = Collector::start("");
+    let send = |cap: &Path, protocol: &str, url: &str| {
+        Command::new(bin())
+            .args(["export", "--format", "otlp-json", "--otlp-endpoint", url])
+            .arg(cap)
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+            .output()
+            .unwrap()
+    };
+    let mut compared = 0;
+    for cap in test_captures() {
+        let out = send(&cap, "http/json", &collector.url());
+        if !out.status.success() {
+            // Captures with nothing to trace are refused the same way either way.
+            assert!(!send(&cap, "http/protobuf", &collector.url()).status.success());
+            continue;
+        }
+        let json = collector.next();
+        let out = send(&cap, "http/protobuf", &collector.url());
+        assert!(out.status.success(), "{}: {}", cap.display(), text(&out.stderr));
+        let proto = collector.next();
+        assert_eq!(proto["type"], "application/x-protobuf");
+        assert!(
+            proto["problems"].as_array().unwrap().is_empty(),
+            "{}: {proto}",
+            cap.display()
+        );
+        assert_eq!(json["spans"], proto["spans"], "{}", cap.display());
+        compared += 1;
+    }
+    assert!(compared > 20, "{compared} captures compared");
+
+    let mut partial = Collector::start("partial");
+    let cap = repo().join("tests/captures/unanswered-request.jsonl");
+    let out = send(&cap, "http/protobuf", &partial.url());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    partial.next();
+    assert!(
+        text(&out.stderr).contains("dropped 1 span(s): one span was bad"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = send(&cap, "grpc", &partial.url());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("http/json or http/protobuf"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// #33: a cassette made by the real mcp-recorder (0.5.0, from PyPI, in a
+/// venv of its own) recording server-everything: imported, it holds the
+/// session as recorded (the echo's answer included), lints, and the mock
+/// serves it to `mcpscope call` with the recorded answer.
+#[test]
+fn a_cassette_the_real_mcp_recorder_made_is_imported_and_mocked() {
+    let recorder = need(repo().join("tests/peers/.venv-recorder/bin/mcp-recorder"));
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios.yml");
+    std::fs::write(
+        &scenarios,
+        format!(
+            r#"schema_version: "1.0"
+target:
+  command: node
+  args: ["{}", "stdio"]
+scenarios:
+  echo_session:
+    actions:
+      - list_tools
+      - call_tool:
+          name: echo
+          arguments:
+            message: recorded by mcp-recorder
+"#,
+            everything.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(&recorder)
+        .arg("record-scenarios")
+        .arg(&scenarios)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let cassette = dir.path().join("cassettes/echo_session.json");
+    let back = dir.path().join("imported.jsonl");
+    let out = import(&cassette, &back);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("mcp-recorder"), "{}", text(&out.stderr));
+    let loaded = mcpscope_core::record::capture::load(&back).unwrap();
+    let frames: Vec<String> = loaded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            mcpscope_core::transport::event::Event::Frame(f) => Some(String::from_utf8_lossy(&f.raw).into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert!(frames.iter().any(|f| f.contains("\"initialize\"")), "{frames:?}");
+    assert!(
+        frames.iter().any(|f| f.contains("Echo: recorded by mcp-recorder")),
+        "the echo's answer is kept: {frames:?}"
+    );
+    let lint = Command::new(bin()).arg("lint").arg(&back).output().unwrap();
+    assert!(lint.status.code().is_some_and(|c| c <= 1), "{}", text(&lint.stdout));
+    // The mock answers a live client as the real server did.
+    let call = Command::new(bin())
+        .args([
+            "call",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=recorded by mcp-recorder",
+            "--",
+        ])
+        .arg(bin())
+        .arg("mock")
+        .arg(&back)
+        .output()
+        .unwrap();
+    assert!(call.status.success(), "{}", text(&call.stderr));
+    assert!(
+        text(&call.stdout).contains("Echo: recorded by mcp-recorder"),
+        "{}",
+        text(&call.stdout)
+    );
+}

@@ -403,3 +403,83 @@ fn watch_in_your_client_wraps_the_imported_config_after_asking() {
     h.step();
     assert!(h.state().watch_client.is_none());
 }
+
+/// #33: a remote entry wrapped from the app gets its reverse proxy from the
+/// app itself: the client's new URL answers at once (a real call through it
+/// reaches server-everything), and unwrapping restores the URL and stops it.
+#[test]
+fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
+    let server = crate::http::HttpServer::start("streamableHttp");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join(".mcp.json");
+    let original = serde_json::to_string_pretty(&serde_json::json!({"mcpServers": {
+        "remote-everything": {"type": "http", "url": server.url("/mcp")}
+    }}))
+    .unwrap();
+    std::fs::write(&config, &original).unwrap();
+    let mut h = harness();
+    h.state_mut().import_config(&config);
+    step_until(&mut h, "the config read", |app| !app.importing());
+    h.get_by_label("Watch in your client…").click();
+    for _ in 0..4 {
+        h.step();
+    }
+    h.state_mut().watch_client.as_mut().unwrap().mcpscope = Some(bin().display().to_string());
+    h.get_by_label("Wrap the chosen servers").click();
+    step_until(&mut h, "the wrap", |app| {
+        app.watch_client.as_ref().is_some_and(|w| w.outcome.is_some())
+    });
+    let outcome = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    assert!(outcome.ok, "{:?}", outcome.lines);
+    assert!(
+        outcome
+            .lines
+            .iter()
+            .any(|l| l.contains("reverse proxy on http://127.0.0.1:")),
+        "{:?}",
+        outcome.lines
+    );
+    let wrapped: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let local = wrapped["mcpServers"]["remote-everything"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(local.starts_with("http://127.0.0.1:"), "{local}");
+    assert_eq!(h.state().remote_proxies.listening().len(), 1);
+    // What the client will do: call the server at its new URL.
+    let call = |url: &str| {
+        std::process::Command::new(bin())
+            .args([
+                "call",
+                "--server-url",
+                url,
+                "--tool-name",
+                "echo",
+                "--tool-arg",
+                "message=via the app",
+            ])
+            .args(["--timeout-ms", "10000"])
+            .output()
+            .unwrap()
+    };
+    let out = call(&local);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("via the app"));
+
+    h.get_by_label("Unwrap them").click();
+    step_until(&mut h, "the unwrap", |app| {
+        app.watch_client
+            .as_ref()
+            .and_then(|w| w.outcome.as_ref())
+            .is_some_and(|o| *o != outcome)
+    });
+    let undone = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    assert!(
+        undone.lines.iter().any(|l| l.contains("reverse proxy stopped")),
+        "{:?}",
+        undone.lines
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+    assert!(h.state().remote_proxies.listening().is_empty());
+    assert!(!call(&local).status.success(), "nothing listens there any more");
+}

@@ -11,6 +11,7 @@ pub mod live_follow;
 pub mod live_pilot;
 pub mod memory;
 pub mod panels;
+pub mod remote_proxies;
 pub mod restore;
 pub mod tabs;
 pub mod theme;
@@ -234,6 +235,8 @@ pub struct McpscopeApp {
     pub otlp_endpoint: Option<String>,
     /// Status-bar notes waiting for a more pressing message to be read.
     waiting_notes: Vec<(Severity, String)>,
+    /// Reverse proxies for the remote entries wrapped from the app.
+    pub remote_proxies: remote_proxies::RemoteProxies,
 }
 
 const RECENT_KEY: &str = "recent_servers";
@@ -352,6 +355,7 @@ impl McpscopeApp {
             restoring: restore::Restoring::default(),
             otlp_endpoint: None,
             waiting_notes: Vec::new(),
+            remote_proxies: remote_proxies::RemoteProxies::default(),
         }
     }
 
@@ -799,8 +803,16 @@ impl McpscopeApp {
             self.diff.set(Side::B, live, &self.waker);
         }
         self.live.poll(&self.waker);
-        if let Some(w) = &mut self.watch_client {
-            w.poll();
+        if let Some(w) = &mut self.watch_client
+            && let Some(outcome) = w.poll()
+        {
+            for line in self.remote_proxies.stop(&outcome.unwrapped) {
+                outcome.lines.push(line);
+            }
+            for (ok, line) in self.remote_proxies.start(&outcome.remotes) {
+                outcome.ok &= ok;
+                outcome.lines.push(line);
+            }
         }
         let mut more = self.pump_parked();
         self.live.open = (0..self.tabs.len())
@@ -1214,6 +1226,7 @@ impl eframe::App for McpscopeApp {
             i.stop();
         }
         drop(stopping);
+        self.remote_proxies.stop_all();
     }
 }
 

@@ -18,6 +18,10 @@ use std::sync::Arc;
 pub struct Outcome {
     pub lines: Vec<String>,
     pub ok: bool,
+    /// Remote entries of the config now wrapped: their reverse proxies to run.
+    pub remotes: Vec<mcpscope_core::config::wrap::RemoteWrap>,
+    /// Remote entries unwrapped: their reverse proxies to stop.
+    pub unwrapped: Vec<String>,
 }
 
 /// Where the client will find mcpscope: this very binary, by absolute path,
@@ -41,6 +45,8 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
     let fail = |text: String| Outcome {
         lines: vec![text],
         ok: false,
+        remotes: Vec::new(),
+        unwrapped: Vec::new(),
     };
     let root = match state_dir::root() {
         Ok(r) => r,
@@ -50,7 +56,7 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
         Ok(l) => l,
         Err(e) => return fail(format!("cannot read the ledger of wrapped remote servers: {e}")),
     };
-    let selection = Selection::Named(servers);
+    let selection = Selection::Named(servers.clone());
     let report = if undo {
         wrap_file::unwrap_file(config, &selection, &mut ledger, false)
     } else {
@@ -61,14 +67,31 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
         Err(e) => return fail(format!("{e}; nothing was written")),
     };
     let mut lines = Vec::new();
+    let mut unwrapped = Vec::new();
     for c in &report.changes {
         lines.push(c.to_string());
-        if let Change::WrappedRemote { remote, .. } = c {
-            lines.push(format!(
-                "start its proxy before the client connects: {}",
-                remote.proxy_command(mcpscope)
-            ));
+        if let Change::UnwrappedRemote { server, .. } = c {
+            unwrapped.push(server.clone());
         }
+    }
+    // Newly wrapped or wrapped before: the app runs each one's reverse proxy
+    // (`mcpscope proxy --listen` does the same without the app).
+    let remotes: Vec<_> = if undo {
+        Vec::new()
+    } else {
+        ledger
+            .remotes()
+            .iter()
+            .filter(|r| Path::new(&r.config) == config && servers.contains(&r.server))
+            .cloned()
+            .collect()
+    };
+    for r in &remotes {
+        lines.push(format!(
+            "{}: without the app, run its proxy yourself: {}",
+            r.server,
+            r.proxy_command(mcpscope)
+        ));
     }
     match &report.backup {
         Some(b) => {
@@ -86,7 +109,12 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
         None => lines.push(format!("nothing to change in {}", config.display())),
     }
     lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
-    Outcome { lines, ok: true }
+    Outcome {
+        lines,
+        ok: true,
+        remotes,
+        unwrapped,
+    }
 }
 
 /// The confirmation window for one imported config.
@@ -116,13 +144,17 @@ impl WatchClientDialog {
         self.job.is_some()
     }
 
-    pub fn poll(&mut self) {
-        if let Some(outcome) = self.job.take_ready() {
-            self.outcome = Some(outcome.unwrap_or_else(|e| Outcome {
-                lines: vec![e.to_string()],
-                ok: false,
-            }));
-        }
+    /// Takes a finished wrap or unwrap; the remote entries whose reverse
+    /// proxies are to start or stop (the app runs them).
+    pub fn poll(&mut self) -> Option<&mut Outcome> {
+        let outcome = self.job.take_ready()?;
+        self.outcome = Some(outcome.unwrap_or_else(|e| Outcome {
+            lines: vec![e.to_string()],
+            ok: false,
+            remotes: Vec::new(),
+            unwrapped: Vec::new(),
+        }));
+        self.outcome.as_mut()
     }
 
     fn chosen(&self) -> Vec<String> {
@@ -142,6 +174,8 @@ impl WatchClientDialog {
                 Err(e) => Outcome {
                     lines: vec![crate::error_view::one_line(&e)],
                     ok: false,
+                    remotes: Vec::new(),
+                    unwrapped: Vec::new(),
                 },
             }
         }));
@@ -162,8 +196,9 @@ impl WatchClientDialog {
         let mut keep = true;
         ui.label(format!(
             "mcpscope will edit {} so that your client runs each chosen server through \
-             `mcpscope proxy --session NAME` (remote servers: through a local reverse proxy). \
-             Your client keeps working as before; each session it starts appears under Live sessions.",
+             `mcpscope proxy --session NAME` (remote servers: through a local reverse proxy, which \
+             the app runs while it is open). Your client keeps working as before; each session it \
+             starts appears under Live sessions.",
             self.config.display()
         ));
         ui.label(

@@ -7,6 +7,7 @@ pub mod import;
 pub mod otlp;
 pub mod otlp_http;
 pub mod otlp_live;
+pub mod otlp_proto;
 
 use crate::record::capture::{CaptureError, EventReader, Item, READ_BUFFER};
 use std::path::Path;

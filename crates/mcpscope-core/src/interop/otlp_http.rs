@@ -1,6 +1,8 @@
-//! Sending traces to an OpenTelemetry collector over OTLP/HTTP (JSON):
-//! `POST {endpoint}/v1/traces`, retried as the specification says (429,
-//! 502, 503 and 504 only, honouring `Retry-After`), a partial success said.
+//! Sending traces to an OpenTelemetry collector over OTLP/HTTP:
+//! `POST {endpoint}/v1/traces`, as JSON or protobuf (`OTEL_EXPORTER_OTLP_PROTOCOL`
+//! or `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`: `http/json`, the default here,
+//! or `http/protobuf`), retried as the specification says (429, 502, 503
+//! and 504 only, honouring `Retry-After`), a partial success said.
 
 use serde_json::Value;
 use std::io::Read as _;
@@ -24,6 +26,48 @@ pub enum SendError {
     },
     #[error("the collector at {url} refused the traces: HTTP {status}{}", if .body.is_empty() { String::new() } else { format!(": {}", .body) })]
     Refused { url: String, status: u16, body: String },
+    #[error("{var}={value:?}: mcpscope sends http/json or http/protobuf (not gRPC)")]
+    UnknownProtocol { var: &'static str, value: String },
+}
+
+/// The body's encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Json,
+    Protobuf,
+}
+
+impl Protocol {
+    /// As the OpenTelemetry SDKs read it: the traces variable, else the
+    /// general one; unset is JSON (readable, and what `export` writes).
+    pub fn from_env() -> Result<Protocol, SendError> {
+        for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Ok(value) = std::env::var(var)
+                && !value.trim().is_empty()
+            {
+                return match value.trim() {
+                    "http/json" => Ok(Protocol::Json),
+                    "http/protobuf" => Ok(Protocol::Protobuf),
+                    _ => Err(SendError::UnknownProtocol { var, value }),
+                };
+            }
+        }
+        Ok(Protocol::Json)
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Protocol::Json => "application/json",
+            Protocol::Protobuf => "application/x-protobuf",
+        }
+    }
+
+    fn encode(self, request: &Value) -> Vec<u8> {
+        match self {
+            Protocol::Json => serde_json::to_vec(request).unwrap_or_default(),
+            Protocol::Protobuf => super::otlp_proto::encode_traces(request),
+        }
+    }
 }
 
 /// What the collector said of an export.
@@ -51,9 +95,11 @@ pub fn traces_url(endpoint: &str) -> Result<String, SendError> {
     })
 }
 
-/// Posts `request` (an OTLP/JSON `ExportTraceServiceRequest`) to `endpoint`.
+/// Posts `request` (an OTLP/JSON `ExportTraceServiceRequest`) to `endpoint`,
+/// encoded as [`Protocol::from_env`] says.
 pub fn send(endpoint: &str, request: &Value) -> Result<Sent, SendError> {
     let url = traces_url(endpoint)?;
+    let protocol = Protocol::from_env()?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -62,7 +108,7 @@ pub fn send(endpoint: &str, request: &Value) -> Result<Sent, SendError> {
         .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let body = serde_json::to_vec(request).unwrap_or_default();
+    let body = protocol.encode(request);
     let spans = request["resourceSpans"]
         .as_array()
         .into_iter()
@@ -74,7 +120,7 @@ pub fn send(endpoint: &str, request: &Value) -> Result<Sent, SendError> {
     loop {
         let resp = agent
             .post(&url)
-            .header("Content-Type", "application/json")
+            .header("Content-Type", protocol.content_type())
             .send(&body[..])
             .map_err(|source| SendError::Unreachable {
                 url: url.clone(),
@@ -87,21 +133,25 @@ pub fn send(endpoint: &str, request: &Value) -> Result<Sent, SendError> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let mut text = Vec::new();
-        let _ = resp.into_body().into_reader().take(64 * 1024).read_to_end(&mut text);
-        let text = String::from_utf8_lossy(&text).into_owned();
+        let mut raw = Vec::new();
+        let _ = resp.into_body().into_reader().take(64 * 1024).read_to_end(&mut raw);
+        let text = String::from_utf8_lossy(&raw).into_owned();
         match status {
             200..=299 => {
-                let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                let partial = &answer["partialSuccess"];
-                let rejected = match &partial["rejectedSpans"] {
-                    Value::String(s) => s.parse().unwrap_or(0),
-                    v => v.as_u64().unwrap_or(0),
+                let (rejected, message) = match protocol {
+                    Protocol::Json => {
+                        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                        let partial = &answer["partialSuccess"];
+                        let rejected = match &partial["rejectedSpans"] {
+                            Value::String(s) => s.parse().unwrap_or(0),
+                            v => v.as_u64().unwrap_or(0),
+                        };
+                        let message = partial["errorMessage"].as_str().map(str::to_owned);
+                        (rejected, message)
+                    }
+                    Protocol::Protobuf => super::otlp_proto::partial_success(&raw),
                 };
-                let message = partial["errorMessage"]
-                    .as_str()
-                    .filter(|m| !m.is_empty())
-                    .map(str::to_owned);
+                let message = message.filter(|m| !m.is_empty());
                 return Ok(Sent {
                     url,
                     spans,
