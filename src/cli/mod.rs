@@ -13,6 +13,7 @@ mod gui;
 mod import;
 mod lint;
 mod listen;
+mod load;
 mod mock;
 pub(crate) mod output;
 mod proxy;
@@ -93,6 +94,10 @@ pub enum Cmd {
     /// Check a live server against a capture: `--surface` compares its capabilities
     /// and tool, prompt, resource and template lists (breaking or compatible changes).
     Verify(verify::VerifyArgs),
+    /// Many sessions against one server: throughput and latency percentiles
+    /// (HDR), errors by class; a closed loop (--concurrency), an open loop at a
+    /// fixed rate (--rate, latency from each due time), or a ramp to the knee.
+    Load(load::LoadArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -289,6 +294,7 @@ pub fn main() -> ExitCode {
             | Cmd::Listen(_)
             | Cmd::Skills(_)
             | Cmd::Verify(_)
+            | Cmd::Load(_)
             | Cmd::Mock(_),
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
@@ -316,6 +322,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Mock(args)) => mock::run(args),
         Some(Cmd::Verify(args)) => verify::run(args),
+        Some(Cmd::Load(args)) => load::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Export(args)) => export::run(args),

@@ -18,6 +18,7 @@ mod http;
 mod lint;
 mod live;
 mod live_app;
+mod load;
 mod mock;
 mod oauth;
 mod package;

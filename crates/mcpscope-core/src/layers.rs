@@ -23,6 +23,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("interop", 8),
     ("replay", 9),
     ("verify", 9),
+    ("load", 10),
 ];
 
 /// Upward uses tolerated while they are taken apart: none left (the session

@@ -11,7 +11,8 @@
 //! - [`client`]: a blocking client over a session, for the CLI and the doctor;
 //! - [`analysis`]: protocol lint, session diff, the doctor;
 //! - [`filter`]: display filters (parse, check, run on rows and on captures);
-//! - [`interop`]: captures in other tools' formats (HAR);
+//! - [`interop`]: captures in other tools' formats (HAR, OpenTelemetry), and imports;
+//! - [`load`]: load testing (workloads, open and closed loops, HDR figures);
 //! - [`config`]: client config files (Claude Desktop, .mcp.json, VS Code, Cursor);
 //! - [`schema`]: forms from JSON Schema (analysis, example values, validation; no drawing).
 //!
@@ -24,6 +25,7 @@ pub mod config;
 pub mod driver;
 pub mod filter;
 pub mod interop;
+pub mod load;
 pub mod protocol;
 pub mod proxy;
 pub mod record;

@@ -30,6 +30,19 @@ pub fn shorten_bytes(raw: &[u8], limit: usize) -> String {
 }
 
 /// A byte count as people read it: `512 bytes`, `64 MiB`, `95.4 MiB`.
+/// A latency for people: `850 µs`, `3.2 ms`, `1.25 s`.
+pub fn format_micros(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us} µs")
+    } else if us < 10_000 {
+        format!("{:.2} ms", us as f64 / 1e3)
+    } else if us < 1_000_000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2} s", us as f64 / 1e6)
+    }
+}
+
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if n < 1024 {
@@ -323,6 +336,14 @@ mod rfc3339_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_print_with_their_unit() {
+        assert_eq!(format_micros(850), "850 µs");
+        assert_eq!(format_micros(3_210), "3.21 ms");
+        assert_eq!(format_micros(45_600), "45.6 ms");
+        assert_eq!(format_micros(1_250_000), "1.25 s");
+    }
 
     #[test]
     fn sizes_read_and_print_as_people_write_them() {

@@ -1,0 +1,465 @@
+//! The Streamable HTTP load engine: every session is one keep-alive
+//! connection driven by a task on a single-threaded tokio runtime (the
+//! generator uses at most one core, as its figures claim). Requests are
+//! written whole; answers are read with `httparse` (head, chunk sizes) and
+//! their JSON-RPC message found in a JSON body or an event stream. A legacy
+//! session shakes hands first (`initialize`, its `Mcp-Session-Id`,
+//! `notifications/initialized`); a 2026-07-28 one sends the envelope and
+//! the standard headers with every request instead.
+
+use crate::load::plan::{Ramp, RequestSpec, Timetable, Workload};
+use crate::load::stats::{Outcome, Stats};
+use crate::protocol::era::Envelope;
+use serde_json::{Value, json};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// The biggest answer read (a bigger one is a transport failure, said).
+const MAX_BODY: usize = 16 << 20;
+
+/// Which handshake the sessions make.
+#[derive(Clone, Debug)]
+pub enum SessionKind {
+    /// `initialize` with this version, then `notifications/initialized`.
+    Legacy { protocol_version: String },
+    /// No handshake: the envelope on every request (2026-07-28).
+    Modern { envelope: Envelope },
+}
+
+#[derive(Clone, Debug)]
+pub struct HttpPlan {
+    /// The MCP endpoint (http://; https goes through the session engine).
+    pub url: String,
+    /// Sent with every request (a bearer token from a sign-in made once).
+    pub headers: Vec<(String, String)>,
+    pub kind: SessionKind,
+    pub workload: Workload,
+    /// Sessions (connections). In a closed loop, the requests in flight.
+    pub sessions: usize,
+    /// An open loop at this many requests a second; None: closed loop.
+    pub rate: Option<f64>,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub ramp: Option<Ramp>,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpLoadError {
+    #[error("{0} is not an http:// URL with a host (https goes through the session engine)")]
+    NotPlainHttp(String),
+    #[error("cannot start the generator's runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Shared by the tasks of one run (one thread: no locks).
+struct Run {
+    plan: HttpPlan,
+    start: Instant,
+    end: Option<Instant>,
+    stats: RefCell<Stats>,
+    issued: Cell<u64>,
+    next_id: Cell<u64>,
+    timetable: Option<Timetable>,
+    stop: Arc<AtomicBool>,
+    host_header: String,
+    path: String,
+    addr: String,
+}
+
+impl Run {
+    fn over(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e)
+    }
+
+    /// The next send: when it was due, or None when the run is over.
+    async fn next_slot(&self) -> Option<Instant> {
+        if self.over() {
+            return None;
+        }
+        let k = self.issued.get();
+        if self.plan.requests.is_some_and(|max| k >= max) {
+            return None;
+        }
+        self.issued.set(k + 1);
+        let Some(t) = &self.timetable else {
+            return Some(Instant::now());
+        };
+        let due = self.start + t.due(k);
+        if self.end.is_some_and(|e| due >= e) {
+            return None;
+        }
+        let now = Instant::now();
+        if due > now {
+            tokio::time::sleep_until(due).await;
+            // Woken late with the connection free: the generator's own lag.
+            self.stats.borrow_mut().record_lateness(Instant::now() - due);
+        }
+        Some(due)
+    }
+}
+
+/// Runs the plan on this thread; `progress` is called about once a second
+/// with the figures so far and the time since the start.
+pub fn run(
+    plan: HttpPlan,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Stats, Duration),
+) -> Result<(Stats, Duration), HttpLoadError> {
+    let url = url::Url::parse(&plan.url).map_err(|_| HttpLoadError::NotPlainHttp(plan.url.clone()))?;
+    let host = url.host_str().filter(|_| url.scheme() == "http");
+    let Some(host) = host else {
+        return Err(HttpLoadError::NotPlainHttp(url.to_string()));
+    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    let host_header = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_owned(),
+    };
+    let addr = format!("{}:{port}", host.trim_start_matches('[').trim_end_matches(']'));
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(HttpLoadError::Runtime)?;
+    let local = tokio::task::LocalSet::new();
+    let outcome = local.block_on(&rt, async move {
+        let start = Instant::now();
+        let run_for = plan
+            .duration
+            .or_else(|| plan.ramp.map(|r| r.over))
+            .map(|d| d + plan.warmup);
+        let run = Rc::new(Run {
+            timetable: plan.rate.map(Timetable::new),
+            stats: RefCell::new(Stats::new(plan.warmup)),
+            end: run_for.map(|d| start + d),
+            plan,
+            start,
+            issued: Cell::new(0),
+            next_id: Cell::new(1),
+            stop,
+            host_header,
+            path,
+            addr,
+        });
+        let steps: Vec<(Duration, usize)> = match run.plan.ramp {
+            Some(r) => r.steps(),
+            None => vec![(Duration::ZERO, run.plan.sessions.max(1))],
+        };
+        run.stats.borrow_mut().set_levels(steps.clone());
+        let mut tasks = Vec::new();
+        let mut running = 0;
+        let mut next_tick = start + Duration::from_secs(1);
+        let mut steps = steps.into_iter().peekable();
+        loop {
+            while let Some((at, level)) = steps.peek().copied() {
+                if Instant::now() < start + at {
+                    break;
+                }
+                steps.next();
+                while running < level {
+                    tasks.push(tokio::task::spawn_local(session(Rc::clone(&run), running)));
+                    running += 1;
+                }
+            }
+            let all_done = tasks.iter().all(|t: &tokio::task::JoinHandle<()>| t.is_finished());
+            if all_done && steps.peek().is_none() {
+                break;
+            }
+            if Instant::now() >= next_tick {
+                progress(&run.stats.borrow(), start.elapsed());
+                next_tick += Duration::from_secs(1);
+            }
+            // The sessions run meanwhile; this task only watches the clock.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        let elapsed = start.elapsed();
+        let run = Rc::try_unwrap(run).unwrap_or_else(|_| unreachable!("every task has ended"));
+        (run.stats.into_inner(), elapsed)
+    });
+    Ok(outcome)
+}
+
+/// One session: connect (again after a failure), shake hands, send until the run is over.
+async fn session(run: Rc<Run>, _index: usize) {
+    let mut workload = run.plan.workload.picker();
+    'connect: while !run.over() {
+        let mut conn = match Conn::open(&run).await {
+            Ok(c) => c,
+            Err(why) => {
+                // A refused connection fails the request that would have used it.
+                let Some(due) = run.next_slot().await else { return };
+                let key = run.plan.workload.next(&mut workload).key();
+                record(&run, &key, due, Outcome::Transport(why));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue 'connect;
+            }
+        };
+        while let Some(due) = run.next_slot().await {
+            let spec = run.plan.workload.next(&mut workload);
+            let key = spec.key();
+            let sent_at = Instant::now();
+            let outcome = match tokio::time::timeout(run.plan.timeout, conn.request(&run, spec)).await {
+                Ok(Ok(o)) => o,
+                Ok(Err(why)) => Outcome::Transport(why),
+                Err(_) => Outcome::Timeout,
+            };
+            let broken = matches!(outcome, Outcome::Transport(_) | Outcome::Timeout);
+            // A closed loop measures from the send, an open loop from the due time.
+            let from = if run.timetable.is_some() { due } else { sent_at };
+            record(&run, &key, from, outcome);
+            if broken {
+                continue 'connect;
+            }
+        }
+        return;
+    }
+}
+
+fn record(run: &Run, key: &str, from: Instant, outcome: Outcome) {
+    let now = Instant::now();
+    run.stats
+        .borrow_mut()
+        .record(now - run.start, key, now.saturating_duration_since(from), &outcome);
+}
+
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+}
+
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Conn {
+    async fn open(run: &Run) -> Result<Conn, String> {
+        let stream = tokio::time::timeout(run.plan.timeout, TcpStream::connect(&run.addr))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", run.addr))?
+            .map_err(|e| format!("cannot connect to {}: {e}", run.addr))?;
+        let _ = stream.set_nodelay(true);
+        let mut conn = Conn {
+            stream,
+            buf: Vec::with_capacity(16 * 1024),
+            session_id: None,
+            protocol_version: None,
+        };
+        if let SessionKind::Legacy { protocol_version } = &run.plan.kind {
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": protocol_version,
+                "capabilities": {},
+                "clientInfo": {"name": "mcpscope-load", "version": env!("CARGO_PKG_VERSION")},
+            }});
+            let a = conn.exchange(run, &init, &[]).await?;
+            if !(200..300).contains(&a.status) {
+                return Err(format!("initialize answered HTTP {}", a.status));
+            }
+            conn.session_id = header(&a.headers, "mcp-session-id");
+            let msg = message_of(&a, &json!(0)).ok_or("initialize got no JSON-RPC answer")?;
+            if let Some(e) = msg.get("error") {
+                return Err(format!("initialize failed: {e}"));
+            }
+            conn.protocol_version = msg
+                .pointer("/result/protocolVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let a = conn.exchange(run, &note, &[]).await?;
+            if !(200..300).contains(&a.status) {
+                return Err(format!("notifications/initialized answered HTTP {}", a.status));
+            }
+        }
+        Ok(conn)
+    }
+
+    async fn request(&mut self, run: &Run, spec: &RequestSpec) -> Result<Outcome, String> {
+        let id = run.next_id.get();
+        run.next_id.set(id + 1);
+        let (params, extra) = match &run.plan.kind {
+            SessionKind::Modern { envelope } => {
+                let params = envelope.wrap(spec.params.clone());
+                (Some(params), true)
+            }
+            SessionKind::Legacy { .. } => (spec.params.clone(), false),
+        };
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": spec.method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        let standard = if extra {
+            crate::protocol::http_headers::standard(msg.to_string().as_bytes())
+        } else {
+            Vec::new()
+        };
+        let a = self.exchange(run, &msg, &standard).await?;
+        if !(200..300).contains(&a.status) {
+            return Ok(Outcome::HttpStatus(a.status));
+        }
+        let Some(answer) = message_of(&a, &json!(id)) else {
+            return Err(format!("HTTP {} with no JSON-RPC answer to id {id}", a.status));
+        };
+        Ok(if let Some(code) = answer.pointer("/error/code") {
+            Outcome::RpcError(code.as_i64().unwrap_or(0))
+        } else if answer.pointer("/result/isError").and_then(Value::as_bool) == Some(true) {
+            Outcome::ToolError
+        } else {
+            Outcome::Ok
+        })
+    }
+
+    async fn exchange(&mut self, run: &Run, msg: &Value, extra: &[(String, String)]) -> Result<Answer, String> {
+        let body = msg.to_string();
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            run.path,
+            run.host_header,
+            body.len()
+        );
+        if let Some(sid) = &self.session_id {
+            head.push_str(&format!("Mcp-Session-Id: {sid}\r\n"));
+        }
+        if let Some(v) = &self.protocol_version {
+            head.push_str(&format!("MCP-Protocol-Version: {v}\r\n"));
+        }
+        for (k, v) in run.plan.headers.iter().chain(extra) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body.as_bytes());
+        self.stream.write_all(&out).await.map_err(|e| format!("write: {e}"))?;
+        self.read_answer().await
+    }
+
+    /// Reads one response; what follows it stays in the buffer.
+    async fn read_answer(&mut self) -> Result<Answer, String> {
+        let (status, headers, head_len) = loop {
+            let mut slots = [httparse::EMPTY_HEADER; 64];
+            let mut resp = httparse::Response::new(&mut slots);
+            match resp.parse(&self.buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let headers = resp
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_ascii_lowercase(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect::<Vec<_>>();
+                    break (resp.code.unwrap_or(0), headers, n);
+                }
+                Ok(httparse::Status::Partial) => self.fill().await?,
+                Err(e) => return Err(format!("not an HTTP response: {e}")),
+            }
+        };
+        self.buf.drain(..head_len);
+        let chunked = header(&headers, "transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let length = header(&headers, "content-length").and_then(|v| v.trim().parse::<usize>().ok());
+        let body = if chunked {
+            self.read_chunked().await?
+        } else if let Some(n) = length {
+            if n > MAX_BODY {
+                return Err(format!("an answer of {n} bytes (more than {MAX_BODY})"));
+            }
+            while self.buf.len() < n {
+                self.fill().await?;
+            }
+            self.buf.drain(..n).collect()
+        } else if status == 202 || status == 204 || status == 304 {
+            Vec::new()
+        } else {
+            // Until the server closes.
+            loop {
+                match self.fill().await {
+                    Ok(()) if self.buf.len() <= MAX_BODY => {}
+                    Ok(()) => return Err("an answer too big".into()),
+                    Err(_) => break,
+                }
+            }
+            std::mem::take(&mut self.buf)
+        };
+        Ok(Answer { status, headers, body })
+    }
+
+    async fn read_chunked(&mut self) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        loop {
+            let (size, used) = loop {
+                match httparse::parse_chunk_size(&self.buf) {
+                    Ok(httparse::Status::Complete((used, size))) => break (size as usize, used),
+                    Ok(httparse::Status::Partial) => self.fill().await?,
+                    Err(_) => return Err("a bad chunk size".into()),
+                }
+            };
+            if body.len() + size > MAX_BODY {
+                return Err("an answer too big".into());
+            }
+            while self.buf.len() < used + size + 2 {
+                self.fill().await?;
+            }
+            body.extend_from_slice(&self.buf[used..used + size]);
+            self.buf.drain(..used + size + 2);
+            if size == 0 {
+                // Trailers are not expected; the CRLF after the last chunk is consumed.
+                return Ok(body);
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), String> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.stream.read(&mut chunk).await.map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("the server closed the connection".into());
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+}
+
+fn header(headers: &[(String, String)], name: &str) -> Option<String> {
+    headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+}
+
+/// The JSON-RPC answer to `id` in a JSON body or an event stream.
+fn message_of(a: &Answer, id: &Value) -> Option<Value> {
+    let sse = header(&a.headers, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+    if !sse {
+        let v: Value = serde_json::from_slice(&a.body).ok()?;
+        return match v {
+            Value::Array(items) => items.into_iter().find(|m| m.get("id") == Some(id)),
+            m => Some(m),
+        };
+    }
+    let mut reader = crate::wire::sse::SseReader::new(std::io::Cursor::new(&a.body));
+    while let Ok(Some(ev)) = reader.next_event() {
+        if let Ok(m) = serde_json::from_slice::<Value>(&ev.data)
+            && m.get("id") == Some(id)
+            && (m.get("result").is_some() || m.get("error").is_some())
+        {
+            return Some(m);
+        }
+    }
+    None
+}

@@ -1,0 +1,275 @@
+//! The session load engine, for stdio servers (and https, which the HTTP
+//! engine does not speak): every session is a [`Client`] (its own server
+//! process over stdio) on a thread of its own, shaking hands in the chosen
+//! era as `mcpscope call` does and sending one request at a time; the open
+//! loop's timetable is shared. The servers' CPU and memory are sampled from
+//! /proc every second.
+
+use crate::client::{Client, ClientError};
+use crate::load::plan::{Timetable, Workload};
+use crate::load::stats::{Outcome, ServerUsage, Stats};
+use crate::protocol::era::EraChoice;
+use crate::protocol::handshake::HandshakeOptions;
+use crate::transport::session::SessionOptions;
+use crate::transport::target::Target;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+#[derive(Clone)]
+pub struct SessionPlan {
+    pub target: Target,
+    pub era: EraChoice,
+    pub handshake: HandshakeOptions,
+    pub workload: Workload,
+    pub sessions: usize,
+    pub rate: Option<f64>,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    /// Record every `sample_every`-th session (1: all) into `capture_dir`,
+    /// and keep any other session's capture when it saw a failure.
+    pub capture_dir: Option<PathBuf>,
+    pub sample_every: usize,
+}
+
+/// What a run produced besides the figures.
+pub struct SessionRun {
+    pub stats: Stats,
+    pub elapsed: Duration,
+    pub servers: Vec<ServerUsage>,
+    /// Captures kept (sampled sessions and failed ones).
+    pub captures: Vec<PathBuf>,
+    /// Sessions that could not start or shake hands, and why.
+    pub failed_sessions: Vec<String>,
+}
+
+struct Shared {
+    stats: Mutex<Stats>,
+    issued: AtomicU64,
+    start: Instant,
+    end: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    pids: Mutex<Vec<u32>>,
+}
+
+impl Shared {
+    fn over(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e)
+    }
+
+    fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub fn run(plan: SessionPlan, stop: Arc<AtomicBool>, mut progress: impl FnMut(&Stats, Duration)) -> SessionRun {
+    let start = Instant::now();
+    let shared = Arc::new(Shared {
+        stats: Mutex::new(Stats::new(plan.warmup)),
+        issued: AtomicU64::new(0),
+        start,
+        end: plan.duration.map(|d| start + d + plan.warmup),
+        stop,
+        pids: Mutex::new(Vec::new()),
+    });
+    shared.stats().set_concurrency(plan.sessions);
+    let timetable = plan.rate.map(Timetable::new);
+    let mut threads = Vec::new();
+    for index in 0..plan.sessions.max(1) {
+        let mine = Arc::clone(&shared);
+        let plan = plan.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("mcpscope-load-{index}"))
+            .spawn(move || one_session(&plan, &mine, timetable, index));
+        match t {
+            Ok(t) => threads.push(t),
+            Err(e) => shared.stats().record(
+                start.elapsed(),
+                "the session",
+                Duration::ZERO,
+                &Outcome::Transport(format!("cannot start a thread: {e}")),
+            ),
+        }
+    }
+    let mut servers: Vec<ServerUsage> = Vec::new();
+    let mut last_cpu: std::collections::HashMap<u32, u64> = Default::default();
+    let mut next_tick = start + Duration::from_secs(1);
+    while !threads.iter().all(|t| t.is_finished()) {
+        let now = Instant::now();
+        if now >= next_tick {
+            let second = (now - start).as_secs();
+            let pids = shared.pids.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            for pid in pids {
+                if let Some((ticks, rss_kib)) = proc_usage(pid) {
+                    let prev = last_cpu.insert(pid, ticks);
+                    let cpu = prev.map_or(0.0, |p| ticks.saturating_sub(p) as f64 * 100.0 / clock_ticks());
+                    let entry = match servers.iter_mut().position(|s| s.pid == pid) {
+                        Some(i) => &mut servers[i],
+                        None => {
+                            servers.push(ServerUsage {
+                                pid,
+                                samples: Vec::new(),
+                            });
+                            servers.last_mut().expect("pushed")
+                        }
+                    };
+                    entry.samples.push((second, cpu, rss_kib));
+                }
+            }
+            progress(&shared.stats(), now - start);
+            next_tick += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut captures = Vec::new();
+    let mut failed_sessions = Vec::new();
+    for t in threads {
+        match t.join() {
+            Ok(r) => {
+                captures.extend(r.kept);
+                failed_sessions.extend(r.failed);
+            }
+            Err(_) => failed_sessions.push("a session's thread panicked".into()),
+        }
+    }
+    let elapsed = start.elapsed();
+    let stats = std::mem::replace(&mut *shared.stats(), Stats::new(Duration::ZERO));
+    SessionRun {
+        stats,
+        elapsed,
+        servers,
+        captures,
+        failed_sessions,
+    }
+}
+
+struct SessionEnd {
+    kept: Option<PathBuf>,
+    failed: Option<String>,
+}
+
+fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>, index: usize) -> SessionEnd {
+    let capture = plan
+        .capture_dir
+        .as_ref()
+        .map(|d| d.join(format!("session-{:04}.jsonl", index + 1)));
+    let sampled = plan.sample_every > 0 && index.is_multiple_of(plan.sample_every);
+    let options = SessionOptions {
+        request_timeout: Some(plan.timeout),
+        capture: capture.clone(),
+        ..SessionOptions::default()
+    };
+    let mut client = Client::connect(plan.target.clone(), options, Box::new(|_| {}));
+    if let Some(pid) = client.pid() {
+        shared.pids.lock().unwrap_or_else(PoisonError::into_inner).push(pid);
+    }
+    let mut failed_any = false;
+    let failed = match client.establish(plan.era, &plan.handshake, plan.timeout) {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("session {}: the handshake failed: {e}", index + 1)),
+        Err(e) => Some(format!("session {}: {e}", index + 1)),
+    };
+    if failed.is_none() {
+        if let Some(pid) = client.pid() {
+            let mut pids = shared.pids.lock().unwrap_or_else(PoisonError::into_inner);
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        let mut picker = plan.workload.picker();
+        while !shared.over() {
+            let k = shared.issued.fetch_add(1, Ordering::Relaxed);
+            if plan.requests.is_some_and(|max| k >= max) {
+                break;
+            }
+            let due = match &timetable {
+                Some(t) => {
+                    let due = shared.start + t.due(k);
+                    if shared.end.is_some_and(|e| due >= e) {
+                        break;
+                    }
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                        shared.stats().record_lateness(Instant::now() - due);
+                    }
+                    due
+                }
+                None => Instant::now(),
+            };
+            let spec = plan.workload.next(&mut picker);
+            let sent = Instant::now();
+            let outcome = match client.request(&spec.method, spec.params.clone(), plan.timeout) {
+                Ok(r) => match &r.outcome {
+                    Err(e) => Outcome::RpcError(e.code),
+                    Ok(_) if r.is_tool_error() => Outcome::ToolError,
+                    Ok(_) => Outcome::Ok,
+                },
+                Err(ClientError::TimedOut { .. }) => Outcome::Timeout,
+                Err(ClientError::ServerExited { .. } | ClientError::SpawnFailed(_)) => Outcome::ServerExited,
+                Err(e) => Outcome::Transport(e.to_string()),
+            };
+            failed_any |= outcome != Outcome::Ok;
+            let gone = outcome == Outcome::ServerExited;
+            let now = Instant::now();
+            let from = if timetable.is_some() { due } else { sent };
+            shared
+                .stats()
+                .record(now - shared.start, &spec.key(), now - from, &outcome);
+            if gone {
+                break;
+            }
+        }
+    }
+    client.close();
+    let keep = sampled || failed_any || failed.is_some();
+    let kept = match capture {
+        Some(c) if keep => Some(c),
+        Some(c) => {
+            let _ = std::fs::remove_file(&c);
+            None
+        }
+        None => None,
+    };
+    SessionEnd { kept, failed }
+}
+
+/// (CPU ticks used so far, RSS in KiB) of a process, from /proc.
+fn proc_usage(pid: u32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Some((utime + stime, rss))
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_usage_is_read_from_proc() {
+        let (ticks, rss) = proc_usage(std::process::id()).expect("our own /proc entry");
+        assert!(rss > 0);
+        let _ = ticks;
+        assert_eq!(proc_usage(u32::MAX), None);
+    }
+}

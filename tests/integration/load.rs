@@ -1,0 +1,373 @@
+//! #31: `mcpscope load` against real servers: the fast JSON-mode test server
+//! (tests/servers/fast_http_server.mjs), server-everything over stdio, the
+//! Python SDK server, servers that fail and die. Counts and classes are
+//! asserted, not timings (the figures are in the README, from
+//! scripts/load-bench); the one latency check is a stall ten times longer
+//! than anything else in the run.
+
+use crate::support::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+struct FastServer {
+    child: Child,
+    url: String,
+}
+
+impl FastServer {
+    fn start(env: &[(&str, &str)]) -> FastServer {
+        let mut cmd = Command::new("node");
+        cmd.arg(repo().join("tests/servers/fast_http_server.mjs"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("node");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("MCP_URL=")
+            .expect("the server's URL")
+            .to_owned();
+        FastServer { child, url }
+    }
+}
+
+impl Drop for FastServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn load(args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("load")
+        .args(args)
+        .args(["--quiet", "--format", "json"])
+        .output()
+        .unwrap()
+}
+
+fn report(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+fn key<'a>(r: &'a Value, k: &str) -> &'a Value {
+    r["per_key"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["key"] == k)
+        .unwrap_or_else(|| panic!("no {k} in {r}"))
+}
+
+fn class_count(r: &Value, class: &str) -> u64 {
+    r["error_classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == class)
+        .map_or(0, |c| c["count"].as_u64().unwrap())
+}
+
+#[test]
+fn a_closed_loop_over_http_sends_exactly_what_was_asked() {
+    let s = FastServer::start(&[]);
+    let out = load(&[
+        "--server-url",
+        &s.url,
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "message=hi",
+        "--concurrency",
+        "4",
+        "--requests",
+        "500",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r["requests"], 500);
+    assert_eq!(r["ok"], 500);
+    assert_eq!(key(&r, "tools/call echo")["requests"], 500);
+    assert!(r["latency"]["p50_us"].as_u64().unwrap() > 0);
+    assert!(r["latency"]["p99_us"].as_u64() >= r["latency"]["p50_us"].as_u64());
+}
+
+#[test]
+fn a_mix_is_sent_in_its_proportions_and_errors_are_classed() {
+    let s = FastServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let mix = dir.path().join("mix.json");
+    std::fs::write(
+        &mix,
+        r#"[{"weight": 70, "tool": "echo", "arguments": {"message": "m"}},
+            {"weight": 20, "tool": "fail"},
+            {"weight": 5, "tool": "missing"},
+            {"weight": 5, "method": "tools/list"}]"#,
+    )
+    .unwrap();
+    let out = load(&[
+        "--server-url",
+        &s.url,
+        "--mix",
+        mix.to_str().unwrap(),
+        "--concurrency",
+        "1",
+        "--requests",
+        "1000",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "some failed: {}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(key(&r, "tools/call echo")["requests"], 700);
+    assert_eq!(key(&r, "tools/call fail")["requests"], 200);
+    assert_eq!(key(&r, "tools/list")["requests"], 50);
+    // A tool that failed is not a protocol error, and neither is an unknown tool a tool failure.
+    assert_eq!(class_count(&r, "isError (tool failed)"), 200);
+    assert_eq!(class_count(&r, "JSON-RPC error -32602"), 50);
+    assert_eq!(r["errors"], 250);
+    // JUnit for CI: the failing keys fail, against the schema CI tools read.
+    let junit = Command::new(bin())
+        .args(["load", "--server-url", &s.url, "--mix", mix.to_str().unwrap()])
+        .args([
+            "--concurrency",
+            "1",
+            "--requests",
+            "100",
+            "--quiet",
+            "--format",
+            "junit",
+        ])
+        .output()
+        .unwrap();
+    let file = dir.path().join("load.xml");
+    std::fs::write(&file, &junit.stdout).unwrap();
+    assert_eq!(junit_schema_errors(&file), "");
+    let xml = text(&junit.stdout);
+    assert!(xml.contains("tests=\"4\" failures=\"2\""), "{xml}");
+}
+
+#[test]
+fn an_open_loop_sends_every_due_request_and_shows_a_stall() {
+    // 1 s of stall in a 3 s run at 200 requests a second.
+    let stalled = FastServer::start(&[("STALL_AT_MS", "500"), ("STALL_MS", "1000")]);
+    let out = load(&[
+        "--server-url",
+        &stalled.url,
+        "--tool-name",
+        "echo",
+        "--rate",
+        "200",
+        "--sessions",
+        "4",
+        "--duration",
+        "3s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let open = report(&out);
+    // Every slot of the timetable is sent, late or not.
+    assert_eq!(open["requests"], 600);
+    assert!(
+        open["latency"]["p99_us"].as_u64().unwrap() >= 500_000,
+        "measured from the due time, the requests due during the stall waited for it: {}",
+        open["latency"]
+    );
+    // The same stall, measured as a closed loop does: one request sees it.
+    let stalled = FastServer::start(&[("STALL_AT_MS", "500"), ("STALL_MS", "1000")]);
+    let out = load(&[
+        "--server-url",
+        &stalled.url,
+        "--tool-name",
+        "echo",
+        "--concurrency",
+        "1",
+        "--duration",
+        "3s",
+    ]);
+    let closed = report(&out);
+    assert!(
+        closed["latency"]["max_us"].as_u64().unwrap() >= 900_000,
+        "{}",
+        closed["latency"]
+    );
+    assert!(
+        closed["latency"]["p99_us"].as_u64().unwrap() < 500_000,
+        "a closed loop hides it: {}",
+        closed["latency"]
+    );
+}
+
+#[test]
+fn the_modern_era_and_a_ramp_over_http() {
+    let s = FastServer::start(&[]);
+    let out = load(&[
+        "--server-url",
+        &s.url,
+        "--era",
+        "modern",
+        "--tool-name",
+        "echo",
+        "--requests",
+        "200",
+        "--concurrency",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(report(&out)["ok"], 200);
+    let out = load(&["--server-url", &s.url, "--tool-name", "echo", "--ramp", "1..3 over 3s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    let levels: Vec<u64> = r["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels[..3], [1, 2, 3], "{r}");
+}
+
+#[test]
+fn refused_connections_and_a_server_that_dies_are_said_as_such() {
+    let out = load(&[
+        "--server-url",
+        "http://127.0.0.1:9/mcp",
+        "--tool-name",
+        "echo",
+        "--requests",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(class_count(&r, "transport failure"), 5, "{r}");
+    assert!(
+        r["error_classes"][0]["example"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect"),
+        "{r}"
+    );
+    // A stdio server that crashes on its first tools/call.
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=x",
+            "--requests",
+            "3",
+            "--quiet",
+            "--format",
+            "json",
+        ])
+        .args([
+            "--timeout-ms",
+            "5000",
+            "--",
+            "python3",
+            &faulty_path(),
+            "--mode",
+            "crash-on-call",
+        ])
+        .output()
+        .unwrap();
+    let r = report(&out);
+    assert!(class_count(&r, "server exited") >= 1, "{r}");
+    assert_eq!(out.status.code(), Some(1));
+    let out = load(&[
+        "--server-url",
+        "http://127.0.0.1:9/mcp",
+        "--tool-name",
+        "echo",
+        "--rate",
+        "-3",
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+}
+
+#[test]
+fn stdio_sessions_of_real_servers_with_their_usage_and_sampled_captures() {
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let dir = tempfile::tempdir().unwrap();
+    let captures = dir.path().join("captures");
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=load",
+            "--sessions",
+            "2",
+            "--duration",
+            "2s",
+        ])
+        .args([
+            "--quiet",
+            "--format",
+            "json",
+            "--capture-dir",
+            captures.to_str().unwrap(),
+            "--sample-every",
+            "2",
+        ])
+        .arg("--")
+        .arg("node")
+        .arg(&everything)
+        .arg("stdio")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert!(r["ok"].as_u64().unwrap() > 10, "{r}");
+    assert_eq!(r["errors"], 0);
+    let servers = r["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 2, "both server processes sampled: {r}");
+    assert!(
+        servers[0]["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s[2].as_u64().unwrap() > 1000),
+        "RSS in KiB"
+    );
+    // Every second session kept (sessions 1 of 2), and it opens as a capture.
+    let kept: Vec<_> = std::fs::read_dir(&captures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let loaded = mcpscope_core::record::capture::load(&kept[0]).unwrap();
+    assert!(loaded.events.len() > 10);
+    // The Python SDK server: a real server in another language.
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--method",
+            "tools/list",
+            "--requests",
+            "30",
+            "--quiet",
+            "--format",
+            "json",
+            "--",
+        ])
+        .arg(need(repo().join("tests/peers/.venv/bin/python")))
+        .arg(repo().join("tests/servers/py_server.py"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(report(&out)["ok"], 30);
+}
