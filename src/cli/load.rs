@@ -6,12 +6,12 @@ use super::TargetArgs;
 use super::exit;
 use clap::Args;
 use mcpscope_core::load::plan::{Ramp, RequestSpec, Workload, parse_duration};
-use mcpscope_core::load::stats::{Report, Stats};
-use mcpscope_core::load::{http, report, sessions};
-use mcpscope_core::protocol::era::{Envelope, EraChoice};
+use mcpscope_core::load::report;
+use mcpscope_core::load::stats::Stats;
+use mcpscope_core::protocol::era::EraChoice;
 use mcpscope_core::protocol::handshake::{self, HandshakeOptions};
 use mcpscope_core::schema::typed_arg;
-use mcpscope_core::transport::target::{HttpKind, Target};
+use mcpscope_core::transport::target::Target;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -229,101 +229,43 @@ pub fn run(args: LoadArgs) -> ExitCode {
             crate::errln!("{}", report::progress_line(stats, elapsed));
         }
     };
-    let fast_http = match &target {
-        Target::Http(h) => h.kind == HttpKind::StreamableHttp && h.url.starts_with("http://"),
-        Target::Stdio(_) => false,
-    };
-    let mut headers = match &target {
-        Target::Http(h) => h.headers.clone(),
-        Target::Stdio(_) => Vec::new(),
-    };
-    // Sign in once; every session carries the same token.
-    match args.auth.authorizer(&target) {
-        Err(e) => return fail(exit::USAGE, e),
-        Ok(None) => {}
-        Ok(Some(authorizer)) => match sign_in_once(&target, authorizer, choice, &protocol_version, timeout) {
-            Ok(Some(token)) => headers.push(("Authorization".into(), format!("Bearer {token}"))),
+    if let Target::Http(h) = &target {
+        // Sign in once; every session carries the same token.
+        match args.auth.authorizer(&target) {
+            Err(e) => return fail(exit::USAGE, e),
             Ok(None) => {}
-            Err(e) => return fail(exit::UNREACHABLE, e),
-        },
+            Ok(Some(authorizer)) => match sign_in_once(&target, authorizer, choice, &protocol_version, timeout) {
+                Ok(Some(token)) => h.bearer.set(Some(token)),
+                Ok(None) => {}
+                Err(e) => return fail(exit::UNREACHABLE, e),
+            },
+        }
     }
-    let (mut result, failed_sessions, captures): (Report, Vec<String>, Vec<PathBuf>) = if fast_http {
-        let Target::Http(h) = &target else {
-            unreachable!("checked")
-        };
-        let url = h.url.clone();
-        let kind = match choice {
-            EraChoice::Modern => http::SessionKind::Modern {
-                envelope: Envelope::from_handshake(&HandshakeOptions {
-                    protocol_version: protocol_version.clone(),
-                    ..HandshakeOptions::default()
-                }),
-            },
-            _ => http::SessionKind::Legacy {
-                protocol_version: protocol_version.clone(),
-            },
-        };
-        let plan = http::HttpPlan {
-            url,
-            headers,
-            kind,
-            workload,
-            sessions,
-            rate: args.rate,
-            duration,
-            requests: args.requests,
-            warmup: args.warmup,
-            timeout,
-            ramp: args.ramp,
-        };
-        match http::run(plan, stop, progress) {
-            Ok((stats, elapsed)) => (stats.report(elapsed), Vec::new(), Vec::new()),
-            Err(e) => return fail(exit::USAGE, mcpscope_core::text::ErrorChain(&e)),
-        }
-    } else {
-        if args.ramp.is_some() {
-            return fail(
-                exit::USAGE,
-                "--ramp drives Streamable HTTP servers over http:// only here",
-            );
-        }
-        if let Some(dir) = &args.capture_dir
-            && let Err(e) = mcpscope_core::record::state_dir::ensure_private_dir(dir)
-        {
-            return fail(exit::IO, format!("--capture-dir {}: {e}", dir.display()));
-        }
-        let target = match target {
-            Target::Http(mut h) => {
-                h.headers = headers;
-                Target::Http(h)
-            }
-            t => t,
-        };
-        let plan = sessions::SessionPlan {
-            target,
-            era: choice,
-            handshake: HandshakeOptions {
-                protocol_version: protocol_version.clone(),
-                ..HandshakeOptions::default()
-            },
-            workload,
-            sessions,
-            rate: args.rate,
-            duration,
-            requests: args.requests,
-            warmup: args.warmup,
-            timeout,
-            capture_dir: args.capture_dir.clone(),
-            sample_every: args.sample_every,
-        };
-        let run = sessions::run(plan, stop, progress);
-        let mut r = run.stats.report(run.elapsed);
-        r.servers = run.servers;
-        (r, run.failed_sessions, run.captures)
+    if let Some(dir) = &args.capture_dir
+        && let Err(e) = mcpscope_core::record::state_dir::ensure_private_dir(dir)
+    {
+        return fail(exit::IO, format!("--capture-dir {}: {e}", dir.display()));
+    }
+    let plan = mcpscope_core::load::LoadPlan {
+        target,
+        era: choice,
+        protocol_version,
+        workload,
+        sessions,
+        rate: args.rate,
+        duration,
+        requests: args.requests,
+        warmup: args.warmup,
+        timeout,
+        ramp: args.ramp,
+        capture_dir: args.capture_dir.clone(),
+        sample_every: args.sample_every,
     };
-    if args.ramp.is_some() {
-        result.find_knee();
-    }
+    let outcome = match mcpscope_core::load::run(plan, stop, progress) {
+        Ok(o) => o,
+        Err(e) => return fail(exit::USAGE, mcpscope_core::text::ErrorChain(&e)),
+    };
+    let (result, failed_sessions, captures) = (outcome.report, outcome.failed_sessions, outcome.captures);
     for f in &failed_sessions {
         crate::errln!("mcpscope load: {f}");
     }

@@ -371,3 +371,48 @@ fn stdio_sessions_of_real_servers_with_their_usage_and_sampled_captures() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(report(&out)["ok"], 30);
 }
+
+/// #31: the app's Load tab runs against the server on screen with the
+/// composer's tool: live figures, the table, the sampled sessions' captures
+/// (one opens in a tab of its own).
+#[test]
+fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable as _;
+    use mcpscope_app::{BottomTab, McpscopeApp, StartupArgs};
+    let args = StartupArgs {
+        launch: vec!["python3".into(), faulty_path(), "--mode".into(), "normal".into()],
+        ..StartupArgs::default()
+    };
+    let mut h = Harness::builder()
+        .with_size([1440.0, 900.0])
+        .build_eframe(move |cc| McpscopeApp::new(cc, args));
+    step_until(&mut h, "the tool list", |app| {
+        app.session.composer.lists.tools.iter().any(|t| t.name == "echo")
+    });
+    h.state_mut().session.composer.choose_tool("echo");
+    h.state_mut().bottom_tab = BottomTab::Load;
+    h.state_mut().load.seconds = 1;
+    h.state_mut().load.sessions = 2;
+    h.step();
+    h.step();
+    assert!(
+        h.query_by_label_contains("tools/call echo").is_some(),
+        "the setup is shown"
+    );
+    h.get_by_label("▶ Run load").click();
+    h.step();
+    assert!(h.state().load.running());
+    step_until(&mut h, "the run to end", |app| !app.load.running());
+    let app = h.state();
+    assert!(app.load.error.is_none(), "{:?}", app.load.error);
+    let r = app.load.report.as_ref().expect("a report");
+    assert!(r.requests > 0);
+    assert_eq!(r.errors, 0, "{:?}", r.error_classes);
+    assert_eq!(r.per_key[0].key, "tools/call echo");
+    // Session 1 of 2 is sampled (every tenth, from the first).
+    assert_eq!(app.load.captures.len(), 1, "{:?}", app.load.captures);
+    let tabs = app.tabs.len();
+    h.get_by_label("session-0001.jsonl").click();
+    step_until(&mut h, "the capture in a new tab", |app| app.tabs.len() == tabs + 1);
+}

@@ -186,6 +186,7 @@ pub enum BottomTab {
     Notifications,
     Log,
     Latency,
+    Load,
 }
 
 pub struct McpscopeApp {
@@ -237,6 +238,8 @@ pub struct McpscopeApp {
     waiting_notes: Vec<(Severity, String)>,
     /// Reverse proxies for the remote entries wrapped from the app.
     pub remote_proxies: remote_proxies::RemoteProxies,
+    /// The Load tab (one run at a time, against the server on screen).
+    pub load: panels::load_view::LoadPanel,
 }
 
 const RECENT_KEY: &str = "recent_servers";
@@ -356,6 +359,7 @@ impl McpscopeApp {
             otlp_endpoint: None,
             waiting_notes: Vec::new(),
             remote_proxies: remote_proxies::RemoteProxies::default(),
+            load: panels::load_view::LoadPanel::default(),
         }
     }
 
@@ -467,6 +471,28 @@ impl McpscopeApp {
     /// and headers, never their values.
     pub fn saved_state(&self) -> Vec<SavedServer> {
         self.launcher.recent.iter().map(SavedServer::without_secrets).collect()
+    }
+
+    /// What the Load tab runs: the server on screen and the composer's tool
+    /// call as the form has it (`ping` when no tool is chosen).
+    pub fn load_setup(&self) -> Option<panels::load_view::LoadSetup> {
+        let saved = self.session.last_launch.as_ref()?;
+        let request = match self.session.composer.tool_call() {
+            Some(inspection::Outgoing::Request { method, params, .. }) => {
+                mcpscope_core::load::plan::RequestSpec { method, params }
+            }
+            _ => mcpscope_core::load::plan::RequestSpec {
+                method: "ping".into(),
+                params: None,
+            },
+        };
+        Some(panels::load_view::LoadSetup {
+            server: saved.name.clone(),
+            target: saved.target(),
+            era: saved.era_choice(),
+            protocol_version: saved.protocol_version.clone(),
+            request,
+        })
     }
 
     /// Opens a capture file offline, in a tab of its own when the tab on screen shows a session.
@@ -803,6 +829,7 @@ impl McpscopeApp {
             self.diff.set(Side::B, live, &self.waker);
         }
         self.live.poll(&self.waker);
+        self.load.poll();
         if let Some(w) = &mut self.watch_client
             && let Some(outcome) = w.poll()
         {
@@ -907,6 +934,8 @@ impl McpscopeApp {
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
+            let load = if self.load.running() { "Load (running)" } else { "Load" };
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Load, load);
         });
         ui.separator();
         match self.bottom_tab {
@@ -936,6 +965,16 @@ impl McpscopeApp {
                 if let Some(i) = &self.session.inspection {
                     self.session.stats.ui(ui, &i.model);
                 }
+            }
+            BottomTab::Load => {
+                let setup = self.load_setup();
+                egui::ScrollArea::vertical().id_salt("load").show(ui, |ui| {
+                    if let Some(panels::load_view::LoadAction::OpenCapture(path)) =
+                        self.load.ui(ui, setup.as_ref(), &self.waker)
+                    {
+                        commands.push(Command::OpenCapture(path));
+                    }
+                });
             }
         }
     }
@@ -1227,6 +1266,7 @@ impl eframe::App for McpscopeApp {
         }
         drop(stopping);
         self.remote_proxies.stop_all();
+        self.load.stop();
     }
 }
 

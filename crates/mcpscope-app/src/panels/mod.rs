@@ -10,6 +10,7 @@ pub mod form_view;
 pub mod json_tree;
 pub mod launcher;
 pub mod live_sessions;
+pub mod load_view;
 pub mod log_view;
 pub mod notifications;
 pub mod result_view;

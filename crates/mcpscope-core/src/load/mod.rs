@@ -54,3 +54,141 @@ pub fn requests_of_capture(path: &Path) -> Result<Vec<RequestSpec>, crate::recor
     }
     Ok(out)
 }
+
+use crate::load::plan::{Ramp, Workload};
+use crate::load::stats::{Report, Stats};
+use crate::protocol::era::{Envelope, EraChoice};
+use crate::protocol::handshake::HandshakeOptions;
+use crate::transport::target::{HttpKind, Target};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// A whole run, whichever engine drives it.
+#[derive(Clone)]
+pub struct LoadPlan {
+    pub target: Target,
+    pub era: EraChoice,
+    pub protocol_version: String,
+    pub workload: Workload,
+    pub sessions: usize,
+    pub rate: Option<f64>,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub ramp: Option<Ramp>,
+    pub capture_dir: Option<PathBuf>,
+    pub sample_every: usize,
+}
+
+/// What a run came to.
+pub struct LoadOutcome {
+    pub report: Report,
+    /// Sessions that could not start or shake hands, and why.
+    pub failed_sessions: Vec<String>,
+    /// Captures kept (sampled sessions and failed ones).
+    pub captures: Vec<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("--ramp drives Streamable HTTP servers over http:// only")]
+    RampNeedsHttp,
+    #[error(transparent)]
+    Http(#[from] http::HttpLoadError),
+}
+
+impl LoadPlan {
+    /// Streamable HTTP over plain http:// goes to the one-thread engine;
+    /// stdio, https and HTTP+SSE through client sessions.
+    pub fn fast_http(&self) -> bool {
+        matches!(&self.target, Target::Http(h) if h.kind == HttpKind::StreamableHttp && h.url.starts_with("http://"))
+    }
+}
+
+/// Runs `plan`; `progress` is called about once a second.
+pub fn run(
+    plan: LoadPlan,
+    stop: Arc<AtomicBool>,
+    progress: impl FnMut(&Stats, Duration),
+) -> Result<LoadOutcome, LoadError> {
+    if plan.fast_http() {
+        let Target::Http(h) = &plan.target else {
+            unreachable!("fast_http")
+        };
+        let kind = match plan.era {
+            EraChoice::Modern => http::SessionKind::Modern {
+                envelope: Envelope::from_handshake(&HandshakeOptions {
+                    protocol_version: plan.protocol_version.clone(),
+                    ..HandshakeOptions::default()
+                }),
+            },
+            _ => http::SessionKind::Legacy {
+                protocol_version: plan.protocol_version.clone(),
+            },
+        };
+        let mut headers = h.headers.clone();
+        if let Some(token) = h.bearer.get() {
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        let (stats, elapsed) = http::run(
+            http::HttpPlan {
+                url: h.url.clone(),
+                headers,
+                kind,
+                workload: plan.workload,
+                sessions: plan.sessions,
+                rate: plan.rate,
+                duration: plan.duration,
+                requests: plan.requests,
+                warmup: plan.warmup,
+                timeout: plan.timeout,
+                ramp: plan.ramp,
+            },
+            stop,
+            progress,
+        )?;
+        let mut report = stats.report(elapsed);
+        if plan.ramp.is_some() {
+            report.find_knee();
+        }
+        return Ok(LoadOutcome {
+            report,
+            failed_sessions: Vec::new(),
+            captures: Vec::new(),
+        });
+    }
+    if plan.ramp.is_some() {
+        return Err(LoadError::RampNeedsHttp);
+    }
+    let run = sessions::run(
+        sessions::SessionPlan {
+            target: plan.target,
+            era: plan.era,
+            handshake: HandshakeOptions {
+                protocol_version: plan.protocol_version,
+                ..HandshakeOptions::default()
+            },
+            workload: plan.workload,
+            sessions: plan.sessions,
+            rate: plan.rate,
+            duration: plan.duration,
+            requests: plan.requests,
+            warmup: plan.warmup,
+            timeout: plan.timeout,
+            capture_dir: plan.capture_dir,
+            sample_every: plan.sample_every,
+        },
+        stop,
+        progress,
+    );
+    let mut report = run.stats.report(run.elapsed);
+    report.servers = run.servers;
+    Ok(LoadOutcome {
+        report,
+        failed_sessions: run.failed_sessions,
+        captures: run.captures,
+    })
+}
