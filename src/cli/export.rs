@@ -116,8 +116,15 @@ pub fn send_traces(command: &str, endpoint: &str, traces: &serde_json::Value) ->
 /// they happen, the total when the session is over.
 pub struct LiveTraces {
     export: mcpscope_core::interop::otlp_live::LiveExport,
-    tally: std::sync::Arc<std::sync::Mutex<Tally>>,
+    tally: TraceTally,
+}
+
+/// What became of traces sent in batches: spans that arrived, failures said
+/// once each as they happen (`proxy`, and `load`'s sampled sessions).
+#[derive(Clone)]
+pub struct TraceTally {
     command: &'static str,
+    counts: std::sync::Arc<std::sync::Mutex<Tally>>,
 }
 
 #[derive(Default)]
@@ -128,17 +135,19 @@ struct Tally {
     failures: Vec<String>,
 }
 
-impl LiveTraces {
-    pub fn start(
-        command: &'static str,
-        endpoint: &str,
-        header: mcpscope_core::record::capture::Header,
-    ) -> Result<LiveTraces, mcpscope_core::interop::otlp_http::SendError> {
-        use mcpscope_core::interop::otlp_live::{LiveExport, interval_from_env};
-        let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
-        let counted = std::sync::Arc::clone(&tally);
-        let report: mcpscope_core::interop::otlp_live::Report = std::sync::Arc::new(move |result| {
-            let mut t = counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+impl TraceTally {
+    pub fn new(command: &'static str) -> TraceTally {
+        TraceTally {
+            command,
+            counts: std::sync::Arc::default(),
+        }
+    }
+
+    /// The exporter's report: counts each batch.
+    pub fn report(&self) -> mcpscope_core::interop::otlp_live::Report {
+        let (command, counts) = (self.command, std::sync::Arc::clone(&self.counts));
+        std::sync::Arc::new(move |result| {
+            let mut t = counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match result {
                 Ok(sent) => {
                     t.spans += sent.spans;
@@ -153,9 +162,35 @@ impl LiveTraces {
                     }
                 }
             }
-        });
-        let export = LiveExport::start(endpoint, header, super::VERSION, interval_from_env(), report)?;
-        Ok(LiveTraces { export, tally, command })
+        })
+    }
+
+    /// How many spans arrived, and how many the collector dropped.
+    pub fn say(&self, what: &str) {
+        let t = self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if t.spans > 0 {
+            crate::errln!("mcpscope {}: {} span(s){what} sent to {}", self.command, t.spans, t.url);
+        }
+        if t.rejected > 0 {
+            crate::errln!(
+                "mcpscope {}: the collector dropped {} span(s)",
+                self.command,
+                t.rejected
+            );
+        }
+    }
+}
+
+impl LiveTraces {
+    pub fn start(
+        command: &'static str,
+        endpoint: &str,
+        header: mcpscope_core::record::capture::Header,
+    ) -> Result<LiveTraces, mcpscope_core::interop::otlp_http::SendError> {
+        use mcpscope_core::interop::otlp_live::{LiveExport, interval_from_env};
+        let tally = TraceTally::new(command);
+        let export = LiveExport::start(endpoint, header, super::VERSION, interval_from_env(), tally.report())?;
+        Ok(LiveTraces { export, tally })
     }
 
     pub fn tap(&self) -> mcpscope_core::transport::recorder::EventTap {
@@ -165,16 +200,6 @@ impl LiveTraces {
     /// Sends the rest and says how many spans arrived.
     pub fn finish(self) {
         self.export.finish();
-        let t = self.tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if t.spans > 0 {
-            crate::errln!("mcpscope {}: {} span(s) sent to {}", self.command, t.spans, t.url);
-        }
-        if t.rejected > 0 {
-            crate::errln!(
-                "mcpscope {}: the collector dropped {} span(s)",
-                self.command,
-                t.rejected
-            );
-        }
+        self.tally.say("");
     }
 }

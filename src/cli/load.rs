@@ -103,6 +103,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub sample_every: usize,
 
+    /// Send the sampled sessions' (every --sample-every'th) OpenTelemetry
+    /// traces to this collector while they run (OTLP/HTTP, as `proxy` does).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
     /// No progress line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -258,10 +263,19 @@ pub fn run(args: LoadArgs) -> ExitCode {
         warmup: args.warmup,
         timeout,
         ramp: args.ramp,
-        capture_dir: args.capture_dir.clone(),
-        sample_every: args.sample_every,
+        sampling: mcpscope_core::load::http::Sampling {
+            capture_dir: args.capture_dir.clone(),
+            sample_every: args.sample_every,
+            otlp_endpoint: args.otlp_endpoint.clone(),
+        },
     };
-    let outcome = match mcpscope_core::load::run(plan, stop, progress) {
+    if let Some(e) = &args.otlp_endpoint
+        && let Err(e) = mcpscope_core::interop::otlp_http::traces_url(e)
+    {
+        return fail(exit::USAGE, mcpscope_core::text::ErrorChain(&e));
+    }
+    let traces = super::export::TraceTally::new("load");
+    let outcome = match mcpscope_core::load::run(plan, stop, traces.report(), progress) {
         Ok(o) => o,
         Err(e) => return fail(exit::USAGE, mcpscope_core::text::ErrorChain(&e)),
     };
@@ -279,6 +293,7 @@ pub fn run(args: LoadArgs) -> ExitCode {
                 .unwrap_or_default()
         );
     }
+    traces.say(" of the sampled sessions");
     let out = match args.format {
         LoadFormat::Text => report::text(&result),
         LoadFormat::Json => report::json(&result),

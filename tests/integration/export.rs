@@ -1000,3 +1000,97 @@ scenarios:
         text(&call.stdout)
     );
 }
+
+/// #33: `load --otlp-endpoint` sends the sampled sessions' traces, from both
+/// engines (Streamable HTTP driven from one thread, and stdio sessions).
+#[test]
+fn load_sends_its_sampled_sessions_to_the_collector() {
+    use std::io::BufRead;
+    let mut collector = Collector::start("");
+    let mut fast = Command::new("node")
+        .arg(repo().join("tests/servers/fast_http_server.mjs"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(fast.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().strip_prefix("MCP_URL=").unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--server-url",
+            &url,
+            "--tool-name",
+            "echo",
+            "--concurrency",
+            "2",
+            "--requests",
+            "20",
+        ])
+        .args([
+            "--sample-every",
+            "2",
+            "--quiet",
+            "--otlp-endpoint",
+            &collector.url(),
+            "--capture-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let _ = fast.kill();
+    let _ = fast.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("span(s) of the sampled sessions sent to"),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut names = Vec::new();
+    while !names.contains(&"mcp session".to_owned()) {
+        let got = collector.next();
+        assert!(got["problems"].as_array().unwrap().is_empty(), "{got}");
+        names.extend(span_names(&got));
+    }
+    assert!(names.contains(&"initialize".to_owned()), "{names:?}");
+    assert!(names.contains(&"tools/call echo".to_owned()), "{names:?}");
+    // The sampled session (1 of 2) is kept as a capture too.
+    let kept: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let loaded = mcpscope_core::record::capture::load(&kept[0].path()).unwrap();
+    assert!(loaded.events.len() >= 4, "{:?}", loaded.events.len());
+
+    // stdio sessions through the client engine.
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=x",
+            "--sessions",
+            "1",
+            "--requests",
+            "5",
+        ])
+        .args([
+            "--quiet",
+            "--otlp-endpoint",
+            &collector.url(),
+            "--sample-every",
+            "1",
+            "--",
+        ])
+        .args(["python3", &faulty_path(), "--mode", "normal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut names = Vec::new();
+    while !names.contains(&"mcp session".to_owned()) {
+        names.extend(span_names(&collector.next()));
+    }
+    assert_eq!(names.iter().filter(|n| *n == "tools/call echo").count(), 5, "{names:?}");
+}

@@ -492,6 +492,7 @@ impl McpscopeApp {
             era: saved.era_choice(),
             protocol_version: saved.protocol_version.clone(),
             request,
+            otlp_endpoint: self.otlp_endpoint.clone(),
         })
     }
 

@@ -26,6 +26,8 @@ pub struct LoadSetup {
     pub era: EraChoice,
     pub protocol_version: String,
     pub request: RequestSpec,
+    /// The sampled sessions' traces go here (`mcpscope --otlp-endpoint`).
+    pub otlp_endpoint: Option<String>,
 }
 
 /// What the tab asks the app for.
@@ -93,14 +95,17 @@ impl LoadPanel {
             warmup: Duration::ZERO,
             timeout: Duration::from_secs(30),
             ramp: None,
-            capture_dir,
-            sample_every: 10,
+            sampling: mcpscope_core::load::http::Sampling {
+                capture_dir,
+                sample_every: 10,
+                otlp_endpoint: setup.otlp_endpoint.clone(),
+            },
         };
         let stop = Arc::new(AtomicBool::new(false));
         let live: Arc<Mutex<Option<Report>>> = Arc::default();
         let (stopping, shown, wake) = (Arc::clone(&stop), Arc::clone(&live), Arc::clone(&waker));
         let done = Job::spawn("load", Some(waker), move || {
-            mcpscope_core::load::run(plan, stopping, move |stats, elapsed| {
+            mcpscope_core::load::run(plan, stopping, Arc::new(|_| {}), move |stats, elapsed| {
                 *shown.lock().unwrap_or_else(PoisonError::into_inner) = Some(stats.report(elapsed));
                 wake();
             })

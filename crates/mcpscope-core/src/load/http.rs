@@ -49,6 +49,97 @@ pub struct HttpPlan {
     pub warmup: Duration,
     pub timeout: Duration,
     pub ramp: Option<Ramp>,
+    /// Sampled sessions: every `sample_every`-th is recorded here (and kept
+    /// when any session failed), and sent to `otlp_endpoint` while it runs.
+    pub sampling: Sampling,
+}
+
+/// What happens to sampled sessions (both engines).
+#[derive(Clone, Debug, Default)]
+pub struct Sampling {
+    pub capture_dir: Option<std::path::PathBuf>,
+    pub sample_every: usize,
+    pub otlp_endpoint: Option<String>,
+}
+
+impl Sampling {
+    pub fn sampled(&self, index: usize) -> bool {
+        self.sample_every > 0 && index.is_multiple_of(self.sample_every)
+    }
+}
+
+/// A session's record: its capture (kept if sampled or failed) and its
+/// traces (sampled sessions only).
+struct SessionRecord {
+    recorder: crate::transport::recorder::Recorder,
+    path: Option<std::path::PathBuf>,
+    keep: bool,
+    _traces: Option<crate::interop::otlp_live::LiveExport>,
+}
+
+impl SessionRecord {
+    fn open(run: &Run, index: usize) -> Option<SessionRecord> {
+        let sampled = run.plan.sampling.sampled(index);
+        let target = crate::transport::target::Target::Http(crate::transport::target::HttpTarget::streamable(
+            run.plan.url.clone(),
+        ));
+        let header = crate::record::capture::Header::for_target(&target, "load");
+        let traces = match (&run.plan.sampling.otlp_endpoint, sampled) {
+            (Some(e), true) => crate::interop::otlp_live::LiveExport::start(
+                e,
+                header.clone(),
+                env!("CARGO_PKG_VERSION"),
+                crate::interop::otlp_live::interval_from_env(),
+                std::sync::Arc::clone(&run.otlp_report),
+            )
+            .ok(),
+            _ => None,
+        };
+        let path = run
+            .plan
+            .sampling
+            .capture_dir
+            .as_ref()
+            .map(|d| d.join(format!("session-{:04}.jsonl", index + 1)));
+        if path.is_none() && traces.is_none() {
+            return None;
+        }
+        let mut recorder =
+            crate::transport::recorder::Recorder::new(crate::wire::classify::Limits::default(), run.start.into_std())
+                .with_tap(traces.as_ref().map(crate::interop::otlp_live::LiveExport::tap));
+        if let Some(p) = &path
+            && let Ok(w) = crate::record::capture::Writer::open(p, &header)
+        {
+            recorder = recorder.with_capture(Box::new(w));
+        }
+        Some(SessionRecord {
+            recorder,
+            path,
+            keep: sampled,
+            _traces: traces,
+        })
+    }
+
+    fn line(&mut self, direction: crate::wire::frame::Direction, bytes: &[u8]) {
+        let raw = crate::wire::framing::RawLine {
+            bytes: bytes.to_vec(),
+            ending: crate::wire::framing::LineEnding::Lf,
+        };
+        let at = self.recorder.now();
+        let frame = self.recorder.frame_at(direction, raw, at, None);
+        self.recorder.capture(&crate::transport::event::Event::Frame(frame));
+    }
+
+    fn end(mut self, run: &Run) {
+        let _ = self.recorder.flush();
+        match self.path.take() {
+            Some(p) if self.keep => run.kept.borrow_mut().push(p),
+            Some(p) => {
+                let _ = std::fs::remove_file(p);
+            }
+            None => {}
+        }
+    }
 }
 
 /// Why a run could not start.
@@ -73,6 +164,8 @@ struct Run {
     host_header: String,
     path: String,
     addr: String,
+    kept: RefCell<Vec<std::path::PathBuf>>,
+    otlp_report: crate::interop::otlp_live::Report,
 }
 
 impl Run {
@@ -109,11 +202,19 @@ impl Run {
 
 /// Runs the plan on this thread; `progress` is called about once a second
 /// with the figures so far and the time since the start.
+/// What a run measured, and the captures it kept.
+pub struct HttpRun {
+    pub stats: Stats,
+    pub elapsed: Duration,
+    pub captures: Vec<std::path::PathBuf>,
+}
+
 pub fn run(
     plan: HttpPlan,
     stop: Arc<AtomicBool>,
+    otlp_report: crate::interop::otlp_live::Report,
     mut progress: impl FnMut(&Stats, Duration),
-) -> Result<(Stats, Duration), HttpLoadError> {
+) -> Result<HttpRun, HttpLoadError> {
     let url = url::Url::parse(&plan.url).map_err(|_| HttpLoadError::NotPlainHttp(plan.url.clone()))?;
     let host = url.host_str().filter(|_| url.scheme() == "http");
     let Some(host) = host else {
@@ -152,6 +253,8 @@ pub fn run(
             host_header,
             path,
             addr,
+            kept: RefCell::new(Vec::new()),
+            otlp_report,
         });
         let steps: Vec<(Duration, usize)> = match run.plan.ramp {
             Some(r) => r.steps(),
@@ -189,22 +292,37 @@ pub fn run(
         }
         let elapsed = start.elapsed();
         let run = Rc::try_unwrap(run).unwrap_or_else(|_| unreachable!("every task has ended"));
-        (run.stats.into_inner(), elapsed)
+        HttpRun {
+            stats: run.stats.into_inner(),
+            elapsed,
+            captures: run.kept.into_inner(),
+        }
     });
     Ok(outcome)
 }
 
 /// One session: connect (again after a failure), shake hands, send until the run is over.
-async fn session(run: Rc<Run>, _index: usize) {
+async fn session(run: Rc<Run>, index: usize) {
+    let mut record = SessionRecord::open(&run, index);
+    session_requests(&run, &mut record).await;
+    if let Some(r) = record {
+        r.end(&run);
+    }
+}
+
+async fn session_requests(run: &Rc<Run>, record: &mut Option<SessionRecord>) {
     let mut workload = run.plan.workload.picker();
     'connect: while !run.over() {
-        let mut conn = match Conn::open(&run).await {
+        let mut conn = match Conn::open(run, record).await {
             Ok(c) => c,
             Err(why) => {
                 // A refused connection fails the request that would have used it.
                 let Some(due) = run.next_slot().await else { return };
                 let key = run.plan.workload.next(&mut workload).key();
-                record(&run, &key, due, Outcome::Transport(why));
+                if let Some(r) = record {
+                    r.keep = true;
+                }
+                record_outcome(run, &key, due, Outcome::Transport(why));
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue 'connect;
             }
@@ -213,7 +331,7 @@ async fn session(run: Rc<Run>, _index: usize) {
             let spec = run.plan.workload.next(&mut workload);
             let key = spec.key();
             let sent_at = Instant::now();
-            let outcome = match tokio::time::timeout(run.plan.timeout, conn.request(&run, spec)).await {
+            let outcome = match tokio::time::timeout(run.plan.timeout, conn.request(run, spec, record)).await {
                 Ok(Ok(o)) => o,
                 Ok(Err(why)) => Outcome::Transport(why),
                 Err(_) => Outcome::Timeout,
@@ -221,7 +339,12 @@ async fn session(run: Rc<Run>, _index: usize) {
             let broken = matches!(outcome, Outcome::Transport(_) | Outcome::Timeout);
             // A closed loop measures from the send, an open loop from the due time.
             let from = if run.timetable.is_some() { due } else { sent_at };
-            record(&run, &key, from, outcome);
+            if outcome != Outcome::Ok
+                && let Some(r) = record
+            {
+                r.keep = true;
+            }
+            record_outcome(run, &key, from, outcome);
             if broken {
                 continue 'connect;
             }
@@ -230,7 +353,7 @@ async fn session(run: Rc<Run>, _index: usize) {
     }
 }
 
-fn record(run: &Run, key: &str, from: Instant, outcome: Outcome) {
+fn record_outcome(run: &Run, key: &str, from: Instant, outcome: Outcome) {
     let now = Instant::now();
     run.stats
         .borrow_mut()
@@ -251,7 +374,7 @@ struct Answer {
 }
 
 impl Conn {
-    async fn open(run: &Run) -> Result<Conn, String> {
+    async fn open(run: &Run, record: &mut Option<SessionRecord>) -> Result<Conn, String> {
         let stream = tokio::time::timeout(run.plan.timeout, TcpStream::connect(&run.addr))
             .await
             .map_err(|_| format!("connecting to {} timed out", run.addr))?
@@ -269,7 +392,7 @@ impl Conn {
                 "capabilities": {},
                 "clientInfo": {"name": "mcpscope-load", "version": env!("CARGO_PKG_VERSION")},
             }});
-            let a = conn.exchange(run, &init, &[]).await?;
+            let a = conn.exchange(run, &init, &[], record).await?;
             if !(200..300).contains(&a.status) {
                 return Err(format!("initialize answered HTTP {}", a.status));
             }
@@ -283,7 +406,7 @@ impl Conn {
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            let a = conn.exchange(run, &note, &[]).await?;
+            let a = conn.exchange(run, &note, &[], record).await?;
             if !(200..300).contains(&a.status) {
                 return Err(format!("notifications/initialized answered HTTP {}", a.status));
             }
@@ -291,7 +414,12 @@ impl Conn {
         Ok(conn)
     }
 
-    async fn request(&mut self, run: &Run, spec: &RequestSpec) -> Result<Outcome, String> {
+    async fn request(
+        &mut self,
+        run: &Run,
+        spec: &RequestSpec,
+        record: &mut Option<SessionRecord>,
+    ) -> Result<Outcome, String> {
         let id = run.next_id.get();
         run.next_id.set(id + 1);
         let (params, extra) = match &run.plan.kind {
@@ -310,7 +438,7 @@ impl Conn {
         } else {
             Vec::new()
         };
-        let a = self.exchange(run, &msg, &standard).await?;
+        let a = self.exchange(run, &msg, &standard, record).await?;
         if !(200..300).contains(&a.status) {
             return Ok(Outcome::HttpStatus(a.status));
         }
@@ -326,8 +454,17 @@ impl Conn {
         })
     }
 
-    async fn exchange(&mut self, run: &Run, msg: &Value, extra: &[(String, String)]) -> Result<Answer, String> {
+    async fn exchange(
+        &mut self,
+        run: &Run,
+        msg: &Value,
+        extra: &[(String, String)],
+        record: &mut Option<SessionRecord>,
+    ) -> Result<Answer, String> {
         let body = msg.to_string();
+        if let Some(r) = record {
+            r.line(crate::wire::frame::Direction::Out, body.as_bytes());
+        }
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
             run.path,
@@ -347,7 +484,13 @@ impl Conn {
         let mut out = head.into_bytes();
         out.extend_from_slice(body.as_bytes());
         self.stream.write_all(&out).await.map_err(|e| format!("write: {e}"))?;
-        self.read_answer().await
+        let answer = self.read_answer().await?;
+        if let Some(r) = record {
+            for m in messages_of(&answer) {
+                r.line(crate::wire::frame::Direction::In, &m);
+            }
+        }
+        Ok(answer)
     }
 
     /// Reads one response; what follows it stays in the buffer.
@@ -440,6 +583,26 @@ impl Conn {
 
 fn header(headers: &[(String, String)], name: &str) -> Option<String> {
     headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+}
+
+/// Every message of an answer, as its bytes (a JSON body, or each event's data).
+fn messages_of(a: &Answer) -> Vec<Vec<u8>> {
+    let sse = header(&a.headers, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+    if !sse {
+        return if a.body.is_empty() {
+            Vec::new()
+        } else {
+            vec![a.body.clone()]
+        };
+    }
+    let mut out = Vec::new();
+    let mut reader = crate::wire::sse::SseReader::new(std::io::Cursor::new(&a.body));
+    while let Ok(Some(ev)) = reader.next_event() {
+        if ev.has_data() {
+            out.push(ev.data);
+        }
+    }
+    out
 }
 
 /// The JSON-RPC answer to `id` in a JSON body or an event stream.

@@ -79,8 +79,7 @@ pub struct LoadPlan {
     pub warmup: Duration,
     pub timeout: Duration,
     pub ramp: Option<Ramp>,
-    pub capture_dir: Option<PathBuf>,
-    pub sample_every: usize,
+    pub sampling: http::Sampling,
 }
 
 /// What a run came to.
@@ -108,10 +107,12 @@ impl LoadPlan {
     }
 }
 
-/// Runs `plan`; `progress` is called about once a second.
+/// Runs `plan`; `progress` is called about once a second, `otlp_report`
+/// about each batch of the sampled sessions' traces.
 pub fn run(
     plan: LoadPlan,
     stop: Arc<AtomicBool>,
+    otlp_report: crate::interop::otlp_live::Report,
     progress: impl FnMut(&Stats, Duration),
 ) -> Result<LoadOutcome, LoadError> {
     if plan.fast_http() {
@@ -133,7 +134,7 @@ pub fn run(
         if let Some(token) = h.bearer.get() {
             headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
-        let (stats, elapsed) = http::run(
+        let done = http::run(
             http::HttpPlan {
                 url: h.url.clone(),
                 headers,
@@ -146,18 +147,20 @@ pub fn run(
                 warmup: plan.warmup,
                 timeout: plan.timeout,
                 ramp: plan.ramp,
+                sampling: plan.sampling,
             },
             stop,
+            otlp_report,
             progress,
         )?;
-        let mut report = stats.report(elapsed);
+        let mut report = done.stats.report(done.elapsed);
         if plan.ramp.is_some() {
             report.find_knee();
         }
         return Ok(LoadOutcome {
             report,
             failed_sessions: Vec::new(),
-            captures: Vec::new(),
+            captures: done.captures,
         });
     }
     if plan.ramp.is_some() {
@@ -178,8 +181,8 @@ pub fn run(
             requests: plan.requests,
             warmup: plan.warmup,
             timeout: plan.timeout,
-            capture_dir: plan.capture_dir,
-            sample_every: plan.sample_every,
+            sampling: plan.sampling,
+            otlp_report,
         },
         stop,
         progress,

@@ -30,9 +30,10 @@ pub struct SessionPlan {
     pub warmup: Duration,
     pub timeout: Duration,
     /// Record every `sample_every`-th session (1: all) into `capture_dir`,
-    /// and keep any other session's capture when it saw a failure.
-    pub capture_dir: Option<PathBuf>,
-    pub sample_every: usize,
+    /// and keep any other session's capture when it saw a failure; the
+    /// sampled ones' traces to the OTLP endpoint, if any.
+    pub sampling: crate::load::http::Sampling,
+    pub otlp_report: crate::interop::otlp_live::Report,
 }
 
 /// What a run produced besides the figures.
@@ -153,13 +154,26 @@ struct SessionEnd {
 
 fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>, index: usize) -> SessionEnd {
     let capture = plan
+        .sampling
         .capture_dir
         .as_ref()
         .map(|d| d.join(format!("session-{:04}.jsonl", index + 1)));
-    let sampled = plan.sample_every > 0 && index.is_multiple_of(plan.sample_every);
+    let sampled = plan.sampling.sampled(index);
+    let traces = match (&plan.sampling.otlp_endpoint, sampled) {
+        (Some(e), true) => crate::interop::otlp_live::LiveExport::start(
+            e,
+            crate::record::capture::Header::for_target(&plan.target, "load"),
+            env!("CARGO_PKG_VERSION"),
+            crate::interop::otlp_live::interval_from_env(),
+            Arc::clone(&plan.otlp_report),
+        )
+        .ok(),
+        _ => None,
+    };
     let options = SessionOptions {
         request_timeout: Some(plan.timeout),
         capture: capture.clone(),
+        tap: traces.as_ref().map(crate::interop::otlp_live::LiveExport::tap),
         ..SessionOptions::default()
     };
     let mut client = Client::connect(plan.target.clone(), options, Box::new(|_| {}));
@@ -225,6 +239,8 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
         }
     }
     client.close();
+    // The session is over: what is left of its traces goes now.
+    drop(traces);
     let keep = sampled || failed_any || failed.is_some();
     let kept = match capture {
         Some(c) if keep => Some(c),
