@@ -1145,9 +1145,16 @@ impl eframe::App for McpscopeApp {
                 });
             });
         if self.console_open && self.session.inspection.is_some() {
+            // The Load tab's plots need room: the panel grows while it is shown.
+            let min = if self.bottom_tab == BottomTab::Load {
+                330.0
+            } else {
+                60.0
+            };
             egui::Panel::bottom("console")
                 .resizable(true)
                 .default_size(170.0)
+                .min_size(min)
                 .show(ui, |ui| self.bottom_ui(ui, &mut commands));
         }
         egui::Panel::right("detail")

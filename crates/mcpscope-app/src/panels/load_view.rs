@@ -153,17 +153,11 @@ impl LoadPanel {
         let mut action = None;
         match setup {
             Some(s) => {
-                ui.label(format!(
-                    "{} · {} · {}",
-                    s.server,
-                    s.request.key(),
-                    s.request
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("arguments"))
-                        .map(|a| mcpscope_core::text::shorten(&a.to_string(), 80))
-                        .unwrap_or_default()
-                ));
+                let mut what = format!("{} · {}", s.server, s.request.key());
+                if let Some(a) = s.request.params.as_ref().and_then(|p| p.get("arguments")) {
+                    what.push_str(&format!(" · {}", mcpscope_core::text::shorten(&a.to_string(), 80)));
+                }
+                ui.label(what);
             }
             None => {
                 ui.weak("Launch a server (the tool chosen in the composer is what the run calls).");
@@ -293,28 +287,35 @@ fn plot(
     value: impl Fn(&mcpscope_core::load::stats::SecondReport) -> f64,
     errors: impl Fn(&mcpscope_core::load::stats::SecondReport) -> f64,
 ) {
-    let ok: PlotPoints = r.series.iter().map(|s| [s.second as f64, value(s)]).collect();
-    let bad: PlotPoints = r.series.iter().map(|s| [s.second as f64, errors(s)]).collect();
+    let ok: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, value(s)]).collect();
+    let bad: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, errors(s)]).collect();
     Plot::new(id.to_owned())
         .height(140.0)
         .legend(Legend::default())
         .allow_scroll(false)
         .show(ui, |p| {
-            p.line(Line::new(title.to_owned(), ok));
+            p.line(Line::new(title.to_owned(), ok).color(theme::HANDSHAKE_MARK));
             p.line(Line::new("errors/s", bad).color(theme::ERROR));
         });
 }
 
+/// The seconds that are over: the one going on (or the run's tail) would
+/// show as a drop that is not one.
+fn whole_seconds(r: &Report) -> impl Iterator<Item = &mcpscope_core::load::stats::SecondReport> {
+    let whole = r.duration_s.floor() as u64;
+    r.series.iter().filter(move |s| s.second < whole)
+}
+
 fn latency_plot(ui: &mut Ui, r: &Report) {
     let ms = |us: u64| us as f64 / 1000.0;
-    let p50: PlotPoints = r.series.iter().map(|s| [s.second as f64, ms(s.p50_us)]).collect();
-    let p99: PlotPoints = r.series.iter().map(|s| [s.second as f64, ms(s.p99_us)]).collect();
+    let p50: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, ms(s.p50_us)]).collect();
+    let p99: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, ms(s.p99_us)]).collect();
     Plot::new("load-latency")
         .height(140.0)
         .legend(Legend::default())
         .allow_scroll(false)
         .show(ui, |p| {
-            p.line(Line::new("p50 ms", p50));
-            p.line(Line::new("p99 ms", p99));
+            p.line(Line::new("p50 ms", p50).color(theme::OK));
+            p.line(Line::new("p99 ms", p99).color(theme::WARN));
         });
 }
