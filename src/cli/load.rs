@@ -56,6 +56,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", conflicts_with = "rate")]
     pub concurrency: Option<usize>,
 
+    /// Requests in flight per session in a closed loop (stdio and client
+    /// sessions, told apart by id); with --concurrency N: N sessions × M.
+    #[arg(long, value_name = "M", default_value_t = 1, conflicts_with = "rate")]
+    pub in_flight: usize,
+
     /// An open loop at R requests a second on a fixed timetable; latency
     /// counts from each request's due time, so a stalled server shows its queue.
     #[arg(long, value_name = "R")]
@@ -257,6 +262,7 @@ pub fn run(args: LoadArgs) -> ExitCode {
         protocol_version,
         workload,
         sessions,
+        in_flight: args.in_flight,
         rate: args.rate,
         duration,
         requests: args.requests,

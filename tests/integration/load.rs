@@ -416,3 +416,101 @@ fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
     h.get_by_label("session-0001.jsonl").click();
     step_until(&mut h, "the capture in a new tab", |app| app.tabs.len() == tabs + 1);
 }
+
+/// Several requests in flight on one stdio session (pipelined by id): all
+/// answered, and the capture shows them outstanding at once.
+#[test]
+fn requests_in_flight_on_one_stdio_session_are_told_apart_by_id() {
+    let everything =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=p",
+            "--sessions",
+            "1",
+            "--in-flight",
+            "4",
+        ])
+        .args([
+            "--requests",
+            "200",
+            "--quiet",
+            "--format",
+            "json",
+            "--sample-every",
+            "1",
+            "--capture-dir",
+        ])
+        .arg(dir.path())
+        .arg("--")
+        .arg("node")
+        .arg(&everything)
+        .arg("stdio")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r["ok"], 200, "{r}");
+    let cap = std::fs::read_dir(dir.path()).unwrap().flatten().next().unwrap().path();
+    let loaded = mcpscope_core::record::capture::load(&cap).unwrap();
+    let mut outstanding = 0i64;
+    let mut most = 0;
+    for ev in &loaded.events {
+        if let mcpscope_core::transport::event::Event::Frame(f) = ev {
+            let v: Value = serde_json::from_slice(&f.raw).unwrap_or(Value::Null);
+            if v["method"] == "tools/call" {
+                outstanding += 1;
+            } else if v["result"]["content"].is_array() {
+                outstanding -= 1;
+            }
+            most = most.max(outstanding);
+        }
+    }
+    assert!(most >= 2, "at most {most} in flight");
+}
+
+/// `--replay`: the client side of a capture, sent again by every session.
+#[test]
+fn a_capture_is_replayed_by_every_session() {
+    let s = FastServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let out = Command::new(bin())
+        .args([
+            "call",
+            "--server-url",
+            &s.url,
+            "--tool-name",
+            "echo",
+            "--tool-arg",
+            "message=again",
+            "--capture",
+        ])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = load(&[
+        "--server-url",
+        &s.url,
+        "--replay",
+        cap.to_str().unwrap(),
+        "--concurrency",
+        "2",
+        "--requests",
+        "40",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r["ok"], 40);
+    assert!(key(&r, "tools/call echo")["requests"].as_u64().unwrap() > 0, "{r}");
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, std::fs::read_to_string(&cap).unwrap().lines().next().unwrap()).unwrap();
+    let out = load(&["--server-url", &s.url, "--replay", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+}

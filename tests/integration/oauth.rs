@@ -765,3 +765,36 @@ fn secret_values_in_the_keyring_session() {
     assert_eq!(again.secret("launcher/srv/env/API_KEY"), Some("sk-in-the-keyring"));
     assert_eq!(again.secret("launcher/srv/header/X-Gone"), None);
 }
+
+/// #31: `load` against a server that asks for authorization signs in once
+/// and every session carries that token: one token issued for every request.
+#[test]
+fn load_signs_in_once_and_shares_the_token() {
+    let s = OAuthServer::start();
+    let out = Command::new(bin())
+        .args([
+            "load",
+            "--server-url",
+            &s.url,
+            "--tool-name",
+            "whoami",
+            "--concurrency",
+            "3",
+            "--requests",
+            "30",
+        ])
+        .args(["--auth-non-interactive", "--quiet", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["ok"], 30, "{r}");
+    let issued = s
+        .stderr
+        .lock()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("issued "))
+        .count();
+    assert_eq!(issued, 1, "one sign-in for every session");
+}

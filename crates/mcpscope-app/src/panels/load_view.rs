@@ -89,6 +89,7 @@ impl LoadPanel {
             protocol_version: setup.protocol_version.clone(),
             workload: Workload::One(setup.request.clone()),
             sessions: self.sessions.max(1),
+            in_flight: 1,
             rate: self.open_loop.then_some(self.rate),
             duration: Some(Duration::from_secs(self.seconds.max(1))),
             requests: None,

@@ -576,6 +576,45 @@ impl Client {
         self.response(method, timeout, c)
     }
 
+    /// Sends a request without waiting for it (several may be in flight);
+    /// [`Client::wait_any`] collects the answers. Its id.
+    pub fn send(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> RequestId {
+        let id = self
+            .pilot
+            .driver
+            .request_with(method, params, RequestOptions::timeout(timeout));
+        self.perform(None);
+        id
+    }
+
+    /// Waits for the first of `pending` (id, method) to be answered, failed
+    /// or timed out (each request's own timeout, as [`Client::send`] set);
+    /// `None` only when `pending` is empty.
+    pub fn wait_any(
+        &mut self,
+        pending: &[(RequestId, String)],
+        timeout: Duration,
+    ) -> Option<(RequestId, Result<Response, ClientError>)> {
+        if pending.is_empty() {
+            return None;
+        }
+        let backstop = Instant::now() + timeout + Duration::from_secs(2);
+        loop {
+            for (id, method) in pending {
+                if let Some(done) = self.done.remove(id) {
+                    return Some((id.clone(), self.response(method, timeout, done)));
+                }
+            }
+            if !self.pump_until(backstop) && (self.closed || Instant::now() >= backstop) {
+                // Nothing more will come for the first one: end it as a
+                // lone request would (the others wait their turn).
+                let (id, method) = &pending[0];
+                let done = self.wait_done(id, Some(timeout));
+                return Some((id.clone(), self.response(method, timeout, done)));
+            }
+        }
+    }
+
     /// Every item of a paginated list (`tools/list`, `skills/list`, …): the
     /// `key` array of each page, following `nextCursor` for at most
     /// [`MAX_LIST_PAGES`] pages (a server that hands out cursors forever

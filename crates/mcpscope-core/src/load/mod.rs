@@ -73,6 +73,9 @@ pub struct LoadPlan {
     pub protocol_version: String,
     pub workload: Workload,
     pub sessions: usize,
+    /// Requests in flight per session in a closed loop (stdio and client
+    /// sessions; over plain http a session is a connection, one at a time).
+    pub in_flight: usize,
     pub rate: Option<f64>,
     pub duration: Option<Duration>,
     pub requests: Option<u64>,
@@ -176,6 +179,7 @@ pub fn run(
             },
             workload: plan.workload,
             sessions: plan.sessions,
+            in_flight: plan.in_flight.max(1),
             rate: plan.rate,
             duration: plan.duration,
             requests: plan.requests,

@@ -24,6 +24,8 @@ pub struct SessionPlan {
     pub handshake: HandshakeOptions,
     pub workload: Workload,
     pub sessions: usize,
+    /// Requests in flight per session in a closed loop (pipelined by id).
+    pub in_flight: usize,
     pub rate: Option<f64>,
     pub duration: Option<Duration>,
     pub requests: Option<u64>,
@@ -194,7 +196,10 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
             }
         }
         let mut picker = plan.workload.picker();
-        while !shared.over() {
+        if timetable.is_none() && plan.in_flight > 1 {
+            failed_any |= pipelined(plan, shared, &mut client, &mut picker);
+        }
+        while !shared.over() && !(timetable.is_none() && plan.in_flight > 1) {
             let k = shared.issued.fetch_add(1, Ordering::Relaxed);
             if plan.requests.is_some_and(|max| k >= max) {
                 break;
@@ -216,16 +221,7 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
             };
             let spec = plan.workload.next(&mut picker);
             let sent = Instant::now();
-            let outcome = match client.request(&spec.method, spec.params.clone(), plan.timeout) {
-                Ok(r) => match &r.outcome {
-                    Err(e) => Outcome::RpcError(e.code),
-                    Ok(_) if r.is_tool_error() => Outcome::ToolError,
-                    Ok(_) => Outcome::Ok,
-                },
-                Err(ClientError::TimedOut { .. }) => Outcome::Timeout,
-                Err(ClientError::ServerExited { .. } | ClientError::SpawnFailed(_)) => Outcome::ServerExited,
-                Err(e) => Outcome::Transport(e.to_string()),
-            };
+            let outcome = outcome_of(client.request(&spec.method, spec.params.clone(), plan.timeout));
             failed_any |= outcome != Outcome::Ok;
             let gone = outcome == Outcome::ServerExited;
             let now = Instant::now();
@@ -251,6 +247,66 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
         None => None,
     };
     SessionEnd { kept, failed }
+}
+
+fn outcome_of(result: Result<crate::client::Response, ClientError>) -> Outcome {
+    match result {
+        Ok(r) => match &r.outcome {
+            Err(e) => Outcome::RpcError(e.code),
+            Ok(_) if r.is_tool_error() => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+        },
+        Err(ClientError::TimedOut { .. }) => Outcome::Timeout,
+        Err(ClientError::ServerExited { .. } | ClientError::SpawnFailed(_)) => Outcome::ServerExited,
+        Err(e) => Outcome::Transport(e.to_string()),
+    }
+}
+
+/// A closed loop with `plan.in_flight` requests in flight on one session
+/// (told apart by id, as JSON-RPC allows); whether any failed.
+fn pipelined(plan: &SessionPlan, shared: &Shared, client: &mut Client, picker: &mut crate::load::plan::Picker) -> bool {
+    struct InFlight {
+        id: crate::wire::message::RequestId,
+        method: String,
+        key: String,
+        sent: Instant,
+    }
+    let mut pending: Vec<InFlight> = Vec::new();
+    let mut failed_any = false;
+    let mut gone = false;
+    let mut exhausted = false;
+    loop {
+        while !gone && !exhausted && pending.len() < plan.in_flight && !shared.over() {
+            let k = shared.issued.fetch_add(1, Ordering::Relaxed);
+            if plan.requests.is_some_and(|max| k >= max) {
+                exhausted = true;
+                break;
+            }
+            let spec = plan.workload.next(picker);
+            let id = client.send(&spec.method, spec.params.clone(), plan.timeout);
+            pending.push(InFlight {
+                id,
+                method: spec.method.clone(),
+                key: spec.key(),
+                sent: Instant::now(),
+            });
+        }
+        let ids: Vec<_> = pending.iter().map(|p| (p.id.clone(), p.method.clone())).collect();
+        let Some((id, result)) = client.wait_any(&ids, plan.timeout) else {
+            return failed_any;
+        };
+        let Some(i) = pending.iter().position(|p| p.id == id) else {
+            continue;
+        };
+        let done = pending.remove(i);
+        let outcome = outcome_of(result);
+        failed_any |= outcome != Outcome::Ok;
+        gone |= outcome == Outcome::ServerExited;
+        let now = Instant::now();
+        shared
+            .stats()
+            .record(now - shared.start, &done.key, now - done.sent, &outcome);
+    }
 }
 
 /// (CPU ticks used so far, RSS in KiB) of a process, from /proc.
