@@ -196,10 +196,11 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
             }
         }
         let mut picker = plan.workload.picker();
-        if timetable.is_none() && plan.in_flight > 1 {
+        let one_at_a_time = timetable.is_some() || plan.in_flight <= 1;
+        if !one_at_a_time {
             failed_any |= pipelined(plan, shared, &mut client, &mut picker);
         }
-        while !shared.over() && !(timetable.is_none() && plan.in_flight > 1) {
+        while one_at_a_time && !shared.over() {
             let k = shared.issued.fetch_add(1, Ordering::Relaxed);
             if plan.requests.is_some_and(|max| k >= max) {
                 break;
