@@ -771,7 +771,6 @@ fn the_stdio_proxy_sends_spans_while_the_session_runs() {
 /// interval is longer than the session).
 #[test]
 fn the_reverse_proxy_sends_its_sessions_spans() {
-    use std::io::BufRead;
     let mut collector = Collector::start("");
     let server = HttpServer::start("streamableHttp");
     let mut proxy = Command::new(bin())
@@ -781,22 +780,7 @@ fn the_reverse_proxy_sends_its_sessions_spans() {
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("listening on http://") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the proxy ended before listening"
-        );
-    }
-    let addr = line
-        .split("listening on http://")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let addr = listening_addr(&mut err);
     let out = Command::new(bin())
         .args([
             "call",

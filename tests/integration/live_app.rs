@@ -425,6 +425,10 @@ fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
         h.step();
     }
     h.state_mut().watch_client.as_mut().unwrap().mcpscope = Some(bin().display().to_string());
+    // Its sessions go to a directory of the test's, not the user's.
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    h.state_mut().remote_proxies.sessions_dir = Some(sessions.clone());
     h.get_by_label("Wrap the chosen servers").click();
     step_until(&mut h, "the wrap", |app| {
         app.watch_client.as_ref().is_some_and(|w| w.outcome.is_some())
@@ -465,6 +469,18 @@ fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
     let out = call(&local);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("via the app"));
+    // Recorded under the entry's name, where Live sessions lists it.
+    let recorded: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        recorded
+            .iter()
+            .any(|n| n.contains("remote-everything") && n.ends_with(".jsonl")),
+        "{recorded:?}"
+    );
 
     h.get_by_label("Unwrap them").click();
     step_until(&mut h, "the unwrap", |app| {

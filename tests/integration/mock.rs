@@ -1019,7 +1019,6 @@ fn sdk_clients_replay_a_2026_session_over_stdio_and_http() {
 /// answer to `mcpscope call` is the one the client got through the proxy.
 #[test]
 fn a_reverse_proxy_capture_is_served() {
-    use std::io::BufRead;
     let upstream = crate::http::HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("reverse.jsonl");
@@ -1033,22 +1032,7 @@ fn a_reverse_proxy_capture_is_served() {
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("listening on http://") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "the proxy ended before listening"
-        );
-    }
-    let addr = line
-        .split("listening on http://")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let addr = listening_addr(&mut err);
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let args = ["--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=40"];
     let through_proxy = call_over_http(&format!("http://{addr}/mcp"), &args);

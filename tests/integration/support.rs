@@ -331,3 +331,18 @@ pub fn sarif_problems(files: &[PathBuf]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Reads a proxy's or mock's stderr up to its "listening on http://ADDR"
+/// line: the address.
+pub fn listening_addr(err: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    while !line.contains("listening on http://") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "it ended before listening");
+    }
+    line.split("listening on http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned()
+}

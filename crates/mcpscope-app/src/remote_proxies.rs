@@ -22,6 +22,9 @@ struct Running {
 #[derive(Default)]
 pub struct RemoteProxies {
     running: Vec<Running>,
+    /// Where the sessions are recorded; None: the per-user sessions
+    /// directory the Live sessions panel lists (tests give their own).
+    pub sessions_dir: Option<std::path::PathBuf>,
 }
 
 impl RemoteProxies {
@@ -48,7 +51,7 @@ impl RemoteProxies {
                 );
             }
         };
-        match state_dir::sessions_dir() {
+        match self.sessions_dir.clone().map_or_else(state_dir::sessions_dir, Ok) {
             Ok(dir) => {
                 options.session = Some(LiveRecord {
                     dir,

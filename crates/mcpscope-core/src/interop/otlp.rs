@@ -528,8 +528,16 @@ mod tests {
     use crate::wire::frame::Direction::{self, In, Out};
     use crate::wire::framing::{LineEnding, RawLine};
 
-    /// The spans as sent live: a batch after each line, then the rest at the end.
-    fn export_live(lines: &[(Direction, &str)]) -> (Vec<Vec<Value>>, Vec<Value>) {
+    fn spans_of(request: &Value) -> Vec<Value> {
+        request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Feeds `lines` (10 ms apart) to a writer, calling `after` after each
+    /// one; the spans `finish` gives.
+    fn feed(lines: &[(Direction, &str)], mut after: impl FnMut(&mut OtlpWriter)) -> Vec<Value> {
         let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());
         let header = Header {
             started_unix_ms: 1_764_700_000_000,
@@ -537,7 +545,6 @@ mod tests {
             ..Header::default()
         };
         let mut w = OtlpWriter::new(header, "test");
-        let mut batches = Vec::new();
         for (i, (d, l)) in lines.iter().enumerate() {
             let raw = RawLine {
                 bytes: l.as_bytes().to_vec(),
@@ -549,19 +556,19 @@ mod tests {
                 Duration::from_millis(i as u64 * 10),
                 None,
             )));
-            if let Some(batch) = w.take_ended() {
-                batches.push(
-                    batch["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                        .as_array()
-                        .unwrap()
-                        .clone(),
-                );
-            }
+            after(&mut w);
         }
-        let rest = w.finish()["resourceSpans"][0]["scopeSpans"][0]["spans"]
-            .as_array()
-            .unwrap()
-            .clone();
+        spans_of(&w.finish())
+    }
+
+    /// The spans as sent live: a batch after each line, then the rest at the end.
+    fn export_live(lines: &[(Direction, &str)]) -> (Vec<Vec<Value>>, Vec<Value>) {
+        let mut batches = Vec::new();
+        let rest = feed(lines, |w| {
+            if let Some(batch) = w.take_ended() {
+                batches.push(spans_of(&batch));
+            }
+        });
         (batches, rest)
     }
 
@@ -604,29 +611,7 @@ mod tests {
     }
 
     fn export(lines: &[(Direction, &str)]) -> Vec<Value> {
-        let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());
-        let header = Header {
-            started_unix_ms: 1_764_700_000_000,
-            command_line: "weather".into(),
-            ..Header::default()
-        };
-        let mut w = OtlpWriter::new(header, "test");
-        for (i, (d, l)) in lines.iter().enumerate() {
-            let raw = RawLine {
-                bytes: l.as_bytes().to_vec(),
-                ending: LineEnding::Lf,
-            };
-            w.push(&Event::Frame(r.frame_at(
-                *d,
-                raw,
-                Duration::from_millis(i as u64 * 10),
-                None,
-            )));
-        }
-        w.finish()["resourceSpans"][0]["scopeSpans"][0]["spans"]
-            .as_array()
-            .unwrap()
-            .clone()
+        feed(lines, |_| {})
     }
 
     fn attr_of<'a>(s: &'a Value, key: &str) -> Option<&'a str> {

@@ -7,7 +7,7 @@
 //! `notifications/initialized`); a 2026-07-28 one sends the envelope and
 //! the standard headers with every request instead.
 
-use crate::load::plan::{Ramp, RequestSpec, Timetable, Workload};
+use crate::load::plan::{RequestSpec, Timetable};
 use crate::load::stats::{Outcome, Stats};
 use crate::protocol::era::Envelope;
 use serde_json::{Value, json};
@@ -32,26 +32,15 @@ pub enum SessionKind {
     Modern { envelope: Envelope },
 }
 
-#[derive(Clone, Debug)]
+/// A run over plain http: the plan, and what the engine needs of its target.
+#[derive(Clone)]
 pub struct HttpPlan {
+    pub load: crate::load::LoadPlan,
     /// The MCP endpoint (http://; https goes through the session engine).
     pub url: String,
     /// Sent with every request (a bearer token from a sign-in made once).
     pub headers: Vec<(String, String)>,
     pub kind: SessionKind,
-    pub workload: Workload,
-    /// Sessions (connections). In a closed loop, the requests in flight.
-    pub sessions: usize,
-    /// An open loop at this many requests a second; None: closed loop.
-    pub rate: Option<f64>,
-    pub duration: Option<Duration>,
-    pub requests: Option<u64>,
-    pub warmup: Duration,
-    pub timeout: Duration,
-    pub ramp: Option<Ramp>,
-    /// Sampled sessions: every `sample_every`-th is recorded here (and kept
-    /// when any session failed), and sent to `otlp_endpoint` while it runs.
-    pub sampling: Sampling,
 }
 
 /// What happens to sampled sessions (both engines).
@@ -79,12 +68,12 @@ struct SessionRecord {
 
 impl SessionRecord {
     fn open(run: &Run, index: usize) -> Option<SessionRecord> {
-        let sampled = run.plan.sampling.sampled(index);
+        let sampled = run.plan.load.sampling.sampled(index);
         let target = crate::transport::target::Target::Http(crate::transport::target::HttpTarget::streamable(
             run.plan.url.clone(),
         ));
         let header = crate::record::capture::Header::for_target(&target, "load");
-        let traces = match (&run.plan.sampling.otlp_endpoint, sampled) {
+        let traces = match (&run.plan.load.sampling.otlp_endpoint, sampled) {
             (Some(e), true) => crate::interop::otlp_live::LiveExport::start(
                 e,
                 header.clone(),
@@ -97,6 +86,7 @@ impl SessionRecord {
         };
         let path = run
             .plan
+            .load
             .sampling
             .capture_dir
             .as_ref()
@@ -179,7 +169,7 @@ impl Run {
             return None;
         }
         let k = self.issued.get();
-        if self.plan.requests.is_some_and(|max| k >= max) {
+        if self.plan.load.requests.is_some_and(|max| k >= max) {
             return None;
         }
         self.issued.set(k + 1);
@@ -238,12 +228,13 @@ pub fn run(
     let outcome = local.block_on(&rt, async move {
         let start = Instant::now();
         let run_for = plan
+            .load
             .duration
-            .or_else(|| plan.ramp.map(|r| r.over))
-            .map(|d| d + plan.warmup);
+            .or_else(|| plan.load.ramp.map(|r| r.over))
+            .map(|d| d + plan.load.warmup);
         let run = Rc::new(Run {
-            timetable: plan.rate.map(Timetable::new),
-            stats: RefCell::new(Stats::new(plan.warmup)),
+            timetable: plan.load.rate.map(Timetable::new),
+            stats: RefCell::new(Stats::new(plan.load.warmup)),
             end: run_for.map(|d| start + d),
             plan,
             start,
@@ -256,9 +247,9 @@ pub fn run(
             kept: RefCell::new(Vec::new()),
             otlp_report,
         });
-        let steps: Vec<(Duration, usize)> = match run.plan.ramp {
+        let steps: Vec<(Duration, usize)> = match run.plan.load.ramp {
             Some(r) => r.steps(),
-            None => vec![(Duration::ZERO, run.plan.sessions.max(1))],
+            None => vec![(Duration::ZERO, run.plan.load.sessions.max(1))],
         };
         run.stats.borrow_mut().set_levels(steps.clone());
         let mut tasks = Vec::new();
@@ -311,14 +302,14 @@ async fn session(run: Rc<Run>, index: usize) {
 }
 
 async fn session_requests(run: &Rc<Run>, record: &mut Option<SessionRecord>) {
-    let mut workload = run.plan.workload.picker();
+    let mut workload = run.plan.load.workload.picker();
     'connect: while !run.over() {
         let mut conn = match Conn::open(run, record).await {
             Ok(c) => c,
             Err(why) => {
                 // A refused connection fails the request that would have used it.
                 let Some(due) = run.next_slot().await else { return };
-                let key = run.plan.workload.next(&mut workload).key();
+                let key = run.plan.load.workload.next(&mut workload).key();
                 if let Some(r) = record {
                     r.keep = true;
                 }
@@ -328,10 +319,10 @@ async fn session_requests(run: &Rc<Run>, record: &mut Option<SessionRecord>) {
             }
         };
         while let Some(due) = run.next_slot().await {
-            let spec = run.plan.workload.next(&mut workload);
+            let spec = run.plan.load.workload.next(&mut workload);
             let key = spec.key();
             let sent_at = Instant::now();
-            let outcome = match tokio::time::timeout(run.plan.timeout, conn.request(run, spec, record)).await {
+            let outcome = match tokio::time::timeout(run.plan.load.timeout, conn.request(run, spec, record)).await {
                 Ok(Ok(o)) => o,
                 Ok(Err(why)) => Outcome::Transport(why),
                 Err(_) => Outcome::Timeout,
@@ -375,7 +366,7 @@ struct Answer {
 
 impl Conn {
     async fn open(run: &Run, record: &mut Option<SessionRecord>) -> Result<Conn, String> {
-        let stream = tokio::time::timeout(run.plan.timeout, TcpStream::connect(&run.addr))
+        let stream = tokio::time::timeout(run.plan.load.timeout, TcpStream::connect(&run.addr))
             .await
             .map_err(|_| format!("connecting to {} timed out", run.addr))?
             .map_err(|e| format!("cannot connect to {}: {e}", run.addr))?;

@@ -119,6 +119,7 @@ pub fn run(
     progress: impl FnMut(&Stats, Duration),
 ) -> Result<LoadOutcome, LoadError> {
     if plan.fast_http() {
+        let ramp = plan.ramp.is_some();
         let Target::Http(h) = &plan.target else {
             unreachable!("fast_http")
         };
@@ -137,27 +138,20 @@ pub fn run(
         if let Some(token) = h.bearer.get() {
             headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
+        let url = h.url.clone();
         let done = http::run(
             http::HttpPlan {
-                url: h.url.clone(),
+                load: plan,
+                url,
                 headers,
                 kind,
-                workload: plan.workload,
-                sessions: plan.sessions,
-                rate: plan.rate,
-                duration: plan.duration,
-                requests: plan.requests,
-                warmup: plan.warmup,
-                timeout: plan.timeout,
-                ramp: plan.ramp,
-                sampling: plan.sampling,
             },
             stop,
             otlp_report,
             progress,
         )?;
         let mut report = done.stats.report(done.elapsed);
-        if plan.ramp.is_some() {
+        if ramp {
             report.find_knee();
         }
         return Ok(LoadOutcome {
@@ -169,28 +163,7 @@ pub fn run(
     if plan.ramp.is_some() {
         return Err(LoadError::RampNeedsHttp);
     }
-    let run = sessions::run(
-        sessions::SessionPlan {
-            target: plan.target,
-            era: plan.era,
-            handshake: HandshakeOptions {
-                protocol_version: plan.protocol_version,
-                ..HandshakeOptions::default()
-            },
-            workload: plan.workload,
-            sessions: plan.sessions,
-            in_flight: plan.in_flight.max(1),
-            rate: plan.rate,
-            duration: plan.duration,
-            requests: plan.requests,
-            warmup: plan.warmup,
-            timeout: plan.timeout,
-            sampling: plan.sampling,
-            otlp_report,
-        },
-        stop,
-        progress,
-    );
+    let run = sessions::run(plan, otlp_report, stop, progress);
     let mut report = run.stats.report(run.elapsed);
     report.servers = run.servers;
     Ok(LoadOutcome {

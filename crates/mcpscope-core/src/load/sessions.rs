@@ -6,37 +6,15 @@
 //! /proc every second.
 
 use crate::client::{Client, ClientError};
-use crate::load::plan::{Timetable, Workload};
+use crate::load::LoadPlan;
+use crate::load::plan::Timetable;
 use crate::load::stats::{Outcome, ServerUsage, Stats};
-use crate::protocol::era::EraChoice;
 use crate::protocol::handshake::HandshakeOptions;
 use crate::transport::session::SessionOptions;
-use crate::transport::target::Target;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-#[derive(Clone)]
-pub struct SessionPlan {
-    pub target: Target,
-    pub era: EraChoice,
-    pub handshake: HandshakeOptions,
-    pub workload: Workload,
-    pub sessions: usize,
-    /// Requests in flight per session in a closed loop (pipelined by id).
-    pub in_flight: usize,
-    pub rate: Option<f64>,
-    pub duration: Option<Duration>,
-    pub requests: Option<u64>,
-    pub warmup: Duration,
-    pub timeout: Duration,
-    /// Record every `sample_every`-th session (1: all) into `capture_dir`,
-    /// and keep any other session's capture when it saw a failure; the
-    /// sampled ones' traces to the OTLP endpoint, if any.
-    pub sampling: crate::load::http::Sampling,
-    pub otlp_report: crate::interop::otlp_live::Report,
-}
 
 /// What a run produced besides the figures.
 pub struct SessionRun {
@@ -68,7 +46,12 @@ impl Shared {
     }
 }
 
-pub fn run(plan: SessionPlan, stop: Arc<AtomicBool>, mut progress: impl FnMut(&Stats, Duration)) -> SessionRun {
+pub fn run(
+    plan: LoadPlan,
+    otlp_report: crate::interop::otlp_live::Report,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Stats, Duration),
+) -> SessionRun {
     let start = Instant::now();
     let shared = Arc::new(Shared {
         stats: Mutex::new(Stats::new(plan.warmup)),
@@ -84,9 +67,10 @@ pub fn run(plan: SessionPlan, stop: Arc<AtomicBool>, mut progress: impl FnMut(&S
     for index in 0..plan.sessions.max(1) {
         let mine = Arc::clone(&shared);
         let plan = plan.clone();
+        let report = Arc::clone(&otlp_report);
         let t = std::thread::Builder::new()
             .name(format!("mcpscope-load-{index}"))
-            .spawn(move || one_session(&plan, &mine, timetable, index));
+            .spawn(move || one_session(&plan, &report, &mine, timetable, index));
         match t {
             Ok(t) => threads.push(t),
             Err(e) => shared.stats().record(
@@ -154,7 +138,13 @@ struct SessionEnd {
     failed: Option<String>,
 }
 
-fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>, index: usize) -> SessionEnd {
+fn one_session(
+    plan: &LoadPlan,
+    otlp_report: &crate::interop::otlp_live::Report,
+    shared: &Shared,
+    timetable: Option<Timetable>,
+    index: usize,
+) -> SessionEnd {
     let capture = plan
         .sampling
         .capture_dir
@@ -167,7 +157,7 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
             crate::record::capture::Header::for_target(&plan.target, "load"),
             env!("CARGO_PKG_VERSION"),
             crate::interop::otlp_live::interval_from_env(),
-            Arc::clone(&plan.otlp_report),
+            Arc::clone(otlp_report),
         )
         .ok(),
         _ => None,
@@ -183,7 +173,11 @@ fn one_session(plan: &SessionPlan, shared: &Shared, timetable: Option<Timetable>
         shared.pids.lock().unwrap_or_else(PoisonError::into_inner).push(pid);
     }
     let mut failed_any = false;
-    let failed = match client.establish(plan.era, &plan.handshake, plan.timeout) {
+    let handshake = HandshakeOptions {
+        protocol_version: plan.protocol_version.clone(),
+        ..HandshakeOptions::default()
+    };
+    let failed = match client.establish(plan.era, &handshake, plan.timeout) {
         Ok(Ok(_)) => None,
         Ok(Err(e)) => Some(format!("session {}: the handshake failed: {e}", index + 1)),
         Err(e) => Some(format!("session {}: {e}", index + 1)),
@@ -265,7 +259,7 @@ fn outcome_of(result: Result<crate::client::Response, ClientError>) -> Outcome {
 
 /// A closed loop with `plan.in_flight` requests in flight on one session
 /// (told apart by id, as JSON-RPC allows); whether any failed.
-fn pipelined(plan: &SessionPlan, shared: &Shared, client: &mut Client, picker: &mut crate::load::plan::Picker) -> bool {
+fn pipelined(plan: &LoadPlan, shared: &Shared, client: &mut Client, picker: &mut crate::load::plan::Picker) -> bool {
     struct InFlight {
         id: crate::wire::message::RequestId,
         method: String,
