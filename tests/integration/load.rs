@@ -514,3 +514,67 @@ fn a_capture_is_replayed_by_every_session() {
     let out = load(&["--server-url", &s.url, "--replay", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
 }
+
+/// A hostile HTTP peer: an answer that is not HTTP, a body that never ends,
+/// a connection closed mid-answer. Each is a failure of its class with its
+/// reason, within the timeout; the run ends and reports.
+#[test]
+fn a_hostile_http_peer_is_reported_not_waited_on() {
+    let script = r#"
+import socket, sys, threading
+mode = sys.argv[1]
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+def serve(c):
+    try:
+        c.recv(65536)
+        if mode == "garbage":
+            c.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
+        elif mode == "endless":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999999\r\n\r\n{")
+            threading.Event().wait(60)
+        elif mode == "cut":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+        c.close()
+    except OSError:
+        pass
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+    for (mode, expect) in [
+        ("garbage", "not an HTTP response"),
+        ("endless", "timeout"),
+        ("cut", "closed the connection"),
+    ] {
+        let mut server = Command::new("python3")
+            .args(["-c", script, mode])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        BufReader::new(server.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+        let out = load(&[
+            "--server-url",
+            &url,
+            "--era",
+            "modern",
+            "--tool-name",
+            "echo",
+            "--requests",
+            "3",
+            "--timeout-ms",
+            "1000",
+        ]);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_eq!(out.status.code(), Some(1), "{mode}: {}", text(&out.stderr));
+        let r = report(&out);
+        assert_eq!(r["errors"], 3, "{mode}: {r}");
+        let said = r["error_classes"].to_string();
+        assert!(said.contains(expect), "{mode}: {said}");
+    }
+}
