@@ -74,7 +74,8 @@ impl AppTokens {
             }) {
                 Ok((opened, note)) => {
                     self.adopt(opened);
-                    note.map(|n| (Severity::Warning, n))
+                    // Said once, as information: the tokens are kept all the same.
+                    note.map(|n| (Severity::Info, n))
                 }
                 Err(e) => Some((
                     Severity::Error,

@@ -173,7 +173,27 @@ fn within<T: Send + 'static>(deadline: Duration, op: impl FnOnce() -> T + Send +
 fn platform_store() -> Result<Arc<keyring_core::CredentialStore>, KeyringError> {
     zbus_secret_service_keyring_store::Store::new()
         .map(|s| s as Arc<keyring_core::CredentialStore>)
-        .map_err(|e| KeyringError::Unavailable { reason: e.to_string() })
+        .map_err(|e| KeyringError::Unavailable {
+            reason: secret_service_reason(&e.to_string()),
+        })
+}
+
+/// The Secret Service's failure in the words a user acts on (the library's
+/// text nests three crates' prefixes around a D-Bus error name).
+#[cfg(any(target_os = "linux", test))]
+fn secret_service_reason(raw: &str) -> String {
+    let text = raw
+        .trim_start_matches("Platform failure: ")
+        .trim_start_matches("zbus error: ");
+    if let Some(rest) = text.strip_prefix("Failed to connect to address `")
+        && let Some((address, _)) = rest.split_once('`')
+    {
+        return format!("no D-Bus session bus at {address}");
+    }
+    if text.contains("ServiceUnknown") || text.contains("org.freedesktop.secrets") {
+        return "no Secret Service (GNOME Keyring, KWallet) on the session bus".into();
+    }
+    text.to_owned()
 }
 
 #[cfg(target_os = "macos")]
@@ -213,6 +233,23 @@ mod tests {
         });
         assert!(matches!(stuck, Err(KeyringError::NoAnswer(_))));
         assert_eq!(within(Duration::from_secs(5), || 7).unwrap(), 7);
+    }
+
+    #[test]
+    fn secret_service_failures_read_as_what_to_do() {
+        assert_eq!(
+            secret_service_reason(
+                "Platform failure: zbus error: Failed to connect to address `unix:path=/run/user/0/bus`: No such file or directory (os error 2)"
+            ),
+            "no D-Bus session bus at unix:path=/run/user/0/bus"
+        );
+        assert_eq!(
+            secret_service_reason(
+                "Platform failure: zbus error: org.freedesktop.DBus.Error.ServiceUnknown: The name org.freedesktop.secrets was not provided"
+            ),
+            "no Secret Service (GNOME Keyring, KWallet) on the session bus"
+        );
+        assert_eq!(secret_service_reason("something else"), "something else");
     }
 
     #[test]
