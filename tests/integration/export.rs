@@ -989,18 +989,9 @@ scenarios:
 /// engines (Streamable HTTP driven from one thread, and stdio sessions).
 #[test]
 fn load_sends_its_sampled_sessions_to_the_collector() {
-    use std::io::BufRead;
     let mut collector = Collector::start("");
-    let mut fast = Command::new("node")
-        .arg(repo().join("tests/servers/fast_http_server.mjs"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(fast.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().strip_prefix("MCP_URL=").unwrap().to_owned();
+    let fast = FastServer::start(&[]);
+    let url = fast.url.clone();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(bin())
         .args([
@@ -1025,8 +1016,7 @@ fn load_sends_its_sampled_sessions_to_the_collector() {
         .arg(dir.path())
         .output()
         .unwrap();
-    let _ = fast.kill();
-    let _ = fast.wait();
+    drop(fast);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("span(s) of the sampled sessions sent to"),

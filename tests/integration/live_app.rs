@@ -330,6 +330,19 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     assert!(h.state().tabs.len() == 2 && shows(&h, "proxied-one"));
 }
 
+/// The app with `config` imported and the "Watch in your client" window open.
+fn watch_dialog_for(config: &Path) -> Harness<'static, McpscopeApp> {
+    let mut h = harness();
+    h.state_mut().import_config(config);
+    step_until(&mut h, "the config read", |app| !app.importing());
+    h.get_by_label("Watch in your client…").click();
+    // A new window is laid out once before it shows.
+    for _ in 0..4 {
+        h.step();
+    }
+    h
+}
+
 #[test]
 fn watch_in_your_client_wraps_the_imported_config_after_asking() {
     let dir = tempfile::tempdir().unwrap();
@@ -340,14 +353,7 @@ fn watch_in_your_client_wraps_the_imported_config_after_asking() {
     }}))
     .unwrap();
     std::fs::write(&config, &original).unwrap();
-    let mut h = harness();
-    h.state_mut().import_config(&config);
-    step_until(&mut h, "the config read", |app| !app.importing());
-    h.get_by_label("Watch in your client…").click();
-    // A new window is laid out once before it shows.
-    for _ in 0..4 {
-        h.step();
-    }
+    let mut h = watch_dialog_for(&config);
     // It asks first, and says where the backup goes.
     let backup = format!("{}.mcpscope-backup", config.display());
     // The app is the mcpscope binary; this test is not: name the real one.
@@ -417,13 +423,7 @@ fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
     }}))
     .unwrap();
     std::fs::write(&config, &original).unwrap();
-    let mut h = harness();
-    h.state_mut().import_config(&config);
-    step_until(&mut h, "the config read", |app| !app.importing());
-    h.get_by_label("Watch in your client…").click();
-    for _ in 0..4 {
-        h.step();
-    }
+    let mut h = watch_dialog_for(&config);
     h.state_mut().watch_client.as_mut().unwrap().mcpscope = Some(bin().display().to_string());
     // Its sessions go to a directory of the test's, not the user's.
     let sessions = dir.path().join("sessions");

@@ -8,42 +8,7 @@
 use crate::support::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-
-struct FastServer {
-    child: Child,
-    url: String,
-}
-
-impl FastServer {
-    fn start(env: &[(&str, &str)]) -> FastServer {
-        let mut cmd = Command::new("node");
-        cmd.arg(repo().join("tests/servers/fast_http_server.mjs"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("node");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("MCP_URL=")
-            .expect("the server's URL")
-            .to_owned();
-        FastServer { child, url }
-    }
-}
-
-impl Drop for FastServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::{Command, Output, Stdio};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -346,3 +346,41 @@ pub fn listening_addr(err: &mut impl std::io::BufRead) -> String {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned()
 }
+
+/// The fast JSON-mode test server (tests/servers/fast_http_server.mjs).
+pub struct FastServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl FastServer {
+    pub fn start(env: &[(&str, &str)]) -> FastServer {
+        use std::io::BufRead as _;
+        use std::process::{Command, Stdio};
+        let mut cmd = Command::new("node");
+        cmd.arg(repo().join("tests/servers/fast_http_server.mjs"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("node");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("MCP_URL=")
+            .expect("the server's URL")
+            .to_owned();
+        FastServer { child, url }
+    }
+}
+
+impl Drop for FastServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -148,6 +148,8 @@ pub struct Inspection {
     pub sign_in: Option<SignInState>,
     /// A capture still being read.
     load: Option<CaptureLoad>,
+    /// The driver's state was copied while updates were still queued: copy it again.
+    view_behind: bool,
     /// OpenTelemetry sent while the session runs (`mcpscope --otlp-endpoint`);
     /// last, so it is dropped (and sends the rest) after the session ended.
     pub traces: Option<crate::traces::SessionTraces>,
@@ -350,6 +352,7 @@ impl Inspection {
             resets: 0,
             sign_in: None,
             load: None,
+            view_behind: false,
             traces,
         };
         i.perform();
@@ -546,6 +549,7 @@ impl Inspection {
             resets: 0,
             sign_in: None,
             load: None,
+            view_behind: false,
             traces: None,
         }
     }
@@ -691,8 +695,18 @@ impl Inspection {
         let Some(thread) = &mut self.thread else {
             return false;
         };
+        // The driver's state is copied first, then the updates drained: the
+        // owner thread sends them under the lock the copy takes, so every
+        // update behind the copied state has arrived. Copied after, the view
+        // could say a request had ended before its end was applied (a
+        // finished task shown without its result).
+        let fresh = match &self.owner {
+            Some(live) if thread.changed() || self.view_behind => Some(live_pilot::view(live)),
+            _ => None,
+        };
         let deadline = Instant::now() + DRAIN_BUDGET;
         let mut applied = 0usize;
+        let mut cut_short = false;
         while let Ok(u) = thread.updates.try_recv() {
             match u {
                 Update::Event(ev) => self.model.apply(&ev),
@@ -702,13 +716,17 @@ impl Inspection {
             applied += 1;
             // Check the clock every few updates: a flood has many tiny ones.
             if applied.is_multiple_of(64) && Instant::now() >= deadline {
+                cut_short = true;
                 break;
             }
         }
-        if thread.changed()
-            && let Some(live) = &self.owner
-        {
-            self.view = live_pilot::view(live);
+        if let Some(view) = fresh {
+            // Not all of what led to it is applied yet: keep the older view
+            // and copy again on the next drain.
+            self.view_behind = cut_short;
+            if !cut_short {
+                self.view = view;
+            }
         }
         !thread.updates.is_empty()
     }
