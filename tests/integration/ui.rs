@@ -1842,7 +1842,7 @@ fn file_verify_against_server_lists_the_changes_and_opens_the_diff() {
     h.state_mut().session.inspection = None;
 }
 
-/// #33: an environment value marked 🔑 in the launcher is kept in the
+/// #33: an environment value marked "keep" in the launcher is kept in the
 /// store (the keyring, here a private file standing in for it), never in
 /// the app's saved state, and is back in the recent entry after a restart.
 #[test]
@@ -1865,7 +1865,7 @@ fn a_value_marked_to_keep_comes_back_after_a_restart() {
     h.get_by_label("Environment (1)").click();
     h.step();
     h.step();
-    h.get_by_label("🔑").click();
+    h.get_by_label("keep").click();
     h.step();
     assert!(h.state().launcher.form.env[0].kept);
     h.get_by_label("▶ Launch").click();

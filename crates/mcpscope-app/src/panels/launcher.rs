@@ -709,6 +709,8 @@ impl LauncherPanel {
         egui::CollapsingHeader::new(title).id_salt(salt).show(ui, |ui| {
             let mut remove = None;
             for (i, row) in rows.iter_mut().enumerate() {
+                // The row's buttons on a line of their own: beside the fields
+                // they went past the edge of a narrow launcher, out of sight.
                 ui.horizontal(|ui| {
                     ui.add(
                         egui::TextEdit::singleline(&mut row.key)
@@ -725,9 +727,8 @@ impl LauncherPanel {
                             .password(!row.revealed)
                             .desired_width(120.0),
                     );
-                    ui.toggle_value(&mut row.kept, "🔑").on_hover_text(
-                        "Keep this value in the OS keyring (else the launcher asks for it again after a restart)",
-                    );
+                });
+                ui.horizontal(|ui| {
                     if ui
                         .small_button(if row.revealed { "hide" } else { "show" })
                         .on_hover_text("Values are masked: they often hold API keys and tokens")
@@ -735,6 +736,9 @@ impl LauncherPanel {
                     {
                         row.revealed = !row.revealed;
                     }
+                    ui.toggle_value(&mut row.kept, "keep").on_hover_text(
+                        "Keep this value in the OS keyring (else the launcher asks for it again after a restart)",
+                    );
                     if ui.small_button("✖").on_hover_text("Remove").clicked() {
                         remove = Some(i);
                     }
@@ -1066,7 +1070,7 @@ mod tests {
         );
     }
 
-    /// #33: a row marked 🔑 is remembered as kept, its value goes to the
+    /// #33: a row marked "keep" is remembered as kept, its value goes to the
     /// store under the server's name, and comes back into an entry saved
     /// without it; unmarked rows have their kept value forgotten.
     #[test]
