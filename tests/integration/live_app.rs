@@ -330,6 +330,22 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     assert!(h.state().tabs.len() == 2 && shows(&h, "proxied-one"));
 }
 
+/// Presses Unwrap in the open "Watch in your client" window and waits for
+/// an outcome other than `before`.
+fn unwrap_in_the_window(
+    h: &mut Harness<'static, McpscopeApp>,
+    before: &mcpscope_app::panels::watch_client::Outcome,
+) -> mcpscope_app::panels::watch_client::Outcome {
+    h.get_by_label("Unwrap them").click();
+    step_until(h, "the unwrap", |app| {
+        app.watch_client
+            .as_ref()
+            .and_then(|w| w.outcome.as_ref())
+            .is_some_and(|o| o != before)
+    });
+    h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap()
+}
+
 /// The app with `config` imported and the "Watch in your client" window open.
 fn watch_dialog_for(config: &Path) -> Harness<'static, McpscopeApp> {
     let mut h = harness();
@@ -395,14 +411,7 @@ fn watch_in_your_client_wraps_the_imported_config_after_asking() {
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
     assert!(shows(&h, "faulty: wrapped"));
     // Unwrap puts the file back exactly.
-    h.get_by_label("Unwrap them").click();
-    step_until(&mut h, "the unwrap", |app| {
-        app.watch_client
-            .as_ref()
-            .and_then(|w| w.outcome.as_ref())
-            .is_some_and(|o| *o != outcome)
-    });
-    let undone = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    let undone = unwrap_in_the_window(&mut h, &outcome);
     assert!(undone.lines.iter().any(|l| l == "faulty: restored"), "{undone:?}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
     h.get_by_label("Close").click();
@@ -482,14 +491,7 @@ fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
         "{recorded:?}"
     );
 
-    h.get_by_label("Unwrap them").click();
-    step_until(&mut h, "the unwrap", |app| {
-        app.watch_client
-            .as_ref()
-            .and_then(|w| w.outcome.as_ref())
-            .is_some_and(|o| *o != outcome)
-    });
-    let undone = h.state().watch_client.as_ref().unwrap().outcome.clone().unwrap();
+    let undone = unwrap_in_the_window(&mut h, &outcome);
     assert!(
         undone.lines.iter().any(|l| l.contains("reverse proxy stopped")),
         "{:?}",
