@@ -11,6 +11,7 @@ mod export;
 mod filter;
 mod gui;
 mod import;
+mod intercept;
 mod lint;
 mod listen;
 mod load;
@@ -74,6 +75,9 @@ pub enum Cmd {
     Call(call::CallArgs),
     /// Sit between a real client and the server, forwarding every byte and recording both directions.
     Proxy(proxy::ProxyArgs),
+    /// Act on a running intercepting proxy (`proxy --break/--fault/--intercept`):
+    /// list, forward, edit, drop or answer held frames, inject frames, set rules.
+    Intercept(intercept::InterceptArgs),
     /// Check a server step by step and explain what is wrong.
     Doctor(doctor::DoctorArgs),
     /// Check a saved capture against the protocol's rules; exit 1 on any error-level finding.
@@ -307,6 +311,7 @@ pub fn main() -> ExitCode {
             | Cmd::Unwrap(_)
             | Cmd::Export(_)
             | Cmd::Import(_)
+            | Cmd::Intercept(_)
             | Cmd::Completions { .. }
             | Cmd::Man,
         ) => {}
@@ -314,6 +319,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Some(Cmd::Call(args)) => call::run(args),
         Some(Cmd::Proxy(args)) => proxy::run(args),
+        Some(Cmd::Intercept(args)) => intercept::run(args),
         Some(Cmd::Doctor(args)) => doctor::run(args),
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),

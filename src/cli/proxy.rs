@@ -47,6 +47,38 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
 
+    /// Hold frames matching this display filter until you act on them (app,
+    /// or `mcpscope intercept`); repeatable. Prefix `c2s:` or `s2c:` to stop
+    /// one direction only, e.g. 'c2s: method == "tools/call"'.
+    #[arg(long = "break", value_name = "EXPR")]
+    pub breaks: Vec<String>,
+
+    /// A held frame goes on by itself after this long, so a forgotten
+    /// breakpoint does not hang the client (`none`: wait for ever).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub break_timeout: String,
+
+    /// A fault rule, `EXPR => ACTION [p=P] [first N] [after N] [every N]`
+    /// (repeatable): delay 2s | delay 100ms..2s | drop | duplicate | reorder |
+    /// corrupt [truncate|flip|utf8|not-json] | replace JSON | error CODE "msg" |
+    /// stall | disconnect | kill-server | http-status 503 [RETRY_AFTER] | slow 100B/s.
+    #[arg(long = "fault", value_name = "RULE")]
+    pub faults: Vec<String>,
+
+    /// Fault rules and breakpoints from a file (TOML, or JSON when it ends in .json).
+    #[arg(long = "faults", value_name = "FILE")]
+    pub faults_file: Option<PathBuf>,
+
+    /// Seed for the fault rules' dice (probabilities, delay ranges,
+    /// corruptions), so a run can be repeated; printed when not given.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Serve the intercept control socket even with no breakpoint or rule
+    /// given, so they can be set live from the app or `mcpscope intercept`.
+    #[arg(long)]
+    pub intercept: bool,
+
     /// The server command and its arguments, after `--` (stdio).
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub command: Vec<String>,
@@ -80,9 +112,17 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
+    let gate = match super::intercept::gate_of(&args) {
+        Ok(g) => g,
+        Err(e) => {
+            crate::errln!("mcpscope proxy: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let mut options = ProxyOptions {
         capture: args.capture.clone(),
         tap: traces.as_ref().map(super::export::LiveTraces::tap),
+        control_socket: gate.as_ref().map(|g| g.control.path().to_owned()),
         ..ProxyOptions::default()
     };
     if let Some(name) = &args.session {
@@ -105,7 +145,30 @@ pub fn run(args: ProxyArgs) -> ExitCode {
     } else {
         Box::new(std::io::stderr())
     };
-    let outcome = stdio::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err);
+    let outcome = match gate {
+        None => stdio::run(&spec, &options, std::io::stdin(), std::io::stdout(), client_err),
+        Some(g) => {
+            // A `disconnect` closes the client's stdout: the proxy holds the
+            // only descriptor of it, fd 1 itself points at /dev/null.
+            let client_out = match super::intercept::take_stdout() {
+                Ok(f) => f,
+                Err(e) => {
+                    crate::errln!("mcpscope proxy: cannot take over stdout: {e}");
+                    return ExitCode::from(exit::IO);
+                }
+            };
+            let outcome = stdio::run_gated(
+                &spec,
+                &options,
+                Some(Box::new(g.gate)),
+                std::io::stdin(),
+                client_out,
+                client_err,
+            );
+            drop(g.control);
+            outcome
+        }
+    };
     if let Some(t) = traces {
         t.finish();
     }
@@ -128,6 +191,12 @@ pub fn run(args: ProxyArgs) -> ExitCode {
 }
 
 fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
+    if !args.breaks.is_empty() || !args.faults.is_empty() || args.faults_file.is_some() || args.intercept {
+        crate::errln!(
+            "mcpscope proxy: breakpoints and fault rules work on the stdio proxy for now; the HTTP reverse proxy forwards unchanged"
+        );
+        return ExitCode::from(exit::USAGE);
+    }
     if !args.command.is_empty() || !args.env.is_empty() || args.cwd.is_some() {
         crate::errln!("mcpscope proxy: --listen forwards to --upstream; a command, --env or --cwd has no place there");
         return ExitCode::from(exit::USAGE);

@@ -21,6 +21,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("analysis", 7),
     ("filter", 8),
     ("interop", 8),
+    ("intercept", 9),
     ("replay", 9),
     ("verify", 9),
     ("load", 10),

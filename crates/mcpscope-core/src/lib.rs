@@ -11,6 +11,7 @@
 //! - [`client`]: a blocking client over a session, for the CLI and the doctor;
 //! - [`analysis`]: protocol lint, session diff, the doctor;
 //! - [`filter`]: display filters (parse, check, run on rows and on captures);
+//! - [`intercept`]: breakpoints, injected frames and fault rules on the proxies;
 //! - [`interop`]: captures in other tools' formats (HAR, OpenTelemetry), and imports;
 //! - [`load`]: load testing (workloads, open and closed loops, HDR figures);
 //! - [`config`]: client config files (Claude Desktop, .mcp.json, VS Code, Cursor);
@@ -24,6 +25,7 @@ pub mod client;
 pub mod config;
 pub mod driver;
 pub mod filter;
+pub mod intercept;
 pub mod interop;
 pub mod load;
 pub mod protocol;

@@ -877,7 +877,12 @@ pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
                 });
             }
         }
-        Event::Spawned { .. } | Event::Stderr(_) | Event::Cancelled { .. } | Event::Note { .. } | Event::Auth(_) => {}
+        Event::Spawned { .. }
+        | Event::Stderr(_)
+        | Event::Cancelled { .. }
+        | Event::Note { .. }
+        | Event::Auth(_)
+        | Event::Touch(_) => {}
     }
     driver.handle(Input::Tick(now));
 }

@@ -244,12 +244,25 @@ pub fn run_reading(
     }
 }
 
-/// One record of a capture read on its own.
-struct EventSubject<'a> {
+/// One record of a capture read on its own (or a frame as a proxy sees it).
+pub struct EventSubject<'a> {
     event: &'a Event,
     line: &'a [u8],
     session: &'a str,
     transport: &'a str,
+}
+
+impl<'a> EventSubject<'a> {
+    /// `line` is the record's capture line (read for authorization and HTTP
+    /// records; a frame is read from its own bytes).
+    pub fn new(event: &'a Event, line: &'a [u8], session: &'a str, transport: &'a str) -> Self {
+        EventSubject {
+            event,
+            line,
+            session,
+            transport,
+        }
+    }
 }
 
 impl Subject for EventSubject<'_> {

@@ -236,23 +236,7 @@ impl Ramp {
     }
 }
 
-/// `500ms`, `2s`, `1m`, `1.5s`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num.trim().parse().ok().filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Some(Duration::from_secs_f64(secs))
-}
+pub use crate::text::parse_duration;
 
 #[cfg(test)]
 mod tests {

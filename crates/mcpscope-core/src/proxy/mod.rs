@@ -8,5 +8,6 @@
 //! - [`reverse`]: an HTTP reverse proxy in front of a Streamable HTTP or
 //!   HTTP+SSE server (`mcpscope proxy --listen --upstream`).
 
+pub mod gate;
 pub mod reverse;
 pub mod stdio;

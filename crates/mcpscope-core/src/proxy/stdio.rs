@@ -5,6 +5,7 @@
 //! copy of each chunk is framed and recorded on another thread, so recording
 //! can never delay or alter the conversation.
 
+use crate::proxy::gate::{Gate, GateAction, Waker};
 use crate::record::capture;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::Event;
@@ -32,6 +33,9 @@ pub struct ProxyOptions {
     pub term_grace: Duration,
     /// Sees every event recorded (OpenTelemetry sent live).
     pub tap: Option<crate::transport::recorder::EventTap>,
+    /// The gate's control socket, noted in the live session's record so
+    /// the app can attach to the held-frame queue.
+    pub control_socket: Option<PathBuf>,
 }
 
 impl Default for ProxyOptions {
@@ -43,6 +47,7 @@ impl Default for ProxyOptions {
             stdin_close_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
             tap: None,
+            control_socket: None,
         }
     }
 }
@@ -149,6 +154,20 @@ pub fn run(
     client_out: impl Write + Send + 'static,
     client_err: impl Write + Send + 'static,
 ) -> Result<ProxyOutcome, SpawnError> {
+    run_gated(spec, options, None, client_in, client_out, client_err)
+}
+
+/// [`run`] with a gate between the two sides: each whole line is recorded
+/// as it arrived, then sent (or not, or changed) as the gate says. Without
+/// one, chunks are forwarded as they are read.
+pub fn run_gated(
+    spec: &ServerSpec,
+    options: &ProxyOptions,
+    gate: Option<Box<dyn Gate>>,
+    client_in: impl Read + Send + 'static,
+    client_out: impl Write + Send + 'static,
+    client_err: impl Write + Send + 'static,
+) -> Result<ProxyOutcome, SpawnError> {
     let _live = lifecycle::LiveGuard::new();
     let start = Instant::now();
     let mut notes = Vec::new();
@@ -157,10 +176,15 @@ pub fn run(
     if let Some(session) = &options.session {
         // A session that cannot be recorded is still proxied: the client must not notice.
         match LiveSession::start(&session.dir, NewSession::stdio(&session.name, spec)) {
-            Ok((l, file)) => {
+            Ok((mut l, file)) => {
                 match capture::Writer::with_file(file, l.capture_path(), &capture::Header::for_spec(spec, "proxy")) {
                     Ok(w) => recorder = recorder.with_capture(Box::new(w)),
                     Err(e) => notes.push(format!("{ec}", ec = crate::text::ErrorChain(&e))),
+                }
+                if let Some(socket) = &options.control_socket
+                    && let Err(e) = l.set_control_socket(socket)
+                {
+                    notes.push(format!("cannot update the session record: {e}"));
                 }
                 live = Some(l);
             }
@@ -219,17 +243,49 @@ pub fn run(
             .spawn(f)
             .expect("spawning a proxy thread");
     };
-    let t = tx.clone();
     let server_stdin = stdin.clone();
-    named(
-        "proxy-client-in",
-        Box::new(move || pump::<std::io::Sink>(client_in, Some(Sink::Stdin(server_stdin)), Stream::ClientToServer, t)),
-    );
-    let t = tx.clone();
-    named(
-        "proxy-server-out",
-        Box::new(move || pump(stdout, Some(Sink::Writer(client_out)), Stream::ServerToClient, t)),
-    );
+    let gated = match gate {
+        None => {
+            let t = tx.clone();
+            named(
+                "proxy-client-in",
+                Box::new(move || {
+                    pump::<std::io::Sink>(client_in, Some(Sink::Stdin(server_stdin)), Stream::ClientToServer, t)
+                }),
+            );
+            let t = tx.clone();
+            named(
+                "proxy-server-out",
+                Box::new(move || pump(stdout, Some(Sink::Writer(client_out)), Stream::ServerToClient, t)),
+            );
+            None
+        }
+        Some(mut gate) => {
+            // The lines are sent by the recording thread, through an outlet
+            // per side so a peer that stops reading holds up only its own side.
+            let t = tx.clone();
+            named(
+                "proxy-client-in",
+                Box::new(move || pump::<std::io::Sink>(client_in, None, Stream::ClientToServer, t)),
+            );
+            let t = tx.clone();
+            named(
+                "proxy-server-out",
+                Box::new(move || pump::<std::io::Sink>(stdout, None, Stream::ServerToClient, t)),
+            );
+            let to_server = Outlet::start(Sink::<std::io::Sink>::Stdin(server_stdin), Stream::ClientToServer, tx.clone());
+            let to_client = Outlet::start(Sink::Writer(client_out), Stream::ServerToClient, tx.clone());
+            let (wake_tx, wake_rx) = bounded(1);
+            gate.set_waker(Waker::new(wake_tx));
+            Some(Gated {
+                gate,
+                to_server,
+                to_client,
+                wakes: wake_rx,
+                actions: Vec::new(),
+            })
+        }
+    };
     let t = tx.clone();
     named(
         "proxy-server-err",
@@ -258,6 +314,8 @@ pub fn run(
         stdin,
         live,
         end: None,
+        gated,
+        kill_server: false,
     };
     if let Err(e) = &watchdog {
         rec.note(format!(
@@ -289,6 +347,61 @@ struct Recording {
     live: Option<LiveSession>,
     /// What ended the session first.
     end: Option<(EndCause, String)>,
+    gated: Option<Gated>,
+    /// The gate asked for the server to be killed.
+    kill_server: bool,
+}
+
+/// The gate and the two outlets it sends through.
+struct Gated {
+    gate: Box<dyn Gate>,
+    to_server: Outlet,
+    to_client: Outlet,
+    wakes: Receiver<()>,
+    /// Reused between calls.
+    actions: Vec<GateAction>,
+}
+
+/// One side's writer on a thread of its own: lines queue here while the
+/// peer is slow to read. Dropping the sender closes the side once the
+/// queue is written.
+struct Outlet {
+    tx: Option<Sender<Vec<u8>>>,
+}
+
+impl Outlet {
+    fn start<W: Write + Send + 'static>(mut sink: Sink<W>, stream: Stream, events: Sender<Msg>) -> Outlet {
+        let (tx, rx) = bounded::<Vec<u8>>(1024);
+        let name = match stream {
+            Stream::ClientToServer => "proxy-to-server",
+            _ => "proxy-to-client",
+        };
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let mut failed = false;
+                for bytes in rx {
+                    if failed {
+                        continue;
+                    }
+                    if let Err(e) = sink.forward(&bytes) {
+                        failed = true;
+                        let _ = events.send(Msg::Undeliverable(stream, e.to_string()));
+                    }
+                }
+                sink.close();
+            })
+            .expect("spawning a proxy thread");
+        Outlet { tx: Some(tx) }
+    }
+
+    fn send(&self, bytes: Vec<u8>) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(bytes).is_ok())
+    }
+
+    fn close(&mut self) {
+        self.tx = None;
+    }
 }
 
 /// What the proxy does about a pipe event: what ended the session (the
@@ -414,6 +527,61 @@ impl Recording {
             Stream::ServerStderr => Event::Stderr(self.recorder.stderr_at(line, at)),
         };
         self.recorder.capture(&ev);
+        if let (Event::Frame(frame), Some(g)) = (&ev, self.gated.as_mut()) {
+            g.gate.arrived(frame, Instant::now(), &mut g.actions);
+            self.act();
+        }
+    }
+
+    /// Lets the gate act on time passing and on the user's commands.
+    fn tick_gate(&mut self) {
+        if let Some(g) = self.gated.as_mut() {
+            g.gate.tick(Instant::now(), &mut g.actions);
+            self.act();
+        }
+    }
+
+    /// Does what the gate asked.
+    fn act(&mut self) {
+        let Some(g) = self.gated.as_mut() else { return };
+        let actions = std::mem::take(&mut g.actions);
+        for action in &actions {
+            self.perform_gate(action);
+        }
+        if let Some(g) = self.gated.as_mut() {
+            g.actions = actions;
+            g.actions.clear();
+        }
+    }
+
+    fn perform_gate(&mut self, action: &GateAction) {
+        match action {
+            GateAction::Send { toward, bytes } => {
+                let Some(g) = self.gated.as_mut() else { return };
+                let outlet = match toward {
+                    Direction::Out => &g.to_server,
+                    Direction::In => &g.to_client,
+                };
+                if !outlet.send(bytes.clone()) {
+                    let side = if *toward == Direction::Out { "server" } else { "client" };
+                    self.note(format!("not sent to the {side}: its side is closed ({} bytes)", bytes.len()));
+                }
+            }
+            GateAction::Record(touch) => {
+                let mut touch = touch.clone();
+                touch.at = self.recorder.now();
+                self.recorder.capture(&Event::Touch(Box::new(touch)));
+            }
+            GateAction::Disconnect => {
+                if let Some(g) = self.gated.as_mut() {
+                    g.to_server.close();
+                    g.to_client.close();
+                }
+                self.close_stdin();
+                self.note("disconnected: closed the server's stdin and the client's stdout".into());
+            }
+            GateAction::KillServer => self.kill_server = true,
+        }
     }
 
     fn note(&mut self, text: String) {
@@ -435,8 +603,10 @@ impl Recording {
         let stop = lifecycle::stop_signal();
         let mut stopping = false;
         let never = crossbeam_channel::never();
+        let wakes = self.gated.as_ref().map_or_else(crossbeam_channel::never, |g| g.wakes.clone());
         loop {
-            let deadline = [shutdown.next_wakeup(), drain_until].into_iter().flatten().min();
+            let gate_wake = self.gated.as_ref().and_then(|g| g.gate.next_wake());
+            let deadline = [shutdown.next_wakeup(), drain_until, gate_wake].into_iter().flatten().min();
             let wait = deadline.map_or(Duration::from_secs(3600), |d| {
                 d.saturating_duration_since(Instant::now())
             });
@@ -445,12 +615,20 @@ impl Recording {
                 Msg(Option<Msg>),
                 Stop,
                 Deadline,
+                Gate,
             }
             let woke = select! {
                 recv(rx) -> m => Woke::Msg(m.ok()),
                 recv(stop_rx) -> _ => Woke::Stop,
+                recv(wakes) -> _ => Woke::Gate,
                 default(wait) => Woke::Deadline,
             };
+            if matches!(woke, Woke::Gate | Woke::Deadline) {
+                self.tick_gate();
+                if std::mem::take(&mut self.kill_server) {
+                    self.kill(tree);
+                }
+            }
             let msg = match woke {
                 Woke::Msg(m) => m,
                 Woke::Stop => {
@@ -461,6 +639,7 @@ impl Recording {
                     self.shut(&mut shutdown, tree);
                     continue;
                 }
+                Woke::Gate => continue,
                 Woke::Deadline => {
                     let now = Instant::now();
                     if exited.is_some() && drain_until.is_none_or(|d| now >= d) {
@@ -500,12 +679,19 @@ impl Recording {
                     }
                 }
             }
+            if std::mem::take(&mut self.kill_server) {
+                self.kill(tree);
+            }
             if server_out_closed && server_err_closed && exited.is_some() {
                 break;
             }
             if rx.is_empty() {
                 self.recorder.flush();
             }
+        }
+        if let Some(g) = self.gated.as_mut() {
+            g.gate.closing(Instant::now(), &mut g.actions);
+            self.act();
         }
         // Whatever the server started must not outlive the proxy.
         if tree.alive() && tree.signal(libc::SIGKILL) {
@@ -552,6 +738,16 @@ impl Recording {
             }
             // The caller stops waiting.
             Step::GiveUp => {}
+        }
+    }
+
+    /// A fault rule's `kill-server`: SIGKILL to the whole group, at once.
+    fn kill(&mut self, tree: &ServerTree) {
+        if tree.signal(libc::SIGKILL) {
+            self.note(format!(
+                "killed the server: sent SIGKILL to process group {} (and what it started outside it)",
+                tree.pgid
+            ));
         }
     }
 

@@ -16,7 +16,7 @@
 use crate::protocol::auth::Step;
 use crate::protocol::auth::jwt::DecodedJwt;
 pub use crate::record::capture_error::{BadRecord, CaptureError, ReadError};
-use crate::transport::event::{AuthExchange, Event, HttpInfo};
+use crate::transport::event::{AuthExchange, Event, HttpInfo, Touch, TouchKind};
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
@@ -417,10 +417,54 @@ pub fn meta_json(e: &Event) -> Value {
             })
         }
         Event::Auth(a) => auth_json(a),
+        Event::Touch(t) => {
+            let mut v = json!({
+                "event": "touch",
+                "kind": t.kind.as_str(),
+                "toward": t.direction.as_str(),
+                "of_seq": t.of_seq,
+                "rule": t.rule,
+                "text": t.text,
+            });
+            if let Some(sent) = &t.sent {
+                let o = v.as_object_mut().expect("an object");
+                match std::str::from_utf8(sent) {
+                    Ok(s) => o.insert("sent".into(), s.into()),
+                    Err(_) => o.insert("sent_b64".into(), B64.encode(sent).into()),
+                };
+            }
+            v
+        }
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
     }
+}
+
+fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    let kind = s("kind").and_then(TouchKind::parse).ok_or("touch without a known kind")?;
+    let direction = match s("toward") {
+        Some("out") => Direction::Out,
+        Some("in") => Direction::In,
+        _ => return Err("touch without toward (out or in)".into()),
+    };
+    let sent = if let Some(text) = s("sent") {
+        Some(text.as_bytes().to_vec())
+    } else if let Some(b) = s("sent_b64") {
+        Some(B64.decode(b).map_err(|e| format!("bad sent_b64: {e}"))?)
+    } else {
+        None
+    };
+    Ok(Touch {
+        at,
+        kind,
+        direction,
+        of_seq: v.get("of_seq").and_then(Value::as_u64),
+        rule: s("rule").map(str::to_owned),
+        sent,
+        text: s("text").unwrap_or_default().to_owned(),
+    })
 }
 
 /// A step of an authorization as its capture record (`"event": "auth"`).
@@ -1072,6 +1116,7 @@ fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> Result<Op
                     })
                 }
                 "auth" => Event::Auth(Box::new(auth_from_json(v, at)?)),
+                "touch" => Event::Touch(Box::new(touch_from_json(v, at)?)),
                 "exited" => Event::Exited {
                     at,
                     status: ExitInfo {

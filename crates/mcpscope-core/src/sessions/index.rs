@@ -134,6 +134,10 @@ pub struct SessionRecord {
     pub proxy_start_ticks: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_pid: Option<u32>,
+    /// The proxy's intercept control socket, when it runs a gate
+    /// (breakpoints, fault rules): where the app attaches to the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_socket: Option<String>,
     /// The capture's file name, next to this record.
     pub capture: String,
     #[serde(default)]
@@ -229,6 +233,7 @@ impl LiveSession {
             proxy_pid: pid,
             proxy_start_ticks: process_start_ticks(pid),
             server_pid: None,
+            control_socket: None,
             ended: None,
         };
         let live = Self {
@@ -257,6 +262,11 @@ impl LiveSession {
 
     pub fn set_server_pid(&mut self, pid: u32) -> io::Result<()> {
         self.record.server_pid = Some(pid);
+        self.save()
+    }
+
+    pub fn set_control_socket(&mut self, path: &std::path::Path) -> io::Result<()> {
+        self.record.control_socket = Some(path.display().to_string());
         self.save()
     }
 
@@ -628,6 +638,7 @@ mod tests {
             proxy_pid: pid,
             proxy_start_ticks: ticks,
             server_pid: None,
+            control_socket: None,
             capture: format!("{id}.jsonl"),
             ended: ended.then(|| SessionEnd {
                 ended_unix_ms: started + 1,

@@ -4,7 +4,7 @@ use crate::protocol::auth::Step;
 use crate::protocol::auth::jwt::DecodedJwt;
 use crate::transport::process::{ExitInfo, SpawnError};
 use crate::wire::correlation::TimedOut;
-use crate::wire::frame::Frame;
+use crate::wire::frame::{Direction, Frame};
 use crate::wire::framing::LineEnding;
 use crate::wire::message::RequestId;
 use std::path::PathBuf;
@@ -88,6 +88,124 @@ fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a s
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
+}
+
+/// What an intercepting proxy did. The frames a peer wrote are recorded as
+/// they arrived (ordinary frame records); a touch says what became of one
+/// of them, or what the proxy sent that no peer wrote, with the bytes it
+/// sent, so a capture holds both sides of every change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Touch {
+    pub at: Duration,
+    pub kind: TouchKind,
+    /// Which way the frame was going (`Out`: toward the server). For an
+    /// answer sent instead, the way the request was going.
+    pub direction: Direction,
+    /// The recorded frame this is about (none for an injected frame).
+    pub of_seq: Option<u64>,
+    /// The breakpoint or fault rule that caused it, as written.
+    pub rule: Option<String>,
+    /// What was sent instead of the frame, or besides it, exactly as sent
+    /// (line ending included).
+    pub sent: Option<Vec<u8>>,
+    /// What happened, for a person.
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TouchKind {
+    /// Stopped at a breakpoint, waiting for the user.
+    Held,
+    /// Sent on unchanged after being held or delayed.
+    Forwarded,
+    /// Sent on changed (by the user or a `replace`/`corrupt` rule).
+    Edited,
+    /// Never sent on.
+    Dropped,
+    /// Sent by the user, no peer wrote it.
+    Injected,
+    /// A request answered by the proxy; the other side never saw it.
+    Answered,
+    /// A fault rule acted on the frame (delay, duplicate, reorder, stall,
+    /// disconnect, kill-server, an HTTP status…); what it did is in `text`.
+    Fault,
+}
+
+impl TouchKind {
+    pub const ALL: [TouchKind; 7] = [
+        TouchKind::Held,
+        TouchKind::Forwarded,
+        TouchKind::Edited,
+        TouchKind::Dropped,
+        TouchKind::Injected,
+        TouchKind::Answered,
+        TouchKind::Fault,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TouchKind::Held => "held",
+            TouchKind::Forwarded => "forwarded",
+            TouchKind::Edited => "edited",
+            TouchKind::Dropped => "dropped",
+            TouchKind::Injected => "injected",
+            TouchKind::Answered => "answered",
+            TouchKind::Fault => "fault",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TouchKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl Touch {
+    pub fn new(kind: TouchKind, direction: Direction, of_seq: Option<u64>, text: impl Into<String>) -> Self {
+        Touch {
+            at: Duration::ZERO,
+            kind,
+            direction,
+            of_seq,
+            rule: None,
+            sent: None,
+            text: text.into(),
+        }
+    }
+
+    pub fn with_rule(mut self, rule: Option<&str>) -> Self {
+        self.rule = rule.map(str::to_owned);
+        self
+    }
+
+    pub fn with_sent(mut self, sent: Vec<u8>) -> Self {
+        self.sent = Some(sent);
+        self
+    }
+
+    /// Where the sent bytes go: toward the server (`Out`) or the client.
+    pub fn sent_toward(&self) -> Direction {
+        match self.kind {
+            TouchKind::Answered => self.direction.opposite(),
+            _ => self.direction,
+        }
+    }
+
+    /// One line for a person.
+    pub fn summary(&self) -> String {
+        let mut s = format!("proxy {}", self.kind.as_str());
+        if let Some(seq) = self.of_seq {
+            s.push_str(&format!(" #{seq}"));
+        }
+        s.push_str(&format!(" ({})", if self.direction == Direction::Out { "c2s" } else { "s2c" }));
+        if !self.text.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.text);
+        }
+        if let Some(rule) = &self.rule {
+            s.push_str(&format!(" [{rule}]"));
+        }
+        s
+    }
 }
 
 /// One step of an authorization (OAuth), drawn on its own lifeline: an
@@ -241,6 +359,9 @@ pub enum Event {
     /// A step of an authorization, reported by the authorizer through the
     /// session so that it is recorded in order with the frames.
     Auth(Box<AuthExchange>),
+    /// What a proxy did to a frame on its way (held, edited, dropped, a
+    /// fault applied) or sent of its own (injected, answered instead).
+    Touch(Box<Touch>),
     /// Something the session did or noticed that is not a frame, e.g. a
     /// shutdown step ("sent SIGTERM to process group 123") or a capture
     /// write failure.
@@ -265,6 +386,7 @@ impl Event {
             Event::Stderr(s) => s.at,
             Event::Http(h) => h.at,
             Event::Auth(a) => a.at,
+            Event::Touch(t) => t.at,
             Event::Spawned { at, .. }
             | Event::SpawnFailed { at, .. }
             | Event::TimedOut { at, .. }
@@ -294,6 +416,7 @@ impl Event {
             Event::Note { text, .. } => text.clone(),
             Event::Http(h) => h.summary(),
             Event::Auth(a) => a.summary(),
+            Event::Touch(t) => t.summary(),
             Event::Exited { status, .. } => format!("server {status}"),
             Event::Closed { .. } => "session closed".into(),
         }

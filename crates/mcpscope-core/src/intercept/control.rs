@@ -1,0 +1,403 @@
+//! The control socket: a running proxy's intercept handle served on a Unix
+//! socket in the user's state dir (the directory 0700, the socket 0600), so
+//! the app or `mcpscope intercept` can see the held frames and act on them.
+//!
+//! One JSON object per line each way. A request names an `op`:
+//!
+//! ```text
+//! {"op":"board"}                                  the queue, breakpoints, rules
+//! {"op":"watch"}                                  the board now and on each change
+//! {"op":"forward","id":3}                         {"op":"forward","id":3,"bytes":"…edited…"}
+//! {"op":"drop","id":3}                            {"op":"answer","id":3,"json":{…}} or "raw":"…"
+//! {"op":"forward-all"}   {"op":"disable"}         {"op":"hold-everything","on":true}
+//! {"op":"inject","toward":"server","bytes":"…"}   toward "server" or "client"
+//! {"op":"break","match":"EXPR","toward":"c2s","timeout":"30s"}
+//! {"op":"unbreak","index":1}   {"op":"break-enable","index":1,"on":false}
+//! {"op":"fault","rule":"EXPR => ACTION"}
+//! {"op":"unfault","index":1}   {"op":"fault-enable","index":1,"on":false}
+//! ```
+//!
+//! and is answered `{"ok":true,"said":"…"}` or `{"ok":false,"error":"…"}`.
+
+use super::engine::{Answer, Board, InterceptHandle, Op};
+use super::rule::{Breakpoint, Toward, parse_fault};
+use crate::filter::Filter;
+use crate::wire::frame::Direction;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a command may wait for the proxy's loop.
+const COMMAND_WAIT: Duration = Duration::from_secs(5);
+/// A request line longer than this is refused (an edited frame fits).
+const MAX_REQUEST: usize = 16 * 1024 * 1024;
+
+/// Where a proxy with this pid puts its socket.
+pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("proxy-{pid}.sock"))
+}
+
+/// The directory of control sockets under the state dir.
+pub fn sockets_dir() -> std::io::Result<PathBuf> {
+    Ok(crate::record::state_dir::root()?.join("intercept"))
+}
+
+/// Serves a handle until dropped (the socket file is removed then).
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ControlServer {
+    pub fn start(path: &Path, handle: InterceptHandle) -> std::io::Result<ControlServer> {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(dir) = path.parent() {
+            crate::record::state_dir::ensure_private_dir(dir)?;
+        }
+        // A socket left by a proxy that was killed: nobody answers on it.
+        if path.exists() && UnixStream::connect(path).is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        let listener = UnixListener::bind(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("intercept-control".into())
+            .spawn(move || accept_loop(listener, handle, s))?;
+        Ok(ControlServer {
+            path: path.to_owned(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn accept_loop(listener: UnixListener, handle: InterceptHandle, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                let h = handle.clone();
+                let s = stop.clone();
+                let _ = std::thread::Builder::new()
+                    .name("intercept-client".into())
+                    .spawn(move || serve(stream, h, s));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn serve(stream: UnixStream, handle: InterceptHandle, stop: Arc<AtomicBool>) {
+    let Ok(mut out) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match std::io::Read::take(&mut reader, MAX_REQUEST as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line.len() > MAX_REQUEST => {
+                let _ = writeln!(out, "{}", json!({"ok": false, "error": "request too long"}));
+                return;
+            }
+            Ok(_) => {}
+        }
+        let request: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                if writeln!(out, "{}", json!({"ok": false, "error": format!("not JSON: {e}")})).is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match request.get("op").and_then(Value::as_str) {
+            Some("board") => {
+                let reply = json!({"ok": true, "board": board_json(&handle.board(), Instant::now())});
+                if writeln!(out, "{reply}").is_err() {
+                    return;
+                }
+            }
+            Some("watch") => {
+                let mut seen = 0;
+                loop {
+                    let b = handle.board_after(seen, Duration::from_millis(500));
+                    if b.version != seen || b.closed {
+                        seen = b.version;
+                        if writeln!(out, "{}", json!({"board": board_json(&b, Instant::now())})).is_err() {
+                            return;
+                        }
+                    }
+                    if b.closed || stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                }
+            }
+            _ => {
+                let reply = match op_from_json(&request) {
+                    Ok(op) => match handle.command(op, COMMAND_WAIT) {
+                        Ok(said) => json!({"ok": true, "said": said}),
+                        Err(e) => json!({"ok": false, "error": e}),
+                    },
+                    Err(e) => json!({"ok": false, "error": e}),
+                };
+                if writeln!(out, "{reply}").is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn bytes_field(v: &Value, key: &str) -> Option<Vec<u8>> {
+    if let Some(s) = v.get(key).and_then(Value::as_str) {
+        return Some(s.as_bytes().to_vec());
+    }
+    v.get(&format!("{key}_b64"))
+        .and_then(Value::as_str)
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+}
+
+/// A request line's command.
+pub fn op_from_json(v: &Value) -> Result<Op, String> {
+    let op = v.get("op").and_then(Value::as_str).ok_or("a request names its `op`")?;
+    let id = || v.get("id").and_then(Value::as_u64).ok_or(format!("{op}: give the held frame's `id`"));
+    let index = || {
+        v.get("index")
+            .and_then(Value::as_u64)
+            .filter(|i| *i >= 1)
+            .map(|i| i as usize - 1)
+            .ok_or(format!("{op}: give `index` (from 1)"))
+    };
+    let on = || v.get("on").and_then(Value::as_bool).unwrap_or(true);
+    Ok(match op {
+        "forward" => match bytes_field(v, "bytes") {
+            Some(b) => Op::ForwardEdited(id()?, b),
+            None => Op::Forward(id()?),
+        },
+        "drop" => Op::Drop(id()?),
+        "answer" => {
+            let answer = if let Some(j) = v.get("json") {
+                Answer::Json(j.clone())
+            } else if let Some(raw) = bytes_field(v, "raw") {
+                Answer::Raw(raw)
+            } else {
+                return Err("answer: give `json` (a result, or {\"error\": …}) or `raw`".into());
+            };
+            Op::Answer(id()?, answer)
+        }
+        "forward-all" => Op::ForwardAll,
+        "disable" => Op::Disable,
+        "hold-everything" => Op::HoldEverything(on()),
+        "inject" => {
+            let toward = match v.get("toward").and_then(Value::as_str) {
+                Some("server") => Direction::Out,
+                Some("client") => Direction::In,
+                _ => return Err("inject: `toward` is \"server\" or \"client\"".into()),
+            };
+            let bytes = bytes_field(v, "bytes").ok_or("inject: give `bytes`")?;
+            Op::Inject { toward, bytes }
+        }
+        "break" => {
+            let text = v.get("match").and_then(Value::as_str).ok_or("break: give `match`")?;
+            let filter = Filter::parse(text).map_err(|e| format!("break: {e}"))?;
+            let toward = match v.get("toward").and_then(Value::as_str) {
+                Some(t) => Toward::parse(t).ok_or("break: `toward` is c2s, s2c or both")?,
+                None => Toward::Both,
+            };
+            let timeout = match v.get("timeout") {
+                Some(Value::String(t)) => {
+                    Some(crate::text::parse_duration(t).ok_or(format!("break: {t:?} is not a duration"))?)
+                }
+                Some(Value::Number(n)) => n.as_f64().filter(|s| *s > 0.0).map(Duration::from_secs_f64),
+                _ => None,
+            };
+            Op::AddBreakpoint(Breakpoint {
+                filter,
+                toward,
+                timeout,
+                enabled: true,
+            })
+        }
+        "unbreak" => Op::RemoveBreakpoint(index()?),
+        "break-enable" => Op::EnableBreakpoint(index()?, on()),
+        "fault" => {
+            let text = v.get("rule").and_then(Value::as_str).ok_or("fault: give `rule`")?;
+            Op::AddFault(parse_fault(text).map_err(|e| format!("fault: {e}"))?)
+        }
+        "unfault" => Op::RemoveFault(index()?),
+        "fault-enable" => Op::EnableFault(index()?, on()),
+        other => return Err(format!("unknown op {other:?}")),
+    })
+}
+
+/// The board as the socket sends it.
+pub fn board_json(b: &Board, now: Instant) -> Value {
+    let held: Vec<Value> = b
+        .held
+        .iter()
+        .map(|h| {
+            let mut o = json!({
+                "id": h.id,
+                "toward": if h.direction == Direction::Out { "c2s" } else { "s2c" },
+                "seq": h.seq,
+                "method": h.method,
+                "request": h.is_request,
+                "by": h.by,
+                "held_ms": now.saturating_duration_since(h.since).as_millis() as u64,
+                "timeout_left_ms": h.deadline.map(|d| d.saturating_duration_since(now).as_millis() as u64),
+            });
+            match std::str::from_utf8(&h.bytes) {
+                Ok(s) => o["bytes"] = s.into(),
+                Err(_) => o["bytes_b64"] = base64::engine::general_purpose::STANDARD.encode(&h.bytes).into(),
+            }
+            o
+        })
+        .collect();
+    json!({
+        "version": b.version,
+        "held": held,
+        "breakpoints": b.breakpoints.iter().map(|x| json!({
+            "match": x.text, "enabled": x.enabled, "hits": x.hits,
+            "timeout_ms": x.timeout.map(|t| t.as_millis() as u64),
+        })).collect::<Vec<_>>(),
+        "faults": b.faults.iter().map(|f| json!({
+            "rule": f.text, "enabled": f.enabled, "matched": f.matched, "applied": f.applied,
+        })).collect::<Vec<_>>(),
+        "hold_everything": b.hold_everything,
+        "seed": b.seed,
+        "closed": b.closed,
+    })
+}
+
+/// The user's end of a control socket.
+pub struct ControlClient {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl ControlClient {
+    pub fn connect(path: &Path) -> std::io::Result<ControlClient> {
+        let stream = UnixStream::connect(path)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(ControlClient {
+            writer: stream.try_clone()?,
+            reader: BufReader::new(stream),
+        })
+    }
+
+    /// Sends one request and reads its answer.
+    pub fn request(&mut self, request: &Value) -> std::io::Result<Value> {
+        writeln!(self.writer, "{request}")?;
+        self.next_line()
+    }
+
+    /// Starts watching: each later [`ControlClient::next_line`] is a board.
+    pub fn watch(&mut self) -> std::io::Result<()> {
+        self.reader.get_ref().set_read_timeout(None)?;
+        writeln!(self.writer, "{}", json!({"op": "watch"}))
+    }
+
+    pub fn next_line(&mut self) -> std::io::Result<Value> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the proxy closed its control socket",
+            ));
+        }
+        serde_json::from_str(&line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intercept::engine::Interceptor;
+    use crate::proxy::gate::Gate;
+
+    #[test]
+    fn requests_read_into_commands_and_mistakes_are_named() {
+        let op = |v: Value| op_from_json(&v);
+        assert!(matches!(op(json!({"op": "forward", "id": 3})), Ok(Op::Forward(3))));
+        assert!(matches!(op(json!({"op": "forward", "id": 3, "bytes": "x"})), Ok(Op::ForwardEdited(3, b)) if b == b"x"));
+        assert!(matches!(op(json!({"op": "answer", "id": 1, "json": {"a": 1}})), Ok(Op::Answer(1, Answer::Json(_)))));
+        assert!(matches!(op(json!({"op": "inject", "toward": "client", "bytes_b64": "/w=="})),
+            Ok(Op::Inject { toward: Direction::In, bytes }) if bytes == [0xff]));
+        assert!(matches!(op(json!({"op": "break", "match": "method == \"x\"", "timeout": "2s"})),
+            Ok(Op::AddBreakpoint(b)) if b.timeout == Some(Duration::from_secs(2))));
+        assert!(matches!(op(json!({"op": "unfault", "index": 2})), Ok(Op::RemoveFault(1))));
+        assert!(op(json!({"op": "drop"})).unwrap_err().contains("`id`"));
+        assert!(op(json!({"op": "inject", "toward": "up", "bytes": "x"})).unwrap_err().contains("toward"));
+        assert!(op(json!({"op": "fault", "rule": "true => boom"})).unwrap_err().contains("unknown action"));
+        assert!(op(json!({"op": "explode"})).unwrap_err().contains("unknown op"));
+        assert!(op(json!({"op": "unbreak", "index": 0})).unwrap_err().contains("from 1"));
+    }
+
+    #[test]
+    fn a_client_on_the_socket_sees_the_queue_and_acts_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = socket_path(dir.path(), 1);
+        let (mut gate, handle) = Interceptor::new(vec![], vec![], 1);
+        let server = ControlServer::start(&path, handle).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        // The proxy's loop, ticking the gate.
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = sent.clone();
+        let lp = std::thread::spawn(move || {
+            let (wtx, wrx) = crossbeam_channel::bounded(1);
+            gate.set_waker(crate::proxy::gate::Waker::new(wtx));
+            while !d.load(Ordering::SeqCst) {
+                let _ = wrx.recv_timeout(Duration::from_millis(20));
+                let mut out = Vec::new();
+                gate.tick(Instant::now(), &mut out);
+                s.lock().unwrap().extend(out);
+            }
+            let mut out = Vec::new();
+            gate.closing(Instant::now(), &mut out);
+        });
+        let mut c = ControlClient::connect(&path).unwrap();
+        let r = c.request(&json!({"op": "inject", "toward": "server", "bytes": "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"})).unwrap();
+        assert_eq!(r["ok"], true, "{r}");
+        let r = c.request(&json!({"op": "fault", "rule": "method == \"ping\" => drop"})).unwrap();
+        assert_eq!(r["ok"], true, "{r}");
+        let r = c.request(&json!({"op": "board"})).unwrap();
+        assert_eq!(r["board"]["faults"][0]["rule"], "method == \"ping\" => drop");
+        let r = c.request(&json!({"op": "drop", "id": 5})).unwrap();
+        assert_eq!(r["ok"], false);
+        assert!(r["error"].as_str().unwrap().contains("#5"));
+        let r = c.request(&json!("nonsense")).unwrap();
+        assert_eq!(r["ok"], false);
+        assert!(sent.lock().unwrap().iter().any(|a| matches!(a, crate::proxy::gate::GateAction::Send { toward: Direction::Out, .. })));
+        done.store(true, Ordering::SeqCst);
+        lp.join().unwrap();
+        drop(server);
+        assert!(!path.exists(), "the socket is removed");
+    }
+}
