@@ -24,7 +24,9 @@ pub struct Gated {
 /// `c2s: EXPR`, `s2c: EXPR` or `EXPR`.
 fn breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, String> {
     let (toward, expr) = match text.trim_start().split_once(':') {
-        Some((dir, rest)) if matches!(dir.trim(), "c2s" | "s2c") => (Toward::parse(dir.trim()).unwrap_or_default(), rest),
+        Some((dir, rest)) if matches!(dir.trim(), "c2s" | "s2c") => {
+            (Toward::parse(dir.trim()).unwrap_or_default(), rest)
+        }
         _ => (Toward::Both, text),
     };
     let filter = mcpscope_core::filter::Filter::parse(expr.trim()).map_err(|e| format!("--break {text:?}: {e}"))?;
@@ -79,9 +81,9 @@ pub fn gate_of(args: &ProxyArgs) -> Result<Option<Gated>, String> {
     }
     let dir = control::sockets_dir().map_err(|e| format!("no state directory for the control socket: {e}"))?;
     let path = control::socket_path(&dir, std::process::id());
-    let control =
-        ControlServer::start(&path, handle).map_err(|e| format!("cannot open the control socket {}: {e}", path.display()))?;
-    if !seed_given && !args.faults.is_empty() || args.faults_file.is_some() && !seed_given {
+    let control = ControlServer::start(&path, handle)
+        .map_err(|e| format!("cannot open the control socket {}: {e}", path.display()))?;
+    if !seed_given && (!args.faults.is_empty() || args.faults_file.is_some()) {
         crate::errln!("mcpscope proxy: fault rules' seed {seed} (--seed {seed} repeats this run's dice)");
     }
     crate::errln!(
@@ -230,7 +232,10 @@ fn find_socket(args: &InterceptArgs) -> Result<PathBuf, String> {
         many => Err(format!(
             "{} intercepting proxies are running; name one with --socket ({}) or --session",
             many.len(),
-            many.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }

@@ -15,6 +15,7 @@ mod files;
 mod filter;
 mod hostile;
 mod http;
+mod intercept;
 mod lint;
 mod live;
 mod live_app;

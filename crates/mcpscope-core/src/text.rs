@@ -324,7 +324,7 @@ pub fn duration(d: std::time::Duration) -> String {
     let ms = d.as_secs_f64() * 1000.0;
     if ms < 1000.0 || ms.fract() != 0.0 && ms < 10_000.0 {
         format!("{}ms", (ms * 1000.0).round() / 1000.0)
-    } else if d.as_secs() % 60 == 0 && d.subsec_nanos() == 0 {
+    } else if d.as_secs().is_multiple_of(60) && d.subsec_nanos() == 0 {
         format!("{}m", d.as_secs() / 60)
     } else {
         format!("{}s", d.as_secs_f64())

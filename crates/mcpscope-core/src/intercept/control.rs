@@ -176,7 +176,7 @@ fn bytes_field(v: &Value, key: &str) -> Option<Vec<u8>> {
     if let Some(s) = v.get(key).and_then(Value::as_str) {
         return Some(s.as_bytes().to_vec());
     }
-    v.get(&format!("{key}_b64"))
+    v.get(format!("{key}_b64"))
         .and_then(Value::as_str)
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
 }
@@ -184,7 +184,11 @@ fn bytes_field(v: &Value, key: &str) -> Option<Vec<u8>> {
 /// A request line's command.
 pub fn op_from_json(v: &Value) -> Result<Op, String> {
     let op = v.get("op").and_then(Value::as_str).ok_or("a request names its `op`")?;
-    let id = || v.get("id").and_then(Value::as_u64).ok_or(format!("{op}: give the held frame's `id`"));
+    let id = || {
+        v.get("id")
+            .and_then(Value::as_u64)
+            .ok_or(format!("{op}: give the held frame's `id`"))
+    };
     let index = || {
         v.get("index")
             .and_then(Value::as_u64)
@@ -343,16 +347,36 @@ mod tests {
     fn requests_read_into_commands_and_mistakes_are_named() {
         let op = |v: Value| op_from_json(&v);
         assert!(matches!(op(json!({"op": "forward", "id": 3})), Ok(Op::Forward(3))));
-        assert!(matches!(op(json!({"op": "forward", "id": 3, "bytes": "x"})), Ok(Op::ForwardEdited(3, b)) if b == b"x"));
-        assert!(matches!(op(json!({"op": "answer", "id": 1, "json": {"a": 1}})), Ok(Op::Answer(1, Answer::Json(_)))));
-        assert!(matches!(op(json!({"op": "inject", "toward": "client", "bytes_b64": "/w=="})),
-            Ok(Op::Inject { toward: Direction::In, bytes }) if bytes == [0xff]));
-        assert!(matches!(op(json!({"op": "break", "match": "method == \"x\"", "timeout": "2s"})),
-            Ok(Op::AddBreakpoint(b)) if b.timeout == Some(Duration::from_secs(2))));
-        assert!(matches!(op(json!({"op": "unfault", "index": 2})), Ok(Op::RemoveFault(1))));
+        assert!(
+            matches!(op(json!({"op": "forward", "id": 3, "bytes": "x"})), Ok(Op::ForwardEdited(3, b)) if b == b"x")
+        );
+        assert!(matches!(
+            op(json!({"op": "answer", "id": 1, "json": {"a": 1}})),
+            Ok(Op::Answer(1, Answer::Json(_)))
+        ));
+        assert!(
+            matches!(op(json!({"op": "inject", "toward": "client", "bytes_b64": "/w=="})),
+            Ok(Op::Inject { toward: Direction::In, bytes }) if bytes == [0xff])
+        );
+        assert!(
+            matches!(op(json!({"op": "break", "match": "method == \"x\"", "timeout": "2s"})),
+            Ok(Op::AddBreakpoint(b)) if b.timeout == Some(Duration::from_secs(2)))
+        );
+        assert!(matches!(
+            op(json!({"op": "unfault", "index": 2})),
+            Ok(Op::RemoveFault(1))
+        ));
         assert!(op(json!({"op": "drop"})).unwrap_err().contains("`id`"));
-        assert!(op(json!({"op": "inject", "toward": "up", "bytes": "x"})).unwrap_err().contains("toward"));
-        assert!(op(json!({"op": "fault", "rule": "true => boom"})).unwrap_err().contains("unknown action"));
+        assert!(
+            op(json!({"op": "inject", "toward": "up", "bytes": "x"}))
+                .unwrap_err()
+                .contains("toward")
+        );
+        assert!(
+            op(json!({"op": "fault", "rule": "true => boom"}))
+                .unwrap_err()
+                .contains("unknown action")
+        );
         assert!(op(json!({"op": "explode"})).unwrap_err().contains("unknown op"));
         assert!(op(json!({"op": "unbreak", "index": 0})).unwrap_err().contains("from 1"));
     }
@@ -383,9 +407,13 @@ mod tests {
             gate.closing(Instant::now(), &mut out);
         });
         let mut c = ControlClient::connect(&path).unwrap();
-        let r = c.request(&json!({"op": "inject", "toward": "server", "bytes": "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"})).unwrap();
+        let r = c
+            .request(&json!({"op": "inject", "toward": "server", "bytes": "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"}))
+            .unwrap();
         assert_eq!(r["ok"], true, "{r}");
-        let r = c.request(&json!({"op": "fault", "rule": "method == \"ping\" => drop"})).unwrap();
+        let r = c
+            .request(&json!({"op": "fault", "rule": "method == \"ping\" => drop"}))
+            .unwrap();
         assert_eq!(r["ok"], true, "{r}");
         let r = c.request(&json!({"op": "board"})).unwrap();
         assert_eq!(r["board"]["faults"][0]["rule"], "method == \"ping\" => drop");
@@ -394,7 +422,13 @@ mod tests {
         assert!(r["error"].as_str().unwrap().contains("#5"));
         let r = c.request(&json!("nonsense")).unwrap();
         assert_eq!(r["ok"], false);
-        assert!(sent.lock().unwrap().iter().any(|a| matches!(a, crate::proxy::gate::GateAction::Send { toward: Direction::Out, .. })));
+        assert!(sent.lock().unwrap().iter().any(|a| matches!(
+            a,
+            crate::proxy::gate::GateAction::Send {
+                toward: Direction::Out,
+                ..
+            }
+        )));
         done.store(true, Ordering::SeqCst);
         lp.join().unwrap();
         drop(server);

@@ -5,7 +5,7 @@
 //! [`InterceptHandle`] and are taken on the next tick.
 
 use super::rule::{Breakpoint, Corruption, FaultAction, FaultRule};
-use crate::filter::records::EventSubject;
+use super::subject::{GateSubject, Pending};
 use crate::proxy::gate::{Gate, GateAction, Waker, wire_bytes};
 use crate::transport::event::{Event, Touch, TouchKind};
 use crate::wire::classify::Kind;
@@ -96,7 +96,10 @@ pub enum Op {
     /// Hold every frame from now on (or stop doing so).
     HoldEverything(bool),
     /// Send a line no peer wrote, toward the server (`Out`) or the client.
-    Inject { toward: Direction, bytes: Vec<u8> },
+    Inject {
+        toward: Direction,
+        bytes: Vec<u8>,
+    },
     AddBreakpoint(Breakpoint),
     RemoveBreakpoint(usize),
     EnableBreakpoint(usize, bool),
@@ -241,6 +244,10 @@ pub struct Interceptor {
     version: u64,
     /// HTTP can do `http-status` and `slow`; stdio cannot.
     http: bool,
+    /// Requests kept for rules that read `request.…` of a response.
+    pending: Pending,
+    /// Whether some rule or breakpoint reads `request.…`.
+    needs_requests: bool,
 }
 
 impl Interceptor {
@@ -274,7 +281,10 @@ impl Interceptor {
             shared: shared.clone(),
             version: 0,
             http: false,
+            pending: Pending::default(),
+            needs_requests: false,
         };
+        gate.note_needs();
         gate.publish();
         (gate, InterceptHandle { tx, shared })
     }
@@ -298,8 +308,18 @@ impl Interceptor {
         self.faults
             .iter()
             .filter(|r| r.rule.action.http_only() && !self.http)
-            .map(|r| format!("{}: only the HTTP proxy can do this; over stdio the frame is forwarded", r.rule.text()))
+            .map(|r| {
+                format!(
+                    "{}: only the HTTP proxy can do this; over stdio the frame is forwarded",
+                    r.rule.text()
+                )
+            })
             .collect()
+    }
+
+    fn note_needs(&mut self) {
+        self.needs_requests = self.faults.iter().any(|s| s.rule.filter.needs().request)
+            || self.breakpoints.iter().any(|s| s.bp.filter.needs().request);
     }
 
     fn publish(&mut self) {
@@ -335,7 +355,7 @@ impl Interceptor {
 
     /// The breakpoint (its index) or `None` for "hold everything" that
     /// holds `frame`, if one does.
-    fn breakpoint_for(&mut self, frame: &Frame, subject: &mut LazySubject) -> Option<Option<usize>> {
+    fn breakpoint_for(&mut self, frame: &Frame, subject: &mut LazySubject<'_>) -> Option<Option<usize>> {
         if self.hold_everything {
             return Some(None);
         }
@@ -353,7 +373,7 @@ impl Interceptor {
     }
 
     /// The first enabled rule that matches and whose counts and dice say act.
-    fn fault_for(&mut self, frame: &Frame, subject: &mut LazySubject) -> Option<usize> {
+    fn fault_for(&mut self, frame: &Frame, subject: &mut LazySubject<'_>) -> Option<usize> {
         for i in 0..self.faults.len() {
             let s = &mut self.faults[i];
             if !s.rule.enabled || !s.rule.filter.may_match_line(&frame.raw) || !subject.matches(frame, &s.rule.filter) {
@@ -382,10 +402,7 @@ impl Interceptor {
         let id = self.next_id;
         self.next_id += 1;
         let text = match timeout {
-            Some(t) => format!(
-                "held as #{id}; forwarded on its own after {}",
-                crate::text::duration(t)
-            ),
+            Some(t) => format!("held as #{id}; forwarded on its own after {}", crate::text::duration(t)),
             None => format!("held as #{id} until the user acts"),
         };
         out.push(GateAction::Record(
@@ -428,7 +445,10 @@ impl Interceptor {
                     why: Release::Delay,
                 });
             }
-            FaultAction::Drop => out.push(GateAction::Record(touch(TouchKind::Dropped, "dropped by a fault rule".into()))),
+            FaultAction::Drop => out.push(GateAction::Record(touch(
+                TouchKind::Dropped,
+                "dropped by a fault rule".into(),
+            ))),
             FaultAction::Duplicate => {
                 out.push(GateAction::Send {
                     toward: d,
@@ -512,7 +532,10 @@ impl Interceptor {
                 }
             }
             FaultAction::Stall => {
-                out.push(GateAction::Record(touch(TouchKind::Fault, "stalled: held for ever".into())));
+                out.push(GateAction::Record(touch(
+                    TouchKind::Fault,
+                    "stalled: held for ever".into(),
+                )));
                 self.stalled.push((d, frame.seq, rule));
             }
             FaultAction::Disconnect => {
@@ -606,7 +629,8 @@ impl Interceptor {
             Op::Drop(id) => {
                 let h = self.take_held(id)?;
                 out.push(GateAction::Record(
-                    Touch::new(TouchKind::Dropped, h.direction, Some(h.seq), "dropped by the user").with_rule(Some(&h.by)),
+                    Touch::new(TouchKind::Dropped, h.direction, Some(h.seq), "dropped by the user")
+                        .with_rule(Some(&h.by)),
                 ));
                 Ok(format!("dropped #{id}"))
             }
@@ -615,11 +639,17 @@ impl Interceptor {
                     return Err(format!("no held frame #{id} (it was forwarded, dropped or timed out)"));
                 };
                 if !h.is_request {
-                    return Err(format!("#{id} is not a request: only a request can be answered instead"));
+                    return Err(format!(
+                        "#{id} is not a request: only a request can be answered instead"
+                    ));
                 }
                 let line = answer_line(trim_ending(&h.bytes), &answer)?;
                 let h = self.take_held(id)?;
-                let other = if h.direction == Direction::Out { "server" } else { "client" };
+                let other = if h.direction == Direction::Out {
+                    "server"
+                } else {
+                    "client"
+                };
                 out.push(GateAction::Send {
                     toward: h.direction.opposite(),
                     bytes: line.clone(),
@@ -670,14 +700,20 @@ impl Interceptor {
                     bytes: bytes.clone(),
                 });
                 out.push(GateAction::Record(
-                    Touch::new(TouchKind::Injected, toward, None, format!("injected by the user toward the {side}"))
-                        .with_sent(bytes),
+                    Touch::new(
+                        TouchKind::Injected,
+                        toward,
+                        None,
+                        format!("injected by the user toward the {side}"),
+                    )
+                    .with_sent(bytes),
                 ));
                 Ok(format!("sent to the {side}"))
             }
             Op::AddBreakpoint(bp) => {
                 let text = bp.text();
                 self.breakpoints.push(BreakState { bp, hits: 0 });
+                self.note_needs();
                 Ok(format!("breakpoint {} set: {text}", self.breakpoints.len()))
             }
             Op::RemoveBreakpoint(i) => {
@@ -688,7 +724,10 @@ impl Interceptor {
                 Ok(format!("breakpoint removed: {}", s.bp.text()))
             }
             Op::EnableBreakpoint(i, on) => {
-                let s = self.breakpoints.get_mut(i).ok_or_else(|| format!("no breakpoint {}", i + 1))?;
+                let s = self
+                    .breakpoints
+                    .get_mut(i)
+                    .ok_or_else(|| format!("no breakpoint {}", i + 1))?;
                 s.bp.enabled = on;
                 Ok(format!("breakpoint {} {}", i + 1, if on { "on" } else { "off" }))
             }
@@ -702,6 +741,7 @@ impl Interceptor {
                     matched: 0,
                     applied: 0,
                 });
+                self.note_needs();
                 Ok(format!("fault rule {} set: {text}", self.faults.len()))
             }
             Op::RemoveFault(i) => {
@@ -712,7 +752,10 @@ impl Interceptor {
                 Ok(format!("fault rule removed: {}", s.rule.text()))
             }
             Op::EnableFault(i, on) => {
-                let s = self.faults.get_mut(i).ok_or_else(|| format!("no fault rule {}", i + 1))?;
+                let s = self
+                    .faults
+                    .get_mut(i)
+                    .ok_or_else(|| format!("no fault rule {}", i + 1))?;
                 s.rule.enabled = on;
                 Ok(format!("fault rule {} {}", i + 1, if on { "on" } else { "off" }))
             }
@@ -722,7 +765,15 @@ impl Interceptor {
 
 impl Gate for Interceptor {
     fn arrived(&mut self, frame: &Frame, now: Instant, out: &mut Vec<GateAction>) {
-        let mut subject = LazySubject::default();
+        let pending = std::mem::take(&mut self.pending);
+        let mut subject = LazySubject {
+            event: None,
+            request: if self.needs_requests {
+                pending.request_of(frame)
+            } else {
+                None
+            },
+        };
         let matched_before: u64 = self.faults.iter().map(|s| s.matched).sum();
         if let Some(bp) = self.breakpoint_for(frame, &mut subject) {
             self.hold(frame, bp, now, out);
@@ -739,6 +790,12 @@ impl Gate for Interceptor {
             if self.faults.iter().map(|s| s.matched).sum::<u64>() != matched_before {
                 self.publish();
             }
+        }
+        drop(subject);
+        self.pending = pending;
+        if self.needs_requests {
+            self.pending.answered(frame);
+            self.pending.note(frame);
         }
         if !self.timed.is_empty() {
             self.release_reordered(frame.direction, frame.seq, out);
@@ -758,7 +815,10 @@ impl Gate for Interceptor {
         while i < self.held.len() {
             if self.held[i].deadline.is_some_and(|d| d <= now) {
                 let h = self.held.remove(i);
-                let waited = h.deadline.map(|d| d.saturating_duration_since(h.since)).unwrap_or_default();
+                let waited = h
+                    .deadline
+                    .map(|d| d.saturating_duration_since(h.since))
+                    .unwrap_or_default();
                 let why = format!(
                     "forwarded on its own: nobody acted within the breakpoint's {}",
                     crate::text::duration(waited)
@@ -837,15 +897,15 @@ impl Gate for Interceptor {
 
 /// The frame as a filter subject, built once and only when some filter's
 /// text pre-check lets it through.
-#[derive(Default)]
-struct LazySubject {
+struct LazySubject<'p> {
     event: Option<Event>,
+    request: Option<&'p Event>,
 }
 
-impl LazySubject {
+impl LazySubject<'_> {
     fn matches(&mut self, frame: &Frame, filter: &crate::filter::Filter) -> bool {
         let event = self.event.get_or_insert_with(|| Event::Frame(frame.clone()));
-        filter.matches_checked(&EventSubject::new(event, &frame.raw, "proxy", "stdio"))
+        filter.matches_checked(&GateSubject::new(event, &frame.raw, self.request))
     }
 }
 
@@ -943,7 +1003,11 @@ pub fn corrupt(raw: &[u8], ending: &[u8], how: Corruption, dice: &mut Dice) -> (
                 let i = dice.below(out.len() as u64) as usize;
                 // Never a newline: the frame must stay one line.
                 let flipped = out[i] ^ (1 << dice.below(7));
-                out[i] = if flipped == b'\n' || flipped == b'\r' { b'~' } else { flipped };
+                out[i] = if flipped == b'\n' || flipped == b'\r' {
+                    b'~'
+                } else {
+                    flipped
+                };
                 at.push(i);
             }
             format!("corrupted: flipped bits at byte(s) {at:?}")
@@ -1021,7 +1085,10 @@ mod tests {
 
     #[test]
     fn a_frame_no_rule_matches_goes_on_byte_for_byte_with_nothing_recorded() {
-        let (mut g, _) = gate(&[r#"method == "ping" => drop"#], &[(r#"method == "resources/read""#, None)]);
+        let (mut g, _) = gate(
+            &[r#"method == "ping" => drop"#],
+            &[(r#"method == "resources/read""#, None)],
+        );
         let mut out = Vec::new();
         let odd = "{\"jsonrpc\":\"2.0\", \"id\":8,  \"method\":\"tools/list\"}\r";
         g.arrived(&frame(0, Direction::Out, odd), Instant::now(), &mut out);
@@ -1043,9 +1110,15 @@ mod tests {
         g.arrived(&frame(1, Direction::Out, LIST), now, &mut out);
         assert_eq!(sends(&out).len(), 1, "another id is not held up");
         out.clear();
-        h.send(Op::ForwardEdited(1, br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add"}}"#.to_vec()));
+        h.send(Op::ForwardEdited(
+            1,
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add"}}"#.to_vec(),
+        ));
         g.tick(now, &mut out);
-        assert_eq!(sends(&out)[0].1, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"add\"}}\n");
+        assert_eq!(
+            sends(&out)[0].1,
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"add\"}}\n"
+        );
         assert_eq!(touches(&out), [TouchKind::Edited]);
         assert!(h.board().held.is_empty());
     }
@@ -1057,7 +1130,10 @@ mod tests {
         let mut out = Vec::new();
         g.arrived(&frame(0, Direction::Out, CALL), now, &mut out);
         out.clear();
-        h.send(Op::Answer(1, Answer::Json(serde_json::json!({"content": [{"type": "text", "text": "mine"}]}))));
+        h.send(Op::Answer(
+            1,
+            Answer::Json(serde_json::json!({"content": [{"type": "text", "text": "mine"}]})),
+        ));
         g.tick(now, &mut out);
         let s = sends(&out);
         assert_eq!(s.len(), 1);
@@ -1073,7 +1149,11 @@ mod tests {
         let (mut g, h) = gate(&[], &[("true", None)]);
         let mut out = Vec::new();
         g.arrived(
-            &frame(0, Direction::Out, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            &frame(
+                0,
+                Direction::Out,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ),
             Instant::now(),
             &mut out,
         );
@@ -1119,7 +1199,15 @@ mod tests {
         h.send(Op::HoldEverything(true));
         g.tick(now, &mut out);
         g.arrived(&frame(0, Direction::Out, LIST), now, &mut out);
-        g.arrived(&frame(1, Direction::In, r#"{"jsonrpc":"2.0","method":"notifications/message"}"#), now, &mut out);
+        g.arrived(
+            &frame(
+                1,
+                Direction::In,
+                r#"{"jsonrpc":"2.0","method":"notifications/message"}"#,
+            ),
+            now,
+            &mut out,
+        );
         assert_eq!(h.board().held.len(), 2);
         out.clear();
         h.send(Op::ForwardAll);
@@ -1173,7 +1261,11 @@ mod tests {
         let (mut g, _) = gate(&[r#"id == 7 => reorder"#], &[]);
         let mut out = Vec::new();
         g.arrived(&frame(0, Direction::Out, CALL), t0, &mut out);
-        g.arrived(&frame(1, Direction::In, r#"{"jsonrpc":"2.0","method":"x"}"#), t0, &mut out);
+        g.arrived(
+            &frame(1, Direction::In, r#"{"jsonrpc":"2.0","method":"x"}"#),
+            t0,
+            &mut out,
+        );
         g.arrived(&frame(2, Direction::Out, LIST), t0, &mut out);
         let s: Vec<String> = sends(&out).into_iter().map(|(_, t)| t).collect();
         assert!(s[0].contains("\"x\""));
@@ -1184,15 +1276,28 @@ mod tests {
     #[test]
     fn error_answers_a_request_and_replaces_a_response() {
         let t0 = Instant::now();
-        let (mut g, _) = gate(&[r#"method == "tools/call" => error -32603 "boom""#, r#"kind == "result" => error 1"#], &[]);
+        let (mut g, _) = gate(
+            &[
+                r#"method == "tools/call" => error -32603 "boom""#,
+                r#"kind == "result" => error 1"#,
+            ],
+            &[],
+        );
         let mut out = Vec::new();
         g.arrived(&frame(0, Direction::Out, CALL), t0, &mut out);
         let s = sends(&out);
         assert_eq!(s[0].0, Direction::In);
         let v: Value = serde_json::from_str(&s[0].1).unwrap();
-        assert_eq!((v["id"].clone(), v["error"]["code"].clone()), (7.into(), (-32603).into()));
+        assert_eq!(
+            (v["id"].clone(), v["error"]["code"].clone()),
+            (7.into(), (-32603).into())
+        );
         out.clear();
-        g.arrived(&frame(1, Direction::In, r#"{"jsonrpc":"2.0","id":8,"result":{}}"#), t0, &mut out);
+        g.arrived(
+            &frame(1, Direction::In, r#"{"jsonrpc":"2.0","id":8,"result":{}}"#),
+            t0,
+            &mut out,
+        );
         let s = sends(&out);
         assert_eq!(s[0].0, Direction::In);
         let v: Value = serde_json::from_str(&s[0].1).unwrap();
@@ -1203,16 +1308,26 @@ mod tests {
     #[test]
     fn replace_keeps_the_id_and_corrupt_breaks_each_way_on_one_line() {
         let t0 = Instant::now();
-        let (mut g, _) = gate(&[r#"kind == "result" => replace {"jsonrpc":"2.0","result":{"tools":[]}}"#], &[]);
+        let (mut g, _) = gate(
+            &[r#"kind == "result" => replace {"jsonrpc":"2.0","result":{"tools":[]}}"#],
+            &[],
+        );
         let mut out = Vec::new();
-        g.arrived(&frame(3, Direction::In, r#"{"jsonrpc":"2.0","id":"a","result":{"tools":[1]}}"#), t0, &mut out);
+        g.arrived(
+            &frame(3, Direction::In, r#"{"jsonrpc":"2.0","id":"a","result":{"tools":[1]}}"#),
+            t0,
+            &mut out,
+        );
         let v: Value = serde_json::from_str(&sends(&out)[0].1).unwrap();
         assert_eq!(v, serde_json::json!({"jsonrpc":"2.0","result":{"tools":[]},"id":"a"}));
         let mut dice = Dice::new(1);
         for (how, _) in Corruption::NAMES {
             let c = Corruption::NAMES.iter().find(|(n, _)| n == how).unwrap().1;
             let (bytes, said) = corrupt(CALL.as_bytes(), b"\n", c, &mut dice);
-            assert!(bytes.ends_with(b"\n") && !bytes[..bytes.len() - 1].contains(&b'\n'), "{said}");
+            assert!(
+                bytes.ends_with(b"\n") && !bytes[..bytes.len() - 1].contains(&b'\n'),
+                "{said}"
+            );
             assert_ne!(&bytes[..bytes.len() - 1], CALL.as_bytes(), "{how}: {said}");
             if c != Corruption::FlipBytes {
                 // (Flipped bits inside a string can leave valid JSON with wrong data.)
@@ -1242,6 +1357,47 @@ mod tests {
         }
         assert_eq!(sends(&out).len(), 2);
         assert_eq!((h.board().faults[0].matched, h.board().faults[0].applied), (4, 2));
+    }
+
+    #[test]
+    fn a_rule_can_name_a_responses_request() {
+        let mut rec = crate::transport::recorder::Recorder::replay(Limits::default());
+        let mut line = |d: Direction, t: &str| {
+            rec.frame_at(
+                d,
+                RawLine {
+                    bytes: t.as_bytes().to_vec(),
+                    ending: LineEnding::Lf,
+                },
+                Duration::ZERO,
+                None,
+            )
+        };
+        let (mut g, h) = gate(
+            &[r#"request.method == "tools/list" => replace {"jsonrpc":"2.0","result":{"tools":[]}}"#],
+            &[],
+        );
+        let mut out = Vec::new();
+        let t0 = Instant::now();
+        g.arrived(&line(Direction::Out, LIST), t0, &mut out);
+        g.arrived(&line(Direction::Out, CALL), t0, &mut out);
+        g.arrived(
+            &line(Direction::In, r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#),
+            t0,
+            &mut out,
+        );
+        g.arrived(
+            &line(
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":8,"result":{"tools":[{"name":"a"}]}}"#,
+            ),
+            t0,
+            &mut out,
+        );
+        let s = sends(&out);
+        assert!(s[2].1.contains("\"content\""), "the call's answer untouched");
+        assert_eq!(s[3].1, "{\"jsonrpc\":\"2.0\",\"result\":{\"tools\":[]},\"id\":8}\n");
+        assert_eq!(h.board().faults[0].applied, 1);
     }
 
     #[test]

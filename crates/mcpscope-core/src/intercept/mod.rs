@@ -12,6 +12,7 @@
 pub mod control;
 pub mod engine;
 pub mod rule;
+mod subject;
 
 pub use engine::{Answer, Board, HeldFrame, InterceptHandle, Interceptor, Op};
 pub use rule::{Breakpoint, FaultAction, FaultRule, Toward, parse_fault};

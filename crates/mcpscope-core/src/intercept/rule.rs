@@ -18,7 +18,10 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq)]
 pub enum FaultAction {
     /// Hold the frame for a time drawn from `min..=max`, then send it.
-    Delay { min: Duration, max: Duration },
+    Delay {
+        min: Duration,
+        max: Duration,
+    },
     Drop,
     /// Send it twice.
     Duplicate,
@@ -29,16 +32,24 @@ pub enum FaultAction {
     Replace(Value),
     /// A request: answer its sender with this error (the other side never
     /// sees it). A response: send this error in its place.
-    Error { code: i64, message: String },
+    Error {
+        code: i64,
+        message: String,
+    },
     /// Hold it for ever.
     Stall,
     /// Close both sides.
     Disconnect,
     KillServer,
     /// HTTP only: answer the POST that carried it with this status.
-    HttpStatus { code: u16, retry_after: Option<u32> },
+    HttpStatus {
+        code: u16,
+        retry_after: Option<u32>,
+    },
     /// HTTP only: send the answer at this many bytes per second.
-    Slow { bytes_per_sec: u64 },
+    Slow {
+        bytes_per_sec: u64,
+    },
 }
 
 /// How `corrupt` breaks a frame.
@@ -65,10 +76,7 @@ impl Corruption {
     ];
 
     pub fn name(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(_, c)| *c == self)
-            .map_or("any", |(n, _)| n)
+        Self::NAMES.iter().find(|(_, c)| *c == self).map_or("any", |(n, _)| n)
     }
 }
 
@@ -94,7 +102,10 @@ impl FaultAction {
             FaultAction::Stall => "stall".into(),
             FaultAction::Disconnect => "disconnect".into(),
             FaultAction::KillServer => "kill-server".into(),
-            FaultAction::HttpStatus { code, retry_after: None } => format!("http-status {code}"),
+            FaultAction::HttpStatus {
+                code,
+                retry_after: None,
+            } => format!("http-status {code}"),
             FaultAction::HttpStatus {
                 code,
                 retry_after: Some(s),
@@ -122,7 +133,7 @@ impl Modifiers {
     pub fn counts_allow(&self, n: u64) -> bool {
         self.first.is_none_or(|f| n <= f)
             && self.after.is_none_or(|a| n > a)
-            && self.every.is_none_or(|e| e > 0 && n % e == 0)
+            && self.every.is_none_or(|e| e > 0 && n.is_multiple_of(e))
     }
 
     fn text(&self) -> String {
@@ -393,7 +404,11 @@ fn parse_modifiers(mut rest: &str) -> Result<Modifiers, String> {
             "first" => &mut m.first,
             "after" => &mut m.after,
             "every" => &mut m.every,
-            other => return Err(format!("unexpected {other:?} after the action (p=0.1, first N, after N, every N)")),
+            other => {
+                return Err(format!(
+                    "unexpected {other:?} after the action (p=0.1, first N, after N, every N)"
+                ));
+            }
         };
         let (n, r) = split_word(rest);
         rest = r;
@@ -489,7 +504,9 @@ pub fn parse_rules_file(text: &str, json: bool) -> Result<RulesFile, String> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("break {}: give `match`", i + 1))?;
                 let toward = match o.get("toward").and_then(Value::as_str) {
-                    Some(t) => Toward::parse(t).ok_or_else(|| format!("break {}: toward is c2s, s2c or both", i + 1))?,
+                    Some(t) => {
+                        Toward::parse(t).ok_or_else(|| format!("break {}: toward is c2s, s2c or both", i + 1))?
+                    }
                     None => Toward::Both,
                 };
                 let timeout = match o.get("timeout") {
@@ -565,17 +582,26 @@ mod tests {
             every: Some(2),
             ..Modifiers::default()
         };
-        assert_eq!((1..=4).map(|n| every2.counts_allow(n)).collect::<Vec<_>>(), [false, true, false, true]);
+        assert_eq!(
+            (1..=4).map(|n| every2.counts_allow(n)).collect::<Vec<_>>(),
+            [false, true, false, true]
+        );
         let first2 = Modifiers {
             first: Some(2),
             ..Modifiers::default()
         };
-        assert_eq!((1..=3).map(|n| first2.counts_allow(n)).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(
+            (1..=3).map(|n| first2.counts_allow(n)).collect::<Vec<_>>(),
+            [true, true, false]
+        );
         let after2 = Modifiers {
             after: Some(2),
             ..Modifiers::default()
         };
-        assert_eq!((1..=3).map(|n| after2.counts_allow(n)).collect::<Vec<_>>(), [false, false, true]);
+        assert_eq!(
+            (1..=3).map(|n| after2.counts_allow(n)).collect::<Vec<_>>(),
+            [false, false, true]
+        );
         assert_eq!(action("true => corrupt p=0.1"), FaultAction::Corrupt(Corruption::Any));
     }
 
@@ -627,7 +653,15 @@ enabled = false
             assert_eq!(f.breakpoints[0].toward, Toward::Server);
             assert_eq!(f.breakpoints[0].timeout, Some(Duration::from_secs(30)));
         }
-        assert!(parse_rules_file("[\"true => boom\"]", true).unwrap_err().contains("fault 1"));
-        assert!(parse_rules_file("faults = 3 [", false).unwrap_err().contains("not TOML"));
+        assert!(
+            parse_rules_file("[\"true => boom\"]", true)
+                .unwrap_err()
+                .contains("fault 1")
+        );
+        assert!(
+            parse_rules_file("faults = 3 [", false)
+                .unwrap_err()
+                .contains("not TOML")
+        );
     }
 }

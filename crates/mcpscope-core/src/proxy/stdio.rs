@@ -273,7 +273,11 @@ pub fn run_gated(
                 "proxy-server-out",
                 Box::new(move || pump::<std::io::Sink>(stdout, None, Stream::ServerToClient, t)),
             );
-            let to_server = Outlet::start(Sink::<std::io::Sink>::Stdin(server_stdin), Stream::ClientToServer, tx.clone());
+            let to_server = Outlet::start(
+                Sink::<std::io::Sink>::Stdin(server_stdin),
+                Stream::ClientToServer,
+                tx.clone(),
+            );
             let to_client = Outlet::start(Sink::Writer(client_out), Stream::ServerToClient, tx.clone());
             let (wake_tx, wake_rx) = bounded(1);
             gate.set_waker(Waker::new(wake_tx));
@@ -564,7 +568,10 @@ impl Recording {
                 };
                 if !outlet.send(bytes.clone()) {
                     let side = if *toward == Direction::Out { "server" } else { "client" };
-                    self.note(format!("not sent to the {side}: its side is closed ({} bytes)", bytes.len()));
+                    self.note(format!(
+                        "not sent to the {side}: its side is closed ({} bytes)",
+                        bytes.len()
+                    ));
                 }
             }
             GateAction::Record(touch) => {
@@ -603,10 +610,16 @@ impl Recording {
         let stop = lifecycle::stop_signal();
         let mut stopping = false;
         let never = crossbeam_channel::never();
-        let wakes = self.gated.as_ref().map_or_else(crossbeam_channel::never, |g| g.wakes.clone());
+        let wakes = self
+            .gated
+            .as_ref()
+            .map_or_else(crossbeam_channel::never, |g| g.wakes.clone());
         loop {
             let gate_wake = self.gated.as_ref().and_then(|g| g.gate.next_wake());
-            let deadline = [shutdown.next_wakeup(), drain_until, gate_wake].into_iter().flatten().min();
+            let deadline = [shutdown.next_wakeup(), drain_until, gate_wake]
+                .into_iter()
+                .flatten()
+                .min();
             let wait = deadline.map_or(Duration::from_secs(3600), |d| {
                 d.saturating_duration_since(Instant::now())
             });

@@ -443,7 +443,9 @@ pub fn meta_json(e: &Event) -> Value {
 
 fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
-    let kind = s("kind").and_then(TouchKind::parse).ok_or("touch without a known kind")?;
+    let kind = s("kind")
+        .and_then(TouchKind::parse)
+        .ok_or("touch without a known kind")?;
     let direction = match s("toward") {
         Some("out") => Direction::Out,
         Some("in") => Direction::In,

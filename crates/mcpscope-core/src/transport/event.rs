@@ -196,7 +196,10 @@ impl Touch {
         if let Some(seq) = self.of_seq {
             s.push_str(&format!(" #{seq}"));
         }
-        s.push_str(&format!(" ({})", if self.direction == Direction::Out { "c2s" } else { "s2c" }));
+        s.push_str(&format!(
+            " ({})",
+            if self.direction == Direction::Out { "c2s" } else { "s2c" }
+        ));
         if !self.text.is_empty() {
             s.push_str(": ");
             s.push_str(&self.text);

@@ -1,0 +1,737 @@
+//! Intercept and fault injection on the stdio proxy, with real clients (the
+//! TypeScript and Python SDK clients, the Inspector's CLI) in front of
+//! server-everything: what each client saw, and what the capture recorded.
+
+use crate::support::*;
+use mcpscope_core::record::capture;
+use mcpscope_core::transport::event::{Event, Touch, TouchKind};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn everything_entry() -> String {
+    need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+        .display()
+        .to_string()
+}
+
+/// A private home for one test: sessions, control sockets.
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Home(tempfile::tempdir().unwrap())
+    }
+
+    fn apply(&self, c: &mut Command) {
+        c.env("HOME", self.0.path())
+            .env("XDG_STATE_HOME", self.0.path().join(".local/state"));
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    fn sockets(&self) -> PathBuf {
+        self.0.path().join(".local/state/mcpscope/intercept")
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    Ts,
+    Py,
+}
+
+impl Client {
+    fn command(self, timeout_ms: u64) -> Vec<String> {
+        match self {
+            Client::Ts => vec![
+                "node".into(),
+                repo().join("tests/clients/ts_fault_client.mjs").display().to_string(),
+                timeout_ms.to_string(),
+            ],
+            Client::Py => vec![
+                need(repo().join("tests/peers/.venv/bin/python")).display().to_string(),
+                repo().join("tests/clients/py_fault_client.py").display().to_string(),
+                timeout_ms.to_string(),
+            ],
+        }
+    }
+}
+
+/// The client run against `mcpscope proxy PROXY_ARGS -- server-everything`:
+/// what it printed, and the capture's events.
+fn run_through(home: &Home, client: Client, proxy_args: &[&str], timeout_ms: u64) -> (Value, Vec<Event>) {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let capture = home.path(&format!("{client:?}-{n}.jsonl"));
+    let mut cmd_line = client.command(timeout_ms);
+    cmd_line.push(bin().display().to_string());
+    cmd_line.extend(["proxy".into(), "--capture".into(), capture.display().to_string()]);
+    cmd_line.extend(proxy_args.iter().map(|s| s.to_string()));
+    cmd_line.extend(["--".into(), "node".into(), everything_entry(), "stdio".into()]);
+    let mut cmd = Command::new(&cmd_line[0]);
+    cmd.args(&cmd_line[1..]);
+    home.apply(&mut cmd);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+        panic!(
+            "{client:?} printed nothing: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let seen: Value = serde_json::from_str(line).unwrap();
+    // The proxy may still be writing its last records when the client ends.
+    let deadline = Instant::now() + T;
+    let events = loop {
+        let loaded = capture::load(&capture).unwrap();
+        if loaded.events.iter().any(|e| matches!(e, Event::Closed { .. })) || Instant::now() > deadline {
+            break loaded.events;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (seen, events)
+}
+
+fn touches(events: &[Event]) -> Vec<&Touch> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Touch(t) => Some(&**t),
+            _ => None,
+        })
+        .collect()
+}
+
+fn kinds(events: &[Event]) -> Vec<TouchKind> {
+    touches(events).iter().map(|t| t.kind).collect()
+}
+
+fn error_code(step: &Value) -> Option<i64> {
+    step["error"]["code"].as_i64()
+}
+
+/// Every fault action that makes sense over stdio, through both SDK clients.
+#[test]
+fn each_fault_action_as_the_sdk_clients_see_it() {
+    let home = Home::new();
+    for client in [Client::Ts, Client::Py] {
+        let what = |rule: &str| format!("{client:?} with {rule}");
+        // error: the call is answered by the proxy; the server never sees it.
+        let rule = r#"method == "tools/call" => error -32042 "injected by the test""#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 3000);
+        assert_eq!(error_code(&seen["call"]), Some(-32042), "{}: {seen}", what(rule));
+        assert!(
+            seen["call"]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("injected by the test")
+        );
+        let t = touches(&events);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].kind, TouchKind::Answered);
+        assert_eq!(t[0].rule.as_deref(), Some(rule));
+        assert!(String::from_utf8_lossy(t[0].sent.as_ref().unwrap()).contains("-32042"));
+
+        // drop: the client's own timeout ends the call.
+        let rule = r#"method == "tools/call" => drop"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 1000);
+        assert!(seen["call"]["error"].is_object(), "{}: {seen}", what(rule));
+        assert!(seen["call"]["ms"].as_u64().unwrap() >= 900, "{seen}");
+        assert_eq!(kinds(&events), [TouchKind::Dropped]);
+        assert!(seen["list"]["ok"].is_array(), "other requests unaffected: {seen}");
+
+        // delay: the list arrives, late.
+        let rule = r#"method == "tools/list" => delay 700ms"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 5000);
+        assert!(seen["list"]["ok"].as_array().is_some_and(|t| !t.is_empty()), "{seen}");
+        assert!(seen["list"]["ms"].as_u64().unwrap() >= 690, "{}: {seen}", what(rule));
+        assert_eq!(kinds(&events), [TouchKind::Fault, TouchKind::Forwarded]);
+
+        // replace: the client believes the server has no tools.
+        let rule = r#"request.method == "tools/list" => replace {"jsonrpc":"2.0","result":{"tools":[]}}"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 3000);
+        assert_eq!(seen["list"]["ok"], serde_json::json!([]), "{}: {seen}", what(rule));
+        let lists = match client {
+            Client::Ts => 1,
+            // The Python SDK lists the tools again before calling one it has
+            // not seen listed (to validate its output): replaced again.
+            Client::Py => 2,
+        };
+        assert_eq!(kinds(&events), vec![TouchKind::Edited; lists]);
+
+        // corrupt: a line that is not JSON in place of the call's answer.
+        let rule = r#"request.method == "tools/call" => corrupt not-json"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 1000);
+        assert!(seen["call"]["error"].is_object(), "{}: {seen}", what(rule));
+        assert_eq!(kinds(&events), [TouchKind::Edited], "{:#?}", touches(&events));
+        if let Client::Ts = client {
+            assert!(
+                seen["transport_errors"].to_string().contains("not valid JSON"),
+                "the SDK reports the line: {seen}"
+            );
+        }
+
+        // duplicate: the answer twice; the call still succeeds.
+        let rule = r#"request.method == "tools/call" => duplicate"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 3000);
+        assert!(seen["call"]["ok"].is_object(), "{}: {seen}", what(rule));
+        assert_eq!(kinds(&events), [TouchKind::Fault]);
+
+        // kill-server and disconnect: the connection closes under the call.
+        for rule in [
+            r#"method == "tools/call" => kill-server"#,
+            r#"method == "tools/call" => disconnect"#,
+        ] {
+            let (seen, events) = run_through(&home, client, &["--fault", rule], 5000);
+            let message = seen["call"]["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_lowercase();
+            assert!(
+                message.contains("closed") || seen["closed_with"].is_string(),
+                "{}: {seen}",
+                what(rule)
+            );
+            assert!(seen["call"]["ms"].as_u64().unwrap_or(0) < 4000, "not a timeout: {seen}");
+            assert_eq!(kinds(&events), [TouchKind::Fault]);
+            if rule.contains("kill-server") {
+                assert!(
+                    events
+                        .iter()
+                        .any(|e| matches!(e, Event::Note { text, .. } if text.contains("killed the server"))),
+                    "the kill is noted"
+                );
+                assert!(
+                    events
+                        .iter()
+                        .any(|e| matches!(e, Event::Exited { status, .. } if status.signal == Some(9)))
+                );
+            }
+        }
+
+        // stall: held for ever; the client gives up. (`first 1`: the Python
+        // SDK lists again before its call, and that one goes through.)
+        let rule = r#"method == "tools/list" => stall first 1"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 800);
+        assert!(seen["list"]["error"].is_object(), "{}: {seen}", what(rule));
+        assert_eq!(
+            kinds(&events),
+            [TouchKind::Fault, TouchKind::Dropped],
+            "stalled, then never sent"
+        );
+    }
+}
+
+/// The issue's case: `notifications/initialized` never reaches the server
+/// and `tools/list` comes a second late. Recorded as they really behave.
+#[test]
+fn a_dropped_initialized_and_a_delayed_tools_list() {
+    let home = Home::new();
+    for client in [Client::Ts, Client::Py] {
+        let args = [
+            "--fault",
+            r#"method == "notifications/initialized" => drop"#,
+            "--fault",
+            r#"method == "tools/list" => delay 1s"#,
+        ];
+        let (seen, events) = run_through(&home, client, &args, 5000);
+        // The client cannot know its notification was lost: its handshake completed.
+        assert!(seen["connect"]["ok"].is_string(), "{client:?}: {seen}");
+        // server-everything answers without having been told the client is ready…
+        let tools = seen["list"]["ok"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{client:?}: {seen}"));
+        assert!(tools.iter().any(|t| t == "echo"), "{seen}");
+        // …but the tools it registers only once the client is initialized are missing.
+        assert!(
+            !tools.iter().any(|t| t == "simulate-research-query"),
+            "{client:?}: without initialized the server did not add its task tool: {seen}"
+        );
+        assert!(seen["list"]["ms"].as_u64().unwrap() >= 990, "{seen}");
+        assert!(seen["call"]["ok"].is_object(), "the echo call still works: {seen}");
+        let t = touches(&events);
+        assert_eq!(
+            t.iter().map(|t| t.kind).collect::<Vec<_>>(),
+            [TouchKind::Dropped, TouchKind::Fault, TouchKind::Forwarded],
+            "{t:?}"
+        );
+        // The capture still holds the notification as the client sent it.
+        let dropped_seq = t[0].of_seq.unwrap();
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Frame(f) if f.seq == dropped_seq
+            && f.class.method.as_deref() == Some("notifications/initialized")))
+        );
+    }
+    // Without the drop, the same client sees the task tool: the difference is the fault's.
+    let (seen, _) = run_through(
+        &home,
+        Client::Ts,
+        &["--fault", r#"method == "tools/list" => delay 1ms"#],
+        5000,
+    );
+    assert!(
+        seen["list"]["ok"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "simulate-research-query"),
+        "{seen}"
+    );
+}
+
+/// The Inspector's CLI through a proxy with a fault rule.
+#[test]
+fn the_inspector_cli_sees_an_injected_error() {
+    let home = Home::new();
+    let inspector =
+        need(repo().join("tests/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"));
+    let capture = home.path("inspector.jsonl");
+    let config = home.path("mcp.json");
+    let args = serde_json::json!([
+        "proxy",
+        "--capture",
+        capture,
+        "--fault",
+        r#"method == "tools/call" => error -32099 "chaos""#,
+        "--",
+        "node",
+        everything_entry(),
+        "stdio"
+    ]);
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"everything": {"command": bin(), "args": args}}}).to_string(),
+    )
+    .unwrap();
+    let mut cmd = Command::new("node");
+    cmd.arg(&inspector).args(["--cli", "--config"]).arg(&config).args([
+        "--server",
+        "everything",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "message=hi",
+    ]);
+    home.apply(&mut cmd);
+    let out = cmd.output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{all}");
+    // The Inspector prints the message on stderr, without the numeric code
+    // (`"code":"error"`).
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("\"message\":\"chaos\""),
+        "{all}"
+    );
+    let deadline = Instant::now() + T;
+    while !capture::load(&capture)
+        .unwrap()
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Closed { .. }))
+    {
+        assert!(Instant::now() < deadline, "the proxy did not finish its capture");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let events = capture::load(&capture).unwrap().events;
+    assert_eq!(kinds(&events), [TouchKind::Answered]);
+}
+
+/// A hand-driven client: the test writes the client's lines and reads what
+/// comes back through `mcpscope proxy` in front of a Python SDK server.
+struct Proxied {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: crossbeam_channel::Receiver<String>,
+    socket: PathBuf,
+    capture: PathBuf,
+}
+
+impl Proxied {
+    fn start(home: &Home, extra: &[&str]) -> Proxied {
+        let capture = home.path("held.jsonl");
+        let mut child = {
+            let mut c = Command::new(bin());
+            c.args(["proxy", "--capture"]).arg(&capture).args(extra).arg("--");
+            let server = py_server();
+            c.arg(&server.program).args(&server.args);
+            home.apply(&mut c);
+            c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            c.spawn().unwrap()
+        };
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("control socket") {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the proxy ended before its socket was open"
+            );
+        }
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        let socket = std::fs::read_dir(home.sockets())
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        let mut p = Proxied {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            socket,
+            capture,
+        };
+        p.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hand","version":"1"}}}"#);
+        assert!(p.next().contains("\"serverInfo\""));
+        p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        p
+    }
+
+    fn send(&mut self, line: &str) {
+        let s = self.stdin.as_mut().unwrap();
+        s.write_all(line.as_bytes()).unwrap();
+        s.write_all(b"\n").unwrap();
+        s.flush().unwrap();
+    }
+
+    fn next(&self) -> String {
+        self.lines.recv_timeout(T).expect("a line from the proxy")
+    }
+
+    fn nothing_within(&self, d: Duration) -> bool {
+        self.lines.recv_timeout(d).is_err()
+    }
+
+    /// `mcpscope intercept ARGS` against this proxy: (exit code, stdout).
+    fn intercept(&self, home: &Home, args: &[&str]) -> (i32, String, String) {
+        let mut c = Command::new(bin());
+        c.arg("intercept").arg("--socket").arg(&self.socket).args(args);
+        home.apply(&mut c);
+        let out = c.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Ends the client and waits for the capture to be complete.
+    fn finish(mut self) -> Vec<Event> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + T;
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the proxy did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        capture::load(&self.capture).unwrap().events
+    }
+}
+
+fn call(id: u64, text: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{text}"}}}}}}"#
+    )
+}
+
+#[test]
+fn held_frames_are_forwarded_edited_dropped_and_answered_from_the_cli() {
+    let home = Home::new();
+    let mut p = Proxied::start(
+        &home,
+        &["--break", r#"c2s: method == "tools/call""#, "--break-timeout", "none"],
+    );
+    // Held: nothing comes back, while a request the breakpoint does not match flows.
+    p.send(&call(1, "first"));
+    p.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert!(p.next().contains("\"id\":2"), "tools/list is not held up");
+    let (code, listed, _) = p.intercept(&home, &["list"]);
+    assert_eq!(code, 0);
+    assert!(
+        listed.contains("held frames: 1") && listed.contains("#1 c2s"),
+        "{listed}"
+    );
+    // Forward as is.
+    assert_eq!(p.intercept(&home, &["forward", "1"]).0, 0);
+    assert!(p.next().contains("first"));
+    // Forward edited.
+    p.send(&call(3, "original"));
+    let edited = call(3, "edited by hand");
+    let (code, _, err) = p.intercept(&home, &["forward", "2", "--edited", &edited]);
+    assert_eq!(code, 0, "{err}");
+    assert!(p.next().contains("edited by hand"));
+    // Answer instead: the server never sees it.
+    p.send(&call(4, "never"));
+    let (code, _, err) = p.intercept(
+        &home,
+        &[
+            "answer",
+            "3",
+            "--json",
+            r#"{"content":[{"type":"text","text":"answered by the test"}]}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let answer: Value = serde_json::from_str(&p.next()).unwrap();
+    assert_eq!(answer["id"], 4);
+    assert_eq!(answer["result"]["content"][0]["text"], "answered by the test");
+    // Drop: no answer ever.
+    p.send(&call(5, "dropped"));
+    assert_eq!(p.intercept(&home, &["drop", "4"]).0, 0);
+    assert!(p.nothing_within(Duration::from_millis(500)));
+    // A wrong id is refused with the reason.
+    let (code, _, err) = p.intercept(&home, &["forward", "99"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no held frame #99"), "{err}");
+    // Inject both ways: a ping to the server (its answer reaches the client),
+    // and a raw malformed line to the client.
+    assert_eq!(
+        p.intercept(
+            &home,
+            &[
+                "inject",
+                "--to-server",
+                r#"{"jsonrpc":"2.0","id":"injected","method":"ping"}"#
+            ]
+        )
+        .0,
+        0
+    );
+    assert!(p.next().contains("\"injected\""));
+    assert_eq!(p.intercept(&home, &["inject", "--to-client", "{not json"]).0, 0);
+    assert_eq!(p.next(), "{not json");
+
+    let events = p.finish();
+    assert_eq!(
+        kinds(&events),
+        [
+            TouchKind::Held,
+            TouchKind::Forwarded,
+            TouchKind::Held,
+            TouchKind::Edited,
+            TouchKind::Held,
+            TouchKind::Answered,
+            TouchKind::Held,
+            TouchKind::Dropped,
+            TouchKind::Injected,
+            TouchKind::Injected,
+        ]
+    );
+    let edited_touch = touches(&events)[3];
+    assert_eq!(
+        String::from_utf8_lossy(edited_touch.sent.as_ref().unwrap()),
+        format!("{edited}\n")
+    );
+    // The original is in the capture as the client sent it.
+    let seq = edited_touch.of_seq.unwrap();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, Event::Frame(f) if f.seq == seq && String::from_utf8_lossy(&f.raw).contains("original"))
+        )
+    );
+}
+
+#[test]
+fn a_forgotten_breakpoint_lets_the_frame_go_after_its_timeout() {
+    let home = Home::new();
+    let mut p = Proxied::start(
+        &home,
+        &["--break", r#"method == "tools/call""#, "--break-timeout", "600ms"],
+    );
+    let t0 = Instant::now();
+    p.send(&call(1, "late"));
+    assert!(p.next().contains("late"));
+    assert!(t0.elapsed() >= Duration::from_millis(550), "{:?}", t0.elapsed());
+    let events = p.finish();
+    let t = touches(&events);
+    assert_eq!(
+        t.iter().map(|t| t.kind).collect::<Vec<_>>(),
+        [TouchKind::Held, TouchKind::Forwarded]
+    );
+    assert!(t[1].text.contains("on its own"), "{}", t[1].text);
+}
+
+#[test]
+fn hold_everything_then_forward_all_and_rules_set_live() {
+    let home = Home::new();
+    let mut p = Proxied::start(&home, &["--intercept"]);
+    assert_eq!(p.intercept(&home, &["hold-everything", "on"]).0, 0);
+    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    p.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    assert!(p.nothing_within(Duration::from_millis(300)));
+    let (_, listed, _) = p.intercept(&home, &["list"]);
+    assert!(listed.contains("held frames: 2"), "{listed}");
+    assert_eq!(p.intercept(&home, &["hold-everything", "off"]).0, 0);
+    assert_eq!(p.intercept(&home, &["forward-all"]).0, 0);
+    let mut got = [p.next(), p.next()];
+    got.sort();
+    assert!(got[0].contains("\"id\":1") && got[1].contains("\"id\":2"), "{got:?}");
+    // A fault rule set while the proxy runs acts on the next frame.
+    let (code, said, err) = p.intercept(&home, &["fault", r#"method == "ping" => error -1 "live rule""#]);
+    assert_eq!(code, 0, "{err}");
+    assert!(said.contains("fault rule 1 set"), "{said}");
+    p.send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert!(p.next().contains("live rule"));
+    let (code, _, err) = p.intercept(&home, &["fault", "true => http-status 503"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("only the HTTP proxy"), "{err}");
+    let (_, listed, _) = p.intercept(&home, &["list"]);
+    assert!(
+        listed.contains("fault 1: method == \"ping\" => error -1 \"live rule\" (matched 1, applied 1)"),
+        "{listed}"
+    );
+    p.finish();
+}
+
+#[test]
+fn a_bad_rule_is_a_usage_error_before_the_server_starts() {
+    let home = Home::new();
+    for (args, says) in [
+        (vec!["--fault", "method == => drop"], "--fault"),
+        (vec!["--fault", "true => explode"], "unknown action"),
+        (vec!["--break", "methd == \"x\""], "--break"),
+        (vec!["--break", "true", "--break-timeout", "soon"], "not a duration"),
+    ] {
+        let mut c = Command::new(bin());
+        c.arg("proxy").args(&args).args(["--", "false"]);
+        home.apply(&mut c);
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let rules = home.path("rules.toml");
+    std::fs::write(&rules, "[[fault]]\nrule = 'true => nope'\n").unwrap();
+    let mut c = Command::new(bin());
+    c.arg("proxy").arg("--faults").arg(&rules).args(["--", "false"]);
+    home.apply(&mut c);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fault 1"));
+}
+
+#[test]
+fn the_seed_repeats_a_probabilistic_run() {
+    let home = Home::new();
+    let rules = home.path("rules.json");
+    std::fs::write(&rules, r#"{"faults": ["method == \"ping\" => drop p=0.5"]}"#).unwrap();
+    let run = |seed: &str| -> Vec<u64> {
+        let mut c = Command::new(bin());
+        c.args(["proxy", "--seed", seed, "--faults"]).arg(&rules).arg("--");
+        let s = py_server();
+        c.arg(&s.program).args(&s.args);
+        home.apply(&mut c);
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"s","version":"1"}}}}}}"#).unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        for id in 1..=20 {
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        }
+        // The last ping is not a ping: its answer says every earlier one was handled.
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":99,"method":"tools/list"}}"#).unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut answered = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            match v["id"].as_u64() {
+                Some(99) => break,
+                Some(id) if id > 0 => answered.push(id),
+                _ => {}
+            }
+        }
+        drop(stdin);
+        let _ = child.wait();
+        answered
+    };
+    let a = run("7");
+    assert_eq!(run("7"), a, "the same seed drops the same pings");
+    assert!(!a.is_empty() && a.len() < 20, "about half dropped: {a:?}");
+    assert_ne!(run("8"), a, "another seed, other dice");
+}
+
+/// The proxy's held-out check of byte-exactness, with breakpoints and rules
+/// defined that match nothing: the server gets exactly what the client wrote,
+/// and the client exactly what the server wrote.
+#[test]
+fn rules_that_match_nothing_leave_every_byte_as_it_was() {
+    let home = Home::new();
+    let tee = |log: &Path| -> Vec<String> {
+        vec![
+            "python3".into(),
+            repo().join("tests/servers/tee_stdio.py").display().to_string(),
+            log.display().to_string(),
+            "--".into(),
+            "node".into(),
+            everything_entry(),
+            "stdio".into(),
+        ]
+    };
+    let client = |server: Vec<String>| -> Vec<u8> {
+        let mut c = Command::new("node");
+        c.arg(repo().join("tests/clients/ts_client.mjs"))
+            .arg("stdio")
+            .args(&server);
+        home.apply(&mut c);
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let direct_log = home.path("direct");
+    let direct_out = client(tee(&direct_log));
+    let proxied_log = home.path("proxied");
+    let mut server: Vec<String> = vec![bin().display().to_string(), "proxy".into()];
+    for i in 0..10 {
+        server.push("--break".into());
+        server.push(format!(r#"method == "never/{i}" or params.name == "nothing-{i}""#));
+    }
+    server.extend([
+        "--fault".into(),
+        r#"method == "never/fault" => drop"#.into(),
+        "--".into(),
+    ]);
+    server.extend(tee(&proxied_log));
+    let proxied_out = client(server);
+    assert_eq!(
+        String::from_utf8_lossy(&proxied_out),
+        String::from_utf8_lossy(&direct_out)
+    );
+    let read = |dir: &Path, f: &str| std::fs::read(dir.join(f)).unwrap();
+    assert_eq!(
+        read(&proxied_log, "in"),
+        read(&direct_log, "in"),
+        "bytes the server received"
+    );
+    let strip = |b: Vec<u8>| -> Vec<String> {
+        String::from_utf8_lossy(&b)
+            .lines()
+            .filter(|l| !l.contains("\"method\":\"notifications/"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        strip(read(&proxied_log, "out")),
+        strip(read(&direct_log, "out")),
+        "bytes the server sent"
+    );
+}
