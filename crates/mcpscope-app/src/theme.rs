@@ -23,6 +23,7 @@ impl RowKindStyle for RowKind {
             RowKind::Stderr => "☰",
             RowKind::Meta => "•",
             RowKind::Auth => "🔑",
+            RowKind::Touch => "✋",
         }
     }
 
@@ -38,6 +39,7 @@ impl RowKindStyle for RowKind {
             RowKind::Stderr => Color32::from_rgb(0xa0, 0x90, 0x70),
             RowKind::Meta => Color32::from_rgb(0x80, 0x80, 0x80),
             RowKind::Auth => Color32::from_rgb(0xe0, 0xc0, 0x40),
+            RowKind::Touch => Color32::from_rgb(0xff, 0x8c, 0x5a),
         }
     }
 }

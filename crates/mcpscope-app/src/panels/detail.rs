@@ -133,6 +133,7 @@ impl DetailPanel {
                 }
                 Lane::Meta => "mcpscope",
                 Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
+                Lane::Touch => "the intercepting proxy: what it did to a frame, and the bytes it sent (`sent`)",
             };
             ui.label(dir);
             ui.label(format!("at {:.3} s", row.at().as_secs_f64()));
@@ -243,7 +244,7 @@ impl DetailPanel {
             Parsed::Ready(v) => {
                 let v = Arc::clone(v);
                 // Paths from a frame's (or an authorization record's) root are filter fields.
-                self.tree.offer_filter = matches!(row.lane(), Lane::Out | Lane::In | Lane::Auth);
+                self.tree.offer_filter = matches!(row.lane(), Lane::Out | Lane::In | Lane::Auth | Lane::Touch);
                 json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
             }
             Parsed::Pending(_) => {
@@ -259,7 +260,7 @@ impl DetailPanel {
                 ui.label(RichText::new(row.text()).monospace());
             }
         });
-        if self.show_raw && !matches!(row.lane(), Lane::Meta | Lane::Auth) {
+        if self.show_raw && !row.lane().is_note() {
             ui.separator();
             at_top(
                 egui::ScrollArea::both()

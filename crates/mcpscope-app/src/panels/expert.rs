@@ -50,6 +50,8 @@ pub fn events_from_rows(model: &SessionModel, from: usize) -> Vec<Event> {
             })),
             // The authorization rules read the steps.
             Lane::Auth => row.to_auth().map(|a| Event::Auth(Box::new(a))),
+            // The proxy rules read what the proxy did.
+            Lane::Touch => row.to_touch().map(|t| Event::Touch(Box::new(t))),
             Lane::Meta => None,
         })
         .collect()

@@ -6,6 +6,8 @@ use crate::theme::{self, RowKind, RowKindStyle as _};
 use egui::{Align2, FontId, Key, Pos2, Rect, Sense, Stroke, Ui, Vec2};
 use mcpscope_core::timeline::model::{SessionModel, Severity};
 use mcpscope_core::timeline::store::{FrameStore, Lane, RowRef};
+use mcpscope_core::transport::event::TouchKind;
+use mcpscope_core::wire::frame::Direction;
 use std::collections::HashMap;
 
 pub const ROW_HEIGHT: f32 = 22.0;
@@ -505,7 +507,18 @@ impl TimelinePanel {
                 };
                 let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
                 let stroke = Stroke::new(width, color);
-                p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
+                match row.fate() {
+                    // What the receiver got is drawn by the proxy's own row:
+                    // this frame went only as far as the proxy.
+                    Some(fate) if stops_at_proxy(fate) => {
+                        let mid = geo.proxy_x();
+                        p.arrow(Pos2::new(from, y), Vec2::new(mid - from, 0.0), stroke);
+                        paint_fate(&p, Pos2::new(mid, y), fate);
+                    }
+                    _ => {
+                        p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
+                    }
+                }
                 // Between the lifelines, clear of both arrowheads: a long
                 // label is cut with an ellipsis instead of running past them.
                 let room = (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0);
@@ -564,6 +577,36 @@ impl TimelinePanel {
                     color,
                 );
             }
+            Lane::Touch => {
+                let mid = geo.proxy_x();
+                let toward_x = |d: Direction| {
+                    if d == Direction::Out {
+                        geo.server_x
+                    } else {
+                        geo.client_x
+                    }
+                };
+                if let Some(t) = row.touch() {
+                    match t.sent_toward {
+                        // Injected, edited, answered or forwarded bytes leave from the proxy.
+                        Some(d) => {
+                            let to = toward_x(d);
+                            p.arrow(Pos2::new(mid, y), Vec2::new(to - mid, 0.0), Stroke::new(1.5, color));
+                        }
+                        None if t.kind == TouchKind::Forwarded => {
+                            let to = toward_x(t.direction);
+                            p.arrow(Pos2::new(mid, y), Vec2::new(to - mid, 0.0), Stroke::new(1.5, color));
+                        }
+                        None => paint_fate(&p, Pos2::new(mid, y), t.kind),
+                    }
+                }
+                let mut job = egui::text::LayoutJob::simple_singleline(glyph_label.clone(), mono.clone(), label_color);
+                job.wrap = egui::text::TextWrapping::truncate_at_width(
+                    (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0),
+                );
+                let galley = p.layout_job(job);
+                p.galley(Pos2::new(geo.client_x + 8.0, rect.top() + 1.0), galley, label_color);
+            }
             Lane::Meta => {
                 // Left-aligned from the client lifeline: a long note must not run over the time column.
                 p.text(
@@ -576,6 +619,31 @@ impl TimelinePanel {
             }
         }
         (response.clicked(), condition)
+    }
+}
+
+/// Whether a frame with this fate never went past the proxy as it was
+/// (held, dropped, answered instead, changed, or kept back by a fault).
+fn stops_at_proxy(fate: TouchKind) -> bool {
+    !matches!(fate, TouchKind::Injected)
+}
+
+/// The mark on the proxy for what became of a frame there.
+fn paint_fate(p: &egui::Painter, at: Pos2, fate: TouchKind) {
+    let color = RowKind::Touch.color();
+    match fate {
+        TouchKind::Dropped => {
+            let d = 4.5;
+            let stroke = Stroke::new(2.0, theme::ERROR);
+            p.line_segment([at + Vec2::new(-d, -d), at + Vec2::new(d, d)], stroke);
+            p.line_segment([at + Vec2::new(-d, d), at + Vec2::new(d, -d)], stroke);
+        }
+        TouchKind::Held | TouchKind::Fault => {
+            p.circle_stroke(at, 4.5, Stroke::new(2.0, color));
+        }
+        _ => {
+            p.circle_filled(at, 3.5, color);
+        }
     }
 }
 
@@ -707,6 +775,11 @@ impl Geometry {
         }
     }
 
+    /// The proxy's place, halfway between the client and the server.
+    fn proxy_x(&self) -> f32 {
+        (self.client_x + self.server_x) / 2.0
+    }
+
     /// Room kept right of the stderr lane for its text and notes.
     const STDERR_TEXT: f32 = 190.0;
     /// Room between the lifelines for a label of ~40 monospace characters.
@@ -748,6 +821,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     match row.lane() {
         Lane::Stderr | Lane::Meta => mcpscope_core::text::ellipsize(&row.text(), 160),
         Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
+        Lane::Touch => row.method().unwrap_or_default().to_owned(),
         _ => match row.kind() {
             Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
             Kind::Result => {

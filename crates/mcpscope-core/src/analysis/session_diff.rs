@@ -145,6 +145,9 @@ pub struct Collector {
     out: Vec<RawExchange>,
     /// Request seq -> its exchange, until the first response.
     waiting: HashMap<u64, usize>,
+    /// Response seq -> its exchange, for a proxy that later changed or
+    /// dropped that response.
+    answered_by: HashMap<u64, usize>,
     seen: HashMap<String, usize>,
 }
 
@@ -157,6 +160,10 @@ impl Collector {
     }
 
     pub fn push(&mut self, e: &Event) {
+        if let Event::Touch(t) = e {
+            self.touched(t);
+            return;
+        }
         let Event::Frame(f) = e else { return };
         if f.direction == Direction::In
             && f.kind().is_response()
@@ -164,6 +171,7 @@ impl Collector {
         {
             if let Some(i) = self.waiting.remove(&link.request_seq) {
                 self.out[i].outcome = response_outcome(f);
+                self.answered_by.insert(f.seq, i);
             }
             return;
         }
@@ -209,6 +217,38 @@ impl Collector {
             params,
             outcome: RawOutcome::NoResponse,
         });
+    }
+
+    /// An intercepting proxy's touch: the exchange becomes what the client
+    /// saw (the proxy's own answer, the changed response, none at all).
+    fn touched(&mut self, t: &crate::transport::event::Touch) {
+        use crate::transport::event::TouchKind;
+        let Some(seq) = t.of_seq else { return };
+        let sent_outcome = || {
+            let sent = t.sent.as_deref()?;
+            let line = crate::wire::framing::LineSplitter::lines_of(sent).into_iter().next()?;
+            let frame = Frame::from_line(0, t.at, Direction::In, line, &crate::wire::classify::Limits::default());
+            frame.kind().is_response().then(|| response_outcome(&frame))
+        };
+        match t.kind {
+            TouchKind::Answered => {
+                if let (Some(i), Some(outcome)) = (self.waiting.remove(&seq), sent_outcome()) {
+                    self.out[i].outcome = outcome;
+                }
+            }
+            TouchKind::Edited if t.direction == Direction::In => {
+                if let Some(&i) = self.answered_by.get(&seq) {
+                    // Changed into something that is no response: none came.
+                    self.out[i].outcome = sent_outcome().unwrap_or(RawOutcome::NoResponse);
+                }
+            }
+            TouchKind::Dropped if t.direction == Direction::In => {
+                if let Some(&i) = self.answered_by.get(&seq) {
+                    self.out[i].outcome = RawOutcome::NoResponse;
+                }
+            }
+            _ => {}
+        }
     }
 
     pub fn finish(self) -> Vec<RawExchange> {
@@ -566,6 +606,56 @@ mod tests {
 
     fn session(lines: &[(Direction, &str)]) -> Vec<Event> {
         crate::timeline::replay::Replay::of(lines).into_events()
+    }
+
+    /// A session through an intercepting proxy compares as the client saw
+    /// it: the proxy's own answer, the changed response, or none at all.
+    #[test]
+    fn a_proxys_touches_make_the_exchange_what_the_client_saw() {
+        use crate::transport::event::{Touch, TouchKind};
+        let plain = session(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            (Direction::In, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+        ]);
+        let touched = |kind: TouchKind, d: Direction, of_seq: u64, sent: Option<&str>| {
+            let mut events = session(&[
+                (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+                (Direction::In, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+            ]);
+            let mut t = Touch::new(kind, d, Some(of_seq), "test");
+            if let Some(s) = sent {
+                t = t.with_sent(format!("{s}\n").into_bytes());
+            }
+            if kind == TouchKind::Answered {
+                // The request never reached the server: no response frame.
+                events.truncate(1);
+            }
+            events.push(Event::Touch(Box::new(t)));
+            events
+        };
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"proxy"}}"#;
+        for events in [
+            touched(TouchKind::Answered, Direction::Out, 0, Some(error)),
+            touched(TouchKind::Edited, Direction::In, 1, Some(error)),
+        ] {
+            let d = diff(&plain, &events);
+            assert!(matches!(&d[0].verdict, Verdict::Differs(_)), "{d:?}");
+        }
+        let d = diff(&plain, &touched(TouchKind::Dropped, Direction::In, 1, None));
+        assert!(
+            !matches!(&d[0].verdict, Verdict::Same),
+            "a dropped answer is none: {d:?}"
+        );
+        let d = diff(
+            &plain,
+            &touched(
+                TouchKind::Edited,
+                Direction::In,
+                1,
+                Some(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+            ),
+        );
+        assert_eq!(d[0].verdict, Verdict::Same, "changed into the same thing");
     }
 
     #[test]

@@ -28,7 +28,7 @@ impl Ty {
     }
 }
 
-pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http"];
+pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http", "proxy"];
 pub const KINDS: &[&str] = &[
     "request",
     "notification",
@@ -41,6 +41,7 @@ pub const KINDS: &[&str] = &[
     "auth",
     "note",
     "http",
+    "touch",
 ];
 pub const TRANSPORTS: &[&str] = &["stdio", "http", "sse"];
 pub const ERAS: &[&str] = &["legacy", "modern"];

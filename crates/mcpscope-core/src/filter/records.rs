@@ -273,6 +273,7 @@ impl Subject for EventSubject<'_> {
             Event::Stderr(_) => "stderr",
             Event::Auth(_) => "auth",
             Event::Http(_) => "http",
+            Event::Touch(_) => "proxy",
             _ => "note",
         }
     }
@@ -291,6 +292,7 @@ impl Subject for EventSubject<'_> {
             Event::Stderr(_) => "stderr",
             Event::Auth(_) => "auth",
             Event::Http(_) => "http",
+            Event::Touch(_) => "touch",
             _ => "note",
         }
     }
@@ -351,7 +353,7 @@ impl Subject for EventSubject<'_> {
     fn message(&self) -> Option<&str> {
         match self.event {
             Event::Frame(f) => std::str::from_utf8(&f.raw).ok(),
-            Event::Auth(_) | Event::Http(_) => std::str::from_utf8(self.line).ok(),
+            Event::Auth(_) | Event::Http(_) | Event::Touch(_) => std::str::from_utf8(self.line).ok(),
             _ => None,
         }
     }

@@ -35,6 +35,7 @@ pub fn kind_names(k: RowKind) -> &'static [&'static str] {
         RowKind::Stderr => &["stderr"],
         RowKind::Meta => &["note", "http"],
         RowKind::Auth => &["auth"],
+        RowKind::Touch => &["touch"],
     }
 }
 

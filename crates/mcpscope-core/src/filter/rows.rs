@@ -67,6 +67,7 @@ pub fn kind_name(row: &RowRef<'_>) -> &'static str {
         RowKind::NotJson => "not_json",
         RowKind::Stderr => "stderr",
         RowKind::Auth => "auth",
+        RowKind::Touch => "touch",
         RowKind::Meta if row.http_record().is_some() => "http",
         RowKind::Meta => "note",
     }
@@ -79,6 +80,7 @@ impl<'a> Subject for RowSubject<'a> {
             Lane::In => "s2c",
             Lane::Stderr => "stderr",
             Lane::Auth => "auth",
+            Lane::Touch => "proxy",
             Lane::Meta if self.row.http_record().is_some() => "http",
             Lane::Meta => "note",
         }
@@ -131,7 +133,7 @@ impl<'a> Subject for RowSubject<'a> {
 
     fn message(&self) -> Option<&str> {
         match self.row.lane() {
-            Lane::Out | Lane::In | Lane::Auth => std::str::from_utf8(self.row.raw()).ok(),
+            Lane::Out | Lane::In | Lane::Auth | Lane::Touch => std::str::from_utf8(self.row.raw()).ok(),
             Lane::Meta => self.row.http_record(),
             Lane::Stderr => None,
         }

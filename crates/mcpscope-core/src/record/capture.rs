@@ -441,7 +441,7 @@ pub fn meta_json(e: &Event) -> Value {
     }
 }
 
-fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {
+pub fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let kind = s("kind")
         .and_then(TouchKind::parse)

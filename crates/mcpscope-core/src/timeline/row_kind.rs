@@ -19,10 +19,12 @@ pub enum RowKind {
     Meta,
     /// A step of an authorization (OAuth).
     Auth,
+    /// What an intercepting proxy did to a frame, or sent of its own.
+    Touch,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 10] = [
+    pub const ALL: [RowKind; 11] = [
         RowKind::Request,
         RowKind::Notification,
         RowKind::Result,
@@ -33,6 +35,7 @@ impl RowKind {
         RowKind::Stderr,
         RowKind::Meta,
         RowKind::Auth,
+        RowKind::Touch,
     ];
 
     pub fn of(row: &RowRef<'_>) -> RowKind {
@@ -40,6 +43,7 @@ impl RowKind {
             Lane::Stderr => return RowKind::Stderr,
             Lane::Meta => return RowKind::Meta,
             Lane::Auth => return RowKind::Auth,
+            Lane::Touch => return RowKind::Touch,
             _ => {}
         }
         match row.kind() {
@@ -65,6 +69,7 @@ impl RowKind {
             RowKind::Stderr => "stderr",
             RowKind::Meta => "session",
             RowKind::Auth => "authorization",
+            RowKind::Touch => "proxy (intercept)",
         }
     }
 }

@@ -6,7 +6,7 @@
 //! which is also their order on the wire.
 
 use crate::protocol::auth::Step;
-use crate::transport::event::{AuthExchange, Event, StderrLine};
+use crate::transport::event::{AuthExchange, Event, StderrLine, Touch, TouchKind};
 use crate::wire::classify::{Anomalies, Classification, Kind};
 use crate::wire::frame::{Direction, Frame, Link};
 use crate::wire::framing::LineEnding;
@@ -28,6 +28,9 @@ pub enum Lane {
     /// the identity provider or the server's metadata: the row holds the
     /// step's capture record (JSON, secrets masked).
     Auth,
+    /// What an intercepting proxy did (held, edited, dropped, injected,
+    /// answered, a fault): the row holds the touch's capture record.
+    Touch,
 }
 
 impl Lane {
@@ -35,9 +38,26 @@ impl Lane {
         match self {
             Lane::Out => Some(Direction::Out),
             Lane::In => Some(Direction::In),
-            Lane::Stderr | Lane::Meta | Lane::Auth => None,
+            Lane::Stderr | Lane::Meta | Lane::Auth | Lane::Touch => None,
         }
     }
+
+    /// A row that is no frame or stderr line of a peer's (it has no seq).
+    pub fn is_note(self) -> bool {
+        matches!(self, Lane::Meta | Lane::Auth | Lane::Touch)
+    }
+}
+
+/// A proxy's touch, as the timeline draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TouchInfo {
+    pub kind: TouchKind,
+    /// The way the frame was going.
+    pub direction: Direction,
+    /// The way the bytes it sent went, if it sent any.
+    pub sent_toward: Option<Direction>,
+    /// The row of the frame it is about.
+    pub of_row: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +135,11 @@ pub struct FrameStore {
     /// The capture record of each HTTP exchange row (its row shows the
     /// summary): few rows, each needed whole by the detail and filters.
     http_records: HashMap<u32, Box<str>>,
+    /// Each touch row's meaning (few rows: only intercepting proxies make them).
+    touches: HashMap<u32, TouchInfo>,
+    /// What became of a frame a proxy touched, by the frame's row: the
+    /// latest touch (a held frame later forwarded reads `Forwarded`).
+    fates: HashMap<u32, TouchKind>,
 }
 
 /// A borrowed view of one stored line.
@@ -299,6 +324,32 @@ impl FrameStore {
         }
     }
 
+    /// A proxy's touch: its record as the row's bytes, its label as the
+    /// row's method; the frame it is about learns its fate.
+    pub fn push_touch(&mut self, t: &Touch) {
+        let record = crate::record::capture::meta_json(&Event::Touch(Box::new(t.clone())));
+        let raw = serde_json::to_vec(&record).unwrap_or_default();
+        self.push_row(u64::MAX, Lane::Touch, t.at, &raw, LineEnding::Lf, None);
+        let row = (self.rows.len() - 1) as u32;
+        let label = self.strings.intern(&t.label());
+        if let Some(r) = self.rows.last_mut() {
+            r.method = label;
+        }
+        let of_row = t.of_seq.and_then(|seq| self.row_of_seq(seq));
+        if let Some(frame_row) = of_row {
+            self.fates.insert(frame_row as u32, t.kind);
+        }
+        self.touches.insert(
+            row,
+            TouchInfo {
+                kind: t.kind,
+                direction: t.direction,
+                sent_toward: t.sent.is_some().then(|| t.sent_toward()),
+                of_row,
+            },
+        );
+    }
+
     /// Stores an event as a row: frames, stderr lines, authorization steps,
     /// and a line of text for the session's own events (the `Closed` marker
     /// is not stored).
@@ -307,6 +358,7 @@ impl FrameStore {
             Event::Frame(f) => self.push_frame(f),
             Event::Stderr(s) => self.push_stderr(s),
             Event::Auth(a) => self.push_auth(a),
+            Event::Touch(t) => self.push_touch(t),
             Event::Closed { .. } => return false,
             Event::Http(h) => {
                 self.push_meta(h.at, &e.summary());
@@ -333,7 +385,7 @@ impl FrameStore {
             .get(run + 1)
             .map_or(self.rows.len() as u64, |&(_, r)| r as u64);
         let row = usize::try_from(row).ok()?;
-        (row < end as usize && !matches!(self.rows[row].lane, Lane::Meta | Lane::Auth)).then_some(row)
+        (row < end as usize && !self.rows[row].lane.is_note()).then_some(row)
     }
 
     pub fn get(&self, index: usize) -> Option<RowRef<'_>> {
@@ -443,6 +495,15 @@ impl<'a> RowRef<'a> {
         crate::record::capture::auth_from_json(&v, self.at()).ok()
     }
 
+    /// For a proxy's touch row: the touch, read back from its record.
+    pub fn to_touch(&self) -> Option<Touch> {
+        if self.row.lane != Lane::Touch {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(self.raw()).ok()?;
+        crate::record::capture::touch_from_json(&v, self.at()).ok()
+    }
+
     /// For a request: the row of its first response.
     pub fn answer(&self) -> Option<usize> {
         (self.row.answer_row != NONE).then_some(self.row.answer_row as usize)
@@ -457,10 +518,23 @@ impl<'a> RowRef<'a> {
         self.store.http_records.get(&(self.index as u32)).map(|s| &**s)
     }
 
+    /// For a proxy's touch row: what it did.
+    pub fn touch(&self) -> Option<TouchInfo> {
+        self.store.touches.get(&(self.index as u32)).copied()
+    }
+
+    /// For a frame a proxy touched: the latest thing it did to it.
+    pub fn fate(&self) -> Option<TouchKind> {
+        if self.store.fates.is_empty() {
+            return None;
+        }
+        self.store.fates.get(&(self.index as u32)).copied()
+    }
+
     /// The event sequence number of a frame or stderr line (what lint
     /// findings and captures name); meta rows have none.
     pub fn seq(&self) -> Option<u64> {
-        if matches!(self.row.lane, Lane::Meta | Lane::Auth) {
+        if self.row.lane.is_note() {
             return None;
         }
         let runs = &self.store.seq_runs;
@@ -647,6 +721,50 @@ mod tests {
         assert_eq!(v["status"], 202);
         assert_eq!(v["received"][0][1], "abc");
         assert_eq!(store.get(0).unwrap().http_record(), None);
+    }
+
+    #[test]
+    fn a_proxys_touches_are_rows_and_the_frames_learn_their_fate() {
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        let req = rec.frame_at(
+            Direction::Out,
+            line(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Duration::ZERO,
+            None,
+        );
+        store.push_event(&Event::Frame(req.clone()));
+        assert_eq!(store.get(0).unwrap().fate(), None);
+        let held = Touch::new(TouchKind::Held, Direction::Out, Some(req.seq), "held as #1");
+        store.push_event(&Event::Touch(Box::new(held)));
+        assert_eq!(store.get(0).unwrap().fate(), Some(TouchKind::Held));
+        let answer = Touch::new(
+            TouchKind::Answered,
+            Direction::Out,
+            Some(req.seq),
+            "answered by the user",
+        )
+        .with_sent(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec());
+        store.push_event(&Event::Touch(Box::new(answer.clone())));
+        let row = store.get(2).unwrap();
+        assert_eq!(row.lane(), Lane::Touch);
+        assert_eq!(row.seq(), None, "a touch is no frame of a peer's");
+        let info = row.touch().unwrap();
+        assert_eq!(info.kind, TouchKind::Answered);
+        assert_eq!(info.of_row, Some(0));
+        assert_eq!(
+            info.sent_toward,
+            Some(Direction::In),
+            "the answer goes back to the client"
+        );
+        assert!(row.method().unwrap().contains("answered by the user"));
+        assert_eq!(row.to_touch().unwrap().sent, answer.sent, "read back whole");
+        assert_eq!(
+            store.get(0).unwrap().fate(),
+            Some(TouchKind::Answered),
+            "the latest touch"
+        );
+        assert_eq!(store.row_of_seq(req.seq), Some(0));
     }
 
     #[test]

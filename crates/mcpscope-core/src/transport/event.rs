@@ -190,6 +190,23 @@ impl Touch {
         }
     }
 
+    /// A short line for the timeline: what happened, and what was sent.
+    pub fn label(&self) -> String {
+        let mut s = format!("proxy {}", self.kind.as_str());
+        if !self.text.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.text);
+        }
+        if let Some(sent) = &self.sent {
+            s.push_str(" ⇒ ");
+            s.push_str(&crate::text::shorten_bytes(
+                sent.strip_suffix(b"\n").unwrap_or(sent),
+                80,
+            ));
+        }
+        s
+    }
+
     /// One line for a person.
     pub fn summary(&self) -> String {
         let mut s = format!("proxy {}", self.kind.as_str());

@@ -4,7 +4,7 @@
 use super::facts::Facts;
 use super::{Finding, LintOptions, Severity, human_duration, list_labels, rule, sender};
 use crate::protocol::methods;
-use crate::transport::event::Event;
+use crate::transport::event::{Event, TouchKind};
 use crate::wire::classify::{Anomalies, Kind};
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
@@ -31,6 +31,10 @@ struct Pending {
     progress_token: Option<String>,
     /// The server reported progress on it.
     progressed: bool,
+    /// An intercepting proxy dropped it, answered it itself, or ended the
+    /// session instead of sending it: no answer from the other side is
+    /// expected, and the proxy's own finding says why.
+    intercepted: bool,
     /// For a client request: time the client spent answering the server's
     /// own requests (elicitation, sampling, roots) while this one waited.
     client_time: Duration,
@@ -152,6 +156,7 @@ impl Exchanges {
                         reported: false,
                         progress_token,
                         progressed: false,
+                        intercepted: false,
                         client_time: Duration::ZERO,
                     },
                 );
@@ -295,12 +300,24 @@ impl Exchanges {
                 }
             }
             Event::Note { text, .. } if text.contains(SHUTDOWN_NOTE) => self.shutting_down = true,
+            Event::Touch(t) => {
+                let ends_session = t.kind == TouchKind::Fault && t.rule.as_deref().is_some_and(ends_the_session);
+                if ends_session {
+                    // The proxy ended it on purpose: not a crash.
+                    self.shutting_down = true;
+                }
+                if (matches!(t.kind, TouchKind::Dropped | TouchKind::Answered) || ends_session)
+                    && let Some(p) = t.of_seq.and_then(|seq| self.pending.get_mut(&seq))
+                {
+                    p.intercepted = true;
+                }
+            }
             Event::Exited { at, status } if !self.shutting_down => {
                 let (mut seqs, mut labels, mut first_at) = (Vec::new(), Vec::new(), None);
                 for (&seq, p) in self
                     .pending
                     .iter_mut()
-                    .filter(|(_, p)| p.direction == Direction::Out && !p.timed_out && !p.cancelled)
+                    .filter(|(_, p)| p.direction == Direction::Out && !p.timed_out && !p.cancelled && !p.intercepted)
                 {
                     seqs.push(seq);
                     labels.push(p.label());
@@ -343,7 +360,7 @@ impl Exchanges {
             if !session_over && !p.timed_out {
                 continue;
             }
-            if p.reported || (p.cancelled && !p.timed_out) {
+            if p.reported || p.intercepted || (p.cancelled && !p.timed_out) {
                 continue;
             }
             if facts.initialize_sent && p.is_discover {
@@ -375,4 +392,11 @@ impl Exchanges {
             ));
         }
     }
+}
+
+/// A fault rule whose action ends the session (`kill-server`, `disconnect`).
+fn ends_the_session(rule: &str) -> bool {
+    rule.rsplit_once("=>")
+        .map(|(_, action)| action.split_whitespace().next())
+        .is_some_and(|a| matches!(a, Some("kill-server" | "disconnect")))
 }

@@ -104,6 +104,7 @@ rules! {
     PROTOCOL_ERROR_FOR_TOOL_FAILURE = "protocol-error-for-tool-failure", "Heuristic: a JSON-RPC error for what looks like a tool execution failure.";
     STDERR_ERROR = "stderr-error", "stderr lines that look like an error or a traceback.";
     SLOW_RESPONSE = "slow-response", "A response slower than the threshold.";
+    PROXY_CHANGED = "proxy-changed", "A frame an intercepting proxy dropped, changed, answered itself or kept back, or a frame it injected: what the other side saw is not what was sent.";
     EXITED_DURING_REQUEST = "exited-during-request", "The server exited while a client request was waiting for its answer.";
     INITIALIZE_TO_MODERN_SERVER = "initialize-to-modern-server", "initialize sent to a server that speaks only the modern (2026-07-28) era.";
     MODERN_META_MISSING = "modern-meta-missing", "A modern-era request without protocolVersion or clientCapabilities in params._meta.";
@@ -279,6 +280,11 @@ impl Linter {
                 format!("The server could not be started: {error}."),
             )),
             other => {
+                if let Event::Touch(t) = other
+                    && let Some(f) = proxy_finding(t)
+                {
+                    out.push(f);
+                }
                 self.auth.event(other, out);
                 self.exchange.event(other, out);
             }
@@ -471,6 +477,56 @@ pub fn lint_capture(path: &std::path::Path, options: &LintOptions) -> Result<Lin
             what: "the lint rules",
         })
     })
+}
+
+/// What an intercepting proxy did, as a finding on the frame it did it to
+/// (a hold is not one: what follows it is).
+fn proxy_finding(t: &crate::transport::event::Touch) -> Option<Finding> {
+    use crate::transport::event::TouchKind;
+    if matches!(t.kind, TouchKind::Held | TouchKind::Forwarded) {
+        return None;
+    }
+    let rule = t
+        .rule
+        .as_deref()
+        .map(|r| format!(" (by {r})"))
+        .unwrap_or_else(|| " (by the user)".to_owned());
+    let sent = t
+        .sent
+        .as_deref()
+        .map(|b| {
+            format!(
+                " It sent: {}",
+                crate::text::shorten_bytes(b.strip_suffix(b"\n").unwrap_or(b), 200)
+            )
+        })
+        .unwrap_or_default();
+    let side = |d: crate::wire::frame::Direction| {
+        if d == crate::wire::frame::Direction::Out {
+            "server"
+        } else {
+            "client"
+        }
+    };
+    let what = match t.kind {
+        TouchKind::Dropped => format!("The proxy dropped this frame: the {} never got it", side(t.direction)),
+        TouchKind::Edited => format!(
+            "The proxy changed this frame: the {} got other bytes",
+            side(t.direction)
+        ),
+        TouchKind::Answered => format!(
+            "The proxy answered this request itself: the {} never saw it",
+            side(t.direction)
+        ),
+        TouchKind::Injected => format!("The proxy sent the {} a frame no peer wrote", side(t.direction)),
+        _ => format!("The proxy applied a fault: {}", t.text),
+    };
+    Some(Finding::new(
+        rule::PROXY_CHANGED,
+        Severity::Info,
+        t.of_seq.into_iter().collect(),
+        format!("{what}{rule}.{sent}"),
+    ))
 }
 
 /// Every finding for every capture in tests/captures, compared with the
