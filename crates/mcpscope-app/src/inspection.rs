@@ -140,6 +140,9 @@ pub struct Inspection {
     ends: Ends,
     /// A proxied session's capture followed while it grows.
     pub live: Option<LiveFollow>,
+    /// That session's proxy intercepts (breakpoints, fault rules): its
+    /// control socket, while the session runs.
+    pub intercept: Option<crate::intercept_link::InterceptLink>,
     /// Followed events not applied yet (a frame's budget is spent).
     pending: VecDeque<Event>,
     /// Bumped when a followed capture starts over: the views drop what they showed.
@@ -348,6 +351,7 @@ impl Inspection {
             load_warnings: Vec::new(),
             ends: Ends::default(),
             live: None,
+            intercept: None,
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,
@@ -545,6 +549,7 @@ impl Inspection {
             load_warnings: Vec::new(),
             ends: Ends::default(),
             live: None,
+            intercept: None,
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,
@@ -559,6 +564,14 @@ impl Inspection {
     pub fn follow(session: ListedSession, waker: Option<Waker>) -> Inspection {
         let mut i = Inspection::offline(Self::followed_model(&session));
         i.capture_path = Some(session.capture_path.clone());
+        if session.state.is_running()
+            && let Some(socket) = &session.record.control_socket
+        {
+            i.intercept = Some(crate::intercept_link::InterceptLink::start(
+                std::path::Path::new(socket),
+                waker.clone(),
+            ));
+        }
         i.live = Some(LiveFollow::start(session, waker));
         i
     }
@@ -579,6 +592,9 @@ impl Inspection {
 
     /// Applies what the follow worker delivered, within the frame's budget.
     fn drain_followed(&mut self) -> bool {
+        if let Some(link) = &mut self.intercept {
+            link.drain();
+        }
         let Some(live) = &mut self.live else { return false };
         let deadline = Instant::now() + DRAIN_BUDGET;
         let mut reset = false;

@@ -6,6 +6,7 @@ pub mod composer;
 mod dialogs;
 pub mod error_view;
 pub mod inspection;
+pub mod intercept_link;
 pub mod job;
 pub mod live_follow;
 pub mod live_pilot;
@@ -187,6 +188,8 @@ pub enum BottomTab {
     Log,
     Latency,
     Load,
+    /// A proxied session's held frames, breakpoints, fault rules and inject.
+    Intercept,
 }
 
 pub struct McpscopeApp {
@@ -937,6 +940,15 @@ impl McpscopeApp {
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
             let load = if self.load.running() { "Load (running)" } else { "Load" };
             ui.selectable_value(&mut self.bottom_tab, BottomTab::Load, load);
+            if let Some(link) = &i.intercept {
+                let held = link.board.held.len();
+                let text = if held > 0 {
+                    RichText::new(format!("Intercept ({held} held)")).color(theme::RowKind::Touch.color())
+                } else {
+                    RichText::new("Intercept")
+                };
+                ui.selectable_value(&mut self.bottom_tab, BottomTab::Intercept, text);
+            }
         });
         ui.separator();
         match self.bottom_tab {
@@ -965,6 +977,25 @@ impl McpscopeApp {
             BottomTab::Latency => {
                 if let Some(i) = &self.session.inspection {
                     self.session.stats.ui(ui, &i.model);
+                }
+            }
+            BottomTab::Intercept => {
+                let Some(i) = self.session.inspection.as_mut() else {
+                    return;
+                };
+                let Some(link) = i.intercept.as_mut() else {
+                    ui.weak(
+                        "This session was not started with breakpoints or fault rules (mcpscope proxy --intercept).",
+                    );
+                    return;
+                };
+                let action = egui::ScrollArea::vertical().id_salt("intercept").show(ui, |ui| {
+                    self.session
+                        .intercept
+                        .ui(ui, &link.board, link.said.as_ref(), link.lost.as_deref())
+                });
+                if let Some(a) = action.inner {
+                    link.send(a.request());
                 }
             }
             BottomTab::Load => {
@@ -1145,11 +1176,12 @@ impl eframe::App for McpscopeApp {
                 });
             });
         if self.console_open && self.session.inspection.is_some() {
-            // The Load tab's plots need room: the panel grows while it is shown.
-            let min = if self.bottom_tab == BottomTab::Load {
-                330.0
-            } else {
-                60.0
+            // The Load tab's plots and the Intercept tab's held frame need
+            // room: the panel grows while they are shown.
+            let min = match self.bottom_tab {
+                BottomTab::Load => 330.0,
+                BottomTab::Intercept => 380.0,
+                _ => 60.0,
             };
             egui::Panel::bottom("console")
                 .resizable(true)

@@ -30,6 +30,8 @@ pub struct SessionView {
     pub log: LogPanel,
     pub notifications: NotificationsPanel,
     pub stats: StatsPanel,
+    /// A proxied session's held-frame queue and rules.
+    pub intercept: crate::panels::intercept_view::InterceptView,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
     /// Server requests already announced (to switch to the composer once).

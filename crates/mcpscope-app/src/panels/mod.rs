@@ -7,6 +7,7 @@ pub mod expert;
 pub mod file_picker;
 pub mod filter_bar;
 pub mod form_view;
+pub mod intercept_view;
 pub mod json_tree;
 pub mod launcher;
 pub mod live_sessions;

@@ -172,6 +172,15 @@ fn serve(stream: UnixStream, handle: InterceptHandle, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Puts `bytes` in `o` under `key` as text, or under `KEY_b64` when they
+/// are not UTF-8 (the way every request and board carries bytes).
+pub fn put_bytes(o: &mut Value, key: &str, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => o[key] = s.into(),
+        Err(_) => o[format!("{key}_b64")] = base64::engine::general_purpose::STANDARD.encode(bytes).into(),
+    }
+}
+
 fn bytes_field(v: &Value, key: &str) -> Option<Vec<u8>> {
     if let Some(s) = v.get(key).and_then(Value::as_str) {
         return Some(s.as_bytes().to_vec());
@@ -274,10 +283,7 @@ pub fn board_json(b: &Board, now: Instant) -> Value {
                 "held_ms": now.saturating_duration_since(h.since).as_millis() as u64,
                 "timeout_left_ms": h.deadline.map(|d| d.saturating_duration_since(now).as_millis() as u64),
             });
-            match std::str::from_utf8(&h.bytes) {
-                Ok(s) => o["bytes"] = s.into(),
-                Err(_) => o["bytes_b64"] = base64::engine::general_purpose::STANDARD.encode(&h.bytes).into(),
-            }
+            put_bytes(&mut o, "bytes", &h.bytes);
             o
         })
         .collect();
@@ -297,10 +303,102 @@ pub fn board_json(b: &Board, now: Instant) -> Value {
     })
 }
 
+/// A held frame as the socket describes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeldView {
+    pub id: u64,
+    /// `Out`: toward the server.
+    pub direction: Option<Direction>,
+    pub seq: u64,
+    pub method: Option<String>,
+    pub is_request: bool,
+    pub by: String,
+    pub held_ms: u64,
+    pub timeout_left_ms: Option<u64>,
+    /// Exactly as it arrived, ending included.
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RuleView {
+    pub text: String,
+    pub enabled: bool,
+    /// A breakpoint's hits, or a fault rule's matches.
+    pub matched: u64,
+    /// A fault rule's actions taken.
+    pub applied: u64,
+}
+
+/// The board as read from the socket (what the app draws).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BoardView {
+    pub version: u64,
+    pub held: Vec<HeldView>,
+    pub breakpoints: Vec<RuleView>,
+    pub faults: Vec<RuleView>,
+    pub hold_everything: bool,
+    pub seed: u64,
+    pub closed: bool,
+}
+
+impl BoardView {
+    /// Reads [`board_json`]'s output; what is missing reads as empty.
+    pub fn from_json(v: &Value) -> BoardView {
+        let u = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let b = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let st = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let list = |k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+        BoardView {
+            version: u(v, "version"),
+            held: list("held")
+                .iter()
+                .map(|h| HeldView {
+                    id: u(h, "id"),
+                    direction: match h.get("toward").and_then(Value::as_str) {
+                        Some("c2s") => Some(Direction::Out),
+                        Some("s2c") => Some(Direction::In),
+                        _ => None,
+                    },
+                    seq: u(h, "seq"),
+                    method: h.get("method").and_then(Value::as_str).map(str::to_owned),
+                    is_request: b(h, "request"),
+                    by: st(h, "by"),
+                    held_ms: u(h, "held_ms"),
+                    timeout_left_ms: h.get("timeout_left_ms").and_then(Value::as_u64),
+                    bytes: bytes_field(h, "bytes").unwrap_or_default(),
+                })
+                .collect(),
+            breakpoints: list("breakpoints")
+                .iter()
+                .map(|x| RuleView {
+                    text: st(x, "match"),
+                    enabled: b(x, "enabled"),
+                    matched: u(x, "hits"),
+                    applied: 0,
+                })
+                .collect(),
+            faults: list("faults")
+                .iter()
+                .map(|x| RuleView {
+                    text: st(x, "rule"),
+                    enabled: b(x, "enabled"),
+                    matched: u(x, "matched"),
+                    applied: u(x, "applied"),
+                })
+                .collect(),
+            hold_everything: b(v, "hold_everything"),
+            seed: u(v, "seed"),
+            closed: b(v, "closed"),
+        }
+    }
+}
+
 /// The user's end of a control socket.
 pub struct ControlClient {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// A line read in part when a read timed out.
+    partial: Vec<u8>,
 }
 
 impl ControlClient {
@@ -310,6 +408,7 @@ impl ControlClient {
         Ok(ControlClient {
             writer: stream.try_clone()?,
             reader: BufReader::new(stream),
+            partial: Vec::new(),
         })
     }
 
@@ -323,6 +422,33 @@ impl ControlClient {
     pub fn watch(&mut self) -> std::io::Result<()> {
         self.reader.get_ref().set_read_timeout(None)?;
         writeln!(self.writer, "{}", json!({"op": "watch"}))
+    }
+
+    /// Starts watching with reads that give up after `every`, so a caller
+    /// can stop between boards ([`ControlClient::poll_board`]).
+    pub fn watch_polled(&mut self, every: Duration) -> std::io::Result<()> {
+        self.reader.get_ref().set_read_timeout(Some(every))?;
+        writeln!(self.writer, "{}", json!({"op": "watch"}))
+    }
+
+    /// The next board, or None if none came within the read timeout (a
+    /// line half read is kept for the next call).
+    pub fn poll_board(&mut self) -> std::io::Result<Option<BoardView>> {
+        match self.reader.read_until(b'\n', &mut self.partial) {
+            Ok(0) => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the proxy closed its control socket",
+            )),
+            Ok(_) if self.partial.ends_with(b"\n") => {
+                let line = std::mem::take(&mut self.partial);
+                let v: Value = serde_json::from_slice(&line)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+                Ok(Some(BoardView::from_json(&v["board"])))
+            }
+            Ok(_) => Ok(None),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     pub fn next_line(&mut self) -> std::io::Result<Value> {
@@ -379,6 +505,45 @@ mod tests {
         );
         assert!(op(json!({"op": "explode"})).unwrap_err().contains("unknown op"));
         assert!(op(json!({"op": "unbreak", "index": 0})).unwrap_err().contains("from 1"));
+    }
+
+    #[test]
+    fn the_board_reads_back_as_it_was_sent() {
+        let (mut gate, handle) = Interceptor::new(
+            vec![crate::intercept::parse_fault("method == \"ping\" => drop").unwrap()],
+            vec![Breakpoint {
+                filter: Filter::parse("method == \"tools/call\"").unwrap(),
+                toward: Toward::Server,
+                timeout: Some(Duration::from_secs(9)),
+                enabled: true,
+            }],
+            3,
+        );
+        let frame = crate::wire::frame::Frame::from_line(
+            4,
+            Duration::ZERO,
+            Direction::Out,
+            crate::wire::framing::RawLine {
+                bytes: br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#.to_vec(),
+                ending: crate::wire::framing::LineEnding::Lf,
+            },
+            &crate::wire::classify::Limits::default(),
+        );
+        gate.arrived(&frame, Instant::now(), &mut Vec::new());
+        let view = BoardView::from_json(&board_json(&handle.board(), Instant::now()));
+        assert_eq!(view.held.len(), 1);
+        let h = &view.held[0];
+        assert_eq!(
+            (h.id, h.seq, h.direction, h.is_request),
+            (1, 4, Some(Direction::Out), true)
+        );
+        assert_eq!(h.method.as_deref(), Some("tools/call"));
+        assert!(h.timeout_left_ms.is_some_and(|ms| ms <= 9000 && ms > 8000));
+        assert!(h.bytes.ends_with(b"}\n"));
+        assert_eq!(view.breakpoints[0].text, "[c2s] method == \"tools/call\"");
+        assert_eq!(view.breakpoints[0].matched, 1);
+        assert_eq!(view.faults[0].text, "method == \"ping\" => drop");
+        assert_eq!(view.seed, 3);
     }
 
     #[test]

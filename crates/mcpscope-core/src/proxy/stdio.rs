@@ -641,6 +641,11 @@ impl Recording {
                 if std::mem::take(&mut self.kill_server) {
                     self.kill(tree);
                 }
+                // What the user's command did is on disk at once: the app
+                // follows the capture.
+                if rx.is_empty() {
+                    self.recorder.flush();
+                }
             }
             let msg = match woke {
                 Woke::Msg(m) => m,

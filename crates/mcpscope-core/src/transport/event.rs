@@ -198,7 +198,7 @@ impl Touch {
             s.push_str(&self.text);
         }
         if let Some(sent) = &self.sent {
-            s.push_str(" ⇒ ");
+            s.push_str(" sent ");
             s.push_str(&crate::text::shorten_bytes(
                 sent.strip_suffix(b"\n").unwrap_or(sent),
                 80,
