@@ -106,7 +106,10 @@ fn main() {
         }
     }
     drop(peers);
-    println!("intercept_latency: {} round trips each, one request at a time", frames * 3);
+    println!(
+        "intercept_latency: {} round trips each, one request at a time",
+        frames * 3
+    );
     println!("{:<52} {:>9} {:>9} {:>9}", "", "p50 µs", "p99 µs", "p99.9 µs");
     let mut table = Vec::new();
     for (i, (name, _)) in configs.iter().enumerate() {

@@ -40,7 +40,7 @@ fn breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, Strin
 
 /// The gate `proxy`'s flags ask for, with its control socket started;
 /// None when they ask for none.
-pub fn gate_of(args: &ProxyArgs) -> Result<Option<Gated>, String> {
+pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     if args.breaks.is_empty() && args.faults.is_empty() && args.faults_file.is_none() && !args.intercept {
         return Ok(None);
     }
@@ -75,7 +75,10 @@ pub fn gate_of(args: &ProxyArgs) -> Result<Option<Gated>, String> {
     }
     let seed_given = seed.is_some();
     let seed = seed.unwrap_or_else(Interceptor::fresh_seed);
-    let (gate, handle) = Interceptor::new(faults, breakpoints, seed);
+    let (mut gate, handle) = Interceptor::new(faults, breakpoints, seed);
+    if http {
+        gate = gate.over_http();
+    }
     for w in gate.warnings() {
         crate::errln!("mcpscope proxy: {w}");
     }

@@ -112,7 +112,7 @@ pub fn run(args: ProxyArgs) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
-    let gate = match super::intercept::gate_of(&args) {
+    let gate = match super::intercept::gate_of(&args, false) {
         Ok(g) => g,
         Err(e) => {
             crate::errln!("mcpscope proxy: {e}");
@@ -191,12 +191,6 @@ pub fn run(args: ProxyArgs) -> ExitCode {
 }
 
 fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
-    if !args.breaks.is_empty() || !args.faults.is_empty() || args.faults_file.is_some() || args.intercept {
-        crate::errln!(
-            "mcpscope proxy: breakpoints and fault rules work on the stdio proxy for now; the HTTP reverse proxy forwards unchanged"
-        );
-        return ExitCode::from(exit::USAGE);
-    }
     if !args.command.is_empty() || !args.env.is_empty() || args.cwd.is_some() {
         crate::errln!("mcpscope proxy: --listen forwards to --upstream; a command, --env or --cwd has no place there");
         return ExitCode::from(exit::USAGE);
@@ -217,6 +211,14 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
         Err(code) => return code,
     };
     options.tap = traces.as_ref().map(super::export::LiveTraces::tap);
+    let gate = match super::intercept::gate_of(args, true) {
+        Ok(g) => g,
+        Err(e) => {
+            crate::errln!("mcpscope proxy: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    options.control_socket = gate.as_ref().map(|g| g.control.path().to_owned());
     if let Some(name) = &args.session {
         match state_dir::sessions_dir() {
             Ok(dir) => {
@@ -235,6 +237,12 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
             return ExitCode::from(exit::UNREACHABLE);
         }
     };
+    // Kept until the proxy ends: dropping it removes the socket.
+    let mut control = None;
+    if let Some(g) = gate {
+        proxy = proxy.with_gate(Box::new(g.gate));
+        control = Some(g.control);
+    }
     // A client (or a script) may wait for this line to know the port is open.
     for n in proxy.take_notes() {
         crate::errln!("mcpscope proxy: {n}; forwarding goes on");
@@ -245,6 +253,7 @@ fn run_reverse(args: &ProxyArgs, listen: &str, upstream: &str) -> ExitCode {
         mcpscope_core::transport::target::mask_url(upstream)
     );
     let outcome = proxy.run_until_stopped();
+    drop(control);
     for n in &outcome.notes {
         crate::errln!("mcpscope proxy: {n}");
     }

@@ -4,6 +4,7 @@
 // fault-injection tests.
 //
 //   node tests/clients/ts_fault_client.mjs TIMEOUT_MS COMMAND [ARGS...]
+//   node tests/clients/ts_fault_client.mjs TIMEOUT_MS http://HOST:PORT/mcp   (Streamable HTTP)
 //
 // Steps: connect (initialize + initialized), tools/list, tools/call echo.
 // Prints one JSON line: {"connect": OUTCOME, "list": OUTCOME, "call": OUTCOME}
@@ -20,10 +21,13 @@ const load = async (spec) => import(pathToFileURL(require.resolve(spec)).href);
 
 const { Client } = await load("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = await load("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = await load("@modelcontextprotocol/sdk/client/streamableHttp.js");
 
 const [timeoutMs, command, ...args] = process.argv.slice(2);
 const timeout = Number(timeoutMs);
-const transport = new StdioClientTransport({ command, args, stderr: "ignore" });
+const transport = command.startsWith("http://")
+  ? new StreamableHTTPClientTransport(new URL(command))
+  : new StdioClientTransport({ command, args, stderr: "ignore" });
 const client = new Client({ name: "mcpscope-ts-fault-client", version: "1.0.0" });
 const seen = { transport_errors: [] };
 client.onerror = (e) => seen.transport_errors.push(String(e?.message ?? e));

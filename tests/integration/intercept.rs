@@ -933,5 +933,259 @@ mod in_the_app {
         h.get_by_label("to client").click();
         h.step();
         assert!(s.next().contains("list_changed"));
+
+        // The composer's raw mode injects too, toward the server: its answer reaches the client.
+        {
+            let c = &mut h.state_mut().session.composer;
+            c.mode = mcpscope_app::composer::Mode::Raw;
+            c.raw.kind = mcpscope_app::composer::RawKind::Request;
+            c.raw.method = "ping".into();
+            c.raw.id = "\"from-the-composer\"".into();
+        }
+        h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
+        h.step();
+        h.step();
+        h.get_by_label("Inject to server").click();
+        h.step();
+        assert!(s.next().contains("from-the-composer"));
+        step_until(&mut h, "the injected ping on the timeline", |app| {
+            has_row(app, "proxy injected")
+        });
     }
+}
+
+/// `mcpscope proxy --listen --upstream` with fault rules, in front of
+/// server-everything's Streamable HTTP (its answers come as SSE).
+mod over_http {
+    use super::*;
+    use crate::http::HttpServer;
+
+    struct Proxy {
+        child: std::process::Child,
+        url: String,
+    }
+
+    impl Proxy {
+        fn start(home: &Home, upstream: &str, capture: &Path, rules: &[&str]) -> Proxy {
+            let mut c = Command::new(bin());
+            c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--capture"])
+                .arg(capture);
+            for r in rules {
+                c.args(["--fault", r]);
+            }
+            home.apply(&mut c);
+            let mut child = c
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut err = BufReader::new(child.stderr.take().unwrap());
+            let addr = listening_addr(&mut err);
+            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            Proxy {
+                child,
+                url: format!("http://{addr}/mcp"),
+            }
+        }
+    }
+
+    impl Drop for Proxy {
+        fn drop(&mut self) {
+            // As a person stops it (Ctrl-C): it records how it ended.
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + T;
+            while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn run(home: &Home, server: &HttpServer, client: Client, rule: &str, timeout_ms: u64) -> (Value, Vec<Event>) {
+        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let capture = home.path(&format!("http-{n}.jsonl"));
+        let proxy = Proxy::start(home, &server.url("/mcp"), &capture, &[rule]);
+        let mut cmd_line = client.command(timeout_ms);
+        cmd_line.push(proxy.url.clone());
+        let out = Command::new(&cmd_line[0]).args(&cmd_line[1..]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("{client:?} printed nothing: {}", String::from_utf8_lossy(&out.stderr)));
+        let seen: Value = serde_json::from_str(line).unwrap();
+        drop(proxy);
+        (seen, capture::load(&capture).unwrap().events)
+    }
+
+    #[test]
+    fn each_http_fault_as_the_sdk_clients_see_it() {
+        let home = Home::new();
+        let server = HttpServer::start("streamableHttp");
+        for client in [Client::Ts, Client::Py] {
+            let what = |rule: &str| format!("{client:?} over HTTP with {rule}");
+
+            let rule = r#"method == "tools/call" => error -32042 "via http""#;
+            let (seen, events) = run(&home, &server, client, rule, 3000);
+            assert_eq!(error_code(&seen["call"]), Some(-32042), "{}: {seen}", what(rule));
+            assert_eq!(kinds(&events), [TouchKind::Answered]);
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::Http(h) if h.text.contains("answered by the proxy")))
+            );
+
+            let rule = r#"method == "tools/call" => http-status 503 7"#;
+            let (seen, events) = run(&home, &server, client, rule, 3000);
+            assert!(seen["call"]["error"].is_object(), "{}: {seen}", what(rule));
+            assert!(seen["call"]["ms"].as_u64().unwrap() < 1000, "at once: {seen}");
+            assert_eq!(kinds(&events), [TouchKind::Fault]);
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::Http(h) if h.status == Some(503)))
+            );
+
+            let rule = r#"request.method == "tools/list" => replace {"jsonrpc":"2.0","result":{"tools":[]}}"#;
+            let (seen, events) = run(&home, &server, client, rule, 3000);
+            assert_eq!(seen["list"]["ok"], serde_json::json!([]), "{}: {seen}", what(rule));
+            // (The Python SDK lists again before calling a tool it did not see.)
+            let lists = if let Client::Py = client { 2 } else { 1 };
+            assert_eq!(kinds(&events), vec![TouchKind::Edited; lists], "an SSE event changed");
+
+            let rule = r#"method == "tools/list" => delay 700ms"#;
+            let (seen, events) = run(&home, &server, client, rule, 5000);
+            assert!(seen["list"]["ms"].as_u64().unwrap() >= 690, "{}: {seen}", what(rule));
+            assert_eq!(kinds(&events), [TouchKind::Fault, TouchKind::Forwarded]);
+
+            // A dropped request is accepted (202) and never answered.
+            let rule = r#"method == "tools/call" => drop"#;
+            let (seen, events) = run(&home, &server, client, rule, 1000);
+            assert!(seen["call"]["error"].is_object(), "{}: {seen}", what(rule));
+            assert_eq!(kinds(&events), [TouchKind::Dropped]);
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::Http(h) if h.status == Some(202)))
+            );
+
+            let rule = r#"request.method == "tools/call" => corrupt not-json"#;
+            let (seen, _) = run(&home, &server, client, rule, 1000);
+            assert!(seen["call"]["error"].is_object(), "{}: {seen}", what(rule));
+
+            let rule = r#"method == "tools/call" => disconnect"#;
+            let (seen, events) = run(&home, &server, client, rule, 3000);
+            assert!(
+                seen["call"]["error"].is_object() || seen["closed_with"].is_string(),
+                "{}: {seen}",
+                what(rule)
+            );
+            assert_eq!(kinds(&events), [TouchKind::Fault]);
+
+            // slow: the list's answer at 2 kB/s takes longer than the client waits.
+            let rule = r#"request.method == "tools/list" => slow 2000B/s first 1"#;
+            let (seen, events) = run(&home, &server, client, rule, 1000);
+            assert!(seen["list"]["error"].is_object(), "{}: {seen}", what(rule));
+            assert_eq!(kinds(&events), [TouchKind::Fault]);
+        }
+    }
+
+    /// Rules defined that match nothing: every exchange as without them.
+    #[test]
+    fn rules_that_match_nothing_change_nothing_over_http() {
+        let home = Home::new();
+        let server = HttpServer::start("streamableHttp");
+        let plain = {
+            let mut c = Command::new("node");
+            c.arg(repo().join("tests/clients/ts_client.mjs"))
+                .args(["http", &server.url("/mcp")]);
+            c.output().unwrap().stdout
+        };
+        let capture = home.path("nothing.jsonl");
+        let rules: Vec<String> = (0..10).map(|i| format!(r#"method == "never/{i}" => drop"#)).collect();
+        let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+        let proxy = Proxy::start(&home, &server.url("/mcp"), &capture, &rules);
+        let mut c = Command::new("node");
+        c.arg(repo().join("tests/clients/ts_client.mjs"))
+            .args(["http", &proxy.url]);
+        let through = c.output().unwrap();
+        assert!(through.status.success(), "{}", String::from_utf8_lossy(&through.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&through.stdout),
+            String::from_utf8_lossy(&plain)
+        );
+        drop(proxy);
+        assert!(kinds(&capture::load(&capture).unwrap().events).is_empty());
+    }
+}
+
+/// A breakpoint on the HTTP proxy: the held POST keeps its connection open
+/// while other exchanges go on, and is answered from `mcpscope intercept`.
+#[test]
+fn a_held_post_waits_for_the_user_over_http() {
+    use crate::http::HttpServer;
+    let home = Home::new();
+    let server = HttpServer::start("streamableHttp");
+    let mut c = Command::new(bin());
+    c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
+        .args(["--break", r#"method == "tools/call""#, "--break-timeout", "none"]);
+    home.apply(&mut c);
+    let mut proxy = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(proxy.stderr.take().unwrap());
+    let addr = listening_addr(&mut err);
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let socket = std::fs::read_dir(home.sockets())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let mut cmd_line = Client::Ts.command(10_000);
+    cmd_line.push(format!("http://{addr}/mcp"));
+    let client = Command::new(&cmd_line[0])
+        .args(&cmd_line[1..])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let intercept = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.arg("intercept").arg("--socket").arg(&socket).args(args);
+        home.apply(&mut c);
+        c.output().unwrap()
+    };
+    let deadline = Instant::now() + T;
+    loop {
+        let out = intercept(&["list"]);
+        if String::from_utf8_lossy(&out.stdout).contains("held frames: 1") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the call was never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = intercept(&[
+        "answer",
+        "1",
+        "--json",
+        r#"{"content":[{"type":"text","text":"held over HTTP"}]}"#,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = client.wait_with_output().unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(seen["list"]["ok"].is_array(), "tools/list was not held up: {seen}");
+    assert_eq!(seen["call"]["ok"]["content"][0]["text"], "held over HTTP", "{seen}");
+    let out = intercept(&["inject", "--to-client", "{}"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot inject"));
+    let _ = proxy.kill();
+    let _ = proxy.wait();
 }

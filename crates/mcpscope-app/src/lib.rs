@@ -730,6 +730,12 @@ impl McpscopeApp {
         };
         let live = i.model.running();
         match action {
+            ComposerAction::Inject { toward, bytes } => match i.intercept.as_mut() {
+                Some(link) => link.send(panels::intercept_view::InterceptAction::Inject { toward, bytes }.request()),
+                None => {
+                    self.message = Some((Severity::Warning, "this session's proxy does not intercept".into()));
+                }
+            },
             ComposerAction::ReadSkillFile(_) if !live => {
                 self.session.composer.skill_read_not_sent("the server is not running");
                 self.message = Some((Severity::Warning, "the server is not running".into()));

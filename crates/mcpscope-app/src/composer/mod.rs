@@ -52,6 +52,12 @@ pub enum ComposerAction {
     Listen(Filter),
     /// A `resources/read` of a skill's file, for the Skills mode (not history).
     ReadSkillFile(Outgoing),
+    /// A proxied session: the raw composer's message injected by the proxy
+    /// toward the server (`Out`) or the client.
+    Inject {
+        toward: mcpscope_core::wire::frame::Direction,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -400,7 +406,7 @@ impl ComposerPanel {
             Mode::Skills => self.skills.ui(ui, &self.lists, advertised, live, &mut actions),
             Mode::Logging => self.logging_ui(ui, live, &mut actions),
             Mode::Listen => self.listen.ui(ui, model, live, &mut actions),
-            Mode::Raw => self.raw.ui(ui, live, &mut actions),
+            Mode::Raw => self.raw.ui(ui, live, i.intercept.is_some(), &mut actions),
         }
         ui.separator();
         let tool = (self.mode == Mode::Tool).then_some(self.tool.name.as_deref()).flatten();

@@ -113,7 +113,36 @@ impl RawComposer {
         }
     }
 
-    pub fn ui(&mut self, ui: &mut Ui, live: bool, actions: &mut Vec<ComposerAction>) {
+    /// The message as the bytes an intercepting proxy injects: a request
+    /// needs its id (nobody else numbers it).
+    pub fn inject_bytes(&self) -> Result<Vec<u8>, String> {
+        match self.outgoing()? {
+            Outgoing::Raw(bytes) => Ok(bytes),
+            Outgoing::Request { id: None, .. } => Err("give the request an id to inject it".into()),
+            Outgoing::Request {
+                method,
+                params,
+                id: Some(id),
+            } => {
+                let mut v = serde_json::json!({"jsonrpc": "2.0", "id": id.to_json(), "method": method});
+                if let Some(p) = params {
+                    v["params"] = p;
+                }
+                Ok(serde_json::to_vec(&v).expect("JSON"))
+            }
+            Outgoing::Notification { method, params } => {
+                let mut v = serde_json::json!({"jsonrpc": "2.0", "method": method});
+                if let Some(p) = params {
+                    v["params"] = p;
+                }
+                Ok(serde_json::to_vec(&v).expect("JSON"))
+            }
+        }
+    }
+
+    /// `inject`: the session is a proxy that intercepts, so the message can
+    /// be sent to either side by it.
+    pub fn ui(&mut self, ui: &mut Ui, live: bool, inject: bool, actions: &mut Vec<ComposerAction>) {
         ui.horizontal(|ui| {
             ui.selectable_value(&mut self.kind, RawKind::Request, "request");
             ui.selectable_value(&mut self.kind, RawKind::Notification, "notification");
@@ -158,6 +187,7 @@ impl RawComposer {
             });
         }
         let outgoing = self.outgoing();
+        let valid = outgoing.is_ok();
         if let Err(e) = &outgoing {
             ui.label(RichText::new(e).color(theme::ERROR));
         }
@@ -166,6 +196,27 @@ impl RawComposer {
         {
             actions.push(ComposerAction::Send(out));
         }
+        if inject {
+            let bytes = self.inject_bytes();
+            ui.horizontal(|ui| {
+                for (label, toward) in [
+                    ("Inject to client", mcpscope_core::wire::frame::Direction::In),
+                    ("Inject to server", mcpscope_core::wire::frame::Direction::Out),
+                ] {
+                    if ui.add_enabled(bytes.is_ok(), egui::Button::new(label)).clicked()
+                        && let Ok(b) = &bytes
+                    {
+                        actions.push(ComposerAction::Inject {
+                            toward,
+                            bytes: b.clone(),
+                        });
+                    }
+                }
+            });
+            if let (Err(e), true) = (&bytes, valid) {
+                ui.weak(e);
+            }
+        }
     }
 }
 
@@ -173,6 +224,26 @@ impl RawComposer {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_is_injected_is_the_message_with_its_id() {
+        let mut c = RawComposer {
+            kind: RawKind::Request,
+            method: "ping".into(),
+            params: String::new(),
+            id: String::new(),
+            line: String::new(),
+        };
+        assert!(c.inject_bytes().unwrap_err().contains("id"));
+        c.id = "7".into();
+        assert_eq!(
+            c.inject_bytes().unwrap(),
+            br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#
+        );
+        c.kind = RawKind::Line;
+        c.line = "{oops".into();
+        assert_eq!(c.inject_bytes().unwrap(), b"{oops");
+    }
 
     #[test]
     fn ids_parse_as_numbers_or_strings() {

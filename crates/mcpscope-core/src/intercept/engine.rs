@@ -451,10 +451,12 @@ impl Interceptor {
             ))),
             FaultAction::Duplicate => {
                 out.push(GateAction::Send {
+                    of_seq: seq,
                     toward: d,
                     bytes: bytes.clone(),
                 });
                 out.push(GateAction::Send {
+                    of_seq: seq,
                     toward: d,
                     bytes: bytes.clone(),
                 });
@@ -479,6 +481,7 @@ impl Interceptor {
             FaultAction::Corrupt(how) => {
                 let (broken, said) = corrupt(&frame.raw, frame.ending.bytes(), how, &mut self.dice);
                 out.push(GateAction::Send {
+                    of_seq: seq,
                     toward: d,
                     bytes: broken.clone(),
                 });
@@ -487,6 +490,7 @@ impl Interceptor {
             FaultAction::Replace(value) => {
                 let line = replacement(&value, frame);
                 out.push(GateAction::Send {
+                    of_seq: seq,
                     toward: d,
                     bytes: line.clone(),
                 });
@@ -500,6 +504,7 @@ impl Interceptor {
                     Kind::Request => {
                         let line = answer_line(&frame.raw, &Answer::Json(error)).expect("a request has an id");
                         out.push(GateAction::Send {
+                            of_seq: seq,
                             toward: d.opposite(),
                             bytes: line.clone(),
                         });
@@ -515,6 +520,7 @@ impl Interceptor {
                     Kind::Result | Kind::Error => {
                         let line = answer_line_for_id(&frame.raw, &Answer::Json(error));
                         out.push(GateAction::Send {
+                            of_seq: seq,
                             toward: d,
                             bytes: line.clone(),
                         });
@@ -523,7 +529,11 @@ impl Interceptor {
                         ));
                     }
                     _ => {
-                        out.push(GateAction::Send { toward: d, bytes });
+                        out.push(GateAction::Send {
+                            toward: d,
+                            bytes,
+                            of_seq: seq,
+                        });
                         out.push(GateAction::Record(touch(
                             TouchKind::Fault,
                             "error: this frame has no id to answer; forwarded".into(),
@@ -543,7 +553,18 @@ impl Interceptor {
                     TouchKind::Fault,
                     "disconnected both sides instead of sending it".into(),
                 )));
-                out.push(GateAction::Disconnect);
+                out.push(GateAction::Disconnect { of_seq: seq });
+            }
+            FaultAction::KillServer if self.http => {
+                out.push(GateAction::Send {
+                    toward: d,
+                    bytes,
+                    of_seq: seq,
+                });
+                out.push(GateAction::Record(touch(
+                    TouchKind::Fault,
+                    "the HTTP proxy runs no server to kill; forwarded".into(),
+                )));
             }
             FaultAction::KillServer => {
                 out.push(GateAction::Record(touch(
@@ -552,8 +573,38 @@ impl Interceptor {
                 )));
                 out.push(GateAction::KillServer);
             }
+            FaultAction::HttpStatus { code, retry_after } if self.http => {
+                out.push(GateAction::Record(touch(
+                    TouchKind::Fault,
+                    format!("answered the exchange with HTTP {code} instead"),
+                )));
+                out.push(GateAction::HttpStatus {
+                    of_seq: frame.seq,
+                    code,
+                    retry_after,
+                });
+            }
+            FaultAction::Slow { bytes_per_sec } if self.http => {
+                out.push(GateAction::Send {
+                    toward: d,
+                    bytes,
+                    of_seq: seq,
+                });
+                out.push(GateAction::Slow {
+                    of_seq: frame.seq,
+                    bytes_per_sec,
+                });
+                out.push(GateAction::Record(touch(
+                    TouchKind::Fault,
+                    format!("its exchange's answer sent at {bytes_per_sec} bytes a second"),
+                )));
+            }
             FaultAction::HttpStatus { .. } | FaultAction::Slow { .. } => {
-                out.push(GateAction::Send { toward: d, bytes });
+                out.push(GateAction::Send {
+                    toward: d,
+                    bytes,
+                    of_seq: seq,
+                });
                 out.push(GateAction::Record(touch(
                     TouchKind::Fault,
                     "only the HTTP proxy can do this; forwarded".into(),
@@ -570,6 +621,7 @@ impl Interceptor {
             if t.why == Release::Reorder && t.direction == direction && t.seq < after_seq {
                 let t = self.timed.remove(i);
                 out.push(GateAction::Send {
+                    of_seq: Some(t.seq),
                     toward: t.direction,
                     bytes: t.bytes,
                 });
@@ -597,6 +649,7 @@ impl Interceptor {
 
     fn forward_held(&mut self, h: HeldFrame, why: &str, out: &mut Vec<GateAction>) {
         out.push(GateAction::Send {
+            of_seq: Some(h.seq),
             toward: h.direction,
             bytes: h.bytes,
         });
@@ -616,6 +669,7 @@ impl Interceptor {
                 let h = self.take_held(id)?;
                 let bytes = with_ending(bytes);
                 out.push(GateAction::Send {
+                    of_seq: Some(h.seq),
                     toward: h.direction,
                     bytes: bytes.clone(),
                 });
@@ -651,6 +705,7 @@ impl Interceptor {
                     "client"
                 };
                 out.push(GateAction::Send {
+                    of_seq: Some(h.seq),
                     toward: h.direction.opposite(),
                     bytes: line.clone(),
                 });
@@ -692,10 +747,14 @@ impl Interceptor {
                     "no longer holding every frame".into()
                 })
             }
+            Op::Inject { .. } if self.http => {
+                Err("the HTTP proxy cannot inject frames yet (it has no stream of its own to either side)".into())
+            }
             Op::Inject { toward, bytes } => {
                 let bytes = with_ending(bytes);
                 let side = if toward == Direction::Out { "server" } else { "client" };
                 out.push(GateAction::Send {
+                    of_seq: None,
                     toward,
                     bytes: bytes.clone(),
                 });
@@ -783,6 +842,7 @@ impl Gate for Interceptor {
             self.publish();
         } else {
             out.push(GateAction::Send {
+                of_seq: Some(frame.seq),
                 toward: frame.direction,
                 bytes: wire_bytes(frame),
             });
@@ -841,6 +901,7 @@ impl Gate for Interceptor {
                     ),
                 };
                 out.push(GateAction::Send {
+                    of_seq: Some(t.seq),
                     toward: t.direction,
                     bytes: t.bytes,
                 });
@@ -1065,7 +1126,7 @@ mod tests {
     fn sends(out: &[GateAction]) -> Vec<(Direction, String)> {
         out.iter()
             .filter_map(|a| match a {
-                GateAction::Send { toward, bytes } => Some((*toward, String::from_utf8_lossy(bytes).into_owned())),
+                GateAction::Send { toward, bytes, .. } => Some((*toward, String::from_utf8_lossy(bytes).into_owned())),
                 _ => None,
             })
             .collect()

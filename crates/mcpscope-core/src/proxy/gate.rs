@@ -16,14 +16,41 @@ use std::time::Instant;
 #[derive(Clone, Debug, PartialEq)]
 pub enum GateAction {
     /// Write these bytes (a whole line, ending included) toward the server
-    /// (`Out`) or the client (`In`).
-    Send { toward: Direction, bytes: Vec<u8> },
+    /// (`Out`) or the client (`In`). `of_seq`: the frame they stand for (an
+    /// answer: the request it answers), so the HTTP proxy can send them on
+    /// the exchange that carried it; none for an injected frame.
+    Send {
+        toward: Direction,
+        bytes: Vec<u8>,
+        of_seq: Option<u64>,
+    },
     /// Record what the gate did (the proxy stamps the time).
     Record(Touch),
-    /// Close both sides' pipes (or the connection).
-    Disconnect,
+    /// Close both sides' pipes (over HTTP: the connection that carried `of_seq`).
+    Disconnect { of_seq: Option<u64> },
     /// Kill the server's process group.
     KillServer,
+    /// HTTP only: answer the exchange that carried `of_seq` with this status.
+    HttpStatus {
+        of_seq: u64,
+        code: u16,
+        retry_after: Option<u32>,
+    },
+    /// HTTP only: the frame goes on, and the answer to its exchange is sent
+    /// at this rate.
+    Slow { of_seq: u64, bytes_per_sec: u64 },
+}
+
+impl GateAction {
+    /// The frame this action settles, if any (what the HTTP proxy routes by).
+    pub fn of_seq(&self) -> Option<u64> {
+        match self {
+            GateAction::Send { of_seq, .. } | GateAction::Disconnect { of_seq } => *of_seq,
+            GateAction::Record(t) => t.of_seq,
+            GateAction::HttpStatus { of_seq, .. } | GateAction::Slow { of_seq, .. } => Some(*of_seq),
+            GateAction::KillServer => None,
+        }
+    }
 }
 
 /// Wakes a proxy's loop so the gate can act on something that came from

@@ -560,7 +560,7 @@ impl Recording {
 
     fn perform_gate(&mut self, action: &GateAction) {
         match action {
-            GateAction::Send { toward, bytes } => {
+            GateAction::Send { toward, bytes, .. } => {
                 let Some(g) = self.gated.as_mut() else { return };
                 let outlet = match toward {
                     Direction::Out => &g.to_server,
@@ -579,7 +579,7 @@ impl Recording {
                 touch.at = self.recorder.now();
                 self.recorder.capture(&Event::Touch(Box::new(touch)));
             }
-            GateAction::Disconnect => {
+            GateAction::Disconnect { .. } => {
                 if let Some(g) = self.gated.as_mut() {
                     g.to_server.close();
                     g.to_client.close();
@@ -588,6 +588,8 @@ impl Recording {
                 self.note("disconnected: closed the server's stdin and the client's stdout".into());
             }
             GateAction::KillServer => self.kill_server = true,
+            // Never asked of a stdio gate (its rules refuse them).
+            GateAction::HttpStatus { .. } | GateAction::Slow { .. } => {}
         }
     }
 

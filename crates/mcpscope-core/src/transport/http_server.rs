@@ -38,6 +38,7 @@ const LINGER_BYTES: usize = 256 * 1024;
 pub(crate) const READ_SIZE: usize = 64 * 1024;
 
 /// One request as the client sent it.
+#[derive(Clone)]
 pub(crate) struct Request {
     pub(crate) method: String,
     pub(crate) target: String,

@@ -2,12 +2,15 @@
 //! the answer back to the client's connection task over a channel: its head,
 //! then the body as it comes (an SSE stream one event at a time).
 
+use super::gated::Verdict;
 use super::rewrite::{is_json_rpc, is_secret_header, masked_url, rewrite_endpoint, rewrite_resource};
 use super::{Ctx, HOP_BY_HOP, lock};
+use crate::proxy::gate::wire_bytes;
 use crate::transport::event::HttpInfo;
 use crate::transport::http_server::{MAX_REQUEST_BODY, Request, plain_answer};
 use crate::transport::target::mask_value;
 use crate::wire::frame::Direction;
+use crate::wire::frame::Frame;
 use crate::wire::framing::LineEnding;
 use crate::wire::sse::SseReader;
 use serde_json::Value;
@@ -61,12 +64,8 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
         })
         .collect();
     let json_rpc_out = !req.body.is_empty() && is_json_rpc(&req.body);
-    {
-        let mut shared = lock(&ctx.shared);
-        if json_rpc_out {
-            shared.frame(Direction::Out, req.body.clone(), LineEnding::Lf, started);
-        }
-    }
+    let out_frame =
+        json_rpc_out.then(|| lock(&ctx.shared).frame(Direction::Out, req.body.clone(), LineEnding::Lf, started));
     let request_id = json_rpc_out
         .then(|| serde_json::from_slice::<Value>(&req.body).ok())
         .flatten()
@@ -79,6 +78,95 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
         ..HttpInfo::default()
     };
 
+    // The gate's verdict on the client's message: on, changed, answered here, or not at all.
+    let mut slow = None;
+    let mut duplicate = None;
+    let edited;
+    let req = match (&ctx.gate, &out_frame) {
+        (Some(gate), Some(frame)) => match gate.judge(&ctx.shared, frame) {
+            Verdict::Send { mut bodies, slow: s } => {
+                slow = s;
+                let first = bodies.remove(0);
+                duplicate = bodies.pop().map(|b| body_of(b, frame, req));
+                let body = body_of(first, frame, req);
+                if body == req.body {
+                    req
+                } else {
+                    edited = Request { body, ..req.clone() };
+                    &edited
+                }
+            }
+            Verdict::Answer(bytes) => {
+                let body = strip_line_end(bytes);
+                let mut answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                answer.extend_from_slice(&body);
+                out.send(answer)?;
+                lock(&ctx.shared).http(
+                    HttpInfo {
+                        status: Some(200),
+                        text: "answered by the proxy; the upstream never saw it".into(),
+                        ..base
+                    },
+                    Instant::now(),
+                );
+                lock(&ctx.shared).flush();
+                return Ok(true);
+            }
+            Verdict::Status { code, retry_after } => {
+                let mut head = format!(
+                    "HTTP/1.1 {code} {}\r\ncontent-type: text/plain; charset=utf-8\r\n",
+                    ureq::http::StatusCode::from_u16(code)
+                        .ok()
+                        .and_then(|s| s.canonical_reason())
+                        .unwrap_or("")
+                );
+                if let Some(s) = retry_after {
+                    head.push_str(&format!("retry-after: {s}\r\n"));
+                }
+                let body = format!("mcpscope proxy: HTTP {code} from a fault rule\n");
+                head.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+                out.send(head.into_bytes())?;
+                lock(&ctx.shared).http(
+                    HttpInfo {
+                        status: Some(code),
+                        text: "answered by the proxy's fault rule; the upstream never saw it".into(),
+                        ..base
+                    },
+                    Instant::now(),
+                );
+                lock(&ctx.shared).flush();
+                return Ok(true);
+            }
+            Verdict::Drop => {
+                // As if the upstream accepted it and never answered.
+                out.send(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec())?;
+                lock(&ctx.shared).http(
+                    HttpInfo {
+                        status: Some(202),
+                        text: "dropped by the proxy: accepted, never sent upstream".into(),
+                        ..base
+                    },
+                    Instant::now(),
+                );
+                lock(&ctx.shared).flush();
+                return Ok(true);
+            }
+            Verdict::Disconnect => {
+                let mut shared = lock(&ctx.shared);
+                shared.note(format!(
+                    "closed the client's connection instead of forwarding {} {}",
+                    req.method, req.target
+                ));
+                shared.flush();
+                return Ok(false);
+            }
+        },
+        _ => req,
+    };
     let result = send_upstream(ctx, req, &url);
     let resp = match result {
         Ok(r) => r,
@@ -153,6 +241,20 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
             Instant::now(),
         );
         return Ok(true);
+    } else if let (Some(gate), false) = (&ctx.gate, sse) {
+        return gated_whole(
+            ctx,
+            gate,
+            req,
+            head,
+            body,
+            out,
+            base,
+            status,
+            received,
+            slow,
+            &content_type,
+        );
     } else if let (Some(l), false) = (length, sse) {
         chunked = false;
         head.push_str(&format!("content-length: {l}\r\n"));
@@ -185,7 +287,11 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
     if no_body {
         return Ok(true);
     }
-    let mut sink = ClientBody { out, chunked };
+    let mut sink = ClientBody {
+        out,
+        chunked,
+        rate: slow,
+    };
     let outcome = if sse {
         relay_sse(ctx, &mut body, &mut sink)
     } else {
@@ -194,6 +300,9 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
     match outcome {
         Ok(()) => {
             sink.finish()?;
+            if let Some(body) = duplicate {
+                send_duplicate(ctx, req, &url, body);
+            }
             Ok(true)
         }
         Err(RelayError::Client(e)) => {
@@ -212,6 +321,27 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
             Ok(false)
         }
     }
+}
+
+/// The body to send for what the gate gave back: the original bytes when it
+/// left the message as it came (byte for byte), else the new bytes without
+/// the line ending the gate adds.
+fn body_of(bytes: Vec<u8>, frame: &Frame, req: &Request) -> Vec<u8> {
+    if bytes == wire_bytes(frame) {
+        req.body.clone()
+    } else {
+        strip_line_end(bytes)
+    }
+}
+
+fn strip_line_end(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.ends_with(b"\n") {
+        bytes.pop();
+        if bytes.ends_with(b"\r") {
+            bytes.pop();
+        }
+    }
+    bytes
 }
 
 fn send_upstream(ctx: &Ctx, req: &Request, url: &str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
@@ -246,15 +376,32 @@ enum RelayError {
     Upstream(io::Error),
 }
 
-/// The response body towards the client: chunked or as is.
-/// The response body towards the client: chunked or as is.
+/// The response body towards the client: chunked or as is, at a fault
+/// rule's `slow` rate if one applies.
 struct ClientBody<'a> {
     out: &'a mut Sink,
     chunked: bool,
+    /// Bytes a second.
+    rate: Option<u64>,
 }
 
 impl ClientBody<'_> {
     fn send(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        match self.rate {
+            // Ten pieces a second, each a tenth of the rate.
+            Some(rate) => {
+                let piece = (rate / 10).max(1) as usize;
+                for part in bytes.chunks(piece) {
+                    self.send_now(part.to_vec())?;
+                    std::thread::sleep(std::time::Duration::from_secs_f64(part.len() as f64 / rate as f64));
+                }
+                Ok(())
+            }
+            None => self.send_now(bytes),
+        }
+    }
+
+    fn send_now(&mut self, bytes: Vec<u8>) -> io::Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -274,6 +421,134 @@ impl ClientBody<'_> {
         }
         Ok(())
     }
+}
+
+/// A `duplicate` rule: the message goes upstream a second time once the
+/// first exchange is over; the second answer is noted, not relayed.
+fn send_duplicate(ctx: &Ctx, req: &Request, url: &str, body: Vec<u8>) {
+    let again = Request { body, ..req.clone() };
+    let note = match send_upstream(ctx, &again, url) {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let _ = std::io::copy(&mut resp.into_body().into_reader(), &mut std::io::sink());
+            format!(
+                "sent {} {} upstream a second time (duplicate): HTTP {status}, its answer not relayed",
+                req.method, req.target
+            )
+        }
+        Err(e) => format!(
+            "sent {} {} upstream a second time (duplicate): {e}",
+            req.method, req.target
+        ),
+    };
+    lock(&ctx.shared).note(note);
+}
+
+/// A JSON answer with a gate: read whole, recorded, judged, then sent as
+/// the gate says (the head is written only then, with the right length).
+#[allow(clippy::too_many_arguments)]
+fn gated_whole(
+    ctx: &Ctx,
+    gate: &super::gated::HttpGate,
+    req: &Request,
+    mut head: String,
+    mut body: impl Read,
+    out: &mut Sink,
+    base: HttpInfo,
+    status: u16,
+    received: Vec<(String, String)>,
+    slow: Option<u64>,
+    content_type: &str,
+) -> io::Result<bool> {
+    let mut all = Vec::new();
+    if let Err(e) = body.by_ref().take(MAX_REQUEST_BODY as u64 + 1).read_to_end(&mut all) {
+        lock(&ctx.shared).note(format!(
+            "the upstream's answer for {} {} broke off: {e}",
+            req.method, req.target
+        ));
+        return Ok(false);
+    }
+    let too_big = all.len() > MAX_REQUEST_BODY;
+    let judged = (!too_big && !all.is_empty() && is_json_rpc(&all)).then(|| {
+        let frame = lock(&ctx.shared).frame(Direction::In, all.clone(), LineEnding::Lf, Instant::now());
+        let verdict = gate.judge(&ctx.shared, &frame);
+        (frame, verdict)
+    });
+    let mut rate = slow;
+    let mut text = String::new();
+    let mut status_sent = status;
+    let bytes = match judged {
+        None => all,
+        Some((frame, Verdict::Send { mut bodies, slow })) => {
+            rate = slow.or(rate);
+            let first = bodies.remove(0);
+            if first == wire_bytes(&frame) {
+                all
+            } else {
+                text = "the answer changed by the proxy".into();
+                strip_line_end(first)
+            }
+        }
+        Some((_, Verdict::Status { code, retry_after })) => {
+            let mut h = format!(
+                "HTTP/1.1 {code} {}\r\ncontent-type: text/plain; charset=utf-8\r\n",
+                ureq::http::StatusCode::from_u16(code)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or("")
+            );
+            if let Some(s) = retry_after {
+                h.push_str(&format!("retry-after: {s}\r\n"));
+            }
+            head = h;
+            status_sent = code;
+            text = format!("the upstream's answer replaced by HTTP {code} (fault rule)");
+            format!("mcpscope proxy: HTTP {code} from a fault rule\n").into_bytes()
+        }
+        Some((_, Verdict::Disconnect)) => {
+            lock(&ctx.shared).note(format!(
+                "closed the client's connection instead of answering {} {}",
+                req.method, req.target
+            ));
+            return Ok(false);
+        }
+        Some((_, Verdict::Drop | Verdict::Answer(_))) => {
+            // Never answered: the client waits as for a lost message, until
+            // it gives up and closes (or the proxy stops).
+            lock(&ctx.shared).note(format!(
+                "the answer to {} {} was dropped: the client gets none",
+                req.method, req.target
+            ));
+            while !out.0.is_closed() && !gate.stopped() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            return Ok(false);
+        }
+    };
+    head.push_str(&format!("content-length: {}\r\n\r\n", bytes.len()));
+    out.send(head.into_bytes())?;
+    lock(&ctx.shared).http(
+        HttpInfo {
+            status: Some(status_sent),
+            received,
+            text,
+            ..base
+        },
+        Instant::now(),
+    );
+    let mut sink = ClientBody {
+        out,
+        chunked: false,
+        rate,
+    };
+    if sink.send(bytes).is_err() {
+        lock(&ctx.shared).note(format!(
+            "the client closed the connection during the {content_type} answer of {} {}",
+            req.method, req.target
+        ));
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 fn relay_whole(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody, what: &str) -> Result<(), RelayError> {
@@ -334,8 +609,15 @@ fn relay_sse(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody) -> Result<(
         let mut start = 0;
         while let Some(end) = splitter.next_end(&pending) {
             let event = rewrite_endpoint(pending[start..end].to_vec(), &ctx.upstream_origin, &local_origin);
-            record_event(ctx, &event, false);
-            sink.send(event).map_err(RelayError::Client)?;
+            let frames = record_event(ctx, &event, false);
+            match &ctx.gate {
+                Some(gate) => {
+                    if let Some(event) = gated_event(ctx, gate, event, &frames, sink)? {
+                        sink.send(event).map_err(RelayError::Client)?;
+                    }
+                }
+                None => sink.send(event).map_err(RelayError::Client)?,
+            }
             start = end;
         }
         if start > 0 {
@@ -397,7 +679,72 @@ impl EventSplitter {
     }
 }
 
-fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) {
+/// An SSE event with a gate: each message in it judged; the event as the
+/// client gets it (None: dropped), or the connection closed.
+fn gated_event(
+    ctx: &Ctx,
+    gate: &super::gated::HttpGate,
+    event: Vec<u8>,
+    frames: &[Frame],
+    sink: &mut ClientBody,
+) -> Result<Option<Vec<u8>>, RelayError> {
+    let mut rebuilt = Vec::new();
+    let mut changed = false;
+    for frame in frames {
+        match gate.judge(&ctx.shared, frame) {
+            Verdict::Send { bodies, slow } => {
+                if slow.is_some() {
+                    sink.rate = slow;
+                }
+                for b in bodies {
+                    if b != wire_bytes(frame) {
+                        changed = true;
+                    }
+                    rebuilt.push(strip_line_end(b));
+                }
+                if rebuilt.len() > 1 {
+                    changed = true;
+                }
+            }
+            Verdict::Drop | Verdict::Answer(_) => changed = true,
+            Verdict::Status { code, .. } => {
+                // The stream's head is long gone: only the event can go.
+                lock(&ctx.shared).note(format!(
+                    "http-status {code} on an SSE event: the stream's status was already sent; the event is dropped"
+                ));
+                changed = true;
+            }
+            Verdict::Disconnect => {
+                return Err(RelayError::Client(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "disconnected by a fault rule",
+                )));
+            }
+        }
+    }
+    if !changed {
+        return Ok(Some(event));
+    }
+    if rebuilt.is_empty() {
+        return Ok(None);
+    }
+    // Each message its own event, as `data:` lines (an id or event name of
+    // the original event is not kept for a message the proxy changed).
+    let mut out = Vec::new();
+    for body in rebuilt {
+        for line in body.split(|b| *b == b'\n') {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+        out.push(b'\n');
+    }
+    Ok(Some(out))
+}
+
+/// Records the messages of an SSE event; returns their frames.
+fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) -> Vec<Frame> {
+    let mut frames = Vec::new();
     let mut reader = SseReader::new(raw);
     let mut shared = lock(&ctx.shared);
     while let Ok(Some(ev)) = reader.next_event() {
@@ -413,9 +760,10 @@ fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) {
         } else {
             LineEnding::Lf
         };
-        shared.frame(Direction::In, ev.data, ending, Instant::now());
+        frames.push(shared.frame(Direction::In, ev.data, ending, Instant::now()));
     }
     shared.flush();
+    frames
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@
 //! summarised by type and size, never written down.
 
 mod forward;
+mod gated;
 mod listener;
 mod rewrite;
 
@@ -46,7 +47,7 @@ use crate::transport::http_server::ListenError;
 use crate::transport::http_server::Slots;
 use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
-use crate::wire::frame::Direction;
+use crate::wire::frame::{Direction, Frame};
 use crate::wire::framing::{LineEnding, RawLine};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -88,6 +89,8 @@ pub struct ReverseProxyOptions {
     pub limits: Limits,
     /// Sees every event recorded (OpenTelemetry sent live).
     pub tap: Option<crate::transport::recorder::EventTap>,
+    /// The gate's control socket, noted in the live session's record.
+    pub control_socket: Option<PathBuf>,
 }
 
 impl ReverseProxyOptions {
@@ -114,6 +117,7 @@ impl ReverseProxyOptions {
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),
             tap: None,
+            control_socket: None,
         })
     }
 }
@@ -166,7 +170,8 @@ impl Shared {
         }
     }
 
-    fn frame(&mut self, direction: Direction, bytes: Vec<u8>, ending: LineEnding, at: Instant) {
+    /// Records a message; returns the frame as recorded (for the gate).
+    fn frame(&mut self, direction: Direction, bytes: Vec<u8>, ending: LineEnding, at: Instant) -> Frame {
         let at = self.recorder.since_start(at);
         let frame = self.recorder.frame_at(direction, RawLine { bytes, ending }, at, None);
         if direction == Direction::Out
@@ -177,7 +182,8 @@ impl Shared {
         {
             eprintln!("mcpscope proxy: cannot update the session record: {e}");
         }
-        self.record(Event::Frame(frame));
+        self.record(Event::Frame(frame.clone()));
+        frame
     }
 
     fn http(&mut self, mut info: HttpInfo, at: Instant) {
@@ -200,6 +206,7 @@ pub struct ReverseProxy {
     stop: Arc<AtomicBool>,
     slots: Arc<Slots>,
     notes: Vec<String>,
+    gate: Option<Box<dyn crate::proxy::gate::Gate>>,
 }
 
 /// How many client connections a [`ReverseProxy`] holds open, read from any thread.
@@ -237,10 +244,15 @@ impl ReverseProxy {
         if let Some(session) = &options.session {
             let new = NewSession::http(&session.name, &local.to_string(), &shown_upstream);
             match LiveSession::start(&session.dir, new) {
-                Ok((l, file)) => {
+                Ok((mut l, file)) => {
                     match capture::Writer::with_file(file, l.capture_path(), &header) {
                         Ok(w) => recorder = recorder.with_capture(Box::new(w)),
                         Err(e) => notes.push(format!("{ec}", ec = crate::text::ErrorChain(&e))),
+                    }
+                    if let Some(socket) = &options.control_socket
+                        && let Err(e) = l.set_control_socket(socket)
+                    {
+                        notes.push(format!("cannot update the session record: {e}"));
                     }
                     live = Some(l);
                 }
@@ -276,7 +288,15 @@ impl ReverseProxy {
             agent,
             stop: Arc::new(AtomicBool::new(false)),
             notes,
+            gate: None,
         })
+    }
+
+    /// Puts a gate (breakpoints, fault rules) between the client and the
+    /// upstream: each message is judged before it goes on.
+    pub fn with_gate(mut self, gate: Box<dyn crate::proxy::gate::Gate>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -299,7 +319,12 @@ impl ReverseProxy {
 
     /// Serves until [`Stopper::stop`]; `why` says what stopped it, for the record.
     pub fn serve(mut self, why: impl FnOnce() -> String) -> ReverseOutcome {
+        let gate = self
+            .gate
+            .take()
+            .map(|g| gated::HttpGate::start(g, self.shared.clone(), self.stop.clone()));
         let ctx = Arc::new(Ctx {
+            gate,
             agent: self.agent.clone(),
             upstream_origin: origin(&self.options.upstream),
             local: self.local,
@@ -344,6 +369,7 @@ impl ReverseProxy {
 }
 
 struct Ctx {
+    gate: Option<Arc<gated::HttpGate>>,
     agent: ureq::Agent,
     /// `https://host[:port]`, no trailing slash.
     upstream_origin: String,
