@@ -1118,7 +1118,11 @@ fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> Result<Op
                     })
                 }
                 "auth" => Event::Auth(Box::new(auth_from_json(v, at)?)),
-                "touch" => Event::Touch(Box::new(touch_from_json(v, at)?)),
+                "touch" => {
+                    let mut t = touch_from_json(v, at)?;
+                    t.of_seq = t.of_seq.map(|s| rec.renumbered(s));
+                    Event::Touch(Box::new(t))
+                }
                 "exited" => Event::Exited {
                     at,
                     status: ExitInfo {

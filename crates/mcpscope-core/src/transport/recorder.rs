@@ -51,6 +51,10 @@ pub struct Recorder {
     /// Per direction (out, in, stderr): the last line was cut at the
     /// in-memory cap, so the next one is its continuation.
     continues: [bool; 3],
+    /// The first sequence number of this session: a later session of an
+    /// appended capture goes on from the one before, and what its records
+    /// name by seq (a proxy's touch) is moved up by as much.
+    first_seq: u64,
 }
 
 impl Recorder {
@@ -65,6 +69,7 @@ impl Recorder {
             capture_failed: None,
             last_at: Duration::ZERO,
             continues: [false; 3],
+            first_seq: 0,
         }
     }
 
@@ -78,7 +83,13 @@ impl Recorder {
     pub fn replay_after(limits: Limits, next_seq: u64) -> Self {
         let mut r = Self::replay(limits);
         r.next_seq = next_seq;
+        r.first_seq = next_seq;
         r
+    }
+
+    /// A seq as the session's own record wrote it, as this recorder numbers it.
+    pub fn renumbered(&self, recorded_seq: u64) -> u64 {
+        self.first_seq + recorded_seq
     }
 
     /// The sequence number the next line will get.
