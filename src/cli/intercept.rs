@@ -41,7 +41,12 @@ fn breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, Strin
 /// The gate `proxy`'s flags ask for, with its control socket started;
 /// None when they ask for none.
 pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
-    if args.breaks.is_empty() && args.faults.is_empty() && args.faults_file.is_none() && !args.intercept {
+    if args.breaks.is_empty()
+        && args.faults.is_empty()
+        && args.faults_file.is_none()
+        && !args.intercept
+        && args.control_name.is_none()
+    {
         return Ok(None);
     }
     let timeout = match args.break_timeout.trim() {
@@ -83,7 +88,10 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
         crate::errln!("mcpscope proxy: {w}");
     }
     let dir = control::sockets_dir().map_err(|e| format!("no state directory for the control socket: {e}"))?;
-    let path = control::socket_path(&dir, std::process::id());
+    let path = match &args.control_name {
+        Some(name) => control::named_socket_path(&dir, name)?,
+        None => control::socket_path(&dir, std::process::id()),
+    };
     let control = ControlServer::start(&path, handle)
         .map_err(|e| format!("cannot open the control socket {}: {e}", path.display()))?;
     if !seed_given && (!args.faults.is_empty() || args.faults_file.is_some()) {
@@ -277,14 +285,14 @@ fn request_of(action: &InterceptAction) -> Result<Value, String> {
 /// The board for a person.
 fn print_board(b: &Value) {
     let held = b["held"].as_array().cloned().unwrap_or_default();
-    println!("held frames: {}", held.len());
+    crate::outln!("held frames: {}", held.len());
     for h in &held {
         let text = h["bytes"].as_str().unwrap_or("(not UTF-8)").trim_end();
         let left = h["timeout_left_ms"]
             .as_u64()
             .map(|ms| format!(", goes on in {:.1}s", ms as f64 / 1000.0))
             .unwrap_or_default();
-        println!(
+        crate::outln!(
             "  #{} {} seq {} held {:.1}s{left} by {}",
             h["id"],
             h["toward"].as_str().unwrap_or(""),
@@ -292,13 +300,17 @@ fn print_board(b: &Value) {
             h["held_ms"].as_u64().unwrap_or(0) as f64 / 1000.0,
             h["by"].as_str().unwrap_or("")
         );
-        println!("     {}", mcpscope_core::text::shorten(text, 200));
+        // What a peer wrote never drives the terminal.
+        crate::outln!(
+            "     {}",
+            mcpscope_core::text::terminal_safe(&mcpscope_core::text::shorten(text, 200), false)
+        );
     }
     if b["hold_everything"] == true {
-        println!("holding every frame");
+        crate::outln!("holding every frame");
     }
     for (i, x) in b["breakpoints"].as_array().into_iter().flatten().enumerate() {
-        println!(
+        crate::outln!(
             "break {}: {}{} ({} hits)",
             i + 1,
             x["match"].as_str().unwrap_or(""),
@@ -307,7 +319,7 @@ fn print_board(b: &Value) {
         );
     }
     for (i, f) in b["faults"].as_array().into_iter().flatten().enumerate() {
-        println!(
+        crate::outln!(
             "fault {}: {}{} (matched {}, applied {})",
             i + 1,
             f["rule"].as_str().unwrap_or(""),
@@ -316,7 +328,7 @@ fn print_board(b: &Value) {
             f["applied"]
         );
     }
-    println!("seed {}", b["seed"]);
+    crate::outln!("seed {}", b["seed"]);
 }
 
 /// Exit status: 0 done, 1 the proxy refused (no such id…), 2 usage, 69 no proxy.
@@ -350,7 +362,7 @@ pub fn run(args: InterceptArgs) -> ExitCode {
         loop {
             match client.next_line() {
                 Ok(v) => {
-                    println!("{}", v["board"]);
+                    crate::outln!("{}", v["board"]);
                     if v["board"]["closed"] == true {
                         return ExitCode::SUCCESS;
                     }
@@ -370,11 +382,11 @@ pub fn run(args: InterceptArgs) -> ExitCode {
         }
     };
     if args.json {
-        println!("{reply}");
+        crate::outln!("{reply}");
     } else if let Some(b) = reply.get("board") {
         print_board(b);
     } else if let Some(said) = reply["said"].as_str() {
-        println!("{said}");
+        crate::outln!("{said}");
     }
     if reply["ok"] == true {
         ExitCode::SUCCESS

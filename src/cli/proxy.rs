@@ -79,6 +79,12 @@ pub struct ProxyArgs {
     #[arg(long)]
     pub intercept: bool,
 
+    /// Name the control socket (`$XDG_STATE_HOME/mcpscope/intercept/NAME.sock`;
+    /// letters, digits, `-`, `_`, `.`) instead of after the proxy's pid, so
+    /// whoever started the proxy knows where to attach (the app does).
+    #[arg(long, value_name = "NAME")]
+    pub control_name: Option<String>,
+
     /// The server command and its arguments, after `--` (stdio).
     #[arg(last = true, value_name = "COMMAND ARGS")]
     pub command: Vec<String>,

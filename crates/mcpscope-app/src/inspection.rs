@@ -702,6 +702,11 @@ impl Inspection {
     /// Applies waiting events for at most one frame's budget.
     /// Returns true when events remain (the caller should repaint again).
     pub fn drain(&mut self) -> bool {
+        if self.live.is_none()
+            && let Some(link) = &mut self.intercept
+        {
+            link.drain();
+        }
         if self.load.is_some() {
             return self.drain_load();
         }

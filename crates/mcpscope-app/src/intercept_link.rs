@@ -74,15 +74,22 @@ impl InterceptLink {
     }
 }
 
+/// How long a proxy the app just started may take to open its socket.
+const STARTING: Duration = Duration::from_secs(15);
+
 fn watch(path: &Path, feed: &Feeder<LinkMsg>) {
-    let mut client = match ControlClient::connect(path).and_then(|mut c| {
-        c.watch_polled(Duration::from_millis(200))?;
-        Ok(c)
-    }) {
-        Ok(c) => c,
-        Err(e) => {
-            feed.send(LinkMsg::Lost(format!("cannot reach {}: {e}", path.display())));
-            return;
+    let started = std::time::Instant::now();
+    let mut client = loop {
+        match ControlClient::connect(path).and_then(|mut c| {
+            c.watch_polled(Duration::from_millis(200))?;
+            Ok(c)
+        }) {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < STARTING && !feed.stopped() => feed.pause(Duration::from_millis(100)),
+            Err(e) => {
+                feed.send(LinkMsg::Lost(format!("cannot reach {}: {e}", path.display())));
+                return;
+            }
         }
     };
     while !feed.stopped() {

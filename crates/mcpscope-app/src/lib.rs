@@ -533,11 +533,21 @@ impl McpscopeApp {
                 return;
             }
         };
+        // Through an intercepting proxy: the same server, started by
+        // `mcpscope proxy`, whose control socket the Intercept tab attaches to.
+        let intercepted = match self.intercepted_target(&saved) {
+            Ok(t) => t,
+            Err(e) => {
+                self.message = Some((Severity::Error, format!("{} not launched: {e}", saved.name)));
+                return;
+            }
+        };
         self.replace_inspection();
         self.launcher.remember(&saved);
         self.tokens.keep_launcher_values(&saved);
+        let target = intercepted.as_ref().map_or_else(|| saved.target(), |(t, _)| t.clone());
         self.session.inspection = Some(Inspection::launch_signing_in(
-            saved.target(),
+            target,
             &saved.protocol_version,
             saved.era_choice(),
             auth,
@@ -548,9 +558,58 @@ impl McpscopeApp {
             },
             Some(Arc::clone(&self.waker)),
         ));
+        if let (Some((_, socket)), Some(i)) = (intercepted, self.session.inspection.as_mut()) {
+            let waker: job::Wake = Arc::clone(&self.waker);
+            i.intercept = Some(intercept_link::InterceptLink::start(&socket, Some(waker)));
+        }
         self.tabs[self.active_tab].title = saved.name.clone();
         self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
         self.session.last_launch = Some(saved);
+    }
+
+    /// For a stdio server launched with Intercept on: the proxy's command
+    /// line that runs it, and where its control socket will be.
+    fn intercepted_target(
+        &self,
+        saved: &SavedServer,
+    ) -> anyhow::Result<Option<(mcpscope_core::transport::target::Target, std::path::PathBuf)>> {
+        use mcpscope_core::transport::target::Target;
+        let Target::Stdio(spec) = saved.target() else {
+            return Ok(None);
+        };
+        if !saved.intercept {
+            return Ok(None);
+        }
+        let me = self
+            .mcpscope_binary
+            .clone()
+            .map_or_else(panels::watch_client::this_binary, Ok)?;
+        static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("app-{}-{n}", std::process::id());
+        let dir = mcpscope_core::intercept::control::sockets_dir()?;
+        let socket = mcpscope_core::intercept::control::named_socket_path(&dir, &name).map_err(anyhow::Error::msg)?;
+        // The proxy's own record (what it changed, with both versions) goes
+        // next to the app's captures.
+        let proxy_capture = mcpscope_core::record::private_files::new_capture_file()?;
+        let mut args = vec![
+            "proxy".to_owned(),
+            "--intercept".into(),
+            "--control-name".into(),
+            name,
+            "--capture".into(),
+            proxy_capture.display().to_string(),
+            "--".into(),
+            spec.program.clone(),
+        ];
+        args.extend(spec.args.iter().cloned());
+        let wrapped = mcpscope_core::transport::process::ServerSpec {
+            program: me,
+            args,
+            env: spec.env.clone(),
+            cwd: spec.cwd.clone(),
+        };
+        Ok(Some((Target::Stdio(wrapped), socket)))
     }
 
     fn apply(&mut self, cmd: Command) {

@@ -210,6 +210,9 @@ impl InterceptView {
             .id_salt("held-queue")
             .max_height(160.0)
             .show(ui, |ui| {
+                if board.held.is_empty() {
+                    ui.weak("(none)");
+                }
                 for h in &board.held {
                     let dir = match h.direction {
                         Some(Direction::Out) => "to server",

@@ -31,6 +31,9 @@ pub struct SavedServer {
     /// The rows whose values the user asked to keep in the OS keyring
     /// (`env:NAME`, `header:NAME`): the values live there, never here.
     pub kept: Vec<String>,
+    /// A stdio server run through an intercepting `mcpscope proxy`, so its
+    /// frames can be held, changed, dropped and faulted (the Intercept tab).
+    pub intercept: bool,
 }
 
 /// The protocol version to offer when the era changes to `era`: the modern
@@ -259,6 +262,7 @@ pub struct LaunchForm {
     pub env: Vec<EnvRow>,
     pub cwd: String,
     pub protocol_version: String,
+    pub intercept: bool,
 }
 
 impl Default for LaunchForm {
@@ -276,6 +280,7 @@ impl Default for LaunchForm {
             env: Vec::new(),
             cwd: String::new(),
             protocol_version: handshake::DEFAULT_VERSION.to_owned(),
+            intercept: false,
         }
     }
 }
@@ -303,6 +308,7 @@ impl LaunchForm {
             } else {
                 s.protocol_version.clone()
             },
+            intercept: s.intercept,
         }
     }
 
@@ -369,6 +375,7 @@ impl LaunchForm {
             protocol_version: version,
             era: self.era.clone(),
             kept: kept_rows(&self.env, "env"),
+            intercept: self.intercept,
             ..SavedServer::default()
         })
     }
@@ -647,6 +654,13 @@ impl LauncherPanel {
                             action = Some(LauncherAction::PickCwd);
                         }
                     });
+                    ui.end_row();
+                    ui.label("Intercept");
+                    ui.checkbox(&mut self.form.intercept, "through mcpscope proxy")
+                        .on_hover_text(
+                            "Runs the server behind an intercepting proxy: hold, edit, drop or answer frames, \
+                             inject frames and set fault rules in the Intercept tab",
+                        );
                     ui.end_row();
                 } else {
                     let label = ui.label("URL");

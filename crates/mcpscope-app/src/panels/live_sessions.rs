@@ -3,7 +3,7 @@
 //! the session directories every half second; the UI thread only draws.
 
 use crate::job::{Feed, Feeder};
-use crate::theme;
+use crate::theme::{self, RowKindStyle as _};
 use egui::{RichText, Ui};
 use mcpscope_core::record::state_dir;
 use mcpscope_core::sessions::index::{ListedSession, SessionRecord, SessionState, format_unix_ms_utc, list_sessions};
@@ -215,6 +215,10 @@ impl LiveSessionsPanel {
                 SessionState::Vanished => ("ended: proxy gone".to_owned(), theme::WARN),
             };
             ui.label(RichText::new(text).color(color));
+            if s.state.is_running() && r.control_socket.is_some() {
+                ui.label(RichText::new("intercepting").color(theme::RowKind::Touch.color()))
+                    .on_hover_text("Its proxy holds frames and applies fault rules: open it for the Intercept tab");
+            }
             if self.open.contains(&s.capture_path) {
                 ui.weak("(open)");
             }

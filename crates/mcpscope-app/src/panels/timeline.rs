@@ -507,25 +507,30 @@ impl TimelinePanel {
                 };
                 let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
                 let stroke = Stroke::new(width, color);
-                match row.fate() {
+                // The span the label sits over: between the lifelines, or
+                // for a frame that went only as far as the proxy, its half.
+                let (left, right) = match row.fate() {
                     // What the receiver got is drawn by the proxy's own row:
                     // this frame went only as far as the proxy.
+                    // The label takes the half the arrow left free.
                     Some(fate) if stops_at_proxy(fate) => {
                         let mid = geo.proxy_x();
                         p.arrow(Pos2::new(from, y), Vec2::new(mid - from, 0.0), stroke);
                         paint_fate(&p, Pos2::new(mid, y), fate);
+                        (to.min(mid), to.max(mid))
                     }
                     _ => {
                         p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
+                        (geo.client_x, geo.server_x)
                     }
-                }
-                // Between the lifelines, clear of both arrowheads: a long
-                // label is cut with an ellipsis instead of running past them.
-                let room = (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0);
+                };
+                // Clear of the arrowheads and marks: a long label is cut
+                // with an ellipsis instead of running past them.
+                let room = (right - left - 2.0 * ARROW_LABEL_MARGIN).max(20.0);
                 let mut job = egui::text::LayoutJob::simple_singleline(glyph_label.clone(), mono.clone(), label_color);
                 job.wrap = egui::text::TextWrapping::truncate_at_width(room);
                 let galley = p.layout_job(job);
-                let x = (geo.client_x + geo.server_x) / 2.0 - galley.size().x / 2.0;
+                let x = (left + right) / 2.0 - galley.size().x / 2.0;
                 p.galley(Pos2::new(x, rect.top() + 1.0), galley, label_color);
                 if let Some((_, latency)) = row.link() {
                     p.text(
@@ -586,26 +591,37 @@ impl TimelinePanel {
                         geo.client_x
                     }
                 };
+                // The label starts right of what the proxy's drawing takes:
+                // the mark, or the arrow it sends; the stderr lane's room
+                // is free on a proxy's row.
+                let row_right = rect.right() - 8.0;
+                let mut label_half = (mid, row_right);
                 if let Some(t) = row.touch() {
-                    match t.sent_toward {
+                    let going = t
+                        .sent_toward
+                        .or((t.kind == TouchKind::Forwarded).then_some(t.direction));
+                    match going {
                         // Injected, edited, answered or forwarded bytes leave from the proxy.
                         Some(d) => {
                             let to = toward_x(d);
                             p.arrow(Pos2::new(mid, y), Vec2::new(to - mid, 0.0), Stroke::new(1.5, color));
-                        }
-                        None if t.kind == TouchKind::Forwarded => {
-                            let to = toward_x(t.direction);
-                            p.arrow(Pos2::new(mid, y), Vec2::new(to - mid, 0.0), Stroke::new(1.5, color));
+                            if d == Direction::Out {
+                                label_half = (geo.server_x, row_right);
+                            }
                         }
                         None => paint_fate(&p, Pos2::new(mid, y), t.kind),
                     }
                 }
+                let (left, right) = label_half;
                 let mut job = egui::text::LayoutJob::simple_singleline(glyph_label.clone(), mono.clone(), label_color);
-                job.wrap = egui::text::TextWrapping::truncate_at_width(
-                    (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0),
-                );
+                job.wrap =
+                    egui::text::TextWrapping::truncate_at_width((right - left - 2.0 * ARROW_LABEL_MARGIN).max(20.0));
                 let galley = p.layout_job(job);
-                p.galley(Pos2::new(geo.client_x + 8.0, rect.top() + 1.0), galley, label_color);
+                p.galley(
+                    Pos2::new(left + ARROW_LABEL_MARGIN, rect.top() + 1.0),
+                    galley,
+                    label_color,
+                );
             }
             Lane::Meta => {
                 // Left-aligned from the client lifeline: a long note must not run over the time column.

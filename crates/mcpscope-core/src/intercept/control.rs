@@ -42,6 +42,23 @@ pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("proxy-{pid}.sock"))
 }
 
+/// Where a proxy told to use `name` puts its socket; a name that could
+/// leave the directory is refused.
+pub fn named_socket_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(format!(
+            "--control-name {name:?}: use up to 64 letters, digits, '-', '_' or '.' (not first)"
+        ));
+    }
+    Ok(dir.join(format!("{name}.sock")))
+}
+
 /// The directory of control sockets under the state dir.
 pub fn sockets_dir() -> std::io::Result<PathBuf> {
     Ok(crate::record::state_dir::root()?.join("intercept"))
@@ -468,6 +485,18 @@ mod tests {
     use super::*;
     use crate::intercept::engine::Interceptor;
     use crate::proxy::gate::Gate;
+
+    #[test]
+    fn a_named_socket_stays_in_its_directory() {
+        let dir = Path::new("/s");
+        assert_eq!(
+            named_socket_path(dir, "app-12.3").unwrap(),
+            Path::new("/s/app-12.3.sock")
+        );
+        for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
+            assert!(named_socket_path(dir, bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn requests_read_into_commands_and_mistakes_are_named() {
