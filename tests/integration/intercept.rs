@@ -224,6 +224,17 @@ fn each_fault_action_as_the_sdk_clients_see_it() {
             [TouchKind::Fault, TouchKind::Dropped],
             "stalled, then never sent"
         );
+
+        // reorder: initialized goes after the next frame the client sends (tools/list).
+        let rule = r#"method == "notifications/initialized" => reorder"#;
+        let (seen, events) = run_through(&home, client, &["--fault", rule], 5000);
+        assert!(seen["list"]["ok"].is_array(), "{}: {seen}", what(rule));
+        let t = touches(&events);
+        assert_eq!(
+            t.iter().map(|t| t.kind).collect::<Vec<_>>(),
+            [TouchKind::Fault, TouchKind::Forwarded]
+        );
+        assert!(t[1].text.starts_with("sent after #"), "{}", t[1].text);
     }
 }
 
@@ -1180,6 +1191,78 @@ mod over_http {
             let (seen, events) = run(&home, &server, client, rule, 1000);
             assert!(seen["list"]["error"].is_object(), "{}: {seen}", what(rule));
             assert_eq!(kinds(&events), [TouchKind::Fault]);
+
+            // duplicate: the call goes upstream twice; the client gets one answer.
+            let rule = r#"method == "tools/call" => duplicate"#;
+            let (seen, events) = run(&home, &server, client, rule, 3000);
+            assert!(seen["call"]["ok"].is_object(), "{}: {seen}", what(rule));
+            assert_eq!(kinds(&events), [TouchKind::Fault]);
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::Note { text, .. } if text.contains("a second time (duplicate)"))),
+                "the second send is noted"
+            );
+
+            // stall: the list's POST is held for ever; the client gives up.
+            let rule = r#"method == "tools/list" => stall first 1"#;
+            let (seen, _) = run(&home, &server, client, rule, 800);
+            assert!(seen["list"]["error"].is_object(), "{}: {seen}", what(rule));
+
+            // reorder: each SDK waits for its initialized POST's answer before
+            // its next POST, so nothing comes to swap with: it goes on after
+            // the 2 s wait. The TypeScript SDK waits inside connect, the
+            // Python SDK before its next request (tools/list).
+            let rule = r#"method == "notifications/initialized" => reorder"#;
+            let (seen, events) = run(&home, &server, client, rule, 5000);
+            assert!(seen["connect"]["ok"].is_string(), "{}: {seen}", what(rule));
+            let waited = match client {
+                Client::Ts => &seen["connect"],
+                Client::Py => &seen["list"],
+            };
+            assert!(waited["ms"].as_u64().unwrap() >= 1900, "{}: {seen}", what(rule));
+            let t = touches(&events);
+            assert_eq!(
+                t.iter().map(|t| t.kind).collect::<Vec<_>>(),
+                [TouchKind::Fault, TouchKind::Forwarded]
+            );
+            assert!(t[1].text.contains("no other frame"), "{}", t[1].text);
+        }
+    }
+
+    /// The Inspector's CLI over the reverse proxy: an injected error and an HTTP status.
+    #[test]
+    fn the_inspector_cli_over_http() {
+        let home = Home::new();
+        let server = HttpServer::start("streamableHttp");
+        let inspector = need(
+            repo().join("tests/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+        );
+        for (rule, says) in [
+            (
+                r#"method == "tools/call" => error -32099 "chaos over http""#,
+                "chaos over http",
+            ),
+            (r#"method == "tools/call" => http-status 503 7"#, "503"),
+        ] {
+            let capture = home.path(&format!("inspector-{}.jsonl", says.len()));
+            let proxy = Proxy::start(&home, &server.url("/mcp"), &capture, &[rule]);
+            let mut c = Command::new("node");
+            c.arg(&inspector)
+                .args(["--cli", &proxy.url, "--transport", "http", "--method", "tools/call"])
+                .args(["--tool-name", "echo", "--tool-arg", "message=hi"]);
+            home.apply(&mut c);
+            let out = c.output().unwrap();
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!out.status.success(), "{rule}: {all}");
+            assert!(all.contains(says), "{rule}: {all}");
+            drop(proxy);
+            let k = kinds(&capture::load(&capture).unwrap().events);
+            assert_eq!(k.len(), 1, "{rule}: {k:?}");
         }
     }
 
