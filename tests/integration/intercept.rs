@@ -1051,6 +1051,84 @@ mod in_the_app {
         assert!(answer.contains("answered by mcpscope"), "{answer}");
         h.state_mut().session.inspection = None;
     }
+
+    /// The same for an HTTP server: the app runs the intercepting reverse
+    /// proxy itself and the session goes through it.
+    #[test]
+    fn an_own_http_session_launched_with_intercept_holds_the_apps_requests() {
+        let server = crate::http::HttpServer::start("streamableHttp");
+        let mut h = Harness::builder()
+            .with_size([1440.0, 900.0])
+            .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
+        {
+            let form = &mut h.state_mut().launcher.form;
+            form.transport = "http".into();
+            form.url = server.url("/mcp");
+            form.intercept = true;
+        }
+        h.step();
+        h.get_by_label("▶ Launch").click();
+        step_until(&mut h, "the handshake through the app's proxy", |app| {
+            app.session.inspection.as_ref().is_some_and(|i| {
+                i.model.store.iter().any(|r| {
+                    mcpscope_app::panels::timeline::row_label(&i.model.store, &r).starts_with("result #1 (initialize)")
+                }) && i.intercept.as_ref().is_some_and(|l| l.board.version > 0)
+            })
+        });
+        let url = h
+            .state()
+            .session
+            .inspection
+            .as_ref()
+            .unwrap()
+            .target
+            .as_ref()
+            .unwrap()
+            .display();
+        assert!(
+            !url.contains(&server.url("")),
+            "the session goes through the proxy: {url}"
+        );
+        h.state_mut().bottom_tab = mcpscope_app::BottomTab::Intercept;
+        h.step();
+        h.state_mut().session.intercept.new_break = r#"method == "tools/call""#.into();
+        h.step();
+        h.get_by_label("Add breakpoint").click();
+        step_until(&mut h, "the breakpoint set", |app| {
+            app.session
+                .inspection
+                .as_ref()
+                .and_then(|i| i.intercept.as_ref())
+                .is_some_and(|l| l.board.breakpoints.len() == 1)
+        });
+        h.get_by_label("Compose").click();
+        h.step();
+        h.get_by_label("Raw").click();
+        h.step();
+        {
+            let c = &mut h.state_mut().session.composer;
+            c.raw.method = "tools/call".into();
+            c.raw.params = r#"{"name": "echo", "arguments": {"message": "held over my own HTTP"}}"#.into();
+        }
+        h.step();
+        h.get_by_label("Send").click();
+        step_until(&mut h, "the app's own HTTP call held", |app| {
+            holding(app, "held over my own HTTP")
+        });
+        h.get_by_label("Answer instead").click();
+        let answered = |app: &McpscopeApp| {
+            app.session.inspection.as_ref().and_then(|i| {
+                i.model
+                    .store
+                    .iter()
+                    .find(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, r).contains("(tools/call)"))
+                    .map(|r| String::from_utf8_lossy(r.raw()).into_owned())
+            })
+        };
+        step_until(&mut h, "the proxy's answer in the app", |app| answered(app).is_some());
+        assert!(answered(h.state()).unwrap().contains("answered by mcpscope"));
+        h.state_mut().session.inspection = None;
+    }
 }
 
 /// `mcpscope proxy --listen --upstream` with fault rules, in front of
@@ -1302,9 +1380,18 @@ fn a_held_post_waits_for_the_user_over_http() {
     use crate::http::HttpServer;
     let home = Home::new();
     let server = HttpServer::start("streamableHttp");
+    let capture = home.path("held-post.jsonl");
     let mut c = Command::new(bin());
-    c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
-        .args(["--break", r#"method == "tools/call""#, "--break-timeout", "none"]);
+    c.args([
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &server.url("/mcp"),
+        "--capture",
+    ])
+    .arg(&capture)
+    .args(["--break", r#"method == "tools/call""#, "--break-timeout", "none"]);
     home.apply(&mut c);
     let mut proxy = c
         .stdin(Stdio::null())
@@ -1356,7 +1443,33 @@ fn a_held_post_waits_for_the_user_over_http() {
     assert_eq!(seen["call"]["ok"]["content"][0]["text"], "held over HTTP", "{seen}");
     let out = intercept(&["inject", "--to-client", "{}"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot inject"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot inject toward the client"));
+    // Toward the server, on the client's session: the answer is recorded.
+    let out = intercept(&[
+        "inject",
+        "--to-server",
+        r#"{"jsonrpc":"2.0","id":"injected-1","method":"tools/list"}"#,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + T;
+    loop {
+        let events = capture::load(&capture).unwrap().events;
+        let answered = events.iter().any(|e| {
+            matches!(e, Event::Frame(f) if f.direction == mcpscope_core::wire::frame::Direction::In
+                && String::from_utf8_lossy(&f.raw).contains("\"injected-1\"")
+                && String::from_utf8_lossy(&f.raw).contains("\"tools\""))
+        });
+        if answered {
+            assert!(kinds(&events).contains(&TouchKind::Injected));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no answer to the injected request: {:#?}",
+            events.iter().rev().take(8).map(|e| e.summary()).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _ = proxy.kill();
     let _ = proxy.wait();
 }

@@ -143,6 +143,9 @@ pub struct Inspection {
     /// That session's proxy intercepts (breakpoints, fault rules): its
     /// control socket, while the session runs.
     pub intercept: Option<crate::intercept_link::InterceptLink>,
+    /// The reverse proxy an HTTP session launched with Intercept goes
+    /// through, run here; stopped when the inspection is dropped.
+    pub own_proxy: Option<crate::intercept_link::OwnProxy>,
     /// Followed events not applied yet (a frame's budget is spent).
     pending: VecDeque<Event>,
     /// Bumped when a followed capture starts over: the views drop what they showed.
@@ -352,6 +355,7 @@ impl Inspection {
             ends: Ends::default(),
             live: None,
             intercept: None,
+            own_proxy: None,
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,
@@ -550,6 +554,7 @@ impl Inspection {
             ends: Ends::default(),
             live: None,
             intercept: None,
+            own_proxy: None,
             pending: VecDeque::new(),
             resets: 0,
             sign_in: None,

@@ -132,3 +132,64 @@ fn send(path: &Path, rx: &Receiver<Value>, feed: &Feeder<LinkMsg>) {
         }
     }
 }
+
+/// An HTTP server launched from the app with Intercept on: the reverse
+/// proxy (with its gate and control socket) the session goes through, run
+/// in this process for as long as the session's tab keeps it.
+pub struct OwnProxy {
+    stopper: mcpscope_core::proxy::reverse::Stopper,
+    thread: Option<std::thread::JoinHandle<mcpscope_core::proxy::reverse::ReverseOutcome>>,
+    _control: mcpscope_core::intercept::control::ControlServer,
+    /// The proxy's own record: what it changed, both versions.
+    pub capture: PathBuf,
+}
+
+impl OwnProxy {
+    /// Starts it in front of `upstream`; returns it and the URL to use instead.
+    pub fn start(upstream: &str, socket: &Path, capture: PathBuf) -> anyhow::Result<(OwnProxy, String)> {
+        use mcpscope_core::intercept::Interceptor;
+        use mcpscope_core::intercept::control::ControlServer;
+        use mcpscope_core::proxy::reverse::{ReverseProxy, ReverseProxyOptions};
+        let mut options = ReverseProxyOptions::new("127.0.0.1:0", upstream)?;
+        options.capture = Some(capture.clone());
+        options.control_socket = Some(socket.to_owned());
+        let (gate, handle) = Interceptor::new(Vec::new(), Vec::new(), Interceptor::fresh_seed());
+        let control = ControlServer::start(socket, handle)
+            .map_err(|e| anyhow::anyhow!("cannot open the control socket {}: {e}", socket.display()))?;
+        let proxy = ReverseProxy::bind(options)?.with_gate(Box::new(gate.over_http()));
+        // The same path and query on the proxy (the options checked the URL).
+        let after_scheme = upstream.split_once("://").map_or(upstream, |(_, rest)| rest);
+        let path = after_scheme.find(['/', '?']).map_or("/", |i| &after_scheme[i..]);
+        let path = if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_owned()
+        };
+        let local = format!("http://{}{path}", proxy.local_addr());
+        let stopper = proxy.stopper();
+        let thread = std::thread::Builder::new()
+            .name("mcpscope-own-proxy".into())
+            .spawn(move || proxy.serve(|| "its session's tab let go of it".into()))?;
+        Ok((
+            OwnProxy {
+                stopper,
+                thread: Some(thread),
+                _control: control,
+                capture,
+            },
+            local,
+        ))
+    }
+}
+
+impl Drop for OwnProxy {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        // Its exchanges end within a poll; the UI thread does not wait for them.
+        if let Some(t) = self.thread.take() {
+            crate::job::detach("own-proxy-end", move || {
+                let _ = t.join();
+            });
+        }
+    }
+}

@@ -179,6 +179,13 @@ pub enum RightTab {
     Compose,
 }
 
+/// A session launched with Intercept on goes through a proxy.
+struct Intercepted {
+    target: mcpscope_core::transport::target::Target,
+    socket: std::path::PathBuf,
+    own_proxy: Option<intercept_link::OwnProxy>,
+}
+
 /// The tabs of the bottom panel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BottomTab {
@@ -545,7 +552,9 @@ impl McpscopeApp {
         self.replace_inspection();
         self.launcher.remember(&saved);
         self.tokens.keep_launcher_values(&saved);
-        let target = intercepted.as_ref().map_or_else(|| saved.target(), |(t, _)| t.clone());
+        let target = intercepted
+            .as_ref()
+            .map_or_else(|| saved.target(), |i| i.target.clone());
         self.session.inspection = Some(Inspection::launch_signing_in(
             target,
             &saved.protocol_version,
@@ -558,32 +567,25 @@ impl McpscopeApp {
             },
             Some(Arc::clone(&self.waker)),
         ));
-        if let (Some((_, socket)), Some(i)) = (intercepted, self.session.inspection.as_mut()) {
+        if let (Some(via), Some(i)) = (intercepted, self.session.inspection.as_mut()) {
             let waker: job::Wake = Arc::clone(&self.waker);
-            i.intercept = Some(intercept_link::InterceptLink::start(&socket, Some(waker)));
+            i.intercept = Some(intercept_link::InterceptLink::start(&via.socket, Some(waker)));
+            i.own_proxy = via.own_proxy;
         }
         self.tabs[self.active_tab].title = saved.name.clone();
         self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
         self.session.last_launch = Some(saved);
     }
 
-    /// For a stdio server launched with Intercept on: the proxy's command
-    /// line that runs it, and where its control socket will be.
-    fn intercepted_target(
-        &self,
-        saved: &SavedServer,
-    ) -> anyhow::Result<Option<(mcpscope_core::transport::target::Target, std::path::PathBuf)>> {
+    /// For a server launched with Intercept on: what the session reaches
+    /// instead (stdio: `mcpscope proxy` running the server; HTTP: a reverse
+    /// proxy in this process in front of it), where the control socket is,
+    /// and the in-process proxy to keep.
+    fn intercepted_target(&self, saved: &SavedServer) -> anyhow::Result<Option<Intercepted>> {
         use mcpscope_core::transport::target::Target;
-        let Target::Stdio(spec) = saved.target() else {
-            return Ok(None);
-        };
         if !saved.intercept {
             return Ok(None);
         }
-        let me = self
-            .mcpscope_binary
-            .clone()
-            .map_or_else(panels::watch_client::this_binary, Ok)?;
         static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("app-{}-{n}", std::process::id());
@@ -592,24 +594,45 @@ impl McpscopeApp {
         // The proxy's own record (what it changed, with both versions) goes
         // next to the app's captures.
         let proxy_capture = mcpscope_core::record::private_files::new_capture_file()?;
-        let mut args = vec![
-            "proxy".to_owned(),
-            "--intercept".into(),
-            "--control-name".into(),
-            name,
-            "--capture".into(),
-            proxy_capture.display().to_string(),
-            "--".into(),
-            spec.program.clone(),
-        ];
-        args.extend(spec.args.iter().cloned());
-        let wrapped = mcpscope_core::transport::process::ServerSpec {
-            program: me,
-            args,
-            env: spec.env.clone(),
-            cwd: spec.cwd.clone(),
-        };
-        Ok(Some((Target::Stdio(wrapped), socket)))
+        match saved.target() {
+            Target::Stdio(spec) => {
+                let me = self
+                    .mcpscope_binary
+                    .clone()
+                    .map_or_else(panels::watch_client::this_binary, Ok)?;
+                let mut args = vec![
+                    "proxy".to_owned(),
+                    "--intercept".into(),
+                    "--control-name".into(),
+                    name,
+                    "--capture".into(),
+                    proxy_capture.display().to_string(),
+                    "--".into(),
+                    spec.program.clone(),
+                ];
+                args.extend(spec.args.iter().cloned());
+                let wrapped = mcpscope_core::transport::process::ServerSpec {
+                    program: me,
+                    args,
+                    env: spec.env.clone(),
+                    cwd: spec.cwd.clone(),
+                };
+                Ok(Some(Intercepted {
+                    target: Target::Stdio(wrapped),
+                    socket,
+                    own_proxy: None,
+                }))
+            }
+            Target::Http(http) => {
+                let (proxy, local) = intercept_link::OwnProxy::start(&http.url, &socket, proxy_capture)?;
+                let through = mcpscope_core::transport::target::HttpTarget { url: local, ..http };
+                Ok(Some(Intercepted {
+                    target: Target::Http(through),
+                    socket,
+                    own_proxy: Some(proxy),
+                }))
+            }
+        }
     }
 
     fn apply(&mut self, cmd: Command) {

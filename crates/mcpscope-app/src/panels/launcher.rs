@@ -345,6 +345,7 @@ impl LaunchForm {
                 era: self.era.clone(),
                 oauth: self.oauth.clone(),
                 kept: kept_rows(&self.headers, "header"),
+                intercept: self.intercept,
                 ..SavedServer::http(name, url, kind, headers)
             });
         }
@@ -670,6 +671,13 @@ impl LauncherPanel {
                             .desired_width(f32::INFINITY),
                     )
                     .labelled_by(label.id);
+                    ui.end_row();
+                    ui.label("Intercept");
+                    ui.checkbox(&mut self.form.intercept, "through mcpscope proxy")
+                        .on_hover_text(
+                            "Goes through an intercepting reverse proxy run by the app: hold, edit, drop or answer \
+                             messages and set fault rules in the Intercept tab",
+                        );
                     ui.end_row();
                 }
                 ui.label("Era");

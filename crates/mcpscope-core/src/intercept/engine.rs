@@ -747,9 +747,13 @@ impl Interceptor {
                     "no longer holding every frame".into()
                 })
             }
-            Op::Inject { .. } if self.http => {
-                Err("the HTTP proxy cannot inject frames yet (it has no stream of its own to either side)".into())
-            }
+            Op::Inject {
+                toward: Direction::In, ..
+            } if self.http => Err(
+                "the HTTP proxy cannot inject toward the client yet (it has no stream of its own to the client); \
+                 toward the server it can"
+                    .into(),
+            ),
             Op::Inject { toward, bytes } => {
                 let bytes = with_ending(bytes);
                 let side = if toward == Direction::Out { "server" } else { "client" };

@@ -50,6 +50,35 @@ fn header_str(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<Str
 /// Forwards one request and writes the answer. Returns whether the client
 /// connection can carry another request.
 pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bool> {
+    forward_with(ctx, req, out, true)
+}
+
+/// A message the user injected toward the server: POSTed on the client's
+/// session (the headers of its last JSON-RPC POST), not judged again; the
+/// answer is recorded and goes nowhere else.
+pub(super) fn inject_upstream(ctx: &Ctx, body: Vec<u8>) {
+    let last = ctx.last_client.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let Some(last) = last else {
+        lock(&ctx.shared).note(
+            "not sent to the server: no request of the client's seen yet to take the session's headers from".into(),
+        );
+        return;
+    };
+    let req = Request {
+        body: strip_line_end(body),
+        ..last
+    };
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let drain = std::thread::spawn(move || while rx.blocking_recv().is_some() {});
+    let mut sink = Sink(tx);
+    if let Err(e) = forward_with(ctx, &req, &mut sink, false) {
+        lock(&ctx.shared).note(format!("the injected message's exchange failed: {e}"));
+    }
+    drop(sink);
+    let _ = drain.join();
+}
+
+fn forward_with(ctx: &Ctx, req: &Request, out: &mut Sink, judge: bool) -> io::Result<bool> {
     let started = Instant::now();
     let url = format!("{}{}", ctx.upstream_origin, req.target);
     let parsed = url::Url::parse(&url).ok();
@@ -64,8 +93,14 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
         })
         .collect();
     let json_rpc_out = !req.body.is_empty() && is_json_rpc(&req.body);
-    let out_frame =
-        json_rpc_out.then(|| lock(&ctx.shared).frame(Direction::Out, req.body.clone(), LineEnding::Lf, started));
+    // An injected message is on the record as the proxy's touch, not as a
+    // frame of the client's.
+    let out_frame = (json_rpc_out && judge)
+        .then(|| lock(&ctx.shared).frame(Direction::Out, req.body.clone(), LineEnding::Lf, started));
+    if judge && json_rpc_out && req.method == "POST" {
+        // What an injected message is sent with.
+        *ctx.last_client.lock().unwrap_or_else(|p| p.into_inner()) = Some(req.clone());
+    }
     let request_id = json_rpc_out
         .then(|| serde_json::from_slice::<Value>(&req.body).ok())
         .flatten()
@@ -83,7 +118,7 @@ pub(super) fn forward(ctx: &Ctx, req: &Request, out: &mut Sink) -> io::Result<bo
     let mut duplicate = None;
     let edited;
     let req = match (&ctx.gate, &out_frame) {
-        (Some(gate), Some(frame)) => match gate.judge(&ctx.shared, frame) {
+        (Some(gate), Some(frame)) if judge => match gate.judge(&ctx.shared, frame) {
             Verdict::Send { mut bodies, slow: s } => {
                 slow = s;
                 let first = bodies.remove(0);

@@ -42,6 +42,8 @@ pub(super) struct HttpGate {
     state: Mutex<State>,
     wake: Sender<()>,
     stop: Arc<AtomicBool>,
+    /// Messages the user injected toward the server, for the injector.
+    injected: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
 }
 
 fn state(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -61,12 +63,28 @@ impl HttpGate {
             }),
             wake: wake_tx,
             stop,
+            injected: unbounded(),
         });
         let ticker = g.clone();
         let _ = std::thread::Builder::new()
             .name("mcpscope-rproxy-gate".into())
             .spawn(move || ticker.tick_until_stopped(&shared, &wake_rx));
         g
+    }
+
+    /// Sends what the user injects toward the server, one after another,
+    /// on the client's session, until the proxy stops.
+    pub(super) fn start_injector(gate: &Arc<HttpGate>, ctx: Arc<super::Ctx>) {
+        let gate = gate.clone();
+        let _ = std::thread::Builder::new()
+            .name("mcpscope-rproxy-inject".into())
+            .spawn(move || {
+                while !gate.stopped() {
+                    if let Ok(bytes) = gate.injected.1.recv_timeout(Duration::from_millis(200)) {
+                        super::forward::inject_upstream(&ctx, bytes);
+                    }
+                }
+            });
     }
 
     fn tick_until_stopped(&self, shared: &Mutex<Shared>, wakes: &Receiver<()>) {
@@ -81,12 +99,12 @@ impl HttpGate {
             let mut st = state(&self.state);
             let st = &mut *st;
             st.gate.tick(Instant::now(), &mut st.out);
-            dispatch(st, shared);
+            self.dispatch(st, shared);
         }
         let mut st = state(&self.state);
         let st = &mut *st;
         st.gate.closing(Instant::now(), &mut st.out);
-        dispatch(st, shared);
+        self.dispatch(st, shared);
     }
 
     pub(super) fn stopped(&self) -> bool {
@@ -101,7 +119,7 @@ impl HttpGate {
             let st = &mut *st;
             st.waiting.insert(frame.seq, tx);
             st.gate.arrived(frame, Instant::now(), &mut st.out);
-            dispatch(st, shared);
+            self.dispatch(st, shared);
         }
         // A delay or a breakpoint's timeout may now be the next thing due.
         let _ = self.wake.try_send(());
@@ -138,34 +156,40 @@ impl HttpGate {
     }
 }
 
-/// Records what the gate did and hands each action about a message to the
-/// thread waiting for it.
-fn dispatch(st: &mut State, shared: &Mutex<Shared>) {
-    if st.out.is_empty() {
-        return;
-    }
-    let mut sh = lock(shared);
-    for action in st.out.drain(..) {
-        if let GateAction::Record(t) = &action {
-            let mut t = t.clone();
-            t.at = sh.recorder.now();
-            sh.record(Event::Touch(Box::new(t)));
+impl HttpGate {
+    /// Records what the gate did and hands each action about a message to the
+    /// thread waiting for it.
+    fn dispatch(&self, st: &mut State, shared: &Mutex<Shared>) {
+        if st.out.is_empty() {
+            return;
         }
-        match action.of_seq().and_then(|seq| st.waiting.get(&seq)) {
-            Some(tx) => {
-                let _ = tx.send(action);
+        let mut sh = lock(shared);
+        for action in st.out.drain(..) {
+            if let GateAction::Record(t) = &action {
+                let mut t = t.clone();
+                t.at = sh.recorder.now();
+                sh.record(Event::Touch(Box::new(t)));
             }
-            None => match action {
-                GateAction::Send {
-                    of_seq: None, toward, ..
-                } => {
-                    let side = if toward == Direction::Out { "server" } else { "client" };
-                    sh.note(format!("not sent to the {side}: the HTTP proxy cannot inject frames"));
+            match action.of_seq().and_then(|seq| st.waiting.get(&seq)) {
+                Some(tx) => {
+                    let _ = tx.send(action);
                 }
-                GateAction::KillServer => sh.note("kill-server: the HTTP proxy runs no server to kill".into()),
-                _ => {}
-            },
+                None => match action {
+                    GateAction::Send {
+                        of_seq: None,
+                        toward: Direction::Out,
+                        bytes,
+                    } => {
+                        let _ = self.injected.0.send(bytes);
+                    }
+                    GateAction::Send { of_seq: None, .. } => {
+                        sh.note("not sent to the client: the HTTP proxy has no stream of its own to the client".into());
+                    }
+                    GateAction::KillServer => sh.note("kill-server: the HTTP proxy runs no server to kill".into()),
+                    _ => {}
+                },
+            }
         }
+        sh.flush();
     }
-    sh.flush();
 }

@@ -324,6 +324,7 @@ impl ReverseProxy {
             .take()
             .map(|g| gated::HttpGate::start(g, self.shared.clone(), self.stop.clone()));
         let ctx = Arc::new(Ctx {
+            last_client: Mutex::new(None),
             gate,
             agent: self.agent.clone(),
             upstream_origin: origin(&self.options.upstream),
@@ -332,6 +333,9 @@ impl ReverseProxy {
             header_timeout: self.options.header_timeout,
             idle_timeout: self.options.idle_timeout,
         });
+        if let Some(gate) = &ctx.gate {
+            gated::HttpGate::start_injector(gate, ctx.clone());
+        }
         if let Err(e) = listener::run(self.listener, ctx, self.slots.clone(), self.stop.clone()) {
             self.notes.push(format!("the proxy's listener failed: {e}"));
         }
@@ -370,6 +374,9 @@ impl ReverseProxy {
 
 struct Ctx {
     gate: Option<Arc<gated::HttpGate>>,
+    /// The client's last JSON-RPC POST: its session headers carry an
+    /// injected message.
+    last_client: Mutex<Option<crate::transport::http_server::Request>>,
     agent: ureq::Agent,
     /// `https://host[:port]`, no trailing slash.
     upstream_origin: String,
