@@ -107,14 +107,10 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
 /// Moves the client's end of stdout to a descriptor the proxy alone holds
 /// (fd 1 then points at /dev/null), so closing it is a real disconnect.
 pub fn take_stdout() -> std::io::Result<std::fs::File> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: dup returns a new descriptor we own, or -1.
-    let fd = unsafe { libc::dup(1) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just made and nothing else owns it.
-    let out = unsafe { std::fs::File::from_raw_fd(fd) };
+    use std::os::fd::{AsFd, AsRawFd};
+    // Close-on-exec: the server the proxy starts must not hold the client's
+    // pipe open too, or closing ours would not end it.
+    let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
     let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
     // SAFETY: both descriptors are open; dup2 replaces fd 1 atomically.
     if unsafe { libc::dup2(null.as_raw_fd(), 1) } < 0 {

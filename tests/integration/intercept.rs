@@ -297,20 +297,22 @@ fn a_dropped_initialized_and_a_delayed_tools_list() {
     );
 }
 
-/// The Inspector's CLI through a proxy with a fault rule.
-#[test]
-fn the_inspector_cli_sees_an_injected_error() {
-    let home = Home::new();
+/// The Inspector's CLI (one `tools/call` per run) through the stdio proxy
+/// with a fault rule: what it printed, whether it failed, what the capture
+/// recorded.
+fn inspector_through(home: &Home, rule: &str) -> (bool, String, Vec<TouchKind>) {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let inspector =
         need(repo().join("tests/peers/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"));
-    let capture = home.path("inspector.jsonl");
-    let config = home.path("mcp.json");
+    let capture = home.path(&format!("inspector-{n}.jsonl"));
+    let config = home.path(&format!("mcp-{n}.json"));
     let args = serde_json::json!([
         "proxy",
         "--capture",
         capture,
         "--fault",
-        r#"method == "tools/call" => error -32099 "chaos""#,
+        rule,
         "--",
         "node",
         everything_entry(),
@@ -339,13 +341,6 @@ fn the_inspector_cli_sees_an_injected_error() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!out.status.success(), "{all}");
-    // The Inspector prints the message on stderr, without the numeric code
-    // (`"code":"error"`).
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("\"message\":\"chaos\""),
-        "{all}"
-    );
     let deadline = Instant::now() + T;
     while !capture::load(&capture)
         .unwrap()
@@ -353,11 +348,46 @@ fn the_inspector_cli_sees_an_injected_error() {
         .iter()
         .any(|e| matches!(e, Event::Closed { .. }))
     {
-        assert!(Instant::now() < deadline, "the proxy did not finish its capture");
+        assert!(Instant::now() < deadline, "the proxy did not finish its capture: {all}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let events = capture::load(&capture).unwrap().events;
-    assert_eq!(kinds(&events), [TouchKind::Answered]);
+    (
+        out.status.success(),
+        all,
+        kinds(&capture::load(&capture).unwrap().events),
+    )
+}
+
+/// The Inspector's CLI through the stdio proxy, one run per fault action
+/// that ends within its own wait (it has no request timeout to shorten:
+/// drop, stall and a corrupted answer would wait it out).
+#[test]
+fn the_inspector_cli_through_fault_rules() {
+    let home = Home::new();
+    // error: the message on stderr, without the numeric code (`"code":"error"`).
+    let (ok, all, k) = inspector_through(&home, r#"method == "tools/call" => error -32099 "chaos""#);
+    assert!(!ok && all.contains("\"message\":\"chaos\""), "{all}");
+    assert_eq!(k, [TouchKind::Answered]);
+    let (ok, all, k) = inspector_through(&home, r#"method == "tools/call" => delay 300ms"#);
+    assert!(ok && all.contains("Echo: hi"), "{all}");
+    assert_eq!(k, [TouchKind::Fault, TouchKind::Forwarded]);
+    let (ok, all, k) = inspector_through(&home, r#"request.method == "tools/call" => duplicate"#);
+    assert!(ok && all.contains("Echo: hi"), "a second answer is ignored: {all}");
+    assert_eq!(k, [TouchKind::Fault]);
+    let (ok, all, k) = inspector_through(
+        &home,
+        r#"request.method == "tools/call" => replace {"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"replaced"}]}}"#,
+    );
+    assert!(ok && all.contains("replaced") && !all.contains("Echo: hi"), "{all}");
+    assert_eq!(k, [TouchKind::Edited]);
+    for rule in [
+        r#"method == "tools/call" => disconnect"#,
+        r#"method == "tools/call" => kill-server"#,
+    ] {
+        let (ok, all, k) = inspector_through(&home, rule);
+        assert!(!ok, "{rule}: {all}");
+        assert_eq!(k, [TouchKind::Fault], "{rule}");
+    }
 }
 
 /// A hand-driven client: the test writes the client's lines and reads what
@@ -1373,6 +1403,71 @@ mod over_http {
     }
 }
 
+/// A breakpoint on the server's side over HTTP: the answer to tools/list
+/// (an SSE event on its POST's stream) is held, that stream alone waits,
+/// and it goes on when forwarded.
+#[test]
+fn a_held_sse_event_holds_its_stream_only() {
+    use crate::http::HttpServer;
+    let home = Home::new();
+    let server = HttpServer::start("streamableHttp");
+    let mut c = Command::new(bin());
+    c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
+        .args([
+            "--break",
+            r#"s2c: request.method == "tools/list""#,
+            "--break-timeout",
+            "none",
+        ]);
+    home.apply(&mut c);
+    let mut proxy = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(proxy.stderr.take().unwrap());
+    let addr = listening_addr(&mut err);
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let socket = std::fs::read_dir(home.sockets())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let mut cmd_line = Client::Ts.command(10_000);
+    cmd_line.push(format!("http://{addr}/mcp"));
+    let client = Command::new(&cmd_line[0])
+        .args(&cmd_line[1..])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let intercept = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.arg("intercept").arg("--socket").arg(&socket).args(args);
+        home.apply(&mut c);
+        c.output().unwrap()
+    };
+    let deadline = Instant::now() + T;
+    loop {
+        let listed = String::from_utf8_lossy(&intercept(&["list"]).stdout).into_owned();
+        if listed.contains("held frames: 1") {
+            assert!(listed.contains("#1 s2c"), "{listed}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the answer was never held: {listed}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(intercept(&["forward", "1"]).status.success());
+    let out = client.wait_with_output().unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(seen["list"]["ok"].as_array().is_some_and(|t| !t.is_empty()), "{seen}");
+    assert!(seen["list"]["ms"].as_u64().unwrap() >= 50, "it waited: {seen}");
+    assert!(seen["call"]["ok"].is_object(), "{seen}");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+}
+
 /// A breakpoint on the HTTP proxy: the held POST keeps its connection open
 /// while other exchanges go on, and is answered from `mcpscope intercept`.
 #[test]
@@ -1430,20 +1525,25 @@ fn a_held_post_waits_for_the_user_over_http() {
         assert!(Instant::now() < deadline, "the call was never held");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = intercept(&[
-        "answer",
-        "1",
-        "--json",
-        r#"{"content":[{"type":"text","text":"held over HTTP"}]}"#,
-    ]);
+    // Inject the answer into the client's own stream (its GET), then drop
+    // the held request: the client takes the injected answer.
+    let board: Value = serde_json::from_slice(&intercept(&["--json", "list"]).stdout).unwrap();
+    let held: Value = serde_json::from_str(board["board"]["held"][0]["bytes"].as_str().unwrap()).unwrap();
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": held["id"],
+        "result": {"content": [{"type": "text", "text": "injected into the client's stream"}]}
+    });
+    let out = intercept(&["inject", "--to-client", &answer.to_string()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = client.wait_with_output().unwrap();
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(seen["list"]["ok"].is_array(), "tools/list was not held up: {seen}");
-    assert_eq!(seen["call"]["ok"]["content"][0]["text"], "held over HTTP", "{seen}");
-    let out = intercept(&["inject", "--to-client", "{}"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot inject toward the client"));
+    assert_eq!(
+        seen["call"]["ok"]["content"][0]["text"], "injected into the client's stream",
+        "{seen}"
+    );
+    assert!(intercept(&["drop", "1"]).status.success());
     // Toward the server, on the client's session: the answer is recorded.
     let out = intercept(&[
         "inject",

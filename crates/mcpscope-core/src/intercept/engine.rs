@@ -747,13 +747,7 @@ impl Interceptor {
                     "no longer holding every frame".into()
                 })
             }
-            Op::Inject {
-                toward: Direction::In, ..
-            } if self.http => Err(
-                "the HTTP proxy cannot inject toward the client yet (it has no stream of its own to the client); \
-                 toward the server it can"
-                    .into(),
-            ),
+
             Op::Inject { toward, bytes } => {
                 let bytes = with_ending(bytes);
                 let side = if toward == Direction::Out { "server" } else { "client" };

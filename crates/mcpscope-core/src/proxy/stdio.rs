@@ -320,6 +320,7 @@ pub fn run_gated(
         end: None,
         gated,
         kill_server: false,
+        disconnected: false,
     };
     if let Err(e) = &watchdog {
         rec.note(format!(
@@ -354,6 +355,8 @@ struct Recording {
     gated: Option<Gated>,
     /// The gate asked for the server to be killed.
     kill_server: bool,
+    /// The gate disconnected both sides: shut the server down.
+    disconnected: bool,
 }
 
 /// The gate and the two outlets it sends through.
@@ -586,6 +589,9 @@ impl Recording {
                 }
                 self.close_stdin();
                 self.note("disconnected: closed the server's stdin and the client's stdout".into());
+                // The session is over: the server is shut down as if the
+                // client had closed, and the proxy ends.
+                self.disconnected = true;
             }
             GateAction::KillServer => self.kill_server = true,
             // Never asked of a stdio gate (its rules refuse them).
@@ -642,6 +648,10 @@ impl Recording {
                 self.tick_gate();
                 if std::mem::take(&mut self.kill_server) {
                     self.kill(tree);
+                }
+                if std::mem::take(&mut self.disconnected) {
+                    self.ended(EndCause::Other, "a fault rule disconnected both sides");
+                    self.shut(&mut shutdown, tree);
                 }
                 // What the user's command did is on disk at once: the app
                 // follows the capture.
@@ -701,6 +711,10 @@ impl Recording {
             }
             if std::mem::take(&mut self.kill_server) {
                 self.kill(tree);
+            }
+            if std::mem::take(&mut self.disconnected) {
+                self.ended(EndCause::Other, "a fault rule disconnected both sides");
+                self.shut(&mut shutdown, tree);
             }
             if server_out_closed && server_err_closed && exited.is_some() {
                 break;

@@ -327,8 +327,18 @@ fn forward_with(ctx: &Ctx, req: &Request, out: &mut Sink, judge: bool) -> io::Re
         chunked,
         rate: slow,
     };
+    // A client's standing stream (GET): what the user injects toward the
+    // client is written into it.
+    let stream = match (&ctx.gate, sse && req.method == "GET" && chunked) {
+        (Some(gate), true) => Some((gate.clone(), gate.open_client_stream(sink.out.0.clone()))),
+        _ => None,
+    };
     let outcome = if sse {
-        relay_sse(ctx, &mut body, &mut sink)
+        let relayed = relay_sse(ctx, &mut body, &mut sink);
+        if let Some((gate, id)) = &stream {
+            gate.close_client_stream(*id);
+        }
+        relayed
     } else {
         relay_whole(ctx, &mut body, &mut sink, &what)
     };

@@ -44,6 +44,10 @@ pub(super) struct HttpGate {
     stop: Arc<AtomicBool>,
     /// Messages the user injected toward the server, for the injector.
     injected: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
+    /// The client's open SSE streams (its GETs), newest last: a message
+    /// injected toward the client is written into the newest as an event.
+    client_streams: Mutex<Vec<(u64, tokio::sync::mpsc::Sender<Vec<u8>>)>>,
+    next_stream: std::sync::atomic::AtomicU64,
 }
 
 fn state(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -64,12 +68,50 @@ impl HttpGate {
             wake: wake_tx,
             stop,
             injected: unbounded(),
+            client_streams: Mutex::new(Vec::new()),
+            next_stream: std::sync::atomic::AtomicU64::new(0),
         });
         let ticker = g.clone();
         let _ = std::thread::Builder::new()
             .name("mcpscope-rproxy-gate".into())
             .spawn(move || ticker.tick_until_stopped(&shared, &wake_rx));
         g
+    }
+
+    /// A GET's SSE stream to the client is open (its chunked body goes
+    /// through `tx`); returns its number, to close it with.
+    pub(super) fn open_client_stream(&self, tx: tokio::sync::mpsc::Sender<Vec<u8>>) -> u64 {
+        let id = self.next_stream.fetch_add(1, Ordering::SeqCst);
+        self.client_streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, tx));
+        id
+    }
+
+    pub(super) fn close_client_stream(&self, id: u64) {
+        self.client_streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(i, _)| *i != id);
+    }
+
+    /// Writes an injected message into the client's newest open stream, as
+    /// one SSE event in one chunk; false when there is none.
+    fn inject_to_client(&self, bytes: &[u8]) -> bool {
+        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let mut event = Vec::new();
+        for line in body.split(|b| *b == b'\n') {
+            event.extend_from_slice(b"data: ");
+            event.extend_from_slice(line);
+            event.push(b'\n');
+        }
+        event.push(b'\n');
+        let mut chunk = format!("{:x}\r\n", event.len()).into_bytes();
+        chunk.extend_from_slice(&event);
+        chunk.extend_from_slice(b"\r\n");
+        let streams = self.client_streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams.iter().rev().any(|(_, tx)| tx.try_send(chunk.clone()).is_ok())
     }
 
     /// Sends what the user injects toward the server, one after another,
@@ -182,8 +224,15 @@ impl HttpGate {
                     } => {
                         let _ = self.injected.0.send(bytes);
                     }
-                    GateAction::Send { of_seq: None, .. } => {
-                        sh.note("not sent to the client: the HTTP proxy has no stream of its own to the client".into());
+                    GateAction::Send {
+                        of_seq: None, bytes, ..
+                    } => {
+                        if !self.inject_to_client(&bytes) {
+                            sh.note(
+                                "not sent to the client: it has no SSE stream open (a GET) to write the message into"
+                                    .into(),
+                            );
+                        }
                     }
                     GateAction::KillServer => sh.note("kill-server: the HTTP proxy runs no server to kill".into()),
                     _ => {}
