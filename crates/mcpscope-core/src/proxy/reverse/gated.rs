@@ -226,13 +226,11 @@ impl HttpGate {
                     }
                     GateAction::Send {
                         of_seq: None, bytes, ..
-                    } => {
-                        if !self.inject_to_client(&bytes) {
-                            sh.note(
-                                "not sent to the client: it has no SSE stream open (a GET) to write the message into"
-                                    .into(),
-                            );
-                        }
+                    } if !self.inject_to_client(&bytes) => {
+                        sh.note(
+                            "not sent to the client: it has no SSE stream open (a GET) to write the message into"
+                                .into(),
+                        );
                     }
                     GateAction::KillServer => sh.note("kill-server: the HTTP proxy runs no server to kill".into()),
                     _ => {}
