@@ -1079,6 +1079,13 @@ mod in_the_app {
         step_until(&mut h, "the proxy's answer in the app", |app| answered(app).is_some());
         let answer = answered(h.state()).unwrap();
         assert!(answer.contains("answered by mcpscope"), "{answer}");
+        // The proxy's own record, opened from the Intercept tab, holds what it did.
+        h.state_mut().bottom_tab = mcpscope_app::BottomTab::Intercept;
+        h.step();
+        h.get_by_label("Open the proxy's record").click();
+        step_until(&mut h, "the proxy's record open, with its touches", |app| {
+            has_row(app, "proxy held") && has_row(app, "proxy answered: answered by the user")
+        });
         h.state_mut().session.inspection = None;
     }
 

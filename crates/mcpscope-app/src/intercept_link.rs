@@ -26,6 +26,9 @@ pub struct InterceptLink {
     pub said: Option<Result<String, String>>,
     /// Why the link is down, if it is.
     pub lost: Option<String>,
+    /// For a session the app launched through the proxy: the proxy's own
+    /// capture (what it did, with both versions of what it changed).
+    pub record: Option<PathBuf>,
     watch: Feed<LinkMsg>,
     commands: Sender<Value>,
     replies: Feed<LinkMsg>,
@@ -43,6 +46,7 @@ impl InterceptLink {
             board: BoardView::default(),
             said: None,
             lost: None,
+            record: None,
             watch,
             commands: tx,
             replies,

@@ -184,6 +184,8 @@ struct Intercepted {
     target: mcpscope_core::transport::target::Target,
     socket: std::path::PathBuf,
     own_proxy: Option<intercept_link::OwnProxy>,
+    /// The proxy's own capture.
+    record: std::path::PathBuf,
 }
 
 /// The tabs of the bottom panel.
@@ -569,7 +571,9 @@ impl McpscopeApp {
         ));
         if let (Some(via), Some(i)) = (intercepted, self.session.inspection.as_mut()) {
             let waker: job::Wake = Arc::clone(&self.waker);
-            i.intercept = Some(intercept_link::InterceptLink::start(&via.socket, Some(waker)));
+            let mut link = intercept_link::InterceptLink::start(&via.socket, Some(waker));
+            link.record = Some(via.record);
+            i.intercept = Some(link);
             i.own_proxy = via.own_proxy;
         }
         self.tabs[self.active_tab].title = saved.name.clone();
@@ -621,15 +625,17 @@ impl McpscopeApp {
                     target: Target::Stdio(wrapped),
                     socket,
                     own_proxy: None,
+                    record: proxy_capture,
                 }))
             }
             Target::Http(http) => {
-                let (proxy, local) = intercept_link::OwnProxy::start(&http.url, &socket, proxy_capture)?;
+                let (proxy, local) = intercept_link::OwnProxy::start(&http.url, &socket, proxy_capture.clone())?;
                 let through = mcpscope_core::transport::target::HttpTarget { url: local, ..http };
                 Ok(Some(Intercepted {
                     target: Target::Http(through),
                     socket,
                     own_proxy: Some(proxy),
+                    record: proxy_capture,
                 }))
             }
         }
@@ -813,7 +819,12 @@ impl McpscopeApp {
         let live = i.model.running();
         match action {
             ComposerAction::Inject { toward, bytes } => match i.intercept.as_mut() {
-                Some(link) => link.send(panels::intercept_view::InterceptAction::Inject { toward, bytes }.request()),
+                Some(link) => {
+                    if let Some(request) = (panels::intercept_view::InterceptAction::Inject { toward, bytes }).request()
+                    {
+                        link.send(request);
+                    }
+                }
                 None => {
                     self.message = Some((Severity::Warning, "this session's proxy does not intercept".into()));
                 }
@@ -1078,12 +1089,24 @@ impl McpscopeApp {
                     return;
                 };
                 let action = egui::ScrollArea::vertical().id_salt("intercept").show(ui, |ui| {
-                    self.session
-                        .intercept
-                        .ui(ui, &link.board, link.said.as_ref(), link.lost.as_deref())
+                    self.session.intercept.ui(
+                        ui,
+                        &link.board,
+                        link.said.as_ref(),
+                        link.lost.as_deref(),
+                        link.record.as_deref(),
+                    )
                 });
-                if let Some(a) = action.inner {
-                    link.send(a.request());
+                match action.inner {
+                    Some(panels::intercept_view::InterceptAction::OpenRecord(path)) => {
+                        commands.push(Command::OpenCapture(path));
+                    }
+                    Some(a) => {
+                        if let Some(request) = a.request() {
+                            link.send(request);
+                        }
+                    }
+                    None => {}
                 }
             }
             BottomTab::Load => {

@@ -40,12 +40,15 @@ pub enum InterceptAction {
     AddFault(String),
     RemoveFault(usize),
     EnableFault(usize, bool),
+    /// Open the proxy's own record (its touches, both versions) in a tab.
+    OpenRecord(std::path::PathBuf),
 }
 
 impl InterceptAction {
-    /// The control socket's request for it (indices from 1 there).
-    pub fn request(&self) -> Value {
-        match self {
+    /// The control socket's request for it (indices from 1 there); None
+    /// for what the app does itself.
+    pub fn request(&self) -> Option<Value> {
+        Some(match self {
             InterceptAction::Forward(id) => json!({"op": "forward", "id": id}),
             InterceptAction::ForwardEdited(id, bytes) => {
                 let mut v = json!({"op": "forward", "id": id});
@@ -71,7 +74,8 @@ impl InterceptAction {
             InterceptAction::AddFault(rule) => json!({"op": "fault", "rule": rule}),
             InterceptAction::RemoveFault(i) => json!({"op": "unfault", "index": i + 1}),
             InterceptAction::EnableFault(i, on) => json!({"op": "fault-enable", "index": i + 1, "on": on}),
-        }
+            InterceptAction::OpenRecord(_) => return None,
+        })
     }
 }
 
@@ -123,8 +127,20 @@ impl InterceptView {
         board: &BoardView,
         said: Option<&Result<String, String>>,
         lost: Option<&str>,
+        record: Option<&std::path::Path>,
     ) -> Option<InterceptAction> {
         let mut action = None;
+        if let Some(path) = record {
+            // An own session's timeline shows what the app saw; what the
+            // proxy did is in its own record.
+            ui.horizontal_wrapped(|ui| {
+                ui.weak("What the proxy did, with both versions of what it changed:");
+                ui.monospace(path.display().to_string());
+                if ui.button("Open the proxy's record").clicked() {
+                    action = Some(InterceptAction::OpenRecord(path.to_owned()));
+                }
+            });
+        }
         if let Some(why) = lost {
             ui.colored_label(theme::ERROR, format!("not connected to the proxy: {why}"));
         }
@@ -457,21 +473,30 @@ mod tests {
 
     #[test]
     fn actions_become_the_sockets_requests() {
-        assert_eq!(InterceptAction::Forward(3).request(), json!({"op": "forward", "id": 3}));
         assert_eq!(
-            InterceptAction::ForwardEdited(3, vec![0xff]).request(),
+            InterceptAction::Forward(3).request().unwrap(),
+            json!({"op": "forward", "id": 3})
+        );
+        assert_eq!(
+            InterceptAction::ForwardEdited(3, vec![0xff]).request().unwrap(),
             json!({"op": "forward", "id": 3, "bytes_b64": "/w=="})
         );
         assert_eq!(
             InterceptAction::RemoveFault(0).request(),
-            json!({"op": "unfault", "index": 1})
+            Some(json!({"op": "unfault", "index": 1}))
+        );
+        assert_eq!(
+            InterceptAction::OpenRecord("/x".into()).request(),
+            None,
+            "the app's own"
         );
         assert_eq!(
             InterceptAction::Inject {
                 toward: Direction::In,
                 bytes: b"x".to_vec()
             }
-            .request(),
+            .request()
+            .unwrap(),
             json!({"op": "inject", "toward": "client", "bytes": "x"})
         );
         // Each request reads back as the command it stands for.
@@ -491,7 +516,7 @@ mod tests {
             InterceptAction::EnableFault(1, true),
         ] {
             assert!(
-                mcpscope_core::intercept::control::op_from_json(&a.request()).is_ok(),
+                mcpscope_core::intercept::control::op_from_json(&a.request().unwrap()).is_ok(),
                 "{a:?}"
             );
         }
