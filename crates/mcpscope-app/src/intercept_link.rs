@@ -3,6 +3,7 @@
 //! user's commands, so the UI thread never waits on the socket.
 
 use crate::job::{Feed, Feeder, Wake};
+use crate::panels::launcher::SavedServer;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use mcpscope_core::intercept::control::{BoardView, ControlClient};
 use serde_json::Value;
@@ -194,6 +195,74 @@ impl Drop for OwnProxy {
             crate::job::detach("own-proxy-end", move || {
                 let _ = t.join();
             });
+        }
+    }
+}
+
+/// A session launched with Intercept on goes through a proxy.
+pub struct Intercepted {
+    pub target: mcpscope_core::transport::target::Target,
+    pub socket: std::path::PathBuf,
+    pub own_proxy: Option<OwnProxy>,
+    /// The proxy's own capture.
+    pub record: std::path::PathBuf,
+}
+
+/// For a server launched with Intercept on: what the session reaches
+/// instead (stdio: `mcpscope proxy` running the server; HTTP: a reverse
+/// proxy in this process in front of it), where the control socket is,
+/// and the in-process proxy to keep.
+pub fn through_proxy(saved: &SavedServer, mcpscope_binary: Option<&str>) -> anyhow::Result<Option<Intercepted>> {
+    use mcpscope_core::transport::target::Target;
+    if !saved.intercept {
+        return Ok(None);
+    }
+    static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("app-{}-{n}", std::process::id());
+    let dir = mcpscope_core::intercept::control::sockets_dir()?;
+    let socket = mcpscope_core::intercept::control::named_socket_path(&dir, &name).map_err(anyhow::Error::msg)?;
+    // The proxy's own record (what it changed, with both versions) goes
+    // next to the app's captures.
+    let proxy_capture = mcpscope_core::record::private_files::new_capture_file()?;
+    match saved.target() {
+        Target::Stdio(spec) => {
+            let me = mcpscope_binary
+                .map(str::to_owned)
+                .map_or_else(crate::panels::watch_client::this_binary, Ok)?;
+            let mut args = vec![
+                "proxy".to_owned(),
+                "--intercept".into(),
+                "--control-name".into(),
+                name,
+                "--capture".into(),
+                proxy_capture.display().to_string(),
+                "--".into(),
+                spec.program.clone(),
+            ];
+            args.extend(spec.args.iter().cloned());
+            let wrapped = mcpscope_core::transport::process::ServerSpec {
+                program: me,
+                args,
+                env: spec.env.clone(),
+                cwd: spec.cwd.clone(),
+            };
+            Ok(Some(Intercepted {
+                target: Target::Stdio(wrapped),
+                socket,
+                own_proxy: None,
+                record: proxy_capture,
+            }))
+        }
+        Target::Http(http) => {
+            let (proxy, local) = OwnProxy::start(&http.url, &socket, proxy_capture.clone())?;
+            let through = mcpscope_core::transport::target::HttpTarget { url: local, ..http };
+            Ok(Some(Intercepted {
+                target: Target::Http(through),
+                socket,
+                own_proxy: Some(proxy),
+                record: proxy_capture,
+            }))
         }
     }
 }

@@ -179,15 +179,6 @@ pub enum RightTab {
     Compose,
 }
 
-/// A session launched with Intercept on goes through a proxy.
-struct Intercepted {
-    target: mcpscope_core::transport::target::Target,
-    socket: std::path::PathBuf,
-    own_proxy: Option<intercept_link::OwnProxy>,
-    /// The proxy's own capture.
-    record: std::path::PathBuf,
-}
-
 /// The tabs of the bottom panel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BottomTab {
@@ -544,7 +535,7 @@ impl McpscopeApp {
         };
         // Through an intercepting proxy: the same server, started by
         // `mcpscope proxy`, whose control socket the Intercept tab attaches to.
-        let intercepted = match self.intercepted_target(&saved) {
+        let intercepted = match intercept_link::through_proxy(&saved, self.mcpscope_binary.as_deref()) {
             Ok(t) => t,
             Err(e) => {
                 self.message = Some((Severity::Error, format!("{} not launched: {e}", saved.name)));
@@ -579,66 +570,6 @@ impl McpscopeApp {
         self.tabs[self.active_tab].title = saved.name.clone();
         self.message = Some((Severity::Info, format!("launched {}", saved.command_line())));
         self.session.last_launch = Some(saved);
-    }
-
-    /// For a server launched with Intercept on: what the session reaches
-    /// instead (stdio: `mcpscope proxy` running the server; HTTP: a reverse
-    /// proxy in this process in front of it), where the control socket is,
-    /// and the in-process proxy to keep.
-    fn intercepted_target(&self, saved: &SavedServer) -> anyhow::Result<Option<Intercepted>> {
-        use mcpscope_core::transport::target::Target;
-        if !saved.intercept {
-            return Ok(None);
-        }
-        static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = format!("app-{}-{n}", std::process::id());
-        let dir = mcpscope_core::intercept::control::sockets_dir()?;
-        let socket = mcpscope_core::intercept::control::named_socket_path(&dir, &name).map_err(anyhow::Error::msg)?;
-        // The proxy's own record (what it changed, with both versions) goes
-        // next to the app's captures.
-        let proxy_capture = mcpscope_core::record::private_files::new_capture_file()?;
-        match saved.target() {
-            Target::Stdio(spec) => {
-                let me = self
-                    .mcpscope_binary
-                    .clone()
-                    .map_or_else(panels::watch_client::this_binary, Ok)?;
-                let mut args = vec![
-                    "proxy".to_owned(),
-                    "--intercept".into(),
-                    "--control-name".into(),
-                    name,
-                    "--capture".into(),
-                    proxy_capture.display().to_string(),
-                    "--".into(),
-                    spec.program.clone(),
-                ];
-                args.extend(spec.args.iter().cloned());
-                let wrapped = mcpscope_core::transport::process::ServerSpec {
-                    program: me,
-                    args,
-                    env: spec.env.clone(),
-                    cwd: spec.cwd.clone(),
-                };
-                Ok(Some(Intercepted {
-                    target: Target::Stdio(wrapped),
-                    socket,
-                    own_proxy: None,
-                    record: proxy_capture,
-                }))
-            }
-            Target::Http(http) => {
-                let (proxy, local) = intercept_link::OwnProxy::start(&http.url, &socket, proxy_capture.clone())?;
-                let through = mcpscope_core::transport::target::HttpTarget { url: local, ..http };
-                Ok(Some(Intercepted {
-                    target: Target::Http(through),
-                    socket,
-                    own_proxy: Some(proxy),
-                    record: proxy_capture,
-                }))
-            }
-        }
     }
 
     fn apply(&mut self, cmd: Command) {
