@@ -591,11 +591,11 @@ impl TimelinePanel {
                         geo.client_x
                     }
                 };
-                // The label starts right of what the proxy's drawing takes:
-                // the mark, or the arrow it sends; the stderr lane's room
-                // is free on a proxy's row.
+                // The label takes the wider of the spans the proxy's drawing
+                // leaves free (the stderr lane's room is free on its row).
                 let row_right = rect.right() - 8.0;
-                let mut label_half = (mid, row_right);
+                let wider = |a: (f32, f32), b: (f32, f32)| if a.1 - a.0 >= b.1 - b.0 { a } else { b };
+                let mut label_half = wider((mid, row_right), (geo.client_x, mid));
                 if let Some(t) = row.touch() {
                     let going = t
                         .sent_toward
@@ -605,9 +605,11 @@ impl TimelinePanel {
                         Some(d) => {
                             let to = toward_x(d);
                             p.arrow(Pos2::new(mid, y), Vec2::new(to - mid, 0.0), Stroke::new(1.5, color));
-                            if d == Direction::Out {
-                                label_half = (geo.server_x, row_right);
-                            }
+                            label_half = if d == Direction::Out {
+                                wider((geo.server_x, row_right), (geo.client_x, mid))
+                            } else {
+                                (mid, row_right)
+                            };
                         }
                         None => paint_fate(&p, Pos2::new(mid, y), t.kind),
                     }
