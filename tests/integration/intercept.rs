@@ -643,6 +643,31 @@ fn hold_everything_then_forward_all_and_rules_set_live() {
     p.finish();
 }
 
+/// A client that writes its requests and closes its stdin at once: with a
+/// gate, every line still reaches the server before its stdin is closed.
+#[test]
+fn lines_sent_just_before_the_client_closes_still_reach_the_server() {
+    let home = Home::new();
+    let mut c = Command::new(bin());
+    // `cat` answers every line it got before its stdin closed (an SDK
+    // server may drop what is in flight at EOF: that would be its doing).
+    c.args(["proxy", "--fault", r#"method == "never" => drop"#, "--", "cat"]);
+    home.apply(&mut c);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut all = String::from(
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"pipe\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+    );
+    for id in 1..=50 {
+        all.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"));
+    }
+    stdin.write_all(all.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), all, "every line, in order");
+}
+
 #[test]
 fn a_bad_rule_is_a_usage_error_before_the_server_starts() {
     let home = Home::new();

@@ -587,7 +587,6 @@ impl Recording {
                     g.to_server.close();
                     g.to_client.close();
                 }
-                self.close_stdin();
                 self.note("disconnected: closed the server's stdin and the client's stdout".into());
                 // The session is over: the server is shut down as if the
                 // client had closed, and the proxy ends.
@@ -786,7 +785,15 @@ impl Recording {
     }
 
     fn close_stdin(&mut self) {
-        self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match self.gated.as_mut() {
+            // The writer closes the server's stdin once it has written what
+            // is queued: lines the client sent just before closing still
+            // reach the server.
+            Some(g) => g.to_server.close(),
+            None => {
+                self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+            }
+        }
     }
 }
 
