@@ -152,19 +152,11 @@ fn forward_with(ctx: &Ctx, req: &Request, out: &mut Sink, judge: bool) -> io::Re
                 return Ok(true);
             }
             Verdict::Status { code, retry_after } => {
-                let mut head = format!(
-                    "HTTP/1.1 {code} {}\r\ncontent-type: text/plain; charset=utf-8\r\n",
-                    ureq::http::StatusCode::from_u16(code)
-                        .ok()
-                        .and_then(|s| s.canonical_reason())
-                        .unwrap_or("")
-                );
-                if let Some(s) = retry_after {
-                    head.push_str(&format!("retry-after: {s}\r\n"));
-                }
-                let body = format!("mcpscope proxy: HTTP {code} from a fault rule\n");
-                head.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
-                out.send(head.into_bytes())?;
+                let (mut head, body) = fault_status(code, retry_after);
+                head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+                let mut answer = head.into_bytes();
+                answer.extend_from_slice(&body);
+                out.send(answer)?;
                 lock(&ctx.shared).http(
                     HttpInfo {
                         status: Some(code),
@@ -368,6 +360,23 @@ fn forward_with(ctx: &Ctx, req: &Request, out: &mut Sink, judge: bool) -> io::Re
     }
 }
 
+/// An `http-status` rule's answer: its head without the length (the
+/// headers so far) and its body.
+fn fault_status(code: u16, retry_after: Option<u32>) -> (String, Vec<u8>) {
+    let mut head = format!(
+        "HTTP/1.1 {code} {}\r\ncontent-type: text/plain; charset=utf-8\r\n",
+        ureq::http::StatusCode::from_u16(code)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("")
+    );
+    if let Some(s) = retry_after {
+        head.push_str(&format!("retry-after: {s}\r\n"));
+    }
+    let body = format!("mcpscope proxy: HTTP {code} from a fault rule\n").into_bytes();
+    (head, body)
+}
+
 /// The body to send for what the gate gave back: the original bytes when it
 /// left the message as it came (byte for byte), else the new bytes without
 /// the line ending the gate adds.
@@ -535,20 +544,11 @@ fn gated_whole(
             }
         }
         Some((_, Verdict::Status { code, retry_after })) => {
-            let mut h = format!(
-                "HTTP/1.1 {code} {}\r\ncontent-type: text/plain; charset=utf-8\r\n",
-                ureq::http::StatusCode::from_u16(code)
-                    .ok()
-                    .and_then(|s| s.canonical_reason())
-                    .unwrap_or("")
-            );
-            if let Some(s) = retry_after {
-                h.push_str(&format!("retry-after: {s}\r\n"));
-            }
+            let (h, body) = fault_status(code, retry_after);
             head = h;
             status_sent = code;
             text = format!("the upstream's answer replaced by HTTP {code} (fault rule)");
-            format!("mcpscope proxy: HTTP {code} from a fault rule\n").into_bytes()
+            body
         }
         Some((_, Verdict::Disconnect)) => {
             lock(&ctx.shared).note(format!(
