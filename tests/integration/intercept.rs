@@ -1019,51 +1019,34 @@ mod in_the_app {
         });
     }
 
-    /// A server launched from the app with Intercept on runs behind
-    /// `mcpscope proxy`: the app's own request is held, answered from the
-    /// Intercept tab, and the app gets the answer.
-    #[test]
-    fn an_own_session_launched_with_intercept_holds_the_apps_requests() {
-        let server = py_server();
+    /// Launches what the launcher's form holds (`fill` sets it) with
+    /// Intercept on, waits for the handshake and the control socket, sets a
+    /// breakpoint on tools/call from the Intercept tab, sends a call from
+    /// the composer, and answers it instead: the app gets the answer.
+    fn hold_and_answer_an_own_call(
+        fill: impl FnOnce(&mut mcpscope_app::panels::launcher::LaunchForm),
+    ) -> Harness<'static, McpscopeApp> {
         let mut h = Harness::builder()
             .with_size([1440.0, 900.0])
             .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
         h.state_mut().mcpscope_binary = Some(bin().display().to_string());
-        {
-            let form = &mut h.state_mut().launcher.form;
-            form.command = server.program.clone();
-            form.args = server.args.join(" ");
-            form.intercept = true;
-        }
+        fill(&mut h.state_mut().launcher.form);
+        h.state_mut().launcher.form.intercept = true;
         h.step();
         h.get_by_label("▶ Launch").click();
         step_until(
             &mut h,
             "the handshake through the proxy and its control socket",
             |app| {
-                app.session.inspection.as_ref().is_some_and(|i| {
-                    i.model.store.iter().any(|r| {
-                        mcpscope_app::panels::timeline::row_label(&i.model.store, &r)
-                            .starts_with("result #1 (initialize)")
-                    }) && i.intercept.as_ref().is_some_and(|l| l.board.version > 0)
-                })
+                has_row(app, "result #1 (initialize)")
+                    && app
+                        .session
+                        .inspection
+                        .as_ref()
+                        .and_then(|i| i.intercept.as_ref())
+                        .is_some_and(|l| l.board.version > 0)
             },
         );
-        let command_line = h
-            .state()
-            .session
-            .inspection
-            .as_ref()
-            .unwrap()
-            .target
-            .as_ref()
-            .unwrap()
-            .display();
-        assert!(
-            command_line.contains("proxy --intercept --control-name app-"),
-            "{command_line}"
-        );
-
         h.state_mut().bottom_tab = mcpscope_app::BottomTab::Intercept;
         h.step();
         h.state_mut().session.intercept.new_break = r#"method == "tools/call""#.into();
@@ -1076,7 +1059,6 @@ mod in_the_app {
                 .and_then(|i| i.intercept.as_ref())
                 .is_some_and(|l| l.board.breakpoints.len() == 1)
         });
-
         h.get_by_label("Compose").click();
         h.step();
         h.get_by_label("Raw").click();
@@ -1104,6 +1086,35 @@ mod in_the_app {
         step_until(&mut h, "the proxy's answer in the app", |app| answered(app).is_some());
         let answer = answered(h.state()).unwrap();
         assert!(answer.contains("answered by mcpscope"), "{answer}");
+        h
+    }
+
+    fn session_target(h: &Harness<'static, McpscopeApp>) -> String {
+        h.state()
+            .session
+            .inspection
+            .as_ref()
+            .unwrap()
+            .target
+            .as_ref()
+            .unwrap()
+            .display()
+    }
+
+    /// A stdio server launched from the app with Intercept on runs behind
+    /// `mcpscope proxy`; the proxy's own record opens from the tab.
+    #[test]
+    fn an_own_session_launched_with_intercept_holds_the_apps_requests() {
+        let server = py_server();
+        let mut h = hold_and_answer_an_own_call(|form| {
+            form.command = server.program.clone();
+            form.args = server.args.join(" ");
+        });
+        let command_line = session_target(&h);
+        assert!(
+            command_line.contains("proxy --intercept --control-name app-"),
+            "{command_line}"
+        );
         // The proxy's own record, opened from the Intercept tab, holds what it did.
         h.state_mut().bottom_tab = mcpscope_app::BottomTab::Intercept;
         h.step();
@@ -1119,76 +1130,15 @@ mod in_the_app {
     #[test]
     fn an_own_http_session_launched_with_intercept_holds_the_apps_requests() {
         let server = crate::http::HttpServer::start("streamableHttp");
-        let mut h = Harness::builder()
-            .with_size([1440.0, 900.0])
-            .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
-        {
-            let form = &mut h.state_mut().launcher.form;
+        let mut h = hold_and_answer_an_own_call(|form| {
             form.transport = "http".into();
             form.url = server.url("/mcp");
-            form.intercept = true;
-        }
-        h.step();
-        h.get_by_label("▶ Launch").click();
-        step_until(&mut h, "the handshake through the app's proxy", |app| {
-            app.session.inspection.as_ref().is_some_and(|i| {
-                i.model.store.iter().any(|r| {
-                    mcpscope_app::panels::timeline::row_label(&i.model.store, &r).starts_with("result #1 (initialize)")
-                }) && i.intercept.as_ref().is_some_and(|l| l.board.version > 0)
-            })
         });
-        let url = h
-            .state()
-            .session
-            .inspection
-            .as_ref()
-            .unwrap()
-            .target
-            .as_ref()
-            .unwrap()
-            .display();
+        let url = session_target(&h);
         assert!(
             !url.contains(&server.url("")),
             "the session goes through the proxy: {url}"
         );
-        h.state_mut().bottom_tab = mcpscope_app::BottomTab::Intercept;
-        h.step();
-        h.state_mut().session.intercept.new_break = r#"method == "tools/call""#.into();
-        h.step();
-        h.get_by_label("Add breakpoint").click();
-        step_until(&mut h, "the breakpoint set", |app| {
-            app.session
-                .inspection
-                .as_ref()
-                .and_then(|i| i.intercept.as_ref())
-                .is_some_and(|l| l.board.breakpoints.len() == 1)
-        });
-        h.get_by_label("Compose").click();
-        h.step();
-        h.get_by_label("Raw").click();
-        h.step();
-        {
-            let c = &mut h.state_mut().session.composer;
-            c.raw.method = "tools/call".into();
-            c.raw.params = r#"{"name": "echo", "arguments": {"message": "held over my own HTTP"}}"#.into();
-        }
-        h.step();
-        h.get_by_label("Send").click();
-        step_until(&mut h, "the app's own HTTP call held", |app| {
-            holding(app, "held over my own HTTP")
-        });
-        h.get_by_label("Answer instead").click();
-        let answered = |app: &McpscopeApp| {
-            app.session.inspection.as_ref().and_then(|i| {
-                i.model
-                    .store
-                    .iter()
-                    .find(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, r).contains("(tools/call)"))
-                    .map(|r| String::from_utf8_lossy(r.raw()).into_owned())
-            })
-        };
-        step_until(&mut h, "the proxy's answer in the app", |app| answered(app).is_some());
-        assert!(answered(h.state()).unwrap().contains("answered by mcpscope"));
         h.state_mut().session.inspection = None;
     }
 }
