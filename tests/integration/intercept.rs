@@ -1385,22 +1385,17 @@ mod over_http {
     }
 }
 
-/// A breakpoint on the server's side over HTTP: the answer to tools/list
-/// (an SSE event on its POST's stream) is held, that stream alone waits,
-/// and it goes on when forwarded.
-#[test]
-fn a_held_sse_event_holds_its_stream_only() {
-    use crate::http::HttpServer;
-    let home = Home::new();
-    let server = HttpServer::start("streamableHttp");
+/// `mcpscope proxy --listen` in front of `server` with `args` (breakpoints),
+/// and the TypeScript fault client started against it: the proxy, its
+/// control socket, the client.
+fn break_over_http(
+    home: &Home,
+    server: &crate::http::HttpServer,
+    args: &[&str],
+) -> (std::process::Child, PathBuf, std::process::Child) {
     let mut c = Command::new(bin());
     c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
-        .args([
-            "--break",
-            r#"s2c: request.method == "tools/list""#,
-            "--break-timeout",
-            "none",
-        ]);
+        .args(args);
     home.apply(&mut c);
     let mut proxy = c
         .stdin(Stdio::null())
@@ -1424,12 +1419,36 @@ fn a_held_sse_event_holds_its_stream_only() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let intercept = |args: &[&str]| {
-        let mut c = Command::new(bin());
-        c.arg("intercept").arg("--socket").arg(&socket).args(args);
-        home.apply(&mut c);
-        c.output().unwrap()
-    };
+    (proxy, socket, client)
+}
+
+/// `mcpscope intercept --socket SOCKET ARGS`.
+fn intercept_at(home: &Home, socket: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = Command::new(bin());
+    c.arg("intercept").arg("--socket").arg(socket).args(args);
+    home.apply(&mut c);
+    c.output().unwrap()
+}
+
+/// A breakpoint on the server's side over HTTP: the answer to tools/list
+/// (an SSE event on its POST's stream) is held, that stream alone waits,
+/// and it goes on when forwarded.
+#[test]
+fn a_held_sse_event_holds_its_stream_only() {
+    use crate::http::HttpServer;
+    let home = Home::new();
+    let server = HttpServer::start("streamableHttp");
+    let (mut proxy, socket, client) = break_over_http(
+        &home,
+        &server,
+        &[
+            "--break",
+            r#"s2c: request.method == "tools/list""#,
+            "--break-timeout",
+            "none",
+        ],
+    );
+    let intercept = |args: &[&str]| intercept_at(&home, &socket, args);
     let deadline = Instant::now() + T;
     loop {
         let listed = String::from_utf8_lossy(&intercept(&["list"]).stdout).into_owned();
@@ -1458,46 +1477,19 @@ fn a_held_post_waits_for_the_user_over_http() {
     let home = Home::new();
     let server = HttpServer::start("streamableHttp");
     let capture = home.path("held-post.jsonl");
-    let mut c = Command::new(bin());
-    c.args([
-        "proxy",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &server.url("/mcp"),
-        "--capture",
-    ])
-    .arg(&capture)
-    .args(["--break", r#"method == "tools/call""#, "--break-timeout", "none"]);
-    home.apply(&mut c);
-    let mut proxy = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(proxy.stderr.take().unwrap());
-    let addr = listening_addr(&mut err);
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    let socket = std::fs::read_dir(home.sockets())
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let mut cmd_line = Client::Ts.command(10_000);
-    cmd_line.push(format!("http://{addr}/mcp"));
-    let client = Command::new(&cmd_line[0])
-        .args(&cmd_line[1..])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let intercept = |args: &[&str]| {
-        let mut c = Command::new(bin());
-        c.arg("intercept").arg("--socket").arg(&socket).args(args);
-        home.apply(&mut c);
-        c.output().unwrap()
-    };
+    let (mut proxy, socket, client) = break_over_http(
+        &home,
+        &server,
+        &[
+            "--capture",
+            &capture.display().to_string(),
+            "--break",
+            r#"method == "tools/call""#,
+            "--break-timeout",
+            "none",
+        ],
+    );
+    let intercept = |args: &[&str]| intercept_at(&home, &socket, args);
     let deadline = Instant::now() + T;
     loop {
         let out = intercept(&["list"]);
