@@ -129,6 +129,18 @@ pub struct CallArgs {
     #[arg(long)]
     pub no_handshake: bool,
 
+    /// Print the tool's MCP App linkage as one JSON line (with `--method
+    /// tools/list`, one line per tool) without calling it. Exit 0: it has
+    /// an App; 2: it has none; 5: no such tool (the Inspector CLI's contract).
+    #[arg(long)]
+    pub app_info: bool,
+
+    /// Advertise the MCP Apps extension (`io.modelcontextprotocol/ui`) in
+    /// `initialize` and in every 2026-07-28 request (`--app-info` and
+    /// `mcpscope app` always do).
+    #[arg(long)]
+    pub app_extension: bool,
+
     #[command(flatten)]
     pub server: TargetArgs,
 
@@ -253,6 +265,9 @@ pub fn print_json(v: &Value) {
 }
 
 pub fn run(args: CallArgs) -> ExitCode {
+    if args.app_info {
+        return super::app::run_app_info(args);
+    }
     run_with(args, None)
 }
 
@@ -335,6 +350,9 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
         client = client.with_authorizer(a);
     }
     let mut capabilities = policy.capabilities();
+    if args.app_info || args.app_extension {
+        capabilities = mcpscope_core::apps::linkage::advertise(capabilities);
+    }
     if args.task && choice != EraChoice::Legacy {
         capabilities = mcpscope_core::protocol::tasks::client_capabilities(
             capabilities,

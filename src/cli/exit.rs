@@ -18,6 +18,12 @@ pub const IO: u8 = 4;
 /// printed as sent; or with a line longer than `--max-line` (kept in the
 /// capture, not printed).
 pub const UNREADABLE: u8 = 5;
+/// `call --app-info`: the tool has no MCP App (the same number as
+/// [`TOOL_ERROR`]: the official Inspector CLI's contract, so scripts carry over).
+pub const NO_APP: u8 = 2;
+/// `call --app-info`, `app`: there is no tool of that name (the Inspector
+/// CLI's number, shared with [`UNREADABLE`]).
+pub const NO_SUCH_TOOL: u8 = 5;
 /// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
 pub const USAGE: u8 = 64;
 /// `proxy`: the server could not be started (a shell's "command not found").

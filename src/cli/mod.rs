@@ -1,6 +1,7 @@
 //! The `mcpscope` command line: the desktop app's entry points and the
 //! headless subcommands (`call`, `proxy`, `wrap`, `doctor`, `lint`, …) that share its engine.
 
+mod app;
 mod auth;
 mod call;
 mod diff;
@@ -102,6 +103,8 @@ pub enum Cmd {
     /// (HDR), errors by class; a closed loop (--concurrency), an open loop at a
     /// fixed rate (--rate, latency from each due time), or a ramp to the knee.
     Load(load::LoadArgs),
+    /// Host a tool's MCP App (its ui:// View) in your browser, with every View<->host message traced and recorded.
+    App(app::AppArgs),
     /// Make a client's config (Claude Desktop, .mcp.json, VS Code, Cursor) run its servers through `mcpscope proxy`.
     Wrap(wrap::WrapArgs),
     /// Restore the config entries `mcpscope wrap` changed, exactly as they were.
@@ -299,6 +302,7 @@ pub fn main() -> ExitCode {
             | Cmd::Skills(_)
             | Cmd::Verify(_)
             | Cmd::Load(_)
+            | Cmd::App(_)
             | Cmd::Mock(_),
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
@@ -329,6 +333,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Mock(args)) => mock::run(args),
         Some(Cmd::Verify(args)) => verify::run(args),
         Some(Cmd::Load(args)) => load::run(args),
+        Some(Cmd::App(args)) => app::run(args),
         Some(Cmd::Wrap(args)) => wrap::run_wrap(args),
         Some(Cmd::Unwrap(args)) => wrap::run_unwrap(args),
         Some(Cmd::Export(args)) => export::run(args),

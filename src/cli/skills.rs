@@ -130,6 +130,8 @@ fn call_args(s: SessionFlags) -> CallArgs {
         trace: s.trace,
         root: Vec::new(),
         no_handshake: false,
+        app_info: false,
+        app_extension: false,
         server: s.server,
         auth: s.auth,
     }

@@ -32,6 +32,19 @@ pub fn event_lines(ev: &Event) -> Vec<String> {
         Event::Frame(f) => frame_lines(f),
         Event::Stderr(s) => vec![format!("  [stderr] {}", shorten(&s.raw))],
         Event::Closed { .. } => vec![],
+        Event::App(a) => {
+            let arrow = match a.toward {
+                mcpscope_core::transport::event::AppToward::Host => "view -> host",
+                mcpscope_core::transport::event::AppToward::View => "host -> view",
+                mcpscope_core::transport::event::AppToward::Sandbox => "host -> sandbox",
+                mcpscope_core::transport::event::AppToward::FromSandbox => "sandbox -> host",
+            };
+            let mut out = vec![format!("  [app {}] {arrow} {}", a.app, shorten(&a.bytes))];
+            if let Some(n) = &a.note {
+                out.push(format!("  ! app: {n}"));
+            }
+            out
+        }
         other => vec![format!("  [meta] {}", other.summary())],
     }
 }

@@ -24,6 +24,7 @@ impl RowKindStyle for RowKind {
             RowKind::Meta => "•",
             RowKind::Auth => "🔑",
             RowKind::Touch => "✋",
+            RowKind::App => "▣",
         }
     }
 
@@ -40,6 +41,7 @@ impl RowKindStyle for RowKind {
             RowKind::Meta => Color32::from_rgb(0x80, 0x80, 0x80),
             RowKind::Auth => Color32::from_rgb(0xe0, 0xc0, 0x40),
             RowKind::Touch => Color32::from_rgb(0xff, 0x8c, 0x5a),
+            RowKind::App => Color32::from_rgb(0x3f, 0xc8, 0xc8),
         }
     }
 }

@@ -17,6 +17,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("timeline", 5),
     ("client", 6),
     ("proxy", 6),
+    ("apps", 6),
     ("config", 6),
     ("analysis", 7),
     ("filter", 8),

@@ -21,6 +21,7 @@
 //! here depends on egui.
 
 pub mod analysis;
+pub mod apps;
 pub mod client;
 pub mod config;
 pub mod driver;

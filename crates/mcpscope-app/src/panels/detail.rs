@@ -134,6 +134,7 @@ impl DetailPanel {
                 Lane::Meta => "mcpscope",
                 Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
                 Lane::Touch => "the intercepting proxy: what it did to a frame, and the bytes it sent (`sent`)",
+                Lane::App => "an MCP App's View and mcpscope as its host: the message as it crossed the bridge (`message`), and what the host made of it (`note`)",
             };
             ui.label(dir);
             ui.label(format!("at {:.3} s", row.at().as_secs_f64()));
@@ -244,7 +245,8 @@ impl DetailPanel {
             Parsed::Ready(v) => {
                 let v = Arc::clone(v);
                 // Paths from a frame's (or an authorization record's) root are filter fields.
-                self.tree.offer_filter = matches!(row.lane(), Lane::Out | Lane::In | Lane::Auth | Lane::Touch);
+                self.tree.offer_filter =
+                    matches!(row.lane(), Lane::Out | Lane::In | Lane::Auth | Lane::Touch | Lane::App);
                 json_tree::show(ui, &v, &mut self.tree, &format!("row{}", row.index()));
             }
             Parsed::Pending(_) => {

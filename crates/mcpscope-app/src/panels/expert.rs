@@ -52,6 +52,8 @@ pub fn events_from_rows(model: &SessionModel, from: usize) -> Vec<Event> {
             Lane::Auth => row.to_auth().map(|a| Event::Auth(Box::new(a))),
             // The proxy rules read what the proxy did.
             Lane::Touch => row.to_touch().map(|t| Event::Touch(Box::new(t))),
+            // The App rules read the View's messages.
+            Lane::App => row.to_app().map(|a| Event::App(Box::new(a))),
             Lane::Meta => None,
         })
         .collect()

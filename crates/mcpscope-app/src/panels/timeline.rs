@@ -6,7 +6,7 @@ use crate::theme::{self, RowKind, RowKindStyle as _};
 use egui::{Align2, FontId, Key, Pos2, Rect, Sense, Stroke, Ui, Vec2};
 use mcpscope_core::timeline::model::{SessionModel, Severity};
 use mcpscope_core::timeline::store::{FrameStore, Lane, RowRef};
-use mcpscope_core::transport::event::TouchKind;
+use mcpscope_core::transport::event::{AppToward, TouchKind};
 use mcpscope_core::wire::frame::Direction;
 use std::collections::HashMap;
 
@@ -281,7 +281,7 @@ impl TimelinePanel {
             }
         }
 
-        self.lifeline_header(ui, model.store.has_auth());
+        self.lifeline_header(ui, model.store.has_auth(), model.store.app_names());
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
@@ -351,12 +351,25 @@ impl TimelinePanel {
         action
     }
 
-    fn lifeline_header(&self, ui: &mut Ui, auth: bool) {
+    fn lifeline_header(&self, ui: &mut Ui, auth: bool, apps: &[String]) {
         let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 18.0), Sense::hover());
-        let geo = Geometry::new(rect);
+        let geo = Geometry::new(rect, !apps.is_empty());
         let p = ui.painter();
         let font = FontId::proportional(13.0);
         let color = ui.visuals().strong_text_color();
+        if let Some(app_x) = geo.app_x {
+            let name = match apps {
+                [one] => format!("App {}", mcpscope_core::text::ellipsize(one, 18)),
+                many => format!("Apps ({})", many.len()),
+            };
+            p.text(
+                Pos2::new(app_x, rect.center().y),
+                Align2::CENTER_CENTER,
+                name,
+                font.clone(),
+                RowKind::App.color(),
+            );
+        }
         if auth {
             p.text(
                 Pos2::new(geo.auth_x, rect.center().y),
@@ -453,7 +466,7 @@ impl TimelinePanel {
         }
         let condition = row_menu(&response, &model.store, row);
         let p = ui.painter_at(rect);
-        let geo = Geometry::new(rect);
+        let geo = Geometry::new(rect, !model.store.app_names().is_empty());
         self.paint_background(ui, &p, rect, idx, facts, model, response.hovered());
         paint_margin(&p, rect, &geo, model, row, conversation, mark);
         let mono = FontId::monospace(12.0);
@@ -479,6 +492,12 @@ impl TimelinePanel {
             ],
             lifeline,
         );
+        if let Some(app_x) = geo.app_x {
+            p.line_segment(
+                [Pos2::new(app_x, rect.top()), Pos2::new(app_x, rect.bottom())],
+                Stroke::new(1.0, RowKind::App.color().gamma_multiply(0.6)),
+            );
+        }
         if model.store.has_auth() {
             // The authorization server's lifeline, dashed: it is spoken to only while authorizing.
             p.add(egui::Shape::dashed_line(
@@ -621,6 +640,45 @@ impl TimelinePanel {
                 let galley = p.layout_job(job);
                 p.galley(
                     Pos2::new(left + ARROW_LABEL_MARGIN, rect.top() + 1.0),
+                    galley,
+                    label_color,
+                );
+            }
+            Lane::App => {
+                // The View talks to the host (the client lifeline); what it
+                // asks of the server follows as the host's own request.
+                let app_x = geo.app_x.unwrap_or(geo.client_x - 60.0);
+                let host_x = geo.client_x;
+                let toward = row.app_toward();
+                let (from, to) = match toward {
+                    Some(t) if t.from_view_side() => (app_x, host_x),
+                    _ => (host_x, app_x),
+                };
+                let stroke = Stroke::new(1.5, color);
+                if matches!(toward, Some(AppToward::Sandbox | AppToward::FromSandbox)) {
+                    // Host page and sandbox proxy: the View never sees these.
+                    p.add(egui::Shape::dashed_line(
+                        &[Pos2::new(from, y), Pos2::new(to, y)],
+                        stroke,
+                        4.0,
+                        3.0,
+                    ));
+                } else {
+                    p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
+                }
+                let noted = row.to_app().is_some_and(|a| a.note.is_some());
+                let text = if noted {
+                    format!("{glyph_label}  !")
+                } else {
+                    glyph_label.clone()
+                };
+                let mut job = egui::text::LayoutJob::simple_singleline(text, mono.clone(), label_color);
+                job.wrap = egui::text::TextWrapping::truncate_at_width(
+                    (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0),
+                );
+                let galley = p.layout_job(job);
+                p.galley(
+                    Pos2::new(host_x + ARROW_LABEL_MARGIN, rect.top() + 1.0),
                     galley,
                     label_color,
                 );
@@ -774,6 +832,9 @@ struct Geometry {
     /// The authorization server's, between client and server (drawn only
     /// in sessions that authorized).
     auth_x: f32,
+    /// The MCP App's View, left of the client that hosts it (only in
+    /// sessions that hosted one).
+    app_x: Option<f32>,
 }
 
 impl Geometry {
@@ -800,11 +861,16 @@ impl Geometry {
 
     /// Room kept right of the stderr lane for its text and notes.
     const STDERR_TEXT: f32 = 190.0;
+    /// Between the App's lifeline and the client's.
+    const APP_ROOM: f32 = 110.0;
     /// Room between the lifelines for a label of ~40 monospace characters.
     const LABEL_ROOM: f32 = 330.0;
 
-    fn new(rect: Rect) -> Self {
-        let left = rect.left() + 150.0;
+    fn new(rect: Rect, app: bool) -> Self {
+        // With an App, its lifeline takes the client's place and the client
+        // moves right: View -> host -> server reads left to right.
+        let app_x = app.then_some(rect.left() + 150.0);
+        let left = rect.left() + if app { 150.0 + Self::APP_ROOM } else { 150.0 };
         // The server's lifeline stays far enough from the right edge for the
         // stderr lane's text, however narrow the timeline is; between the
         // lifelines there is room for a long method (notifications/tools/
@@ -819,6 +885,7 @@ impl Geometry {
             server_x: right,
             stderr_x: right + 30.0,
             auth_x: left + (right - left) * 0.62,
+            app_x,
         }
     }
 }
@@ -840,6 +907,14 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
         Lane::Stderr | Lane::Meta => mcpscope_core::text::ellipsize(&row.text(), 160),
         Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
         Lane::Touch => row.method().unwrap_or_default().to_owned(),
+        Lane::App => {
+            let who = row.to_app().map(|a| a.app).unwrap_or_default();
+            let arrow = match row.app_toward() {
+                Some(t) if t.from_view_side() => "->",
+                _ => "<-",
+            };
+            format!("{who} {arrow} {}", row.method().unwrap_or_default())
+        }
         _ => match row.kind() {
             Kind::Request | Kind::Notification => format!("{}{id}", row.method().unwrap_or("?")),
             Kind::Result => {
@@ -871,7 +946,7 @@ mod tests {
     #[test]
     fn authorization_arrows_run_between_the_right_lifelines() {
         use mcpscope_core::protocol::auth::Step;
-        let g = Geometry::new(Rect::from_min_size(Pos2::ZERO, Vec2::new(900.0, ROW_HEIGHT)));
+        let g = Geometry::new(Rect::from_min_size(Pos2::ZERO, Vec2::new(900.0, ROW_HEIGHT)), false);
         assert!(
             g.client_x < g.auth_x && g.auth_x < g.server_x,
             "auth between client and server"
@@ -999,7 +1074,7 @@ mod tests {
     fn every_lane_fits_at_the_default_size() {
         // 1440 px wide, minus the launcher (300) and detail (460) panels.
         let rect = Rect::from_min_size(egui::pos2(300.0, 0.0), Vec2::new(680.0, 500.0));
-        let g = Geometry::new(rect);
+        let g = Geometry::new(rect, false);
         assert!(g.client_x > rect.left() + 100.0, "room for the time column");
         assert!(g.server_x - g.client_x > 200.0, "room for arrow labels");
         assert!(

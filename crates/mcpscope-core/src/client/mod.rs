@@ -615,6 +615,33 @@ impl Client {
         }
     }
 
+    /// The first of `pending` (id, method) that is over (answered, failed
+    /// or timed out), waiting at most `wait` for events; `None` when none
+    /// is over yet. For callers that wait on other things as well.
+    pub fn poll_any(
+        &mut self,
+        pending: &[(RequestId, String)],
+        wait: Duration,
+    ) -> Option<(RequestId, Result<Response, ClientError>)> {
+        let deadline = Instant::now() + wait;
+        loop {
+            for (id, method) in pending {
+                if let Some(done) = self.done.remove(id) {
+                    let timeout = self.session.default_timeout().unwrap_or(wait);
+                    return Some((id.clone(), self.response(method, timeout, done)));
+                }
+            }
+            if !self.pump_until(deadline) {
+                return None;
+            }
+        }
+    }
+
+    /// Whether the session is over (the server went away).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// Every item of a paginated list (`tools/list`, `skills/list`, …): the
     /// `key` array of each page, following `nextCursor` for at most
     /// [`MAX_LIST_PAGES`] pages (a server that hands out cursors forever
@@ -882,7 +909,8 @@ pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
         | Event::Cancelled { .. }
         | Event::Note { .. }
         | Event::Auth(_)
-        | Event::Touch(_) => {}
+        | Event::Touch(_)
+        | Event::App(_) => {}
     }
     driver.handle(Input::Tick(now));
 }

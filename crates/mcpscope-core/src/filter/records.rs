@@ -274,6 +274,7 @@ impl Subject for EventSubject<'_> {
             Event::Auth(_) => "auth",
             Event::Http(_) => "http",
             Event::Touch(_) => "proxy",
+            Event::App(_) => "app",
             _ => "note",
         }
     }
@@ -293,6 +294,7 @@ impl Subject for EventSubject<'_> {
             Event::Auth(_) => "auth",
             Event::Http(_) => "http",
             Event::Touch(_) => "touch",
+            Event::App(_) => "app",
             _ => "note",
         }
     }
@@ -353,7 +355,7 @@ impl Subject for EventSubject<'_> {
     fn message(&self) -> Option<&str> {
         match self.event {
             Event::Frame(f) => std::str::from_utf8(&f.raw).ok(),
-            Event::Auth(_) | Event::Http(_) | Event::Touch(_) => std::str::from_utf8(self.line).ok(),
+            Event::Auth(_) | Event::Http(_) | Event::Touch(_) | Event::App(_) => std::str::from_utf8(self.line).ok(),
             _ => None,
         }
     }

@@ -36,6 +36,7 @@ pub fn kind_names(k: RowKind) -> &'static [&'static str] {
         RowKind::Meta => &["note", "http"],
         RowKind::Auth => &["auth"],
         RowKind::Touch => &["touch"],
+        RowKind::App => &["app"],
     }
 }
 

@@ -68,6 +68,7 @@ pub fn kind_name(row: &RowRef<'_>) -> &'static str {
         RowKind::Stderr => "stderr",
         RowKind::Auth => "auth",
         RowKind::Touch => "touch",
+        RowKind::App => "app",
         RowKind::Meta if row.http_record().is_some() => "http",
         RowKind::Meta => "note",
     }
@@ -81,6 +82,7 @@ impl<'a> Subject for RowSubject<'a> {
             Lane::Stderr => "stderr",
             Lane::Auth => "auth",
             Lane::Touch => "proxy",
+            Lane::App => "app",
             Lane::Meta if self.row.http_record().is_some() => "http",
             Lane::Meta => "note",
         }
@@ -133,7 +135,7 @@ impl<'a> Subject for RowSubject<'a> {
 
     fn message(&self) -> Option<&str> {
         match self.row.lane() {
-            Lane::Out | Lane::In | Lane::Auth | Lane::Touch => std::str::from_utf8(self.row.raw()).ok(),
+            Lane::Out | Lane::In | Lane::Auth | Lane::Touch | Lane::App => std::str::from_utf8(self.row.raw()).ok(),
             Lane::Meta => self.row.http_record(),
             Lane::Stderr => None,
         }

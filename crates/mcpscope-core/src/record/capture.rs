@@ -16,7 +16,7 @@
 use crate::protocol::auth::Step;
 use crate::protocol::auth::jwt::DecodedJwt;
 pub use crate::record::capture_error::{BadRecord, CaptureError, ReadError};
-use crate::transport::event::{AuthExchange, Event, HttpInfo, Touch, TouchKind};
+use crate::transport::event::{AppMessage, AppToward, AuthExchange, Event, HttpInfo, Touch, TouchKind};
 use crate::transport::process::{ExitInfo, ServerSpec, SpawnError};
 use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
@@ -435,10 +435,45 @@ pub fn meta_json(e: &Event) -> Value {
             }
             v
         }
+        Event::App(a) => {
+            let mut v = json!({
+                "event": "app",
+                "app": a.app,
+                "toward": a.toward.as_str(),
+                "note": a.note,
+            });
+            let o = v.as_object_mut().expect("an object");
+            match std::str::from_utf8(&a.bytes) {
+                Ok(s) => o.insert("message".into(), s.into()),
+                Err(_) => o.insert("message_b64".into(), B64.encode(&a.bytes).into()),
+            };
+            v
+        }
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
     }
+}
+
+pub fn app_from_json(v: &Value, at: Duration) -> Result<AppMessage, BadRecord> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    let toward = s("toward")
+        .and_then(AppToward::parse)
+        .ok_or("app record without toward (host, view, sandbox or from-sandbox)")?;
+    let bytes = if let Some(text) = s("message") {
+        text.as_bytes().to_vec()
+    } else if let Some(b) = s("message_b64") {
+        B64.decode(b).map_err(|e| format!("bad message_b64: {e}"))?
+    } else {
+        return Err("app record without message".into());
+    };
+    Ok(AppMessage {
+        at,
+        app: s("app").ok_or("app record without app")?.to_owned(),
+        toward,
+        bytes,
+        note: s("note").map(str::to_owned),
+    })
 }
 
 pub fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {
@@ -1118,6 +1153,7 @@ fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -> Result<Op
                     })
                 }
                 "auth" => Event::Auth(Box::new(auth_from_json(v, at)?)),
+                "app" => Event::App(Box::new(app_from_json(v, at)?)),
                 "touch" => {
                     let mut t = touch_from_json(v, at)?;
                     t.of_seq = t.of_seq.map(|s| rec.renumbered(s));

@@ -21,10 +21,12 @@ pub enum RowKind {
     Auth,
     /// What an intercepting proxy did to a frame, or sent of its own.
     Touch,
+    /// A message between an MCP App's View and mcpscope as its host.
+    App,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 11] = [
+    pub const ALL: [RowKind; 12] = [
         RowKind::Request,
         RowKind::Notification,
         RowKind::Result,
@@ -36,6 +38,7 @@ impl RowKind {
         RowKind::Meta,
         RowKind::Auth,
         RowKind::Touch,
+        RowKind::App,
     ];
 
     pub fn of(row: &RowRef<'_>) -> RowKind {
@@ -44,6 +47,7 @@ impl RowKind {
             Lane::Meta => return RowKind::Meta,
             Lane::Auth => return RowKind::Auth,
             Lane::Touch => return RowKind::Touch,
+            Lane::App => return RowKind::App,
             _ => {}
         }
         match row.kind() {
@@ -70,6 +74,7 @@ impl RowKind {
             RowKind::Meta => "session",
             RowKind::Auth => "authorization",
             RowKind::Touch => "proxy (intercept)",
+            RowKind::App => "MCP App (View and host)",
         }
     }
 }

@@ -6,7 +6,7 @@
 //! which is also their order on the wire.
 
 use crate::protocol::auth::Step;
-use crate::transport::event::{AuthExchange, Event, StderrLine, Touch, TouchKind};
+use crate::transport::event::{AppMessage, AppToward, AuthExchange, Event, StderrLine, Touch, TouchKind};
 use crate::wire::classify::{Anomalies, Classification, Kind};
 use crate::wire::frame::{Direction, Frame, Link};
 use crate::wire::framing::LineEnding;
@@ -31,6 +31,10 @@ pub enum Lane {
     /// What an intercepting proxy did (held, edited, dropped, injected,
     /// answered, a fault): the row holds the touch's capture record.
     Touch,
+    /// A message between an MCP App's View and mcpscope as its host: the
+    /// row holds the message's capture record; `method` is its method (or
+    /// `result` / `error`).
+    App,
 }
 
 impl Lane {
@@ -38,13 +42,13 @@ impl Lane {
         match self {
             Lane::Out => Some(Direction::Out),
             Lane::In => Some(Direction::In),
-            Lane::Stderr | Lane::Meta | Lane::Auth | Lane::Touch => None,
+            Lane::Stderr | Lane::Meta | Lane::Auth | Lane::Touch | Lane::App => None,
         }
     }
 
     /// A row that is no frame or stderr line of a peer's (it has no seq).
     pub fn is_note(self) -> bool {
-        matches!(self, Lane::Meta | Lane::Auth | Lane::Touch)
+        matches!(self, Lane::Meta | Lane::Auth | Lane::Touch | Lane::App)
     }
 }
 
@@ -137,6 +141,9 @@ pub struct FrameStore {
     http_records: HashMap<u32, Box<str>>,
     /// Each touch row's meaning (few rows: only intercepting proxies make them).
     touches: HashMap<u32, TouchInfo>,
+    /// App rows: which way each message went.
+    apps: HashMap<u32, AppToward>,
+    app_names: Vec<String>,
     /// What became of a frame a proxy touched, by the frame's row: the
     /// latest touch (a held frame later forwarded reads `Forwarded`).
     fates: HashMap<u32, TouchKind>,
@@ -176,6 +183,12 @@ impl FrameStore {
     /// Whether the session has authorization steps.
     pub fn has_auth(&self) -> bool {
         self.has_auth
+    }
+
+    /// The MCP Apps whose messages the session holds, in the order they
+    /// first spoke (the timeline then draws an App lifeline).
+    pub fn app_names(&self) -> &[String] {
+        &self.app_names
     }
 
     pub fn is_empty(&self) -> bool {
@@ -350,6 +363,30 @@ impl FrameStore {
         );
     }
 
+    /// Stores a message between an MCP App's View and its host.
+    pub fn push_app(&mut self, a: &AppMessage) {
+        let record = crate::record::capture::meta_json(&Event::App(Box::new(a.clone())));
+        let raw = serde_json::to_vec(&record).unwrap_or_default();
+        self.push_row(u64::MAX, Lane::App, a.at, &raw, LineEnding::Lf, None);
+        let label = match a.json() {
+            Some(v) => match v.get("method").and_then(serde_json::Value::as_str) {
+                Some(m) => m.to_owned(),
+                None if v.get("error").is_some() => "error".to_owned(),
+                None => "result".to_owned(),
+            },
+            None => "not JSON".to_owned(),
+        };
+        let label = self.strings.intern(&label);
+        let row = (self.rows.len() - 1) as u32;
+        if let Some(r) = self.rows.last_mut() {
+            r.method = label;
+        }
+        self.apps.insert(row, a.toward);
+        if !self.app_names.contains(&a.app) {
+            self.app_names.push(a.app.clone());
+        }
+    }
+
     /// Stores an event as a row: frames, stderr lines, authorization steps,
     /// and a line of text for the session's own events (the `Closed` marker
     /// is not stored).
@@ -359,6 +396,7 @@ impl FrameStore {
             Event::Stderr(s) => self.push_stderr(s),
             Event::Auth(a) => self.push_auth(a),
             Event::Touch(t) => self.push_touch(t),
+            Event::App(a) => self.push_app(a),
             Event::Closed { .. } => return false,
             Event::Http(h) => {
                 self.push_meta(h.at, &e.summary());
@@ -516,6 +554,20 @@ impl<'a> RowRef<'a> {
             return None;
         }
         self.store.http_records.get(&(self.index as u32)).map(|s| &**s)
+    }
+
+    /// For an App row: which way the message went.
+    pub fn app_toward(&self) -> Option<AppToward> {
+        self.store.apps.get(&(self.index as u32)).copied()
+    }
+
+    /// For an App row: the message, read back from its record.
+    pub fn to_app(&self) -> Option<AppMessage> {
+        if self.row.lane != Lane::App {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(self.raw()).ok()?;
+        crate::record::capture::app_from_json(&v, self.at()).ok()
     }
 
     /// For a proxy's touch row: what it did.

@@ -228,6 +228,116 @@ impl Touch {
     }
 }
 
+/// One message between an MCP App's View (the `ui://` page in its sandbox)
+/// and mcpscope as its host, drawn on the View's own lifeline ("App NAME"),
+/// exactly as it crossed the bridge. A note the host made about it (a
+/// refusal, a legacy name, a message before `initialized`) rides along.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppMessage {
+    pub at: Duration,
+    /// The View's name on the timeline (its tool's name).
+    pub app: String,
+    /// Which way it went.
+    pub toward: AppToward,
+    /// The message as it crossed the bridge (JSON text, or what the page
+    /// sent when it was not JSON).
+    pub bytes: Vec<u8>,
+    /// What the host made of it, when it is worth saying.
+    pub note: Option<String>,
+}
+
+/// The way an [`AppMessage`] went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AppToward {
+    /// From the View to the host.
+    Host,
+    /// From the host to the View.
+    View,
+    /// Between the host page and the sandbox proxy (`ui/notifications/sandbox-*`),
+    /// which the View never sees.
+    Sandbox,
+    /// Sandbox proxy to host (`sandbox-proxy-ready`).
+    FromSandbox,
+}
+
+impl AppToward {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppToward::Host => "host",
+            AppToward::View => "view",
+            AppToward::Sandbox => "sandbox",
+            AppToward::FromSandbox => "from-sandbox",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AppToward> {
+        [
+            AppToward::Host,
+            AppToward::View,
+            AppToward::Sandbox,
+            AppToward::FromSandbox,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
+
+    /// Sent by the View (or its sandbox) rather than by the host.
+    pub fn from_view_side(self) -> bool {
+        matches!(self, AppToward::Host | AppToward::FromSandbox)
+    }
+}
+
+impl AppMessage {
+    pub fn new(app: impl Into<String>, toward: AppToward, bytes: impl Into<Vec<u8>>) -> Self {
+        AppMessage {
+            at: Duration::ZERO,
+            app: app.into(),
+            toward,
+            bytes: bytes.into(),
+            note: None,
+        }
+    }
+
+    pub fn with_note(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
+    }
+
+    /// The message parsed, when it is JSON.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.bytes).ok()
+    }
+
+    /// Its `method`, when it has one.
+    pub fn method(&self) -> Option<String> {
+        self.json()
+            .and_then(|v| v.get("method").and_then(serde_json::Value::as_str).map(str::to_owned))
+    }
+
+    /// One line for a person.
+    pub fn summary(&self) -> String {
+        let arrow = if self.toward.from_view_side() { "->" } else { "<-" };
+        let what = match self.json() {
+            Some(v) => {
+                let id = v.get("id").map(|i| format!(" #{i}")).unwrap_or_default();
+                match v.get("method").and_then(serde_json::Value::as_str) {
+                    Some(m) => format!("{m}{id}"),
+                    None if v.get("error").is_some() => format!("error{id}"),
+                    None => format!("result{id}"),
+                }
+            }
+            None => format!("not JSON: {}", crate::text::shorten_bytes(&self.bytes, 60)),
+        };
+        let mut s = format!("app {} {arrow} host: {what}", self.app);
+        if let Some(n) = &self.note {
+            s.push_str(" (");
+            s.push_str(n);
+            s.push(')');
+        }
+        s
+    }
+}
+
 /// One step of an authorization (OAuth), drawn on its own lifeline: an
 /// HTTP exchange with the authorization server (or the identity
 /// provider, or the MCP server's metadata), the redirect back, or a fact
@@ -382,6 +492,8 @@ pub enum Event {
     /// What a proxy did to a frame on its way (held, edited, dropped, a
     /// fault applied) or sent of its own (injected, answered instead).
     Touch(Box<Touch>),
+    /// A message between an MCP App's View and mcpscope as its host.
+    App(Box<AppMessage>),
     /// Something the session did or noticed that is not a frame, e.g. a
     /// shutdown step ("sent SIGTERM to process group 123") or a capture
     /// write failure.
@@ -407,6 +519,7 @@ impl Event {
             Event::Http(h) => h.at,
             Event::Auth(a) => a.at,
             Event::Touch(t) => t.at,
+            Event::App(a) => a.at,
             Event::Spawned { at, .. }
             | Event::SpawnFailed { at, .. }
             | Event::TimedOut { at, .. }
@@ -437,6 +550,7 @@ impl Event {
             Event::Http(h) => h.summary(),
             Event::Auth(a) => a.summary(),
             Event::Touch(t) => t.summary(),
+            Event::App(a) => a.summary(),
             Event::Exited { status, .. } => format!("server {status}"),
             Event::Closed { .. } => "session closed".into(),
         }

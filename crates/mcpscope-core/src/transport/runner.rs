@@ -345,6 +345,10 @@ impl<L: Link> Runner<L> {
                 exchange.at = self.sink.recorder.now();
                 self.sink.emit(Event::Auth(exchange));
             }
+            Command::App(mut message) => {
+                message.at = self.sink.recorder.now();
+                self.sink.emit(Event::App(message));
+            }
         }
     }
 

@@ -82,14 +82,20 @@ pub enum Command {
         headers: Vec<(String, String)>,
     },
     /// Cancel an outgoing request with `notifications/cancelled`.
-    Cancel { id: RequestId, reason: Option<String> },
+    Cancel {
+        id: RequestId,
+        reason: Option<String>,
+    },
     /// Close stdin, wait, SIGTERM, SIGKILL, as the stdio transport prescribes.
     Shutdown,
     /// Put a note on the timeline (and in the capture), in order with the
     /// frames: e.g. why a request is retried with another protocol version.
-    Note { text: String },
+    Note {
+        text: String,
+    },
     /// Record a step of an authorization (its time is set on arrival).
     Auth(Box<crate::transport::event::AuthExchange>),
+    App(Box<crate::transport::event::AppMessage>),
 }
 
 /// The owner's handle on a session. Dropping it shuts the server down and
@@ -268,6 +274,12 @@ impl Session {
     /// capture), after everything sent so far.
     pub fn record_auth(&self, exchange: crate::transport::event::AuthExchange) {
         self.command(Command::Auth(Box::new(exchange)));
+    }
+
+    /// Puts a message between an MCP App's View and its host on the
+    /// timeline (and in the capture), after everything sent so far.
+    pub fn record_app(&self, message: crate::transport::event::AppMessage) {
+        self.command(Command::App(Box::new(message)));
     }
 
     /// Starts shutting down; events keep arriving until [`Event::Closed`].

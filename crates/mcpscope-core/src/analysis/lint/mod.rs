@@ -15,6 +15,7 @@
 //! on the rest of the session in [`Linter::provisional`]. A new concern is a
 //! struct with those two steps, called from both.
 
+mod apps;
 mod auth;
 mod capability;
 mod era;
@@ -123,6 +124,21 @@ rules! {
     OAUTH_TOKEN_REQUEST_WITHOUT_RESOURCE = "oauth-token-request-without-resource", "A token request without the resource parameter (RFC 8707): the token is not bound to the server.";
     AUTHORIZATION_FAILED = "authorization-failed", "An authorization the server asked for failed (refused, timed out, or a redirect that did not check out): the session went no further.";
     OAUTH_SCOPE_NOT_ADVERTISED = "oauth-scope-not-advertised", "Scopes requested that neither the server's challenge nor any metadata advertised.";
+    APP_RESOURCE_URI = "app-resource-uri", "APP-001/007: a tool's _meta.ui that does not name its View by a ui:// resourceUri.";
+    APP_FLAT_RESOURCE_KEY = "app-flat-resource-key", "APP-006: a tool that names its View only by the deprecated flat _meta[\"ui/resourceUri\"].";
+    APP_VISIBILITY = "app-visibility", "APP-011: a tool's _meta.ui.visibility with values other than \"model\" and \"app\".";
+    APP_RESOURCE_INVALID = "app-resource-invalid", "APP-002/003/004: a ui:// resource with the wrong mime type, not exactly one text or blob, or not an HTML5 document.";
+    APP_CSP_ORIGIN = "app-csp-origin", "APP-009: CSP domains a host must drop (not an origin, or with spaces, quotes or semicolons).";
+    APP_UNDECLARED_DOMAIN = "app-undeclared-domain", "A View that loads from an external origin its _meta.ui.csp does not declare.";
+    APP_CSP_APPLIED = "app-csp-applied", "The Content-Security-Policy a View actually ran under (from the host's record).";
+    APP_NO_INITIALIZE = "app-no-initialize", "APP-100: a View that was loaded but never sent ui/initialize.";
+    APP_INITIALIZED_NOT_SENT = "app-initialized-not-sent", "APP-102: a View that never sent ui/notifications/initialized.";
+    APP_UNKNOWN_METHOD = "app-unknown-method", "APP-103: a View message that is not JSON-RPC 2.0 or has no View-to-host method's name.";
+    APP_LEGACY_NAME = "app-legacy-name", "A View that used a name from a draft of the extension (ui/log, ui/size-change …).";
+    APP_DISPLAY_MODE_UNDECLARED = "app-display-mode-undeclared", "APP-106: a display mode asked for outside the modes the View declared and the host offers.";
+    APP_MODEL_ONLY_TOOL_CALL = "app-model-only-tool-call", "A View calling a tool whose visibility lacks \"app\" (hosts must refuse it).";
+    APP_HOST_EARLY_MESSAGE = "app-host-early-message", "A host that sent a View something before its ui/notifications/initialized.";
+    APP_TEARDOWN_UNANSWERED = "app-teardown-unanswered", "A View that never answered ui/resource-teardown.";
 }
 
 /// One problem found in a session.
@@ -219,6 +235,7 @@ pub struct Linter {
     tools: tools::Tools,
     stderr: stderr::Stderr,
     auth: auth::Auth,
+    apps: apps::Apps,
     /// Findings no later event can change, not yet taken.
     settled: Vec<Finding>,
     lines: u64,
@@ -238,6 +255,7 @@ impl Linter {
             tools: tools::Tools::default(),
             stderr: stderr::Stderr::default(),
             auth: auth::Auth::default(),
+            apps: apps::Apps::default(),
             settled: Vec::new(),
             lines: 0,
         }
@@ -272,6 +290,7 @@ impl Linter {
                 self.mrtr.frame(f, &params, out);
                 self.capability.frame(f, facts);
                 self.tools.frame(f, &params, out);
+                self.apps.frame(f, out);
             }
             Event::SpawnFailed { error, .. } => out.push(Finding::new(
                 rule::SPAWN_FAILED,
@@ -284,6 +303,9 @@ impl Linter {
                     && let Some(f) = proxy_finding(t)
                 {
                     out.push(f);
+                }
+                if let Event::App(a) = other {
+                    self.apps.app(a, out);
                 }
                 self.auth.event(other, out);
                 self.exchange.event(other, out);
@@ -311,6 +333,7 @@ impl Linter {
         self.era.provisional(facts, &mut out);
         self.capability.provisional(facts, &mut out);
         self.stderr.provisional(&mut out);
+        self.apps.provisional(&mut out);
         out
     }
 
