@@ -5,6 +5,7 @@
 mod support;
 
 mod app_eras;
+mod apps;
 mod capture_roundtrip;
 mod cli;
 mod conformance_2026;
