@@ -78,6 +78,15 @@ fn rule_captures_are_otherwise_clean() {
         ("oauth-pkce-s256-missing", &["authorization-failed"]),
         ("oauth-resource-mismatch", &["authorization-failed"]),
         ("oauth-scope-not-advertised", &["authorization-failed"]),
+        // Every View that was loaded ran under some policy, and says which.
+        ("app-no-initialize", &["app-csp-applied"]),
+        ("app-initialized-not-sent", &["app-csp-applied"]),
+        ("app-unknown-method", &["app-csp-applied"]),
+        ("app-legacy-name", &["app-csp-applied"]),
+        ("app-display-mode-undeclared", &["app-csp-applied"]),
+        ("app-model-only-tool-call", &["app-csp-applied"]),
+        ("app-host-early-message", &["app-csp-applied"]),
+        ("app-teardown-unanswered", &["app-csp-applied"]),
     ];
     let mut failures = Vec::new();
     for rule in RULES {
