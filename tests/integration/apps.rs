@@ -629,3 +629,196 @@ fn only_loopback_listens_and_the_bridge_answers_only_its_page() {
         .count();
     assert_eq!(calls, 1, "only the tool that opened the View");
 }
+
+/// The desktop app hosts the View: a tool run from the composer opens its
+/// page (here opened by the browser script instead of a browser), the
+/// app relays the View's own calls on its session, every message lands on
+/// the App lifeline, and the App tab shows what the View said.
+mod in_the_app {
+    use super::*;
+    use crate::support::step_until;
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable as _;
+    use mcpscope_app::McpscopeApp;
+    use mcpscope_app::app_host::Stage;
+
+    fn has_row(app: &McpscopeApp, text: &str) -> bool {
+        app.session.inspection.as_ref().is_some_and(|i| {
+            i.model
+                .store
+                .iter()
+                .any(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, &r).contains(text))
+        })
+    }
+
+    fn stage(app: &McpscopeApp) -> Option<Stage> {
+        app.session
+            .inspection
+            .as_ref()?
+            .apps
+            .views
+            .first()
+            .map(|v| v.stage.clone())
+    }
+
+    fn launch(h: &mut Harness<'static, McpscopeApp>, hosting: bool) {
+        let args = server_args();
+        {
+            let form = &mut h.state_mut().launcher.form;
+            form.command = args[0].clone();
+            form.args = args[1].clone();
+            form.text_only = !hosting;
+        }
+        h.step();
+        h.get_by_label("▶ Launch").click();
+        step_until(h, "the handshake and the tool list", |app| {
+            app.session
+                .inspection
+                .as_ref()
+                .is_some_and(|i| !i.listed_tools().is_empty())
+        });
+        if let Some(i) = h.state_mut().session.inspection.as_mut() {
+            i.apps_open_browser = false;
+        }
+    }
+
+    fn run_tool(h: &mut Harness<'static, McpscopeApp>, params: &str) {
+        h.get_by_label("Compose").click();
+        h.step();
+        h.get_by_label("Raw").click();
+        h.step();
+        {
+            let c = &mut h.state_mut().session.composer;
+            c.raw.method = "tools/call".into();
+            c.raw.params = params.into();
+        }
+        h.step();
+        h.get_by_label("Send").click();
+        h.step();
+    }
+
+    #[test]
+    fn a_tool_run_from_the_composer_opens_its_view_and_the_traffic_is_on_the_timeline() {
+        need(PathBuf::from("/usr/bin/chromium"));
+        let mut h = Harness::builder()
+            .with_size([1440.0, 900.0])
+            .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
+        launch(&mut h, true);
+        let advertised = h
+            .state()
+            .session
+            .inspection
+            .as_ref()
+            .unwrap()
+            .model
+            .store
+            .iter()
+            .any(|r| String::from_utf8_lossy(r.raw()).contains("\"io.modelcontextprotocol/ui\":{\"mimeTypes\""));
+        assert!(advertised, "the handshake advertised the App extension");
+        run_tool(&mut h, r#"{"name": "show_counter", "arguments": {"start": 3}}"#);
+        step_until(&mut h, "the View hosted", |app| {
+            stage(app) == Some(Stage::Hosting) && app.session.inspection.as_ref().unwrap().apps.views[0].url.is_some()
+        });
+        assert_eq!(
+            h.state().bottom_tab,
+            mcpscope_app::BottomTab::App,
+            "the App tab comes forward"
+        );
+        let url = h.state().session.inspection.as_ref().unwrap().apps.views[0]
+            .url
+            .clone()
+            .unwrap();
+        // The browser script drives the View while the app relays.
+        let mut driver = Command::new(python())
+            .arg(repo().join("tests/clients/app_browser.py"))
+            .args(["counter", &url])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let status = loop {
+            if let Some(s) = driver.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "the browser script did not end");
+            h.step();
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let out = driver.wait_with_output().unwrap();
+        assert!(
+            status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(page["value_after_increment"], "4", "{page}");
+        assert_eq!(page["theme_after_switch"], "dark");
+        step_until(&mut h, "the View closed", |app| stage(app) == Some(Stage::Closed));
+        // On the App lifeline, in order, and the View's call went to the server.
+        for label in [
+            "show_counter -> ui/initialize",
+            "show_counter <- result",
+            "show_counter -> ui/notifications/initialized",
+            "show_counter <- ui/notifications/tool-result",
+            "show_counter -> tools/call",
+            "show_counter <- ui/resource-teardown",
+        ] {
+            assert!(has_row(h.state(), label), "{label}");
+        }
+        let i = h.state().session.inspection.as_ref().unwrap();
+        assert_eq!(i.model.store.app_names(), ["show_counter"]);
+        let increments = i
+            .model
+            .store
+            .iter()
+            .filter(|r| r.lane() == mcpscope_core::timeline::store::Lane::Out)
+            .filter(|r| String::from_utf8_lossy(r.raw()).contains("\"name\":\"increment\""))
+            .count();
+        assert_eq!(increments, 1, "the View's tools/call went out on the app's session");
+        let v = &i.apps.views[0];
+        assert_eq!(v.snapshot.messages.len(), 1, "ui/message in the App -> host panel");
+        assert_eq!(
+            v.snapshot.model_context.as_ref().unwrap()["structuredContent"]["value"],
+            4
+        );
+        assert!(v.snapshot.initialized_after.is_some());
+        // The View's rows filter by their own direction and kind.
+        let f = mcpscope_core::filter::Filter::parse(r#"dir == "app" && method == "ui/message""#).unwrap();
+        let facts = mcpscope_core::filter::rows::SessionFacts::default();
+        let filtered = (0..i.model.store.len())
+            .filter_map(|n| mcpscope_core::filter::rows::RowSubject::new(&i.model.store, n, &facts))
+            .filter(|r| f.matches(r))
+            .count();
+        assert_eq!(filtered, 1);
+        // The App tab shows it.
+        h.step();
+        assert!(
+            h.query_all_by_label_contains("App to host: 1 message(s)")
+                .next()
+                .is_some()
+        );
+        assert!(
+            h.query_all_by_label_contains("Model context (the last one wins)")
+                .next()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn unticked_the_server_shows_its_text_only_side() {
+        let mut h = Harness::builder()
+            .with_size([1440.0, 900.0])
+            .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
+        launch(&mut h, false);
+        let tools = h.state().session.inspection.as_ref().unwrap().listed_tools();
+        assert_eq!(tools.len(), 2);
+        run_tool(&mut h, r#"{"name": "show_counter", "arguments": {"start": 3}}"#);
+        step_until(&mut h, "the text-only result", |app| has_row(app, "result #"));
+        assert!(
+            h.state().session.inspection.as_ref().unwrap().apps.views.is_empty(),
+            "no View to host"
+        );
+    }
+}

@@ -479,6 +479,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         mcpscope_app::inspection::AppServices {
             tokens: &mcpscope_app::tokens::AppTokens::in_memory(),
             otlp_endpoint: None,
+            apps: true,
         },
         None,
     ));
@@ -563,6 +564,7 @@ fn the_app_signs_in_once_and_still_works_after_a_restart() {
             mcpscope_app::inspection::AppServices {
                 tokens,
                 otlp_endpoint: None,
+                apps: true,
             },
             None,
         );

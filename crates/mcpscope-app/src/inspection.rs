@@ -94,13 +94,19 @@ pub enum Outgoing {
 }
 
 /// The capabilities the app offers: it answers roots itself and lets the
-/// user answer sampling and elicitation.
-pub fn client_capabilities() -> Value {
-    serde_json::json!({
+/// user answer sampling and elicitation; it hosts MCP Apps unless the
+/// user asked for the server's text-only side (`apps` false).
+pub fn client_capabilities(apps: bool) -> Value {
+    let caps = serde_json::json!({
         "roots": {"listChanged": true},
         "sampling": {},
         "elicitation": {},
-    })
+    });
+    if apps {
+        mcpscope_core::apps::linkage::advertise(caps)
+    } else {
+        caps
+    }
 }
 
 /// The default root offered to servers: the directory they run in.
@@ -156,6 +162,13 @@ pub struct Inspection {
     load: Option<CaptureLoad>,
     /// The driver's state was copied while updates were still queued: copy it again.
     view_behind: bool,
+    /// The MCP Apps this session hosts (their Views in the browser).
+    pub apps: crate::app_host::HostedApps,
+    /// Whether a View's page is opened in the browser when it is hosted
+    /// (tests open it themselves).
+    pub apps_open_browser: bool,
+    /// Whether the handshake advertised the App extension.
+    pub apps_advertised: bool,
     /// OpenTelemetry sent while the session runs (`mcpscope --otlp-endpoint`);
     /// last, so it is dropped (and sends the rest) after the session ended.
     pub traces: Option<crate::traces::SessionTraces>,
@@ -177,6 +190,8 @@ pub struct AppServices<'a> {
     pub tokens: &'a crate::tokens::AppTokens,
     /// The OpenTelemetry collector to send the session to, if any.
     pub otlp_endpoint: Option<&'a str>,
+    /// Advertise the MCP Apps extension (false: the server's text-only side).
+    pub apps: bool,
 }
 
 /// How a session signs in (the owner's thread runs it on a worker, see
@@ -264,7 +279,7 @@ impl Inspection {
         choice: EraChoice,
         waker: Option<Waker>,
     ) -> Inspection {
-        let mut i = Self::launch_deferred(target, protocol_version, choice, None, waker);
+        let mut i = Self::launch_deferred(target, protocol_version, choice, None, true, waker);
         i.start_driver(None);
         i
     }
@@ -293,6 +308,7 @@ impl Inspection {
         protocol_version: &str,
         choice: EraChoice,
         otlp_endpoint: Option<&str>,
+        apps: bool,
         waker: Option<Waker>,
     ) -> Inspection {
         // A private file (0600, in a 0700 directory of this user): captures
@@ -320,7 +336,7 @@ impl Inspection {
             era: choice,
             handshake: HandshakeOptions {
                 protocol_version: protocol_version.to_owned(),
-                capabilities: client_capabilities(),
+                capabilities: client_capabilities(apps),
                 ..HandshakeOptions::default()
             },
             policy: InputPolicy {
@@ -361,6 +377,9 @@ impl Inspection {
             sign_in: None,
             load: None,
             view_behind: false,
+            apps: crate::app_host::HostedApps::default(),
+            apps_open_browser: true,
+            apps_advertised: apps,
             traces,
         };
         i.perform();
@@ -379,7 +398,11 @@ impl Inspection {
         app: AppServices<'_>,
         waker: Option<Waker>,
     ) -> Inspection {
-        let AppServices { tokens, otlp_endpoint } = app;
+        let AppServices {
+            tokens,
+            otlp_endpoint,
+            apps,
+        } = app;
         let sign_in = match &target {
             Target::Http(h) if !h.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) => {
                 let url: Arc<Mutex<Option<String>>> = Arc::default();
@@ -409,7 +432,7 @@ impl Inspection {
             _ => None,
         };
         // The gate must see the very first request (the handshake) go out.
-        let mut i = Self::launch_deferred(target, protocol_version, choice, otlp_endpoint, waker);
+        let mut i = Self::launch_deferred(target, protocol_version, choice, otlp_endpoint, apps, waker);
         let runner = sign_in.as_ref().map(|si| {
             if let Some(live) = &i.owner {
                 let mut l = live_pilot::lock(live);
@@ -560,6 +583,9 @@ impl Inspection {
             sign_in: None,
             load: None,
             view_behind: false,
+            apps: crate::app_host::HostedApps::default(),
+            apps_open_browser: true,
+            apps_advertised: false,
             traces: None,
         }
     }
@@ -868,11 +894,99 @@ impl Inspection {
     }
 
     pub fn stop(&mut self) {
+        self.apps.close_all();
         if let Some(si) = &self.sign_in {
             si.cancel();
         }
         if let Some(live) = &self.owner {
             live_pilot::lock(live).session.shutdown();
+        }
+    }
+
+    /// The tools the server listed last.
+    pub fn listed_tools(&self) -> Vec<Value> {
+        self.model
+            .latest_result(mcpscope_core::protocol::methods::TOOLS_LIST)
+            .and_then(|(_, r)| r.get("tools").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Hosts the View of `tool` for a call just sent (`call`) or a recorded
+    /// one (`result`): its resource is read on the session, then its pages
+    /// open (see [`crate::app_host`]).
+    pub fn open_app(&mut self, tool: &Value, arguments: Value, call: Option<RequestId>, result: Option<Value>) {
+        let requests = self.apps.open(tool, arguments, call, result);
+        self.apply_app_requests(requests);
+    }
+
+    /// Relays between the session and its hosted Views (once per frame).
+    pub fn pump_apps(&mut self) {
+        if !self.apps.active() {
+            return;
+        }
+        let tools = self.listed_tools();
+        let mut apps = std::mem::take(&mut self.apps);
+        let requests = apps.pump(&tools, |id| self.request_outcome(id), self.waker.clone());
+        self.apps = apps;
+        self.apply_app_requests(requests);
+    }
+
+    fn apply_app_requests(&mut self, requests: Vec<crate::app_host::SessionRequest>) {
+        use crate::app_host::SessionRequest;
+        for r in requests {
+            match r {
+                SessionRequest::Send {
+                    view,
+                    method,
+                    params,
+                    ticket,
+                } => {
+                    let id = if self.model.running() {
+                        self.send(Outgoing::Request {
+                            method,
+                            params,
+                            id: None,
+                        })
+                    } else {
+                        None
+                    };
+                    self.apps.sent(view, ticket, id);
+                }
+                SessionRequest::Record(record) => self.record_app(record),
+                SessionRequest::OpenBrowser(url) => {
+                    if self.apps_open_browser
+                        && let Err(e) = mcpscope_core::transport::auth::browser::open(&url)
+                    {
+                        self.record_app(mcpscope_core::apps::run::AppRecord::Note(format!(
+                            "{e}; open {url} yourself"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// How a request of ours ended: its result, or a JSON-RPC error object
+    /// (the server's, or one saying why no answer came); none while it waits.
+    fn request_outcome(&self, id: &RequestId) -> Option<Result<Value, Value>> {
+        if let Some(row) = self.model.response_to(&self.current_id(id)) {
+            let v: Value = serde_json::from_slice(self.model.store.get(row)?.raw()).ok()?;
+            return Some(match v.get("error") {
+                Some(e) => Err(e.clone()),
+                None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
+            });
+        }
+        self.failure(id)
+            .map(|f| Err(serde_json::json!({"code": -32603, "message": f.to_string()})))
+    }
+
+    /// Puts a View's message (or the host's note) on the session's record.
+    fn record_app(&self, record: mcpscope_core::apps::run::AppRecord) {
+        let Some(live) = &self.owner else { return };
+        let l = live_pilot::lock(live);
+        match record {
+            mcpscope_core::apps::run::AppRecord::Message(m) => l.session.record_app(m),
+            mcpscope_core::apps::run::AppRecord::Note(n) => l.session.note(n),
         }
     }
 

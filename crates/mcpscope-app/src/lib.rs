@@ -1,6 +1,7 @@
 //! The desktop app. `logic` drains the session's channel within a time budget;
 //! `ui` only draws and collects [`Command`]s, applied once drawing is done.
 
+pub mod app_host;
 mod chrome;
 pub mod composer;
 mod dialogs;
@@ -190,6 +191,8 @@ pub enum BottomTab {
     Load,
     /// A proxied session's held frames, breakpoints, fault rules and inject.
     Intercept,
+    /// The MCP Apps (Views) the session hosts, and what they said to the host.
+    App,
 }
 
 pub struct McpscopeApp {
@@ -557,6 +560,7 @@ impl McpscopeApp {
             inspection::AppServices {
                 tokens: &self.tokens,
                 otlp_endpoint: self.otlp_endpoint.as_deref(),
+                apps: !saved.text_only,
             },
             Some(Arc::clone(&self.waker)),
         ));
@@ -741,6 +745,38 @@ impl McpscopeApp {
         }
     }
 
+    /// The timeline's selected row, when it is a `tools/call` (or its
+    /// answer) of a tool with a View, with the call's input and result.
+    fn selected_ui_call(&self) -> Option<panels::app_view::SelectedCall> {
+        let i = self.session.inspection.as_ref()?;
+        let row = self.session.timeline.selected?;
+        let r = i.model.store.get(row)?;
+        let (request_row, answer_row) = match r.answer() {
+            Some(a) => (row, a),
+            None => (r.link()?.0, row),
+        };
+        let parse =
+            |n: usize| -> Option<serde_json::Value> { serde_json::from_slice(i.model.store.get(n)?.raw()).ok() };
+        let request = parse(request_row)?;
+        if request.get("method").and_then(serde_json::Value::as_str)
+            != Some(mcpscope_core::protocol::methods::TOOLS_CALL)
+        {
+            return None;
+        }
+        let name = request["params"]["name"].as_str()?;
+        let tools = i.listed_tools();
+        let tool = app_host::HostedApps::ui_tool(&tools, name)?.clone();
+        let result = parse(answer_row)?.get("result")?.clone();
+        Some(panels::app_view::SelectedCall {
+            tool,
+            arguments: request["params"]
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({})),
+            result,
+        })
+    }
+
     /// Carries out what the composer asked for.
     fn compose(&mut self, action: ComposerAction) {
         let Some(i) = &mut self.session.inspection else {
@@ -769,6 +805,27 @@ impl McpscopeApp {
             }
             ComposerAction::Send(out) => {
                 let id = i.send(out.clone());
+                // A tool with a View: the View opens in the browser beside the call.
+                if let (
+                    Some(id),
+                    inspection::Outgoing::Request {
+                        method,
+                        params: Some(p),
+                        ..
+                    },
+                ) = (&id, &out)
+                    && method == mcpscope_core::protocol::methods::TOOLS_CALL
+                    && i.apps_advertised
+                    && let Some(name) = p.get("name").and_then(serde_json::Value::as_str)
+                {
+                    let tools = i.listed_tools();
+                    if let Some(tool) = app_host::HostedApps::ui_tool(&tools, name).cloned() {
+                        let arguments = p.get("arguments").cloned().unwrap_or_else(|| serde_json::json!({}));
+                        i.open_app(&tool, arguments, Some(id.clone()), None);
+                        self.bottom_tab = BottomTab::App;
+                        self.console_open = true;
+                    }
+                }
                 self.session.composer.sent(out, id);
             }
             ComposerAction::Complete(out) => {
@@ -905,6 +962,7 @@ impl McpscopeApp {
         if let Some(i) = &mut self.session.inspection {
             let was_loading = i.loading();
             more |= i.drain();
+            i.pump_apps();
             if was_loading && !i.loading() {
                 let path = i.capture_path.clone().unwrap_or_default();
                 self.message = Some(match i.load_state() {
@@ -979,6 +1037,20 @@ impl McpscopeApp {
                 };
                 ui.selectable_value(&mut self.bottom_tab, BottomTab::Intercept, text);
             }
+            if i.apps_advertised || !i.apps.views.is_empty() {
+                let open = i
+                    .apps
+                    .views
+                    .iter()
+                    .filter(|v| v.stage == app_host::Stage::Hosting)
+                    .count();
+                let text = if open > 0 {
+                    RichText::new(format!("App ({open} open)")).color(theme::RowKind::App.color())
+                } else {
+                    RichText::new("App")
+                };
+                ui.selectable_value(&mut self.bottom_tab, BottomTab::App, text);
+            }
         });
         ui.separator();
         match self.bottom_tab {
@@ -1037,6 +1109,31 @@ impl McpscopeApp {
                             link.send(request);
                         }
                     }
+                    None => {}
+                }
+            }
+            BottomTab::App => {
+                let selected = self.selected_ui_call();
+                let Some(i) = self.session.inspection.as_mut() else {
+                    return;
+                };
+                let action = egui::ScrollArea::vertical().id_salt("apps").show(ui, |ui| {
+                    self.session
+                        .app_view
+                        .ui(ui, &i.apps, selected.as_ref(), i.apps_advertised)
+                });
+                match action.inner {
+                    Some(panels::app_view::AppAction::Close(view)) => i.apps.close(view),
+                    Some(panels::app_view::AppAction::OpenInBrowser(url)) => {
+                        if let Err(e) = mcpscope_core::transport::auth::browser::open(&url) {
+                            self.message = Some((Severity::Warning, format!("{e}; open {url} yourself")));
+                        }
+                    }
+                    Some(panels::app_view::AppAction::CopyUrl(url)) => ui.ctx().copy_text(url),
+                    Some(panels::app_view::AppAction::OpenForCall(call)) => {
+                        i.open_app(&call.tool, call.arguments, None, Some(call.result));
+                    }
+                    Some(panels::app_view::AppAction::Theme(t)) => i.apps.set_theme(&t),
                     None => {}
                 }
             }
@@ -1223,6 +1320,7 @@ impl eframe::App for McpscopeApp {
             let min = match self.bottom_tab {
                 BottomTab::Load => 330.0,
                 BottomTab::Intercept => 380.0,
+                BottomTab::App => 240.0,
                 _ => 60.0,
             };
             egui::Panel::bottom("console")

@@ -32,6 +32,7 @@ pub struct SessionView {
     pub stats: StatsPanel,
     /// A proxied session's held-frame queue and rules.
     pub intercept: crate::panels::intercept_view::InterceptView,
+    pub app_view: crate::panels::app_view::AppView,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
     /// Server requests already announced (to switch to the composer once).
@@ -218,6 +219,7 @@ impl McpscopeApp {
                 && let Some(i) = &mut t.view.inspection
             {
                 more |= i.drain();
+                i.pump_apps();
             }
         }
         more

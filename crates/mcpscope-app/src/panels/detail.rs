@@ -137,6 +137,9 @@ impl DetailPanel {
                 Lane::App => "an MCP App's View and mcpscope as its host: the message as it crossed the bridge (`message`), and what the host made of it (`note`)",
             };
             ui.label(dir);
+            if let Some(note) = row.app_note() {
+                ui.colored_label(theme::WARN, format!("host: {note}"));
+            }
             ui.label(format!("at {:.3} s", row.at().as_secs_f64()));
             ui.label(format!("{} bytes", row.raw().len()));
             ui.label(RichText::new(row_label(&model.store, &row)).monospace());

@@ -34,6 +34,9 @@ pub struct SavedServer {
     /// A stdio server run through an intercepting `mcpscope proxy`, so its
     /// frames can be held, changed, dropped and faulted (the Intercept tab).
     pub intercept: bool,
+    /// Do not advertise MCP Apps (`io.modelcontextprotocol/ui`): see the
+    /// server's text-only side.
+    pub text_only: bool,
 }
 
 /// The protocol version to offer when the era changes to `era`: the modern
@@ -263,6 +266,7 @@ pub struct LaunchForm {
     pub cwd: String,
     pub protocol_version: String,
     pub intercept: bool,
+    pub text_only: bool,
 }
 
 impl Default for LaunchForm {
@@ -281,6 +285,7 @@ impl Default for LaunchForm {
             cwd: String::new(),
             protocol_version: handshake::DEFAULT_VERSION.to_owned(),
             intercept: false,
+            text_only: false,
         }
     }
 }
@@ -309,6 +314,7 @@ impl LaunchForm {
                 s.protocol_version.clone()
             },
             intercept: s.intercept,
+            text_only: s.text_only,
         }
     }
 
@@ -346,6 +352,7 @@ impl LaunchForm {
                 oauth: self.oauth.clone(),
                 kept: kept_rows(&self.headers, "header"),
                 intercept: self.intercept,
+                text_only: self.text_only,
                 ..SavedServer::http(name, url, kind, headers)
             });
         }
@@ -377,6 +384,7 @@ impl LaunchForm {
             era: self.era.clone(),
             kept: kept_rows(&self.env, "env"),
             intercept: self.intercept,
+            text_only: self.text_only,
             ..SavedServer::default()
         })
     }
@@ -680,6 +688,19 @@ impl LauncherPanel {
                         );
                     ui.end_row();
                 }
+                ui.label("MCP Apps");
+                let mut apps = !self.form.text_only;
+                if ui
+                    .checkbox(&mut apps, "host Views")
+                    .on_hover_text(
+                        "Advertises the MCP Apps extension (io.modelcontextprotocol/ui): a tool with a ui:// View opens \
+                         it in your browser when run. Untick to see the server's text-only side.",
+                    )
+                    .changed()
+                {
+                    self.form.text_only = !apps;
+                }
+                ui.end_row();
                 ui.label("Era");
                 ui.horizontal(|ui| {
                     let before = self.form.era.clone();

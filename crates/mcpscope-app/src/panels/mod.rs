@@ -1,6 +1,7 @@
 //! The panels: each a small struct with a `ui` method that reads the session
 //! model and returns what the user asked for as actions.
 
+pub mod app_view;
 pub mod detail;
 pub mod diff_view;
 pub mod expert;

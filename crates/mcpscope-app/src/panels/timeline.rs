@@ -666,7 +666,7 @@ impl TimelinePanel {
                 } else {
                     p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
                 }
-                let noted = row.to_app().is_some_and(|a| a.note.is_some());
+                let noted = row.app_note().is_some();
                 let text = if noted {
                     format!("{glyph_label}  !")
                 } else {
@@ -908,7 +908,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
         Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
         Lane::Touch => row.method().unwrap_or_default().to_owned(),
         Lane::App => {
-            let who = row.to_app().map(|a| a.app).unwrap_or_default();
+            let who = row.app_name().unwrap_or_default();
             let arrow = match row.app_toward() {
                 Some(t) if t.from_view_side() => "->",
                 _ => "<-",

@@ -28,7 +28,7 @@ impl Ty {
     }
 }
 
-pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http", "proxy"];
+pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http", "proxy", "app"];
 pub const KINDS: &[&str] = &[
     "request",
     "notification",
@@ -42,6 +42,7 @@ pub const KINDS: &[&str] = &[
     "note",
     "http",
     "touch",
+    "app",
 ];
 pub const TRANSPORTS: &[&str] = &["stdio", "http", "sse"];
 pub const ERAS: &[&str] = &["legacy", "modern"];

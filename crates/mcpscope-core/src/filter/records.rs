@@ -341,6 +341,7 @@ impl Subject for EventSubject<'_> {
     fn method(&self) -> Option<&str> {
         match self.event {
             Event::Frame(f) => f.class.method.as_deref(),
+            Event::App(a) => a.method.as_deref(),
             _ => None,
         }
     }
@@ -355,7 +356,9 @@ impl Subject for EventSubject<'_> {
     fn message(&self) -> Option<&str> {
         match self.event {
             Event::Frame(f) => std::str::from_utf8(&f.raw).ok(),
-            Event::Auth(_) | Event::Http(_) | Event::Touch(_) | Event::App(_) => std::str::from_utf8(self.line).ok(),
+            Event::Auth(_) | Event::Http(_) | Event::Touch(_) => std::str::from_utf8(self.line).ok(),
+            // The View's message itself, as on the timeline.
+            Event::App(a) => std::str::from_utf8(&a.bytes).ok(),
             _ => None,
         }
     }

@@ -122,7 +122,11 @@ impl<'a> Subject for RowSubject<'a> {
     }
 
     fn method(&self) -> Option<&str> {
-        self.is_frame().then(|| self.row.method()).flatten()
+        match self.row.lane() {
+            // An App row's method is its message's (or "result" / "error").
+            Lane::App => self.row.method(),
+            _ => self.is_frame().then(|| self.row.method()).flatten(),
+        }
     }
 
     fn error_code(&self) -> Option<i64> {

@@ -467,13 +467,10 @@ pub fn app_from_json(v: &Value, at: Duration) -> Result<AppMessage, BadRecord> {
     } else {
         return Err("app record without message".into());
     };
-    Ok(AppMessage {
-        at,
-        app: s("app").ok_or("app record without app")?.to_owned(),
-        toward,
-        bytes,
-        note: s("note").map(str::to_owned),
-    })
+    let mut a = AppMessage::new(s("app").ok_or("app record without app")?, toward, bytes);
+    a.at = at;
+    a.note = s("note").map(str::to_owned);
+    Ok(a)
 }
 
 pub fn touch_from_json(v: &Value, at: Duration) -> Result<Touch, BadRecord> {

@@ -52,6 +52,14 @@ impl Lane {
     }
 }
 
+/// An App row's facts beside its message.
+struct AppRow {
+    toward: AppToward,
+    /// Index into the store's App names.
+    view: u32,
+    note: Option<Box<str>>,
+}
+
 /// A proxy's touch, as the timeline draws it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TouchInfo {
@@ -141,8 +149,8 @@ pub struct FrameStore {
     http_records: HashMap<u32, Box<str>>,
     /// Each touch row's meaning (few rows: only intercepting proxies make them).
     touches: HashMap<u32, TouchInfo>,
-    /// App rows: which way each message went.
-    apps: HashMap<u32, AppToward>,
+    /// App rows: which way each message went, whose it is, the host's note.
+    apps: HashMap<u32, AppRow>,
     app_names: Vec<String>,
     /// What became of a frame a proxy touched, by the frame's row: the
     /// latest touch (a held frame later forwarded reads `Forwarded`).
@@ -365,9 +373,9 @@ impl FrameStore {
 
     /// Stores a message between an MCP App's View and its host.
     pub fn push_app(&mut self, a: &AppMessage) {
-        let record = crate::record::capture::meta_json(&Event::App(Box::new(a.clone())));
-        let raw = serde_json::to_vec(&record).unwrap_or_default();
-        self.push_row(u64::MAX, Lane::App, a.at, &raw, LineEnding::Lf, None);
+        // The row holds the message itself (filters and the JSON tree read
+        // it); which way it went, the View and the host's note beside it.
+        self.push_row(u64::MAX, Lane::App, a.at, &a.bytes, LineEnding::Lf, None);
         let label = match a.json() {
             Some(v) => match v.get("method").and_then(serde_json::Value::as_str) {
                 Some(m) => m.to_owned(),
@@ -381,10 +389,18 @@ impl FrameStore {
         if let Some(r) = self.rows.last_mut() {
             r.method = label;
         }
-        self.apps.insert(row, a.toward);
         if !self.app_names.contains(&a.app) {
             self.app_names.push(a.app.clone());
         }
+        let view = self.app_names.iter().position(|n| *n == a.app).unwrap_or_default() as u32;
+        self.apps.insert(
+            row,
+            AppRow {
+                toward: a.toward,
+                view,
+                note: a.note.as_deref().map(Box::from),
+            },
+        );
     }
 
     /// Stores an event as a row: frames, stderr lines, authorization steps,
@@ -558,16 +574,31 @@ impl<'a> RowRef<'a> {
 
     /// For an App row: which way the message went.
     pub fn app_toward(&self) -> Option<AppToward> {
-        self.store.apps.get(&(self.index as u32)).copied()
+        self.store.apps.get(&(self.index as u32)).map(|a| a.toward)
     }
 
-    /// For an App row: the message, read back from its record.
+    /// For an App row: the View's name.
+    pub fn app_name(&self) -> Option<&'a str> {
+        let a = self.store.apps.get(&(self.index as u32))?;
+        self.store.app_names.get(a.view as usize).map(String::as_str)
+    }
+
+    /// For an App row: the host's note on the message.
+    pub fn app_note(&self) -> Option<&'a str> {
+        self.store.apps.get(&(self.index as u32))?.note.as_deref()
+    }
+
+    /// For an App row: the message as recorded.
     pub fn to_app(&self) -> Option<AppMessage> {
-        if self.row.lane != Lane::App {
-            return None;
-        }
-        let v: serde_json::Value = serde_json::from_slice(self.raw()).ok()?;
-        crate::record::capture::app_from_json(&v, self.at()).ok()
+        let a = self.store.apps.get(&(self.index as u32))?;
+        let mut m = AppMessage::new(
+            self.store.app_names.get(a.view as usize).cloned().unwrap_or_default(),
+            a.toward,
+            self.raw().to_vec(),
+        );
+        m.at = self.at();
+        m.note = a.note.as_deref().map(str::to_owned);
+        Some(m)
     }
 
     /// For a proxy's touch row: what it did.

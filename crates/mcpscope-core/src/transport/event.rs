@@ -244,6 +244,8 @@ pub struct AppMessage {
     pub bytes: Vec<u8>,
     /// What the host made of it, when it is worth saying.
     pub note: Option<String>,
+    /// Its `method`, when it has one (read once, from `bytes`).
+    pub method: Option<String>,
 }
 
 /// The way an [`AppMessage`] went.
@@ -289,11 +291,13 @@ impl AppToward {
 
 impl AppMessage {
     pub fn new(app: impl Into<String>, toward: AppToward, bytes: impl Into<Vec<u8>>) -> Self {
+        let bytes = bytes.into();
         AppMessage {
             at: Duration::ZERO,
             app: app.into(),
             toward,
-            bytes: bytes.into(),
+            method: method_of(&bytes),
+            bytes,
             note: None,
         }
     }
@@ -306,12 +310,6 @@ impl AppMessage {
     /// The message parsed, when it is JSON.
     pub fn json(&self) -> Option<serde_json::Value> {
         serde_json::from_slice(&self.bytes).ok()
-    }
-
-    /// Its `method`, when it has one.
-    pub fn method(&self) -> Option<String> {
-        self.json()
-            .and_then(|v| v.get("method").and_then(serde_json::Value::as_str).map(str::to_owned))
     }
 
     /// One line for a person.
@@ -336,6 +334,15 @@ impl AppMessage {
         }
         s
     }
+}
+
+/// The `method` of a JSON-RPC message's bytes.
+pub fn method_of(bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Head>(bytes).ok().and_then(|h| h.method)
 }
 
 /// One step of an authorization (OAuth), drawn on its own lifeline: an

@@ -1,0 +1,174 @@
+//! The App tab: the MCP Apps this session hosts (their Views run in the
+//! browser, on loopback pages), what each View said to the host ("App →
+//! host": its messages, its model context, its logs), the policy it runs
+//! under, and the controls: open, copy the URL, close (with teardown).
+
+use crate::app_host::{HostedApps, Stage};
+use egui::{RichText, Ui};
+use serde_json::Value;
+
+/// A recorded tool call whose tool has a View (the timeline's selection).
+#[derive(Clone, Debug)]
+pub struct SelectedCall {
+    pub tool: Value,
+    pub arguments: Value,
+    pub result: Value,
+}
+
+#[derive(Clone, Debug)]
+pub enum AppAction {
+    Close(usize),
+    OpenInBrowser(String),
+    CopyUrl(String),
+    /// Host the View of a recorded call, with its input and result.
+    OpenForCall(SelectedCall),
+    Theme(String),
+}
+
+#[derive(Default)]
+pub struct AppView;
+
+impl AppView {
+    pub fn ui(
+        &mut self,
+        ui: &mut Ui,
+        apps: &HostedApps,
+        selected: Option<&SelectedCall>,
+        advertised: bool,
+    ) -> Option<AppAction> {
+        let mut action = None;
+        ui.horizontal(|ui| {
+            if let Some(call) = selected {
+                let name = call.tool.get("name").and_then(Value::as_str).unwrap_or("?");
+                if ui
+                    .button(format!("Open app for the selected {name} call"))
+                    .on_hover_text("Hosts the tool's View with the recorded input and result, without running it again")
+                    .clicked()
+                {
+                    action = Some(AppAction::OpenForCall(call.clone()));
+                }
+            }
+            let dark = apps.theme == "dark";
+            if ui
+                .selectable_label(dark, "Dark theme")
+                .on_hover_text("The theme Views get (host-context-changed tells the open ones)")
+                .clicked()
+            {
+                action = Some(AppAction::Theme(if dark { "light" } else { "dark" }.into()));
+            }
+        });
+        if apps.views.is_empty() {
+            ui.weak(if advertised {
+                "Run a tool that has an MCP App (a ui:// View) from the composer: its View opens in your browser, \
+                 and every message between it and mcpscope is drawn on the App lifeline. Select a recorded call \
+                 of such a tool to open its View again."
+            } else {
+                "This session did not advertise MCP Apps (the launcher's \"host Views\" was off): the server shows \
+                 its text-only side."
+            });
+            return action;
+        }
+        for (index, v) in apps.views.iter().enumerate().rev() {
+            ui.separator();
+            ui.horizontal_wrapped(|ui| {
+                ui.label(RichText::new(format!("App {}", v.tool)).strong());
+                let (text, color) = match &v.stage {
+                    Stage::Reading => ("reading its resource…".to_owned(), ui.visuals().weak_text_color()),
+                    Stage::Hosting => (v.snapshot.phase.clone(), ui.visuals().text_color()),
+                    Stage::Failed(why) => (format!("not hosted: {why}"), crate::theme::ERROR),
+                    Stage::Closed => ("closed".to_owned(), ui.visuals().weak_text_color()),
+                };
+                ui.colored_label(color, text);
+                if let Some(d) = v.snapshot.initialized_after {
+                    ui.weak(format!("initialized {} ms after Run", d.as_millis()));
+                }
+                if !v.snapshot.display_mode.is_empty() {
+                    ui.weak(format!("mode {}", v.snapshot.display_mode));
+                }
+            });
+            if let Some(url) = &v.url
+                && v.stage == Stage::Hosting
+            {
+                ui.horizontal_wrapped(|ui| {
+                    ui.monospace(url);
+                    if ui.button("Open in browser").clicked() {
+                        action = Some(AppAction::OpenInBrowser(url.clone()));
+                    }
+                    if ui.button("Copy URL").clicked() {
+                        action = Some(AppAction::CopyUrl(url.clone()));
+                    }
+                    if ui
+                        .button("Close app")
+                        .on_hover_text("Sends ui/resource-teardown and waits for the View's answer")
+                        .clicked()
+                    {
+                        action = Some(AppAction::Close(index));
+                    }
+                });
+            }
+            for w in &v.warnings {
+                ui.colored_label(crate::theme::WARN, w);
+            }
+            if !v.csp.is_empty() {
+                egui::CollapsingHeader::new("Content-Security-Policy the View runs under")
+                    .id_salt(("app-csp", index))
+                    .show(ui, |ui| {
+                        ui.monospace(&v.csp);
+                    });
+            }
+            let s = &v.snapshot;
+            ui.label(
+                RichText::new(format!(
+                    "App to host: {} message(s), {} log line(s)",
+                    s.messages.len(),
+                    s.logs.len()
+                ))
+                .strong(),
+            );
+            for m in s.messages.iter().rev().take(20) {
+                ui.horizontal_wrapped(|ui| {
+                    ui.label("ui/message:");
+                    ui.label(content_text(m.get("content")));
+                });
+            }
+            match &s.model_context {
+                Some(c) => {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label("Model context (the last one wins):");
+                        ui.monospace(mcpscope_core::text::shorten(&c.to_string(), 300));
+                    });
+                }
+                None => {
+                    ui.weak("No model context yet (ui/update-model-context).");
+                }
+            }
+            for l in s.logs.iter().rev().take(10) {
+                ui.horizontal_wrapped(|ui| {
+                    ui.weak(l.get("level").and_then(Value::as_str).unwrap_or("log"));
+                    ui.label(match l.get("data") {
+                        Some(Value::String(t)) => mcpscope_core::text::shorten(t, 200),
+                        Some(other) => mcpscope_core::text::shorten(&other.to_string(), 200),
+                        None => String::new(),
+                    });
+                });
+            }
+        }
+        action
+    }
+}
+
+/// The text of a content block list (others by their type).
+fn content_text(content: Option<&Value>) -> String {
+    let Some(items) = content.and_then(Value::as_array) else {
+        return String::new();
+    };
+    items
+        .iter()
+        .map(|c| match c.get("type").and_then(Value::as_str) {
+            Some("text") => c.get("text").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            Some(other) => format!("[{other}]"),
+            None => "[?]".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
