@@ -149,6 +149,8 @@ pub struct Collector {
     /// dropped that response.
     answered_by: HashMap<u64, usize>,
     seen: HashMap<String, usize>,
+    /// A View's request (its name and id) -> its exchange, until the host answers.
+    app_waiting: HashMap<(String, String), usize>,
 }
 
 impl Collector {
@@ -162,6 +164,10 @@ impl Collector {
     pub fn push(&mut self, e: &Event) {
         if let Event::Touch(t) = e {
             self.touched(t);
+            return;
+        }
+        if let Event::App(a) = e {
+            self.app_message(a);
             return;
         }
         let Event::Frame(f) = e else { return };
@@ -217,6 +223,55 @@ impl Collector {
             params,
             outcome: RawOutcome::NoResponse,
         });
+    }
+
+    /// A View's request to its host is an exchange of its own (keyed `app
+    /// NAME METHOD SUBJECT #n`), answered by what the host sent back: two
+    /// captures of the same View compare message for message.
+    fn app_message(&mut self, a: &crate::transport::event::AppMessage) {
+        use crate::transport::event::AppToward;
+        let Some(v) = a.json() else { return };
+        let Some(id) = v.get("id").map(Value::to_string) else {
+            return;
+        };
+        match (a.toward, a.method.as_deref()) {
+            (AppToward::Host, Some(method)) => {
+                let params = v.get("params").map(to_raw);
+                let subject = v
+                    .get("params")
+                    .and_then(|p| p.get("name").or_else(|| p.get("uri")).or_else(|| p.get("mode")))
+                    .and_then(Value::as_str)
+                    .map(|s| format!(" {s}"))
+                    .unwrap_or_default();
+                let base = format!("app {} {method}{subject}", a.app);
+                let n = self.seen.entry(base.clone()).or_insert(0);
+                *n += 1;
+                let key = format!("{base} #{n}");
+                if self.keep.is_some() {
+                    // A filter's diff keeps frames; the View's traffic has no seq.
+                    return;
+                }
+                self.app_waiting.insert((a.app.clone(), id), self.out.len());
+                self.out.push(RawExchange {
+                    key,
+                    method: method.to_owned(),
+                    params,
+                    outcome: RawOutcome::NoResponse,
+                });
+            }
+            (AppToward::View, None) => {
+                if let Some(i) = self.app_waiting.remove(&(a.app.clone(), id)) {
+                    self.out[i].outcome = match v.get("error") {
+                        Some(e) => match ErrorObject::from_json(e) {
+                            Some(e) => RawOutcome::Error(e),
+                            None => RawOutcome::MalformedError(e.clone()),
+                        },
+                        None => RawOutcome::Result(to_raw(v.get("result").unwrap_or(&Value::Null))),
+                    };
+                }
+            }
+            _ => {}
+        }
     }
 
     /// An intercepting proxy's touch: the exchange becomes what the client
@@ -606,6 +661,44 @@ mod tests {
 
     fn session(lines: &[(Direction, &str)]) -> Vec<Event> {
         crate::timeline::replay::Replay::of(lines).into_events()
+    }
+
+    /// A View's requests to its host are exchanges too: the same View
+    /// compared in two captures differs where the host answered otherwise.
+    #[test]
+    fn a_views_requests_compare_with_the_hosts_answers() {
+        use crate::transport::event::{AppMessage, AppToward};
+        let view = |answer: &str| -> Vec<Event> {
+            [
+                (
+                    AppToward::Host,
+                    r#"{"jsonrpc":"2.0","id":1,"method":"ui/initialize","params":{}}"#,
+                ),
+                (
+                    AppToward::View,
+                    r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2026-01-26"}}"#,
+                ),
+                (
+                    AppToward::Host,
+                    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"increment"}}"#,
+                ),
+                (AppToward::View, answer),
+            ]
+            .into_iter()
+            .map(|(t, m)| Event::App(Box::new(AppMessage::new("counter", t, m))))
+            .collect()
+        };
+        let four = view(r#"{"jsonrpc":"2.0","id":2,"result":{"value":4}}"#);
+        let refused = view(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"model-only"}}"#);
+        let d = diff(&four, &four);
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|e| matches!(e.verdict, Verdict::Same)), "{d:?}");
+        let d = diff(&four, &refused);
+        let call = d
+            .iter()
+            .find(|e| e.key == "app counter tools/call increment #1")
+            .unwrap();
+        assert!(matches!(call.verdict, Verdict::Differs(_)), "{d:?}");
     }
 
     /// A session through an intercepting proxy compares as the client saw
