@@ -74,6 +74,10 @@ impl AppView {
                 ui.label(RichText::new(format!("App {}", v.tool)).strong());
                 let (text, color) = match &v.stage {
                     Stage::Reading => ("reading its resource…".to_owned(), ui.visuals().weak_text_color()),
+                    Stage::Hosting if v.snapshot.phase.is_empty() => (
+                        "waiting for its page to be opened in a browser".to_owned(),
+                        ui.visuals().weak_text_color(),
+                    ),
                     Stage::Hosting => (v.snapshot.phase.clone(), ui.visuals().text_color()),
                     Stage::Failed(why) => (format!("not hosted: {why}"), crate::theme::ERROR),
                     Stage::Closed => ("closed".to_owned(), ui.visuals().weak_text_color()),

@@ -134,7 +134,7 @@ impl DetailPanel {
                 Lane::Meta => "mcpscope",
                 Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
                 Lane::Touch => "the intercepting proxy: what it did to a frame, and the bytes it sent (`sent`)",
-                Lane::App => "an MCP App's View and mcpscope as its host: the message as it crossed the bridge (`message`), and what the host made of it (`note`)",
+                Lane::App => "a message between an MCP App's View and mcpscope as its host, as it crossed the bridge",
             };
             ui.label(dir);
             if let Some(note) = row.app_note() {

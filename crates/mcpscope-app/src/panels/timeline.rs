@@ -358,8 +358,10 @@ impl TimelinePanel {
         let font = FontId::proportional(13.0);
         let color = ui.visuals().strong_text_color();
         if let Some(app_x) = geo.app_x {
+            // Narrow, the name would run into the client's: "App" alone.
             let name = match apps {
-                [one] => format!("App {}", mcpscope_core::text::ellipsize(one, 18)),
+                _ if geo.client_x - app_x < Geometry::APP_ROOM => "App".to_owned(),
+                [one] => format!("App {}", mcpscope_core::text::ellipsize(one, 12)),
                 many => format!("Apps ({})", many.len()),
             };
             p.text(
@@ -666,15 +668,20 @@ impl TimelinePanel {
                 } else {
                     p.arrow(Pos2::new(from, y), Vec2::new(to - from, 0.0), stroke);
                 }
-                let noted = row.app_note().is_some();
-                let text = if noted {
-                    format!("{glyph_label}  !")
-                } else {
-                    glyph_label.clone()
-                };
+                // The lifeline says whose View it is (with one View); the
+                // label is the message, as a frame's: method or answer, and its id.
+                let mut text = format!("{} {}", kind.glyph(), app_message_label(row.raw()));
+                if model.store.app_names().len() > 1 {
+                    text = format!("{text}  ({})", row.app_name().unwrap_or_default());
+                }
+                if row.app_note().is_some() {
+                    text.push_str("  !");
+                }
                 let mut job = egui::text::LayoutJob::simple_singleline(text, mono.clone(), label_color);
+                // App rows draw nothing toward the server: the label may use
+                // the row's width up to its right edge.
                 job.wrap = egui::text::TextWrapping::truncate_at_width(
-                    (geo.server_x - geo.client_x - 2.0 * ARROW_LABEL_MARGIN).max(20.0),
+                    (rect.right() - 8.0 - host_x - ARROW_LABEL_MARGIN).max(20.0),
                 );
                 let galley = p.layout_job(job);
                 p.galley(
@@ -695,6 +702,22 @@ impl TimelinePanel {
             }
         }
         (response.clicked(), condition)
+    }
+}
+
+/// An App row's message as a timeline label: `method #id`, `result #id`,
+/// `error #id CODE`.
+fn app_message_label(raw: &[u8]) -> String {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(raw) else {
+        return format!("not JSON: {}", mcpscope_core::text::shorten_bytes(raw, 40));
+    };
+    let id = v.get("id").map(|i| format!(" #{i}")).unwrap_or_default();
+    match v.get("method").and_then(serde_json::Value::as_str) {
+        Some(m) => format!("{m}{id}"),
+        None => match v.get("error") {
+            Some(e) => format!("error{id} {}", e.get("code").unwrap_or(&serde_json::Value::Null)),
+            None => format!("result{id}"),
+        },
     }
 }
 
@@ -861,16 +884,19 @@ impl Geometry {
 
     /// Room kept right of the stderr lane for its text and notes.
     const STDERR_TEXT: f32 = 190.0;
-    /// Between the App's lifeline and the client's.
+    /// Between the App's lifeline and the client's (at most, and at least).
     const APP_ROOM: f32 = 110.0;
+    const APP_ROOM_MIN: f32 = 50.0;
     /// Room between the lifelines for a label of ~40 monospace characters.
     const LABEL_ROOM: f32 = 330.0;
 
     fn new(rect: Rect, app: bool) -> Self {
         // With an App, its lifeline takes the client's place and the client
         // moves right: View -> host -> server reads left to right.
+        // Narrow, the App's room shrinks first, so the server's lifeline stays on screen.
+        let app_room = (rect.width() - 150.0 - 220.0 - 20.0).clamp(Self::APP_ROOM_MIN, Self::APP_ROOM);
         let app_x = app.then_some(rect.left() + 150.0);
-        let left = rect.left() + if app { 150.0 + Self::APP_ROOM } else { 150.0 };
+        let left = rect.left() + if app { 150.0 + app_room } else { 150.0 };
         // The server's lifeline stays far enough from the right edge for the
         // stderr lane's text, however narrow the timeline is; between the
         // lifelines there is room for a long method (notifications/tools/
@@ -941,6 +967,20 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The App's lifeline shrinks its room before the server's goes off screen.
+    #[test]
+    fn an_app_lifeline_sits_left_of_the_client_and_the_server_stays_in_view() {
+        for width in [430.0, 700.0, 1100.0] {
+            let rect = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, ROW_HEIGHT));
+            let g = Geometry::new(rect, true);
+            let app = g.app_x.unwrap();
+            assert!(app < g.client_x && g.client_x < g.server_x, "{width}");
+            assert!(g.client_x - app >= Geometry::APP_ROOM_MIN, "{width}");
+            assert!(g.server_x <= rect.right(), "the server's lifeline on screen at {width}");
+            assert!(Geometry::new(rect, false).app_x.is_none());
+        }
+    }
 
     /// Who speaks to whom in the authorization lane.
     #[test]
