@@ -2,6 +2,19 @@
 
 /// Shortens `text` to at most `limit` bytes (on a character boundary),
 /// saying how long it really was.
+/// What a JSON value is, for a sentence ("a number", "an object").
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 pub fn shorten(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_owned();

@@ -37,6 +37,22 @@ pub const LEGACY_NAMES: [&str; 8] = [
     "ui/notifications/size-change",
 ];
 
+/// Every message a View may send its host (besides the proxied ones and
+/// `ui/notifications/sandbox-*`, which are the sandbox proxy's).
+pub const VIEW_METHODS: [&str; 11] = [
+    "ui/initialize",
+    "ui/notifications/initialized",
+    "ui/notifications/size-changed",
+    "ui/notifications/request-teardown",
+    "ui/open-link",
+    "ui/message",
+    "ui/update-model-context",
+    "ui/request-display-mode",
+    "ui/download-file",
+    "ping",
+    "notifications/message",
+];
+
 /// Requests a View may send that the host passes to the server on the
 /// same session.
 pub const PROXIED_METHODS: [&str; 6] = [

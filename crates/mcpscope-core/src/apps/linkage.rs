@@ -75,7 +75,7 @@ pub fn ui_link(tool: &Value) -> Option<UiLink> {
     if let Some(n) = nested
         && !n.is_object()
     {
-        problems.push(format!("_meta.ui is {}, not an object", json_kind(n)));
+        problems.push(format!("_meta.ui is {}, not an object", crate::text::json_kind(n)));
     }
     let nested_uri = nested.and_then(|n| n.get("resourceUri"));
     let (uri_value, flat_key_only) = match (nested_uri, flat) {
@@ -91,7 +91,10 @@ pub fn ui_link(tool: &Value) -> Option<UiLink> {
             Some(s.clone())
         }
         Some(other) => {
-            problems.push(format!("resourceUri is {}, not a string", json_kind(other)));
+            problems.push(format!(
+                "resourceUri is {}, not a string",
+                crate::text::json_kind(other)
+            ));
             None
         }
         None => None,
@@ -116,13 +119,16 @@ pub fn ui_link(tool: &Value) -> Option<UiLink> {
                 match item.as_str() {
                     Some(v @ ("model" | "app")) => out.push(v.to_owned()),
                     Some(v) => problems.push(format!("visibility value {v:?} is neither \"model\" nor \"app\"")),
-                    None => problems.push(format!("visibility holds {}, not a string", json_kind(item))),
+                    None => problems.push(format!(
+                        "visibility holds {}, not a string",
+                        crate::text::json_kind(item)
+                    )),
                 }
             }
             Some(out)
         }
         Some(other) => {
-            problems.push(format!("visibility is {}, not an array", json_kind(other)));
+            problems.push(format!("visibility is {}, not an array", crate::text::json_kind(other)));
             None
         }
     };
@@ -323,17 +329,6 @@ pub fn app_info(tool: &Value, resource: Option<&Value>) -> Value {
         out.insert("resourceMimeType".into(), m.into());
     }
     Value::Object(out)
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

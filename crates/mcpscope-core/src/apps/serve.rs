@@ -297,23 +297,11 @@ async fn send(conn: &mut Conn<TcpStream>, bytes: &[u8]) -> bool {
     matches!(timeout(WRITE_TIMEOUT, conn.stream.write_all(bytes)).await, Ok(Ok(())))
 }
 
+/// An answer of the pages' listeners: never cached, never sniffed.
 fn answer(status: u16, headers: &[(&str, &str)], content_type: &str, body: &[u8]) -> Vec<u8> {
-    let reason = ureq::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    let mut out =
-        format!("HTTP/1.1 {status} {reason}\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n");
-    if !content_type.is_empty() {
-        out.push_str(&format!("content-type: {content_type}\r\n"));
-    }
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
-    let mut out = out.into_bytes();
-    out.extend_from_slice(body);
-    out
+    let mut all = vec![("cache-control", "no-store"), ("x-content-type-options", "nosniff")];
+    all.extend_from_slice(headers);
+    crate::transport::http_server::answer(status, &all, content_type, body)
 }
 
 fn refuse(shared: &Shared, req: &Request, status: u16, why: &str) -> Vec<u8> {

@@ -28,8 +28,8 @@ use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
 use crate::transport::http_server::{
-    Conn, Either, ListenError, Request, Slot, Slots, Stop, accept_loop, check_local, check_local_origin, first_of,
-    read_request,
+    Conn, Either, ListenError, Request, Slot, Slots, Stop, accept_loop, answer, check_local, check_local_origin,
+    first_of, read_request,
 };
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -786,25 +786,6 @@ fn auth_answer(a: &AuthAnswer) -> Vec<u8> {
 
 async fn send(conn: &mut Conn<TcpStream>, bytes: &[u8]) -> bool {
     matches!(timeout(WRITE_TIMEOUT, conn.stream.write_all(bytes)).await, Ok(Ok(())))
-}
-
-/// A whole answer with its length (the connection can carry another request).
-fn answer(status: u16, headers: &[(&str, &str)], content_type: &str, body: &[u8]) -> Vec<u8> {
-    let reason = ureq::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
-    if !content_type.is_empty() {
-        out.push_str(&format!("content-type: {content_type}\r\n"));
-    }
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
-    let mut out = out.into_bytes();
-    out.extend_from_slice(body);
-    out
 }
 
 /// The head of an SSE answer, which ends when the connection closes.

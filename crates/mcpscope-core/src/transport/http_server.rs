@@ -721,6 +721,25 @@ pub(crate) fn check_local_origin(req: &Request, who: &'static str) -> Result<(),
     Ok(())
 }
 
+/// A whole answer with its length (the connection can carry another request).
+pub(crate) fn answer(status: u16, headers: &[(&str, &str)], content_type: &str, body: &[u8]) -> Vec<u8> {
+    let reason = ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
+    if !content_type.is_empty() {
+        out.push_str(&format!("content-type: {content_type}\r\n"));
+    }
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
 /// A plain-text answer that closes the connection (errors and refusals).
 pub(crate) fn plain_answer(status: u16, text: &str) -> Vec<u8> {
     let reason = ureq::http::StatusCode::from_u16(status)

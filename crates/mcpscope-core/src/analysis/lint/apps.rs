@@ -6,34 +6,13 @@
 
 use super::{Finding, Severity, rule};
 use crate::apps::csp::{self, DeclaredDomains};
-use crate::apps::host::{HOST_DISPLAY_MODES, LEGACY_NAMES};
+use crate::apps::host::{HOST_DISPLAY_MODES, LEGACY_NAMES, PROXIED_METHODS, VIEW_METHODS};
 use crate::apps::linkage::{self, UI_PROTOCOL_VERSION};
 use crate::transport::event::{AppMessage, AppToward};
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-
-/// Methods a View may send (besides the proxied ones).
-const VIEW_METHODS: [&str; 17] = [
-    "ui/initialize",
-    "ui/notifications/initialized",
-    "ui/notifications/size-changed",
-    "ui/notifications/request-teardown",
-    "ui/open-link",
-    "ui/message",
-    "ui/update-model-context",
-    "ui/request-display-mode",
-    "ui/download-file",
-    "tools/call",
-    "tools/list",
-    "resources/read",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-    "ping",
-    "notifications/message",
-];
 
 #[derive(Default)]
 pub(super) struct Apps {
@@ -311,7 +290,10 @@ impl Apps {
                             a.app
                         ),
                     )),
-                    m if !VIEW_METHODS.contains(&m) && !m.starts_with("ui/notifications/sandbox-") => {
+                    m if !VIEW_METHODS.contains(&m)
+                        && !PROXIED_METHODS.contains(&m)
+                        && !m.starts_with("ui/notifications/sandbox-") =>
+                    {
                         out.push(Finding::new(
                             rule::APP_UNKNOWN_METHOD,
                             Severity::Warning,

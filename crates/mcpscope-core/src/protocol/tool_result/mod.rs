@@ -140,7 +140,10 @@ const MAX_MESSAGE_CHARS: usize = 300;
 /// `outputSchema` from `tools/list`, if known.
 pub fn interpret(response: &Value, output_schema: Option<&Value>) -> CallOutcome {
     let Some(obj) = response.as_object() else {
-        return CallOutcome::Malformed(format!("the response is {}, not a JSON-RPC object", kind(response)));
+        return CallOutcome::Malformed(format!(
+            "the response is {}, not a JSON-RPC object",
+            crate::text::json_kind(response)
+        ));
     };
     let mut problems = Vec::new();
     match obj.get("jsonrpc") {
@@ -189,7 +192,7 @@ pub fn error_meaning(code: i64) -> &'static str {
 
 fn interpret_error(error: &Value) -> CallOutcome {
     let Some(e) = error.as_object() else {
-        return CallOutcome::Malformed(format!("\"error\" is {}, not an object", kind(error)));
+        return CallOutcome::Malformed(format!("\"error\" is {}, not an object", crate::text::json_kind(error)));
     };
     let code = match e.get("code") {
         Some(Value::Number(n)) => n.as_i64().or_else(|| {
@@ -221,7 +224,10 @@ fn interpret_error(error: &Value) -> CallOutcome {
 
 fn interpret_result(result: &Value, output_schema: Option<&Value>, mut problems: Vec<String>) -> CallOutcome {
     let Some(r) = result.as_object() else {
-        return CallOutcome::Malformed(format!("\"result\" is {}, not an object", kind(result)));
+        return CallOutcome::Malformed(format!(
+            "\"result\" is {}, not an object",
+            crate::text::json_kind(result)
+        ));
     };
     match r.get("resultType") {
         None | Some(Value::Null) => {}
@@ -253,7 +259,12 @@ fn interpret_result(result: &Value, output_schema: Option<&Value>, mut problems:
             problems.push("\"content\" is missing (it is required, use [] for no content)".to_owned());
             Vec::new()
         }
-        Some(other) => return CallOutcome::Malformed(format!("\"content\" is {}, not an array", kind(other))),
+        Some(other) => {
+            return CallOutcome::Malformed(format!(
+                "\"content\" is {}, not an array",
+                crate::text::json_kind(other)
+            ));
+        }
     };
 
     let failed = match r.get("isError") {
@@ -278,7 +289,7 @@ fn interpret_result(result: &Value, output_schema: Option<&Value>, mut problems:
     {
         problems.push(format!(
             "structuredContent is {} (before protocol 2026-07-28 it must be an object)",
-            kind(s)
+            crate::text::json_kind(s)
         ));
     }
     let structured_check = match (output_schema, &structured) {
@@ -291,7 +302,7 @@ fn interpret_result(result: &Value, output_schema: Option<&Value>, mut problems:
     if let Some(m) = &meta
         && !m.is_object()
     {
-        problems.push(format!("_meta is {}, not an object", kind(m)));
+        problems.push(format!("_meta is {}, not an object", crate::text::json_kind(m)));
     }
 
     let tool_result = ToolResult {
@@ -328,13 +339,16 @@ pub fn validate_structured(schema: &Value, instance: &Value) -> StructuredCheck 
                 draft => draft,
             },
             Some(other) => {
-                return StructuredCheck::SchemaUnusable(format!("$schema is {}, not a string", kind(other)));
+                return StructuredCheck::SchemaUnusable(format!(
+                    "$schema is {}, not a string",
+                    crate::text::json_kind(other)
+                ));
             }
         },
         other => {
             return StructuredCheck::SchemaUnusable(format!(
                 "the output schema is {}, not a schema object",
-                kind(other)
+                crate::text::json_kind(other)
             ));
         }
     };
@@ -370,7 +384,10 @@ pub fn validate_structured(schema: &Value, instance: &Value) -> StructuredCheck 
 
 fn parse_block(i: usize, item: &Value, problems: &mut Vec<String>) -> Block {
     let Some(obj) = item.as_object() else {
-        problems.push(format!("content[{i}] is {}, not a content block object", kind(item)));
+        problems.push(format!(
+            "content[{i}] is {}, not a content block object",
+            crate::text::json_kind(item)
+        ));
         return Block::Unknown {
             kind: String::new(),
             raw: item.clone(),
@@ -386,7 +403,10 @@ fn parse_block(i: usize, item: &Value, problems: &mut Vec<String>) -> Block {
             };
         }
         Some(other) => {
-            problems.push(format!("content[{i}] \"type\" is {}, not a string", kind(other)));
+            problems.push(format!(
+                "content[{i}] \"type\" is {}, not a string",
+                crate::text::json_kind(other)
+            ));
             return Block::Unknown {
                 kind: String::new(),
                 raw: item.clone(),
@@ -482,7 +502,7 @@ fn parse_embedded_resource(obj: &Map<String, Value>, ctx: &str, problems: &mut V
         Some(other) => {
             problems.push(format!(
                 "{ctx}: \"resource\" is {}, not an object; reading uri/text/blob from the block itself",
-                kind(other)
+                crate::text::json_kind(other)
             ));
             obj
         }
@@ -504,7 +524,7 @@ fn parse_embedded_resource(obj: &Map<String, Value>, ctx: &str, problems: &mut V
             if let Some(t) = text {
                 problems.push(format!(
                     "{ctx}: resource \"text\" is {}, not a string; showing the blob",
-                    kind(t)
+                    crate::text::json_kind(t)
                 ));
             }
             let data = base64_field(src, "blob", ctx, problems);
@@ -514,7 +534,10 @@ fn parse_embedded_resource(obj: &Map<String, Value>, ctx: &str, problems: &mut V
             ResourceContents::Blob(data)
         }
         (Some(t), None) => {
-            problems.push(format!("{ctx}: resource \"text\" is {}, not a string", kind(t)));
+            problems.push(format!(
+                "{ctx}: resource \"text\" is {}, not a string",
+                crate::text::json_kind(t)
+            ));
             ResourceContents::Text(String::new())
         }
         (None, None) => {
@@ -528,7 +551,10 @@ fn parse_embedded_resource(obj: &Map<String, Value>, ctx: &str, problems: &mut V
 fn annotations_of(obj: &Map<String, Value>, ctx: &str, problems: &mut Vec<String>) -> Option<Value> {
     let a = obj.get("annotations").filter(|a| !a.is_null())?;
     let Some(map) = a.as_object() else {
-        problems.push(format!("{ctx}: \"annotations\" is {}, not an object", kind(a)));
+        problems.push(format!(
+            "{ctx}: \"annotations\" is {}, not an object",
+            crate::text::json_kind(a)
+        ));
         return Some(a.clone());
     };
     if let Some(aud) = map.get("audience") {
@@ -561,7 +587,10 @@ fn required_str(obj: &Map<String, Value>, key: &str, ctx: &str, problems: &mut V
             String::new()
         }
         Some(other) => {
-            problems.push(format!("{ctx}: \"{key}\" is {}, not a string", kind(other)));
+            problems.push(format!(
+                "{ctx}: \"{key}\" is {}, not a string",
+                crate::text::json_kind(other)
+            ));
             match other {
                 Value::Number(_) | Value::Bool(_) => other.to_string(),
                 _ => String::new(),
@@ -575,7 +604,10 @@ fn optional_str(obj: &Map<String, Value>, key: &str, ctx: &str, problems: &mut V
         Some(Value::String(s)) => Some(s.clone()),
         None | Some(Value::Null) => None,
         Some(other) => {
-            problems.push(format!("{ctx}: \"{key}\" is {}, not a string", kind(other)));
+            problems.push(format!(
+                "{ctx}: \"{key}\" is {}, not a string",
+                crate::text::json_kind(other)
+            ));
             None
         }
     }
@@ -600,7 +632,7 @@ fn base64_field(obj: &Map<String, Value>, key: &str, ctx: &str, problems: &mut V
             return Err(format!("\"{key}\" is missing"));
         }
         Some(other) => {
-            let e = format!("\"{key}\" is {}, not a base64 string", kind(other));
+            let e = format!("\"{key}\" is {}, not a base64 string", crate::text::json_kind(other));
             problems.push(format!("{ctx}: {e}"));
             return Err(e);
         }
@@ -617,21 +649,10 @@ fn base64_field(obj: &Map<String, Value>, key: &str, ctx: &str, problems: &mut V
     decoded
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// A value for a problem message: short scalars verbatim, the rest by kind.
 fn short(v: &Value) -> String {
     match v {
-        Value::Array(_) | Value::Object(_) => kind(v).to_owned(),
+        Value::Array(_) | Value::Object(_) => crate::text::json_kind(v).to_owned(),
         _ => truncate(v.to_string()),
     }
 }
