@@ -642,14 +642,7 @@ mod in_the_app {
     use mcpscope_app::McpscopeApp;
     use mcpscope_app::app_host::Stage;
 
-    fn has_row(app: &McpscopeApp, text: &str) -> bool {
-        app.session.inspection.as_ref().is_some_and(|i| {
-            i.model
-                .store
-                .iter()
-                .any(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, &r).contains(text))
-        })
-    }
+    use crate::support::timeline_has as has_row;
 
     fn stage(app: &McpscopeApp) -> Option<Stage> {
         app.session

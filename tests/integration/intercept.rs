@@ -886,14 +886,7 @@ mod in_the_app {
             .is_some_and(|l| l.board.held.len() == 1 && String::from_utf8_lossy(&l.board.held[0].bytes).contains(text))
     }
 
-    fn has_row(app: &McpscopeApp, text: &str) -> bool {
-        app.session.inspection.as_ref().is_some_and(|i| {
-            i.model
-                .store
-                .iter()
-                .any(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, &r).contains(text))
-        })
-    }
+    use crate::support::timeline_has as has_row;
 
     #[test]
     fn hold_edit_forward_drop_answer_and_the_timeout_from_the_queue() {

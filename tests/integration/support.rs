@@ -384,3 +384,13 @@ impl Drop for FastServer {
         let _ = self.child.wait();
     }
 }
+
+/// Whether the app's timeline on screen has a row whose label holds `text`.
+pub fn timeline_has(app: &mcpscope_app::McpscopeApp, text: &str) -> bool {
+    app.session.inspection.as_ref().is_some_and(|i| {
+        i.model
+            .store
+            .iter()
+            .any(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, &r).contains(text))
+    })
+}

@@ -1,0 +1,221 @@
+//! The bottom panel: its tabs (stderr, Expert, Notifications, Log,
+//! Latency, Load, Intercept, App) and what each shows (split from lib.rs,
+//! which holds the app's state and its frame loop).
+
+use super::*;
+
+impl McpscopeApp {
+    pub(crate) fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.session.inspection else { return };
+        // Every tab fills the panel's height: a panel keeps the size of its
+        // content, so a short tab shrank it and its tabs jumped under the pointer.
+        ui.set_min_height(ui.max_rect().height());
+        ui.horizontal(|ui| {
+            let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
+            let (e, w) = (
+                self.session.expert.count(Severity::Error),
+                self.session.expert.count(Severity::Warning),
+            );
+            let expert = if e + w == 0 {
+                RichText::new("Expert")
+            } else {
+                RichText::new(format!(
+                    "Expert ({e} error{}, {w} warning{})",
+                    if e == 1 { "" } else { "s" },
+                    if w == 1 { "" } else { "s" }
+                ))
+                .color(theme::severity_color(if e > 0 {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                }))
+            };
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            let notes = format!("Notifications ({})", i.model.notification_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Notifications, notes);
+            let logs = format!("Log ({})", i.model.log_rows.len());
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
+            let load = if self.load.running() { "Load (running)" } else { "Load" };
+            ui.selectable_value(&mut self.bottom_tab, BottomTab::Load, load);
+            if let Some(link) = &i.intercept {
+                let held = link.board.held.len();
+                let text = if held > 0 {
+                    RichText::new(format!("Intercept ({held} held)")).color(theme::RowKind::Touch.color())
+                } else {
+                    RichText::new("Intercept")
+                };
+                ui.selectable_value(&mut self.bottom_tab, BottomTab::Intercept, text);
+            }
+            if i.apps_advertised || !i.apps.views.is_empty() {
+                let open = i
+                    .apps
+                    .views
+                    .iter()
+                    .filter(|v| v.stage == app_host::Stage::Hosting)
+                    .count();
+                let text = if open > 0 {
+                    RichText::new(format!("App ({open} open)")).color(theme::RowKind::App.color())
+                } else {
+                    RichText::new("App")
+                };
+                ui.selectable_value(&mut self.bottom_tab, BottomTab::App, text);
+            }
+        });
+        ui.separator();
+        match self.bottom_tab {
+            BottomTab::Stderr => self.console_ui(ui, commands),
+            BottomTab::Expert => {
+                if let Some(i) = &self.session.inspection
+                    && let Some(ExpertAction::SelectRows(rows)) = self.session.expert.ui(ui, &i.model)
+                {
+                    commands.push(Command::SelectRows(rows));
+                }
+            }
+            BottomTab::Notifications => {
+                if let Some(i) = &self.session.inspection
+                    && let Some(NotificationsAction::Select(row)) = self.session.notifications.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
+                }
+            }
+            BottomTab::Log => {
+                if let Some(i) = &self.session.inspection
+                    && let Some(LogAction::Select(row)) = self.session.log.ui(ui, &i.model)
+                {
+                    commands.push(Command::Select(row));
+                }
+            }
+            BottomTab::Latency => {
+                if let Some(i) = &self.session.inspection {
+                    self.session.stats.ui(ui, &i.model);
+                }
+            }
+            BottomTab::Intercept => {
+                let Some(i) = self.session.inspection.as_mut() else {
+                    return;
+                };
+                let Some(link) = i.intercept.as_mut() else {
+                    ui.weak(
+                        "This session was not started with breakpoints or fault rules (mcpscope proxy --intercept).",
+                    );
+                    return;
+                };
+                let action = egui::ScrollArea::vertical().id_salt("intercept").show(ui, |ui| {
+                    self.session.intercept.ui(
+                        ui,
+                        &link.board,
+                        link.said.as_ref(),
+                        link.lost.as_deref(),
+                        link.record.as_deref(),
+                    )
+                });
+                match action.inner {
+                    Some(panels::intercept_view::InterceptAction::OpenRecord(path)) => {
+                        commands.push(Command::OpenCapture(path));
+                    }
+                    Some(a) => {
+                        if let Some(request) = a.request() {
+                            link.send(request);
+                        }
+                    }
+                    None => {}
+                }
+            }
+            BottomTab::App => {
+                let selected = self.selected_ui_call();
+                let Some(i) = self.session.inspection.as_mut() else {
+                    return;
+                };
+                let action = egui::ScrollArea::vertical().id_salt("apps").show(ui, |ui| {
+                    self.session
+                        .app_view
+                        .ui(ui, &i.apps, selected.as_ref(), i.apps_advertised)
+                });
+                match action.inner {
+                    Some(panels::app_view::AppAction::Close(view)) => i.apps.close(view),
+                    Some(panels::app_view::AppAction::OpenInBrowser(url)) => {
+                        if let Err(e) = mcpscope_core::transport::auth::browser::open(&url) {
+                            self.message = Some((Severity::Warning, format!("{e}; open {url} yourself")));
+                        }
+                    }
+                    Some(panels::app_view::AppAction::CopyUrl(url)) => ui.ctx().copy_text(url),
+                    Some(panels::app_view::AppAction::OpenForCall(call)) => {
+                        i.open_app(&call.tool, call.arguments, None, Some(call.result));
+                    }
+                    Some(panels::app_view::AppAction::Theme(t)) => i.apps.set_theme(&t),
+                    None => {}
+                }
+            }
+            BottomTab::Load => {
+                let setup = self.load_setup();
+                egui::ScrollArea::vertical().id_salt("load").show(ui, |ui| {
+                    if let Some(panels::load_view::LoadAction::OpenCapture(path)) =
+                        self.load.ui(ui, setup.as_ref(), &self.waker)
+                    {
+                        commands.push(Command::OpenCapture(path));
+                    }
+                });
+            }
+        }
+    }
+
+    pub(crate) fn console_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
+        let Some(i) = &self.session.inspection else { return };
+        let m = &i.model;
+        ui.weak("servers log here; click a line to find it on the timeline");
+        let row_h = ui.text_style_height(&egui::TextStyle::Monospace);
+        egui::ScrollArea::vertical()
+            .id_salt("console")
+            .auto_shrink([false, false])
+            .stick_to_bottom(true)
+            .show_rows(ui, row_h, m.stderr_rows.len(), |ui, range| {
+                for pos in range {
+                    let row_idx = m.stderr_rows[pos];
+                    let Some(row) = m.store.get(row_idx) else { continue };
+                    let text = format!("{:>9.3}  {}", row.at().as_secs_f64(), row.text());
+                    let resp = ui.add(
+                        egui::Label::new(RichText::new(mcpscope_core::text::shorten(&text, 400)).monospace())
+                            .sense(egui::Sense::click())
+                            .truncate(),
+                    );
+                    if resp.clicked() {
+                        commands.push(Command::Select(row_idx));
+                    }
+                }
+            });
+    }
+
+    /// The timeline's selected row, when it is a `tools/call` (or its
+    /// answer) of a tool with a View, with the call's input and result.
+    pub(crate) fn selected_ui_call(&self) -> Option<panels::app_view::SelectedCall> {
+        let i = self.session.inspection.as_ref()?;
+        let row = self.session.timeline.selected?;
+        let r = i.model.store.get(row)?;
+        let (request_row, answer_row) = match r.answer() {
+            Some(a) => (row, a),
+            None => (r.link()?.0, row),
+        };
+        let parse =
+            |n: usize| -> Option<serde_json::Value> { serde_json::from_slice(i.model.store.get(n)?.raw()).ok() };
+        let request = parse(request_row)?;
+        if request.get("method").and_then(serde_json::Value::as_str)
+            != Some(mcpscope_core::protocol::methods::TOOLS_CALL)
+        {
+            return None;
+        }
+        let name = request["params"]["name"].as_str()?;
+        let tools = i.listed_tools();
+        let tool = app_host::HostedApps::ui_tool(&tools, name)?.clone();
+        let result = parse(answer_row)?.get("result")?.clone();
+        Some(panels::app_view::SelectedCall {
+            tool,
+            arguments: request["params"]
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({})),
+            result,
+        })
+    }
+}
