@@ -4,6 +4,7 @@
 use super::call::{self, CallArgs, SessionWork};
 use super::exit;
 use clap::Args;
+use mcpscope_core::apps::csp::PERMISSIONS;
 use mcpscope_core::apps::linkage::{self, ui_link};
 use mcpscope_core::apps::run::{AppRecord, AppRun, ServerCall, prepare};
 use mcpscope_core::client::{Client, ClientError};
@@ -43,8 +44,6 @@ pub struct AppArgs {
     #[command(flatten)]
     pub call: CallArgs,
 }
-
-const PERMISSIONS: [&str; 4] = ["camera", "microphone", "geolocation", "clipboard-write"];
 
 fn fail(code: u8, reason: impl std::fmt::Display) -> ExitCode {
     crate::errln!("mcpscope: {reason}");
@@ -192,9 +191,10 @@ enum Waiting {
 }
 
 fn host(client: &mut Client, timeout: Duration, mut o: HostOptions) -> Result<u8, ClientError> {
+    // From initialize, or from server/discover in 2026-07-28.
     let server_caps = client
         .era()
-        .and_then(|e| e.handshake.as_ref().and_then(|h| h.capabilities.clone()))
+        .and_then(|e| e.server_capabilities().cloned())
         .unwrap_or(Value::Null);
     if !linkage::advertised(&server_caps) {
         crate::errln!(

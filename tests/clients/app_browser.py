@@ -12,7 +12,7 @@ open-link asked and declined, theme change, isolation probe, close from the host
 page), sdk (the ext-apps SDK View: handshake, result, tools/call, display mode,
 teardown), bad (the misbehaving View: what it logged, the CSP console messages),
 timing (only how long until the View said initialized), forge (a page on another
-origin posting to the bridge).
+origin posting to the bridge), reload (the page loaded again mid-session).
 """
 
 import json
@@ -158,6 +158,27 @@ def bad(d, url, out):
     out["console"] = console(d)
 
 
+def reload(d, url, out):
+    """The page loaded again: the View starts over and is told its call again."""
+    d.get(url)
+    wait_for(d, "the host page ready", lambda: host_status(d) == "ready")
+    into_view(d)
+    wait_for(d, "the first result", lambda: "tool-result" in (text(d, "#log") or ""))
+    out["value_before"] = text(d, "#value")
+    d.switch_to.default_content()
+    d.refresh()
+    wait_for(d, "the host page ready again", lambda: host_status(d) == "ready")
+    into_view(d)
+    wait_for(d, "the result again", lambda: "tool-result" in (text(d, "#log") or ""))
+    out["value_after_reload"] = text(d, "#value")
+    d.find_element(By.ID, "inc").click()
+    wait_for(d, "increment's answer", lambda: (text(d, "#answer") or "").startswith("increment"))
+    out["value_after_increment"] = text(d, "#value")
+    d.switch_to.default_content()
+    d.find_element(By.ID, "close").click()
+    wait_for(d, "the View closed", lambda: host_status(d) == "closed")
+
+
 def timing(d, url, out):
     t0 = time.monotonic()
     d.get(url)
@@ -199,7 +220,7 @@ def main():
     out = {"scenario": scenario}
     d = browser()
     try:
-        {"counter": counter, "sdk": sdk, "bad": bad, "timing": timing, "forge": forge}[scenario](d, url, out)
+        {"counter": counter, "sdk": sdk, "bad": bad, "timing": timing, "forge": forge, "reload": reload}[scenario](d, url, out)
     finally:
         d.quit()
     print(json.dumps(out))

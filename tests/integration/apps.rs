@@ -183,6 +183,13 @@ struct Hosted {
 }
 
 fn host(tool: &str, extra: &[&str], scenario: &str) -> Hosted {
+    let mut target = vec!["--".to_owned()];
+    target.extend(server_args());
+    host_on(tool, extra, scenario, &target)
+}
+
+/// [`host`] against `target` (`-- CMD…` or `--server-url URL`).
+fn host_on(tool: &str, extra: &[&str], scenario: &str, target: &[String]) -> Hosted {
     need(PathBuf::from("/usr/bin/chromium"));
     need(PathBuf::from("/usr/bin/chromedriver"));
     let dir = tempfile::tempdir().unwrap();
@@ -191,8 +198,7 @@ fn host(tool: &str, extra: &[&str], scenario: &str) -> Hosted {
         .args(["app", "--no-browser", "--tool-name", tool, "--capture"])
         .arg(&cap)
         .args(extra)
-        .arg("--")
-        .args(server_args())
+        .args(target)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -504,6 +510,64 @@ fn raw_status(authority: &str, request: &str) -> u16 {
     text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
 }
 
+#[test]
+fn over_streamable_http_and_a_page_loaded_again() {
+    // The server over HTTP (JSON answers); its port on stderr.
+    let mut server = Command::new("node")
+        .arg(repo().join("tests/servers/apps_server.mjs"))
+        .arg("--http")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let port = lines
+        .next()
+        .unwrap()
+        .unwrap()
+        .trim_start_matches("PORT ")
+        .trim()
+        .to_owned();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let h = host_on(
+        "show_counter",
+        &["--tool-arg", "start=7"],
+        "reload",
+        &["--server-url".to_owned(), url],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(h.status, Some(0), "{}", h.stderr);
+    assert_eq!(h.page["value_before"], "7");
+    assert_eq!(
+        h.page["value_after_reload"], "7",
+        "told its call again after the reload"
+    );
+    assert_eq!(h.page["value_after_increment"], "8", "{}", h.page);
+    let s = steps(&h.events);
+    let handshakes = s
+        .iter()
+        .filter(|(t, m)| *t == AppToward::Host && m == "ui/initialize")
+        .count();
+    assert_eq!(handshakes, 2, "a new handshake after the reload: {s:?}");
+    assert!(
+        app_messages(&h.events)
+            .iter()
+            .any(|a| a.note.as_deref().is_some_and(|n| n.contains("starts over"))),
+        "the reload is said on the record"
+    );
+    let inputs = s
+        .iter()
+        .filter(|(t, m)| *t == AppToward::View && m == "ui/notifications/tool-input")
+        .count();
+    assert_eq!(inputs, 2);
+    // The View's call went to the server over HTTP.
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::Http(x) if x.method == "POST"))
+    );
+}
+
 /// Every listening socket of `pid` is on a loopback address.
 fn listening_addresses(pid: u32) -> Vec<String> {
     let mut inodes = Vec::new();
@@ -797,6 +861,17 @@ mod in_the_app {
                 .next()
                 .is_some()
         );
+        // Permissions are granted here for the Views opened later.
+        h.get_by_label("camera").click();
+        h.step();
+        let granted = h.state().session.inspection.as_ref().unwrap().apps.granted.clone();
+        assert_eq!(granted, ["camera"]);
+        // The composer tells app-only tools and tools with an App apart.
+        let tools = &h.state().session.composer.lists.tools;
+        let increment = tools.iter().find(|t| t.name == "increment").unwrap();
+        assert!(increment.app_only && increment.has_app);
+        let counter = tools.iter().find(|t| t.name == "show_counter").unwrap();
+        assert!(!counter.app_only && counter.has_app);
     }
 
     #[test]

@@ -17,7 +17,8 @@
 // The UI tools are listed only to a client that advertised the extension
 // (initialize capabilities, or a 2026-07-28 request's _meta); others get the
 // text-only fallback (APPS_SERVER_ALWAYS_UI=1 lists them to every client).
-// Run: node tests/servers/apps_server.mjs
+// Run: node tests/servers/apps_server.mjs [--http] (over Streamable HTTP:
+// JSON answers on POST /mcp, its port on stderr as "PORT n").
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import fs from "node:fs";
@@ -109,17 +110,16 @@ function callTool(name, args) {
   }
 }
 
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-const rl = readline.createInterface({ input: process.stdin });
-rl.on("line", (line) => {
+// One message in, its answer out (null for a notification).
+function handle(line) {
   let m;
-  try { m = JSON.parse(line); } catch { send({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }); return; }
-  if (m.id === undefined) return;
+  try { m = JSON.parse(line); } catch { return { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }; }
+  if (m.id === undefined) return null;
   const p = m.params ?? {};
   const metaCaps = p._meta?.["io.modelcontextprotocol/clientCapabilities"];
   if (metaCaps) uiClient = ALWAYS_UI || Boolean(metaCaps.extensions?.[EXT]);
-  const ok = (result) => send({ jsonrpc: "2.0", id: m.id, result });
-  const err = (code, message) => send({ jsonrpc: "2.0", id: m.id, error: { code, message } });
+  const ok = (result) => ({ jsonrpc: "2.0", id: m.id, result });
+  const err = (code, message) => ({ jsonrpc: "2.0", id: m.id, error: { code, message } });
   switch (m.method) {
     case "initialize":
       uiClient = ALWAYS_UI || Boolean(p.capabilities?.extensions?.[EXT]);
@@ -142,5 +142,27 @@ rl.on("line", (line) => {
     case "prompts/list": return ok({ prompts: [] });
     default: return err(-32601, `Method not found: ${m.method}`);
   }
-});
-rl.on("close", () => process.exit(0));
+}
+
+if (process.argv.includes("--http")) {
+  // Streamable HTTP, JSON answers, no session: POST /mcp; prints "PORT n" on stderr.
+  const http = await import("node:http");
+  const server = http.createServer((req, res) => {
+    if (req.method !== "POST" || !req.url.startsWith("/mcp")) { res.writeHead(405).end(); return; }
+    let body = "";
+    req.on("data", (c) => { body += c; });
+    req.on("end", () => {
+      const answer = handle(body);
+      if (answer === null) { res.writeHead(202).end(); return; }
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+    });
+  });
+  server.listen(0, "127.0.0.1", () => process.stderr.write(`PORT ${server.address().port}\n`));
+} else {
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.on("line", (line) => {
+    const answer = handle(line);
+    if (answer !== null) process.stdout.write(JSON.stringify(answer) + "\n");
+  });
+  rl.on("close", () => process.exit(0));
+}

@@ -145,6 +145,12 @@ impl McpscopeApp {
                         i.open_app(&call.tool, call.arguments, None, Some(call.result));
                     }
                     Some(panels::app_view::AppAction::Theme(t)) => i.apps.set_theme(&t),
+                    Some(panels::app_view::AppAction::Grant(p, on)) => {
+                        i.apps.granted.retain(|g| *g != p);
+                        if on {
+                            i.apps.granted.push(p);
+                        }
+                    }
                     None => {}
                 }
             }

@@ -18,6 +18,11 @@ pub struct ToolDef {
     /// Why a 2026-07-28 client leaves this tool out: an `x-mcp-header`
     /// annotation that breaks a rule (SEP-2243). The tool stays listed.
     pub header_problem: Option<String>,
+    /// An MCP App tool the model does not see (`_meta.ui.visibility`
+    /// without "model"): only its View calls it. The tool stays listed.
+    pub app_only: bool,
+    /// It has an MCP App (a `ui://` View, opened when it is run).
+    pub has_app: bool,
 }
 
 impl ToolDef {
@@ -41,6 +46,8 @@ impl ToolDef {
             input_schema,
             output_schema: v.get("outputSchema").cloned(),
             header_problem,
+            app_only: !mcpscope_core::apps::linkage::visible_to(v, "model"),
+            has_app: mcpscope_core::apps::linkage::ui_link(v).is_some_and(|l| l.usable_uri().is_some()),
         })
     }
 }

@@ -487,6 +487,8 @@ mod tests {
             input_schema: schema,
             output_schema: Some(json!({"type": "object"})),
             header_problem: None,
+            app_only: false,
+            has_app: false,
         }];
         c.tool.with_progress = false;
         c.choose_tool("echo");

@@ -183,10 +183,15 @@ impl ToolMode {
                     .auto_shrink([false, false])
                     .show(ui, |ui| {
                         for t in matching {
-                            let text = match &t.title {
+                            let mut text = match &t.title {
                                 Some(title) if title != &t.name => format!("{} ({title})", t.name),
                                 _ => t.name.clone(),
                             };
+                            if t.app_only {
+                                text.push_str("  [app only]");
+                            } else if t.has_app {
+                                text.push_str("  [App]");
+                            }
                             // Greyed, still choosable: its schema can be read and a
                             // call shows how the server copes.
                             let problem = &t.header_problem;
@@ -223,6 +228,23 @@ impl ToolMode {
         }
         if let Some(d) = &def.description {
             ui.add(egui::Label::new(RichText::new(d).weak()).wrap());
+        }
+        if def.app_only {
+            ui.add(
+                egui::Label::new(
+                    RichText::new(
+                        "App only: its _meta.ui.visibility leaves out the model; a host lets only its View call it \
+                         (here it can be called to see what the server does).",
+                    )
+                    .color(theme::WARN),
+                )
+                .wrap(),
+            );
+        } else if def.has_app {
+            ui.add(
+                egui::Label::new(RichText::new("Has an MCP App: running it opens its View in your browser.").weak())
+                    .wrap(),
+            );
         }
         if let Some(form) = &mut self.form {
             if let Some(problem) = form.schema_problem() {
@@ -314,6 +336,8 @@ mod tests {
             input_schema: json!({}),
             output_schema: None,
             header_problem: None,
+            app_only: false,
+            has_app: false,
         };
         assert!(tool_matches(&t, ""));
         assert!(tool_matches(&t, "WEATHER city"));
@@ -335,6 +359,8 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             header_problem: None,
+            app_only: false,
+            has_app: false,
         };
         let mut lists = Lists::default();
         lists.tools = (0..8)

@@ -23,6 +23,8 @@ pub enum AppAction {
     /// Host the View of a recorded call, with its input and result.
     OpenForCall(SelectedCall),
     Theme(String),
+    /// Grant (or not) a permission to the Views opened from now on.
+    Grant(String, bool),
 }
 
 #[derive(Default)]
@@ -55,6 +57,16 @@ impl AppView {
                 .clicked()
             {
                 action = Some(AppAction::Theme(if dark { "light" } else { "dark" }.into()));
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
+            ui.label("Views opened from now on may use:")
+                .on_hover_text("A View gets a permission only if its resource asks for it and it is ticked here");
+            for p in mcpscope_core::apps::csp::PERMISSIONS {
+                let mut on = apps.granted.iter().any(|g| g == p);
+                if ui.checkbox(&mut on, p).changed() {
+                    action = Some(AppAction::Grant(p.to_owned(), on));
+                }
             }
         });
         if apps.views.is_empty() {

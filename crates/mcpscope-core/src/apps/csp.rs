@@ -145,6 +145,9 @@ pub fn policy(d: &DeclaredDomains) -> String {
     )
 }
 
+/// The permissions a View may ask for, by their iframe `allow` feature names.
+pub const PERMISSIONS: [&str; 4] = ["camera", "microphone", "geolocation", "clipboard-write"];
+
 /// The permissions a View asks for (`_meta.ui.permissions`), by their
 /// iframe `allow` feature names.
 pub fn requested_permissions(ui: Option<&Map<String, Value>>) -> Vec<&'static str> {

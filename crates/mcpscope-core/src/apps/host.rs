@@ -219,6 +219,9 @@ pub struct AppHost {
     /// tool-input was queued or sent; a partial after it is dropped.
     input_given: bool,
     result_given: bool,
+    /// What the View was told of its tool call (input, then result or
+    /// cancellation), to tell it again when its page loads anew.
+    told: Vec<Value>,
     /// The View's `appCapabilities` from `ui/initialize`.
     app_capabilities: Value,
     app_info: Value,
@@ -243,6 +246,7 @@ impl AppHost {
             queued: VecDeque::new(),
             input_given: false,
             result_given: false,
+            told: Vec::new(),
             app_capabilities: Value::Null,
             app_info: Value::Null,
             display_mode: "inline".into(),
@@ -707,8 +711,20 @@ impl AppHost {
     fn view_notification(&mut self, method: &str, params: Value, now: Duration) -> Option<String> {
         match method {
             "ui/notifications/sandbox-proxy-ready" => {
-                if self.phase != Phase::WaitingForSandbox {
-                    return Some("the sandbox said ready again: ignored".into());
+                // Again: the page was reloaded. The View starts over (a new
+                // handshake); what it was told of its tool call is told again.
+                let reloaded = match self.phase {
+                    Phase::WaitingForSandbox => false,
+                    Phase::TearingDown | Phase::Closed => {
+                        return Some("the sandbox said ready after the View closed: ignored".into());
+                    }
+                    _ => true,
+                };
+                if reloaded {
+                    self.queued = self.told.iter().cloned().collect();
+                    self.pending.clear();
+                    self.app_capabilities = Value::Null;
+                    self.warned_not_initialized = false;
                 }
                 self.phase = Phase::Loading;
                 self.loaded_at = Some(now);
@@ -723,7 +739,7 @@ impl AppHost {
                 self.effects.push(Effect::ToSandbox(json!({
                     "jsonrpc": "2.0", "method": "ui/notifications/sandbox-resource-ready", "params": p
                 })));
-                None
+                reloaded.then(|| "the page was loaded again: the View starts over".to_owned())
             }
             "ui/notifications/initialized" => match self.phase {
                 Phase::Initializing => {
@@ -930,6 +946,12 @@ impl AppHost {
             return;
         }
         let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if matches!(
+            method,
+            "ui/notifications/tool-input" | "ui/notifications/tool-result" | "ui/notifications/tool-cancelled"
+        ) {
+            self.told.push(msg.clone());
+        }
         if self.phase == Phase::Ready {
             self.effects.push(Effect::ToView(msg));
         } else {
@@ -1298,6 +1320,34 @@ mod tests {
         assert!(matches!(&h.take_effects()[..], [Effect::Note(n)] if n.contains("initialized")));
         h.tick(Duration::from_secs(20));
         assert!(h.take_effects().is_empty());
+    }
+
+    #[test]
+    fn a_reloaded_page_starts_over_and_is_told_its_call_again() {
+        let mut h = ready();
+        h.tool_input(json!({"start": 3}));
+        h.tool_result(json!({"structuredContent": {"value": 3}}));
+        h.take_effects();
+        let note = send(
+            &mut h,
+            json!({"jsonrpc":"2.0","method":"ui/notifications/sandbox-proxy-ready","params":{}}),
+        );
+        assert!(note.unwrap().contains("starts over"));
+        assert_eq!(h.phase(), Phase::Loading);
+        assert!(
+            matches!(&h.take_effects()[..], [Effect::ToSandbox(_)]),
+            "the document again, nothing to the View yet"
+        );
+        send(
+            &mut h,
+            json!({"jsonrpc":"2.0","id":1,"method":"ui/initialize","params":{"protocolVersion":"2026-01-26","appCapabilities":{}}}),
+        );
+        send(&mut h, json!({"jsonrpc":"2.0","method":"ui/notifications/initialized"}));
+        let methods: Vec<String> = to_view(&h.take_effects())
+            .iter()
+            .filter_map(|m| m["method"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(methods, ["ui/notifications/tool-input", "ui/notifications/tool-result"]);
     }
 
     #[test]
