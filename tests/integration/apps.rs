@@ -378,6 +378,16 @@ fn a_hand_written_view_in_chromium() {
             .any(|e| matches!(e, Event::Frame(f) if f.direction == Direction::Out
         && f.json().is_some_and(|v| v["params"]["name"] == "secret_model_only")))
     );
+    // Fullscreen gave the View a larger container, and it was told.
+    assert!(
+        app_messages(&h.events).iter().any(|a| a.toward == AppToward::View
+            && a.json()
+                .is_some_and(|v| v["method"] == "ui/notifications/host-context-changed"
+                    && v["params"]["containerDimensions"]["width"]
+                        .as_u64()
+                        .is_some_and(|w| w > 760))),
+        "{s:?}"
+    );
     // The App -> host panel's facts: a message, a model context, a log line.
     assert!(s.iter().any(|(t, m)| *t == AppToward::Host && m == "ui/message"));
     assert!(

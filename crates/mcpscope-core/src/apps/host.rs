@@ -1351,6 +1351,20 @@ mod tests {
     }
 
     #[test]
+    fn a_new_container_size_is_announced_once() {
+        let mut h = ready();
+        h.set_container(Some(760), Some(6000));
+        assert!(h.take_effects().is_empty(), "unchanged: nothing said");
+        h.set_container(Some(1200), Some(880));
+        let v = to_view(&h.take_effects());
+        assert_eq!(v[0]["method"], "ui/notifications/host-context-changed");
+        assert_eq!(
+            v[0]["params"]["containerDimensions"],
+            json!({"width": 1200, "maxHeight": 880})
+        );
+    }
+
+    #[test]
     fn file_names_are_sanitised() {
         assert_eq!(sanitize_file_name("a/b/report.csv", 0), "report.csv");
         assert_eq!(sanitize_file_name("..\\..\\x?.txt", 0), "x.txt");

@@ -256,6 +256,7 @@ impl AppRun {
                 }
             }
             FromPage::Theme(t) => self.host.set_theme(&t),
+            FromPage::Container { width, max_height } => self.host.set_container(width, max_height),
             FromPage::Close => self.host.close("closed by the user", now),
             FromPage::Refused { origin } => self.records.push(AppRecord::Note(format!(
                 "app {app}: the host page dropped a message from {origin:?} (not its sandbox frame)"

@@ -42,6 +42,11 @@ pub enum FromPage {
     DisplayMode(String),
     /// The user switched the theme.
     Theme(String),
+    /// The View's container changed size (the window, the display mode).
+    Container {
+        width: Option<u32>,
+        max_height: Option<u32>,
+    },
     /// The user closed the View.
     Close,
     /// The page dropped a message that did not come from its sandbox frame.
@@ -432,6 +437,18 @@ fn parse_from_page(body: &[u8]) -> Result<FromPage, String> {
             _ => Err("theme is light or dark".into()),
         },
         (Some("page"), Some("close")) => Ok(FromPage::Close),
+        (Some("page"), Some("container")) => {
+            let px = |k: &str| {
+                v.get(k)
+                    .and_then(Value::as_f64)
+                    .filter(|n| *n >= 0.0 && *n < 100_000.0)
+                    .map(|n| n as u32)
+            };
+            Ok(FromPage::Container {
+                width: px("width"),
+                max_height: px("maxHeight"),
+            })
+        }
         (Some("page"), Some("refused")) => Ok(FromPage::Refused {
             origin: crate::text::shorten(s("origin").unwrap_or("?"), 200),
         }),
