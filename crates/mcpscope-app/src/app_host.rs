@@ -197,7 +197,7 @@ impl HostedApps {
     /// JSON-RPC error object), what the workers said, and what to send.
     pub fn pump(
         &mut self,
-        tools: &[Value],
+        tools: impl Fn() -> Vec<Value>,
         mut answer: impl FnMut(&RequestId) -> Option<Result<Value, Value>>,
         wake: Option<crate::job::Wake>,
     ) -> Vec<SessionRequest> {
@@ -221,27 +221,28 @@ impl HostedApps {
                             e.get("message").and_then(Value::as_str).unwrap_or("?")
                         ))
                     }
-                    Ok(read) => match mcpscope_core::apps::run::prepare(&v.tool_def, tools, &read, None, &self.granted)
-                    {
-                        Err(e) => v.stage = Stage::Failed(e.to_string()),
-                        Ok(mut p) => {
-                            p.setup.call_id = v.call.as_ref().map(RequestId::to_json);
-                            p.setup.theme = theme.clone();
-                            p.page.theme = theme.clone();
-                            v.csp = p.setup.csp.clone();
-                            v.warnings = p.warnings.clone();
-                            let (to_tx, to_rx) = unbounded();
-                            let (from_tx, from_rx) = unbounded();
-                            let _ = to_tx.send(ToWorker::Input(v.arguments.clone()));
-                            if let Some(r) = v.result.take() {
-                                let _ = to_tx.send(ToWorker::Result(r));
+                    Ok(read) => {
+                        match mcpscope_core::apps::run::prepare(&v.tool_def, &tools(), &read, None, &self.granted) {
+                            Err(e) => v.stage = Stage::Failed(e.to_string()),
+                            Ok(mut p) => {
+                                p.setup.call_id = v.call.as_ref().map(RequestId::to_json);
+                                p.setup.theme = theme.clone();
+                                p.page.theme = theme.clone();
+                                v.csp = p.setup.csp.clone();
+                                v.warnings = p.warnings.clone();
+                                let (to_tx, to_rx) = unbounded();
+                                let (from_tx, from_rx) = unbounded();
+                                let _ = to_tx.send(ToWorker::Input(v.arguments.clone()));
+                                if let Some(r) = v.result.take() {
+                                    let _ = to_tx.send(ToWorker::Result(r));
+                                }
+                                spawn_worker(p, to_rx, from_tx, wake.clone());
+                                v.to_worker = Some(to_tx);
+                                v.from_worker = Some(from_rx);
+                                v.stage = Stage::Hosting;
                             }
-                            spawn_worker(p, to_rx, from_tx, wake.clone());
-                            v.to_worker = Some(to_tx);
-                            v.from_worker = Some(from_rx);
-                            v.stage = Stage::Hosting;
                         }
-                    },
+                    }
                 }
             }
             // The tool's own answer.

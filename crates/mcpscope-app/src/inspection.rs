@@ -924,9 +924,13 @@ impl Inspection {
         if !self.apps.active() {
             return;
         }
-        let tools = self.listed_tools();
         let mut apps = std::mem::take(&mut self.apps);
-        let requests = apps.pump(&tools, |id| self.request_outcome(id), self.waker.clone());
+        // The tool list is read only when a View's resource has come (not every frame).
+        let requests = apps.pump(
+            || self.listed_tools(),
+            |id| self.request_outcome(id),
+            self.waker.clone(),
+        );
         self.apps = apps;
         self.apply_app_requests(requests);
     }
