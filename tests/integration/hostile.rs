@@ -37,12 +37,12 @@ fn hostile(mode: &str, extra: &[&str]) -> mcpscope_core::transport::process::Ser
     mcpscope_core::transport::process::ServerSpec::new(program, a)
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 /// Runs the binary to its end, killing it (and failing) if it takes longer than `within`.
-fn run_bin(args: &[&str], within: Duration) -> Output {
+pub(crate) fn run_bin(args: &[&str], within: Duration) -> Output {
     let child = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
@@ -53,7 +53,7 @@ fn run_bin(args: &[&str], within: Duration) -> Output {
     wait_output(child, within, &format!("mcpscope {}", args.join(" ")))
 }
 
-fn wait_output(mut child: Child, within: Duration, what: &str) -> Output {
+pub(crate) fn wait_output(mut child: Child, within: Duration, what: &str) -> Output {
     let deadline = Instant::now() + within;
     let mut out = child.stdout.take();
     let mut err = child.stderr.take();
@@ -83,7 +83,7 @@ fn wait_output(mut child: Child, within: Duration, what: &str) -> Output {
 }
 
 /// Whether a process exists and is not a zombie.
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rsplit(')')
@@ -94,7 +94,7 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-fn wait_until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !cond() {
         assert!(Instant::now() < deadline, "{what}: not within {within:?}");
@@ -1087,7 +1087,7 @@ fn two_host_or_two_origin_headers_get_400_and_never_reach_the_upstream() {
 
 /// Runs the binary to its end like [`run_bin`], and the most memory it held
 /// (VmHWM, in KiB, sampled while it ran: the high-water mark only grows).
-fn run_bin_peak(args: &[&str], within: Duration) -> (Output, u64) {
+pub(crate) fn run_bin_peak(args: &[&str], within: Duration) -> (Output, u64) {
     let child = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
