@@ -22,7 +22,9 @@ Modes (--mode):
                      notifications as fast as the client reads them
   sse-endless        answers the request to --on (a method) with an SSE
                      stream whose data line never ends ("data: xxx…"
-                     forever); other requests are answered normally
+                     forever, or --bytes of x, then the stream closes with
+                     the event unfinished); other requests are answered
+                     normally
   plain              a well-behaved Streamable HTTP server (for URLs with
                      credentials in them)
 
@@ -183,12 +185,17 @@ class Main(Base):
         if mode == "sse-endless" and msg.get("method") == ARGS.on:
             self.start_sse()
             chunk = b"x" * 65536
+            left = ARGS.bytes or float("inf")
             try:
                 self.wfile.write(b"data: ")
-                while True:
-                    self.wfile.write(chunk)
+                while left > 0:
+                    piece = chunk if left >= len(chunk) else chunk[:int(left)]
+                    self.wfile.write(piece)
+                    left -= len(piece)
+                self.wfile.flush()
             except OSError:
-                return
+                pass
+            return
         reply = answer(msg)
         extra = [("Mcp-Session-Id", "hostile-1")] if msg.get("method") == "initialize" else []
         if mode == "batch" and msg.get("method") != "initialize":
@@ -204,6 +211,8 @@ def main():
                              "sse-endless"])
     ap.add_argument("--on", default="initialize", help="sse-endless: the method answered with the endless stream")
     ap.add_argument("--status", type=int, default=301, help="redirect-other: the redirect status")
+    ap.add_argument("--bytes", type=int, default=0,
+                    help="sse-endless: stop after this many bytes of data (0: never)")
     ap.add_argument("--count", type=int, default=500000, help="sse-flood: events to send")
     ARGS = ap.parse_args()
     other = ThreadingHTTPServer(("127.0.0.2", 0), Other)

@@ -2,8 +2,11 @@
 //! as the HTML standard defines them), for the HTTP transports.
 //!
 //! It hands each event over as soon as its blank line arrives, so a stream
-//! that stays open (a GET stream, a long tool call) is seen live.
+//! that stays open (a GET stream, a long tool call) is seen live. The parser
+//! ([`SseParser`]) takes bytes as they come; [`SseReader`] pulls them from a
+//! reader, the reverse proxy pushes what it relays.
 
+use crate::wire::framing::LineEnding;
 use std::io::{self, BufRead};
 
 /// One event of a stream.
@@ -30,6 +33,18 @@ impl SseEvent {
         self.event.as_deref().unwrap_or("message")
     }
 
+    /// How it is recorded: a piece of a longer event, an event the stream
+    /// ended in the middle of, or a whole one.
+    pub fn ending(&self) -> LineEnding {
+        if self.cut {
+            LineEnding::Cut
+        } else if self.truncated {
+            LineEnding::Eof
+        } else {
+            LineEnding::Lf
+        }
+    }
+
     /// Events without data (a priming event that only sets `id`/`retry`, or
     /// keep-alive noise) carry no message.
     pub fn has_data(&self) -> bool {
@@ -40,29 +55,265 @@ impl SseEvent {
 /// Room for a field name (`data: `) beyond the data limit on one line.
 const FIELD_SLACK: usize = 64;
 
-/// Reads events one at a time from a byte stream, holding at most `limit`
-/// bytes of an event's data (and of one line) in memory: a longer event comes
-/// in pieces ([`SseEvent::cut`]), an overlong comment or field is skipped.
-pub struct SseReader<R> {
-    inner: R,
-    first_line: bool,
-    line: Vec<u8>,
+/// A line buffer that grew past this is given back once its line is done,
+/// so one huge line does not keep its memory for the rest of the stream.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+/// Parses an event stream from bytes as they come (sans I/O), holding at
+/// most `limit` bytes of an event's data (and of one line) in memory: a
+/// longer event comes in pieces ([`SseEvent::cut`]), an overlong comment or
+/// field is skipped. Lines end at LF (a CR before it is dropped).
+#[derive(Debug)]
+pub struct SseParser {
     limit: usize,
-    /// Data of the event being cut that did not fit into the last piece.
-    carry: Vec<u8>,
-    /// The last piece stopped in the middle of a `data:` line.
-    mid_data: bool,
-    /// The last piece stopped between `data:` lines: the next one is joined with a newline.
-    join_data: bool,
+    first_line: bool,
+    /// The line being read (not in `MidData`).
+    line: Vec<u8>,
+    mode: Mode,
+    /// The event being read.
+    ev: SseEvent,
+    data_lines: usize,
+    any_field: bool,
+    /// In `MidData` with the data at the limit, a CR came: it is the line's
+    /// end if a LF follows, else data of the next piece.
+    cr_held: bool,
 }
 
-/// What reading one line found.
-enum LineRead {
-    End,
-    /// A whole line (or the last bytes before the end of the stream).
-    Whole,
-    /// The line goes on beyond the bytes read.
-    Cut,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Reading a line into `line`.
+    Line,
+    /// The rest of a `data:` line cut at the limit, read straight into the
+    /// event's data; it began at this length of the data.
+    MidData(usize),
+    /// Dropping the rest of an overlong comment or field.
+    Skip,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::with_limit(usize::MAX - FIELD_SLACK)
+    }
+}
+
+impl SseParser {
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit: limit.clamp(1, usize::MAX - FIELD_SLACK),
+            first_line: true,
+            line: Vec::new(),
+            mode: Mode::Line,
+            ev: SseEvent::default(),
+            data_lines: 0,
+            any_field: false,
+            cr_held: false,
+        }
+    }
+
+    /// Reads `bytes`; hands over each event (or piece of one) they complete, in order.
+    pub fn feed(&mut self, mut bytes: &[u8], emit: &mut impl FnMut(SseEvent)) {
+        while !bytes.is_empty() {
+            match self.mode {
+                Mode::Skip => match memchr::memchr(b'\n', bytes) {
+                    Some(i) => {
+                        bytes = &bytes[i + 1..];
+                        self.mode = Mode::Line;
+                    }
+                    None => return,
+                },
+                Mode::MidData(_) if self.cr_held => {
+                    self.cr_held = false;
+                    if bytes[0] == b'\n' {
+                        bytes = &bytes[1..];
+                        self.mode = Mode::Line;
+                    } else {
+                        self.cut(emit);
+                        self.ev.data.push(b'\r');
+                    }
+                }
+                Mode::MidData(began) => {
+                    // Zero when the data is at the limit: then a LF ends the
+                    // line, any other byte cuts a piece.
+                    let room = self.limit - self.ev.data.len();
+                    let window = &bytes[..bytes.len().min(room.saturating_add(1))];
+                    match memchr::memchr(b'\n', window) {
+                        Some(i) => {
+                            self.ev.data.extend_from_slice(&bytes[..i]);
+                            bytes = &bytes[i + 1..];
+                            if self.ev.data.len() > began && self.ev.data.last() == Some(&b'\r') {
+                                self.ev.data.pop();
+                            }
+                            self.mode = Mode::Line;
+                            self.cut_while_full(emit);
+                        }
+                        None if bytes.len() > room => {
+                            self.ev.data.extend_from_slice(&bytes[..room]);
+                            bytes = &bytes[room..];
+                            if bytes[0] == b'\r' {
+                                // Data, or the line's CRLF: the next byte says.
+                                self.cr_held = true;
+                                bytes = &bytes[1..];
+                            } else {
+                                self.cut(emit);
+                            }
+                        }
+                        None => {
+                            self.ev.data.extend_from_slice(bytes);
+                            return;
+                        }
+                    }
+                }
+                Mode::Line => {
+                    let room = self.limit + FIELD_SLACK - self.line.len();
+                    let window = &bytes[..bytes.len().min(room.saturating_add(1))];
+                    match memchr::memchr(b'\n', window) {
+                        Some(i) => {
+                            self.line.extend_from_slice(&bytes[..i]);
+                            bytes = &bytes[i + 1..];
+                            if self.line.last() == Some(&b'\r') {
+                                self.line.pop();
+                            }
+                            self.line_done(true, emit);
+                        }
+                        None if bytes.len() > room => {
+                            self.line.extend_from_slice(&bytes[..room]);
+                            bytes = &bytes[room..];
+                            self.line_done(false, emit);
+                        }
+                        None => {
+                            self.line.extend_from_slice(bytes);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream ended: what is left of an event is handed over, marked
+    /// [`SseEvent::truncated`]. The parser is then ready for a new stream.
+    pub fn finish(&mut self, emit: &mut impl FnMut(SseEvent)) {
+        match self.mode {
+            Mode::MidData(_) => {
+                if self.cr_held {
+                    self.cut(emit);
+                    self.ev.data.push(b'\r');
+                }
+                self.ev.truncated = true;
+                emit(std::mem::take(&mut self.ev));
+            }
+            Mode::Skip | Mode::Line => {
+                // The last line, without its LF, still counts.
+                if self.mode == Mode::Line && !self.line.is_empty() {
+                    self.line_done(true, emit);
+                }
+                if self.any_field {
+                    self.ev.truncated = true;
+                    emit(std::mem::take(&mut self.ev));
+                }
+            }
+        }
+        *self = Self::with_limit(self.limit);
+    }
+
+    /// A line was read whole (`complete`) or up to the line limit.
+    fn line_done(&mut self, complete: bool, emit: &mut impl FnMut(SseEvent)) {
+        let mut line = std::mem::take(&mut self.line);
+        let mut from = 0;
+        if self.first_line {
+            self.first_line = false;
+            if line.starts_with(b"\xEF\xBB\xBF") {
+                from = 3;
+            }
+        }
+        let text = &line[from..];
+        if text.is_empty() {
+            if self.any_field {
+                self.any_field = false;
+                self.data_lines = 0;
+                emit(std::mem::take(&mut self.ev));
+            }
+        } else if text[0] == b':' {
+            if !complete {
+                self.mode = Mode::Skip;
+            }
+        } else {
+            let (name, value_at) = match memchr::memchr(b':', text) {
+                Some(i) => (&text[..i], from + i + 1 + usize::from(text.get(i + 1) == Some(&b' '))),
+                None => (text, line.len()),
+            };
+            self.any_field = true;
+            match name {
+                b"data" => {
+                    if self.data_lines > 0 {
+                        self.ev.data.push(b'\n');
+                    }
+                    self.data_lines += 1;
+                    if self.ev.data.is_empty() {
+                        // The line becomes the data: one copy of a long line, not two.
+                        line.drain(..value_at);
+                        self.ev.data = std::mem::take(&mut line);
+                    } else {
+                        self.ev.data.extend_from_slice(&line[value_at..]);
+                    }
+                    if !complete {
+                        self.mode = Mode::MidData(self.ev.data.len());
+                    }
+                }
+                b"event" => self.ev.event = Some(String::from_utf8_lossy(&line[value_at..]).into_owned()),
+                b"id" if !line[value_at..].contains(&0) => {
+                    self.ev.id = Some(String::from_utf8_lossy(&line[value_at..]).into_owned());
+                }
+                b"retry" => {
+                    let value = &line[value_at..];
+                    if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                        self.ev.retry = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+                    }
+                }
+                _ => {}
+            }
+            if !complete && self.mode == Mode::Line {
+                // An absurdly long field that is not data: keep what was read, skip the rest.
+                self.mode = Mode::Skip;
+            }
+        }
+        line.clear();
+        if line.capacity() <= KEPT_LINE_CAPACITY {
+            self.line = line;
+        }
+        self.cut_while_full(emit);
+    }
+
+    /// Hands over pieces while the event's data is over the limit.
+    fn cut_while_full(&mut self, emit: &mut impl FnMut(SseEvent)) {
+        while self.ev.data.len() > self.limit {
+            self.cut(emit);
+        }
+    }
+
+    /// Hands over the event so far as a piece; the rest of its data (over the
+    /// limit) begins the next one.
+    fn cut(&mut self, emit: &mut impl FnMut(SseEvent)) {
+        let mut piece = std::mem::take(&mut self.ev);
+        if piece.data.len() > self.limit {
+            self.ev.data = piece.data.split_off(self.limit);
+        }
+        piece.cut = true;
+        emit(piece);
+        self.data_lines = 1;
+        self.any_field = true;
+        if let Mode::MidData(_) = self.mode {
+            self.mode = Mode::MidData(self.ev.data.len());
+        }
+    }
+}
+
+/// Reads events one at a time from a byte stream with an [`SseParser`].
+pub struct SseReader<R> {
+    inner: R,
+    parser: SseParser,
+    ready: std::collections::VecDeque<SseEvent>,
+    ended: bool,
 }
 
 impl<R: BufRead> SseReader<R> {
@@ -73,167 +324,36 @@ impl<R: BufRead> SseReader<R> {
     pub fn with_limit(inner: R, limit: usize) -> Self {
         Self {
             inner,
-            first_line: true,
-            line: Vec::new(),
-            limit: limit.clamp(1, usize::MAX - FIELD_SLACK),
-            carry: Vec::new(),
-            mid_data: false,
-            join_data: false,
+            parser: SseParser::with_limit(limit),
+            ready: Default::default(),
+            ended: false,
         }
     }
 
-    /// Reads one line (without its terminator) into `self.line`, at most `max` bytes.
-    fn read_line(&mut self, max: usize) -> io::Result<LineRead> {
-        self.line.clear();
+    /// The next event, or `None` at the end of the stream. Comments
+    /// (`: keep-alive`) are skipped; events with only `id`/`retry` are returned.
+    pub fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
         loop {
+            if let Some(ev) = self.ready.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let ready = &mut self.ready;
             let buf = match self.inner.fill_buf() {
                 Ok(b) => b,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
             if buf.is_empty() {
-                return Ok(if self.line.is_empty() {
-                    LineRead::End
-                } else {
-                    LineRead::Whole
-                });
-            }
-            let room = max - self.line.len();
-            let window = &buf[..buf.len().min(room.saturating_add(1))];
-            match window.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    self.line.extend_from_slice(&buf[..i]);
-                    self.inner.consume(i + 1);
-                    if self.line.last() == Some(&b'\r') {
-                        self.line.pop();
-                    }
-                    return Ok(LineRead::Whole);
-                }
-                None if buf.len() > room => {
-                    self.line.extend_from_slice(&buf[..room]);
-                    self.inner.consume(room);
-                    return Ok(LineRead::Cut);
-                }
-                None => {
-                    let n = buf.len();
-                    self.line.extend_from_slice(buf);
-                    self.inner.consume(n);
-                }
-            }
-        }
-    }
-
-    /// Discards the rest of a line that was cut.
-    fn skip_rest(&mut self) -> io::Result<()> {
-        while let LineRead::Cut = self.read_line(self.limit)? {}
-        Ok(())
-    }
-
-    /// Finishes a piece of an event that reached the limit.
-    fn cut(&mut self, mut ev: SseEvent) -> SseEvent {
-        if ev.data.len() > self.limit {
-            self.carry = ev.data.split_off(self.limit);
-        }
-        self.join_data = !self.mid_data;
-        ev.cut = true;
-        ev
-    }
-
-    /// The next event, or `None` at the end of the stream. Comments
-    /// (`: keep-alive`) are skipped; events with only `id`/`retry` are returned.
-    pub fn next_event(&mut self) -> io::Result<Option<SseEvent>> {
-        let continuing = !self.carry.is_empty() || self.mid_data || self.join_data;
-        let mut ev = SseEvent {
-            data: std::mem::take(&mut self.carry),
-            ..SseEvent::default()
-        };
-        let mut data_lines = usize::from(continuing);
-        let mut any_field = continuing;
-        self.join_data = false;
-        loop {
-            if ev.data.len() >= self.limit {
-                return Ok(Some(self.cut(ev)));
-            }
-            if self.mid_data {
-                let room = self.limit - ev.data.len();
-                match self.read_line(room)? {
-                    LineRead::End => {
-                        self.mid_data = false;
-                        ev.truncated = true;
-                        return Ok(Some(ev));
-                    }
-                    LineRead::Whole => {
-                        ev.data.extend_from_slice(&self.line);
-                        self.mid_data = false;
-                    }
-                    LineRead::Cut => {
-                        ev.data.extend_from_slice(&self.line);
-                        return Ok(Some(self.cut(ev)));
-                    }
-                }
+                self.parser.finish(&mut |ev| ready.push_back(ev));
+                self.ended = true;
                 continue;
             }
-            let read = self.read_line(self.limit + FIELD_SLACK)?;
-            let complete = match read {
-                LineRead::End => {
-                    // End of stream: keep a partial event rather than drop bytes.
-                    if any_field {
-                        ev.truncated = true;
-                        return Ok(Some(ev));
-                    }
-                    return Ok(None);
-                }
-                LineRead::Whole => true,
-                LineRead::Cut => false,
-            };
-            let mut line: &[u8] = &self.line;
-            if self.first_line {
-                self.first_line = false;
-                line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-            }
-            if line.is_empty() {
-                if any_field {
-                    return Ok(Some(ev));
-                }
-                continue;
-            }
-            if line[0] == b':' {
-                if !complete {
-                    self.skip_rest()?;
-                }
-                continue;
-            }
-            let (name, value) = match line.iter().position(|&b| b == b':') {
-                Some(i) => {
-                    let v = &line[i + 1..];
-                    (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-                }
-                None => (line, &b""[..]),
-            };
-            any_field = true;
-            match name {
-                b"data" => {
-                    if data_lines > 0 {
-                        ev.data.push(b'\n');
-                    }
-                    ev.data.extend_from_slice(value);
-                    data_lines += 1;
-                    if !complete {
-                        self.mid_data = true;
-                        return Ok(Some(self.cut(ev)));
-                    }
-                }
-                b"event" => ev.event = Some(String::from_utf8_lossy(value).into_owned()),
-                b"id" if !value.contains(&0) => ev.id = Some(String::from_utf8_lossy(value).into_owned()),
-                b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                    ev.retry = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
-                }
-                _ => {}
-            }
-            if !complete {
-                // An absurdly long field that is not data: keep what was read, skip the rest.
-                self.skip_rest()?;
-            }
+            let n = buf.len();
+            self.parser.feed(buf, &mut |ev| ready.push_back(ev));
+            self.inner.consume(n);
         }
     }
 }
@@ -304,6 +424,31 @@ mod tests {
         assert!(!pieces[pieces.len() - 2].cut);
         assert_eq!(pieces.last().unwrap().data, b"{}");
         assert!(!pieces.last().unwrap().cut);
+    }
+
+    /// However the bytes arrive, the same events and pieces come out.
+    #[test]
+    fn bytes_fed_in_pieces_of_any_size_parse_the_same() {
+        let stream: &[u8] = b"\xEF\xBB\xBFevent: a\r\ndata: 0123456789abc\r\ndata: \r\n\r\n: a comment far too long\n\
+            id: 1\nretry: 20\n\ndata:x\r\rdata: yy\n\nevent: a field name far too long to keep\ndata: z\n\n\
+            data: 0123456789\r\ndata: 0123456\r\n\ndata: tail without end\r";
+        for limit in [4, 7, 10, 64] {
+            let all = |piece: usize| {
+                let mut p = SseParser::with_limit(limit);
+                let mut out = Vec::new();
+                for part in stream.chunks(piece) {
+                    p.feed(part, &mut |e| out.push(e));
+                }
+                p.finish(&mut |e| out.push(e));
+                out
+            };
+            let whole = all(stream.len());
+            assert!(whole.iter().all(|e| e.data.len() <= limit), "{whole:?}");
+            assert!(whole.last().unwrap().truncated, "{whole:?}");
+            for piece in 1..stream.len() {
+                assert_eq!(all(piece), whole, "limit {limit}, pieces of {piece}");
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::gated::Verdict;
 use super::rewrite::{is_json_rpc, is_secret_header, masked_url, rewrite_endpoint, rewrite_resource};
+use super::sse_relay::{SseRelay, Step};
 use super::{Ctx, HOP_BY_HOP, lock};
 use crate::proxy::gate::wire_bytes;
 use crate::transport::event::HttpInfo;
@@ -12,7 +13,7 @@ use crate::transport::target::mask_value;
 use crate::wire::frame::Direction;
 use crate::wire::frame::Frame;
 use crate::wire::framing::LineEnding;
-use crate::wire::sse::SseReader;
+use crate::wire::sse::SseParser;
 use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::time::Instant;
@@ -326,7 +327,7 @@ fn forward_with(ctx: &Ctx, req: &Request, out: &mut Sink, judge: bool) -> io::Re
         _ => None,
     };
     let outcome = if sse {
-        let relayed = relay_sse(ctx, &mut body, &mut sink);
+        let relayed = relay_sse(ctx, req, &mut body, &mut sink);
         if let Some((gate, id)) = &stream {
             gate.close_client_stream(*id);
         }
@@ -430,6 +431,10 @@ enum RelayError {
     Upstream(io::Error),
 }
 
+/// Larger chunks are not copied to put their size line and CRLF around
+/// them: those go to the client's connection on their own.
+const FRAMED_BY_COPY: usize = 64 * 1024;
+
 /// The response body towards the client: chunked or as is, at a fault
 /// rule's `slow` rate if one applies.
 struct ClientBody<'a> {
@@ -461,6 +466,13 @@ impl ClientBody<'_> {
         }
         if !self.chunked {
             return self.out.send(bytes);
+        }
+        if bytes.len() > FRAMED_BY_COPY {
+            // A whole event of many megabytes goes as it is: a framed copy
+            // would hold it twice.
+            self.out.send(format!("{:x}\r\n", bytes.len()).into_bytes())?;
+            self.out.send(bytes)?;
+            return self.out.send(b"\r\n".to_vec());
         }
         let mut framed = Vec::with_capacity(bytes.len() + 20);
         let _ = write!(framed, "{:x}\r\n", bytes.len());
@@ -627,13 +639,13 @@ fn relay_whole(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody, what: &st
     Ok(())
 }
 
-/// Forwards an SSE stream one event at a time, recording each event's data.
-/// Forwards an SSE stream one event at a time, recording each event's data.
-fn relay_sse(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody) -> Result<(), RelayError> {
-    let mut pending: Vec<u8> = Vec::new();
-    let mut splitter = EventSplitter::default();
+/// Forwards an SSE stream event by event, recording each event's data; an
+/// event longer than the in-memory cap passes in pieces (see [`SseRelay`]).
+fn relay_sse(ctx: &Ctx, req: &Request, body: &mut impl Read, sink: &mut ClientBody) -> Result<(), RelayError> {
+    let mut relay = SseRelay::new(ctx.max_held);
     let mut buf = vec![0; 64 * 1024];
     let local_origin = ctx.local_origin();
+    let mut step = |s: Step| relay_step(ctx, req, &local_origin, s, sink);
     loop {
         let n = match body.read(&mut buf) {
             Ok(0) => break,
@@ -641,86 +653,69 @@ fn relay_sse(ctx: &Ctx, body: &mut impl Read, sink: &mut ClientBody) -> Result<(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 // Keep what came of a cut event.
-                if !pending.is_empty() {
-                    record_event(ctx, &pending, true);
-                    let _ = sink.send(pending);
-                }
+                let _ = relay.finish(&mut step);
                 return Err(RelayError::Upstream(e));
             }
         };
-        pending.extend_from_slice(&buf[..n]);
-        // Every event this read completed, then one move of the rest to the
-        // front: draining each event on its own would move the rest each time.
-        let mut start = 0;
-        while let Some(end) = splitter.next_end(&pending) {
-            let event = rewrite_endpoint(pending[start..end].to_vec(), &ctx.upstream_origin, &local_origin);
+        relay.feed(&buf[..n], &mut step)?;
+    }
+    relay.finish(&mut step)
+}
+
+/// Does what the relay says with the next part of the stream.
+fn relay_step(
+    ctx: &Ctx,
+    req: &Request,
+    local_origin: &str,
+    step: Step,
+    sink: &mut ClientBody,
+) -> Result<(), RelayError> {
+    match step {
+        Step::Event { bytes, ended: true } => {
+            let event = rewrite_endpoint(bytes, &ctx.upstream_origin, local_origin);
             let frames = record_event(ctx, &event, false);
             match &ctx.gate {
                 Some(gate) => {
                     if let Some(event) = gated_event(ctx, gate, event, &frames, sink)? {
-                        sink.send(event).map_err(RelayError::Client)?;
+                        sink.send(event).map_err(RelayError::Client)
+                    } else {
+                        Ok(())
                     }
                 }
-                None => sink.send(event).map_err(RelayError::Client)?,
-            }
-            start = end;
-        }
-        if start > 0 {
-            pending.drain(..start);
-            splitter.consumed(start);
-        }
-    }
-    if !pending.is_empty() {
-        record_event(ctx, &pending, true);
-        sink.send(pending).map_err(RelayError::Client)?;
-    }
-    Ok(())
-}
-
-/// Finds where SSE events end (at a blank line, in any line ending) in a
-/// buffer that grows at its end, resuming where the last search stopped: an
-/// event of 200 MB read 64 KiB at a time is searched once, not 3,000 times.
-#[derive(Default)]
-struct EventSplitter {
-    /// Searched up to here.
-    scanned: usize,
-    /// Where the line being searched began.
-    line_start: usize,
-}
-
-impl EventSplitter {
-    /// Where the next event ends in `bytes` (the same buffer as before, longer
-    /// at its end, less what [`Self::consumed`] took from its front).
-    fn next_end(&mut self, bytes: &[u8]) -> Option<usize> {
-        let mut i = self.scanned;
-        while let Some(off) = bytes.get(i..).and_then(|rest| memchr::memchr2(b'\n', b'\r', rest)) {
-            let at = i + off;
-            let end = match bytes.get(at + 1) {
-                _ if bytes[at] == b'\n' => at + 1,
-                // A CR at the end might be the first half of CRLF: look again with more.
                 None => {
-                    self.scanned = at;
-                    return None;
+                    // Let go of the recorded copy before the event waits in the queue.
+                    drop(frames);
+                    sink.send(event).map_err(RelayError::Client)
                 }
-                Some(b'\n') => at + 2,
-                Some(_) => at + 1,
-            };
-            let blank = at == self.line_start;
-            self.line_start = end;
-            self.scanned = end;
-            if blank {
-                return Some(end);
             }
-            i = end;
         }
-        self.scanned = bytes.len();
-        None
-    }
-
-    /// `n` bytes were taken from the front of the buffer.
-    fn consumed(&mut self, n: usize) {
-        self.scanned = self.scanned.saturating_sub(n);
-        self.line_start = self.line_start.saturating_sub(n);
+        Step::Event { bytes, ended: false } => {
+            record_event(ctx, &bytes, true);
+            sink.send(bytes).map_err(RelayError::Client)
+        }
+        Step::Overlong(bytes) => {
+            let judged = if ctx.gate.is_some() {
+                "; no breakpoint or fault rule saw it"
+            } else {
+                ""
+            };
+            lock(&ctx.shared).note(format!(
+                "an SSE event of the upstream's answer to {} {} is longer than the in-memory cap ({}): passed on \
+                 as it came and recorded in pieces, not read as a message{judged}",
+                req.method,
+                req.target,
+                crate::text::human_bytes(ctx.max_held as u64)
+            ));
+            sink.send(bytes).map_err(RelayError::Client)
+        }
+        Step::Pass(bytes) => sink.send(bytes).map_err(RelayError::Client),
+        Step::Data(ev) => {
+            let mut shared = lock(&ctx.shared);
+            let ending = ev.ending();
+            shared.frame(Direction::In, ev.data, ending, Instant::now());
+            shared.flush();
+            Ok(())
+        }
     }
 }
 
@@ -787,12 +782,15 @@ fn gated_event(
     Ok(Some(out))
 }
 
-/// Records the messages of an SSE event; returns their frames.
+/// Records the messages of an SSE event held whole; returns their frames.
 fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) -> Vec<Frame> {
+    let mut events = Vec::new();
+    let mut parser = SseParser::default();
+    parser.feed(raw, &mut |ev| events.push(ev));
+    parser.finish(&mut |ev| events.push(ev));
     let mut frames = Vec::new();
-    let mut reader = SseReader::new(raw);
     let mut shared = lock(&ctx.shared);
-    while let Ok(Some(ev)) = reader.next_event() {
+    for ev in events {
         if !ev.has_data() {
             continue;
         }
@@ -800,67 +798,9 @@ fn record_event(ctx: &Ctx, raw: &[u8], truncated: bool) -> Vec<Frame> {
             shared.note(format!("SSE endpoint: {}", String::from_utf8_lossy(&ev.data)));
             continue;
         }
-        let ending = if truncated || ev.truncated {
-            LineEnding::Eof
-        } else {
-            LineEnding::Lf
-        };
+        let ending = if truncated { LineEnding::Eof } else { ev.ending() };
         frames.push(shared.frame(Direction::In, ev.data, ending, Instant::now()));
     }
     shared.flush();
     frames
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event_end(bytes: &[u8]) -> Option<usize> {
-        EventSplitter::default().next_end(bytes)
-    }
-
-    #[test]
-    fn sse_events_end_at_a_blank_line_in_any_line_ending() {
-        assert_eq!(event_end(b"data: a\n\nrest"), Some(9));
-        assert_eq!(event_end(b"data: a\r\n\r\n"), Some(11));
-        assert_eq!(event_end(b"data: a\r\rx"), Some(9));
-        assert_eq!(event_end(b"data: a\n"), None);
-        // A CR at the end might be the first half of CRLF.
-        assert_eq!(event_end(b"data: a\r\n\r"), None);
-        assert_eq!(event_end(b": keep-alive\n\n"), Some(14));
-    }
-
-    /// Events found whole in one buffer, and the same bytes fed in pieces of every size.
-    #[test]
-    fn events_split_the_same_however_the_bytes_arrive() {
-        let stream: &[u8] = b"data: a\n\nevent: x\r\ndata: b\r\n\r\n: c\r\rdata: d\ndata: e\n\n\r\n\ndata: tail";
-        let whole = {
-            let mut s = EventSplitter::default();
-            let mut ends = Vec::new();
-            while let Some(e) = s.next_end(stream) {
-                ends.push(e);
-            }
-            ends
-        };
-        assert_eq!(whole.len(), 6, "{whole:?}");
-        for piece in 1..stream.len() {
-            let mut s = EventSplitter::default();
-            let mut pending = Vec::new();
-            let mut taken = 0;
-            let mut ends = Vec::new();
-            for part in stream.chunks(piece) {
-                pending.extend_from_slice(part);
-                let mut start = 0;
-                while let Some(end) = s.next_end(&pending) {
-                    ends.push(taken + end);
-                    start = end;
-                }
-                pending.drain(..start);
-                s.consumed(start);
-                taken += start;
-            }
-            // A CR last in a piece is decided by the next: only the very end can differ.
-            assert_eq!(ends, whole, "pieces of {piece}");
-        }
-    }
 }

@@ -210,7 +210,7 @@ impl HttpGate {
             if let GateAction::Record(t) = &action {
                 let mut t = t.clone();
                 t.at = sh.recorder.now();
-                sh.record(Event::Touch(Box::new(t)));
+                sh.record(&Event::Touch(Box::new(t)));
             }
             match action.of_seq().and_then(|seq| st.waiting.get(&seq)) {
                 Some(tx) => {

@@ -13,7 +13,8 @@
 //! turned into the proxy's, as are `resource_metadata` in `WWW-Authenticate`
 //! and `resource` in protected-resource metadata, so a client that checks the
 //! resource against the URL it uses still accepts it. SSE streams go to the
-//! client event by event as each one ends.
+//! client event by event as each one ends; an event longer than the
+//! in-memory cap passes on in pieces as it comes (`sse_relay`).
 //!
 //! It binds to loopback only and refuses (403) a request whose `Host` or
 //! `Origin` is not local, so a web page cannot reach it through DNS rebinding;
@@ -38,6 +39,7 @@ mod forward;
 mod gated;
 mod listener;
 mod rewrite;
+mod sse_relay;
 
 use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
@@ -152,8 +154,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn record(&mut self, ev: Event) {
-        if let Some(Event::Note { text, .. }) = self.recorder.capture(&ev)
+    fn record(&mut self, ev: &Event) {
+        if let Some(Event::Note { text, .. }) = self.recorder.capture(ev)
             && !self.capture_failure_told
         {
             self.capture_failure_told = true;
@@ -182,18 +184,23 @@ impl Shared {
         {
             eprintln!("mcpscope proxy: cannot update the session record: {e}");
         }
-        self.record(Event::Frame(frame.clone()));
-        frame
+        // Recorded without a copy: an SSE event may be as large as the in-memory cap.
+        let ev = Event::Frame(frame);
+        self.record(&ev);
+        match ev {
+            Event::Frame(frame) => frame,
+            _ => unreachable!("built as a frame just above"),
+        }
     }
 
     fn http(&mut self, mut info: HttpInfo, at: Instant) {
         info.at = self.recorder.since_start(at);
-        self.record(Event::Http(info));
+        self.record(&Event::Http(info));
     }
 
     fn note(&mut self, text: String) {
         let at = self.recorder.now();
-        self.record(Event::Note { at, text });
+        self.record(&Event::Note { at, text });
     }
 }
 
@@ -332,6 +339,7 @@ impl ReverseProxy {
             shared: self.shared.clone(),
             header_timeout: self.options.header_timeout,
             idle_timeout: self.options.idle_timeout,
+            max_held: self.options.limits.max_held_line_bytes,
         });
         if let Some(gate) = &ctx.gate {
             gated::HttpGate::start_injector(gate, ctx.clone());
@@ -384,6 +392,8 @@ struct Ctx {
     shared: Arc<Mutex<Shared>>,
     header_timeout: Duration,
     idle_timeout: Duration,
+    /// The most of one SSE event held in memory ([`Limits::max_held_line_bytes`]).
+    max_held: usize,
 }
 
 impl Ctx {

@@ -57,13 +57,7 @@ pub(super) fn note_ids(o: &mut SseOutcome, ev: &SseEvent) {
 }
 
 pub(super) fn deliver(ctx: &Ctx, ev: SseEvent) {
-    let ending = if ev.cut {
-        LineEnding::Cut
-    } else if ev.truncated {
-        LineEnding::Eof
-    } else {
-        LineEnding::Lf
-    };
+    let ending = ev.ending();
     received(ctx, ev.data, ending);
 }
 
