@@ -141,14 +141,9 @@ pub fn run(mut args: AppArgs) -> ExitCode {
     }
     let close_after = match args.close_after.as_deref() {
         None => None,
-        Some(text) => match mcpscope_core::text::parse_duration(text) {
-            Some(d) => Some(d),
-            None => {
-                return fail(
-                    exit::USAGE,
-                    format!("--close-after {text:?}: a duration such as 30s or 1500ms"),
-                );
-            }
+        Some(text) => match mcpscope_core::duration::parse(text) {
+            Ok(d) => Some(d),
+            Err(e) => return fail(exit::USAGE, format!("--close-after: {e}")),
         },
     };
     let (_, params) = match call::build_request(&args.call) {

@@ -29,7 +29,8 @@ fn breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, Strin
         }
         _ => (Toward::Both, text),
     };
-    let filter = mcpscope_core::filter::Filter::parse(expr.trim()).map_err(|e| format!("--break {text:?}: {e}"))?;
+    let filter = mcpscope_core::filter::Filter::parse(expr.trim())
+        .map_err(|e| format!("--break {:?}: {e}", mcpscope_core::text::ellipsize(text, 80)))?;
     Ok(Breakpoint {
         filter,
         toward,
@@ -51,10 +52,7 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     }
     let timeout = match args.break_timeout.trim() {
         "none" | "0" => None,
-        t => Some(
-            mcpscope_core::text::parse_duration(t)
-                .ok_or_else(|| format!("--break-timeout {t:?} is not a duration (30s, 2m, or none)"))?,
-        ),
+        t => Some(mcpscope_core::duration::parse(t).map_err(|e| format!("--break-timeout: {e}, or none"))?),
     };
     let mut breakpoints = args
         .breaks
@@ -64,7 +62,7 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     let mut faults = args
         .faults
         .iter()
-        .map(|f| parse_fault(f).map_err(|e| format!("--fault {f:?}: {e}")))
+        .map(|f| parse_fault(f).map_err(|e| format!("--fault {:?}: {e}", mcpscope_core::text::ellipsize(f, 80))))
         .collect::<Result<Vec<_>, _>>()?;
     let mut seed = args.seed;
     if let Some(path) = &args.faults_file {

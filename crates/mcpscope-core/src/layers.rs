@@ -8,6 +8,7 @@
 const FLOORS: &[(&str, u8)] = &[
     ("wire", 0),
     ("text", 0),
+    ("duration", 0),
     ("schema", 1),
     ("protocol", 1),
     ("driver", 2),

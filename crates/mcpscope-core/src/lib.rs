@@ -25,6 +25,7 @@ pub mod apps;
 pub mod client;
 pub mod config;
 pub mod driver;
+pub mod duration;
 pub mod filter;
 pub mod intercept;
 pub mod interop;

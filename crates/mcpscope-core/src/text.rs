@@ -314,25 +314,7 @@ pub fn terminal_safe(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> 
     std::borrow::Cow::Owned(out)
 }
 
-/// `500ms`, `2s`, `1m`, `1.5s`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num.trim().parse().ok().filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    Some(std::time::Duration::from_secs_f64(secs))
-}
-
-/// A duration as `parse_duration` reads it back: `250ms`, `2s`, `1.5s`, `2m`.
+/// A duration as `crate::duration::parse` reads it back: `250ms`, `2s`, `1.5s`, `2m`.
 pub fn duration(d: std::time::Duration) -> String {
     let ms = d.as_secs_f64() * 1000.0;
     if ms < 1000.0 || ms.fract() != 0.0 && ms < 10_000.0 {

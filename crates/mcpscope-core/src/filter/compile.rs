@@ -152,6 +152,8 @@ pub enum Pred {
 }
 
 /// Turns `e` into a predicate, or says what is wrong with it.
+// Recursive: the arms that are not keep their work in functions of their
+// own, so each level of the tree costs one small frame.
 pub fn compile(e: &Expr) -> Result<Pred, FilterError> {
     Ok(match e {
         Expr::And(a, b) => Pred::And(Box::new(compile(a)?), Box::new(compile(b)?)),
@@ -159,44 +161,48 @@ pub fn compile(e: &Expr) -> Result<Pred, FilterError> {
         Expr::Not(a) => Pred::Not(Box::new(compile(a)?)),
         Expr::Test(o) => test(o)?,
         Expr::Compare { left, op, right } => compare(left, *op, right)?,
-        Expr::In { value, set, span } => {
-            let left = getter(value)?;
-            let ty = getter_ty(&left);
-            let mut out = Vec::new();
-            for item in set {
-                out.push(match item {
-                    SetItem::One(l) => SetConst::One(literal_for(ty, l, *span, value)?),
-                    SetItem::Range(a, b) => {
-                        let (Some(a), Some(b)) = (number_of(a), number_of(b)) else {
-                            return Err(FilterError::new(
-                                "a range needs numbers or durations at both ends",
-                                *span,
-                            ));
-                        };
-                        if !matches!(ty, Ty::Num | Ty::Duration | Ty::Json) {
-                            return Err(type_error(value, ty, "a range of numbers", *span));
-                        }
-                        SetConst::Range(a, b)
-                    }
-                });
+        Expr::In { value, set, span } => in_set(value, set, *span)?,
+        Expr::Quantified { quantifier, expr, span } => quantified(*quantifier, expr, *span)?,
+    })
+}
+
+fn in_set(value: &Operand, set: &[SetItem], span: Span) -> Result<Pred, FilterError> {
+    let left = getter(value)?;
+    let ty = getter_ty(&left);
+    let mut out = Vec::new();
+    for item in set {
+        out.push(match item {
+            SetItem::One(l) => SetConst::One(literal_for(ty, l, span, value)?),
+            SetItem::Range(a, b) => {
+                let (Some(a), Some(b)) = (number_of(a), number_of(b)) else {
+                    return Err(FilterError::new(
+                        "a range needs numbers or durations at both ends",
+                        span,
+                    ));
+                };
+                if !matches!(ty, Ty::Num | Ty::Duration | Ty::Json) {
+                    return Err(type_error(value, ty, "a range of numbers", span));
+                }
+                SetConst::Range(a, b)
             }
-            Pred::In { left, set: out }
-        }
-        Expr::Quantified { quantifier, expr, span } => {
-            let inner = compile(expr)?;
-            let Some((array, depth)) = first_each(&inner) else {
-                return Err(FilterError::new(
-                    "any(…) and all(…) need a path with [*] inside, such as result.tools[*].name",
-                    *span,
-                ));
-            };
-            Pred::Quantified {
-                quantifier: *quantifier,
-                array,
-                depth,
-                inner: Box::new(inner),
-            }
-        }
+        });
+    }
+    Ok(Pred::In { left, set: out })
+}
+
+fn quantified(quantifier: Quantifier, expr: &Expr, span: Span) -> Result<Pred, FilterError> {
+    let inner = compile(expr)?;
+    let Some((array, depth)) = first_each(&inner) else {
+        return Err(FilterError::new(
+            "any(…) and all(…) need a path with [*] inside, such as result.tools[*].name",
+            span,
+        ));
+    };
+    Ok(Pred::Quantified {
+        quantifier,
+        array,
+        depth,
+        inner: Box::new(inner),
     })
 }
 

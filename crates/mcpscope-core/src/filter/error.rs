@@ -47,17 +47,30 @@ impl FilterError {
     /// method == "x" and lattency > 1s
     ///                   ^^^^^^^^ unknown field "lattency": did you mean "latency"?
     /// ```
+    ///
+    /// A long filter is cut to [`CONTEXT`] characters either side of the
+    /// error (`…` marks a cut), so the caret stays on the screen and a
+    /// filter of megabytes is not printed back whole.
     pub fn render(&self, text: &str) -> String {
         let (start, end) = self.char_range(text);
-        let shown: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let chars: Vec<char> = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let from = start.saturating_sub(CONTEXT);
+        let to = end.saturating_add(CONTEXT).min(chars.len());
+        let lead = if from > 0 { "…" } else { "" };
+        let tail = if to < chars.len() { "…" } else { "" };
+        let shown: String = chars.get(from..to).unwrap_or_default().iter().collect();
+        let carets = end.min(to).saturating_sub(start).max(1);
         format!(
-            "{shown}\n{}{} {}",
-            " ".repeat(start),
-            "^".repeat(end - start),
+            "{lead}{shown}{tail}\n{}{} {}",
+            " ".repeat(start - from + lead.chars().count()),
+            "^".repeat(carets),
             self.summary()
         )
     }
 }
+
+/// How many characters [`FilterError::render`] shows either side of the error.
+pub const CONTEXT: usize = 60;
 
 impl fmt::Display for FilterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,6 +123,25 @@ mod tests {
             lines[1].ends_with("^^^^^^^^ unknown field \"lattency\": did you mean \"latency\"?"),
             "{r}"
         );
+    }
+
+    #[test]
+    fn a_long_filter_is_shown_around_its_error() {
+        let text = format!("{}method == {}", "not ".repeat(30_000), "x".repeat(10_000));
+        let at = text.find("method").unwrap();
+        let e = FilterError::new("here", Span::new(at, at + 6));
+        let r = e.render(&text);
+        let lines: Vec<&str> = r.lines().collect();
+        assert!(lines[0].starts_with('…') && lines[0].ends_with('…'), "{r}");
+        assert_eq!(lines[0].chars().count(), 2 * CONTEXT + 6 + 2);
+        let caret = lines[1].find('^').unwrap();
+        assert_eq!(lines[0].chars().skip(caret).take(6).collect::<String>(), "method");
+        assert!(lines[1].ends_with("^^^^^^ here"), "{r}");
+        // At the very end (an expression cut short): one caret past the text.
+        let e = FilterError::new("more", Span::new(text.len(), text.len()));
+        let r = e.render(&text);
+        let lines: Vec<&str> = r.lines().collect();
+        assert_eq!(lines[1].find('^'), Some(lines[0].chars().count()), "{r}");
     }
 
     #[test]

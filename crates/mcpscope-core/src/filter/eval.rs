@@ -66,44 +66,53 @@ pub fn eval<S: Subject>(p: &Pred, s: &S, binds: &mut Vec<Binding>) -> bool {
             array,
             inner,
             ..
-        } => {
-            let (rel, prefix) = match array {
-                Access::Path(p) => (None, p),
-                Access::Related(rel, a) => match &**a {
-                    Access::Path(p) => (Some(*rel), p),
-                    _ => return false,
-                },
-                _ => return false,
-            };
-            let len = match rel {
-                None => array_len(s, prefix, binds),
-                Some(r) => s.related(r).and_then(|o| array_len(&o, prefix, binds)),
-            };
-            let Some(n) = len else { return false };
-            let mut result = *quantifier == Quantifier::All;
-            for index in 0..n {
-                binds.push(Binding {
-                    rel,
-                    prefix: prefix.clone(),
-                    index,
-                });
-                let hit = eval(inner, s, binds);
-                binds.pop();
-                match quantifier {
-                    Quantifier::Any if hit => {
-                        result = true;
-                        break;
-                    }
-                    Quantifier::All if !hit => {
-                        result = false;
-                        break;
-                    }
-                    _ => {}
-                }
+        } => quantified(*quantifier, array, inner, s, binds),
+    }
+}
+
+// Apart from `eval`, which recurses: its frame stays small.
+fn quantified<S: Subject>(
+    quantifier: Quantifier,
+    array: &Access,
+    inner: &Pred,
+    s: &S,
+    binds: &mut Vec<Binding>,
+) -> bool {
+    let (rel, prefix) = match array {
+        Access::Path(p) => (None, p),
+        Access::Related(rel, a) => match &**a {
+            Access::Path(p) => (Some(*rel), p),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    let len = match rel {
+        None => array_len(s, prefix, binds),
+        Some(r) => s.related(r).and_then(|o| array_len(&o, prefix, binds)),
+    };
+    let Some(n) = len else { return false };
+    let mut result = quantifier == Quantifier::All;
+    for index in 0..n {
+        binds.push(Binding {
+            rel,
+            prefix: prefix.clone(),
+            index,
+        });
+        let hit = eval(inner, s, binds);
+        binds.pop();
+        match quantifier {
+            Quantifier::Any if hit => {
+                result = true;
+                break;
             }
-            result
+            Quantifier::All if !hit => {
+                result = false;
+                break;
+            }
+            _ => {}
         }
     }
+    result
 }
 
 fn array_len<S: Subject>(s: &S, prefix: &[Segment], binds: &[Binding]) -> Option<usize> {

@@ -258,12 +258,13 @@ pub fn op_from_json(v: &Value) -> Result<Op, String> {
                 Some(t) => Toward::parse(t).ok_or("break: `toward` is c2s, s2c or both")?,
                 None => Toward::Both,
             };
+            // A peer's number is checked like a person's text: `1e300`
+            // would panic the conversion and end this client's thread.
             let timeout = match v.get("timeout") {
-                Some(Value::String(t)) => {
-                    Some(crate::text::parse_duration(t).ok_or(format!("break: {t:?} is not a duration"))?)
-                }
-                Some(Value::Number(n)) => n.as_f64().filter(|s| *s > 0.0).map(Duration::from_secs_f64),
-                _ => None,
+                // 0 seconds as a number has always meant no timeout.
+                Some(Value::Number(n)) if n.as_f64() == Some(0.0) => None,
+                Some(t) => crate::duration::from_json(t).map_err(|e| format!("break: timeout {e}"))?,
+                None => None,
             };
             Op::AddBreakpoint(Breakpoint {
                 filter,
@@ -534,6 +535,41 @@ mod tests {
         );
         assert!(op(json!({"op": "explode"})).unwrap_err().contains("unknown op"));
         assert!(op(json!({"op": "unbreak", "index": 0})).unwrap_err().contains("from 1"));
+    }
+
+    #[test]
+    fn break_timeouts_out_of_range_and_deep_matches_are_answered_not_panicked_on() {
+        let op = |v: Value| op_from_json(&v);
+        let timeout = |t: Value| op(json!({"op": "break", "match": "true", "timeout": t}));
+        let big: Value = serde_json::from_str("1e300").unwrap();
+        assert!(timeout(big).unwrap_err().contains("longer than 8760h"));
+        assert!(timeout(json!(u64::MAX)).unwrap_err().contains("longer than 8760h"));
+        assert!(timeout(json!(-1.5)).unwrap_err().contains("negative"));
+        assert!(
+            timeout(json!("18446744073709551615s"))
+                .unwrap_err()
+                .contains("longer than")
+        );
+        assert!(timeout(json!([1])).unwrap_err().contains("not a duration"));
+        // 0 (and null, which the app and the CLI send) is no timeout.
+        for none in [json!(0), Value::Null] {
+            assert!(matches!(timeout(none), Ok(Op::AddBreakpoint(b)) if b.timeout.is_none()));
+        }
+        assert!(
+            matches!(timeout(json!(1.5)), Ok(Op::AddBreakpoint(b)) if b.timeout == Some(Duration::from_millis(1500)))
+        );
+        let deep = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(
+            op(json!({"op": "break", "match": deep}))
+                .unwrap_err()
+                .contains("nested deeper than")
+        );
+        let deep = format!("{}true => drop", "not ".repeat(30_000));
+        assert!(
+            op(json!({"op": "fault", "rule": deep}))
+                .unwrap_err()
+                .contains("nested deeper than")
+        );
     }
 
     #[test]

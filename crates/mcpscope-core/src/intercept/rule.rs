@@ -430,7 +430,7 @@ fn split_word(s: &str) -> (&str, &str) {
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
-    crate::text::parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (100ms, 2s, 1m)"))
+    crate::duration::parse(s).map_err(|e| e.to_string())
 }
 
 /// One JSON value at the start of `s`, and what follows it.
@@ -510,9 +510,13 @@ pub fn parse_rules_file(text: &str, json: bool) -> Result<RulesFile, String> {
                     None => Toward::Both,
                 };
                 let timeout = match o.get("timeout") {
-                    Some(Value::String(t)) => Some(duration(t).map_err(|e| format!("break {}: {e}", i + 1))?),
-                    Some(Value::Number(n)) => n.as_f64().map(Duration::from_secs_f64),
-                    _ => None,
+                    // TOML has no null: this was `nan` or `inf`, which its
+                    // conversion to JSON turns into null.
+                    Some(Value::Null) if !json => {
+                        return Err(format!("break {}: timeout is not a finite number of seconds", i + 1));
+                    }
+                    Some(t) => crate::duration::from_json(t).map_err(|e| format!("break {}: timeout {e}", i + 1))?,
+                    None => None,
                 };
                 (expr.to_owned(), toward, timeout)
             }
@@ -660,6 +664,48 @@ enabled = false
         );
         assert!(
             parse_rules_file("faults = 3 [", false)
+                .unwrap_err()
+                .contains("not TOML")
+        );
+    }
+
+    #[test]
+    fn out_of_range_durations_and_deep_filters_in_rules_are_refused() {
+        let err = |t: &str| parse_fault(t).unwrap_err().to_string();
+        let e = err("true => delay 18446744073709551615s");
+        assert!(e.contains("longer than 8760h"), "{e}");
+        let e = err("true => delay 1s..1e30s");
+        assert!(e.contains("\"1e30s\" is longer than 8760h"), "{e}");
+        let e = err(&format!("{}true => drop", "(".repeat(5000)));
+        assert!(e.contains("nested deeper than"), "{e}");
+        for (text, json, want) in [
+            (
+                r#"{"breaks": [{"match": "true", "timeout": 1e300}]}"#,
+                true,
+                "timeout \"1e+300\" is longer than",
+            ),
+            (
+                r#"{"breaks": [{"match": "true", "timeout": -1}]}"#,
+                true,
+                "timeout \"-1\" is negative",
+            ),
+            (
+                r#"{"breaks": [{"match": "true", "timeout": "18446744073709551615s"}]}"#,
+                true,
+                "is longer than",
+            ),
+            ("[[break]]\nmatch = 'true'\ntimeout = 1e300", false, "is longer than"),
+            ("[[break]]\nmatch = 'true'\ntimeout = inf", false, "not a finite number"),
+            ("[[break]]\nmatch = 'true'\ntimeout = nan", false, "not a finite number"),
+        ] {
+            let e = parse_rules_file(text, json).unwrap_err();
+            assert!(e.starts_with("break 1: ") && e.contains(want), "{text}: {e}");
+        }
+        // The file formats' own nesting is bounded by their parsers.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(parse_rules_file(&deep, true).unwrap_err().contains("not JSON"));
+        assert!(
+            parse_rules_file(&format!("x = {deep}"), false)
                 .unwrap_err()
                 .contains("not TOML")
         );

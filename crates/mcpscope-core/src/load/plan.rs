@@ -192,6 +192,37 @@ impl Timetable {
     }
 }
 
+/// The most sessions a run opens at once (or a ramp rises to). Each is a
+/// task with its own connection and buffers (over stdio a thread and a
+/// server process), so this bounds what a mistyped count can allocate;
+/// no single generator drives more than this usefully anyway.
+pub const MAX_SESSIONS: usize = 10_000;
+
+/// The most requests one session keeps in flight (each waits in memory
+/// for its answer).
+pub const MAX_IN_FLIGHT: usize = 1_000;
+
+/// A run larger than the generator takes.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SizeError {
+    #[error("{0} sessions: at most {MAX_SESSIONS} run at once")]
+    Sessions(usize),
+    #[error("{0} requests in flight per session: at most {MAX_IN_FLIGHT}")]
+    InFlight(usize),
+}
+
+/// Refuses a run of more sessions, or more requests in flight per
+/// session, than the limits above.
+pub fn check_sizes(sessions: usize, in_flight: usize) -> Result<(), SizeError> {
+    if sessions > MAX_SESSIONS {
+        return Err(SizeError::Sessions(sessions));
+    }
+    if in_flight > MAX_IN_FLIGHT {
+        return Err(SizeError::InFlight(in_flight));
+    }
+    Ok(())
+}
+
 /// `--ramp FROM..TO over DURATION`: concurrency rises a step at a time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ramp {
@@ -208,12 +239,13 @@ impl Ramp {
         let (from, to) = range.trim().split_once("..").ok_or_else(bad)?;
         let from: usize = from.trim().parse().map_err(|_| bad())?;
         let to: usize = to.trim().parse().map_err(|_| bad())?;
-        let over = parse_duration(over.trim()).ok_or_else(bad)?;
+        let over = crate::duration::parse(over).map_err(|e| format!("--ramp {s:?}: {e}"))?;
         if from == 0 || to < from || over.is_zero() {
             return Err(format!(
                 "--ramp {s:?}: FROM must be at least 1, TO at least FROM, DURATION above 0"
             ));
         }
+        check_sizes(to, 1).map_err(|e| format!("--ramp {s:?}: TO is {e}"))?;
         Ok(Ramp { from, to, over })
     }
 
@@ -235,8 +267,6 @@ impl Ramp {
             .collect()
     }
 }
-
-pub use crate::text::parse_duration;
 
 #[cfg(test)]
 mod tests {
@@ -301,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn ramps_and_durations_parse() {
+    fn ramps_parse() {
         let r = Ramp::parse("1..64 over 60s").unwrap();
         let steps = r.steps();
         assert_eq!(steps.len(), 60);
@@ -313,11 +343,27 @@ mod tests {
         assert!(Ramp::parse("0..4 over 1s").is_err());
         assert!(Ramp::parse("8..4 over 1s").is_err());
         assert!(Ramp::parse("1-4 for 1s").is_err());
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_duration("fast"), None);
-        assert_eq!(parse_duration("-1s"), None);
+        let e = Ramp::parse("1..1000000000 over 2s").unwrap_err();
+        assert!(
+            e.contains("TO is 1000000000 sessions: at most 10000 run at once"),
+            "{e}"
+        );
+        assert!(Ramp::parse("1..10000 over 2s").is_ok());
+        let e = Ramp::parse("1..2 over 18446744073709551615s").unwrap_err();
+        assert!(e.contains("longer than 8760h"), "{e}");
+    }
+
+    #[test]
+    fn runs_larger_than_the_generator_takes_are_refused() {
+        assert_eq!(check_sizes(MAX_SESSIONS, MAX_IN_FLIGHT), Ok(()));
+        assert_eq!(check_sizes(1_000_000_000, 1), Err(SizeError::Sessions(1_000_000_000)));
+        assert_eq!(
+            check_sizes(1, MAX_IN_FLIGHT + 1),
+            Err(SizeError::InFlight(MAX_IN_FLIGHT + 1))
+        );
+        assert_eq!(
+            SizeError::Sessions(usize::MAX).to_string(),
+            format!("{} sessions: at most 10000 run at once", usize::MAX)
+        );
     }
 }
