@@ -5,8 +5,7 @@
 //! down, POSTs up); it holds no protocol logic of its own.
 
 use crate::transport::http_server::{
-    Conn, Either, ListenError, Request, Slot, Slots, Stop, Stopper, accept_loop, check_host_syntax, check_local,
-    first_of, plain_answer, read_request,
+    Conn, Either, Gate, ListenError, Request, Slot, Slots, Stopper, accept_loop, first_of, next_request, plain_answer,
 };
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
@@ -259,33 +258,15 @@ fn random_token() -> String {
 async fn serve_connection(shared: Arc<Shared>, role: Role, stream: TcpStream, slot: Slot) {
     let mut conn = Conn::new(stream, slot.evict.clone());
     let mut wait = HEADER_TIMEOUT;
+    let gate = match role {
+        Role::Host => Gate::loopback("mcpscope app host", "the app host"),
+        Role::Sandbox => Gate::loopback("mcpscope app host", "the app sandbox"),
+    };
     loop {
-        slot.waiting();
-        let req = match read_request(&mut conn, wait, HEADER_TIMEOUT).await {
-            Ok(r) => r,
-            Err(Stop::Closed) => return,
-            Err(Stop::Bad(status, why)) => {
-                conn.answer_and_close(status, &format!("mcpscope app host: {why}"), HEADER_TIMEOUT)
-                    .await;
-                return;
-            }
+        let refused = |why: String| lock(&shared.log).push(why);
+        let Some(req) = next_request(&mut conn, &slot, wait, HEADER_TIMEOUT, gate, refused).await else {
+            return;
         };
-        let checked = check_host_syntax(&req)
-            .map_err(|e| e.to_string())
-            .and_then(|()| match role {
-                // The page's own fetches carry its origin; nothing else may drive the bridge.
-                Role::Host => check_local(&req, "the app host").map_err(|e| e.to_string()),
-                Role::Sandbox => check_local(&req, "the app sandbox").map_err(|e| e.to_string()),
-            });
-        if let Err(why) = checked {
-            lock(&shared.log).push(format!("refused {} {}: {why}", req.method, req.target));
-            conn.answer_and_close(403, &format!("mcpscope app host: {why}"), HEADER_TIMEOUT)
-                .await;
-            return;
-        }
-        if !slot.busy() {
-            return;
-        }
         let keep = req.keep_alive();
         let go_on = match role {
             Role::Host => host(&shared, &mut conn, &req).await,

@@ -28,8 +28,7 @@ use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
 use crate::transport::http_server::{
-    Conn, Either, ListenError, Request, Slot, Slots, Stop, accept_loop, answer, check_local, check_local_origin,
-    first_of, read_request,
+    Conn, Either, Gate, ListenError, Request, Slot, Slots, accept_loop, answer, first_of, next_request,
 };
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -518,31 +517,16 @@ impl MockServer {
 async fn serve_connection(shared: Arc<Shared>, stream: TcpStream, slot: Slot) {
     let mut conn = Conn::new(stream, slot.evict.clone());
     let mut wait = shared.header_timeout;
+    let gate = if shared.any_host {
+        Gate::any_host("mcpscope mock", "the mock")
+    } else {
+        Gate::loopback("mcpscope mock", "the mock")
+    };
     loop {
-        slot.waiting();
-        let req = match read_request(&mut conn, wait, shared.header_timeout).await {
-            Ok(r) => r,
-            Err(Stop::Closed) => return,
-            Err(Stop::Bad(status, why)) => {
-                conn.answer_and_close(status, &format!("mcpscope mock: {why}"), shared.header_timeout)
-                    .await;
-                return;
-            }
-        };
-        let local = if shared.any_host {
-            check_local_origin(&req, "the mock")
-        } else {
-            check_local(&req, "the mock")
-        };
-        if let Err(why) = local {
-            (shared.log)(&format!("refused {} {}: {why}", req.method, req.target));
-            conn.answer_and_close(403, &format!("mcpscope mock: {why}"), shared.header_timeout)
-                .await;
+        let refused = |why: String| (shared.log)(&why);
+        let Some(req) = next_request(&mut conn, &slot, wait, shared.header_timeout, gate, refused).await else {
             return;
-        }
-        if !slot.busy() {
-            return;
-        }
+        };
         let keep = req.keep_alive();
         if !handle(&shared, &mut conn, req).await || !keep {
             return;

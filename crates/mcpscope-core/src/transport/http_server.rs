@@ -1,10 +1,11 @@
 //! The HTTP/1.1 server pieces shared by mcpscope's loopback listeners (the
-//! reverse proxy, the mock's Streamable HTTP endpoint): reading a request
-//! with `httparse` under header and body timeouts, connection slots that make
-//! room by closing the client that has waited longest, the DNS-rebinding
-//! checks on `Host` and `Origin`, and plain-text error answers.
+//! reverse proxy, the mock's Streamable HTTP endpoint, the MCP App pages,
+//! the sign-in's redirect listener): reading a request with `httparse` under
+//! header and body timeouts, connection slots that make room by closing the
+//! client that has waited longest, the one [`Gate`] on `Host` and `Origin`,
+//! and plain-text error answers.
 //!
-//! Kept in one place so that both listeners refuse the same malformed or
+//! Kept in one place so that every listener refuses the same malformed or
 //! hostile requests the same way.
 
 use httparse::Status;
@@ -157,7 +158,8 @@ impl Slots {
     }
 
     /// A slot for a new connection, making room if need be; `None` when
-    /// every open connection is in the middle of an exchange.
+    /// every open connection is in the middle of an exchange or not yet
+    /// looked at by its task.
     pub(crate) fn take(this: &Arc<Self>) -> Option<Slot> {
         let mut inner = this.lock();
         if inner.open.len() >= this.max {
@@ -173,10 +175,13 @@ impl Slots {
         let id = inner.next_id;
         inner.next_id += 1;
         let evict = Arc::new(Notify::new());
+        // Not waiting until its task says so: a connection just accepted may
+        // hold a whole request its task has not read yet, and closing it to
+        // make room would leave that request unanswered.
         inner.open.insert(
             id,
             Entry {
-                waiting_since: Some(std::time::Instant::now()),
+                waiting_since: None,
                 evict: evict.clone(),
             },
         );
@@ -224,10 +229,15 @@ impl Drop for Slot {
 /// Why reading a request stopped short.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Stop {
-    /// Close without a word: nothing (more) came, the client left, or its slot was needed.
+    /// Close without a word: nothing (more) came, or the client left.
     Closed,
+    /// Its slot was needed for a newcomer while it waited for (the rest of) a request.
+    Evicted,
     /// Answer with this status and reason, then close.
     Bad(u16, String),
+    /// The [`Gate`] refused it (`request` is its method and target): answer
+    /// with this status, note it, then close.
+    Refused { status: u16, request: String, why: Refusal },
 }
 
 pub(crate) fn bad(status: u16, why: impl Into<String>) -> Stop {
@@ -262,6 +272,8 @@ pub(crate) struct Conn<S> {
     pub(crate) buf: Vec<u8>,
     scratch: Box<[u8]>,
     pub(crate) evict: Arc<Notify>,
+    /// Requests read whole on it so far.
+    requests: u64,
 }
 
 impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Conn<S> {
@@ -271,6 +283,7 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Conn<S> {
             buf: Vec::new(),
             scratch: vec![0; READ_SIZE].into_boxed_slice(),
             evict,
+            requests: 0,
         }
     }
 
@@ -280,6 +293,9 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Conn<S> {
     pub(crate) async fn more(&mut self, deadline: Instant, what: Option<&str>) -> Result<(), Stop> {
         let read = self.stream.read(&mut self.scratch);
         let outcome = timeout_at(deadline, first_of(read, self.evict.notified())).await;
+        if let Ok(Either::B(())) = outcome {
+            return Err(Stop::Evicted);
+        }
         let Some(what) = what else {
             return match outcome {
                 Ok(Either::A(Ok(n))) if n > 0 => {
@@ -322,7 +338,12 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> Conn<S> {
 /// Reads one request: the head within `wait` of the call (its first byte) and
 /// `head_timeout` of its first byte (the rest), the body with no pause longer
 /// than `head_timeout`.
-pub(crate) async fn read_request<S>(conn: &mut Conn<S>, wait: Duration, head_timeout: Duration) -> Result<Request, Stop>
+pub(crate) async fn read_request<S>(
+    conn: &mut Conn<S>,
+    wait: Duration,
+    head_timeout: Duration,
+    gate: Gate,
+) -> Result<Request, Stop>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -355,7 +376,14 @@ where
         conn.more(head_deadline.unwrap_or(idle_deadline), what).await?;
     };
     conn.buf.drain(..head_len);
-    check_host_syntax(&req).map_err(|why| bad(400, why.to_string()))?;
+    // On the head, so that nothing of a refused request's body is read.
+    if let Err((status, why)) = gate.admit(&req) {
+        return Err(Stop::Refused {
+            status,
+            request: format!("{} {}", req.method, req.target),
+            why,
+        });
+    }
     let framing = framing(&req)?;
     if framing != Framing::Length(0)
         && !req.http10
@@ -376,6 +404,7 @@ where
             req.body = std::mem::replace(&mut conn.buf, rest);
         }
     }
+    conn.requests += 1;
     Ok(req)
 }
 
@@ -548,6 +577,93 @@ where
     }
 }
 
+/// Who may talk to a listener, by the request's `Host` and `Origin`: the one
+/// check of every mcpscope listener (the mock, the reverse proxy, the App
+/// pages, the sign-in's redirect listener), run on the head before any of
+/// the body is read. A missing, repeated or malformed `Host` (an empty one
+/// included) is a 400 (RFC 9112 §3.2); a `Host` or `Origin` that is not this
+/// machine, which is how DNS rebinding looks, a 403.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Gate {
+    /// The listener in its answers: "mcpscope mock".
+    pub(crate) name: &'static str,
+    /// The listener in refusals: "the mock".
+    who: &'static str,
+    /// Opened to other machines by the user: any `Host` is expected, but a
+    /// web page elsewhere must still not drive it from a browser.
+    any_host: bool,
+}
+
+impl Gate {
+    pub(crate) const fn loopback(name: &'static str, who: &'static str) -> Self {
+        Self {
+            name,
+            who,
+            any_host: false,
+        }
+    }
+
+    pub(crate) const fn any_host(name: &'static str, who: &'static str) -> Self {
+        Self {
+            name,
+            who,
+            any_host: true,
+        }
+    }
+
+    /// Whether `req` may be answered; if not, the status to refuse it with and why.
+    pub(crate) fn admit(&self, req: &Request) -> Result<(), (u16, Refusal)> {
+        check_host_syntax(req).map_err(|why| (400, why))?;
+        let local = if self.any_host {
+            check_local_origin(req, self.who)
+        } else {
+            check_local(req, self.who)
+        };
+        local.map_err(|why| (403, why))
+    }
+}
+
+/// The next request on a connection for its listener to answer, or `None`
+/// once the connection is done. What is refused is answered here, the same
+/// way on every listener: a malformed request with its 4xx, one the [`Gate`]
+/// refuses with 400 or 403 (and told to `refused`), and a whole request that
+/// came as its connection was closed to make room with 503 and Retry-After
+/// (as is a new connection closed to make room before its first request
+/// came whole). A connection is never closed under a whole request without
+/// an answer.
+pub(crate) async fn next_request<S>(
+    conn: &mut Conn<S>,
+    slot: &Slot,
+    wait: Duration,
+    head_timeout: Duration,
+    gate: Gate,
+    refused: impl FnOnce(String),
+) -> Option<Request>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    slot.waiting();
+    let name = gate.name;
+    let full = || (503, "too many connections at once".to_owned());
+    let (status, why) = match read_request(conn, wait, head_timeout, gate).await {
+        Ok(req) if slot.busy() => return Some(req),
+        Ok(_) => full(),
+        // A client that has just connected is about to send its first
+        // request, if it has not already: told to come back, not cut off.
+        Err(Stop::Evicted) if conn.requests == 0 => full(),
+        // Idle between requests: closing is what HTTP/1.1 keep-alive allows.
+        Err(Stop::Closed | Stop::Evicted) => return None,
+        Err(Stop::Bad(status, why)) => (status, why),
+        Err(Stop::Refused { status, request, why }) => {
+            refused(format!("refused {request}: {why}"));
+            (status, why.to_string())
+        }
+    };
+    conn.answer_and_close(status, &format!("{name}: {why}"), head_timeout)
+        .await;
+    None
+}
+
 /// Why a listener refused a request before reading its body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
@@ -640,7 +756,7 @@ pub fn bind(addr: std::net::SocketAddr) -> Result<(std::net::TcpListener, std::n
 /// and two `Origin`s are as ambiguous (which one would the local check have
 /// looked at?). This runs before the body is read, so nothing of such a
 /// request reaches the upstream.
-pub(crate) fn check_host_syntax(req: &Request) -> Result<(), Refusal> {
+fn check_host_syntax(req: &Request) -> Result<(), Refusal> {
     for name in ["Host", "Origin"] {
         let count = req.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).count();
         if count > 1 {
@@ -652,9 +768,11 @@ pub(crate) fn check_host_syntax(req: &Request) -> Result<(), Refusal> {
     };
     // Userinfo is not allowed in Host (RFC 9110 §7.2), yet `http` takes it in
     // an authority; and it does not check the port.
+    // A host name is needed: an empty one, port or not, names no one.
     let well_formed = !host.contains('@')
         && ureq::http::uri::Authority::try_from(host).is_ok_and(|a| match host.strip_prefix(a.host()) {
-            Some("") => !a.host().is_empty(),
+            _ if a.host().is_empty() => false,
+            Some("") => true,
             Some(port) => port
                 .strip_prefix(':')
                 .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()),
@@ -688,7 +806,7 @@ fn strip_port(authority: &str) -> &str {
 /// DNS-rebinding protection: a page on an attacker's name that resolves to
 /// 127.0.0.1 sends its own name as `Host`, and its origin as `Origin`.
 /// `who` ("the proxy", "the mock") is named in the reason.
-pub(crate) fn check_local(req: &Request, who: &'static str) -> Result<(), Refusal> {
+fn check_local(req: &Request, who: &'static str) -> Result<(), Refusal> {
     match req.header("host") {
         None => return Err(Refusal::NoHost),
         Some(h) if !is_local_host(strip_port(h)) => {
@@ -705,7 +823,7 @@ pub(crate) fn check_local(req: &Request, who: &'static str) -> Result<(), Refusa
 /// The `Origin` half of [`check_local`]: what is left of it on a listener the
 /// user opened to other machines, where any `Host` is expected but a web
 /// page elsewhere must still not drive it from a browser.
-pub(crate) fn check_local_origin(req: &Request, who: &'static str) -> Result<(), Refusal> {
+fn check_local_origin(req: &Request, who: &'static str) -> Result<(), Refusal> {
     if let Some(o) = req.header("origin") {
         let local = url::Url::parse(o)
             .ok()
@@ -741,14 +859,16 @@ pub(crate) fn answer(status: u16, headers: &[(&str, &str)], content_type: &str, 
 }
 
 /// A plain-text answer that closes the connection (errors and refusals).
+/// A 503 says when to come back (RFC 9110 §10.2.3): the listener was full.
 pub(crate) fn plain_answer(status: u16, text: &str) -> Vec<u8> {
     let reason = ureq::http::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or("");
     let body = format!("{text}\n");
+    let retry = if status == 503 { "retry-after: 1\r\n" } else { "" };
     format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n{retry}connection: close\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -793,7 +913,7 @@ mod tests {
             let mut got = Vec::new();
             loop {
                 let secs = Duration::from_secs(5);
-                match read_request(&mut conn, secs, secs).await {
+                match read_request(&mut conn, secs, secs, Gate::loopback("mcpscope test", "the test")).await {
                     Ok(r) => got.push(r),
                     Err(stop) => return (got, stop),
                 }
@@ -804,6 +924,7 @@ mod tests {
     fn refused(input: &[u8]) -> (u16, String) {
         match read_all(input) {
             (got, Stop::Bad(status, why)) if got.is_empty() => (status, why),
+            (got, Stop::Refused { status, why, .. }) if got.is_empty() => (status, why.to_string()),
             (got, stop) => panic!(
                 "{:?}: {} requests, then {stop:?}",
                 String::from_utf8_lossy(input),
@@ -917,6 +1038,7 @@ mod tests {
         let slots = Arc::new(Slots::new(2));
         let a = Slots::take(&slots).unwrap();
         let b = Slots::take(&slots).unwrap();
+        a.waiting();
         assert!(b.busy());
         // `a` waited longest and is not in an exchange: it goes.
         let c = Slots::take(&slots).unwrap();
@@ -931,6 +1053,100 @@ mod tests {
         assert_eq!(slots.open(), 1);
         drop(c);
         assert_eq!(slots.open(), 0);
+    }
+
+    /// #47 item 8: a burst of clients each sending a whole request at once.
+    /// A connection just accepted is not closed to make room before its task
+    /// has read what it sent: the newcomer is turned away (503) instead.
+    #[test]
+    fn a_connection_not_yet_read_is_not_closed_to_make_room() {
+        let slots = Arc::new(Slots::new(2));
+        let a = Slots::take(&slots).unwrap();
+        let b = Slots::take(&slots).unwrap();
+        assert!(Slots::take(&slots).is_none(), "neither has been read yet");
+        assert!(a.busy() && b.busy(), "neither was closed");
+        b.waiting();
+        let c = Slots::take(&slots).unwrap();
+        assert!(!b.busy(), "waiting, so it made room");
+        assert!(a.busy() && c.busy());
+    }
+
+    /// Every refusal a listener makes, run on a duplex stream: the answer's
+    /// status line and whether the request reached the listener.
+    fn next_on(input: &[u8], evicted: bool) -> (String, bool, Vec<String>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let slots = Arc::new(Slots::new(1));
+            let slot = Slots::take(&slots).unwrap();
+            if evicted {
+                slot.waiting();
+                let _newcomer = Slots::take(&slots).unwrap();
+            }
+            let (mut client, server) = tokio::io::duplex(input.len() + 4096);
+            client.write_all(input).await.unwrap();
+            let mut conn = Conn::new(server, slot.evict.clone());
+            let mut notes = Vec::new();
+            let secs = Duration::from_secs(5);
+            let gate = Gate::loopback("mcpscope test", "the test");
+            // The client reads until the listener closes, then leaves (ending its linger).
+            let reader = tokio::spawn(async move {
+                let mut answer = Vec::new();
+                let _ = client.read_to_end(&mut answer).await;
+                String::from_utf8_lossy(&answer).into_owned()
+            });
+            let got = next_request(&mut conn, &slot, secs, secs, gate, |n| notes.push(n)).await;
+            drop(conn);
+            let answer = reader.await.unwrap();
+            (answer, got.is_some(), notes)
+        })
+    }
+
+    #[test]
+    fn a_whole_request_on_a_connection_closed_to_make_room_gets_503_with_retry_after() {
+        let req = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 2\r\n\r\n{}";
+        let (answer, served, _) = next_on(req, true);
+        assert!(!served);
+        assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+        assert!(answer.contains("retry-after: 1\r\n"), "{answer}");
+        let (answer, served, _) = next_on(req, false);
+        assert!(served && answer.is_empty(), "{answer}");
+        // Closed to make room before its first request came: told so too.
+        let (answer, served, _) = next_on(b"", true);
+        assert!(!served);
+        assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    }
+
+    #[test]
+    fn the_gate_refuses_on_the_head_with_400_or_403_and_says_so() {
+        for (host, status) in [
+            ("Host:\r\n", "400"),
+            ("Host: \r\n", "400"),
+            ("", "400"),
+            ("Host: :8080\r\n", "400"),
+            ("Host: evil.example\r\n", "403"),
+        ] {
+            // The body never comes: refused on the head, it is not waited for.
+            let req = format!("POST /mcp HTTP/1.1\r\n{host}Content-Length: 100\r\n\r\n");
+            let (answer, served, notes) = next_on(req.as_bytes(), false);
+            assert!(!served, "{host:?}");
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "{host:?}: {answer}");
+            assert!(answer.contains("mcpscope test: "), "{answer}");
+            assert_eq!(notes.len(), 1, "{host:?}: {notes:?}");
+            assert!(notes[0].starts_with("refused POST /mcp: "), "{notes:?}");
+        }
+        let open = Gate::any_host("mcpscope test", "the test");
+        assert!(open.admit(&req(&[("Host", "evil.example")])).is_ok());
+        assert_eq!(open.admit(&req(&[("Host", "")])).unwrap_err().0, 400);
+        assert_eq!(
+            open.admit(&req(&[("Host", "x"), ("Origin", "http://evil.example")]))
+                .unwrap_err()
+                .0,
+            403
+        );
     }
 
     fn req(headers: &[(&str, &str)]) -> Request {
@@ -998,6 +1214,7 @@ mod tests {
         );
         for bad in [
             "",
+            ":8931",
             "127.0.0.1:8931/x",
             "a b",
             "user@127.0.0.1",

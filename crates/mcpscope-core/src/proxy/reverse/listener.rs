@@ -10,7 +10,7 @@
 
 use super::forward::{self, Sink};
 use super::{Ctx, lock};
-use crate::transport::http_server::{Conn, Request, Slot, Slots, Stop, accept_loop, check_local, read_request};
+use crate::transport::http_server::{Conn, Gate, Request, Slot, Slots, accept_loop, next_request};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -45,26 +45,12 @@ pub(super) fn run(
 async fn serve_connection(ctx: Arc<Ctx>, stream: TcpStream, slot: Slot) {
     let mut conn = Conn::new(stream, slot.evict.clone());
     let mut wait = ctx.header_timeout;
+    let gate = Gate::loopback("mcpscope proxy", "the proxy");
     loop {
-        slot.waiting();
-        let req = match read_request(&mut conn, wait, ctx.header_timeout).await {
-            Ok(r) => r,
-            Err(Stop::Closed) => return,
-            Err(Stop::Bad(status, why)) => {
-                conn.answer_and_close(status, &format!("mcpscope proxy: {why}"), ctx.header_timeout)
-                    .await;
-                return;
-            }
+        let refused = |why: String| lock(&ctx.shared).note(why);
+        let Some(req) = next_request(&mut conn, &slot, wait, ctx.header_timeout, gate, refused).await else {
+            return;
         };
-        if let Err(why) = check_local(&req, "the proxy") {
-            lock(&ctx.shared).note(format!("refused {} {}: {why}", req.method, req.target));
-            conn.answer_and_close(403, &format!("mcpscope proxy: {why}"), ctx.header_timeout)
-                .await;
-            return;
-        }
-        if !slot.busy() {
-            return;
-        }
         let keep = req.keep_alive();
         if !exchange(&ctx, &mut conn.stream, req).await || !keep {
             return;

@@ -2,12 +2,14 @@
 //! port unless one is fixed), answering only `GET /callback` with the
 //! expected `state`, closed after that one callback, a timeout or a cancel.
 //!
-//! Requests are read by `httparse` (hyper's parser), each connection on a
+//! Requests are read by `httparse` (hyper's parser) and let in by the
+//! `Host`/`Origin` gate every listener of mcpscope shares, each connection on a
 //! thread of its own (at most [`MAX_CONNECTIONS`] at once), so a local
 //! client that connects and sends nothing cannot hold the browser's
 //! callback back.
 
 use crate::protocol::auth::AuthError;
+use crate::transport::http_server::{Gate, Stop, parse_head};
 use crossbeam_channel::{Receiver, Sender, bounded};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -143,8 +145,17 @@ fn serve(mut stream: TcpStream, state: &str, port: u16) -> (Served, Option<Refus
     let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
     let (method, target) = match read_request(&mut stream) {
         Ok(r) => r,
-        Err(why) => {
-            respond(&mut stream, "400 Bad Request", "mcpscope could not read this request.");
+        Err((status, why)) => {
+            let reason = ureq::http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("");
+            let message = if status == 403 {
+                "mcpscope answers only requests addressed to this machine."
+            } else {
+                "mcpscope could not read this request."
+            };
+            respond(&mut stream, &format!("{status} {reason}"), message);
             let refusal = Refused {
                 request_line: String::new(),
                 why,
@@ -209,31 +220,36 @@ enum Served {
     Other,
 }
 
-/// The method and target of the request on `stream`, read with httparse
-/// (the head only: a callback has no body), or why it is not one.
-fn read_request(stream: &mut TcpStream) -> Result<(String, String), String> {
+/// The method and target of the request on `stream`, read as every
+/// listener of mcpscope reads a head (the head only: a callback has no
+/// body) and let in by the same [`Gate`], or the status to refuse it with
+/// and why.
+fn read_request(stream: &mut TcpStream) -> Result<(String, String), (u16, String)> {
+    let gate = Gate::loopback("mcpscope", "the sign-in's redirect listener");
     let mut buf = Vec::new();
     let mut chunk = [0u8; 1024];
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf) {
-            Ok(httparse::Status::Complete(_)) => {
-                return match (req.method, req.path) {
-                    (Some(m), Some(p)) => Ok((m.to_owned(), p.to_owned())),
-                    _ => Err("an incomplete request line".into()),
-                };
+        match parse_head(&buf) {
+            Ok(Some((_, req))) => {
+                gate.admit(&req).map_err(|(status, why)| (status, why.to_string()))?;
+                return Ok((req.method, req.target));
             }
-            Ok(httparse::Status::Partial) => {}
-            Err(e) => return Err(format!("a malformed request ({e})")),
+            Ok(None) => {}
+            Err(Stop::Bad(status, why)) => return Err((status, why)),
+            Err(_) => return Err((400, "a malformed request".into())),
         }
         if buf.len() >= MAX_HEAD {
-            return Err(format!("a request head over {} KiB", MAX_HEAD / 1024));
+            return Err((431, format!("a request head over {} KiB", MAX_HEAD / 1024)));
         }
         match stream.read(&mut chunk) {
-            Ok(0) => return Err("the connection closed before a whole request".into()),
+            Ok(0) => return Err((400, "the connection closed before a whole request".into())),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(format!("no whole request within {} s ({e})", HEAD_TIMEOUT.as_secs())),
+            Err(e) => {
+                return Err((
+                    408,
+                    format!("no whole request within {} s ({e})", HEAD_TIMEOUT.as_secs()),
+                ));
+            }
         }
     }
 }
