@@ -5,7 +5,7 @@
 use super::TargetArgs;
 use super::exit;
 use clap::Args;
-use mcpscope_core::load::plan::{Ramp, RequestSpec, Workload, parse_duration};
+use mcpscope_core::load::plan::{Ramp, RequestSpec, Workload};
 use mcpscope_core::load::report;
 use mcpscope_core::load::stats::Stats;
 use mcpscope_core::protocol::era::EraChoice;
@@ -47,7 +47,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "CAPTURE")]
     pub replay: Option<PathBuf>,
 
-    /// Sessions at once (stdio: server processes). Default: --concurrency, else 1.
+    /// Sessions at once (stdio: server processes), at most 10000. Default: --concurrency, else 1.
     #[arg(long, value_name = "N")]
     pub sessions: Option<usize>,
 
@@ -57,7 +57,7 @@ pub struct LoadArgs {
     pub concurrency: Option<usize>,
 
     /// Requests in flight per session in a closed loop (stdio and client
-    /// sessions, told apart by id); with --concurrency N: N sessions × M.
+    /// sessions, told apart by id), at most 1000; with --concurrency N: N sessions × M.
     #[arg(long, value_name = "M", default_value_t = 1, conflicts_with = "rate")]
     pub in_flight: usize,
 
@@ -66,7 +66,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
 
-    /// How long to run (e.g. 30s, 2m); default 10s unless --requests.
+    /// How long to run (e.g. 30s, 2m, at most 8760h); default 10s unless --requests.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub duration: Option<Duration>,
 
@@ -132,7 +132,7 @@ pub enum LoadFormat {
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (500ms, 10s, 2m)"))
+    mcpscope_core::duration::parse(s).map_err(|e| e.to_string())
 }
 
 fn workload(args: &LoadArgs) -> Result<Workload, String> {
@@ -222,6 +222,21 @@ pub fn run(args: LoadArgs) -> ExitCode {
             ),
         );
     }
+    // Refused before anything is sent (a sign-in included).
+    match mcpscope_core::load::plan::check_sizes(sessions, args.in_flight) {
+        Ok(()) => {}
+        Err(e @ mcpscope_core::load::plan::SizeError::InFlight(_)) => {
+            return fail(exit::USAGE, format!("--in-flight: {e}"));
+        }
+        Err(e) => {
+            let flag = if args.sessions.is_some() {
+                "--sessions"
+            } else {
+                "--concurrency"
+            };
+            return fail(exit::USAGE, format!("{flag}: {e}"));
+        }
+    }
     let duration = match (args.duration, args.requests, args.ramp) {
         (Some(d), _, _) => Some(d),
         (None, Some(_), _) | (None, None, Some(_)) => None,
@@ -307,9 +322,14 @@ pub fn run(args: LoadArgs) -> ExitCode {
     };
     crate::outln!("{}", out.trim_end());
     if result.requests == 0 && !failed_sessions.is_empty() {
-        return ExitCode::from(exit::UNREACHABLE);
+        return fail(exit::UNREACHABLE, "no session could start");
     }
-    ExitCode::from(if result.errors > 0 { exit::FAILED } else { exit::OK })
+    // A session that could not start is a failure too, though it sent nothing.
+    ExitCode::from(if result.errors > 0 || !failed_sessions.is_empty() {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
 }
 
 /// One session that signs in, so the others need not: its token.

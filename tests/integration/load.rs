@@ -23,6 +23,18 @@ fn load(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// [`load`] with a server command after `--` (the output flags go before it).
+fn load_with_server(args: &[&str]) -> Output {
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    Command::new(bin())
+        .arg("load")
+        .args(&args[..split])
+        .args(["--quiet", "--format", "json"])
+        .args(&args[split..])
+        .output()
+        .unwrap()
+}
+
 fn report(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
 }
@@ -211,16 +223,11 @@ fn refused_connections_and_a_server_that_dies_are_said_as_such() {
         "--requests",
         "5",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // No session could start (#47 item 7): exit 3, with the reason, as over stdio.
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let r = report(&out);
-    assert_eq!(class_count(&r, "transport failure"), 5, "{r}");
-    assert!(
-        r["error_classes"][0]["example"]
-            .as_str()
-            .unwrap()
-            .contains("cannot connect"),
-        "{r}"
-    );
+    assert_eq!(r["requests"], 0, "{r}");
+    assert!(text(&out.stderr).contains("cannot connect"), "{}", text(&out.stderr));
     // A stdio server that crashes on its first tools/call.
     let out = Command::new(bin())
         .args([
@@ -357,8 +364,8 @@ fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
     });
     h.state_mut().session.composer.choose_tool("echo");
     h.state_mut().bottom_tab = BottomTab::Load;
-    h.state_mut().load.seconds = 1;
-    h.state_mut().load.sessions = 2;
+    h.state_mut().session.load.seconds = 1;
+    h.state_mut().session.load.sessions = 2;
     h.step();
     h.step();
     assert!(
@@ -367,19 +374,30 @@ fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
     );
     h.get_by_label("▶ Run load").click();
     h.step();
-    assert!(h.state().load.running());
-    step_until(&mut h, "the run to end", |app| !app.load.running());
+    assert!(h.state().session.load.running());
+    step_until(&mut h, "the run to end", |app| !app.session.load.running());
     let app = h.state();
-    assert!(app.load.error.is_none(), "{:?}", app.load.error);
-    let r = app.load.report.as_ref().expect("a report");
+    assert!(app.session.load.error.is_none(), "{:?}", app.session.load.error);
+    let r = app.session.load.report.as_ref().expect("a report");
     assert!(r.requests > 0);
     assert_eq!(r.errors, 0, "{:?}", r.error_classes);
     assert_eq!(r.per_key[0].key, "tools/call echo");
     // Session 1 of 2 is sampled (every tenth, from the first).
-    assert_eq!(app.load.captures.len(), 1, "{:?}", app.load.captures);
+    assert_eq!(app.session.load.captures.len(), 1, "{:?}", app.session.load.captures);
     let tabs = app.tabs.len();
     h.get_by_label("session-0001.jsonl").click();
     step_until(&mut h, "the capture in a new tab", |app| app.tabs.len() == tabs + 1);
+    // The new tab has no run of its own: the last tab's figures stay there.
+    h.state_mut().bottom_tab = BottomTab::Load;
+    h.run_steps(3);
+    assert!(h.state().session.load.report.is_none());
+    assert!(
+        h.query_by_label_contains("requests in").is_none(),
+        "the other tab's figures are not shown here"
+    );
+    h.state_mut().activate_tab(0);
+    h.run_steps(3);
+    assert!(h.state().session.load.report.is_some(), "and are still there");
 }
 
 /// Several requests in flight on one stdio session (pipelined by id): all
@@ -542,4 +560,48 @@ while True:
         let said = r["error_classes"].to_string();
         assert!(said.contains(expect), "{mode}: {said}");
     }
+}
+
+/// #48: a fixed-rate run over stdio whose servers take 2 s to start. The
+/// run's clock starts once every session is up: no latency includes the
+/// start-up (its p99 was the start-up itself), the first second sends its
+/// share of the timetable, and the report says how long the start took.
+#[test]
+fn a_fixed_rate_run_starts_its_timetable_when_the_sessions_are_up() {
+    let slow_start = format!("sleep 2; exec python3 {} --mode normal", faulty_path());
+    let out = load_with_server(&[
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "message=x",
+        "--rate",
+        "50",
+        "--sessions",
+        "2",
+        "--duration",
+        "2s",
+        "--",
+        "sh",
+        "-c",
+        &slow_start,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    let ready = r["sessions_ready_ms"].as_u64().expect("the start-up is reported");
+    assert!(
+        ready >= 2_000,
+        "the servers slept 2 s before they could answer: {ready}"
+    );
+    let max = r["latency"]["max_us"].as_u64().unwrap();
+    assert!(
+        max < ready * 1000,
+        "no request's latency holds the start-up ({ready} ms): max {max} us"
+    );
+    assert_eq!(r["requests"], 100, "the whole timetable was sent: {r}");
+    let first = &r["series"][0];
+    assert_eq!(first["second"], 0);
+    assert!(
+        first["requests"].as_u64().unwrap() >= 25,
+        "the first second sent its share: {first}"
+    );
 }

@@ -155,6 +155,8 @@ struct Run {
     path: String,
     addr: String,
     kept: RefCell<Vec<std::path::PathBuf>>,
+    /// Sessions that could not start (connect, or shake hands), and why.
+    failed: RefCell<Vec<String>>,
     otlp_report: crate::interop::otlp_live::Report,
 }
 
@@ -197,6 +199,8 @@ pub struct HttpRun {
     pub stats: Stats,
     pub elapsed: Duration,
     pub captures: Vec<std::path::PathBuf>,
+    /// Sessions that could not start, and why (as the session engine's).
+    pub failed_sessions: Vec<String>,
 }
 
 pub fn run(
@@ -245,6 +249,7 @@ pub fn run(
             path,
             addr,
             kept: RefCell::new(Vec::new()),
+            failed: RefCell::new(Vec::new()),
             otlp_report,
         });
         let steps: Vec<(Duration, usize)> = match run.plan.load.ramp {
@@ -287,6 +292,7 @@ pub fn run(
             stats: run.stats.into_inner(),
             elapsed,
             captures: run.kept.into_inner(),
+            failed_sessions: run.failed.into_inner(),
         }
     });
     Ok(outcome)
@@ -295,17 +301,27 @@ pub fn run(
 /// One session: connect (again after a failure), shake hands, send until the run is over.
 async fn session(run: Rc<Run>, index: usize) {
     let mut record = SessionRecord::open(&run, index);
-    session_requests(&run, &mut record).await;
+    session_requests(&run, index, &mut record).await;
     if let Some(r) = record {
         r.end(&run);
     }
 }
 
-async fn session_requests(run: &Rc<Run>, record: &mut Option<SessionRecord>) {
+async fn session_requests(run: &Rc<Run>, index: usize, record: &mut Option<SessionRecord>) {
     let mut workload = run.plan.load.workload.picker();
+    let mut started = false;
     'connect: while !run.over() {
         let mut conn = match Conn::open(run, record).await {
             Ok(c) => c,
+            // As over stdio: a session that never started is not a request
+            // failed, and a run none of whose sessions started says so (exit 3).
+            Err(why) if !started => {
+                if let Some(r) = record {
+                    r.keep = true;
+                }
+                run.failed.borrow_mut().push(format!("session {}: {why}", index + 1));
+                return;
+            }
             Err(why) => {
                 // A refused connection fails the request that would have used it.
                 let Some(due) = run.next_slot().await else { return };
@@ -318,6 +334,7 @@ async fn session_requests(run: &Rc<Run>, record: &mut Option<SessionRecord>) {
                 continue 'connect;
             }
         };
+        started = true;
         while let Some(due) = run.next_slot().await {
             let spec = run.plan.load.workload.next(&mut workload);
             let key = spec.key();
@@ -388,7 +405,15 @@ impl Conn {
                 return Err(format!("initialize answered HTTP {}", a.status));
             }
             conn.session_id = header(&a.headers, "mcp-session-id");
-            let msg = message_of(&a, &json!(0)).ok_or("initialize got no JSON-RPC answer")?;
+            let msg = match answer_to(&a, &json!(0)) {
+                Found::Answer(m) => m,
+                Found::Mismatched(other) => {
+                    return Err(format!(
+                        "initialize (id 0) was answered with id {other}: a mismatched id"
+                    ));
+                }
+                Found::Nothing => return Err("initialize got no JSON-RPC answer".into()),
+            };
             if let Some(e) = msg.get("error") {
                 return Err(format!("initialize failed: {e}"));
             }
@@ -433,8 +458,14 @@ impl Conn {
         if !(200..300).contains(&a.status) {
             return Ok(Outcome::HttpStatus(a.status));
         }
-        let Some(answer) = message_of(&a, &json!(id)) else {
-            return Err(format!("HTTP {} with no JSON-RPC answer to id {id}", a.status));
+        let answer = match answer_to(&a, &json!(id)) {
+            Found::Answer(m) => m,
+            Found::Mismatched(other) => {
+                return Ok(Outcome::MismatchedId(format!(
+                    "request id {id} was answered with id {other}"
+                )));
+            }
+            Found::Nothing => return Err(format!("HTTP {} with no JSON-RPC answer to id {id}", a.status)),
         };
         Ok(if let Some(code) = answer.pointer("/error/code") {
             Outcome::RpcError(code.as_i64().unwrap_or(0))
@@ -596,24 +627,109 @@ fn messages_of(a: &Answer) -> Vec<Vec<u8>> {
     out
 }
 
-/// The JSON-RPC answer to `id` in a JSON body or an event stream.
-fn message_of(a: &Answer, id: &Value) -> Option<Value> {
+/// What an HTTP answer held for the request with one id.
+#[derive(Debug, PartialEq)]
+enum Found {
+    /// Its JSON-RPC answer.
+    Answer(Value),
+    /// Answers, but none to this request: the id of the first (null if it had none).
+    Mismatched(Value),
+    /// No JSON-RPC answer at all.
+    Nothing,
+}
+
+/// The JSON-RPC answer to `id` in a JSON body or an event stream. An answer
+/// to another id is not this request's, whatever it says (a success among
+/// them); an error with a null id is the server saying it could not read
+/// the request's id, and stands for it.
+fn answer_to(a: &Answer, id: &Value) -> Found {
     let sse = header(&a.headers, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
-    if !sse {
-        let v: Value = serde_json::from_slice(&a.body).ok()?;
-        return match v {
-            Value::Array(items) => items.into_iter().find(|m| m.get("id") == Some(id)),
-            m => Some(m),
-        };
+    let messages: Vec<Value> = if sse {
+        let mut out = Vec::new();
+        let mut reader = crate::wire::sse::SseReader::new(std::io::Cursor::new(&a.body));
+        while let Ok(Some(ev)) = reader.next_event() {
+            if let Ok(m) = serde_json::from_slice::<Value>(&ev.data) {
+                out.push(m);
+            }
+        }
+        out
+    } else {
+        match serde_json::from_slice::<Value>(&a.body) {
+            Ok(Value::Array(items)) => items,
+            Ok(m) => vec![m],
+            Err(_) => Vec::new(),
+        }
+    };
+    let mut other = None;
+    for m in messages {
+        if m.get("result").is_none() && m.get("error").is_none() {
+            // A request or notification of the server's, not an answer.
+            continue;
+        }
+        let its = m.get("id").cloned().unwrap_or(Value::Null);
+        if its == *id || (its.is_null() && m.get("error").is_some()) {
+            return Found::Answer(m);
+        }
+        other.get_or_insert(its);
     }
-    let mut reader = crate::wire::sse::SseReader::new(std::io::Cursor::new(&a.body));
-    while let Ok(Some(ev)) = reader.next_event() {
-        if let Ok(m) = serde_json::from_slice::<Value>(&ev.data)
-            && m.get("id") == Some(id)
-            && (m.get("result").is_some() || m.get("error").is_some())
-        {
-            return Some(m);
+    other.map_or(Found::Nothing, Found::Mismatched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json_answer(body: &str) -> Answer {
+        Answer {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
         }
     }
-    None
+
+    fn sse_answer(body: &str) -> Answer {
+        Answer {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// #47 item 6: an answer to another id is not this request's answer.
+    #[test]
+    fn only_the_answer_to_its_own_id_answers_a_request() {
+        let id = json!(5);
+        let ok = json!({"jsonrpc": "2.0", "id": 5, "result": {}});
+        assert_eq!(answer_to(&json_answer(&ok.to_string()), &id), Found::Answer(ok));
+        assert_eq!(
+            answer_to(&json_answer(r#"{"jsonrpc":"2.0","id":6,"result":{}}"#), &id),
+            Found::Mismatched(json!(6))
+        );
+        assert_eq!(
+            answer_to(&json_answer(r#"{"jsonrpc":"2.0","id":"5","result":{}}"#), &id),
+            Found::Mismatched(json!("5")),
+            "a string is another id than a number"
+        );
+        assert_eq!(
+            answer_to(&json_answer(r#"{"jsonrpc":"2.0","result":{}}"#), &id),
+            Found::Mismatched(Value::Null)
+        );
+        assert_eq!(
+            answer_to(&json_answer(r#"[{"jsonrpc":"2.0","id":4,"result":{}}]"#), &id),
+            Found::Mismatched(json!(4))
+        );
+        // The server could not read the request's id: its error stands for it.
+        let parse = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}});
+        assert_eq!(answer_to(&json_answer(&parse.to_string()), &id), Found::Answer(parse));
+        assert_eq!(answer_to(&json_answer("{}"), &id), Found::Nothing);
+        assert_eq!(answer_to(&json_answer("not json"), &id), Found::Nothing);
+        let stream = "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n\n\
+                      data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n";
+        assert_eq!(answer_to(&sse_answer(stream), &id), Found::Mismatched(json!(7)));
+        let stream = format!(
+            "{stream}data: {ok_text}\n\n",
+            ok_text = json!({"jsonrpc": "2.0", "id": 5, "result": {}})
+        );
+        assert!(matches!(answer_to(&sse_answer(&stream), &id), Found::Answer(_)));
+    }
 }

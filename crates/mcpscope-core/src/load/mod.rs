@@ -99,6 +99,8 @@ pub enum LoadError {
     #[error("--ramp drives Streamable HTTP servers over http:// only")]
     RampNeedsHttp,
     #[error(transparent)]
+    Size(#[from] plan::SizeError),
+    #[error(transparent)]
     Http(#[from] http::HttpLoadError),
 }
 
@@ -118,6 +120,10 @@ pub fn run(
     otlp_report: crate::interop::otlp_live::Report,
     progress: impl FnMut(&Stats, Duration),
 ) -> Result<LoadOutcome, LoadError> {
+    plan::check_sizes(plan.sessions, plan.in_flight)?;
+    if let Some(r) = &plan.ramp {
+        plan::check_sizes(r.to, 1)?;
+    }
     if plan.fast_http() {
         let ramp = plan.ramp.is_some();
         let Target::Http(h) = &plan.target else {
@@ -156,7 +162,7 @@ pub fn run(
         }
         return Ok(LoadOutcome {
             report,
-            failed_sessions: Vec::new(),
+            failed_sessions: done.failed_sessions,
             captures: done.captures,
         });
     }
@@ -166,6 +172,7 @@ pub fn run(
     let run = sessions::run(plan, otlp_report, stop, progress);
     let mut report = run.stats.report(run.elapsed);
     report.servers = run.servers;
+    report.sessions_ready_ms = Some(run.ready_after.as_millis() as u64);
     Ok(LoadOutcome {
         report,
         failed_sessions: run.failed_sessions,

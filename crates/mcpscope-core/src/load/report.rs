@@ -47,6 +47,13 @@ pub fn text(r: &Report) -> String {
             String::new()
         }
     );
+    if let Some(ms) = r.sessions_ready_ms {
+        let _ = writeln!(
+            out,
+            "the sessions started and shook hands in {} first (the run's clock started after, none of it counted)",
+            format_micros(ms * 1000)
+        );
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,

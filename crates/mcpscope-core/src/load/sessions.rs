@@ -2,7 +2,10 @@
 //! engine does not speak): every session is a [`Client`] (its own server
 //! process over stdio) on a thread of its own, shaking hands in the chosen
 //! era as `mcpscope call` does and sending one request at a time; the open
-//! loop's timetable is shared. The servers' CPU and memory are sampled from
+//! loop's timetable is shared. The run's clock (the timetable, the
+//! duration, every latency) starts once every session is up: starting
+//! servers is not the server's latency (a fixed-rate run counted seconds of
+//! start-up in its p99). The servers' CPU and memory are sampled from
 //! /proc every second.
 
 use crate::client::{Client, ClientError};
@@ -13,7 +16,7 @@ use crate::protocol::handshake::HandshakeOptions;
 use crate::transport::session::SessionOptions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// What a run produced besides the figures.
@@ -25,24 +28,64 @@ pub struct SessionRun {
     pub captures: Vec<PathBuf>,
     /// Sessions that could not start or shake hands, and why.
     pub failed_sessions: Vec<String>,
+    /// How long the sessions took to be up before the clock started.
+    pub ready_after: Duration,
 }
 
 struct Shared {
     stats: Mutex<Stats>,
     issued: AtomicU64,
-    start: Instant,
-    end: Option<Instant>,
+    /// When the last session was up (or could not start): the run's clock.
+    clock: OnceLock<Instant>,
+    /// Sessions still starting.
+    starting: Mutex<usize>,
+    started: Condvar,
+    /// The run's length from its clock, warm-up included.
+    length: Option<Duration>,
     stop: Arc<AtomicBool>,
     pids: Mutex<Vec<u32>>,
 }
 
 impl Shared {
+    /// The run's clock; only read once [`Shared::ready`] returned.
+    fn start(&self) -> Instant {
+        *self.clock.get_or_init(Instant::now)
+    }
+
+    fn end(&self) -> Option<Instant> {
+        self.length.map(|d| self.start() + d)
+    }
+
     fn over(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e)
+        self.stop.load(Ordering::Relaxed) || self.end().is_some_and(|e| Instant::now() >= e)
     }
 
     fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A session is up, or could not start: waits for the others (`wait`),
+    /// and the last starts the clock. A stop starts it at once.
+    fn ready(&self, wait: bool) {
+        let mut left = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            let _ = self.clock.set(Instant::now());
+            self.started.notify_all();
+            return;
+        }
+        while wait && self.clock.get().is_none() {
+            if self.stop.load(Ordering::Relaxed) {
+                let _ = self.clock.set(Instant::now());
+                self.started.notify_all();
+                return;
+            }
+            left = self
+                .started
+                .wait_timeout(left, Duration::from_millis(100))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }
 
@@ -52,19 +95,22 @@ pub fn run(
     stop: Arc<AtomicBool>,
     mut progress: impl FnMut(&Stats, Duration),
 ) -> SessionRun {
-    let start = Instant::now();
+    let began = Instant::now();
+    let sessions = plan.sessions.max(1);
     let shared = Arc::new(Shared {
         stats: Mutex::new(Stats::new(plan.warmup)),
         issued: AtomicU64::new(0),
-        start,
-        end: plan.duration.map(|d| start + d + plan.warmup),
+        clock: OnceLock::new(),
+        starting: Mutex::new(sessions),
+        started: Condvar::new(),
+        length: plan.duration.map(|d| d + plan.warmup),
         stop,
         pids: Mutex::new(Vec::new()),
     });
     shared.stats().set_concurrency(plan.sessions);
     let timetable = plan.rate.map(Timetable::new);
     let mut threads = Vec::new();
-    for index in 0..plan.sessions.max(1) {
+    for index in 0..sessions {
         let mine = Arc::clone(&shared);
         let plan = plan.clone();
         let report = Arc::clone(&otlp_report);
@@ -73,20 +119,28 @@ pub fn run(
             .spawn(move || one_session(&plan, &report, &mine, timetable, index));
         match t {
             Ok(t) => threads.push(t),
-            Err(e) => shared.stats().record(
-                start.elapsed(),
-                "the session",
-                Duration::ZERO,
-                &Outcome::Transport(format!("cannot start a thread: {e}")),
-            ),
+            Err(e) => {
+                shared.stats().record(
+                    Duration::ZERO,
+                    "the session",
+                    Duration::ZERO,
+                    &Outcome::Transport(format!("cannot start a thread: {e}")),
+                );
+                shared.ready(false);
+            }
         }
     }
     let mut servers: Vec<ServerUsage> = Vec::new();
     let mut last_cpu: std::collections::HashMap<u32, u64> = Default::default();
-    let mut next_tick = start + Duration::from_secs(1);
+    let mut next_tick: Option<Instant> = None;
     while !threads.iter().all(|t| t.is_finished()) {
+        let Some(&start) = shared.clock.get() else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let tick = *next_tick.get_or_insert(start + Duration::from_secs(1));
         let now = Instant::now();
-        if now >= next_tick {
+        if now >= tick {
             let second = (now - start).as_secs();
             let pids = shared.pids.lock().unwrap_or_else(PoisonError::into_inner).clone();
             for pid in pids {
@@ -107,7 +161,7 @@ pub fn run(
                 }
             }
             progress(&shared.stats(), now - start);
-            next_tick += Duration::from_secs(1);
+            next_tick = Some(tick + Duration::from_secs(1));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -122,6 +176,7 @@ pub fn run(
             Err(_) => failed_sessions.push("a session's thread panicked".into()),
         }
     }
+    let start = shared.start();
     let elapsed = start.elapsed();
     let stats = std::mem::replace(&mut *shared.stats(), Stats::new(Duration::ZERO));
     SessionRun {
@@ -130,6 +185,7 @@ pub fn run(
         servers,
         captures,
         failed_sessions,
+        ready_after: start.saturating_duration_since(began),
     }
 }
 
@@ -182,6 +238,8 @@ fn one_session(
         Ok(Err(e)) => Some(format!("session {}: the handshake failed: {e}", index + 1)),
         Err(e) => Some(format!("session {}: {e}", index + 1)),
     };
+    // Up (or not): the run starts when every session is.
+    shared.ready(failed.is_none());
     if failed.is_none() {
         if let Some(pid) = client.pid() {
             let mut pids = shared.pids.lock().unwrap_or_else(PoisonError::into_inner);
@@ -201,8 +259,8 @@ fn one_session(
             }
             let due = match &timetable {
                 Some(t) => {
-                    let due = shared.start + t.due(k);
-                    if shared.end.is_some_and(|e| due >= e) {
+                    let due = shared.start() + t.due(k);
+                    if shared.end().is_some_and(|e| due >= e) {
                         break;
                     }
                     let now = Instant::now();
@@ -223,7 +281,7 @@ fn one_session(
             let from = if timetable.is_some() { due } else { sent };
             shared
                 .stats()
-                .record(now - shared.start, &spec.key(), now - from, &outcome);
+                .record(now - shared.start(), &spec.key(), now - from, &outcome);
             if gone {
                 break;
             }
@@ -300,7 +358,7 @@ fn pipelined(plan: &LoadPlan, shared: &Shared, client: &mut Client, picker: &mut
         let now = Instant::now();
         shared
             .stats()
-            .record(now - shared.start, &done.key, now - done.sent, &outcome);
+            .record(now - shared.start(), &done.key, now - done.sent, &outcome);
     }
 }
 

@@ -21,6 +21,9 @@ pub enum Outcome {
     HttpStatus(u16),
     /// The connection failed or the answer could not be read.
     Transport(String),
+    /// An answer to another request (another id): this one was not answered,
+    /// whatever the answer says. What came instead.
+    MismatchedId(String),
     /// The stdio server exited.
     ServerExited,
 }
@@ -35,6 +38,7 @@ impl Outcome {
             Outcome::Timeout => Some("timeout".into()),
             Outcome::HttpStatus(s) => Some(format!("HTTP {s}")),
             Outcome::Transport(_) => Some("transport failure".into()),
+            Outcome::MismatchedId(_) => Some("mismatched id".into()),
             Outcome::ServerExited => Some("server exited".into()),
         }
     }
@@ -169,7 +173,7 @@ impl Stats {
                 self.failed += 1;
                 k.errors += 1;
                 s.errors += 1;
-                if let Outcome::Transport(why) = outcome {
+                if let Outcome::Transport(why) | Outcome::MismatchedId(why) = outcome {
                     self.first_errors.entry(class.clone()).or_insert_with(|| why.clone());
                 }
                 *self.errors.entry(class).or_default() += 1;
@@ -244,6 +248,7 @@ impl Stats {
             generator_behind_p99_us: behind,
             knee: None,
             servers: Vec::new(),
+            sessions_ready_ms: None,
         }
     }
 }
@@ -260,7 +265,7 @@ pub struct KeyReport {
 pub struct ErrorClass {
     pub class: String,
     pub count: u64,
-    /// The first transport failure's text.
+    /// The first transport failure's or mismatched answer's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub example: Option<String>,
 }
@@ -289,7 +294,7 @@ pub struct Knee {
     pub why: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub duration_s: f64,
     pub requests: u64,
@@ -305,6 +310,9 @@ pub struct Report {
     pub generator_behind_p99_us: Option<u64>,
     pub knee: Option<Knee>,
     pub servers: Vec<ServerUsage>,
+    /// How long the sessions took to start and shake hands before the
+    /// run's clock (its timetable, its duration, every latency) started.
+    pub sessions_ready_ms: Option<u64>,
 }
 
 impl Report {
@@ -408,6 +416,31 @@ mod tests {
         assert_eq!(r.error_classes[3].example.as_deref(), Some("reset"));
         assert_eq!(r.per_key.iter().find(|k| k.key == "tools/call echo").unwrap().errors, 2);
         assert_eq!(r.series.len(), 2);
+    }
+
+    /// #47 item 6: an answer carrying another id is an error of its own
+    /// class with what came, never a success.
+    #[test]
+    fn a_mismatched_id_is_an_error_of_its_own_class() {
+        let mut s = Stats::new(Duration::ZERO);
+        let wrong = Outcome::MismatchedId("answered id 7 to request id 1".into());
+        assert_eq!(wrong.class().as_deref(), Some("mismatched id"));
+        s.record(MS, "ping", MS, &wrong);
+        s.record(
+            MS,
+            "ping",
+            MS,
+            &Outcome::MismatchedId("answered id 8 to request id 2".into()),
+        );
+        let r = s.report(Duration::from_secs(1));
+        assert_eq!((r.requests, r.ok, r.errors), (2, 0, 2));
+        assert_eq!(r.error_classes.len(), 1);
+        assert_eq!(r.error_classes[0].class, "mismatched id");
+        assert_eq!(r.error_classes[0].count, 2);
+        assert_eq!(
+            r.error_classes[0].example.as_deref(),
+            Some("answered id 7 to request id 1")
+        );
     }
 
     /// wrk2's point: a server that stalls for a second, driven at a fixed
