@@ -381,6 +381,11 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
             crate::errln!("mcpscope: {e}; {kept}; --max-line SIZE reads longer lines");
             exit::UNREADABLE
         }
+        Err(e @ ClientError::Unreadable { .. }) => {
+            // It did answer: saying "no tools" instead would misreport it.
+            crate::errln!("mcpscope: {e}");
+            exit::UNREADABLE
+        }
         Err(e) => {
             if super::signals::caught().is_none() {
                 watch.explain("mcpscope", &e.to_string(), exit);

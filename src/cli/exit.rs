@@ -11,12 +11,16 @@ pub const TOOL_ERROR: u8 = 2;
 /// Could not connect, the handshake failed, a request timed out, or the
 /// server asked for authorization and none could be obtained.
 pub const UNREACHABLE: u8 = 3;
-/// A capture or input file could not be read or written.
+/// A capture or input file could not be read or written, or an output file
+/// (`-o`, `--junit`, `--capture`) was refused (another user's link, a
+/// directory, a socket, a FIFO without a reader) or could not be written
+/// (ENOSPC on `/dev/full`).
 pub const IO: u8 = 4;
 /// `call`: the server answered with a result mcpscope cannot read as a
 /// JSON value (nested too deep, a number out of range, a lone surrogate):
 /// printed as sent; or with a line longer than `--max-line` (kept in the
-/// capture, not printed).
+/// capture, not printed). `call --app-info` and `app` too when it is the
+/// tools list they read.
 pub const UNREADABLE: u8 = 5;
 /// `call --app-info`: the tool has no MCP App (the same number as
 /// [`TOOL_ERROR`]: the official Inspector CLI's contract, so scripts carry over).

@@ -10,6 +10,7 @@ use mcpscope_core::analysis::answer_diff::Ignore;
 use mcpscope_core::analysis::surface::{self, Change, Impact, Surface};
 use mcpscope_core::client::Client;
 use mcpscope_core::protocol::mrtr::InputPolicy;
+use mcpscope_core::record::output_file;
 use mcpscope_core::text::ErrorChain;
 use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::session::SessionOptions;
@@ -82,7 +83,8 @@ pub struct VerifyArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 
-    /// Also write a JUnit XML report (one test case per compared item), for CI.
+    /// Also write a JUnit XML report (one test case per compared item), for
+    /// CI: a file replaced whole (0600), or a device or a FIFO written into.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 
@@ -126,6 +128,12 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     if args.update && args.surface {
         return fail(exit::USAGE, "--update needs the whole session replayed: drop --surface");
     }
+    // Refused before the session, not after it.
+    if let Some(path) = &args.junit
+        && let Err(e) = output_file::check(path, output_file::Policy::Replace)
+    {
+        return fail(exit::IO, ErrorChain(&e));
+    }
     let target = match args.server.target() {
         Ok(t) => t,
         Err(e) => return fail(exit::USAGE, e),
@@ -158,6 +166,13 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     }
     let timeout = Duration::from_millis(args.timeout_ms);
     let fresh = args.update.then(|| fresh_path(&args.capture));
+    // Its name can be guessed: made new here, so that in a shared directory
+    // nothing another user put there first becomes the baseline.
+    if let Some(path) = &fresh
+        && let Err(e) = mcpscope_core::record::state_dir::create_private_file(path)
+    {
+        return fail(exit::IO, e);
+    }
     let options = SessionOptions {
         request_timeout: Some(timeout),
         limits: args.server.limits(),
@@ -208,8 +223,8 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     }
     if let Some(path) = &args.junit {
         let xml = junit(&old, &new, &changes, &replayed, args.fail_on);
-        if let Err(e) = std::fs::write(path, xml) {
-            return fail(exit::IO, format!("cannot write {}: {e}", path.display()));
+        if let Err(e) = output_file::write_all(path, xml.as_bytes()) {
+            return fail(exit::IO, ErrorChain(&e));
         }
     }
     if let Some(fresh) = fresh {

@@ -487,6 +487,10 @@ fn list_tools(client: &mut Client, timeout: Duration, advertised: bool) -> Check
                     "The server does not advertise the tools capability."
                 });
         }
+        Err(e @ ClientError::Unreadable { .. }) => {
+            return Check::new(Status::Fail, "tools/list answered with a result mcpscope cannot read")
+                .detail(e.to_string());
+        }
         Err(e) => return Check::new(Status::Fail, "tools/list got no answer").detail(e.to_string()),
     };
     let names: Vec<String> = tools

@@ -74,6 +74,14 @@ pub enum ClientError {
         bytes: u64,
         cap: usize,
     },
+    /// The server answered, but with a result serde_json cannot turn into a
+    /// value (nested too deep, a number out of range): reading it as empty
+    /// would misreport what the server said.
+    Unreadable {
+        method: String,
+        why: String,
+        bytes: usize,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -96,6 +104,9 @@ impl fmt::Display for ClientError {
                     cap: *cap,
                 };
                 write!(f, "{method} {failure}")
+            }
+            ClientError::Unreadable { method, why, bytes } => {
+                write!(f, "{method}: cannot read the result: {why} ({bytes} bytes)")
             }
         }
     }
@@ -656,10 +667,23 @@ impl Client {
         let mut pages = ListPages::default();
         let mut params = None;
         loop {
-            let result = match self.request(method, params.take(), timeout)?.outcome {
+            let response = self.request(method, params.take(), timeout)?;
+            let result = match response.outcome {
                 Ok(result) => result,
                 Err(e) => return Ok(Err(e)),
             };
+            // A page is an object; anything else may be one serde_json could
+            // not read, which must not pass for a page without items.
+            if !result.is_object()
+                && let Err(e) = serde_json::from_slice::<Value>(&response.frame.raw)
+                && response.frame.json().is_none()
+            {
+                return Err(ClientError::Unreadable {
+                    method: method.to_owned(),
+                    why: crate::wire::raw_member::why_unreadable(&e),
+                    bytes: response.frame.raw.len(),
+                });
+            }
             match pages.take(&result, key) {
                 Some(next) => params = Some(next),
                 None => return Ok(Ok(pages.items)),

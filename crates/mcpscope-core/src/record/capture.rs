@@ -27,9 +27,8 @@ use crate::wire::message::RequestId;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -157,59 +156,12 @@ pub struct Writer {
     path: PathBuf,
 }
 
-/// Opens `path` for appending (created `0600` when missing; an existing
-/// file keeps its mode and its contents). A symbolic link is followed only
-/// when it is the user's own: in a sticky, world-writable directory such as
-/// /tmp another user may plant one to make mcpscope append to their target.
-/// A FIFO is refused without blocking.
+/// Opens `path` for appending by the one rule for output files
+/// ([`crate::record::output_file`]): created `0600` when missing, an
+/// existing file keeping its mode and contents, a device written into,
+/// another user's planted link and a FIFO refused without blocking.
 fn open_append(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::MetadataExt;
-    let refuse = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
-    let mut flags = libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOFOLLOW;
-    if let Ok(meta) = std::fs::symlink_metadata(path)
-        && meta.file_type().is_symlink()
-    {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(refuse(format!(
-                "{} is a symbolic link owned by another user (uid {}): refusing to follow it",
-                path.display(),
-                meta.uid()
-            )));
-        }
-        flags &= !libc::O_NOFOLLOW;
-    }
-    let file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            // A link appeared since it was looked at.
-            Some(libc::ELOOP) => refuse(format!("{} is a symbolic link: refusing to follow it", path.display())),
-            // O_NONBLOCK on a FIFO with no reader.
-            Some(libc::ENXIO) => refuse(format!(
-                "{} is a FIFO, not a file: a capture must be a regular file",
-                path.display()
-            )),
-            _ => e,
-        })?;
-    // A FIFO or a socket would block or vanish; a device (/dev/null,
-    // /dev/full) is the user's deliberate choice and behaves like a file.
-    let ft = file.metadata()?.file_type();
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() || ft.is_socket() {
-            return Err(refuse(format!(
-                "{} is a FIFO or a socket, not a file: a capture must be a regular file",
-                path.display()
-            )));
-        }
-    }
-    crate::record::state_dir::clear_nonblock(&file);
-    Ok(file)
+    crate::record::output_file::open_append(path).map_err(crate::record::output_file::OutputFileError::into_io)
 }
 
 /// Checks that a capture can be opened for appending at `path` (creating it
