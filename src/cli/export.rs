@@ -18,8 +18,9 @@ pub struct ExportArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "har")]
     pub format: ExportFormat,
 
-    /// Write to FILE (created 0600: it holds what the capture holds) instead
-    /// of standard output.
+    /// Write to FILE (a new or replaced file is 0600: it holds what the
+    /// capture holds; a device or a FIFO is written into) instead of
+    /// standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -38,56 +39,124 @@ pub enum ExportFormat {
 
 /// Exit status: 0 written, 4 the capture cannot be read or the file written.
 pub fn run(args: ExportArgs) -> ExitCode {
-    let exported = match args.format {
-        ExportFormat::Har => mcpscope_core::interop::har_of_capture(&args.capture, super::VERSION),
-        ExportFormat::OtlpJson => mcpscope_core::interop::otlp_of_capture(&args.capture, super::VERSION),
-    };
-    let (doc, warnings) = match exported {
-        Ok(h) => h,
-        Err(e) => {
-            crate::errln!("mcpscope export: {}", ErrorChain(&e));
-            return ExitCode::from(exit::IO);
-        }
-    };
-    for w in &warnings {
-        crate::errln!("mcpscope export: {}: skipped {w}", args.capture.display());
+    if args.otlp_endpoint.is_some() && args.format != ExportFormat::OtlpJson {
+        crate::errln!("mcpscope export: --otlp-endpoint sends OpenTelemetry traces: use it with --format otlp-json");
+        return ExitCode::from(exit::USAGE);
     }
+    // Refused before the capture is read or anything is sent.
+    if let Some(path) = &args.output
+        && let Err(e) =
+            mcpscope_core::record::output_file::check(path, mcpscope_core::record::output_file::Policy::Replace)
+    {
+        crate::errln!("mcpscope export: {}", ErrorChain(&e));
+        return ExitCode::from(exit::IO);
+    }
+    let capture = args.capture.display().to_string();
+    let mut say = |w: String| crate::errln!("mcpscope export: {capture}: skipped {w}");
+    let mut quiet = |_: String| {};
+    let mut warn: &mut dyn FnMut(String) = &mut say;
     if let Some(endpoint) = &args.otlp_endpoint {
-        if args.format != ExportFormat::OtlpJson {
-            crate::errln!(
-                "mcpscope export: --otlp-endpoint sends OpenTelemetry traces: use it with --format otlp-json"
-            );
-            return ExitCode::from(exit::USAGE);
-        }
-        if !send_traces("export", endpoint, &doc) {
+        if !send_capture(&args.capture, endpoint, &mut *warn) {
             return ExitCode::from(exit::UNREACHABLE);
         }
         if args.output.is_none() {
             return ExitCode::from(exit::OK);
         }
+        // The traces went; the file gets them too, without the warnings again.
+        warn = &mut quiet;
     }
-    let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-    text.push(b'\n');
+    // Written while the capture is read: memory holds the open exchanges, not the capture.
+    let write = |out: &mut dyn std::io::Write, warn: &mut dyn FnMut(String)| match args.format {
+        ExportFormat::Har => mcpscope_core::interop::write_har(&args.capture, super::VERSION, out, warn),
+        ExportFormat::OtlpJson => mcpscope_core::interop::write_otlp(&args.capture, super::VERSION, out, warn),
+    };
+    let what = match args.format {
+        ExportFormat::Har => "HAR entries",
+        ExportFormat::OtlpJson => "spans",
+    };
     match &args.output {
-        None => output::out_bytes(&text),
-        Some(path) => {
-            if let Err(e) = mcpscope_core::record::state_dir::write_private_atomic(path, &text) {
-                crate::errln!("mcpscope export: cannot write {}: {e}", path.display());
-                return ExitCode::from(exit::IO);
+        None => {
+            let mut out = Stdout(output::Buffered::new());
+            let written = write(&mut out, warn);
+            out.0.finish();
+            match written {
+                Ok(_) => ExitCode::from(exit::OK),
+                Err(_) if output::stdout_closed() => ExitCode::from(output::STDOUT_CLOSED_STATUS),
+                Err(e) => {
+                    crate::errln!("mcpscope export: {}", ErrorChain(&e));
+                    ExitCode::from(exit::IO)
+                }
             }
-            let (n, what) = match args.format {
-                ExportFormat::Har => (doc["log"]["entries"].as_array().map_or(0, Vec::len), "HAR entries"),
-                ExportFormat::OtlpJson => (
-                    doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                        .as_array()
-                        .map_or(0, Vec::len),
-                    "spans",
-                ),
-            };
-            crate::errln!("mcpscope export: {n} {what} written to {}", path.display());
+        }
+        Some(path) => {
+            use mcpscope_core::record::output_file::{WriteWithError, write_with};
+            let mut n = 0;
+            let written = write_with(path, |f| -> Result<(), mcpscope_core::interop::ExportError> {
+                n = write(f, &mut *warn)?;
+                Ok(())
+            });
+            match written {
+                Ok(()) => {
+                    crate::errln!("mcpscope export: {n} {what} written to {}", path.display());
+                    ExitCode::from(exit::OK)
+                }
+                Err(WriteWithError::Content(e)) => {
+                    crate::errln!("mcpscope export: {}", ErrorChain(&e));
+                    ExitCode::from(exit::IO)
+                }
+                Err(WriteWithError::Output(e)) => {
+                    crate::errln!("mcpscope export: {}", ErrorChain(&e));
+                    ExitCode::from(exit::IO)
+                }
+            }
         }
     }
-    ExitCode::from(exit::OK)
+}
+
+/// Standard output as a writer: a closed pipe is an error that ends the export.
+struct Stdout(output::Buffered);
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.write(buf) {
+            Ok(buf.len())
+        } else {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends a capture's traces to a collector as it is read, and says what
+/// became of them; false when they did not all arrive.
+fn send_capture(capture: &std::path::Path, endpoint: &str, warn: &mut dyn FnMut(String)) -> bool {
+    match mcpscope_core::interop::send_otlp(capture, super::VERSION, endpoint, warn) {
+        Ok(sent) => {
+            let spans: usize = sent.iter().map(|s| s.spans).sum();
+            let rejected: u64 = sent.iter().map(|s| s.rejected).sum();
+            let url = sent.last().map(|s| s.url.as_str()).unwrap_or_default();
+            crate::errln!("mcpscope export: {spans} span(s) sent to {url}");
+            if rejected > 0 || sent.iter().any(|s| s.message.is_some()) {
+                let messages: Vec<&str> = sent.iter().filter_map(|s| s.message.as_deref()).collect();
+                crate::errln!(
+                    "mcpscope export: the collector dropped {rejected} span(s){}",
+                    if messages.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", messages.join("; "))
+                    }
+                );
+            }
+            true
+        }
+        Err(e) => {
+            crate::errln!("mcpscope export: {}", ErrorChain(&e));
+            false
+        }
+    }
 }
 
 /// Sends traces to a collector and says what became of them; false when

@@ -16,7 +16,7 @@ use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use crate::wire::message::RequestId;
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 /// Headers whose values are never written, whatever the capture holds.
@@ -34,20 +34,67 @@ struct Entry {
     open: bool,
 }
 
-/// Builds the HAR as events arrive ([`HarWriter::push`]), then [`HarWriter::finish`].
+/// Entries kept back, oldest first, so that entries come out in the order
+/// they began although a later one may be complete first: past this many
+/// (or [`IN_ORDER_BYTES`] of their messages), the oldest is written when
+/// complete, or set aside until it is (a request never answered holds back
+/// nothing but itself).
+const IN_ORDER_WINDOW: usize = 4096;
+const IN_ORDER_BYTES: usize = 8 << 20;
+
+/// Builds the HAR as events arrive ([`HarWriter::push`]): each entry is
+/// handed out ([`HarWriter::ready`]) once it is complete (answered, and over
+/// HTTP its exchange seen), so a capture of any length is written with only
+/// its open exchanges in memory. [`HarWriter::finish`] hands out the rest.
 pub struct HarWriter {
     header: Header,
     tool_version: String,
-    entries: Vec<Entry>,
-    /// Requests waiting for their answer: request id → entry index.
-    pending: HashMap<RequestId, usize>,
-    /// Progress tokens of waiting requests → entry index.
-    progress: HashMap<String, usize>,
-    /// The server's requests waiting for the client's answer: id → entry index.
-    asked: HashMap<RequestId, usize>,
+    http_transport: bool,
+    label: String,
+    /// Entries not handed out yet, in the order they began: `queue[k]` is
+    /// entry number `queue_start + k`.
+    queue: VecDeque<Entry>,
+    queue_start: u64,
+    /// Older entries still open, moved out of the window (see [`IN_ORDER_WINDOW`]).
+    parked: BTreeMap<u64, Entry>,
+    /// The bytes of the messages of the entries in `queue`.
+    queued_bytes: usize,
+    /// Entries complete, rendered one by one by [`HarWriter::ready`].
+    ready: VecDeque<Entry>,
+    /// Requests waiting for their answer: request id → entry number.
+    pending: HashMap<RequestId, u64>,
+    /// Progress tokens of waiting requests → entry number.
+    progress: HashMap<String, u64>,
+    /// The server's requests waiting for the client's answer: id → entry number.
+    asked: HashMap<RequestId, u64>,
     /// Outgoing messages that are not requests, waiting for the POST that carried them.
-    unposted: Vec<usize>,
+    unposted: VecDeque<u64>,
+    /// The latest entry begun by the client's message with this id (an HTTP exchange names it).
+    by_id: HashMap<RequestId, u64>,
     sessions: usize,
+    written: usize,
+    unanswered: usize,
+}
+
+/// The server as a stdio entry's URL names it: the program's file name.
+fn label_of(header: &Header) -> String {
+    let program = if header.program.is_empty() {
+        header.command_line.split_whitespace().next().unwrap_or("server")
+    } else {
+        &header.program
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if clean.is_empty() { "server".into() } else { clean }
 }
 
 fn token_key(v: &Value) -> Option<String> {
@@ -85,45 +132,33 @@ fn text_of(raw: &[u8]) -> String {
 
 impl HarWriter {
     pub fn new(header: Header, tool_version: &str) -> Self {
+        let http_transport = matches!(header.transport.as_str(), "http" | "sse");
+        let label = label_of(&header);
         Self {
             header,
             tool_version: tool_version.to_owned(),
-            entries: Vec::new(),
+            http_transport,
+            label,
+            queue: VecDeque::new(),
+            queue_start: 0,
+            parked: BTreeMap::new(),
+            queued_bytes: 0,
+            ready: VecDeque::new(),
             pending: HashMap::new(),
             progress: HashMap::new(),
             asked: HashMap::new(),
-            unposted: Vec::new(),
+            unposted: VecDeque::new(),
+            by_id: HashMap::new(),
             sessions: 1,
+            written: 0,
+            unanswered: 0,
         }
     }
 
-    fn http_transport(&self) -> bool {
-        matches!(self.header.transport.as_str(), "http" | "sse")
-    }
-
-    /// The server as a stdio entry's URL names it: the program's file name.
-    fn label(&self) -> String {
-        let program = if self.header.program.is_empty() {
-            self.header.command_line.split_whitespace().next().unwrap_or("server")
-        } else {
-            &self.header.program
-        };
-        let name = program.rsplit('/').next().unwrap_or(program);
-        let clean: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        if clean.is_empty() { "server".into() } else { clean }
-    }
-
-    fn add(&mut self, f: &Frame) -> usize {
-        self.entries.push(Entry {
+    fn add(&mut self, f: &Frame) -> u64 {
+        let n = self.queue_start + self.queue.len() as u64;
+        self.queued_bytes += f.raw.len();
+        self.queue.push_back(Entry {
             at: f.at,
             first: f.clone(),
             messages: vec![(f.at, f.direction, f.raw.clone())],
@@ -131,49 +166,166 @@ impl HarWriter {
             http: None,
             open: false,
         });
-        self.entries.len() - 1
+        if f.direction == Direction::Out
+            && let Some(id) = &f.class.id
+        {
+            self.by_id.insert(id.clone(), n);
+        }
+        n
+    }
+
+    /// Entry `n`, while it is not handed out.
+    fn entry_mut(&mut self, n: u64) -> Option<&mut Entry> {
+        match n.checked_sub(self.queue_start) {
+            Some(k) => self.queue.get_mut(usize::try_from(k).ok()?),
+            None => self.parked.get_mut(&n),
+        }
+    }
+
+    /// Whether nothing more can join the entry: a request answered (and
+    /// over HTTP its exchange seen), anything else once it is there.
+    fn complete(&self, e: &Entry) -> bool {
+        let exchanged = !self.http_transport || e.http.as_ref().is_some_and(|h| h.status.is_some());
+        match (e.first.direction, e.first.class.kind) {
+            (Direction::Out, Kind::Request) => !e.open && exchanged,
+            (Direction::In, Kind::Request) => e.answer.is_some() || e.first.class.id.is_none(),
+            (Direction::Out, _) => exchanged,
+            (Direction::In, _) => true,
+        }
+    }
+
+    /// Entry `n` got `f` as one of its messages (and as its answer).
+    fn join(&mut self, n: u64, f: &Frame, answer: bool) -> bool {
+        let Some(e) = self.entry_mut(n) else {
+            return false;
+        };
+        e.messages.push((f.at, f.direction, f.raw.clone()));
+        if answer {
+            e.answer = Some(f.clone());
+        }
+        if n >= self.queue_start {
+            self.queued_bytes += f.raw.len();
+        }
+        true
+    }
+
+    /// The bytes of an entry's messages, as `queued_bytes` counts them.
+    fn bytes(e: &Entry) -> usize {
+        e.messages.iter().map(|(_, _, raw)| raw.len()).sum()
+    }
+
+    /// Entry `n` is complete: [`HarWriter::ready`] renders it.
+    fn emit(&mut self, n: u64, e: Entry) {
+        if e.first.direction == Direction::Out
+            && let Some(id) = &e.first.class.id
+            && self.by_id.get(id) == Some(&n)
+        {
+            self.by_id.remove(id);
+        }
+        self.unanswered += usize::from(e.open);
+        self.written += 1;
+        self.ready.push_back(e);
+    }
+
+    /// Entry `n` changed: one set aside that is now complete goes out.
+    fn changed(&mut self, n: u64) {
+        if n < self.queue_start
+            && self.parked.get(&n).is_some_and(|e| self.complete(e))
+            && let Some(e) = self.parked.remove(&n)
+        {
+            self.emit(n, e);
+        }
+    }
+
+    /// Hands out the complete entries at the front of the window, and moves
+    /// the window on past [`IN_ORDER_WINDOW`].
+    fn advance(&mut self) {
+        while let Some(front) = self.queue.front() {
+            let complete = self.complete(front);
+            if !complete && self.queue.len() <= IN_ORDER_WINDOW && self.queued_bytes <= IN_ORDER_BYTES {
+                break;
+            }
+            let Some(e) = self.queue.pop_front() else { break };
+            self.queued_bytes -= Self::bytes(&e);
+            let n = self.queue_start;
+            self.queue_start += 1;
+            if complete {
+                self.emit(n, e);
+            } else {
+                self.parked.insert(n, e);
+            }
+        }
+    }
+
+    /// Every entry not handed out yet, in the order they began.
+    fn flush(&mut self) {
+        for (n, e) in std::mem::take(&mut self.parked) {
+            self.emit(n, e);
+        }
+        self.queued_bytes = 0;
+        while let Some(e) = self.queue.pop_front() {
+            let n = self.queue_start;
+            self.queue_start += 1;
+            self.emit(n, e);
+        }
     }
 
     pub fn push(&mut self, ev: &Event) {
         match ev {
             Event::Frame(f) => self.frame(f),
             Event::Http(info) => self.http(info),
-            _ => {}
+            _ => return,
         }
+        self.advance();
+    }
+
+    /// The entries complete since the last call, in the order they began
+    /// (but for one set aside past [`IN_ORDER_WINDOW`]), each rendered as it
+    /// is taken (a window's worth at once would be many times its messages).
+    pub fn ready(&mut self) -> impl Iterator<Item = Value> + '_ {
+        std::iter::from_fn(move || {
+            let e = self.ready.pop_front()?;
+            Some(self.entry(&e))
+        })
     }
 
     /// Another session of an appended capture begins: ids start again.
     pub fn new_session(&mut self) {
         self.sessions += 1;
         // Requests the last session left unanswered stay so; ids are reused from here.
+        self.flush();
         self.pending.clear();
         self.progress.clear();
         self.asked.clear();
         self.unposted.clear();
+        self.by_id.clear();
     }
 
     fn frame(&mut self, f: &Frame) {
         let json = || f.json();
         match (f.direction, f.class.kind) {
             (Direction::Out, Kind::Request) => {
-                let i = self.add(f);
+                let n = self.add(f);
                 if let Some(id) = &f.class.id {
-                    self.pending.insert(id.clone(), i);
-                    self.entries[i].open = true;
+                    self.pending.insert(id.clone(), n);
+                    if let Some(e) = self.entry_mut(n) {
+                        e.open = true;
+                    }
                 }
                 if let Some(t) = json().and_then(|v| v.pointer("/params/_meta/progressToken").and_then(token_key)) {
-                    self.progress.insert(t, i);
+                    self.progress.insert(t, n);
                 }
             }
             (Direction::In, Kind::Result | Kind::Error) => {
                 let waiting = f.class.id.as_ref().and_then(|id| self.pending.remove(id));
                 match waiting {
-                    Some(i) => {
-                        let e = &mut self.entries[i];
-                        e.messages.push((f.at, f.direction, f.raw.clone()));
-                        e.answer = Some(f.clone());
-                        e.open = false;
-                        self.progress.retain(|_, v| *v != i);
+                    Some(n) => {
+                        self.join(n, f, true);
+                        if let Some(e) = self.entry_mut(n) {
+                            e.open = false;
+                        }
+                        self.progress.retain(|_, v| *v != n);
+                        self.changed(n);
                     }
                     None => {
                         self.add(f);
@@ -182,39 +334,38 @@ impl HarWriter {
             }
             (Direction::In, Kind::Notification) => {
                 let token = json().and_then(|v| v.pointer("/params/progressToken").and_then(token_key));
-                match token.and_then(|t| self.progress.get(&t).copied()) {
-                    Some(i) => self.entries[i].messages.push((f.at, f.direction, f.raw.clone())),
-                    None => {
-                        self.add(f);
-                    }
+                let joined = token
+                    .and_then(|t| self.progress.get(&t).copied())
+                    .is_some_and(|n| self.join(n, f, false));
+                if !joined {
+                    self.add(f);
                 }
             }
             (Direction::In, Kind::Request) => {
-                let i = self.add(f);
+                let n = self.add(f);
                 if let Some(id) = &f.class.id {
-                    self.asked.insert(id.clone(), i);
+                    self.asked.insert(id.clone(), n);
                 }
             }
             (Direction::Out, Kind::Result | Kind::Error)
                 if f.class.id.as_ref().is_some_and(|id| self.asked.contains_key(id)) =>
             {
-                let i = f
+                let n = f
                     .class
                     .id
                     .as_ref()
                     .and_then(|id| self.asked.remove(id))
                     .unwrap_or_default();
-                let e = &mut self.entries[i];
-                e.messages.push((f.at, f.direction, f.raw.clone()));
-                e.answer = Some(f.clone());
-                if self.http_transport() {
-                    self.unposted.push(i);
+                self.join(n, f, true);
+                if self.http_transport {
+                    self.unposted.push_back(n);
                 }
+                self.changed(n);
             }
             (Direction::Out, _) => {
-                let i = self.add(f);
-                if self.http_transport() {
-                    self.unposted.push(i);
+                let n = self.add(f);
+                if self.http_transport {
+                    self.unposted.push_back(n);
                 }
             }
             (Direction::In, _) => {
@@ -228,28 +379,34 @@ impl HarWriter {
             return;
         }
         let target = match &info.request_id {
-            Some(id) => self
-                .entries
-                .iter()
-                .rposition(|e| e.first.direction == Direction::Out && e.first.class.id.as_ref() == Some(id)),
-            None if !self.unposted.is_empty() => Some(self.unposted.remove(0)),
-            None => None,
+            Some(id) => self.by_id.get(id).copied(),
+            None => self.unposted.pop_front(),
         };
-        if let Some(i) = target {
-            let e = &mut self.entries[i];
-            // The first answer to a POST is the exchange; a retry's is kept if the first failed.
-            if e.http.as_ref().is_none_or(|h| h.status.is_none()) {
+        if let Some(n) = target {
+            if let Some(e) = self.entry_mut(n)
+                // The first answer to a POST is the exchange; a retry's is kept if the first failed.
+                && e.http.as_ref().is_none_or(|h| h.status.is_none())
+            {
                 e.http = Some(info.clone());
             }
+            self.changed(n);
         }
     }
 
-    /// The HAR document.
-    pub fn finish(self) -> Value {
-        let http = self.http_transport();
-        let label = self.label();
-        let entries: Vec<Value> = self.entries.iter().map(|e| self.entry(e, http, &label)).collect();
-        let unanswered = self.entries.iter().filter(|e| e.open).count();
+    /// The capture is over: every entry not handed out yet is ready.
+    pub fn finish(&mut self) {
+        self.flush();
+    }
+
+    /// How many entries were handed out.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// The log's comment: what the capture was, and (after
+    /// [`HarWriter::finish`]) how many requests went unanswered.
+    pub fn comment(&self) -> String {
+        let http = self.http_transport;
         let mut comment = format!(
             "An mcpscope capture ({} transport{}): {}",
             if http { self.header.transport.as_str() } else { "stdio" },
@@ -265,22 +422,38 @@ impl HarWriter {
                  stderr is not in a HAR"
             }
         );
-        if unanswered > 0 {
-            comment.push_str(&format!("; {unanswered} request(s) never answered (status 0)"));
+        if self.unanswered > 0 {
+            comment.push_str(&format!("; {} request(s) never answered (status 0)", self.unanswered));
         }
+        comment
+    }
+
+    /// `log.creator`.
+    pub fn creator(&self) -> Value {
+        json!({"name": "mcpscope", "version": self.tool_version})
+    }
+
+    /// The whole HAR document of what was pushed, for a capture small enough
+    /// to hold (a large one is written entry by entry: `interop::write_har`).
+    pub fn document(mut self) -> Value {
+        self.finish();
+        let entries: Vec<Value> = self.ready().collect();
         json!({"log": {
             "version": "1.2",
-            "creator": {"name": "mcpscope", "version": self.tool_version},
-            "comment": comment,
+            "creator": self.creator(),
+            "comment": self.comment(),
             "entries": entries,
         }})
     }
 
     fn started(&self, at: Duration) -> String {
-        crate::text::iso8601_utc_ms(self.header.started_unix_ms + at.as_millis() as u64)
+        // A capture's header and times are its writer's word: a huge one must not wrap.
+        let ms = u64::try_from(at.as_millis()).unwrap_or(u64::MAX);
+        crate::text::iso8601_utc_ms(self.header.started_unix_ms.saturating_add(ms))
     }
 
-    fn entry(&self, e: &Entry, http: bool, label: &str) -> Value {
+    fn entry(&self, e: &Entry) -> Value {
+        let (http, label) = (self.http_transport, self.label.as_str());
         let method = e.first.class.method.clone().or_else(|| {
             e.answer
                 .as_ref()
@@ -522,7 +695,7 @@ mod tests {
         };
         let mut w = HarWriter::new(header, "test");
         events.iter().for_each(|e| w.push(e));
-        w.finish()
+        w.document()
     }
 
     #[test]
@@ -576,5 +749,69 @@ mod tests {
                 .unwrap()
                 .contains("1 request(s) never answered")
         );
+    }
+
+    #[test]
+    fn entries_go_out_as_they_complete_in_the_order_they_began() {
+        use Direction::{In, Out};
+        let header = Header {
+            started_unix_ms: 1_764_700_000_000,
+            ..Header::default()
+        };
+        let mut w = HarWriter::new(header, "test");
+        let events = frames(&[
+            (
+                Out,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}"#,
+            ),
+            (Out, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#),
+            (In, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#),
+        ]);
+        events.iter().for_each(|e| w.push(e));
+        assert_eq!(w.ready().count(), 0, "the ping waits for the call that began before it");
+        w.push(
+            &frames(&[
+                (
+                    Out,
+                    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}"#,
+                ),
+                (In, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#),
+            ])[1],
+        );
+        let urls: Vec<Value> = w.ready().map(|e| e["request"]["url"].clone()).collect();
+        assert_eq!(urls, ["mcp://server/tools/call/slow", "mcp://server/ping"]);
+    }
+
+    #[test]
+    fn a_request_never_answered_holds_back_only_itself() {
+        use Direction::{In, Out};
+        let mut w = HarWriter::new(Header::default(), "test");
+        let mut r = Recorder::new(crate::wire::classify::Limits::default(), std::time::Instant::now());
+        let mut push = |w: &mut HarWriter, d, line: String| {
+            let raw = RawLine {
+                bytes: line.into_bytes(),
+                ending: LineEnding::Lf,
+            };
+            w.push(&Event::Frame(r.frame_at(d, raw, Duration::ZERO, None)));
+        };
+        push(
+            &mut w,
+            Out,
+            r#"{"jsonrpc":"2.0","id":"never","method":"tools/list"}"#.into(),
+        );
+        let mut out = 0;
+        let pairs = IN_ORDER_WINDOW * 2;
+        for i in 0..pairs {
+            push(&mut w, Out, format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+            push(&mut w, In, format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{}}}}"#));
+            out += w.ready().count();
+            assert!(w.queue.len() <= IN_ORDER_WINDOW + 1 && w.parked.len() <= 1);
+        }
+        assert_eq!(out, pairs, "every answered exchange went out while reading");
+        w.finish();
+        let rest: Vec<Value> = w.ready().collect();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0]["response"]["status"], 0, "the one never answered, at the end");
+        assert!(w.comment().contains("1 request(s) never answered"));
     }
 }

@@ -21,7 +21,7 @@ use crate::wire::classify::Kind;
 use crate::wire::frame::Frame;
 use crate::wire::message::RequestId;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 const KIND_INTERNAL: u8 = 1;
@@ -79,11 +79,12 @@ struct Span {
     events: Vec<Value>,
     links: Vec<Value>,
     error: Option<(String, String)>,
-    /// Already sent by [`OtlpWriter::take_ended`].
-    sent: bool,
 }
 
-/// Builds the traces as events arrive ([`OtlpWriter::push`]), then [`OtlpWriter::finish`].
+/// Builds the traces as events arrive ([`OtlpWriter::push`]); the spans
+/// that ended are taken as they end ([`OtlpWriter::take_ended`]) and then
+/// forgotten, so a long session or a large capture holds only its open
+/// spans; [`OtlpWriter::finish`] gives the rest.
 pub struct OtlpWriter {
     header: Header,
     tool_version: String,
@@ -92,13 +93,17 @@ pub struct OtlpWriter {
     session_span: String,
     session_events: Vec<Value>,
     session_spans: Vec<Span>,
-    spans: Vec<Span>,
+    /// Request spans not taken yet, by number (the order they began).
+    spans: BTreeMap<usize, Span>,
+    next_span: usize,
+    /// Spans that ended and were not taken yet.
+    ended: Vec<usize>,
     pending: HashMap<RequestId, usize>,
     progress: HashMap<String, usize>,
-    /// Task id → the span that created it.
-    tasks: HashMap<String, usize>,
+    /// Task id → the span that created it (trace id, span id).
+    tasks: HashMap<String, (String, String)>,
     /// (method, target) → the span of the last round that asked for input.
-    rounds: HashMap<(String, String), usize>,
+    rounds: HashMap<(String, String), (String, String)>,
     protocol_version: Option<String>,
     session_id: Option<String>,
     last_at: Duration,
@@ -122,7 +127,9 @@ impl OtlpWriter {
             session_span: String::new(),
             session_events: Vec::new(),
             session_spans: Vec::new(),
-            spans: Vec::new(),
+            spans: BTreeMap::new(),
+            next_span: 0,
+            ended: Vec::new(),
             pending: HashMap::new(),
             progress: HashMap::new(),
             tasks: HashMap::new(),
@@ -173,7 +180,6 @@ impl OtlpWriter {
             events: std::mem::take(&mut self.session_events),
             links: Vec::new(),
             error: None,
-            sent: false,
         });
     }
 
@@ -239,8 +245,11 @@ impl OtlpWriter {
                     .as_ref()
                     .and_then(|v| v.pointer("/params/progressToken").and_then(token_key));
                 let ev = self.event(f, &method);
-                match token.and_then(|t| self.progress.get(&t).copied()) {
-                    Some(i) => self.spans[i].events.push(ev),
+                match token
+                    .and_then(|t| self.progress.get(&t).copied())
+                    .and_then(|i| self.spans.get_mut(&i))
+                {
+                    Some(s) => s.events.push(ev),
                     None => self.session_events.push(ev),
                 }
             }
@@ -323,39 +332,36 @@ impl OtlpWriter {
         let mut links = Vec::new();
         let target = name.clone().unwrap_or_default();
         if let Some(task) = params.and_then(|p| p.get("taskId")).and_then(Value::as_str)
-            && let Some(&i) = self.tasks.get(task)
+            && let Some((trace, span)) = self.tasks.get(task)
         {
-            links.push(
-                json!({"traceId": self.spans[i].trace_id, "spanId": self.spans[i].span_id,
-                "attributes": [attr("mcp.link", "task")]}),
-            );
+            links.push(json!({"traceId": trace, "spanId": span, "attributes": [attr("mcp.link", "task")]}));
         }
         if params.and_then(|p| p.get("requestState")).is_some()
-            && let Some(i) = self.rounds.remove(&(method.clone(), target.clone()))
+            && let Some((trace, span)) = self.rounds.remove(&(method.clone(), target.clone()))
         {
-            links.push(
-                json!({"traceId": self.spans[i].trace_id, "spanId": self.spans[i].span_id,
-                "attributes": [attr("mcp.link", "previous_round")]}),
-            );
+            links.push(json!({"traceId": trace, "spanId": span, "attributes": [attr("mcp.link", "previous_round")]}));
         }
         let span_name = match &name {
             Some(n) if matches!(method.as_str(), "tools/call" | "prompts/get") => format!("{method} {n}"),
             _ => method.clone(),
         };
-        self.spans.push(Span {
-            trace_id,
-            span_id,
-            parent: Some(parent),
-            name: span_name,
-            start: f.at,
-            end: None,
-            attributes,
-            events: vec![self.event(f, "request")],
-            links,
-            error: None,
-            sent: false,
-        });
-        let i = self.spans.len() - 1;
+        let i = self.next_span;
+        self.next_span += 1;
+        self.spans.insert(
+            i,
+            Span {
+                trace_id,
+                span_id,
+                parent: Some(parent),
+                name: span_name,
+                start: f.at,
+                end: None,
+                attributes,
+                events: vec![self.event(f, "request")],
+                links,
+                error: None,
+            },
+        );
         if let Some(id) = &f.class.id {
             self.pending.insert(id.clone(), i);
         }
@@ -368,8 +374,10 @@ impl OtlpWriter {
     }
 
     fn answered(&mut self, i: usize, f: &Frame, v: Option<&Value>) {
+        let Some(s) = self.spans.get(&i) else { return };
+        let ids = (s.trace_id.clone(), s.span_id.clone());
         let result = v.and_then(|v| v.get("result"));
-        if method_of(&self.spans[i]) == "initialize"
+        if method_of(s) == "initialize"
             && let Some(pv) = result.and_then(|r| r.get("protocolVersion")).and_then(Value::as_str)
         {
             self.protocol_version = Some(pv.to_owned());
@@ -378,10 +386,11 @@ impl OtlpWriter {
             .and_then(|r| r.pointer("/task/taskId").or_else(|| r.get("taskId")))
             .and_then(Value::as_str)
         {
-            self.tasks.insert(task.to_owned(), i);
+            self.tasks.insert(task.to_owned(), ids.clone());
         }
         if result.and_then(|r| r.get("resultType")).and_then(Value::as_str) == Some("input_required") {
-            let name = self.spans[i]
+            let s = &self.spans[&i];
+            let name = s
                 .attributes
                 .iter()
                 .find(|a| {
@@ -390,10 +399,11 @@ impl OtlpWriter {
                 .and_then(|a| a["value"]["stringValue"].as_str())
                 .unwrap_or_default()
                 .to_owned();
-            self.rounds.insert((method_of(&self.spans[i]).to_owned(), name), i);
+            self.rounds.insert((method_of(s).to_owned(), name), ids);
         }
         let response = json!({"timeUnixNano": self.nanos(f.at), "name": "response", "attributes": []});
-        let s = &mut self.spans[i];
+        self.ended.push(i);
+        let Some(s) = self.spans.get_mut(&i) else { return };
         s.end = Some(f.at);
         s.events.push(response);
         if f.class.kind == Kind::Error {
@@ -421,47 +431,55 @@ impl OtlpWriter {
         }
     }
 
-    /// The ExportTraceServiceRequest, as OTLP/JSON: every span not sent yet
-    /// (all of them when nothing was sent live) and the session spans.
+    /// The ExportTraceServiceRequest, as OTLP/JSON: every span not taken
+    /// yet (all of them when none was) and the session spans.
     pub fn finish(mut self) -> Value {
+        let spans = self.finish_spans();
+        self.export_request(spans)
+    }
+
+    /// The session is over: the session spans and every request span not
+    /// taken yet (a request never answered ends with the capture, as an error).
+    pub fn finish_spans(&mut self) -> Vec<Value> {
         self.close_session();
         let unanswered: Vec<usize> = self.pending.values().copied().collect();
         for i in unanswered {
-            let s = &mut self.spans[i];
-            s.attributes.push(attr("error.type", "no_response"));
-            s.error = Some((
-                "no_response".into(),
-                "the request got no response before the capture ended".into(),
-            ));
+            if let Some(s) = self.spans.get_mut(&i) {
+                s.attributes.push(attr("error.type", "no_response"));
+                s.error = Some((
+                    "no_response".into(),
+                    "the request got no response before the capture ended".into(),
+                ));
+            }
         }
+        self.pending.clear();
+        self.ended.clear();
         let last = self.last_at;
-        let spans: Vec<Value> = self
-            .session_spans
+        let session_spans = std::mem::take(&mut self.session_spans);
+        let spans = std::mem::take(&mut self.spans);
+        session_spans
             .iter()
-            .chain(self.spans.iter().filter(|s| !s.sent))
+            .chain(spans.values())
             .map(|s| self.span_json(s, last))
-            .collect();
-        self.export_request(spans)
+            .collect()
     }
 
     /// The request spans that ended (were answered) since the last call, as
     /// an ExportTraceServiceRequest to send while the session goes on; `None`
-    /// when none did. [`OtlpWriter::finish`] sends the rest and the session spans.
+    /// when none did. [`OtlpWriter::finish`] gives the rest and the session spans.
     pub fn take_ended(&mut self) -> Option<Value> {
-        let last = self.last_at;
-        let mut spans = Vec::new();
-        for i in 0..self.spans.len() {
-            if self.spans[i].sent || self.spans[i].end.is_none() {
-                continue;
-            }
-            spans.push(self.span_json(&self.spans[i], last));
-            let s = &mut self.spans[i];
-            s.sent = true;
-            // Kept for the links and the method later frames look up; the
-            // events are not needed again (a long session keeps its memory flat).
-            s.events = Vec::new();
-        }
+        let spans = self.take_ended_spans();
         (!spans.is_empty()).then(|| self.export_request(spans))
+    }
+
+    /// The request spans that ended since the last call, in the order they
+    /// began; they are forgotten here (a link to one keeps only its ids).
+    pub fn take_ended_spans(&mut self) -> Vec<Value> {
+        let last = self.last_at;
+        let mut ended = std::mem::take(&mut self.ended);
+        ended.sort_unstable();
+        let spans: Vec<Span> = ended.into_iter().filter_map(|i| self.spans.remove(&i)).collect();
+        spans.iter().map(|s| self.span_json(s, last)).collect()
     }
 
     fn span_json(&self, s: &Span, last: Duration) -> Value {
@@ -488,7 +506,8 @@ impl OtlpWriter {
         v
     }
 
-    fn export_request(&self, spans: Vec<Value>) -> Value {
+    /// The request's `resource`: who sent the spans, about which server.
+    pub fn resource(&self) -> Value {
         let service = if self.header.program.is_empty() {
             self.header.url.clone().unwrap_or_else(|| "mcp-server".into())
         } else {
@@ -499,14 +518,24 @@ impl OtlpWriter {
                 .unwrap_or(&self.header.program)
                 .to_owned()
         };
+        json!({"attributes": [
+            attr("service.name", "mcpscope"),
+            attr("mcp.server.command", &self.header.command_line),
+            attr("mcp.server.name", service),
+        ]})
+    }
+
+    /// The request's instrumentation `scope`.
+    pub fn scope(&self) -> Value {
+        json!({"name": "mcpscope", "version": self.tool_version})
+    }
+
+    /// An ExportTraceServiceRequest of `spans`.
+    pub fn export_request(&self, spans: Vec<Value>) -> Value {
         json!({"resourceSpans": [{
-            "resource": {"attributes": [
-                attr("service.name", "mcpscope"),
-                attr("mcp.server.command", &self.header.command_line),
-                attr("mcp.server.name", service),
-            ]},
+            "resource": self.resource(),
             "scopeSpans": [{
-                "scope": {"name": "mcpscope", "version": self.tool_version},
+                "scope": self.scope(),
                 "spans": spans,
             }],
         }]})

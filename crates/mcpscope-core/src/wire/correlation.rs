@@ -39,10 +39,47 @@ pub struct TimedOut {
 struct Side {
     /// Requests this side sent and that are still waiting.
     pending: HashMap<RequestId, Pending>,
-    /// Requests of this side that were answered or given up on. Every id
-    /// this side has used is here or in `pending` (a reused id moves back),
-    /// so the two together flag reuse without a third set of every id.
-    closed: HashMap<RequestId, (u64, String, Duration, Closed)>,
+    /// Requests of this side that were answered or given up on. Every
+    /// recent id this side has used is here or in `pending` (a reused id
+    /// moves back), so the two together flag reuse without a third set of
+    /// every id.
+    closed: ClosedIds,
+}
+
+type ClosedRequest = (u64, String, Duration, Closed);
+
+/// Closed requests remembered per side: the latest [`ClosedIds::KEPT`] to
+/// [`ClosedIds::KEPT`] × 2, in two generations (the older one dropped whole
+/// when the newer fills). An id reused or answered again long after (by
+/// then a legal reuse, or a stray) is no longer recognised, so a session or
+/// a capture read of a million requests costs no more than one of 130,000.
+#[derive(Default)]
+struct ClosedIds {
+    recent: HashMap<RequestId, ClosedRequest>,
+    older: HashMap<RequestId, ClosedRequest>,
+}
+
+impl ClosedIds {
+    const KEPT: usize = 1 << 16;
+
+    fn insert(&mut self, id: RequestId, closed: ClosedRequest) {
+        self.older.remove(&id);
+        self.recent.insert(id, closed);
+        if self.recent.len() >= Self::KEPT {
+            self.older = std::mem::take(&mut self.recent);
+        }
+    }
+
+    fn remove(&mut self, id: &RequestId) -> Option<ClosedRequest> {
+        self.recent.remove(id).or_else(|| self.older.remove(id))
+    }
+
+    fn get_mut(&mut self, id: &RequestId) -> Option<&mut ClosedRequest> {
+        match self.recent.get_mut(id) {
+            Some(c) => Some(c),
+            None => self.older.get_mut(id),
+        }
+    }
 }
 
 /// Request/response bookkeeping for one session.
@@ -261,6 +298,38 @@ mod tests {
             },
             &Limits::default(),
         )
+    }
+
+    #[test]
+    fn closed_requests_are_remembered_for_a_while_not_forever() {
+        let mut c = Correlator::new();
+        let n = ClosedIds::KEPT as i64 * 3;
+        for i in 0..n {
+            let id = RequestId::Number(i);
+            c.on_request(
+                Direction::Out,
+                id.clone(),
+                "ping".into(),
+                i as u64,
+                Duration::ZERO,
+                None,
+            );
+            c.on_response(Direction::In, &id, Duration::ZERO);
+        }
+        let closed = &c.client.closed;
+        assert!(closed.recent.len() + closed.older.len() < 2 * ClosedIds::KEPT);
+        // A recent one answered again is still a duplicate, and reusing it is flagged.
+        let (link, flags) = c.on_response(Direction::In, &RequestId::Number(n - 1), Duration::ZERO);
+        assert!(link.is_some() && flags.contains(Anomalies::DUPLICATE_RESPONSE));
+        let flags = c.on_request(
+            Direction::Out,
+            RequestId::Number(n - 2),
+            "ping".into(),
+            0,
+            Duration::ZERO,
+            None,
+        );
+        assert!(flags.contains(Anomalies::DUPLICATE_REQUEST_ID));
     }
 
     #[test]
