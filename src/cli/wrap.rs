@@ -124,16 +124,10 @@ pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
 fn summary(config: &std::path::Path, report: &wrap_file::FileReport, dry_run: bool, verb: &str) {
     if dry_run {
         println!("dry run: {} left unchanged", config.display());
-    } else if let Some(backup) = &report.backup {
-        println!(
-            "wrote {} (the previous version is in {})",
-            config.display(),
-            backup.display()
-        );
-        if verb == "wrap" {
-            println!("restart the client (or reload its MCP servers) to start watching; `mcpscope unwrap` undoes this");
-        }
-    } else {
-        println!("nothing to change in {}", config.display());
+        return;
+    }
+    println!("{}", report.summary(config));
+    if report.written && verb == "wrap" {
+        println!("restart the client (or reload its MCP servers) to start watching; `mcpscope unwrap` undoes this");
     }
 }

@@ -369,10 +369,12 @@ fn wrap_leaves_the_config_alone_when_its_way_back_cannot_be_stored() {
     assert!(backups_of(&config).is_empty(), "no backup either");
 }
 
-/// #26 item 4: a second wrap gets a backup of its own, and when the ledger
-/// is lost the original URL still survives in the first backup.
+/// #26 item 4: a second wrap never replaces the backup of the original
+/// (#47 item 16: it is the one backup now, and the unwrap that restores the
+/// config removes it), and when the ledger is lost the original URL comes
+/// back from it (#47 item 17).
 #[test]
-fn backups_are_numbered_and_the_original_survives_a_lost_ledger() {
+fn the_backup_keeps_the_original_and_survives_a_lost_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let config = dir.path().join("claude_desktop_config.json");
@@ -384,34 +386,31 @@ fn backups_are_numbered_and_the_original_survives_a_lost_ledger() {
         out
     };
     run(&["wrap", c, "--server", "a"]);
-    let after_a = std::fs::read_to_string(&config).unwrap();
     run(&["wrap", c, "--server", "r"]);
     let backups = backups_of(&config);
-    let names: Vec<&str> = backups.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
-        names,
-        [
-            "claude_desktop_config.json.mcpscope-backup",
-            "claude_desktop_config.json.mcpscope-backup.1"
-        ]
+        backups,
+        [(
+            "claude_desktop_config.json.mcpscope-backup".to_owned(),
+            WRAP_CONFIG.to_owned()
+        )],
+        "one backup, the original"
     );
-    assert_eq!(backups[0].1, WRAP_CONFIG);
-    assert_eq!(backups[1].1, after_a);
     // With the ledger: unwrap restores every byte.
     run(&["unwrap", c]);
     assert_eq!(std::fs::read_to_string(&config).unwrap(), WRAP_CONFIG);
-    assert_eq!(backups_of(&config).len(), 3);
+    assert!(backups_of(&config).is_empty());
 
-    // Without it, unwrap says so and the original URL is still in a backup.
+    // Without it, the original URL comes back from the backup.
     run(&["wrap", c, "--all"]);
     std::fs::remove_file(state.join("mcpscope/wrapped-remotes.json")).unwrap();
     let out = run(&["unwrap", c]);
-    assert!(text(&out.stdout).contains("r: skipped"), "{}", text(&out.stdout));
-    let now = std::fs::read_to_string(&config).unwrap();
-    assert!(!now.contains("https://mcp.example.com/mcp?k=1"), "{now}");
-    let backups = backups_of(&config);
-    assert_eq!(backups.len(), 5);
-    assert_eq!(backups[0].1, WRAP_CONFIG, "the first backup was never replaced");
+    assert!(
+        text(&out.stdout).contains("r: restored its URL from the config's backup"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), WRAP_CONFIG);
 }
 
 /// #26 item 4: two runs at once on one config each see the other's change

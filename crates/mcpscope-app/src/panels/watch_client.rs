@@ -34,10 +34,9 @@ pub fn this_binary() -> anyhow::Result<String> {
         .context("cannot tell where this mcpscope binary is")
 }
 
-/// The backup `wrap` would write before changing `config` now (backups are
-/// numbered, never replaced).
+/// Where `wrap` keeps the config as it was before mcpscope changed it.
 pub fn backup_path(config: &Path) -> PathBuf {
-    wrap_file::next_backup_path(config)
+    wrap_file::backup_path(config)
 }
 
 /// Wraps (or, with `undo`, unwraps) the chosen servers of `config`. File I/O: run it on a worker.
@@ -93,20 +92,9 @@ pub fn apply(config: &Path, servers: Vec<String>, undo: bool, mcpscope: &str) ->
             r.proxy_command(mcpscope)
         ));
     }
-    match &report.backup {
-        Some(b) => {
-            lines.push(format!(
-                "wrote {} (the previous version is in {})",
-                config.display(),
-                b.display()
-            ));
-            if !undo {
-                lines.push(
-                    "restart the client (or reload its MCP servers): its sessions appear under Live sessions".into(),
-                );
-            }
-        }
-        None => lines.push(format!("nothing to change in {}", config.display())),
+    lines.push(report.summary(config));
+    if report.written && !undo {
+        lines.push("restart the client (or reload its MCP servers): its sessions appear under Live sessions".into());
     }
     lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
     Outcome {
@@ -203,7 +191,9 @@ impl WatchClientDialog {
         ));
         ui.label(
             RichText::new(format!(
-                "The current file is saved first to {}. Unwrap (here or `mcpscope unwrap`) restores the entries exactly.",
+                "The file as it is before mcpscope changes it is saved first to {}. Unwrap (here or \
+                 `mcpscope unwrap`) restores the entries exactly, and removes that copy once the file \
+                 matches it again.",
                 backup_path(&self.config).display()
             ))
             .color(theme::WARN),
@@ -276,8 +266,6 @@ mod tests {
         assert!(text.contains("\"/opt/mcpscope\""), "{text}");
         assert!(text.contains("\"--session\""), "{text}");
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
-        // The next wrap would not replace it.
-        assert_ne!(backup_path(&config), backup);
         assert!(
             wrapped.lines.iter().any(|l| l.contains("mcpscope-backup")),
             "{:?}",
@@ -286,6 +274,13 @@ mod tests {
         let unwrapped = apply(&config, vec!["files".into()], true, "/opt/mcpscope");
         assert!(unwrapped.ok, "{:?}", unwrapped.lines);
         assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+        // Back as it was: the backup is gone, and says so.
+        assert!(!backup.exists());
+        assert!(
+            unwrapped.lines.iter().any(|l| l.contains("was removed")),
+            "{:?}",
+            unwrapped.lines
+        );
     }
 
     #[test]

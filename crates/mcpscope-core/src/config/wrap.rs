@@ -16,7 +16,9 @@
 //! A remote server's `url` is pointed at a local reverse proxy
 //! (`http://127.0.0.1:PORT` + the original path), on a port chosen now; the
 //! original URL's literal is kept in a ledger in the state directory, which
-//! also says what command starts that proxy.
+//! also says what command starts that proxy. When the ledger has lost the
+//! record, unwrap takes the URL from the config's backup ([`Originals`]), but
+//! only for a local URL wrap would have made from it.
 //!
 //! An entry already wrapped is left alone (wrapping twice never nests), a
 //! file that does not parse is reported with line and column and left
@@ -90,13 +92,33 @@ pub trait Remotes {
 /// What happened to one server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
-    Wrapped { server: String },
-    WrappedRemote { server: String, remote: RemoteWrap },
-    AlreadyWrapped { server: String },
-    Unwrapped { server: String },
-    UnwrappedRemote { server: String, local_url: String },
-    NotWrapped { server: String },
-    Skipped { server: String, why: String },
+    Wrapped {
+        server: String,
+    },
+    WrappedRemote {
+        server: String,
+        remote: RemoteWrap,
+    },
+    AlreadyWrapped {
+        server: String,
+    },
+    Unwrapped {
+        server: String,
+    },
+    /// `from_backup`: the ledger had no record of `local_url`; the original
+    /// came from the config's backup.
+    UnwrappedRemote {
+        server: String,
+        local_url: String,
+        from_backup: bool,
+    },
+    NotWrapped {
+        server: String,
+    },
+    Skipped {
+        server: String,
+        why: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -110,7 +132,16 @@ impl fmt::Display for Change {
             ),
             Change::AlreadyWrapped { server } => write!(f, "{server}: already wrapped; left as it is"),
             Change::Unwrapped { server } => write!(f, "{server}: restored"),
-            Change::UnwrappedRemote { server, .. } => write!(f, "{server}: restored its URL"),
+            Change::UnwrappedRemote {
+                server,
+                from_backup: false,
+                ..
+            } => write!(f, "{server}: restored its URL"),
+            Change::UnwrappedRemote {
+                server,
+                from_backup: true,
+                ..
+            } => write!(f, "{server}: restored its URL from the config's backup"),
             Change::NotWrapped { server } => write!(f, "{server}: not wrapped; left as it is"),
             Change::Skipped { server, why } => write!(f, "{server}: skipped: {why}"),
         }
@@ -253,6 +284,76 @@ fn lit(s: &str) -> String {
     serde_json::to_string(s).expect("strings serialise")
 }
 
+/// What every local URL wrap writes starts with; the port follows.
+const LOCAL_PREFIX: &str = "http://127.0.0.1:";
+
+/// The part of an upstream URL a wrapped entry's local URL keeps.
+fn path_and_query(url: &url::Url) -> String {
+    match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+/// Whether wrap could have written `local_url` for a server whose URL (as
+/// the client sees it, variables expanded) was `upstream`.
+fn is_local_url_for(local_url: &str, upstream: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(upstream) else {
+        return false;
+    };
+    let Some(rest) = local_url.strip_prefix(LOCAL_PREFIX) else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=5).contains(&digits) && rest[digits..] == path_and_query(&parsed)
+}
+
+/// Each remote server's URL in a config as it was before wrap changed it
+/// (its backup): where unwrap finds an original URL the ledger has lost.
+#[derive(Debug, Default)]
+pub struct Originals {
+    /// Server name: (the URL as the client sees it, its literal as written).
+    remotes: HashMap<String, (String, String)>,
+}
+
+impl Originals {
+    /// Reads the remote servers of a config's text (a backup).
+    pub fn parse(path_hint: &Path, text: &str) -> Result<Self, WrapError> {
+        let parsed = parse(path_hint, text)?;
+        let mut remotes = HashMap::new();
+        for s in &parsed.import.servers {
+            let Transport::Http { url, .. } = &s.transport else {
+                continue;
+            };
+            let Some(node) = parsed.servers.get(&s.name).and_then(|e| e.get("url")) else {
+                continue;
+            };
+            remotes.insert(s.name.clone(), (url.clone(), text[node.start..node.end].to_owned()));
+        }
+        Ok(Originals { remotes })
+    }
+
+    /// The literal to put back for `server`, whose URL is now `local_url`:
+    /// only when wrap would have turned this backup's URL into that one.
+    fn literal_for(&self, server: &str, local_url: &str) -> Option<&str> {
+        let (upstream, literal) = self.remotes.get(server)?;
+        is_local_url_for(local_url, upstream).then_some(literal.as_str())
+    }
+}
+
+/// Whether anything in a config's text is mcpscope's doing that unwrap
+/// would undo (a wrapped stdio entry, a remote the ledger or the backup
+/// explains). A text with none is the user's own: a fresh backup of it
+/// loses nothing an older one held.
+pub fn holds_wrapped_entries(
+    path_hint: &Path,
+    text: &str,
+    remotes: &dyn Remotes,
+    originals: Option<&Originals>,
+) -> Result<bool, WrapError> {
+    Ok(unwrap_text(path_hint, text, &Selection::All, remotes, originals)?.changed(text))
+}
+
 /// Whether `command`'s file name is mcpscope's.
 fn is_mcpscope(command: &str) -> bool {
     Path::new(command)
@@ -363,11 +464,7 @@ pub fn wrap_text(
             let port = remotes
                 .allocate_port()
                 .map_err(|e| WrapError::Io(format!("cannot find a free local port: {e}")))?;
-            let mut local_url = format!("http://127.0.0.1:{port}{}", parsed_url.path());
-            if let Some(q) = parsed_url.query() {
-                local_url.push('?');
-                local_url.push_str(q);
-            }
+            let local_url = format!("{LOCAL_PREFIX}{port}{}", path_and_query(&parsed_url));
             let remote = RemoteWrap {
                 server: server.clone(),
                 config: path_hint.display().to_string(),
@@ -445,11 +542,13 @@ fn wrap_stdio(text: &str, entry: &Node, server: &str, mcpscope: &str) -> Result<
 }
 
 /// Restores the chosen (by default all) wrapped servers of a config's text.
+/// `originals`: the config's backup, for remote URLs the ledger lost.
 pub fn unwrap_text(
     path_hint: &Path,
     text: &str,
     selection: &Selection,
     remotes: &dyn Remotes,
+    originals: Option<&Originals>,
 ) -> Result<Edit, WrapError> {
     let parsed = parse(path_hint, text)?;
     check_selection(&parsed.servers, selection)?;
@@ -472,24 +571,37 @@ pub fn unwrap_text(
         } else if is_remote(entry) {
             let url_node = entry.get("url").expect("is_remote");
             let current = url_node.as_str().unwrap_or_default();
-            match remotes.lookup(current) {
-                Some(remote) => {
+            let written = &text[url_node.start..url_node.end];
+            let restored = match remotes.lookup(current) {
+                Some(remote) => Some((remote.original_literal, false)),
+                None => match originals.and_then(|o| o.literal_for(&server, current)) {
+                    // The backup has this very URL: the user's own local server.
+                    Some(literal) if literal == written => {
+                        changes.push(Change::NotWrapped { server });
+                        continue;
+                    }
+                    found => found.map(|literal| (literal.to_owned(), true)),
+                },
+            };
+            match restored {
+                Some((literal, from_backup)) => {
                     splices.push(Splice {
                         start: url_node.start,
                         end: url_node.end,
-                        text: remote.original_literal.clone(),
+                        text: literal,
                     });
                     changes.push(Change::UnwrappedRemote {
                         server,
                         local_url: current.to_owned(),
+                        from_backup,
                     });
                 }
                 // What wrap writes, with no record of it (the ledger was
-                // lost): say where the original URL still is.
-                None if current.starts_with("http://127.0.0.1:") => changes.push(Change::Skipped {
+                // lost) and no backup that explains it.
+                None if current.starts_with(LOCAL_PREFIX) => changes.push(Change::Skipped {
                     server,
-                    why: "its local URL is not in mcpscope's ledger of wrapped servers, so it is left as it is \
-                          (if `mcpscope wrap` changed it, the original URL is in the config's backups)"
+                    why: "its local URL is neither in mcpscope's ledger of wrapped servers nor made from \
+                          this server's URL in the config's backup, so it is left as it is"
                         .into(),
                 }),
                 None => changes.push(Change::NotWrapped { server }),
@@ -600,7 +712,7 @@ mod tests {
             "{:?}",
             again.changes
         );
-        let unwrapped = unwrap_text(Path::new(path), &wrapped.text, &Selection::All, &remotes).unwrap();
+        let unwrapped = unwrap_text(Path::new(path), &wrapped.text, &Selection::All, &remotes, None).unwrap();
         assert_eq!(unwrapped.text, text, "unwrap restores every byte");
         (wrapped.text, wrapped.changes)
     }
@@ -733,7 +845,7 @@ mod tests {
             e.text
                 .starts_with(r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "/opt"#)
         );
-        let u = unwrap_text(Path::new("c.json"), &e.text, &Selection::All, &r).unwrap();
+        let u = unwrap_text(Path::new("c.json"), &e.text, &Selection::All, &r, None).unwrap();
         assert_eq!(u.text, text);
         assert_eq!(
             u.changes,
@@ -780,7 +892,7 @@ mod tests {
         let e = wrap_text(Path::new("c.json"), text, BIN, &Selection::All, &mut r).unwrap();
         let reformatted =
             serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&e.text).unwrap()).unwrap();
-        let u = unwrap_text(Path::new("c.json"), &reformatted, &Selection::All, &r).unwrap();
+        let u = unwrap_text(Path::new("c.json"), &reformatted, &Selection::All, &r, None).unwrap();
         let v: serde_json::Value = serde_json::from_str(&u.text).unwrap();
         assert_eq!(v, serde_json::from_str::<serde_json::Value>(text).unwrap());
     }
@@ -858,7 +970,7 @@ mod tests {
         }
         assert_eq!(all.text, stepwise);
         once.remember(&all);
-        let back = unwrap_text(path, &all.text, &Selection::All, &once).unwrap();
+        let back = unwrap_text(path, &all.text, &Selection::All, &once, None).unwrap();
         assert_eq!(back.text, text);
     }
 
@@ -874,15 +986,53 @@ mod tests {
             &mut r,
         )
         .unwrap();
-        // No remember(): the record is lost.
-        let u = unwrap_text(Path::new("c.json"), &e.text, &Selection::All, &r).unwrap();
+        // No remember(): the record is lost, and there is no backup.
+        let u = unwrap_text(Path::new("c.json"), &e.text, &Selection::All, &r, None).unwrap();
         assert_eq!(u.text, e.text);
         assert!(
             u.changes
                 .iter()
-                .all(|c| matches!(c, Change::Skipped { why, .. } if why.contains("backups"))),
+                .all(|c| matches!(c, Change::Skipped { why, .. } if why.contains("backup"))),
             "{:?}",
             u.changes
         );
+        assert!(!holds_wrapped_entries(Path::new("c.json"), &e.text, &r, None).unwrap());
+    }
+
+    #[test]
+    fn the_backup_gives_back_a_url_the_ledger_forgot() {
+        let text = "{\"mcpServers\": {\"r\": {\"type\": \"http\", \"url\": \"${BASE:-https://h.example}/mcp?x=1\"},\n \"mine\": {\"url\": \"http://127.0.0.1:8080/mcp\"}, \"s\": {\"command\": \"s\"}}}";
+        let path = Path::new("/p/.mcp.json");
+        let mut r = FakeRemotes::default();
+        let e = wrap_text(path, text, BIN, &Selection::All, &mut r).unwrap();
+        let originals = Originals::parse(path, text).unwrap();
+        let u = unwrap_text(path, &e.text, &Selection::All, &r, Some(&originals)).unwrap();
+        assert_eq!(u.text, text, "the literal comes back as written, variable and all");
+        let from_backup: Vec<&str> = u
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::UnwrappedRemote {
+                    server,
+                    from_backup: true,
+                    ..
+                } => Some(server.as_str()),
+                _ => None,
+            })
+            .collect();
+        // "mine" was wrapped too (to another port), and is restored the same way.
+        assert_eq!(from_backup, ["r", "mine"], "{:?}", u.changes);
+        assert!(holds_wrapped_entries(path, &e.text, &r, Some(&originals)).unwrap());
+        assert!(!holds_wrapped_entries(path, text, &r, Some(&originals)).unwrap());
+        // A local URL the backup's URL does not explain (another path, no
+        // port) is not replaced by it.
+        for other in ["http://127.0.0.1:41234/other?x=1", "http://127.0.0.1:/mcp?x=1"] {
+            let at = e.text.find("http://127.0.0.1:").unwrap();
+            let end = at + e.text[at..].find('"').unwrap();
+            let moved = format!("{}{other}{}", &e.text[..at], &e.text[end..]);
+            let u = unwrap_text(path, &moved, &Selection::Named(vec!["r".into()]), &r, Some(&originals)).unwrap();
+            assert_eq!(u.text, moved, "{other}");
+            assert!(matches!(&u.changes[..], [Change::Skipped { .. }]), "{:?}", u.changes);
+        }
     }
 }

@@ -3,39 +3,48 @@
 //! servers pointed at a local reverse proxy.
 //!
 //! The way back is stored before the config changes, or the config is not
-//! changed: a wrapped remote's original URL exists only in the ledger, so the
+//! changed: a wrapped remote's original URL is recorded in the ledger, so the
 //! ledger is written (and synced) first, and a ledger that cannot be written
-//! leaves the config as it was. Every write also leaves a backup of the
-//! config as it was just before (`CONFIG.mcpscope-backup`, then `.1`, `.2`…:
-//! an existing backup may be the only copy of an original, so none is ever
-//! replaced). Backups are owner-only: configs hold API keys.
+//! leaves the config as it was.
 //!
-//! Runs on one config are serialised by an advisory lock on a file beside it
-//! (`CONFIG.mcpscope-lock`), and runs touching the ledger by a lock beside the
-//! ledger, always taken in that order; each run reads the config and the
-//! ledger only once it holds them, so two runs never both edit the same old
-//! text. The config and the ledger are replaced atomically (a temporary file
-//! in the same directory, synced, renamed over). The new config keeps the
-//! old one's owner, group and mode (root wrapping a user's config must not
-//! leave it root's); a config that is a symbolic link (dotfile managers) has
-//! its target rewritten, the link kept.
+//! The only file mcpscope keeps beside a config is one backup,
+//! `CONFIG.mcpscope-backup` (owner-only, since configs hold API keys, and
+//! owned like the config), holding the config as it was before mcpscope
+//! changed it: the user's original, and where unwrap finds a remote's URL
+//! the ledger lost. A wrap saves it when there is none, and replaces it (a
+//! synced temporary file renamed over it) only when the config holds nothing
+//! of mcpscope's, so a newer copy never hides an original that a wrapped entry
+//! still needs; a wrap of a config already wrapped keeps it. Unwrap writes
+//! none, and removes it once the config is back to exactly its content.
+//!
+//! Runs on one config are serialised by an advisory lock (flock) on the
+//! config file itself, so no lock file is left anywhere; a run that got the
+//! lock on a file another run has since replaced takes it again on the new
+//! one, and a run locks its replacement before renaming it into place, so it
+//! holds the config until its backup is settled. Runs touching the ledger
+//! also lock a file beside the ledger, always after the config. Each run
+//! reads the config, its backup and the ledger only once it holds them, so
+//! two runs never both edit the same old text. The config and the ledger are
+//! replaced atomically (a temporary file in the same directory, synced,
+//! renamed over). The new config keeps the old one's owner, group and mode
+//! (root wrapping a user's config must not leave it root's); a config that is
+//! a symbolic link (dotfile managers) has its target rewritten, the link kept.
 
 use crate::config::server_config::ConfigError;
-use crate::config::wrap::{self, Change, RemoteWrap, Remotes, Selection, WrapError};
+use crate::config::wrap::{self, Change, Originals, RemoteWrap, Remotes, Selection, WrapError};
 use crate::record::state_dir;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub const BACKUP_SUFFIX: &str = ".mcpscope-backup";
-/// The lock file beside a config (`CONFIG.mcpscope-lock`). It stays after a
-/// run: removing a lock file others may be waiting on would let two runs in.
-pub const LOCK_SUFFIX: &str = ".mcpscope-lock";
+/// The lock file earlier versions left beside a config (`CONFIG.mcpscope-lock`).
+const OLD_LOCK_SUFFIX: &str = ".mcpscope-lock";
 const LEDGER: &str = "wrapped-remotes.json";
 const LEDGER_LOCK: &str = "wrapped-remotes.json.lock";
 
@@ -43,22 +52,57 @@ const LEDGER_LOCK: &str = "wrapped-remotes.json.lock";
 #[derive(Debug)]
 pub struct FileReport {
     pub changes: Vec<Change>,
-    /// Where the previous content was saved, when the file was written.
-    pub backup: Option<PathBuf>,
+    /// What became of the backup beside the config.
+    pub backup: BackupOutcome,
     /// False when nothing needed changing (or `dry_run`).
     pub written: bool,
-    /// What went wrong after the config was written (it stays written):
-    /// unwrap could not drop the restored servers from the ledger.
+    /// What the user should know although the run succeeded: unwrap could
+    /// not drop the restored servers from the ledger, or took URLs from the
+    /// backup because the ledger had lost them.
     pub warnings: Vec<String>,
+}
+
+/// What became of `CONFIG.mcpscope-backup`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackupOutcome {
+    /// Nothing was written, or unwrap found no backup.
+    None,
+    /// The config as it was before this run, saved.
+    Saved(PathBuf),
+    /// The backup already there, kept: it holds the config as it was before
+    /// mcpscope changed it (the config now differs from it).
+    Kept(PathBuf),
+    /// The config is back to exactly the backup's content, so the backup was removed.
+    Removed(PathBuf),
 }
 
 impl FileReport {
     fn unwritten(changes: Vec<Change>) -> Self {
         FileReport {
             changes,
-            backup: None,
+            backup: BackupOutcome::None,
             written: false,
             warnings: Vec::new(),
+        }
+    }
+
+    /// What happened to the file and its backup, in a sentence (for the CLI and the app).
+    pub fn summary(&self, config: &Path) -> String {
+        let c = config.display();
+        if !self.written {
+            return format!("nothing to change in {c}");
+        }
+        match &self.backup {
+            BackupOutcome::None => format!("wrote {c}"),
+            BackupOutcome::Saved(b) => format!("wrote {c} (the previous version is in {})", b.display()),
+            BackupOutcome::Kept(b) => format!(
+                "wrote {c} ({} still holds it as it was before mcpscope changed it)",
+                b.display()
+            ),
+            BackupOutcome::Removed(b) => format!(
+                "wrote {c}; it is as it was before mcpscope changed it, so {} was removed",
+                b.display()
+            ),
         }
     }
 }
@@ -170,7 +214,7 @@ impl Ledger {
         };
         let dir = parent_dir(path);
         state_dir::ensure_private_dir(dir)?;
-        lock_file(&dir.join(LEDGER_LOCK), None)
+        lock_file(&dir.join(LEDGER_LOCK))
     }
 
     /// The remotes wrapped in `config` (as the path was given to wrap).
@@ -236,10 +280,8 @@ struct FileLock {
     _file: File,
 }
 
-/// Locks `path`, creating it (0600) if needed and waiting for whoever holds
-/// it. `owner`: the config the lock belongs to, whose owner a lock file we
-/// create as root should have (its user may run wrap later).
-fn lock_file(path: &Path, owner: Option<&fs::Metadata>) -> io::Result<FileLock> {
+/// Locks `path`, creating it (0600) if needed and waiting for whoever holds it.
+fn lock_file(path: &Path) -> io::Result<FileLock> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -249,25 +291,44 @@ fn lock_file(path: &Path, owner: Option<&fs::Metadata>) -> io::Result<FileLock> 
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| with_path(e, "cannot open the lock file", path))?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
+    if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("the lock file {} is not a regular file", path.display()),
         ));
     }
-    // Only a file of ours with one name can be given away: a hard link
-    // planted here could name any file.
-    if let Some(owner) = owner
-        && meta.uid() == effective_uid()
-        && meta.nlink() == 1
-    {
-        let _ = set_owner(&file, owner.uid(), owner.gid());
-    }
+    flock(&file, path)?;
+    Ok(FileLock { _file: file })
+}
+
+/// Locks the config file itself (a lock file beside it would be left in the
+/// user's folder). A run that held the lock may have replaced the file while
+/// this one waited: the lock must be on the file now at `target`, so it is
+/// taken again until it is.
+fn lock_config(target: &Path) -> io::Result<FileLock> {
     loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(target)?;
+        let locked = file.metadata()?;
+        if !locked.is_file() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        flock(&file, target)?;
+        let now = fs::symlink_metadata(target)?;
+        if (now.dev(), now.ino()) == (locked.dev(), locked.ino()) {
             return Ok(FileLock { _file: file });
+        }
+    }
+}
+
+/// Waits for an exclusive flock on `file`.
+fn flock(file: &File, path: &Path) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor the caller owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
@@ -295,9 +356,7 @@ fn begin(path: &Path, ledger: &mut Ledger) -> Result<(PathBuf, Locks), WrapError
         read(path)?;
         return Err(unreadable(path, io::Error::other("not a regular file")));
     }
-    let mut lock_name = target.as_os_str().to_owned();
-    lock_name.push(LOCK_SUFFIX);
-    let config_lock = lock_file(Path::new(&lock_name), Some(&meta))
+    let config_lock = lock_config(&target)
         .map_err(|e| WrapError::Io(format!("cannot lock {} against other runs: {e}", path.display())))?;
     let ledger_lock = ledger.lock().map_err(|e| e.to_string());
     ledger
@@ -340,6 +399,16 @@ pub fn wrap_file(
     if !edit.changed(&text) {
         return Ok(FileReport::unwritten(edit.changes));
     }
+    let backup_path = backup_name(&target);
+    // An existing backup gives way only to a config holding nothing of
+    // mcpscope's: while anything is wrapped, it may hold the only original.
+    let save_backup = match read_backup(&backup_path)? {
+        None => true,
+        Some(backup) => {
+            let originals = originals_of(path, &backup);
+            !wrap::holds_wrapped_entries(path, &text, ledger, originals.as_ref())?
+        }
+    };
     let added: Vec<RemoteWrap> = edit
         .changes
         .iter()
@@ -364,10 +433,14 @@ pub fn wrap_file(
             )));
         }
     }
-    match commit(&target, &text, &edit.text) {
-        Ok(backup) => Ok(FileReport {
+    match commit(&target, &text, &edit.text, save_backup.then_some(&backup_path)) {
+        Ok(_new_config) => Ok(FileReport {
             changes: edit.changes,
-            backup: Some(backup),
+            backup: if save_backup {
+                BackupOutcome::Saved(backup_path)
+            } else {
+                BackupOutcome::Kept(backup_path)
+            },
             written: true,
             warnings: Vec::new(),
         }),
@@ -393,19 +466,44 @@ pub fn unwrap_file(
     ledger: &mut Ledger,
     dry_run: bool,
 ) -> Result<FileReport, WrapError> {
-    if dry_run {
+    let (target, text, locks) = if dry_run {
         let text = read(path)?;
-        return Ok(FileReport::unwritten(
-            wrap::unwrap_text(path, &text, selection, ledger)?.changes,
-        ));
-    }
-    let (target, locks) = begin(path, ledger)?;
-    let text = read(path)?;
-    let edit = wrap::unwrap_text(path, &text, selection, ledger)?;
+        let target = fs::canonicalize(path).map_err(|e| unreadable(path, e))?;
+        (target, text, None)
+    } else {
+        let (target, locks) = begin(path, ledger)?;
+        (target, read(path)?, Some(locks))
+    };
+    let backup_path = backup_name(&target);
+    let backup = read_backup(&backup_path)?;
+    let originals = backup.as_deref().and_then(|b| originals_of(path, b));
+    let edit = wrap::unwrap_text(path, &text, selection, ledger, originals.as_ref())?;
+    let mut warnings: Vec<String> = edit
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::UnwrappedRemote {
+                server,
+                local_url,
+                from_backup: true,
+            } => Some(format!(
+                "{server}: the ledger of wrapped remote servers ({}) has no record of {local_url}; its original URL comes from {}",
+                ledger.describe(),
+                backup_path.display()
+            )),
+            _ => None,
+        })
+        .collect();
+    let Some(locks) = locks else {
+        let mut report = FileReport::unwritten(edit.changes);
+        report.warnings = warnings;
+        return Ok(report);
+    };
     if !edit.changed(&text) {
         return Ok(FileReport::unwritten(edit.changes));
     }
-    let backup = commit(&target, &text, &edit.text)?;
+    // Held until the backup is settled: the config is ours until then.
+    let _new_config = commit(&target, &text, &edit.text, None)?;
     let released: HashSet<&str> = edit
         .changes
         .iter()
@@ -417,7 +515,6 @@ pub fn unwrap_file(
     // Restoring never waits on the ledger: a record left behind only keeps a
     // port out of use, while a config left wrapped keeps the client away
     // from its server.
-    let mut warnings = Vec::new();
     if !released.is_empty() {
         let updated = match &locks.ledger {
             Err(e) => Err(e.clone()),
@@ -433,9 +530,23 @@ pub fn unwrap_file(
             ));
         }
     }
+    // The backup is removed only when it holds nothing the config does not.
+    let backup = match backup {
+        None => BackupOutcome::None,
+        Some(b) if b == edit.text => match fs::remove_file(&backup_path) {
+            Ok(()) => BackupOutcome::Removed(backup_path),
+            Err(e) => {
+                warnings.push(format!("cannot remove {}: {e}", backup_path.display()));
+                BackupOutcome::Kept(backup_path)
+            }
+        },
+        Some(_) => BackupOutcome::Kept(backup_path),
+    };
+    remove_old_lock(&target);
+    let _ = sync_dir(parent_dir(&target));
     Ok(FileReport {
         changes: edit.changes,
-        backup: Some(backup),
+        backup,
         written: true,
         warnings,
     })
@@ -452,93 +563,106 @@ fn read(path: &Path) -> Result<String, WrapError> {
     read_regular(path).map_err(|source| unreadable(path, source))
 }
 
-/// Writes `new_text` over `target` after backing up `original`. The new file
-/// is made (with the old one's owner and mode) before the backup, so a
-/// config that cannot keep its owner gets neither.
-fn commit(target: &Path, original: &str, new_text: &str) -> Result<PathBuf, WrapError> {
+/// Writes `new_text` over `target`, after saving `original` to `backup` when
+/// given. The new file is made (with the old one's owner and mode) first, so
+/// a config that cannot keep its owner gets no backup either; it is locked
+/// before it is renamed into place, so runs waiting for the config get it
+/// only once the returned lock is dropped.
+fn commit(target: &Path, original: &str, new_text: &str, backup: Option<&Path>) -> Result<FileLock, WrapError> {
     let meta = fs::metadata(target).map_err(|e| WrapError::Io(format!("cannot inspect {}: {e}", target.display())))?;
     let dir = parent_dir(target);
-    let tmp = Replacement::prepare(target, new_text.as_bytes(), &meta)
-        .map_err(|e| WrapError::Io(format!("cannot write {}: {e}", target.display())))?;
-    let backup = write_backup(target, original.as_bytes(), &meta)
-        .map_err(|e| WrapError::Io(format!("cannot write the backup of {}: {e}", target.display())))?;
-    tmp.install(target)
-        .map_err(|e| WrapError::Io(format!("cannot write {}: {e}", target.display())))?;
+    let cannot_write = |e: io::Error| WrapError::Io(format!("cannot write {}: {e}", target.display()));
+    let tmp = Replacement::prepare(target, new_text.as_bytes(), &meta, meta.mode() & 0o7777).map_err(cannot_write)?;
+    let lock = tmp.lock().map_err(cannot_write)?;
+    if let Some(backup) = backup {
+        // Owner-only (configs hold keys), owned like the config.
+        Replacement::prepare(backup, original.as_bytes(), &meta, 0o600)
+            .and_then(|b| b.install(backup))
+            .map_err(|e| WrapError::Io(format!("cannot write the backup of {}: {e}", target.display())))?;
+    }
+    tmp.install(target).map_err(cannot_write)?;
     // The rename is what makes the new text the config: make it durable. The
     // content is already synced, so a failure here loses no data.
     let _ = sync_dir(dir);
-    Ok(backup)
+    Ok(lock)
 }
 
-/// The next free backup name: `CONFIG.mcpscope-backup`, then `.1`, `.2`…
-pub fn next_backup_path(target: &Path) -> PathBuf {
-    (0..u32::MAX)
-        .map(|n| backup_name(target, n))
-        .find(|p| fs::symlink_metadata(p).is_err())
-        .unwrap_or_else(|| backup_name(target, 0))
+/// The backup of `config` beside it (beside a link's target): `CONFIG.mcpscope-backup`.
+pub fn backup_path(config: &Path) -> PathBuf {
+    backup_name(&fs::canonicalize(config).unwrap_or_else(|_| config.to_owned()))
 }
 
-fn backup_name(target: &Path, n: u32) -> PathBuf {
+fn backup_name(target: &Path) -> PathBuf {
     let mut name: OsString = target.as_os_str().to_owned();
     name.push(BACKUP_SUFFIX);
-    if n > 0 {
-        name.push(format!(".{n}"));
-    }
     PathBuf::from(name)
 }
 
-/// Saves `bytes` under the first backup name not taken (created exclusively,
-/// so nothing there is ever replaced or followed), owner-only, owned like the
-/// config, synced.
-fn write_backup(target: &Path, bytes: &[u8], config: &fs::Metadata) -> io::Result<PathBuf> {
-    for n in 0..u32::MAX {
-        let path = backup_name(target, n);
-        let mut f = match state_dir::create_private_file(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        };
-        let written = set_owner(&f, config.uid(), config.gid())
-            .and_then(|_| f.write_all(bytes))
-            .and_then(|_| f.sync_all());
-        if let Err(e) = written {
-            let _ = fs::remove_file(&path);
-            return Err(with_path(e, "cannot write", &path));
+/// The backup's text, if a backup is there. What is not a regular file
+/// (a link, a FIFO) is not ours: it is not read, and a new backup replaces it.
+fn read_backup(path: &Path) -> Result<Option<String>, WrapError> {
+    let cannot = |e: io::Error| WrapError::Io(format!("cannot read the backup {}: {e}", path.display()));
+    match state_dir::open_no_follow(path) {
+        Ok(mut f) => {
+            let mut text = String::new();
+            f.read_to_string(&mut text).map_err(cannot)?;
+            Ok(Some(text))
         }
-        return Ok(path);
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::InvalidInput => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Ok(None),
+        Err(e) => Err(cannot(e)),
     }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "every backup name is taken",
-    ))
 }
 
-/// The new content in a temporary file beside the target, removed unless installed.
+/// The remote URLs of a backup; one that no longer parses has none to give.
+fn originals_of(path: &Path, backup: &str) -> Option<Originals> {
+    Originals::parse(path, backup).ok()
+}
+
+/// Earlier versions left an empty lock file beside the config: a successful
+/// unwrap takes it away with the rest of what wrapping needed.
+fn remove_old_lock(target: &Path) {
+    let mut name = target.as_os_str().to_owned();
+    name.push(OLD_LOCK_SUFFIX);
+    if let Ok(meta) = fs::symlink_metadata(&name)
+        && meta.is_file()
+        && meta.len() == 0
+    {
+        let _ = fs::remove_file(&name);
+    }
+}
+
+/// New content in a temporary file beside its destination, removed unless installed.
 struct Replacement {
     path: PathBuf,
+    file: File,
     installed: bool,
 }
 
 impl Replacement {
-    fn prepare(target: &Path, bytes: &[u8], like: &fs::Metadata) -> io::Result<Self> {
-        let name = target
+    /// `bytes` in a synced temporary file with `like`'s owner and group and `mode`.
+    fn prepare(dest: &Path, bytes: &[u8], like: &fs::Metadata, mode: u32) -> io::Result<Self> {
+        let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let path = parent_dir(target).join(format!(".{name}.mcpscope-{}.tmp", std::process::id()));
+        let path = parent_dir(dest).join(format!(".{name}.mcpscope-{}.tmp", std::process::id()));
         // A stale one from a crashed run with our pid (we hold the config's lock).
         let _ = fs::remove_file(&path);
-        let f = OpenOptions::new()
+        let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
-        let tmp = Replacement { path, installed: false };
-        let mut f = f;
-        f.write_all(bytes)?;
+        let mut tmp = Replacement {
+            path,
+            file,
+            installed: false,
+        };
+        tmp.file.write_all(bytes)?;
         // Owner before mode: a change of owner clears set-id bits.
-        set_owner(&f, like.uid(), like.gid()).map_err(|e| {
+        set_owner(&tmp.file, like.uid(), like.gid()).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -548,13 +672,22 @@ impl Replacement {
                 ),
             )
         })?;
-        f.set_permissions(fs::Permissions::from_mode(like.mode() & 0o7777))?;
-        f.sync_all()?;
+        tmp.file.set_permissions(fs::Permissions::from_mode(mode))?;
+        tmp.file.sync_all()?;
         Ok(tmp)
     }
 
-    fn install(mut self, target: &Path) -> io::Result<()> {
-        fs::rename(&self.path, target)?;
+    /// Locks the new file: once renamed into place, it is the config others wait for.
+    fn lock(&self) -> io::Result<FileLock> {
+        flock(&self.file, &self.path)?;
+        // The lock belongs to the open file, shared by the clone.
+        Ok(FileLock {
+            _file: self.file.try_clone()?,
+        })
+    }
+
+    fn install(mut self, dest: &Path) -> io::Result<()> {
+        fs::rename(&self.path, dest)?;
         self.installed = true;
         Ok(())
     }
@@ -579,11 +712,6 @@ fn set_owner(file: &File, uid: u32, gid: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-fn effective_uid() -> u32 {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() }
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -629,7 +757,8 @@ mod tests {
         let (t, path, mut ledger) = setup(TEXT);
         let r = wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, false).unwrap();
         assert!(r.written);
-        let backup = r.backup.unwrap();
+        let backup = backup_path(&path);
+        assert_eq!(r.backup, BackupOutcome::Saved(backup.clone()));
         assert_eq!(fs::read_to_string(&backup).unwrap(), TEXT);
         assert_eq!(fs::metadata(&backup).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
@@ -648,6 +777,9 @@ mod tests {
         assert!(u.written);
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
         assert!(Ledger::load(&t.path().join("state")).unwrap().remotes().is_empty());
+        // Back as it was: the backup has nothing more to give.
+        assert_eq!(u.backup, BackupOutcome::Removed(backup.clone()));
+        assert!(fs::symlink_metadata(&backup).is_err());
     }
 
     #[test]
@@ -660,9 +792,9 @@ mod tests {
         let left: Vec<String> = fs::read_dir(t.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(BACKUP_SUFFIX) || n.ends_with(".tmp"))
+            .filter(|n| n.contains(BACKUP_SUFFIX) || n.contains(OLD_LOCK_SUFFIX) || n.ends_with(".tmp"))
             .collect();
-        assert!(left.is_empty(), "no backup, no temporary file: {left:?}");
+        assert!(left.is_empty(), "no backup, no lock, no temporary file: {left:?}");
     }
 
     #[test]
@@ -686,27 +818,117 @@ mod tests {
     fn dry_run_writes_nothing() {
         let (_t, path, mut ledger) = setup(TEXT);
         let r = wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, true).unwrap();
-        assert!(!r.written && r.backup.is_none());
+        assert!(!r.written && r.backup == BackupOutcome::None);
         assert_eq!(r.changes.len(), 2);
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
     }
 
+    /// The names in `dir` other than the state directory.
+    fn beside(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "state")
+            .collect();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn backups_are_numbered_and_never_replaced() {
+    fn one_backup_keeps_the_original_until_unwrap_brings_it_back() {
         let (t, path, mut ledger) = setup(TEXT);
+        let backup = backup_path(&path);
         let one = Selection::Named(vec!["a".into()]);
         let first = wrap_file(&path, "/bin/mcpscope", &one, &mut ledger, false).unwrap();
-        let after_first = fs::read_to_string(&path).unwrap();
+        assert_eq!(first.backup, BackupOutcome::Saved(backup.clone()));
+        // Wrapping more of a wrapped config keeps the original.
         let second = wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, false).unwrap();
+        assert_eq!(second.backup, BackupOutcome::Kept(backup.clone()));
+        assert_eq!(fs::read_to_string(&backup).unwrap(), TEXT);
+        assert_eq!(
+            beside(t.path()),
+            [
+                "claude_desktop_config.json",
+                "claude_desktop_config.json.mcpscope-backup"
+            ]
+        );
+        // A partial unwrap leaves it (the config still differs from it).
+        let u = unwrap_file(&path, &one, &mut ledger, false).unwrap();
+        assert_eq!(u.backup, BackupOutcome::Kept(backup.clone()));
         let u = unwrap_file(&path, &Selection::All, &mut ledger, false).unwrap();
-        let name = |n: &str| t.path().join(format!("claude_desktop_config.json{BACKUP_SUFFIX}{n}"));
-        assert_eq!(first.backup.unwrap(), name(""));
-        assert_eq!(second.backup.unwrap(), name(".1"));
-        assert_eq!(u.backup.unwrap(), name(".2"));
-        assert_eq!(fs::read_to_string(name("")).unwrap(), TEXT);
-        assert_eq!(fs::read_to_string(name(".1")).unwrap(), after_first);
+        assert_eq!(u.backup, BackupOutcome::Removed(backup.clone()));
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
-        assert_eq!(next_backup_path(&path), name(".3"));
+        assert_eq!(beside(t.path()), ["claude_desktop_config.json"]);
+
+        // Edited by hand while wrapped: unwrap keeps the backup, since the
+        // config no longer matches it...
+        wrap_file(&path, "/bin/mcpscope", &one, &mut ledger, false).unwrap();
+        let edited = fs::read_to_string(&path).unwrap().replace("// mine", "// mine, edited");
+        fs::write(&path, &edited).unwrap();
+        let u = unwrap_file(&path, &Selection::All, &mut ledger, false).unwrap();
+        assert_eq!(u.backup, BackupOutcome::Kept(backup.clone()));
+        let now = fs::read_to_string(&path).unwrap();
+        assert_eq!(now, TEXT.replace("// mine", "// mine, edited"));
+        // ...and the next wrap of the unwrapped config replaces it.
+        let r = wrap_file(&path, "/bin/mcpscope", &one, &mut ledger, false).unwrap();
+        assert_eq!(r.backup, BackupOutcome::Saved(backup.clone()));
+        assert_eq!(fs::read_to_string(&backup).unwrap(), now);
+    }
+
+    #[test]
+    fn a_lost_ledger_keeps_the_backup_for_the_remote_it_explains() {
+        let (t, path, mut ledger) = setup(TEXT);
+        let r = Selection::Named(vec!["r".into()]);
+        wrap_file(&path, "/bin/mcpscope", &r, &mut ledger, false).unwrap();
+        fs::remove_file(t.path().join("state").join(LEDGER)).unwrap();
+        let mut ledger = Ledger::load(&t.path().join("state")).unwrap();
+        // The wrapped remote is only explained by the backup: a wrap of
+        // another server must not replace it.
+        let a = wrap_file(
+            &path,
+            "/bin/mcpscope",
+            &Selection::Named(vec!["a".into()]),
+            &mut ledger,
+            false,
+        )
+        .unwrap();
+        assert!(matches!(a.backup, BackupOutcome::Kept(_)), "{:?}", a.backup);
+        let u = unwrap_file(&path, &Selection::All, &mut ledger, false).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
+        assert!(
+            u.changes.iter().any(|c| matches!(
+                c,
+                Change::UnwrappedRemote { server, from_backup: true, .. } if server == "r"
+            )),
+            "{:?}",
+            u.changes
+        );
+        assert_eq!(u.warnings.len(), 1, "{:?}", u.warnings);
+        assert!(u.warnings[0].contains(BACKUP_SUFFIX), "{:?}", u.warnings);
+        assert!(matches!(u.backup, BackupOutcome::Removed(_)));
+    }
+
+    #[test]
+    fn something_planted_at_the_backup_name_is_replaced_not_followed() {
+        let (t, path, mut ledger) = setup(TEXT);
+        let victim = t.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, backup_path(&path)).unwrap();
+        wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, false).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        let meta = fs::symlink_metadata(backup_path(&path)).unwrap();
+        assert!(meta.is_file() && meta.mode() & 0o777 == 0o600);
+        assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), TEXT);
+    }
+
+    #[test]
+    fn unwrap_clears_the_lock_file_earlier_versions_left() {
+        let (t, path, mut ledger) = setup(TEXT);
+        let old = t.path().join("claude_desktop_config.json.mcpscope-lock");
+        fs::write(&old, "").unwrap();
+        wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, false).unwrap();
+        unwrap_file(&path, &Selection::All, &mut ledger, false).unwrap();
+        assert_eq!(beside(t.path()), ["claude_desktop_config.json"]);
     }
 
     #[test]
@@ -721,7 +943,7 @@ mod tests {
         assert!(matches!(e, WrapError::Ledger(_)), "{e:?}");
         assert!(e.to_string().contains("original URLs"), "{e}");
         assert_eq!(fs::read_to_string(&path).unwrap(), TEXT);
-        assert!(fs::symlink_metadata(backup_name(&path, 0)).is_err(), "no backup either");
+        assert!(fs::symlink_metadata(backup_path(&path)).is_err(), "no backup either");
         assert!(ledger.remotes().is_empty());
         // Stdio servers need no ledger: they still wrap.
         let r = wrap_file(
@@ -773,17 +995,46 @@ mod tests {
         });
         let wrapped = fs::read_to_string(&path).unwrap();
         assert_eq!(wrapped.matches("/bin/mcpscope").count(), 8, "{wrapped}");
-        let backups = fs::read_dir(t.path())
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .contains(BACKUP_SUFFIX)
-            })
-            .count();
-        assert_eq!(backups, 8);
+        assert_eq!(
+            fs::read_to_string(backup_path(&path)).unwrap(),
+            text,
+            "the original, once"
+        );
+        assert_eq!(
+            beside(t.path()),
+            [
+                "claude_desktop_config.json",
+                "claude_desktop_config.json.mcpscope-backup"
+            ]
+        );
+    }
+
+    /// Wraps and unwraps racing: the lock on the config is held until the
+    /// backup is settled, so no unwrap removes a backup a wrap has just saved.
+    #[test]
+    fn concurrent_wraps_and_unwraps_end_with_the_config_alone() {
+        let servers: String = (0..6)
+            .map(|i| format!("\"s{i}\": {{\"command\": \"c{i}\"}}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!("{{\"mcpServers\": {{{servers}}}}}");
+        let (t, path, _) = setup(&text);
+        let state = t.path().join("state");
+        std::thread::scope(|s| {
+            for i in 0..6 {
+                let (path, state) = (&path, &state);
+                s.spawn(move || {
+                    let mut ledger = Ledger::load(state).unwrap();
+                    let one = Selection::Named(vec![format!("s{i}")]);
+                    for _ in 0..3 {
+                        wrap_file(path, "/bin/mcpscope", &one, &mut ledger, false).unwrap();
+                        unwrap_file(path, &one, &mut ledger, false).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        assert_eq!(beside(t.path()), ["claude_desktop_config.json"]);
     }
 
     #[test]
@@ -796,7 +1047,8 @@ mod tests {
         let r = wrap_file(&path, "/bin/mcpscope", &Selection::All, &mut ledger, false).unwrap();
         let meta = fs::metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
-        let backup = fs::metadata(r.backup.unwrap()).unwrap();
+        assert_eq!(r.backup, BackupOutcome::Saved(backup_path(&path)));
+        let backup = fs::metadata(backup_path(&path)).unwrap();
         assert_eq!(backup.permissions().mode() & 0o777, 0o600);
         if given {
             assert_eq!((meta.uid(), meta.gid()), (1000, 1000));
