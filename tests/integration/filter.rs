@@ -356,3 +356,79 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         "a button for the saved filter"
     );
 }
+
+/// Tab takes the first completion and the focus stays in the box: the keys
+/// typed next go on the expression (they went to the Colours button, and
+/// were lost, when Tab also moved the focus on). Escape closes the list
+/// without leaving the box either.
+#[test]
+fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
+    use egui::accesskit::Role;
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable as _;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = everything_capture(dir.path());
+    let mut h = Harness::builder()
+        .with_size([1440.0, 900.0])
+        .build_eframe(|cc| mcpscope_app::McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
+    h.state_mut().open_capture(cap);
+    step_until(&mut h, "the capture loaded", |app| {
+        app.session
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.model.store.len() > 10)
+            && app.session.timeline.index.progress().is_none()
+    });
+    h.get_by_role_and_label(Role::TextInput, "Filter").focus();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::TextInput, "Filter").type_text("meth");
+    h.run_steps(2);
+    assert!(
+        h.query_by_label_contains("Tab takes the first").is_some(),
+        "completions offered"
+    );
+    h.key_press(egui::Key::Tab);
+    h.run_steps(2);
+    assert!(
+        h.state().session.timeline.filter.text.starts_with("method"),
+        "{:?}",
+        h.state().session.timeline.filter.text
+    );
+    assert!(
+        h.get_by_role_and_label(Role::TextInput, "Filter").is_focused(),
+        "the focus stayed in the filter box"
+    );
+    h.get_by_role_and_label(Role::TextInput, "Filter")
+        .type_text(" == \"tools/c");
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::TextInput, "Filter").type_text("all\"");
+    h.run_steps(3);
+    let typed = h
+        .state()
+        .session
+        .timeline
+        .filter
+        .text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(typed, r#"method == "tools/call""#);
+    step_until(&mut h, "the filter applied", |app| {
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+    });
+
+    // Escape with completions open closes them and keeps the box focused.
+    h.get_by_role_and_label(Role::TextInput, "Filter").type_text(" and lat");
+    h.run_steps(2);
+    assert!(
+        h.query_by_label_contains("Tab takes the first").is_some(),
+        "completions offered"
+    );
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert!(
+        h.query_by_label_contains("Tab takes the first").is_none(),
+        "closed by Escape"
+    );
+    assert!(h.get_by_role_and_label(Role::TextInput, "Filter").is_focused());
+}

@@ -159,8 +159,26 @@ impl FilterBar {
                 let c = self.completions[0].clone();
                 self.accept(&c);
             }
+            // Escape closes the completions and leaves the focus in the box.
+            if focused
+                && !self.completions.is_empty()
+                && ui.input_mut(|i| i.consume_key(egui::Modifiers::NONE, Key::Escape))
+            {
+                self.completions.clear();
+            }
+            // While completions are offered, Tab and Escape belong to them:
+            // egui decides where the focus goes from the filter the box set
+            // the frame before, so without this the Tab that takes a
+            // completion also moved the focus on, and the next keys were lost.
+            let offering = !self.completions.is_empty();
             let mut edit = egui::TextEdit::singleline(&mut self.text)
                 .id(id)
+                .event_filter(egui::EventFilter {
+                    tab: offering,
+                    escape: offering,
+                    horizontal_arrows: true,
+                    vertical_arrows: true,
+                })
                 .hint_text("e.g. method == \"tools/call\" and latency > 500ms")
                 .font(egui::TextStyle::Monospace)
                 .desired_width(ui.available_width() - 4.0);
