@@ -114,7 +114,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
             }
         }
         crate::outln!(
-            "{} exchange(s) compared, {} differ (ids, key order and timing ignored)",
+            "{} exchange(s) compared, {} differ (ids, progress tokens, key order and timing ignored)",
             entries.len(),
             differing
         );

@@ -261,3 +261,41 @@ fn verify_answers_the_servers_requests_as_recorded() {
         "{stdout}"
     );
 }
+
+/// #48: a recording whose client offered sampling and elicitation, verified
+/// against the very server it came from. server-everything lists its
+/// sampling and elicitation tools only to a client that offers them: the
+/// verify session offers what the recording offered, so nothing is called
+/// removed, and it says that such requests would be refused (the recording
+/// holds no answer to them).
+#[test]
+fn verify_offers_the_recorded_clients_capabilities_and_finds_the_same_server_the_same() {
+    let spec = everything();
+    let server = command_of(&spec);
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("offered.jsonl");
+    let cap_arg = cap.to_str().unwrap();
+    let mut record = vec![
+        "call",
+        "--method",
+        "tools/list",
+        "--capture",
+        cap_arg,
+        "--sample-reply",
+        "hi",
+        "--elicit-decline",
+        "--",
+    ];
+    record.extend(&server);
+    let out = mcpscope(&record);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    assert!(listed.contains("trigger-sampling-request"), "{listed}");
+    let mut verify = vec!["verify", cap_arg, "--surface", "--"];
+    verify.extend(&server);
+    let out = mcpscope(&verify);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stdout.contains("removed"), "{stdout}");
+    assert!(stdout.contains("as recorded"), "{stdout}");
+}

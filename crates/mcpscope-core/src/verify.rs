@@ -26,6 +26,10 @@ pub struct RecordedSession {
     /// How the client answered the server's own requests (roots,
     /// elicitation, sampling) in it: answered the same again.
     pub policy: InputPolicy,
+    /// The capabilities the recorded client offered (its `initialize`, or
+    /// the `_meta` of its first 2026-07-28 request): offered again, since a
+    /// server may list other tools to a client that offers less.
+    pub client_capabilities: Option<Value>,
 }
 
 /// A capture, read for verifying a server against it.
@@ -96,6 +100,35 @@ pub enum BaselineError {
 struct SessionRead {
     collector: session_diff::Collector,
     answers: Answers,
+    client_capabilities: Option<Value>,
+}
+
+impl SessionRead {
+    /// Keeps the capabilities the client offered, from the first request
+    /// that says them.
+    fn note_offer(&mut self, e: &crate::transport::event::Event) {
+        use crate::wire::classify::Kind;
+        use crate::wire::frame::Direction;
+        if self.client_capabilities.is_some() {
+            return;
+        }
+        let crate::transport::event::Event::Frame(f) = e else {
+            return;
+        };
+        if f.direction != Direction::Out || f.class.kind != Kind::Request {
+            return;
+        }
+        let Some(msg) = f.json() else { return };
+        let params = msg.get("params");
+        self.client_capabilities = if f.class.method.as_deref() == Some(methods::INITIALIZE) {
+            params.and_then(|p| p.get("capabilities")).cloned()
+        } else {
+            params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(crate::protocol::era::META_CLIENT_CAPABILITIES))
+                .cloned()
+        };
+    }
 }
 
 impl Recording {
@@ -131,6 +164,7 @@ impl Recording {
                 exchanges,
                 era: if modern { EraChoice::Modern } else { EraChoice::Legacy },
                 policy: read.answers.policy,
+                client_capabilities: read.client_capabilities,
             };
             if answered || session.is_some() {
                 kept.push(s);
@@ -141,6 +175,7 @@ impl Recording {
         while let Some(item) = reader.next_item().map_err(CaptureError::read(path))? {
             match item {
                 Item::Event(e) => {
+                    current.1.note_offer(&e);
                     current.1.answers.push(&e);
                     current.1.collector.push(&e);
                 }
@@ -279,17 +314,19 @@ pub fn verify(
         if let Some(a) = authorizer.take() {
             client = client.with_authorizer(a);
         }
+        let offer = offered_capabilities(s, &mut notes);
         let mut run = || -> Result<(), VerifyError> {
             if compares {
                 new = Some(live_surface(
                     &mut client,
                     &recording.surface,
                     s.era,
+                    &offer,
                     timeout,
                     &mut notes,
                 )?);
             } else {
-                establish(&mut client, s.era, timeout)?;
+                establish(&mut client, s.era, &offer, timeout)?;
             }
             if !surface_only {
                 let mut r = replay(&mut client, &s.exchanges, ignore, timeout)?;
@@ -418,11 +455,47 @@ pub fn update_baseline(capture: &std::path::Path, fresh: &std::path::Path) -> Re
     Ok(kept)
 }
 
-/// The handshake (or discovery) of a live session, in the recording's era.
-fn establish(client: &mut Client, choice: EraChoice, timeout: Duration) -> Result<EraDecision, VerifyError> {
+/// The client capabilities a verify session offers: the recording's, so
+/// the server sees the same client (it may list other tools to a client
+/// that offers less); what the recording never answered is still refused
+/// if asked, and said. Without a recorded offer, what the recorded answers
+/// show, and a note that the comparison may not be like for like.
+fn offered_capabilities(s: &RecordedSession, notes: &mut Vec<String>) -> Value {
+    let answerable = s.policy.capabilities();
+    let Some(recorded) = s.client_capabilities.clone().filter(Value::is_object) else {
+        notes.push(format!(
+            "session {}: the recording does not say which capabilities its client offered (no initialize \
+             recorded): the server was offered {answerable}, so it may not be compared like for like",
+            s.number
+        ));
+        return answerable;
+    };
+    let unanswerable: Vec<&str> = ["roots", "sampling", "elicitation"]
+        .into_iter()
+        .filter(|c| recorded.get(c).is_some() && answerable.get(c).is_none())
+        .collect();
+    if !unanswerable.is_empty() {
+        notes.push(format!(
+            "session {}: offered {} as the recording did; the recording holds no answer to give such requests \
+             from the server, so they are refused",
+            s.number,
+            unanswerable.join(", ")
+        ));
+    }
+    recorded
+}
+
+/// The handshake (or discovery) of a live session, in the recording's era,
+/// offering `capabilities`.
+fn establish(
+    client: &mut Client,
+    choice: EraChoice,
+    capabilities: &Value,
+    timeout: Duration,
+) -> Result<EraDecision, VerifyError> {
     client.wait_started(Duration::from_secs(10))?;
     let hs = HandshakeOptions {
-        capabilities: client.policy().capabilities(),
+        capabilities: capabilities.clone(),
         ..HandshakeOptions::default()
     };
     Ok(client.establish(choice, &hs, timeout)??)
@@ -433,10 +506,11 @@ fn live_surface(
     client: &mut Client,
     old: &Surface,
     choice: EraChoice,
+    capabilities: &Value,
     timeout: Duration,
     notes: &mut Vec<String>,
 ) -> Result<Surface, VerifyError> {
-    let decision = establish(client, choice, timeout)?;
+    let decision = establish(client, choice, capabilities, timeout)?;
     let mut new = Surface {
         capabilities: decision.server_capabilities().cloned(),
         ..Surface::default()

@@ -166,14 +166,14 @@ impl DiffView {
         }
         let Some(result) = &self.result else {
             if self.a.is_none() || self.b.is_none() {
-                ui.weak("Choose two captures of the same session against two servers; ids, key order and timing are ignored.");
+                ui.weak("Choose two captures of the same session against two servers; ids, progress tokens, key order and timing are ignored.");
             }
             return action;
         };
         let c = &result.comparison;
         ui.horizontal(|ui| {
             ui.label(format!(
-                "{} exchange(s), {} differ (ids, key order and timing ignored)",
+                "{} exchange(s), {} differ (ids, progress tokens, key order and timing ignored)",
                 c.entries.len(),
                 c.differing()
             ));

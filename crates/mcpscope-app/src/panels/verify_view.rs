@@ -176,7 +176,7 @@ impl VerifyView {
         &mut self,
         ctx: &egui::Context,
         capture: Option<&Path>,
-        servers: &[SavedServer],
+        servers: &[(SavedServer, &str)],
     ) -> Option<SavedServer> {
         let mut open = self.open;
         let mut chosen = None;
@@ -188,7 +188,7 @@ impl VerifyView {
         chosen
     }
 
-    fn ui(&mut self, ui: &mut Ui, capture: Option<&Path>, servers: &[SavedServer]) -> Option<SavedServer> {
+    fn ui(&mut self, ui: &mut Ui, capture: Option<&Path>, servers: &[(SavedServer, &str)]) -> Option<SavedServer> {
         let mut chosen = None;
         let Some(capture) = capture else {
             ui.weak("Open a capture (or run a session) first: its requests are what is sent again.");
@@ -202,12 +202,13 @@ impl VerifyView {
         if servers.is_empty() {
             ui.weak("No server in the launcher: fill its form or launch one first.");
         }
-        for s in servers {
+        for (s, from) in servers {
             ui.horizontal(|ui| {
                 if ui.add_enabled(!self.busy(), egui::Button::new("Verify")).clicked() {
                     chosen = Some(s.clone());
                 }
                 ui.label(RichText::new(&s.name).strong());
+                ui.weak(format!("({from})"));
                 ui.weak(mcpscope_core::text::ellipsize(&s.command_line(), 80));
             });
         }
@@ -240,7 +241,8 @@ impl VerifyView {
             let differ = v.replayed.iter().filter(|r| !r.1.is_empty()).count();
             ui.label(
                 RichText::new(format!(
-                    "{}: {} exchange(s) replayed, {differ} differ; {} surface change(s), {breaking} breaking",
+                    "{}: {} exchange(s) replayed, {differ} differ (the handshake and lists are compared as the \
+                     surface: {} change(s), {breaking} breaking)",
                     v.server,
                     v.replayed.len(),
                     v.changes.len()
