@@ -329,6 +329,34 @@ fn become_subreaper() {
     });
 }
 
+/// Starts a program mcpscope hands work to but does not serve as a server
+/// (the browser a View or a sign-in opens in): in a group of its own, its
+/// descendants tagged like a server's, and a thread that waits for it and
+/// then, for as long as anything of it runs, reaps what it leaves orphaned
+/// to mcpscope (the subreaper): a browser's crash handler and its helpers
+/// were left as zombies under the app. Nothing of it is killed: it is the
+/// user's program, and outlives mcpscope if it likes.
+pub fn spawn_reaped(cmd: &mut Command) -> std::io::Result<u32> {
+    become_subreaper();
+    let tag = ServerTree::new_tag();
+    cmd.env(TREE_TAG_VAR, &tag).process_group(0);
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let tree = ServerTree::with_tag(pid, tag);
+    let reaper = std::thread::Builder::new()
+        .name("mcpscope-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+            while tree.alive() {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+        });
+    // Without a thread (none could be made) the child is reaped when
+    // mcpscope ends; the browser is open all the same.
+    drop(reaper);
+    Ok(pid)
+}
+
 /// Starts the server in a new process group with piped stdio.
 pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
     let program = resolve_program(spec)?;

@@ -44,30 +44,44 @@ pub struct NoBrowser(pub Vec<String>);
 /// Starts the browser on `url` (without waiting for it); says which
 /// program did, or why none could.
 pub fn open(url: &str) -> Result<String, NoBrowser> {
+    open_with(std::env::var("BROWSER").ok().as_deref(), url)
+}
+
+/// [`open`] with `$BROWSER`'s value given.
+pub fn open_with(browser: Option<&str>, url: &str) -> Result<String, NoBrowser> {
     let mut errors = Vec::new();
-    let browser = std::env::var("BROWSER").ok();
-    for (program, args) in candidates(browser.as_deref(), url) {
-        match Command::new(&program)
-            .args(&args)
+    for (program, args) in candidates(browser, url) {
+        let mut cmd = Command::new(&program);
+        cmd.args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(mut child) => {
-                // Reaped in the background: a browser launcher may run for long.
-                std::thread::Builder::new()
-                    .name("mcpscope-browser".into())
-                    .spawn(move || {
-                        let _ = child.wait();
-                    })
-                    .ok();
-                return Ok(program);
-            }
+            .stderr(Stdio::null());
+        if let Some(address) = no_session_bus() {
+            cmd.env("DBUS_SESSION_BUS_ADDRESS", address);
+        }
+        // Waited for, and its orphans reaped, in the background: a browser
+        // launcher may run for long.
+        match crate::transport::process::spawn_reaped(&mut cmd) {
+            Ok(_) => return Ok(program),
             Err(e) => errors.push(format!("{program}: {e}")),
         }
     }
     Err(NoBrowser(errors))
+}
+
+/// With no session bus to talk to, xdg-open and the browser start one of
+/// their own (dbus-launch, dbus-daemon) that outlives mcpscope: they are
+/// told there is none instead. A desktop's bus (its address set, or the
+/// standard socket in the runtime directory) is left as it is.
+fn no_session_bus() -> Option<&'static str> {
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
+        return None;
+    }
+    let standard = std::env::var_os("XDG_RUNTIME_DIR").map(|d| std::path::Path::new(&d).join("bus"));
+    if standard.is_some_and(|bus| bus.exists()) {
+        return None;
+    }
+    Some("disabled:")
 }
 
 #[cfg(test)]
