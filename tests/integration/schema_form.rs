@@ -449,9 +449,82 @@ fn form_view_edits_reach_the_arguments() {
     h.get_by_label("key 0 of env").type_text("X");
     h.run();
     assert_eq!(h.state().form.value()["env"], json!({"key1X": ""}));
-    h.get_by_label("set color").click();
+    // An optional list or object that is in can be taken out again.
+    h.get_by_label("unset env").click();
     h.run();
-    assert!(h.query_by_label_contains("choose one of the values").is_some());
+    assert!(h.state().form.value().get("env").is_none());
+    // An enum is put in by picking its value: one control, no "set" box.
+    assert!(h.query_by_label("set color").is_none());
+    assert!(h.state().form.value().get("color").is_none());
+}
+
+/// #48: the first tool call is one control a field. An optional text, number
+/// or boolean has no "include" box of its own (typing or ticking puts it in,
+/// ✖ takes it out); null and the JSON editor are behind the field's "…";
+/// the "+ key" of a schema that allows undeclared arguments is behind "More
+/// arguments". Every power is still there.
+#[test]
+fn an_optional_field_is_one_control_and_the_rest_is_behind_a_disclosure() {
+    use egui::accesskit::Role;
+    let schema = json!({"type":"object","properties":{
+        "query":{"type":"string"},
+        "limit":{"type":"integer"},
+        "exact":{"type":"boolean"},
+        "cursor":{"type":["string","null"]}
+    }});
+    let form = Form::from_schema(&schema);
+    let errors = form.validate();
+    let mut h = Harness::builder().with_size([900.0, 600.0]).build_ui_state(
+        |ui, s: &mut UiState| {
+            if form_ui(ui, &mut s.form, &s.errors) {
+                s.errors = s.form.validate();
+            }
+        },
+        UiState { form, errors },
+    );
+    h.run();
+    for name in ["query", "limit", "exact", "cursor"] {
+        assert!(
+            h.query_by_label(&format!("set {name}")).is_none(),
+            "no include box for {name}"
+        );
+    }
+    assert_eq!(
+        h.query_all_by_role(Role::CheckBox).count(),
+        1,
+        "one checkbox: the boolean's own value"
+    );
+    assert!(h.query_by_label("null cursor").is_none(), "null waits behind ⋯");
+    assert!(
+        h.query_by_label("add key to arguments").is_none(),
+        "+ key waits behind More arguments"
+    );
+    assert_eq!(h.state().form.value(), json!({}));
+
+    h.get_by_role_and_label(Role::TextInput, "query").focus();
+    h.run();
+    h.get_by_role_and_label(Role::TextInput, "query").type_text("weather");
+    h.run();
+    h.get_by_role_and_label(Role::CheckBox, "exact").click();
+    h.run();
+    assert_eq!(h.state().form.value(), json!({"query": "weather", "exact": true}));
+    h.get_by_label("unset exact").click();
+    h.run();
+    assert_eq!(h.state().form.value(), json!({"query": "weather"}));
+
+    // The powers, one disclosure away.
+    h.get_by_label("More arguments").click();
+    h.run();
+    h.get_by_label("add key to arguments").click();
+    h.run();
+    assert_eq!(
+        h.state().form.value().as_object().map(|o| o.len()),
+        Some(2),
+        "an undeclared argument beside query: {}",
+        h.state().form.value()
+    );
+    let more = h.query_all_by_label("…").count();
+    assert!(more >= 1, "each field with more to offer has its ⋯");
 }
 
 /// Tools of server-everything not called (their forms are still built, filled and

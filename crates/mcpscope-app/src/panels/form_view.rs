@@ -2,8 +2,8 @@
 //!
 //! Every input is named for accessibility: a visible label with the field's name, and the
 //! input `labelled_by` it (array rows are labelled `name[i]`). Controls without a visible
-//! name carry one: "set <name>", "null <name>", "move <name>[i] up", "remove <name>[i]",
-//! "key <i> of <name>". Errors are drawn in red under their field (under the header of an
+//! name carry one: "set <name>", "unset <name>", "null <name>", "move <name>[i] up",
+//! "remove <name>[i]", "key <i> of <name>". Errors are drawn in red under their field (under the header of an
 //! object, list or chooser, before its children); errors whose field is not on screen
 //! (inside an unset object, say) are listed at the end.
 
@@ -33,16 +33,25 @@ pub fn form_ui(ui: &mut Ui, form: &mut Form, errors: &[FieldError]) -> bool {
                 ctx.shown.push(String::new());
                 errors_ui(ui, "", &ctx);
                 let mut changed = block_ui(ui, root, "", "arguments", None, &mut ctx);
-                if matches!(root.kind, FieldKind::Object { additional: Some(_), .. })
-                    && ui
-                        .small_button("+ key")
-                        .accessible_name("add key to arguments")
-                        .on_hover_text("add an argument the schema does not declare")
-                        .clicked()
-                {
-                    let key = fresh_key(root);
-                    root.add_entry(&key);
-                    changed = true;
+                // Arguments the schema does not declare: rarely wanted, so
+                // behind a disclosure rather than under every tool.
+                if matches!(root.kind, FieldKind::Object { additional: Some(_), .. }) {
+                    egui::CollapsingHeader::new("More arguments")
+                        .id_salt("more-arguments")
+                        .default_open(false)
+                        .show(ui, |ui| {
+                            ui.weak("The schema allows arguments it does not declare.");
+                            if ui
+                                .small_button("+ key")
+                                .accessible_name("add key to arguments")
+                                .on_hover_text("add an argument the schema does not declare")
+                                .clicked()
+                            {
+                                let key = fresh_key(root);
+                                root.add_entry(&key);
+                                changed = true;
+                            }
+                        });
                 }
                 if matches!(&root.kind, FieldKind::Object { fields, extra, .. } if fields.is_empty() && extra.is_empty())
                 {
@@ -104,21 +113,6 @@ fn field_ui(
     let mut label_id = Id::NULL;
     ui.horizontal_wrapped(|ui| {
         changed |= row_controls(ui);
-        if !f.required || !f.set {
-            let mut set = f.set;
-            let r = ui
-                .checkbox(&mut set, "")
-                .accessible_name(format!("set {label}"))
-                .on_hover_text(if f.required {
-                    "required, but missing from the arguments: tick to include it"
-                } else {
-                    "optional: included in the arguments only when ticked"
-                });
-            if r.changed() {
-                f.set_enabled(set);
-                changed = true;
-            }
-        }
         let mut text = RichText::new(label);
         if !f.set {
             text = text.weak();
@@ -134,14 +128,21 @@ fn field_ui(
             ui.label(RichText::new("*").color(ERROR_COLOR))
                 .on_hover_text("required");
         }
-        if f.nullable {
-            let mut null = f.is_null;
-            if ui
-                .checkbox(&mut null, "null")
-                .accessible_name(format!("null {label}"))
-                .changed()
-            {
-                f.set_null(null);
+        // The common path is one control a field: a value typed or picked
+        // puts the field in the arguments. A list, object or choice left
+        // out takes one click to put in; what is in and optional, one to
+        // take out; null and the JSON editor wait behind "…".
+        if !f.set && !edits_in_row(f) {
+            let r = ui
+                .small_button("+")
+                .accessible_name(format!("set {label}"))
+                .on_hover_text(if f.required {
+                    "required, but missing from the arguments: add it"
+                } else {
+                    "optional: add it to the arguments"
+                });
+            if r.clicked() {
+                f.set_enabled(true);
                 changed = true;
             }
         }
@@ -150,10 +151,20 @@ fn field_ui(
         if f.is_default {
             ui.weak("(default)");
         }
-        changed |= mode_toggle_ui(ui, f, label);
         if shows_value(f) {
             changed |= inline_ui(ui, f, label, label_id);
         }
+        if f.set && !f.required {
+            let r = ui
+                .small_button("✖")
+                .accessible_name(format!("unset {label}"))
+                .on_hover_text("optional: leave it out of the arguments");
+            if r.clicked() {
+                f.set_enabled(false);
+                changed = true;
+            }
+        }
+        changed |= more_menu_ui(ui, f, label);
     });
     if let Some(d) = &f.description {
         ui.label(RichText::new(d).weak());
@@ -186,6 +197,44 @@ fn shows_value(f: &Field) -> bool {
     !(f.is_pending() || (f.nullable && f.is_null))
 }
 
+/// Whether the field's value is edited in its header row (typing or
+/// picking there puts the field in the arguments).
+fn edits_in_row(f: &Field) -> bool {
+    shows_value(f) && !matches!(f.kind, FieldKind::Object { .. } | FieldKind::Map { .. })
+}
+
+/// The field's "…" menu: what few need (send null, the JSON editor).
+/// Drawn only when it holds something.
+fn more_menu_ui(ui: &mut Ui, f: &mut Field, label: &str) -> bool {
+    let json = shows_value(f) && (f.kind.is_json() && f.can_use_form() || !f.kind.is_json());
+    let json = json && !matches!(f.kind, FieldKind::Const(_));
+    if !f.nullable && !json {
+        return false;
+    }
+    let mut changed = false;
+    ui.menu_button("…", |ui| {
+        if f.nullable {
+            let mut null = f.is_null;
+            if ui
+                .checkbox(&mut null, "send null")
+                .accessible_name(format!("null {label}"))
+                .changed()
+            {
+                f.set_null(null);
+                f.touch();
+                changed = true;
+                ui.close();
+            }
+        }
+        if json {
+            changed |= mode_toggle_ui(ui, f, label);
+        }
+    })
+    .response
+    .on_hover_text("more: null, edit as JSON");
+    changed
+}
+
 /// Switches between the form and a JSON editor for one field.
 fn mode_toggle_ui(ui: &mut Ui, f: &mut Field, label: &str) -> bool {
     if !shows_value(f) {
@@ -194,26 +243,26 @@ fn mode_toggle_ui(ui: &mut Ui, f: &mut Field, label: &str) -> bool {
     if f.kind.is_json() {
         if f.can_use_form() {
             let r = ui
-                .small_button("form")
-                .accessible_name(format!("edit {label} as a form"))
-                .on_hover_text("back to the form");
+                .button("back to the form")
+                .accessible_name(format!("edit {label} as a form"));
             if r.clicked() {
                 if let Err(e) = f.to_form_mode() {
                     f.note = Some(e.to_string());
                 } else {
                     f.note = None;
                 }
+                ui.close();
                 return true;
             }
         }
         false
     } else if !matches!(f.kind, FieldKind::Const(_)) {
         let r = ui
-            .small_button("{}")
-            .accessible_name(format!("edit {label} as JSON"))
-            .on_hover_text("edit this value as JSON");
+            .button("edit as JSON")
+            .accessible_name(format!("edit {label} as JSON"));
         if r.clicked() {
             f.to_json_mode();
+            ui.close();
             return true;
         }
         false
@@ -232,12 +281,20 @@ enum Deferred {
 /// The part of the editor that fits in the header row.
 fn inline_ui(ui: &mut Ui, f: &mut Field, label: &str, label_id: Id) -> bool {
     let (changed, touched, deferred) = inline_kind_ui(ui, &mut f.kind, label, label_id);
+    // Adding a row or a key, or choosing an alternative, puts the field in.
     match deferred {
-        Some(Deferred::Choose(i)) => f.choose(i),
-        Some(Deferred::AddItem) => f.add_item(),
+        Some(Deferred::Choose(i)) => {
+            f.choose(i);
+            f.touch();
+        }
+        Some(Deferred::AddItem) => {
+            f.add_item();
+            f.touch();
+        }
         Some(Deferred::AddKey) => {
             let key = fresh_key(f);
             f.add_entry(&key);
+            f.touch();
         }
         None if touched => f.touch(),
         None => {}
