@@ -6,6 +6,7 @@ mod support;
 
 mod app_eras;
 mod apps;
+mod browser;
 mod capture_roundtrip;
 mod cli;
 mod conformance_2026;
@@ -38,3 +39,4 @@ mod terminal;
 mod ui;
 mod vectors;
 mod verify;
+mod window;

@@ -433,7 +433,7 @@ fn side_by_side_diff_of_two_captures() {
         app.diff.result.is_some() || app.diff.error.is_some()
     });
     assert!(h.state().diff.error.is_none(), "{:?}", h.state().diff.error);
-    assert!(shows(&h, "differ (ids, key order and timing ignored)"));
+    assert!(shows(&h, "differ (ids, progress tokens, key order and timing ignored)"));
     // The first differing exchange is selected and shown side by side.
     h.get_by_label_contains("tools/call echo #1 (differs)").click();
     h.step();
@@ -1698,10 +1698,36 @@ fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
     h.get_by_label_contains("tools/list #2").click();
     h.step();
     h.step();
+    // With Follow tail off the new row lands out of sight: it is selected,
+    // and the status line says where it went.
+    h.state_mut().session.timeline.follow_tail = false;
     h.get_by_label("Replay").click();
     step_until(&mut h, "the replayed tools/list answered", |app| {
         count(app) == 2 && has_row(app, |l| l.starts_with("result #3 (tools/list)"))
     });
+    let replayed = {
+        let app = h.state();
+        let i = app.session.inspection.as_ref().unwrap();
+        i.model
+            .store
+            .iter()
+            .find(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, r).starts_with("tools/list #3"))
+            .map(|r| r.index())
+            .unwrap()
+    };
+    assert_eq!(
+        h.state().session.timeline.selected,
+        Some(replayed),
+        "the replayed request is selected"
+    );
+    assert!(
+        h.state()
+            .message
+            .as_ref()
+            .is_some_and(|(_, m)| m.contains(&format!("replayed as row {replayed}"))),
+        "{:?}",
+        h.state().message
+    );
     // Edit & replay: the raw composer holds the request, ready to change.
     // (The timeline's row is the first of the labels naming it; the detail's header is another.)
     h.query_all_by_label_contains("tools/list #2").next().unwrap().click();
@@ -1719,6 +1745,18 @@ fn a_request_frame_is_replayed_and_loaded_into_the_raw_composer() {
         app.session.composer.raw.params
     );
     assert!(shows(&h, "tools/list"));
+    // Once the server has ended there is nothing to replay to: the button says so.
+    h.state_mut().session.inspection.as_mut().unwrap().stop();
+    step_until(&mut h, "the server ended", |app| {
+        app.session.inspection.as_ref().is_some_and(|i| !i.model.running())
+    });
+    h.state_mut().right_tab = mcpscope_app::RightTab::Frame;
+    h.query_all_by_label_contains("tools/list #2").next().unwrap().click();
+    h.run_steps(3);
+    assert!(
+        h.get_by_label("Replay").accesskit_node().is_disabled(),
+        "Replay is off for a session whose server has ended"
+    );
     h.state_mut().session.inspection = None;
 }
 

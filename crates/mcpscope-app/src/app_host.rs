@@ -84,7 +84,20 @@ pub struct HostedView {
     pending: HashMap<RequestId, u64>,
     to_worker: Option<Sender<ToWorker>>,
     from_worker: Option<Receiver<FromWorker>>,
-    opened: Instant,
+    pub(crate) opened: Instant,
+}
+
+/// How long a hosted View's page may go unopened before the App tab says
+/// the browser did not connect.
+pub const BROWSER_PATIENCE: Duration = Duration::from_secs(10);
+
+impl HostedView {
+    /// How long its page has waited for a browser to load it; `None` once a
+    /// browser connected (or when it is not being hosted).
+    pub fn waiting_for_browser(&self) -> Option<Duration> {
+        let waiting = self.snapshot.phase.is_empty() || self.snapshot.phase == "waitingforsandbox";
+        (self.stage == Stage::Hosting && waiting).then(|| self.opened.elapsed())
+    }
 }
 
 /// What the hub asks of the session each frame.

@@ -10,9 +10,20 @@ impl McpscopeApp {
         // Every tab fills the panel's height: a panel keeps the size of its
         // content, so a short tab shrank it and its tabs jumped under the pointer.
         ui.set_min_height(ui.max_rect().height());
+        // The Intercept and App tabs exist only for sessions that have them:
+        // another tab's choice falls back to stderr here (and comes back with
+        // that tab), so a body never speaks about a session it does not belong to.
+        let has_intercept = i.intercept.is_some();
+        let has_app = i.apps_advertised || !i.apps.views.is_empty();
+        let mut shown = match self.bottom_tab {
+            BottomTab::Intercept if !has_intercept => BottomTab::Stderr,
+            BottomTab::App if !has_app => BottomTab::Stderr,
+            t => t,
+        };
+        let before = shown;
         ui.horizontal(|ui| {
             let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Stderr, stderr);
+            ui.selectable_value(&mut shown, BottomTab::Stderr, stderr);
             let (e, w) = (
                 self.session.expert.count(Severity::Error),
                 self.session.expert.count(Severity::Warning),
@@ -31,14 +42,18 @@ impl McpscopeApp {
                     Severity::Warning
                 }))
             };
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Expert, expert);
+            ui.selectable_value(&mut shown, BottomTab::Expert, expert);
             let notes = format!("Notifications ({})", i.model.notification_rows.len());
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Notifications, notes);
+            ui.selectable_value(&mut shown, BottomTab::Notifications, notes);
             let logs = format!("Log ({})", i.model.log_rows.len());
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Log, logs);
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Latency, "Latency");
-            let load = if self.load.running() { "Load (running)" } else { "Load" };
-            ui.selectable_value(&mut self.bottom_tab, BottomTab::Load, load);
+            ui.selectable_value(&mut shown, BottomTab::Log, logs);
+            ui.selectable_value(&mut shown, BottomTab::Latency, "Latency");
+            let load = if self.session.load.running() {
+                "Load (running)"
+            } else {
+                "Load"
+            };
+            ui.selectable_value(&mut shown, BottomTab::Load, load);
             if let Some(link) = &i.intercept {
                 let held = link.board.held.len();
                 let text = if held > 0 {
@@ -46,9 +61,9 @@ impl McpscopeApp {
                 } else {
                     RichText::new("Intercept")
                 };
-                ui.selectable_value(&mut self.bottom_tab, BottomTab::Intercept, text);
+                ui.selectable_value(&mut shown, BottomTab::Intercept, text);
             }
-            if i.apps_advertised || !i.apps.views.is_empty() {
+            if has_app {
                 let open = i
                     .apps
                     .views
@@ -60,11 +75,14 @@ impl McpscopeApp {
                 } else {
                     RichText::new("App")
                 };
-                ui.selectable_value(&mut self.bottom_tab, BottomTab::App, text);
+                ui.selectable_value(&mut shown, BottomTab::App, text);
             }
         });
+        if shown != before {
+            self.bottom_tab = shown;
+        }
         ui.separator();
-        match self.bottom_tab {
+        match shown {
             BottomTab::Stderr => self.console_ui(ui, commands),
             BottomTab::Expert => {
                 if let Some(i) = &self.session.inspection
@@ -102,10 +120,16 @@ impl McpscopeApp {
                     );
                     return;
                 };
+                // A held frame's time counts up on screen.
+                if !link.board.held.is_empty() {
+                    ui.ctx().request_repaint_after(Duration::from_millis(200));
+                }
+                let age = link.board_at.elapsed();
                 let action = egui::ScrollArea::vertical().id_salt("intercept").show(ui, |ui| {
                     self.session.intercept.ui(
                         ui,
                         &link.board,
+                        age,
                         link.said.as_ref(),
                         link.lost.as_deref(),
                         link.record.as_deref(),
@@ -158,7 +182,7 @@ impl McpscopeApp {
                 let setup = self.load_setup();
                 egui::ScrollArea::vertical().id_salt("load").show(ui, |ui| {
                     if let Some(panels::load_view::LoadAction::OpenCapture(path)) =
-                        self.load.ui(ui, setup.as_ref(), &self.waker)
+                        self.session.load.ui(ui, setup.as_ref(), &self.waker)
                     {
                         commands.push(Command::OpenCapture(path));
                     }

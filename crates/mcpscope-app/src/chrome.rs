@@ -81,6 +81,12 @@ impl McpscopeApp {
     }
 
     pub(crate) fn status_bar(&self, ui: &mut Ui) {
+        // What the user just did comes first and whole, on a line of its own
+        // (after the session's figures and path it was cut at the window's edge).
+        if let Some((sev, text)) = &self.message {
+            ui.add(egui::Label::new(RichText::new(text).color(theme::severity_color(*sev))).wrap())
+                .on_hover_text(text);
+        }
         ui.horizontal(|ui| {
             match &self.session.inspection {
                 None => {
@@ -114,7 +120,9 @@ impl McpscopeApp {
                         ui.label("remote server (HTTP)");
                     }
                     if let Some(up) = i.uptime() {
-                        ui.label(format!("uptime {}", format_duration(up)));
+                        // An offline capture is not up: it says how long its session ran.
+                        let what = if m.is_live() { "uptime" } else { "the session ran" };
+                        ui.label(format!("{what} {}", format_duration(up)));
                     }
                     match (m.exit, m.running()) {
                         (Some((_, status)), _) => {
@@ -144,26 +152,23 @@ impl McpscopeApp {
                             ui.label(RichText::new(status).color(color));
                         }
                     }
+                    if let LoadState::Loading(done) = i.load_state() {
+                        ui.separator();
+                        ui.spinner();
+                        ui.label(format!(
+                            "loading capture: {:.0} % ({} rows)",
+                            done * 100.0,
+                            i.model.store.len()
+                        ));
+                    }
+                    // The path last: it is cut (whole on hover) before anything else is.
                     if let Some(p) = &i.capture_path {
                         ui.separator();
-                        ui.weak(format!("capture: {}", p.display()));
+                        let path = format!("capture: {}", p.display());
+                        ui.add(egui::Label::new(RichText::new(&path).weak()).truncate())
+                            .on_hover_text(path);
                     }
                 }
-            }
-            if let Some(i) = &self.session.inspection
-                && let LoadState::Loading(done) = i.load_state()
-            {
-                ui.separator();
-                ui.spinner();
-                ui.label(format!(
-                    "loading capture: {:.0} % ({} rows)",
-                    done * 100.0,
-                    i.model.store.len()
-                ));
-            }
-            if let Some((sev, text)) = &self.message {
-                ui.separator();
-                ui.label(RichText::new(text).color(theme::severity_color(*sev)));
             }
         });
     }

@@ -137,6 +137,9 @@ pub struct Inspection {
     waker: Option<Waker>,
     /// The capture this inspection writes (live) or was loaded from (offline).
     pub capture_path: Option<PathBuf>,
+    /// The file the user opened when it was another tool's (a HAR, an
+    /// Inspector export): `capture_path` is then the copy it was imported into.
+    pub imported_from: Option<PathBuf>,
     pub target: Option<Target>,
     pub protocol_version: String,
     /// When the live session started: the uptime in the status bar and the driver's clock.
@@ -364,6 +367,7 @@ impl Inspection {
             view,
             waker,
             capture_path,
+            imported_from: None,
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
             started: Some(started),
@@ -530,7 +534,7 @@ impl Inspection {
                 }
                 Ok(Loaded::Imported(to, notes)) => {
                     if let Source::Capture { path, .. } = &mut self.model.source {
-                        *path = to.clone();
+                        self.imported_from = Some(std::mem::replace(path, to.clone()));
                     }
                     self.capture_path = Some(to);
                     self.load_warnings = notes;
@@ -570,6 +574,7 @@ impl Inspection {
             view: DriverView::of(&Driver::new(DriverConfig::default())),
             waker: None,
             capture_path: None,
+            imported_from: None,
             target: None,
             protocol_version: String::new(),
             started: None,

@@ -23,6 +23,9 @@ pub enum LinkMsg {
 pub struct InterceptLink {
     pub socket: PathBuf,
     pub board: BoardView,
+    /// When `board` came: its held and time-out figures were measured then,
+    /// and the tab counts on from it.
+    pub board_at: std::time::Instant,
     /// The last command's answer.
     pub said: Option<Result<String, String>>,
     /// Why the link is down, if it is.
@@ -45,6 +48,7 @@ impl InterceptLink {
         InterceptLink {
             socket: socket.to_owned(),
             board: BoardView::default(),
+            board_at: std::time::Instant::now(),
             said: None,
             lost: None,
             record: None,
@@ -69,6 +73,7 @@ impl InterceptLink {
             match msg {
                 LinkMsg::Board(b) => {
                     self.board = *b;
+                    self.board_at = std::time::Instant::now();
                     self.lost = None;
                 }
                 LinkMsg::Reply(r) => self.said = Some(r),

@@ -160,6 +160,9 @@ enum Command {
     /// Select several rows at once (a lint finding's frames); the first is shown.
     SelectRows(Vec<usize>),
     Compose(ComposerAction),
+    /// Send a recorded request again (the Frame tab's Replay); its row is
+    /// selected when it comes.
+    Replay(String, Option<serde_json::Value>),
     Ping,
     /// Open a proxied session in a tab, following it while it runs.
     OpenLive(Box<ListedSession>),
@@ -208,6 +211,10 @@ pub struct McpscopeApp {
     pub right_tab: RightTab,
     pub console_open: bool,
     pub bottom_tab: BottomTab,
+    /// The bottom tab the panel was last opened to the size of, and the
+    /// panel's height last frame.
+    bottom_sized_for: Option<BottomTab>,
+    bottom_height: f32,
     /// The in-app picker the user left for the system dialog.
     picker_behind_dialog: Option<FilePicker>,
     /// A running tab the user asked to close: asked about first.
@@ -245,13 +252,28 @@ pub struct McpscopeApp {
     waiting_notes: Vec<(Severity, String)>,
     /// Reverse proxies for the remote entries wrapped from the app.
     pub remote_proxies: remote_proxies::RemoteProxies,
-    /// The Load tab (one run at a time, against the server on screen).
-    pub load: panels::load_view::LoadPanel,
 }
 
 const RECENT_KEY: &str = "recent_servers";
 /// The narrowest the timeline gets while the side panels have room to give.
 const TIMELINE_MIN: f32 = 440.0;
+/// The narrowest the right panel gets when the launcher is dragged wide.
+const RIGHT_MIN: f32 = 220.0;
+
+/// The bottom panel's (min, default, max) height: the timeline keeps at
+/// least a third of the window at any size, and the panel can be dragged
+/// down to a few lines whichever tab it shows (each tab scrolls). The
+/// Load, Intercept and App tabs open taller, where there is room.
+pub(crate) fn bottom_panel_sizes(tab: BottomTab, available: f32, window: f32) -> (f32, f32, f32) {
+    let max = (available - window / 3.0).max(90.0);
+    let wanted: f32 = match tab {
+        BottomTab::Load => 330.0,
+        BottomTab::Intercept => 380.0,
+        BottomTab::App => 240.0,
+        _ => 170.0,
+    };
+    (60.0_f32.min(max), wanted.min(max), max)
+}
 const FILTERS_KEY: &str = "display_filters";
 const TABS_KEY: &str = "tabs";
 
@@ -346,6 +368,8 @@ impl McpscopeApp {
             right_tab: RightTab::Frame,
             console_open: true,
             bottom_tab: BottomTab::Stderr,
+            bottom_sized_for: None,
+            bottom_height: 0.0,
             filter_prefs: Default::default(),
             closing: None,
             picker_behind_dialog: None,
@@ -366,7 +390,6 @@ impl McpscopeApp {
             otlp_endpoint: None,
             waiting_notes: Vec::new(),
             remote_proxies: remote_proxies::RemoteProxies::default(),
-            load: panels::load_view::LoadPanel::default(),
         }
     }
 
@@ -547,7 +570,9 @@ impl McpscopeApp {
             }
         };
         self.replace_inspection();
-        self.launcher.remember(&saved);
+        // Into Recent once the server has answered: a launch that failed is
+        // not a server to come back to.
+        self.session.unremembered = Some(saved.clone());
         self.tokens.keep_launcher_values(&saved);
         let target = intercepted
             .as_ref()
@@ -727,6 +752,7 @@ impl McpscopeApp {
                 self.right_tab = RightTab::Frame;
                 self.apply(Command::Select(row));
             }
+            Command::Replay(method, params) => self.replay(method, params),
             Command::Relaunch => self.relaunch(),
             Command::DismissRelaunch => self.session.restored = None,
             Command::Filter(join, cond) => {
@@ -743,6 +769,62 @@ impl McpscopeApp {
                     self.session.detail.show_row(&i.model, Some(row));
                 }
             }
+        }
+    }
+
+    /// Puts the launched server into Recent once it has answered, and drops
+    /// it if it could not start or ended without a word.
+    fn remember_answered_launch(&mut self) {
+        let (Some(saved), Some(i)) = (&self.session.unremembered, &self.session.inspection) else {
+            return;
+        };
+        let m = &i.model;
+        if m.counts.results + m.counts.errors > 0 {
+            self.launcher.remember(saved);
+            self.session.unremembered = None;
+        } else if m.spawn_error.is_some() || m.exit.is_some() || m.closed {
+            self.session.unremembered = None;
+        }
+    }
+
+    /// Sends a recorded request again; `pump` selects its row when it comes.
+    fn replay(&mut self, method: String, params: Option<serde_json::Value>) {
+        let Some(i) = &mut self.session.inspection else { return };
+        if !i.model.running() {
+            self.message = Some((
+                Severity::Warning,
+                "not replayed: this session's server is not running (Relaunch starts it again)".into(),
+            ));
+            return;
+        }
+        let out = Outgoing::Request {
+            method,
+            params,
+            id: None,
+        };
+        let id = i.send(out.clone());
+        self.session.composer.sent(out, id.clone());
+        self.session.replayed = id;
+    }
+
+    /// Selects a replayed request's row once the session has recorded it.
+    fn show_replayed(&mut self) {
+        let (Some(id), Some(i)) = (&self.session.replayed, &self.session.inspection) else {
+            return;
+        };
+        let store = &i.model.store;
+        // It is among the newest rows: look back a little way only.
+        let found = (store.len().saturating_sub(4096)..store.len()).rev().find(|&r| {
+            store.get(r).is_some_and(|row| {
+                row.lane() == mcpscope_core::timeline::store::Lane::Out
+                    && row.kind() == mcpscope_core::wire::classify::Kind::Request
+                    && row.id().as_ref() == Some(id)
+            })
+        });
+        if let Some(row) = found {
+            self.message = Some((Severity::Info, format!("replayed as row {row} (id {id})")));
+            self.session.replayed = None;
+            self.apply(Command::ShowRow(row));
         }
     }
 
@@ -889,7 +971,7 @@ impl McpscopeApp {
             self.diff.set(Side::B, live, &self.waker);
         }
         self.live.poll(&self.waker);
-        self.load.poll();
+        self.session.load.poll();
         if let Some(w) = &mut self.watch_client
             && let Some(outcome) = w.poll()
         {
@@ -912,9 +994,10 @@ impl McpscopeApp {
                 self.opening = None;
             } else if o.load_started() {
                 let opened = self.opening.take();
+                // An imported file's tab is named after that file, not its private copy.
                 let title = opened
                     .as_ref()
-                    .and_then(|i| i.capture_path.as_ref())
+                    .and_then(|i| i.imported_from.as_ref().or(i.capture_path.as_ref()))
                     .and_then(|p| p.file_name())
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
                 self.tab_for_new_session(title);
@@ -960,6 +1043,8 @@ impl McpscopeApp {
                 self.session.timeline.set_findings(&self.session.expert.findings);
             }
         }
+        self.show_replayed();
+        self.remember_answered_launch();
         more || self.session.detail.busy()
     }
 }
@@ -1066,6 +1151,7 @@ impl eframe::App for McpscopeApp {
 
     fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
         let mut commands = Vec::new();
+        let window_height = ui.max_rect().height();
         egui::Panel::top("menu").show(ui, |ui| self.menu_bar(ui, &mut commands));
         let mut tab_action = None;
         egui::Panel::top("tabs").show(ui, |ui| tab_action = self.tab_bar_ui(ui));
@@ -1074,11 +1160,14 @@ impl eframe::App for McpscopeApp {
         // The side panels give way to the timeline: at any window size it
         // keeps TIMELINE_MIN (the lifelines and the stderr lane), from
         // 1024x700 up; the panels share what is left, 2 to 3.
+        // The launcher may widen into the right panel's share when dragged
+        // (its rows are wide at 1024 px); the right panel takes what is left.
         let side_room = (ui.available_width() - TIMELINE_MIN).max(400.0);
-        let (left_max, right_max) = ((side_room * 0.4).max(180.0), (side_room * 0.6).max(220.0));
+        let left_max = (side_room - RIGHT_MIN).max(180.0);
+        let left_default = (side_room * 0.4).max(180.0);
         egui::Panel::left("launcher")
             .resizable(true)
-            .default_size(300.0_f32.min(left_max))
+            .default_size(300.0_f32.min(left_default))
             .max_size(left_max)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().id_salt("launcher-scroll").show(ui, |ui| {
@@ -1101,20 +1190,25 @@ impl eframe::App for McpscopeApp {
                     }
                 });
             });
+        let right_max = (ui.available_width() - TIMELINE_MIN).max(RIGHT_MIN);
         if self.console_open && self.session.inspection.is_some() {
-            // The Load tab's plots and the Intercept tab's held frame need
-            // room: the panel grows while they are shown.
-            let min = match self.bottom_tab {
-                BottomTab::Load => 330.0,
-                BottomTab::Intercept => 380.0,
-                BottomTab::App => 240.0,
-                _ => 60.0,
-            };
-            egui::Panel::bottom("console")
+            let (min, wanted, max) = bottom_panel_sizes(self.bottom_tab, ui.available_height(), window_height);
+            let mut panel = egui::Panel::bottom("console")
                 .resizable(true)
-                .default_size(170.0)
+                .default_size(wanted)
                 .min_size(min)
-                .show(ui, |ui| self.bottom_ui(ui, &mut commands));
+                .max_size(max);
+            // A tab that needs room (Load's plots, Intercept's held frame)
+            // opens the panel to its size once, when it is chosen; after
+            // that the divider is the user's, both ways.
+            if self.bottom_sized_for != Some(self.bottom_tab) {
+                self.bottom_sized_for = Some(self.bottom_tab);
+                if self.bottom_height < wanted {
+                    panel = panel.exact_size(wanted);
+                }
+            }
+            let shown = panel.show(ui, |ui| self.bottom_ui(ui, &mut commands));
+            self.bottom_height = shown.response.rect.height();
         }
         egui::Panel::right("detail")
             .resizable(true)
@@ -1141,12 +1235,7 @@ impl eframe::App for McpscopeApp {
                                 Some(DetailAction::Select(r)) => commands.push(Command::Select(r)),
                                 Some(DetailAction::Filter(join, cond)) => commands.push(Command::Filter(join, cond)),
                                 Some(DetailAction::Replay(method, params)) => {
-                                    let out = Outgoing::Request {
-                                        method,
-                                        params,
-                                        id: None,
-                                    };
-                                    commands.push(Command::Compose(ComposerAction::Send(out)));
+                                    commands.push(Command::Replay(method, params));
                                 }
                                 Some(DetailAction::EditReplay(method, params)) => {
                                     self.session.composer.load_raw_request(&method, params.as_ref());
@@ -1192,10 +1281,22 @@ impl eframe::App for McpscopeApp {
             None => {}
         }
         if self.verify.open {
-            // The launcher's form first (what the user is editing), then the recent servers.
-            let mut servers: Vec<SavedServer> = self.launcher.form.to_saved().into_iter().collect();
-            servers.extend(self.launcher.recent.iter().cloned());
-            servers.dedup_by(|a, b| a.command_line() == b.command_line() && a.env == b.env);
+            // The launcher's form first (what the user is editing), then the
+            // recent servers it is not; each says which it is.
+            let same = |a: &SavedServer, b: &SavedServer| a.command_line() == b.command_line() && a.env == b.env;
+            let mut servers: Vec<(SavedServer, &str)> = Vec::new();
+            for (s, from) in self
+                .launcher
+                .form
+                .to_saved()
+                .into_iter()
+                .map(|s| (s, "the launcher's form"))
+                .chain(self.launcher.recent.iter().cloned().map(|s| (s, "recent")))
+            {
+                if !servers.iter().any(|(t, _)| same(t, &s)) {
+                    servers.push((s, from));
+                }
+            }
             if let Some(server) = self.verify.window(ui.ctx(), session_capture.as_deref(), &servers)
                 && let Some(capture) = session_capture.clone()
             {
@@ -1233,7 +1334,10 @@ impl eframe::App for McpscopeApp {
         }
         drop(stopping);
         self.remote_proxies.stop_all();
-        self.load.stop();
+        self.session.load.stop();
+        for t in &mut self.tabs {
+            t.view.load.stop();
+        }
     }
 }
 

@@ -33,6 +33,14 @@ pub struct SessionView {
     /// A proxied session's held-frame queue and rules.
     pub intercept: crate::panels::intercept_view::InterceptView,
     pub app_view: crate::panels::app_view::AppView,
+    /// The Load tab: its settings, its run and its figures are this
+    /// session's (a new tab showed the previous tab's run).
+    pub load: crate::panels::load_view::LoadPanel,
+    /// A request replayed from the Frame tab, until its row comes (then it
+    /// is selected and scrolled to, wherever Follow tail is).
+    pub(crate) replayed: Option<RequestId>,
+    /// The server launched here, until it answers (then it goes into Recent).
+    pub(crate) unremembered: Option<crate::panels::launcher::SavedServer>,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
     /// Server requests already announced (to switch to the composer once).
@@ -61,7 +69,11 @@ impl SessionView {
         let old = self.inspection.take();
         self.reset_views();
         self.composer.reset();
+        // A run against the ended server ends with it, its figures too.
+        self.load.stop();
+        self.load = Default::default();
         self.ping = None;
+        self.replayed = None;
         self.seen_server_requests = 0;
         self.resets_seen = 0;
         self.restored = None;
@@ -232,28 +244,40 @@ impl McpscopeApp {
         // Top-aligned: the strip's scroll bar (when the tabs overflow) goes
         // under the tabs without moving the buttons beside them.
         ui.horizontal_top(|ui| {
-            let controls = 190.0;
+            let controls = 230.0;
+            let strip = (ui.available_width() - controls).max(120.0);
+            // Labels shorten as tabs multiply, so every tab keeps its start
+            // in view (at 1024 px seven tabs scrolled the first one's name
+            // away); past the shortest, the strip scrolls and "Tabs" lists
+            // all. The length is fitted to what the strip measured last frame.
+            let budget_key = egui::Id::unique("tab-label-budget");
+            let budget = ui.data(|d| d.get_temp::<usize>(budget_key)).unwrap_or(TAB_LABEL_MAX);
+            let squeezed = self.tabs.len() as f32 * TAB_ROOM > strip;
             // A solid bar under the tabs: a floating one lay over them on
             // hover and took the clicks meant for a tab's close button.
             ui.spacing_mut().scroll = egui::style::ScrollStyle::thin();
             ui.spacing_mut().scroll.floating = false;
-            egui::ScrollArea::horizontal()
+            let shown = egui::ScrollArea::horizontal()
                 .id_salt("tab-strip")
-                .max_width((ui.available_width() - controls).max(120.0))
+                .max_width(strip)
                 .auto_shrink([true, true])
                 .show(ui, |ui| {
                     ui.horizontal(|ui| {
                         for idx in 0..self.tabs.len() {
                             ui.push_id(("tab", idx), |ui| {
                                 let label = self.tab_label(idx);
-                                let short = mcpscope_core::text::ellipsize(&label, 28);
+                                let short = mcpscope_core::text::ellipsize(&label, budget);
                                 let tab = ui.selectable_label(idx == self.active_tab, &short);
                                 let tab = if short != label { tab.on_hover_text(&label) } else { tab };
                                 if tab.clicked() {
                                     action = Some(TabAction::Activate(idx));
                                 }
-                                let close = ui.small_button("x").on_hover_text(format!("Close {label}"));
-                                if close.clicked() {
+                                // When many tabs share the strip, only the one on
+                                // screen keeps its close button: the others' names
+                                // need the room (the Tabs menu closes any of them).
+                                let close = (!squeezed || idx == self.active_tab)
+                                    .then(|| ui.small_button("x").on_hover_text(format!("Close {label}")));
+                                if close.as_ref().is_some_and(egui::Response::clicked) {
                                     action = Some(TabAction::Close(idx));
                                 }
                                 // A tab that just came on screen (a launch, a
@@ -263,7 +287,8 @@ impl McpscopeApp {
                                     let key = egui::Id::unique("tab-strip-shown");
                                     let shown = (idx, short.clone());
                                     if ui.data(|d| d.get_temp::<(usize, String)>(key)).as_ref() != Some(&shown) {
-                                        ui.scroll_to_rect(tab.rect.union(close.rect), None);
+                                        let rect = close.as_ref().map_or(tab.rect, |c| tab.rect.union(c.rect));
+                                        ui.scroll_to_rect(rect, None);
                                         ui.data_mut(|d| d.insert_temp(key, shown));
                                     }
                                 }
@@ -272,8 +297,33 @@ impl McpscopeApp {
                         }
                     });
                 });
+            let glyph = ui.fonts_mut(|f| f.glyph_width(&egui::TextStyle::Button.resolve(ui.style()), 'n'));
+            let fitted = tab_label_budget(budget, shown.content_size.x, strip, self.tabs.len(), glyph);
+            if fitted != budget {
+                ui.data_mut(|d| d.insert_temp(budget_key, fitted));
+                ui.ctx().request_repaint();
+            }
             if ui.small_button("+").on_hover_text("New tab").clicked() {
                 action = Some(TabAction::New);
+            }
+            if self.tabs.len() > 1 {
+                ui.menu_button("Tabs", |ui| {
+                    for idx in 0..self.tabs.len() {
+                        ui.horizontal(|ui| {
+                            let label = self.tab_label(idx);
+                            if ui.selectable_label(idx == self.active_tab, &label).clicked() {
+                                action = Some(TabAction::Activate(idx));
+                                ui.close();
+                            }
+                            if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                                action = Some(TabAction::Close(idx));
+                                ui.close();
+                            }
+                        });
+                    }
+                })
+                .response
+                .on_hover_text("Every open tab, by its full name");
             }
             let others: Vec<usize> = (0..self.tabs.len())
                 .filter(|&i| i != self.active_tab && self.tab_capture(i).is_some())
@@ -358,5 +408,62 @@ impl McpscopeApp {
                 ))
             }
         }
+    }
+}
+
+/// The room a tab with a short label and its close button takes: with
+/// less than this each, only the tab on screen shows its close button.
+const TAB_ROOM: f32 = 110.0;
+
+/// The longest and shortest a tab's label gets, in characters.
+const TAB_LABEL_MAX: usize = 28;
+const TAB_LABEL_MIN: usize = 4;
+
+/// The label length for the next frame: shorter by as much as the tabs
+/// overflowed the strip (`content` against `width`, at `glyph` points a
+/// character), longer while there is room for more, within the bounds.
+pub(crate) fn tab_label_budget(budget: usize, content: f32, width: f32, tabs: usize, glyph: f32) -> usize {
+    let tabs = tabs.max(1) as f32;
+    let glyph = glyph.max(1.0);
+    if content > width + 0.5 {
+        let chars = ((content - width) / tabs / glyph).ceil().max(1.0) as usize;
+        budget.saturating_sub(chars).max(TAB_LABEL_MIN)
+    } else {
+        let room = ((width - content) / tabs / glyph).floor() as usize;
+        if room >= 2 {
+            (budget + room - 1).min(TAB_LABEL_MAX)
+        } else {
+            budget
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_shorten_as_far_as_the_tabs_overflow_and_grow_back_with_room() {
+        // Eight tabs 181 points too wide at 7 points a character: 4 characters less each.
+        assert_eq!(tab_label_budget(28, 975.0, 794.0, 8, 7.0), 24);
+        assert_eq!(
+            tab_label_budget(6, 2000.0, 794.0, 8, 7.0),
+            TAB_LABEL_MIN,
+            "never below the shortest"
+        );
+        assert_eq!(tab_label_budget(12, 790.0, 794.0, 8, 7.0), 12, "fits: stays");
+        assert_eq!(
+            tab_label_budget(12, 400.0, 794.0, 8, 7.0),
+            18,
+            "room for seven more each: grows"
+        );
+        assert_eq!(
+            tab_label_budget(27, 100.0, 794.0, 1, 7.0),
+            TAB_LABEL_MAX,
+            "never above the longest"
+        );
+        // Growing never overflows what it measured: the room it takes is a character short of the room there is.
+        let grown = tab_label_budget(10, 500.0, 794.0, 7, 7.0);
+        assert!(500.0 + (grown - 10) as f32 * 7.0 * 7.0 <= 794.0);
     }
 }

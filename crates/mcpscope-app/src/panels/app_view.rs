@@ -6,6 +6,7 @@
 use crate::app_host::{HostedApps, Stage};
 use egui::{RichText, Ui};
 use serde_json::Value;
+use std::time::Duration;
 
 /// A recorded tool call whose tool has a View (the timeline's selection).
 #[derive(Clone, Debug)]
@@ -122,6 +123,21 @@ impl AppView {
                     }
                 });
             }
+            if let Some(waited) = v.waiting_for_browser() {
+                if waited >= crate::app_host::BROWSER_PATIENCE {
+                    ui.colored_label(
+                        crate::theme::WARN,
+                        format!(
+                            "No browser has loaded this View's page in {} s. If none opened (or it closed at \
+                             start), set BROWSER to your browser's command (e.g. BROWSER=chromium) and press \
+                             Open in browser, or open the URL above in any browser yourself.",
+                            waited.as_secs()
+                        ),
+                    );
+                }
+                // The hint comes, and its seconds count, without other input.
+                ui.ctx().request_repaint_after(Duration::from_secs(1));
+            }
             for w in &v.warnings {
                 ui.colored_label(crate::theme::WARN, w);
             }
@@ -187,4 +203,45 @@ fn content_text(content: Option<&Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable as _;
+    use std::time::Instant;
+
+    /// A View whose page no browser loads (the browser died at start) gets a
+    /// hint after a while: how to set BROWSER, or open the URL by hand.
+    #[test]
+    fn a_page_no_browser_loads_is_explained_after_a_while() {
+        let mut apps = HostedApps::default();
+        let tool = serde_json::json!({
+            "name": "show",
+            "inputSchema": {"type": "object"},
+            "_meta": {"ui": {"resourceUri": "ui://show/view.html"}}
+        });
+        apps.open(&tool, serde_json::json!({}), None, None);
+        let v = &mut apps.views[0];
+        v.stage = Stage::Hosting;
+        v.url = Some("http://127.0.0.1:1/app/x".into());
+        assert!(
+            v.waiting_for_browser()
+                .is_some_and(|w| w < crate::app_host::BROWSER_PATIENCE)
+        );
+        let shows_hint = |apps: &HostedApps| {
+            let mut h = Harness::new_ui(|ui| {
+                AppView.ui(ui, apps, None, true);
+            });
+            h.run_steps(2);
+            h.query_by_label_contains("set BROWSER").is_some()
+        };
+        assert!(!shows_hint(&apps), "not at once");
+        apps.views[0].opened = Instant::now() - crate::app_host::BROWSER_PATIENCE;
+        assert!(shows_hint(&apps), "after the patience is spent");
+        apps.views[0].snapshot.phase = "ready".into();
+        assert_eq!(apps.views[0].waiting_for_browser(), None, "a browser connected");
+        assert!(!shows_hint(&apps));
+    }
 }

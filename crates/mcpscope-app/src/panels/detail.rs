@@ -165,9 +165,13 @@ impl DetailPanel {
                 && row.lane() == Lane::Out
                 && let Some((method, params)) = replayable(row.raw())
             {
+                // Replay needs a server to send to: an offline capture's is gone.
                 if ui
-                    .button("Replay")
+                    .add_enabled(model.running(), egui::Button::new("Replay"))
                     .on_hover_text("Send this request again on the live session, under a fresh id")
+                    .on_disabled_hover_text(
+                        "Replay sends to a running server: this session's has ended (Relaunch starts it again)",
+                    )
                     .clicked()
                 {
                     action = Some(DetailAction::Replay(method.clone(), params.clone()));

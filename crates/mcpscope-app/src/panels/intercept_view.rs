@@ -125,6 +125,7 @@ impl InterceptView {
         &mut self,
         ui: &mut Ui,
         board: &BoardView,
+        board_age: std::time::Duration,
         said: Option<&Result<String, String>>,
         lost: Option<&str>,
         record: Option<&std::path::Path>,
@@ -192,7 +193,7 @@ impl InterceptView {
         // injector all show without scrolling: the queue and the injector,
         // the frame on show, the breakpoints and rules.
         ui.columns(3, |cols| {
-            if let Some(a) = self.queue_ui(&mut cols[0], board) {
+            if let Some(a) = self.queue_ui(&mut cols[0], board, board_age) {
                 action = Some(a);
             }
             cols[0].separator();
@@ -220,7 +221,7 @@ impl InterceptView {
         action
     }
 
-    fn queue_ui(&mut self, ui: &mut Ui, board: &BoardView) -> Option<InterceptAction> {
+    fn queue_ui(&mut self, ui: &mut Ui, board: &BoardView, board_age: std::time::Duration) -> Option<InterceptAction> {
         ui.label(RichText::new("Held frames").strong());
         egui::ScrollArea::vertical()
             .id_salt("held-queue")
@@ -235,16 +236,15 @@ impl InterceptView {
                         Some(Direction::In) => "to client",
                         None => "",
                     };
-                    let left = h
-                        .timeout_left_ms
-                        .map(|ms| format!(", goes on in {:.0} s", (ms as f64 / 1000.0).ceil()))
+                    let (held_s, left_s) = held_times(h, board_age);
+                    let left = left_s
+                        .map(|s| format!(", goes on in {:.0} s", s.ceil()))
                         .unwrap_or_default();
                     let text = format!(
-                        "#{} {dir} {} (seq {}) held {:.1} s{left}",
+                        "#{} {dir} {} (seq {}) held {held_s:.1} s{left}",
                         h.id,
                         h.method.as_deref().unwrap_or("response"),
                         h.seq,
-                        h.held_ms as f64 / 1000.0
                     );
                     if ui.selectable_label(self.selected == Some(h.id), text).clicked() {
                         self.selected = Some(h.id);
@@ -460,9 +460,33 @@ impl InterceptView {
     }
 }
 
+/// How long a frame has been held and how long until its time-out, in
+/// seconds: the proxy measured both when it sent the board, `age` ago.
+pub fn held_times(h: &HeldView, age: std::time::Duration) -> (f64, Option<f64>) {
+    let age_ms = age.as_millis() as f64;
+    let held = (h.held_ms as f64 + age_ms) / 1000.0;
+    let left = h.timeout_left_ms.map(|ms| ((ms as f64 - age_ms) / 1000.0).max(0.0));
+    (held, left)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_frames_time_counts_on_from_the_boards_figures() {
+        let h = HeldView {
+            held_ms: 1_500,
+            timeout_left_ms: Some(2_000),
+            ..HeldView::default()
+        };
+        assert_eq!(held_times(&h, std::time::Duration::ZERO), (1.5, Some(2.0)));
+        assert_eq!(
+            held_times(&h, std::time::Duration::from_millis(1_200)),
+            (2.7, Some(0.8))
+        );
+        assert_eq!(held_times(&h, std::time::Duration::from_secs(9)).1, Some(0.0));
+    }
 
     #[test]
     fn edits_are_checked_as_json_or_sent_raw() {

@@ -628,7 +628,8 @@ impl LauncherPanel {
                 .labelled_by(label.id);
                 ui.end_row();
                 ui.label("Transport");
-                ui.horizontal(|ui| {
+                // Wrapped: at 1024 px the launcher is narrow ("Streamable HTTP" was cut).
+                ui.horizontal_wrapped(|ui| {
                     ui.selectable_value(&mut self.form.transport, "stdio".to_owned(), "stdio");
                     ui.selectable_value(&mut self.form.transport, "http".to_owned(), "Streamable HTTP");
                     ui.selectable_value(&mut self.form.transport, "sse".to_owned(), "HTTP+SSE");

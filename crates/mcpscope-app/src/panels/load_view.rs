@@ -241,16 +241,10 @@ impl LoadPanel {
                 .color(theme::WARN),
             );
         }
+        let done = self.running.is_none();
         ui.columns(2, |cols| {
-            plot(
-                &mut cols[0],
-                "load-throughput",
-                "requests/s",
-                r,
-                |s| s.requests as f64,
-                |s| s.errors as f64,
-            );
-            latency_plot(&mut cols[1], r);
+            throughput_plot(&mut cols[0], r, done);
+            latency_plot(&mut cols[1], r, done);
         });
         egui::Grid::new("load-keys").striped(true).show(ui, |ui| {
             for h in ["", "requests", "errors", "p50", "p90", "p99", "p99.9", "max"] {
@@ -280,43 +274,126 @@ impl LoadPanel {
     }
 }
 
-fn plot(
-    ui: &mut Ui,
-    id: &str,
-    title: &str,
-    r: &Report,
-    value: impl Fn(&mcpscope_core::load::stats::SecondReport) -> f64,
-    errors: impl Fn(&mcpscope_core::load::stats::SecondReport) -> f64,
-) {
-    let ok: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, value(s)]).collect();
-    let bad: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, errors(s)]).collect();
+/// A second of the run as plotted: at the time it ended (a run stopped at
+/// 5.0 s reaches 5 s), its counts as rates over the part of it that ran.
+#[derive(Debug, PartialEq)]
+pub struct PlottedSecond {
+    pub end_s: f64,
+    pub requests_per_s: f64,
+    pub errors_per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// The seconds to plot. While the run goes on the second in progress is left
+/// out (it would show as a drop that is not one); once it is over, its last
+/// part-second counts for the time it ran, unless that was too short to say
+/// anything (under a quarter of a second).
+pub fn plotted_seconds(r: &Report, done: bool) -> Vec<PlottedSecond> {
+    r.series
+        .iter()
+        .filter_map(|s| {
+            let start = s.second as f64;
+            let end = (start + 1.0).min(r.duration_s);
+            let span = end - start;
+            let whole = span >= 1.0 - 1e-9;
+            if !(whole || (done && span >= 0.25)) {
+                return None;
+            }
+            Some(PlottedSecond {
+                end_s: end,
+                requests_per_s: s.requests as f64 / span,
+                errors_per_s: s.errors as f64 / span,
+                p50_ms: s.p50_us as f64 / 1000.0,
+                p99_ms: s.p99_us as f64 / 1000.0,
+            })
+        })
+        .collect()
+}
+
+/// A plot over the run's time: the x axis spans the whole run from 0 (not
+/// just the points, which gave one "0" tick after a short run), the y axis
+/// leaves room over the data for the legend, which sits top left, away from
+/// the newest points.
+fn run_plot(id: &str, y_title: &str, r: &Report, top: f64) -> Plot<'static> {
     Plot::new(id.to_owned())
         .height(140.0)
-        .legend(Legend::default())
+        .legend(Legend::default().position(egui_plot::Corner::LeftTop))
         .allow_scroll(false)
-        .show(ui, |p| {
-            p.line(Line::new(title.to_owned(), ok).color(theme::HANDSHAKE_MARK));
-            p.line(Line::new("errors/s", bad).color(theme::ERROR));
-        });
+        .x_axis_label("time into the run (s)")
+        .y_axis_label(y_title.to_owned())
+        .include_x(0.0)
+        .include_x(r.duration_s.max(1.0))
+        .include_y(0.0)
+        .include_y(top * 1.35 + 1e-9)
 }
 
-/// The seconds that are over: the one going on (or the run's tail) would
-/// show as a drop that is not one.
-fn whole_seconds(r: &Report) -> impl Iterator<Item = &mcpscope_core::load::stats::SecondReport> {
-    let whole = r.duration_s.floor() as u64;
-    r.series.iter().filter(move |s| s.second < whole)
+fn throughput_plot(ui: &mut Ui, r: &Report, done: bool) {
+    let seconds = plotted_seconds(r, done);
+    let top = seconds.iter().map(|s| s.requests_per_s).fold(0.0, f64::max);
+    let ok: PlotPoints = seconds.iter().map(|s| [s.end_s, s.requests_per_s]).collect();
+    let bad: PlotPoints = seconds.iter().map(|s| [s.end_s, s.errors_per_s]).collect();
+    run_plot("load-throughput", "requests per second", r, top).show(ui, |p| {
+        p.line(Line::new("requests/s", ok).color(theme::HANDSHAKE_MARK));
+        p.line(Line::new("errors/s", bad).color(theme::ERROR));
+    });
 }
 
-fn latency_plot(ui: &mut Ui, r: &Report) {
-    let ms = |us: u64| us as f64 / 1000.0;
-    let p50: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, ms(s.p50_us)]).collect();
-    let p99: PlotPoints = whole_seconds(r).map(|s| [s.second as f64, ms(s.p99_us)]).collect();
-    Plot::new("load-latency")
-        .height(140.0)
-        .legend(Legend::default())
-        .allow_scroll(false)
-        .show(ui, |p| {
-            p.line(Line::new("p50 ms", p50).color(theme::OK));
-            p.line(Line::new("p99 ms", p99).color(theme::WARN));
-        });
+fn latency_plot(ui: &mut Ui, r: &Report, done: bool) {
+    let seconds = plotted_seconds(r, done);
+    let top = seconds.iter().map(|s| s.p99_ms).fold(0.0, f64::max);
+    let p50: PlotPoints = seconds.iter().map(|s| [s.end_s, s.p50_ms]).collect();
+    let p99: PlotPoints = seconds.iter().map(|s| [s.end_s, s.p99_ms]).collect();
+    run_plot("load-latency", "latency (ms)", r, top).show(ui, |p| {
+        p.line(Line::new("p50", p50).color(theme::OK));
+        p.line(Line::new("p99", p99).color(theme::WARN));
+    });
+}
+
+#[cfg(test)]
+mod plotting_tests {
+    use super::*;
+    use mcpscope_core::load::stats::SecondReport;
+
+    fn report(duration_s: f64, seconds: u64) -> Report {
+        Report {
+            duration_s,
+            series: (0..seconds)
+                .map(|second| SecondReport {
+                    second,
+                    requests: 100,
+                    errors: 10,
+                    p50_us: 2_000,
+                    p99_us: 9_000,
+                    concurrency: 4,
+                })
+                .collect(),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn a_run_stopped_at_five_seconds_is_plotted_to_five() {
+        let s = plotted_seconds(&report(5.0, 5), true);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.last().unwrap().end_s, 5.0);
+        assert_eq!(s[0].requests_per_s, 100.0);
+        assert_eq!(s[0].p99_ms, 9.0);
+    }
+
+    #[test]
+    fn the_last_part_second_is_a_rate_over_the_time_it_ran_once_the_run_is_over() {
+        let r = report(4.5, 5);
+        let live = plotted_seconds(&r, false);
+        assert_eq!(live.len(), 4, "the second going on is left out while running");
+        let done = plotted_seconds(&r, true);
+        assert_eq!(done.len(), 5);
+        assert_eq!(done[4].end_s, 4.5);
+        assert_eq!(done[4].requests_per_s, 200.0, "100 requests in half a second");
+        assert_eq!(
+            plotted_seconds(&report(4.1, 5), true).len(),
+            4,
+            "a tenth of a second says nothing"
+        );
+    }
 }

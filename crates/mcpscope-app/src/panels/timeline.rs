@@ -509,7 +509,11 @@ impl TimelinePanel {
                 3.0,
             ));
         }
-        let color = kind.color();
+        let color = if era_probe_refused(&model.store, row) {
+            ui.visuals().weak_text_color()
+        } else {
+            kind.color()
+        };
         // Kind colours (pink, amber) are hard to read on the selection's
         // blue: a selected row's text is drawn in the strong text colour.
         let label_color = if self.selected == Some(idx) {
@@ -926,6 +930,16 @@ pub fn format_latency(d: std::time::Duration) -> String {
 }
 
 /// The label of a row: the method, or `result #id` / `error #id`, or the text.
+/// The "method not found" a legacy server gives the `server/discover` that
+/// probes for the 2026-07-28 era: an answer the probe expects, not a fault
+/// (drawn muted, and said so, where the mock's tab showed it in red).
+pub fn era_probe_refused(store: &FrameStore, row: &RowRef<'_>) -> bool {
+    row.kind() == mcpscope_core::wire::classify::Kind::Error
+        && row.error_code() == Some(-32601)
+        && row.link().and_then(|(r, _)| store.get(r)).and_then(|r| r.method())
+            == Some(mcpscope_core::protocol::methods::SERVER_DISCOVER)
+}
+
 pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     use mcpscope_core::wire::classify::Kind;
     let id = row.id().map(|i| format!(" #{i}")).unwrap_or_default();
@@ -955,6 +969,9 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
                 } else {
                     base
                 }
+            }
+            Kind::Error if era_probe_refused(store, row) => {
+                format!("error{id} -32601 (server/discover: an era probe; the server is legacy, as expected)")
             }
             Kind::Error => format!("error{id} {}", row.error_code().unwrap_or_default()),
             Kind::Batch => "batch".into(),
@@ -1042,6 +1059,30 @@ mod tests {
         assert_eq!(t.selected, Some(4));
         t.step_selection(-1);
         assert_eq!(t.selected, Some(3));
+    }
+
+    /// The era probe's expected refusal is said to be one; any other
+    /// "method not found" stays an error.
+    #[test]
+    fn the_era_probes_refusal_is_labelled_as_expected() {
+        let m = model(&[
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":0,"method":"server/discover"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}"#,
+            ),
+            (Direction::Out, r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
+            (
+                Direction::In,
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#,
+            ),
+        ]);
+        let probe = m.store.get(1).unwrap();
+        assert!(era_probe_refused(&m.store, &probe));
+        assert!(row_label(&m.store, &probe).contains("era probe"));
+        let other = m.store.get(3).unwrap();
+        assert!(!era_probe_refused(&m.store, &other));
+        assert_eq!(row_label(&m.store, &other), "error #1 -32601");
     }
 
     /// The timeline alone over `n` pings, 900x400, not following the tail.
