@@ -6,7 +6,7 @@ use super::exit;
 use super::proxy::ProxyArgs;
 use clap::{Args, Subcommand};
 use mcpscope_core::intercept::control::{self, ControlClient, ControlServer};
-use mcpscope_core::intercept::rule::{Breakpoint, Toward, parse_rules_file};
+use mcpscope_core::intercept::rule::{Breakpoint, parse_breakpoint, parse_rules_file};
 use mcpscope_core::intercept::{Interceptor, parse_fault};
 use mcpscope_core::record::state_dir;
 use mcpscope_core::sessions::index;
@@ -23,20 +23,7 @@ pub struct Gated {
 
 /// `c2s: EXPR`, `s2c: EXPR` or `EXPR`.
 fn breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, String> {
-    let (toward, expr) = match text.trim_start().split_once(':') {
-        Some((dir, rest)) if matches!(dir.trim(), "c2s" | "s2c") => {
-            (Toward::parse(dir.trim()).unwrap_or_default(), rest)
-        }
-        _ => (Toward::Both, text),
-    };
-    let filter = mcpscope_core::filter::Filter::parse(expr.trim())
-        .map_err(|e| format!("--break {:?}: {e}", mcpscope_core::text::ellipsize(text, 80)))?;
-    Ok(Breakpoint {
-        filter,
-        toward,
-        timeout,
-        enabled: true,
-    })
+    parse_breakpoint(text, timeout).map_err(|e| format!("--break {:?}: {e}", mcpscope_core::text::ellipsize(text, 80)))
 }
 
 /// The gate `proxy`'s flags ask for, with its control socket started;

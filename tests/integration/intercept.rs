@@ -1082,6 +1082,38 @@ mod in_the_app {
         h
     }
 
+    /// #48: the breakpoint set in the Intercept tab comes back when the
+    /// session starts again: in the tab's memory (Relaunch after a restart
+    /// of the app) and through Restart, on a new proxy.
+    fn restarts_with_its_breakpoint(h: &mut Harness<'static, McpscopeApp>) {
+        let memory = h.state().tab_memories();
+        let server = memory[h.state().active_tab.min(memory.len() - 1)]
+            .server
+            .clone()
+            .expect("a running server to relaunch");
+        assert!(
+            server.intercept_breaks.iter().any(|b| b.contains("tools/call")),
+            "{:?}",
+            server.intercept_breaks
+        );
+        let before = session_target(h);
+        h.get_by_label("⟳ Restart").click();
+        step_until(h, "the new proxy with the breakpoint", |app| {
+            app.session
+                .inspection
+                .as_ref()
+                .and_then(|i| i.intercept.as_ref())
+                .is_some_and(|l| {
+                    l.board.version > 0 && l.board.breakpoints.iter().any(|b| b.text.contains("tools/call"))
+                })
+        });
+        assert_ne!(session_target(h), before, "a new proxy");
+        assert!(
+            h.state().launcher.recent.iter().all(|r| r.intercept_breaks.is_empty()),
+            "Recent keeps the server, not its breakpoints"
+        );
+    }
+
     fn session_target(h: &Harness<'static, McpscopeApp>) -> String {
         h.state()
             .session
@@ -1115,6 +1147,9 @@ mod in_the_app {
         step_until(&mut h, "the proxy's record open, with its touches", |app| {
             has_row(app, "proxy held") && has_row(app, "proxy answered: answered by the user")
         });
+        h.state_mut().activate_tab(0);
+        h.run_steps(2);
+        restarts_with_its_breakpoint(&mut h);
         h.state_mut().session.inspection = None;
     }
 
@@ -1132,6 +1167,7 @@ mod in_the_app {
             !url.contains(&server.url("")),
             "the session goes through the proxy: {url}"
         );
+        restarts_with_its_breakpoint(&mut h);
         h.state_mut().session.inspection = None;
     }
 }

@@ -155,15 +155,31 @@ pub struct OwnProxy {
 }
 
 impl OwnProxy {
-    /// Starts it in front of `upstream`; returns it and the URL to use instead.
-    pub fn start(upstream: &str, socket: &Path, capture: PathBuf) -> anyhow::Result<(OwnProxy, String)> {
+    /// Starts it in front of `upstream` with these breakpoints (`--break`
+    /// form) and fault rules; returns it and the URL to use instead.
+    pub fn start(
+        upstream: &str,
+        socket: &Path,
+        capture: PathBuf,
+        breaks: &[String],
+        faults: &[String],
+    ) -> anyhow::Result<(OwnProxy, String)> {
         use mcpscope_core::intercept::Interceptor;
         use mcpscope_core::intercept::control::ControlServer;
+        use mcpscope_core::intercept::rule::{parse_breakpoint, parse_fault};
         use mcpscope_core::proxy::reverse::{ReverseProxy, ReverseProxyOptions};
         let mut options = ReverseProxyOptions::new("127.0.0.1:0", upstream)?;
         options.capture = Some(capture.clone());
         options.control_socket = Some(socket.to_owned());
-        let (gate, handle) = Interceptor::new(Vec::new(), Vec::new(), Interceptor::fresh_seed());
+        let breaks = breaks
+            .iter()
+            .map(|b| parse_breakpoint(b, Some(BREAK_TIMEOUT)).map_err(|e| anyhow::anyhow!("breakpoint {b:?}: {e}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let faults = faults
+            .iter()
+            .map(|f| parse_fault(f).map_err(|e| anyhow::anyhow!("fault rule {f:?}: {e}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let (gate, handle) = Interceptor::new(faults, breaks, Interceptor::fresh_seed());
         let control = ControlServer::start(socket, handle)
             .map_err(|e| anyhow::anyhow!("cannot open the control socket {}: {e}", socket.display()))?;
         let proxy = ReverseProxy::bind(options)?.with_gate(Box::new(gate.over_http()));
@@ -217,6 +233,32 @@ pub struct Intercepted {
 /// instead (stdio: `mcpscope proxy` running the server; HTTP: a reverse
 /// proxy in this process in front of it), where the control socket is,
 /// and the in-process proxy to keep.
+/// A breakpoint brought back holds a frame this long at most, as
+/// `mcpscope proxy`'s own default (`--break-timeout`).
+const BREAK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The enabled breakpoints (in `--break` form) and fault rules of a board:
+/// what an intercepted session starts its proxy with again.
+pub fn rules_of(board: &BoardView) -> (Vec<String>, Vec<String>) {
+    let on = |rules: &[mcpscope_core::intercept::control::RuleView]| -> Vec<String> {
+        rules.iter().filter(|r| r.enabled).map(|r| r.text.clone()).collect()
+    };
+    let breaks = on(&board.breakpoints)
+        .iter()
+        .map(|b| mcpscope_core::intercept::rule::break_flag(b))
+        .collect();
+    (breaks, on(&board.faults))
+}
+
+/// `saved` with the breakpoints and fault rules its intercepted session
+/// has now (set in the Intercept tab), so that starting it again brings them back.
+pub fn with_live_rules(mut saved: SavedServer, session: &crate::inspection::Inspection) -> SavedServer {
+    if let Some(link) = session.intercept.as_ref().filter(|_| saved.intercept) {
+        (saved.intercept_breaks, saved.intercept_faults) = rules_of(&link.board);
+    }
+    saved
+}
+
 pub fn through_proxy(saved: &SavedServer, mcpscope_binary: Option<&str>) -> anyhow::Result<Option<Intercepted>> {
     use mcpscope_core::transport::target::Target;
     if !saved.intercept {
@@ -242,9 +284,14 @@ pub fn through_proxy(saved: &SavedServer, mcpscope_binary: Option<&str>) -> anyh
                 name,
                 "--capture".into(),
                 proxy_capture.display().to_string(),
-                "--".into(),
-                spec.program.clone(),
             ];
+            for b in &saved.intercept_breaks {
+                args.extend(["--break".to_owned(), b.clone()]);
+            }
+            for f in &saved.intercept_faults {
+                args.extend(["--fault".to_owned(), f.clone()]);
+            }
+            args.extend(["--".to_owned(), spec.program.clone()]);
             args.extend(spec.args.iter().cloned());
             let wrapped = mcpscope_core::transport::process::ServerSpec {
                 program: me,
@@ -260,7 +307,13 @@ pub fn through_proxy(saved: &SavedServer, mcpscope_binary: Option<&str>) -> anyh
             }))
         }
         Target::Http(http) => {
-            let (proxy, local) = OwnProxy::start(&http.url, &socket, proxy_capture.clone())?;
+            let (proxy, local) = OwnProxy::start(
+                &http.url,
+                &socket,
+                proxy_capture.clone(),
+                &saved.intercept_breaks,
+                &saved.intercept_faults,
+            )?;
             let through = mcpscope_core::transport::target::HttpTarget { url: local, ..http };
             Ok(Some(Intercepted {
                 target: Target::Http(through),

@@ -649,6 +649,11 @@ impl McpscopeApp {
                     _ => false,
                 };
                 let again = form.ok().or_else(|| self.session.last_launch.clone());
+                // An intercepted session restarts with its breakpoints and rules.
+                let again = match (again, &self.session.inspection) {
+                    (Some(s), Some(i)) => Some(intercept_link::with_live_rules(s, i)),
+                    (again, _) => again,
+                };
                 if let Some(s) = again {
                     let composer = std::mem::take(&mut self.session.composer);
                     self.launch_here(s);
@@ -780,7 +785,13 @@ impl McpscopeApp {
         };
         let m = &i.model;
         if m.counts.results + m.counts.errors > 0 {
-            self.launcher.remember(saved);
+            // Recent keeps the server, not a session's breakpoints and rules.
+            let saved = SavedServer {
+                intercept_breaks: Vec::new(),
+                intercept_faults: Vec::new(),
+                ..saved.clone()
+            };
+            self.launcher.remember(&saved);
             self.session.unremembered = None;
         } else if m.spawn_error.is_some() || m.exit.is_some() || m.closed {
             self.session.unremembered = None;

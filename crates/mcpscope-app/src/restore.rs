@@ -41,7 +41,7 @@ impl TabMemory {
             .last_launch
             .as_ref()
             .filter(|_| i.model.running())
-            .map(SavedServer::without_secrets);
+            .map(|s| crate::intercept_link::with_live_rules(SavedServer::without_secrets(s), i));
         let selected_seq = view
             .timeline
             .selected

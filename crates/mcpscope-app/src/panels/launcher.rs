@@ -34,6 +34,10 @@ pub struct SavedServer {
     /// A stdio server run through an intercepting `mcpscope proxy`, so its
     /// frames can be held, changed, dropped and faulted (the Intercept tab).
     pub intercept: bool,
+    /// The breakpoints (`--break` form) and fault rules an intercepted
+    /// session had, to start its proxy with again (Relaunch, Restart).
+    pub intercept_breaks: Vec<String>,
+    pub intercept_faults: Vec<String>,
     /// Do not advertise MCP Apps (`io.modelcontextprotocol/ui`): see the
     /// server's text-only side.
     pub text_only: bool,

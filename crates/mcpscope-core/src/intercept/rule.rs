@@ -227,12 +227,53 @@ pub struct Breakpoint {
 }
 
 impl Breakpoint {
+    /// How the board shows it: `[c2s] EXPR`, or the expression alone.
     pub fn text(&self) -> String {
         let mut s = self.filter.canonical();
         if self.toward != Toward::Both {
             s = format!("[{}] {s}", self.toward.as_str());
         }
         s
+    }
+}
+
+/// A breakpoint as `--break` takes it (`c2s: EXPR`, `s2c: EXPR` or `EXPR`)
+/// or as the board shows it (`[c2s] EXPR`).
+pub fn parse_breakpoint(text: &str, timeout: Option<Duration>) -> Result<Breakpoint, FilterError> {
+    let trimmed = text.trim_start();
+    let (toward, expr) = if let Some((dir, rest)) = trimmed
+        .strip_prefix('[')
+        .and_then(|t| t.split_once(']'))
+        .filter(|(dir, _)| matches!(dir.trim(), "c2s" | "s2c"))
+    {
+        (Toward::parse(dir.trim()).unwrap_or_default(), rest)
+    } else {
+        match trimmed.split_once(':') {
+            Some((dir, rest)) if matches!(dir.trim(), "c2s" | "s2c") => {
+                (Toward::parse(dir.trim()).unwrap_or_default(), rest)
+            }
+            _ => (Toward::Both, text),
+        }
+    };
+    Ok(Breakpoint {
+        filter: Filter::parse(expr.trim())?,
+        toward,
+        timeout,
+        enabled: true,
+    })
+}
+
+/// The `--break` form of a breakpoint the board shows (`[c2s] EXPR` becomes
+/// `c2s: EXPR`), to start a proxy again with it.
+pub fn break_flag(shown: &str) -> String {
+    match shown
+        .trim_start()
+        .strip_prefix('[')
+        .and_then(|t| t.split_once(']'))
+        .filter(|(dir, _)| matches!(dir.trim(), "c2s" | "s2c"))
+    {
+        Some((dir, rest)) => format!("{}: {}", dir.trim(), rest.trim()),
+        None => shown.trim().to_owned(),
     }
 }
 
@@ -539,6 +580,24 @@ mod tests {
 
     fn action(text: &str) -> FaultAction {
         parse_fault(text).unwrap_or_else(|e| panic!("{text}: {e}")).action
+    }
+
+    /// A breakpoint the board shows starts a proxy again as the same breakpoint.
+    #[test]
+    fn a_breakpoint_round_trips_through_the_board_and_the_flag() {
+        for flag in [
+            r#"c2s: method == "tools/call""#,
+            r#"s2c: kind == "error""#,
+            r#"method == "ping""#,
+        ] {
+            let b = parse_breakpoint(flag, None).unwrap();
+            let again = parse_breakpoint(&break_flag(&b.text()), None).unwrap();
+            assert_eq!(again.text(), b.text(), "{flag}");
+            assert_eq!(again.toward, b.toward);
+            assert_eq!(parse_breakpoint(&b.text(), None).unwrap().text(), b.text());
+        }
+        assert_eq!(break_flag(r#"[c2s] method == "x""#), r#"c2s: method == "x""#);
+        assert!(parse_breakpoint("c2s: ((", None).is_err());
     }
 
     #[test]
