@@ -38,8 +38,17 @@ use std::time::{Duration, Instant};
 /// How long one frame may spend applying events before it draws.
 const DRAIN_BUDGET: Duration = Duration::from_millis(8);
 
-/// The same while a capture loads: nothing else competes for the frame then.
+/// The same while a capture loads, at least: nothing else competes for the
+/// frame then.
 const LOAD_BUDGET: Duration = Duration::from_millis(12);
+
+/// A loading capture's share of a frame: as long as the last frame took to
+/// draw, so that with software rendering (50-100 ms a frame) about half the
+/// time goes to loading; a fixed 12 ms gave a million rows 11.6 s on screen
+/// for 2.4 s of work. At most 100 ms, so input is still handled ~5 times a second.
+pub(crate) fn load_budget(last_frame: Duration) -> Duration {
+    last_frame.clamp(LOAD_BUDGET, Duration::from_millis(100))
+}
 
 /// Events a loading worker hands over at once.
 const LOAD_BATCH: usize = 8192;
@@ -137,6 +146,9 @@ pub struct Inspection {
     waker: Option<Waker>,
     /// The capture this inspection writes (live) or was loaded from (offline).
     pub capture_path: Option<PathBuf>,
+    /// How long the app's last frame took: what a loading capture may spend
+    /// of the next one (see [`load_budget`]).
+    pub last_frame: Duration,
     /// The file the user opened when it was another tool's (a HAR, an
     /// Inspector export): `capture_path` is then the copy it was imported into.
     pub imported_from: Option<PathBuf>,
@@ -368,6 +380,7 @@ impl Inspection {
             waker,
             capture_path,
             imported_from: None,
+            last_frame: Duration::ZERO,
             target: Some(target),
             protocol_version: protocol_version.to_owned(),
             started: Some(started),
@@ -513,7 +526,7 @@ impl Inspection {
     /// Applies a loading capture's events for at most a frame's budget.
     fn drain_load(&mut self) -> bool {
         let Some(load) = &mut self.load else { return false };
-        let deadline = Instant::now() + LOAD_BUDGET;
+        let deadline = Instant::now() + load_budget(self.last_frame);
         let mut applied = 0usize;
         loop {
             if let Some(ev) = load.batch.next() {
@@ -575,6 +588,7 @@ impl Inspection {
             waker: None,
             capture_path: None,
             imported_from: None,
+            last_frame: Duration::ZERO,
             target: None,
             protocol_version: String::new(),
             started: None,
@@ -1184,5 +1198,21 @@ fn note_performed(p: Performed, model: &mut SessionModel, ends: &mut Ends) {
             }
         }
         Performed::Other(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod load_budget_tests {
+    use super::*;
+
+    #[test]
+    fn a_loading_capture_gets_as_long_as_a_frame_takes_to_draw() {
+        assert_eq!(load_budget(Duration::ZERO), LOAD_BUDGET, "quick frames: the floor");
+        assert_eq!(load_budget(Duration::from_millis(70)), Duration::from_millis(70));
+        assert_eq!(
+            load_budget(Duration::from_secs(3)),
+            Duration::from_millis(100),
+            "never a freeze"
+        );
     }
 }

@@ -215,6 +215,9 @@ pub struct McpscopeApp {
     /// panel's height last frame.
     bottom_sized_for: Option<BottomTab>,
     bottom_height: f32,
+    /// `MCPSCOPE_OPEN_TRACE=1`: when a capture being opened began, to say on
+    /// stderr when its first rows and its end came (the README's open figures).
+    open_trace: Option<std::time::Instant>,
     /// The in-app picker the user left for the system dialog.
     picker_behind_dialog: Option<FilePicker>,
     /// A running tab the user asked to close: asked about first.
@@ -370,6 +373,7 @@ impl McpscopeApp {
             bottom_tab: BottomTab::Stderr,
             bottom_sized_for: None,
             bottom_height: 0.0,
+            open_trace: None,
             filter_prefs: Default::default(),
             closing: None,
             picker_behind_dialog: None,
@@ -668,6 +672,9 @@ impl McpscopeApp {
                 }
             }
             Command::OpenCapture(path) => {
+                if std::env::var_os("MCPSCOPE_OPEN_TRACE").is_some() {
+                    self.open_trace = Some(std::time::Instant::now());
+                }
                 // Read on a worker: the rows appear as they are read.
                 self.opening = Some(Inspection::open_capture_in_background(
                     &path,
@@ -688,13 +695,19 @@ impl McpscopeApp {
                 Some(from) => {
                     let to = path.clone();
                     self.background(format!("exporting HAR to {}", path.display()), move || {
-                        let (har, _) = mcpscope_core::interop::har_of_capture(&from, env!("CARGO_PKG_VERSION"))?;
-                        let mut text = serde_json::to_vec_pretty(&har)?;
-                        text.push(b'\n');
-                        mcpscope_core::record::state_dir::write_private_atomic(&to, &text)
-                            .with_context(|| format!("cannot write {}", to.display()))?;
-                        let n = har["log"]["entries"].as_array().map_or(0, Vec::len);
-                        Ok(format!("{n} HAR entries written to {}", to.display()))
+                        use mcpscope_core::record::output_file::{WriteWithError, write_with};
+                        // Written as the capture is read, through the one rule for
+                        // output files, as `mcpscope export` does.
+                        let mut n = 0;
+                        let written = write_with(&to, |out| {
+                            n = mcpscope_core::interop::write_har(&from, env!("CARGO_PKG_VERSION"), out, &mut |_| {})?;
+                            Ok::<(), mcpscope_core::interop::ExportError>(())
+                        });
+                        match written {
+                            Ok(()) => Ok(format!("{n} HAR entries written to {}", to.display())),
+                            Err(WriteWithError::Content(e)) => Err(anyhow::Error::new(e)),
+                            Err(WriteWithError::Output(e)) => Err(anyhow::Error::new(e)),
+                        }
                     });
                 }
                 None => self.message = Some((Severity::Warning, "nothing to export yet".into())),
@@ -998,12 +1011,21 @@ impl McpscopeApp {
         self.live.open = (0..self.tabs.len())
             .filter_map(|t| self.tab_capture(t).cloned())
             .collect();
+        let last_frame = Duration::from_secs_f32(self.ctx.input(|i| i.unstable_dt).clamp(0.0, 1.0));
         if let Some(o) = &mut self.opening {
+            o.last_frame = last_frame;
             o.drain();
             if let LoadState::Failed(e) = o.load_state() {
                 self.message = Some((Severity::Error, e));
                 self.opening = None;
             } else if o.load_started() {
+                if let Some(t) = self.open_trace {
+                    eprintln!(
+                        "open-trace: first rows after {:.0} ms ({} rows)",
+                        t.elapsed().as_secs_f64() * 1e3,
+                        o.model.store.len()
+                    );
+                }
                 let opened = self.opening.take();
                 // An imported file's tab is named after that file, not its private copy.
                 let title = opened
@@ -1024,9 +1046,17 @@ impl McpscopeApp {
         }
         if let Some(i) = &mut self.session.inspection {
             let was_loading = i.loading();
+            i.last_frame = last_frame;
             more |= i.drain();
             i.pump_apps();
             if was_loading && !i.loading() {
+                if let Some(t) = self.open_trace.take() {
+                    eprintln!(
+                        "open-trace: opened after {:.0} ms ({} rows)",
+                        t.elapsed().as_secs_f64() * 1e3,
+                        i.model.store.len()
+                    );
+                }
                 let path = i.capture_path.clone().unwrap_or_default();
                 self.message = Some(match i.load_state() {
                     LoadState::Failed(e) => (Severity::Error, e),
