@@ -255,25 +255,6 @@ pub fn send_otlp(
     Ok(sent)
 }
 
-/// A capture file as one HAR 1.2 document, for a capture small enough to
-/// hold whole (a large one: [`write_har`]).
-pub fn har_of_capture(path: &Path, tool_version: &str) -> Result<(Value, Vec<String>), ExportError> {
-    let mut warnings = Vec::new();
-    let w = each_event(
-        path,
-        |h| har::HarWriter::new(h, tool_version),
-        |w, ev| {
-            match ev {
-                Some(e) => w.push(e),
-                None => w.new_session(),
-            }
-            Ok(())
-        },
-        &mut |w| warnings.push(w),
-    )?;
-    Ok((w.document(), warnings))
-}
-
 /// Why a file could not be imported.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportFileError {
