@@ -656,6 +656,8 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     let server = crate::http::HttpServer::start("streamableHttp");
     let mut h = harness_any_glyphs(StartupArgs::default());
     h.step();
+    h.get_by_role_and_label(Role::ComboBox, "Transport").click();
+    h.run_steps(3);
     h.get_by_label("Streamable HTTP").click();
     h.step();
     h.get_by_role_and_label(Role::TextInput, "URL").focus();

@@ -631,13 +631,23 @@ impl LauncherPanel {
                 )
                 .labelled_by(label.id);
                 ui.end_row();
-                ui.label("Transport");
-                // Wrapped: at 1024 px the launcher is narrow ("Streamable HTTP" was cut).
-                ui.horizontal_wrapped(|ui| {
-                    ui.selectable_value(&mut self.form.transport, "stdio".to_owned(), "stdio");
-                    ui.selectable_value(&mut self.form.transport, "http".to_owned(), "Streamable HTTP");
-                    ui.selectable_value(&mut self.form.transport, "sse".to_owned(), "HTTP+SSE");
-                });
+                // A drop-down: three buttons in a row were cut at 1024 px
+                // ("Streamable HTTI"), and wrapped they ran into the next row.
+                let label = ui.label("Transport");
+                let name = |t: &str| match t {
+                    "http" => "Streamable HTTP",
+                    "sse" => "HTTP+SSE",
+                    _ => "stdio",
+                };
+                egui::ComboBox::from_id_salt("transport")
+                    .selected_text(name(&self.form.transport))
+                    .show_ui(ui, |ui| {
+                        for t in ["stdio", "http", "sse"] {
+                            ui.selectable_value(&mut self.form.transport, t.to_owned(), name(t));
+                        }
+                    })
+                    .response
+                    .labelled_by(label.id);
                 ui.end_row();
                 if self.form.transport == "stdio" {
                     let label = ui.label("Command");
