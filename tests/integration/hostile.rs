@@ -117,14 +117,14 @@ impl Drop for KillOnDrop {
 }
 
 /// The hostile HTTP server, killed when dropped; its report lines collected.
-struct HostileHttp {
+pub(crate) struct HostileHttp {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl HostileHttp {
-    fn start(args: &[&str]) -> HostileHttp {
+    pub(crate) fn start(args: &[&str]) -> HostileHttp {
         let mut child = Command::new("python3")
             .arg(repo().join("tests/servers/hostile_http.py"))
             .args(args)

@@ -1,7 +1,7 @@
 //! Hostile peers, round three: the reverse proxy against a hostile upstream: endless and huge SSE events.
 //! Each test fails without the fix it guards.
 
-use crate::hostile::{alive, text};
+use crate::hostile::{HostileHttp, alive, text};
 use crate::support::*;
 use mcpscope_core::record::capture::{EventReader, Item};
 use mcpscope_core::transport::event::Event;
@@ -16,41 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1024 * 1024;
-
-/// `tests/servers/hostile_http.py`, killed when dropped.
-struct HostileUpstream {
-    child: Child,
-    port: u16,
-}
-
-impl HostileUpstream {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new("python3")
-            .arg(repo().join("tests/servers/hostile_http.py"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let port = first
-            .strip_prefix("PORT ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("hostile_http.py said {first:?}"));
-        Self { child, port }
-    }
-}
-
-impl Drop for HostileUpstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `mcpscope proxy --listen 127.0.0.1:0 --upstream …` as a process, with a
 /// watchdog on its memory: past `ceiling` it is killed at once, so a proxy
@@ -248,7 +213,7 @@ fn an_endless_sse_event_from_the_upstream_passes_in_pieces_and_the_proxy_serves_
     // Without a gate, and with one (which judges whole events).
     let gated: &[&str] = &["--fault", r#"method == "never/sent" => drop"#];
     for extra in [&[][..], gated] {
-        let upstream = HostileUpstream::start(&["--mode", "sse-endless", "--on", "tools/list", "--bytes", &sent]);
+        let upstream = HostileHttp::start(&["--mode", "sse-endless", "--on", "tools/list", "--bytes", &sent]);
         let mut proxy = ProxyProcess::start(upstream.port, extra, CEILING);
         let (head, mut r) = post(
             proxy.port,
