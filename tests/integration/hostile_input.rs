@@ -283,3 +283,42 @@ fn the_control_socket_answers_deep_breaks_and_huge_timeouts_and_the_session_goes
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
 }
+
+/// `mock --speed 1e-300 --timing recorded`: the recorded gap before an
+/// answer, played that slowly, is longer than a `Duration` holds; the mock
+/// panicked on the first request (`div_f64`). Now the gap is at most a year
+/// (`duration::at_speed`) and the mock goes on waiting, alive.
+#[test]
+fn a_mock_at_a_tiny_speed_waits_instead_of_panicking() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let capture = repo().join("tests/captures/slow-response.jsonl");
+    let mut child = Command::new(bin())
+        .args(["mock", "--speed", "1e-300", "--timing", "recorded"])
+        .arg(&capture)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running mcpscope mock");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(
+            br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":1,"method":"tools/list"}
+"#,
+        )
+        .unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = child.try_wait().unwrap();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        status.is_none(),
+        "the mock ended ({status:?}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}

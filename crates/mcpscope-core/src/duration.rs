@@ -74,6 +74,15 @@ pub fn from_json(v: &Value) -> Result<Option<Duration>, DurationError> {
     }
 }
 
+/// `d` played at `speed` times its pace (a mock's `--speed`), at most
+/// [`MAX`]: a speed of 1e-300 made the gap too long for a `Duration` and
+/// panicked the mock.
+pub fn at_speed(d: Duration, speed: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() / speed)
+        .unwrap_or(if speed > 0.0 { MAX } else { Duration::ZERO })
+        .min(MAX)
+}
+
 /// The one range check.
 fn checked(secs: f64, shown: &str) -> Result<Duration, DurationError> {
     if secs.is_nan() {
@@ -92,6 +101,15 @@ fn checked(secs: f64, shown: &str) -> Result<Duration, DurationError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_gap_at_any_speed_is_a_duration_at_most_the_longest() {
+        let gap = Duration::from_secs(2);
+        assert_eq!(at_speed(gap, 2.0), Duration::from_secs(1));
+        assert_eq!(at_speed(gap, 1e-300), MAX);
+        assert_eq!(at_speed(gap, 1e300), Duration::ZERO);
+        assert_eq!(at_speed(Duration::ZERO, 1e-300), Duration::ZERO);
+    }
 
     #[test]
     fn units_and_bare_seconds_read() {

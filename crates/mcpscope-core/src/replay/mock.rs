@@ -442,7 +442,7 @@ impl Mock {
         let recorded = self.options.timing == Timing::Recorded;
         let gap = |from: Duration, to: Duration| {
             if recorded {
-                to.saturating_sub(from).div_f64(speed)
+                crate::duration::at_speed(to.saturating_sub(from), speed)
             } else {
                 Duration::ZERO
             }
