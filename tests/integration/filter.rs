@@ -417,6 +417,35 @@ fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
         app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
     });
 
+    // A string still being typed: the rows are worked out as if it were
+    // closed, so the closing quote has nothing left to do (at a million rows
+    // the whole pass after the last key took several frames).
+    h.state_mut().session.timeline.filter.text.clear();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::TextInput, "Filter")
+        .type_text("method contains \"tools/c");
+    step_until(&mut h, "the rows of the unclosed string", |app| {
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+    });
+    assert!(
+        h.state().session.timeline.filter.error.is_some(),
+        "still said to be unclosed"
+    );
+    assert!(h.query_by_label_contains("as if it were").is_some());
+    h.get_by_role_and_label(Role::TextInput, "Filter").type_text("\"");
+    h.step();
+    assert!(h.state().session.timeline.filter.error.is_none());
+    assert!(
+        h.state().session.timeline.index.progress().is_none(),
+        "the closing quote needs no pass over the rows"
+    );
+    assert_eq!(h.state().session.timeline.index.len(), 1);
+    // Back to the filter applied before the string: applied again.
+    h.state_mut().session.timeline.filter.text = r#"method == "tools/call""#.into();
+    step_until(&mut h, "the earlier filter again", |app| {
+        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+    });
+
     // Escape with completions open closes them and keeps the box focused.
     h.get_by_role_and_label(Role::TextInput, "Filter").type_text(" and lat");
     h.run_steps(2);

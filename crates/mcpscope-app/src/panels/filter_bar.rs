@@ -117,6 +117,9 @@ pub struct FilterBar {
     pub error: Option<FilterError>,
     /// The text last applied.
     applied: String,
+    /// A wrong text already looked at, and whether it was applied as if
+    /// its last string were closed (see [`closed_as_typed`]).
+    provisional: Option<(String, bool)>,
     completions: Vec<Completion>,
     /// A field to complete was picked (the cursor goes to the end).
     moved_cursor: bool,
@@ -295,7 +298,13 @@ impl FilterBar {
             });
         }
         if let Some(e) = &self.error {
-            ui.colored_label(ui.visuals().error_fg_color, format!("✖ {}", e.summary()));
+            let as_if_closed = self.provisional.as_ref().is_some_and(|(t, on)| *on && *t == self.text);
+            let more = if as_if_closed {
+                " (the rows shown read it as if it were)"
+            } else {
+                ""
+            };
+            ui.colored_label(ui.visuals().error_fg_color, format!("✖ {}{more}", e.summary()));
         }
         if self.text != self.applied {
             let trimmed = self.text.trim();
@@ -310,8 +319,19 @@ impl FilterBar {
                         self.applied = self.text.clone();
                         change = Some(FilterChange::Apply(Some(f)));
                     }
-                    // The last valid filter stays applied while this one is wrong.
+                    // The last valid filter stays applied while this one is wrong,
+                    // unless only its last string is still being typed.
                     Err(e) => {
+                        if self.provisional.as_ref().is_none_or(|(t, _)| *t != self.text) {
+                            let closed = closed_as_typed(trimmed);
+                            self.provisional = Some((self.text.clone(), closed.is_some()));
+                            if let Some(f) = closed {
+                                change = Some(FilterChange::Apply(Some(f)));
+                                // Whatever is typed next is looked at again,
+                                // even the filter that was applied before.
+                                self.applied = self.text.clone();
+                            }
+                        }
                         let offset = self.text.len() - self.text.trim_start().len();
                         let mut e = e;
                         e.span.start += offset;
@@ -393,6 +413,18 @@ impl FilterBar {
     }
 }
 
+/// A filter whose last string is still being typed (`… contains "99`),
+/// read as if its quote were closed: its rows are worked out while the
+/// string is typed, so they are on screen when the quote comes (at a
+/// million rows a whole pass after the last key took several frames).
+pub fn closed_as_typed(text: &str) -> Option<Filter> {
+    let e = Filter::parse(text).err()?;
+    if e.span.end < text.len() || !text.contains('"') {
+        return None;
+    }
+    Filter::parse(&format!("{text}\"")).ok()
+}
+
 /// Byte offset of char index `chars` in `s`.
 fn byte_of(s: &str, chars: usize) -> usize {
     s.char_indices().nth(chars).map_or(s.len(), |(b, _)| b)
@@ -441,4 +473,29 @@ pub fn color_rules_menu(ui: &mut Ui, prefs: &mut FilterPrefs) {
             }
         });
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closed_as_typed;
+
+    #[test]
+    fn only_a_last_string_still_being_typed_is_read_as_closed() {
+        let canonical = |t: &str| closed_as_typed(t).map(|f| f.canonical());
+        assert_eq!(
+            canonical(r#"method contains "tools/c"#),
+            Some(
+                mcpscope_core::filter::Filter::parse(r#"method contains "tools/c""#)
+                    .unwrap()
+                    .canonical()
+            )
+        );
+        assert!(closed_as_typed(r#"method == "x" and params.m contains "9"#).is_some());
+        assert_eq!(canonical("method =="), None, "not a string");
+        assert_eq!(
+            canonical(r#"method == "x" and"#),
+            None,
+            "the string is closed: the rest is wrong"
+        );
+    }
 }
