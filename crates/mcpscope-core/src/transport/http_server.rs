@@ -70,9 +70,19 @@ impl Request {
 /// How long a client turned away (503) has to take its answer.
 const REFUSE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a newcomer waits for a slot to be made before it gets 503.
+const ROOM_WAIT: Duration = Duration::from_secs(2);
+
+/// What the accept loop woke for.
+enum Next {
+    Accepted(std::io::Result<(TcpStream, std::net::SocketAddr)>),
+    /// A newcomer that waited found room.
+    Room((TcpStream, Slot)),
+}
+
 /// Accepts connections on a current-thread runtime until `stop` is set (and
 /// the listener woken), giving each one a slot and its own task (`serve`);
-/// when every slot is busy with an exchange, the client gets 503 `busy`.
+/// when every slot stays busy for [`ROOM_WAIT`], the client gets 503 `busy`.
 /// Tasks still running when it stops are dropped.
 pub(crate) fn accept_loop<F, Fut>(
     listener: std::net::TcpListener,
@@ -92,14 +102,26 @@ where
         .build()?;
     let result = rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        // Connections that found no room at once and got a slot a moment later.
+        let (room_tx, mut room_rx) = tokio::sync::mpsc::unbounded_channel::<(TcpStream, Slot)>();
         loop {
-            let accepted = listener.accept().await;
+            let next = std::future::poll_fn(|cx| {
+                if let std::task::Poll::Ready(Some(found)) = room_rx.poll_recv(cx) {
+                    return std::task::Poll::Ready(Next::Room(found));
+                }
+                listener.poll_accept(cx).map(Next::Accepted)
+            })
+            .await;
             if stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            let stream = match accepted {
-                Ok((s, _)) => s,
-                Err(_) => {
+            let stream = match next {
+                Next::Room((stream, slot)) => {
+                    tokio::spawn(serve(stream, slot));
+                    continue;
+                }
+                Next::Accepted(Ok((s, _))) => s,
+                Next::Accepted(Err(_)) => {
                     // Out of file descriptors, say: wait for some to close instead of spinning.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
@@ -111,8 +133,24 @@ where
                     tokio::spawn(serve(stream, slot));
                 }
                 None => {
-                    let mut conn = Conn::new(stream, Arc::new(Notify::new()));
-                    tokio::spawn(async move { conn.answer_and_close(503, busy, REFUSE_TIMEOUT).await });
+                    // Every slot is in an exchange or just accepted and not yet
+                    // read by its task (read in moments, when it will wait or
+                    // be busy): the newcomer waits a little for room before it
+                    // is turned away (a normal client behind a crowd of slow
+                    // ones got 503 while their tasks had not run yet).
+                    let (slots, room) = (Arc::clone(&slots), room_tx.clone());
+                    tokio::spawn(async move {
+                        let deadline = tokio::time::Instant::now() + ROOM_WAIT;
+                        while tokio::time::Instant::now() < deadline {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            if let Some(slot) = Slots::take(&slots) {
+                                let _ = room.send((stream, slot));
+                                return;
+                            }
+                        }
+                        let mut conn = Conn::new(stream, Arc::new(Notify::new()));
+                        conn.answer_and_close(503, busy, REFUSE_TIMEOUT).await
+                    });
                 }
             }
         }
