@@ -170,7 +170,8 @@ fn inspect(path: &Path, policy: Policy) -> Result<Target> {
     Ok(Target { found, via_link: true })
 }
 
-fn what_it_is(ft: &fs::FileType) -> &'static str {
+/// What a path is, in words, for a refusal ("a FIFO (named pipe)").
+pub(crate) fn what_it_is(ft: &fs::FileType) -> &'static str {
     if ft.is_file() {
         "a regular file"
     } else if ft.is_dir() {

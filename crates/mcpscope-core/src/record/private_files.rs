@@ -188,21 +188,7 @@ pub fn open_regular(path: &Path) -> Result<File> {
     let meta = file.metadata()?;
     let ft = meta.file_type();
     if !ft.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_fifo() {
-            "a FIFO (named pipe)"
-        } else if ft.is_char_device() {
-            "a character device"
-        } else if ft.is_block_device() {
-            "a block device"
-        } else if ft.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        return Err(PrivateFileError::NotRegular(what));
+        return Err(PrivateFileError::NotRegular(super::output_file::what_it_is(&ft)));
     }
     // Regular files ignore O_NONBLOCK, but clear it so reads behave as usual.
     // SAFETY: fcntl on a descriptor we own.
