@@ -104,6 +104,124 @@ impl ArrayOut {
     }
 }
 
+/// A format written while the capture is read: one JSON array of items
+/// inside a document, each item written as soon as the format has it.
+trait Streamed {
+    /// The indent of the array's items, and of the line that opens it.
+    const ITEM_INDENT: &'static [u8];
+    const ARRAY_INDENT: &'static [u8];
+    /// An event of the capture, or `None` where a new session begins.
+    fn event(&mut self, ev: Option<&crate::transport::event::Event>);
+    /// Hands the items complete so far to `each`, one at a time (HAR renders
+    /// each entry as it is taken: a window's worth at once would be many
+    /// times its messages).
+    fn ready(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()>;
+    /// At the end of the capture: every item left, the same way.
+    fn rest(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()>;
+    /// The document up to its array's `[`.
+    fn head(&self, out: &mut dyn Write) -> std::io::Result<()>;
+    /// The document after its array's `]`.
+    fn tail(&self, out: &mut dyn Write) -> std::io::Result<()>;
+}
+
+impl Streamed for har::HarWriter {
+    const ITEM_INDENT: &'static [u8] = b"      ";
+    const ARRAY_INDENT: &'static [u8] = b"    ";
+    fn event(&mut self, ev: Option<&crate::transport::event::Event>) {
+        match ev {
+            Some(e) => self.push(e),
+            None => self.new_session(),
+        }
+    }
+    fn ready(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()> {
+        har::HarWriter::ready(self).try_for_each(|v| each(&v))
+    }
+    fn rest(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()> {
+        self.finish();
+        har::HarWriter::ready(self).try_for_each(|v| each(&v))
+    }
+    fn head(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(b"{\n  \"log\": {\n    \"version\": \"1.2\",\n    \"creator\": ")?;
+        write_pretty(out, &self.creator(), b"    ")?;
+        out.write_all(b",\n    \"entries\": [")
+    }
+    fn tail(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        // The comment says how many were left unanswered: known at the end only.
+        out.write_all(b",\n    \"comment\": ")?;
+        serde_json::to_writer(&mut *out, &self.comment())?;
+        out.write_all(b"\n  }\n}\n")
+    }
+}
+
+impl Streamed for otlp::OtlpWriter {
+    const ITEM_INDENT: &'static [u8] = b"            ";
+    const ARRAY_INDENT: &'static [u8] = b"          ";
+    fn event(&mut self, ev: Option<&crate::transport::event::Event>) {
+        match ev {
+            Some(e) => self.push(e),
+            None => self.new_session(),
+        }
+    }
+    fn ready(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()> {
+        self.take_ended_spans().iter().try_for_each(each)
+    }
+    fn rest(&mut self, each: &mut dyn FnMut(&Value) -> std::io::Result<()>) -> std::io::Result<()> {
+        self.finish_spans().iter().try_for_each(each)
+    }
+    fn head(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(b"{\n  \"resourceSpans\": [\n    {\n      \"resource\": ")?;
+        write_pretty(out, &self.resource(), b"      ")?;
+        out.write_all(b",\n      \"scopeSpans\": [\n        {\n          \"scope\": ")?;
+        write_pretty(out, &self.scope(), b"          ")?;
+        out.write_all(b",\n          \"spans\": [")
+    }
+    fn tail(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(b"\n        }\n      ]\n    }\n  ]\n}\n")
+    }
+}
+
+/// Writes a capture in a [`Streamed`] format to `out` while reading it, so
+/// memory holds what is still open, not the capture (the head once the
+/// capture is open and read: a capture refused writes nothing). Returns how
+/// many items were written.
+fn write_streamed<S: Streamed>(
+    path: &Path,
+    make: impl FnOnce(Header) -> S,
+    out: &mut dyn Write,
+    warn: &mut dyn FnMut(String),
+) -> Result<usize, ExportError> {
+    let io = ExportError::Write;
+    let mut items = ArrayOut {
+        indent: S::ITEM_INDENT,
+        count: 0,
+    };
+    let mut begun = false;
+    let mut writer = each_event(
+        path,
+        make,
+        |w, ev| {
+            w.event(ev);
+            if !begun {
+                w.head(out).map_err(io)?;
+                begun = true;
+            }
+            w.ready(&mut |v| items.item(out, v)).map_err(io)
+        },
+        warn,
+    )?;
+    let mut rest = || -> std::io::Result<()> {
+        if !begun {
+            writer.head(out)?;
+        }
+        writer.rest(&mut |v| items.item(out, v))?;
+        items.end(out, S::ARRAY_INDENT)?;
+        writer.tail(out)?;
+        out.flush()
+    };
+    rest().map_err(io)?;
+    Ok(items.count)
+}
+
 /// Writes a capture as HAR 1.2 to `out` while reading it: each entry as
 /// soon as it is complete, so memory holds the open exchanges, not the
 /// capture. Returns how many entries were written.
@@ -113,50 +231,7 @@ pub fn write_har(
     out: &mut dyn Write,
     warn: &mut dyn FnMut(String),
 ) -> Result<usize, ExportError> {
-    let io = ExportError::Write;
-    let mut entries = ArrayOut {
-        indent: b"      ",
-        count: 0,
-    };
-    // Written once the capture is open and read (a capture refused writes nothing).
-    let begin = |out: &mut dyn Write, w: &har::HarWriter| -> std::io::Result<()> {
-        out.write_all(b"{\n  \"log\": {\n    \"version\": \"1.2\",\n    \"creator\": ")?;
-        write_pretty(out, &w.creator(), b"    ")?;
-        out.write_all(b",\n    \"entries\": [")
-    };
-    let mut begun = false;
-    let mut writer = each_event(
-        path,
-        |h| har::HarWriter::new(h, tool_version),
-        |w, ev| {
-            match ev {
-                Some(e) => w.push(e),
-                None => w.new_session(),
-            }
-            if !begun {
-                begin(out, w).map_err(io)?;
-                begun = true;
-            }
-            w.ready().try_for_each(|v| entries.item(out, &v)).map_err(io)
-        },
-        warn,
-    )?;
-    writer.finish();
-    let mut rest = || -> std::io::Result<()> {
-        if !begun {
-            begin(out, &writer)?;
-        }
-        for v in writer.ready() {
-            entries.item(out, &v)?;
-        }
-        entries.end(out, b"    ")?;
-        out.write_all(b",\n    \"comment\": ")?;
-        serde_json::to_writer(&mut *out, &writer.comment())?;
-        out.write_all(b"\n  }\n}\n")?;
-        out.flush()
-    };
-    rest().map_err(io)?;
-    Ok(writer.written())
+    write_streamed(path, |h| har::HarWriter::new(h, tool_version), out, warn)
 }
 
 /// Writes a capture as an OTLP/JSON `ExportTraceServiceRequest` to `out`
@@ -168,51 +243,7 @@ pub fn write_otlp(
     out: &mut dyn Write,
     warn: &mut dyn FnMut(String),
 ) -> Result<usize, ExportError> {
-    let io = ExportError::Write;
-    let mut spans = ArrayOut {
-        indent: b"            ",
-        count: 0,
-    };
-    let begin = |out: &mut dyn Write, w: &otlp::OtlpWriter| -> std::io::Result<()> {
-        out.write_all(b"{\n  \"resourceSpans\": [\n    {\n      \"resource\": ")?;
-        write_pretty(out, &w.resource(), b"      ")?;
-        out.write_all(b",\n      \"scopeSpans\": [\n        {\n          \"scope\": ")?;
-        write_pretty(out, &w.scope(), b"          ")?;
-        out.write_all(b",\n          \"spans\": [")
-    };
-    let mut begun = false;
-    let mut writer = each_event(
-        path,
-        |h| otlp::OtlpWriter::new(h, tool_version),
-        |w, ev| {
-            match ev {
-                Some(e) => w.push(e),
-                None => w.new_session(),
-            }
-            if !begun {
-                begin(out, w).map_err(io)?;
-                begun = true;
-            }
-            w.take_ended_spans()
-                .iter()
-                .try_for_each(|v| spans.item(out, v))
-                .map_err(io)
-        },
-        warn,
-    )?;
-    let mut rest = || -> std::io::Result<()> {
-        if !begun {
-            begin(out, &writer)?;
-        }
-        for v in writer.finish_spans() {
-            spans.item(out, &v)?;
-        }
-        spans.end(out, b"          ")?;
-        out.write_all(b"\n        }\n      ]\n    }\n  ]\n}\n")?;
-        out.flush()
-    };
-    rest().map_err(io)?;
-    Ok(spans.count)
+    write_streamed(path, |h| otlp::OtlpWriter::new(h, tool_version), out, warn)
 }
 
 /// Spans sent to a collector per request by [`send_otlp`].
