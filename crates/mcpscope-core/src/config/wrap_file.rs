@@ -974,13 +974,15 @@ mod tests {
         assert!(Ledger::load(&state).unwrap().remotes().is_empty());
     }
 
+    /// A Claude Desktop config of `n` stdio servers `s0`… running `c0`….
+    fn config_of_servers(n: usize) -> String {
+        let servers: Vec<String> = (0..n).map(|i| format!("\"s{i}\": {{\"command\": \"c{i}\"}}")).collect();
+        format!("{{\"mcpServers\": {{{}}}}}", servers.join(", "))
+    }
+
     #[test]
     fn concurrent_runs_on_one_config_lose_no_update() {
-        let servers: String = (0..8)
-            .map(|i| format!("\"s{i}\": {{\"command\": \"c{i}\"}}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let text = format!("{{\"mcpServers\": {{{servers}}}}}");
+        let text = config_of_servers(8);
         let (t, path, _) = setup(&text);
         let state = t.path().join("state");
         std::thread::scope(|s| {
@@ -1013,11 +1015,7 @@ mod tests {
     /// backup is settled, so no unwrap removes a backup a wrap has just saved.
     #[test]
     fn concurrent_wraps_and_unwraps_end_with_the_config_alone() {
-        let servers: String = (0..6)
-            .map(|i| format!("\"s{i}\": {{\"command\": \"c{i}\"}}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let text = format!("{{\"mcpServers\": {{{servers}}}}}");
+        let text = config_of_servers(6);
         let (t, path, _) = setup(&text);
         let state = t.path().join("state");
         std::thread::scope(|s| {
