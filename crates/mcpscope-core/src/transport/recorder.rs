@@ -10,11 +10,12 @@
 
 use crate::transport::event::{Event, StderrLine};
 use crate::transport::event_log::{EventLog, FAILED};
-use crate::wire::classify::{Limits, classify_piece};
+use crate::wire::classify::Limits;
 use crate::wire::correlation::{Correlator, TimedOut};
 use crate::wire::frame::{Direction, Frame};
-use crate::wire::framing::{LineEnding, RawLine};
+use crate::wire::framing::RawLine;
 use crate::wire::message::RequestId;
+use crate::wire::sequence::{Sequence, Stream};
 use std::time::{Duration, Instant};
 
 /// Something that sees every event a recorder records, on the recording thread.
@@ -39,37 +40,22 @@ impl std::fmt::Debug for EventTap {
 
 pub struct Recorder {
     start: Instant,
-    next_seq: u64,
-    limits: Limits,
-    correlator: Correlator,
+    /// Numbers, times, classifies and links what crosses the wire.
+    sequence: Sequence,
     capture: Option<Box<dyn EventLog>>,
     /// Sees every event recorded (a live exporter), capture or not.
     tap: Option<EventTap>,
     capture_failed: Option<String>,
-    /// The latest time handed out: times never go back.
-    last_at: Duration,
-    /// Per direction (out, in, stderr): the last line was cut at the
-    /// in-memory cap, so the next one is its continuation.
-    continues: [bool; 3],
-    /// The first sequence number of this session: a later session of an
-    /// appended capture goes on from the one before, and what its records
-    /// name by seq (a proxy's touch) is moved up by as much.
-    first_seq: u64,
 }
 
 impl Recorder {
     pub fn new(limits: Limits, start: Instant) -> Self {
         Self {
             start,
-            next_seq: 0,
-            limits,
-            correlator: Correlator::new(),
+            sequence: Sequence::new(limits),
             capture: None,
             tap: None,
             capture_failed: None,
-            last_at: Duration::ZERO,
-            continues: [false; 3],
-            first_seq: 0,
         }
     }
 
@@ -82,19 +68,18 @@ impl Recorder {
     /// afresh, sequence numbers go on from `next_seq`.
     pub fn replay_after(limits: Limits, next_seq: u64) -> Self {
         let mut r = Self::replay(limits);
-        r.next_seq = next_seq;
-        r.first_seq = next_seq;
+        r.sequence = Sequence::starting_at(limits, next_seq);
         r
     }
 
     /// A seq as the session's own record wrote it, as this recorder numbers it.
     pub fn renumbered(&self, recorded_seq: u64) -> u64 {
-        self.first_seq + recorded_seq
+        self.sequence.renumbered(recorded_seq)
     }
 
     /// The sequence number the next line will get.
     pub fn next_seq(&self) -> u64 {
-        self.next_seq
+        self.sequence.next_seq()
     }
 
     pub fn with_capture(mut self, writer: Box<dyn EventLog>) -> Self {
@@ -115,69 +100,38 @@ impl Recorder {
     /// The session time of an instant seen by some thread, never earlier
     /// than a time already handed out.
     pub fn since_start(&mut self, at: Instant) -> Duration {
-        self.monotonic(at.saturating_duration_since(self.start))
+        self.sequence.monotonic(at.saturating_duration_since(self.start))
     }
 
     /// The session time now. (Never earlier than what was handed out: every
     /// earlier time came from an instant before this one.)
     pub fn now(&self) -> Duration {
-        Instant::now().saturating_duration_since(self.start).max(self.last_at)
-    }
-
-    fn monotonic(&mut self, at: Duration) -> Duration {
-        self.last_at = self.last_at.max(at);
-        self.last_at
-    }
-
-    /// Whether this line continues one cut at the cap, and remembers whether
-    /// the next one will.
-    fn continuation(&mut self, stream: usize, ending: LineEnding) -> bool {
-        let continues = self.continues[stream];
-        self.continues[stream] = ending == LineEnding::Cut;
-        continues
+        Instant::now()
+            .saturating_duration_since(self.start)
+            .max(self.sequence.last_at())
     }
 
     pub fn correlator(&self) -> &Correlator {
-        &self.correlator
+        self.sequence.correlator()
     }
 
     /// Counts a frame or stderr line that is not looked at (a reader that
     /// skips records keeps later sequence numbers those of a full read).
     pub fn skip_seq(&mut self) {
-        self.next_seq += 1;
+        self.sequence.skip_seq();
     }
 
-    fn take_seq(&mut self) -> u64 {
-        let s = self.next_seq;
-        self.next_seq += 1;
-        s
-    }
-
-    /// Builds a frame from a line seen at `at` (time since start).
-    /// `timeout` is the deadline for an outgoing request.
-    /// A piece of a line longer than the in-memory cap is marked as such
-    /// (oversize, not parsed), whichever piece it is.
+    /// Builds a frame from a line seen at `at` (time since start); see
+    /// [`Sequence::frame`].
     pub fn frame_at(&mut self, direction: Direction, line: RawLine, at: Duration, timeout: Option<Duration>) -> Frame {
-        let at = self.monotonic(at);
-        let seq = self.take_seq();
-        let stream = match direction {
-            Direction::Out => 0,
-            Direction::In => 1,
-        };
-        let piece = self.continuation(stream, line.ending);
-        let mut frame = Frame::from_line(seq, at, direction, line, &self.limits);
-        if piece {
-            frame.class = classify_piece();
-        }
-        self.correlator.observe(&mut frame, timeout);
-        frame
+        self.sequence.frame(direction, line, at, timeout)
     }
 
     pub fn stderr_at(&mut self, line: RawLine, at: Duration) -> StderrLine {
-        let at = self.monotonic(at);
-        self.continuation(2, line.ending);
+        let at = self.sequence.monotonic(at);
+        self.sequence.continuation(Stream::Stderr, line.ending);
         StderrLine {
-            seq: self.take_seq(),
+            seq: self.sequence.take_seq(),
             at,
             raw: line.bytes,
             ending: line.ending,
@@ -185,25 +139,25 @@ impl Recorder {
     }
 
     pub fn cancel(&mut self, id: &RequestId) -> bool {
-        self.correlator.on_cancel(id)
+        self.sequence.correlator_mut().on_cancel(id)
     }
 
     /// See [`Correlator::abandon`].
     pub fn abandon(&mut self, id: &RequestId) -> bool {
-        self.correlator.abandon(id)
+        self.sequence.correlator_mut().abandon(id)
     }
 
     /// Marks a request as timed out while replaying a capture.
     pub fn replay_timeout(&mut self, id: &RequestId) {
-        self.correlator.expire_one(id, Duration::ZERO);
+        self.sequence.correlator_mut().expire_one(id, Duration::ZERO);
     }
 
     pub fn expire(&mut self, now: Duration) -> Vec<TimedOut> {
-        self.correlator.expire(now)
+        self.sequence.correlator_mut().expire(now)
     }
 
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.correlator.next_deadline()
+        self.sequence.correlator().next_deadline()
     }
 
     /// Appends an event to the capture. A failing capture is reported once
@@ -212,7 +166,7 @@ impl Recorder {
     pub fn capture(&mut self, event: &Event) -> Option<Event> {
         // A note timed with `now()` is later than the last line handed out:
         // lines read before it but recorded after it must not go back in time.
-        self.last_at = self.last_at.max(event.at());
+        self.sequence.monotonic(event.at());
         if let Some(tap) = &self.tap {
             tap.see(event);
         }
@@ -245,6 +199,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::framing::LineEnding;
 
     fn line(bytes: &[u8], ending: LineEnding) -> RawLine {
         RawLine {
