@@ -56,7 +56,7 @@ fn session_until_captured(spec: ServerSpec, capture: &Path, store: Option<&mut F
     let options = SessionOptions {
         capture: Some(capture.to_owned()),
         request_timeout: None,
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let start = Instant::now();
     let session = Session::start(spec, options);

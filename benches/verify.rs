@@ -27,7 +27,7 @@ fn mock(capture: &Path) -> Client {
     );
     let options = SessionOptions {
         request_timeout: Some(T),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     Client::start(spec, options, Box::new(|_| {}))
 }

@@ -48,7 +48,7 @@ fn stdio_child(blob: &Path) {
     let options = SessionOptions {
         capture: Some(dir.path().join("c.jsonl")),
         request_timeout: None,
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let started = Instant::now();
     let session = Session::start(ServerSpec::new("cat", [blob.display().to_string()]), options);
@@ -100,7 +100,7 @@ fn http_child(secs: u64) {
     let options = SessionOptions {
         request_timeout: None,
         capture: Some(tempfile::tempdir().unwrap().keep().join("http.jsonl")),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let session = Session::connect(HttpTarget::streamable(format!("http://127.0.0.1:{port}/mcp")), options);
     session.request(

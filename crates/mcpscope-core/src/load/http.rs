@@ -1,12 +1,14 @@
 //! The Streamable HTTP load engine: every session is one keep-alive
 //! connection driven by a task on a single-threaded tokio runtime (the
 //! generator uses at most one core, as its figures claim). Requests are
-//! written whole; answers are read with `httparse` (head, chunk sizes) and
-//! their JSON-RPC message found in a JSON body or an event stream. A legacy
+//! written whole; answers are read with `httparse` (the head) and the
+//! listeners' chunked decoder, and their JSON-RPC message found in a JSON
+//! body or an event stream (`wire::sse`). A legacy
 //! session shakes hands first (`initialize`, its `Mcp-Session-Id`,
 //! `notifications/initialized`); a 2026-07-28 one sends the envelope and
 //! the standard headers with every request instead.
 
+use crate::listen::chunked::{ChunkError, Piece, next_piece};
 use crate::load::plan::{RequestSpec, Timetable};
 use crate::load::stats::{Outcome, Stats};
 use crate::protocol::era::Envelope;
@@ -567,27 +569,23 @@ impl Conn {
         Ok(Answer { status, headers, body })
     }
 
+    /// A chunked answer, decoded as the listeners decode request bodies.
     async fn read_chunked(&mut self) -> Result<Vec<u8>, String> {
         let mut body = Vec::new();
+        let mut pos = 0;
         loop {
-            let (size, used) = loop {
-                match httparse::parse_chunk_size(&self.buf) {
-                    Ok(httparse::Status::Complete((used, size))) => break (size as usize, used),
-                    Ok(httparse::Status::Partial) => self.fill().await?,
-                    Err(_) => return Err("a bad chunk size".into()),
+            match next_piece(&self.buf, pos, MAX_BODY - body.len()) {
+                Ok(Piece::NeedMore(_)) => self.fill().await?,
+                Ok(Piece::Chunk { data, next }) => {
+                    body.extend_from_slice(&self.buf[data]);
+                    pos = next;
                 }
-            };
-            if body.len() + size > MAX_BODY {
-                return Err("an answer too big".into());
-            }
-            while self.buf.len() < used + size + 2 {
-                self.fill().await?;
-            }
-            body.extend_from_slice(&self.buf[used..used + size]);
-            self.buf.drain(..used + size + 2);
-            if size == 0 {
-                // Trailers are not expected; the CRLF after the last chunk is consumed.
-                return Ok(body);
+                Ok(Piece::End { next }) => {
+                    self.buf.drain(..next);
+                    return Ok(body);
+                }
+                Err(ChunkError::TooLarge { .. }) => return Err("an answer too big".into()),
+                Err(ChunkError::Malformed(_, why)) => return Err(format!("a bad chunked answer: {why}")),
             }
         }
     }

@@ -222,7 +222,7 @@ fn one_session(
         request_timeout: Some(plan.timeout),
         capture: capture.clone(),
         tap: traces.as_ref().map(crate::interop::otlp_live::LiveExport::tap),
-        ..SessionOptions::default()
+        ..SessionOptions::new(crate::record::capture::open_log)
     };
     let mut client = Client::connect(plan.target.clone(), options, Box::new(|_| {}));
     if let Some(pid) = client.pid() {

@@ -20,16 +20,20 @@
 //! Each session's mock runs in a task of its own that owns it, fed over a
 //! channel; what it says goes to the oldest request still waiting for its
 //! answer (the mock answers in order), else to the GET stream. The listener
-//! is the reverse proxy's ([`crate::transport::http_server`]): loopback only
+//! is the reverse proxy's ([`crate::listen`]): loopback only
 //! unless asked, `Host` and `Origin` checked against DNS rebinding.
 
+use crate::listen::ListenError;
+use crate::listen::accept::accept_loop;
+use crate::listen::conn::{Conn, Either, first_of};
+use crate::listen::gate::Gate;
+use crate::listen::request::{Request, next_request};
+use crate::listen::response::answer;
+use crate::listen::slots::{Slot, Slots};
 use crate::protocol::subscriptions::LISTEN;
 use crate::replay::auth::{AuthAnswer, AuthRequest, AuthServer, Random};
 use crate::replay::index::{Index, member_span};
 use crate::replay::mock::{INVALID_REQUEST, Mock, MockOptions, NOT_SERVED, Output, PARSE_ERROR, Stats};
-use crate::transport::http_server::{
-    Conn, Either, Gate, ListenError, Request, Slot, Slots, accept_loop, answer, first_of, next_request,
-};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, TcpListener};
@@ -85,7 +89,7 @@ impl HttpOptions {
     /// `--listen-any`): the mock answers whoever reaches the port.
     pub fn new(listen: &str, any: bool, path: String) -> Result<Self, ListenError> {
         Ok(Self {
-            listen: crate::transport::http_server::listen_addr(listen, any, "the mock", Some("--listen-any"))?,
+            listen: crate::listen::listen_addr(listen, any, "the mock", Some("--listen-any"))?,
             any_host: any,
             path,
             max_connections: 64,
@@ -401,7 +405,7 @@ async fn session(mut mock: Mock, mut rx: mpsc::UnboundedReceiver<Cmd>, ends: Ses
     }
 }
 
-pub use crate::transport::http_server::Stopper;
+pub use crate::listen::Stopper;
 
 pub struct MockServer {
     listener: TcpListener,
@@ -419,7 +423,7 @@ impl MockServer {
         log: Log,
         fallback: Option<Fallback>,
     ) -> Result<Self, ListenError> {
-        let (listener, local) = crate::transport::http_server::bind(options.listen)?;
+        let (listener, local) = crate::listen::bind(options.listen)?;
         let modern = index.era() == "modern";
         let auth = options.auth.then(|| {
             // The issuer must be an address clients can reach: not 0.0.0.0.

@@ -1,6 +1,7 @@
 //! Where a session's events go as they happen. The session thread writes to
 //! an [`EventLog`]; what a capture file looks like is `record`'s concern
-//! (`record::capture` implements this and supplies the default opener).
+//! (`record::capture` implements this, and its `open_log` is the opener the
+//! callers hand to `SessionOptions::new`).
 
 use crate::transport::event::Event;
 use crate::transport::target::Target;

@@ -9,7 +9,6 @@ pub(crate) mod budget;
 pub mod event;
 pub mod event_log;
 pub mod http;
-pub(crate) mod http_server;
 pub mod lifecycle;
 pub mod process;
 pub mod recorder;

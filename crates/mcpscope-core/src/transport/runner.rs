@@ -477,7 +477,7 @@ mod tests {
             sink: Sink::new(recorder, tx, None, 1 << 20),
             options: SessionOptions {
                 request_timeout,
-                ..SessionOptions::default()
+                ..SessionOptions::new(crate::record::capture::open_log)
             },
             owner: Arc::new(OwnerFlags::default()),
         };

@@ -30,6 +30,14 @@ use std::time::Duration;
 /// Wakes the owner when events are waiting (the UI's `request_repaint`).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// How a session is run. There is no `Default`: a default would have to
+/// name the capture format's opener, which lives a floor above (`record`),
+/// so the caller passes one to [`SessionOptions::new`]. (An `impl Default`
+/// in `record` would hide that upward use in a trait impl.)
+///
+/// ```compile_fail,E0599
+/// let _ = mcpscope_core::transport::session::SessionOptions::default();
+/// ```
 #[derive(Clone)]
 pub struct SessionOptions {
     pub limits: Limits,
@@ -48,15 +56,32 @@ pub struct SessionOptions {
     /// the session down instead of letting memory grow without limit.
     pub event_capacity: usize,
     pub waker: Option<Waker>,
-    /// How `capture` is opened. The default (`record::capture::open_log`,
-    /// in `SessionOptions::default`, which `record` provides) writes the
-    /// capture format.
+    /// How `capture` is opened: given by whoever builds the options
+    /// (`record::capture::open_log` writes the capture format), since this
+    /// layer sits below the one that knows the format.
     pub open_log: OpenLog,
     /// Sees every event recorded (OpenTelemetry sent live).
     pub tap: Option<crate::transport::recorder::EventTap>,
 }
 
 impl SessionOptions {
+    /// The usual options (30 s request timeout, cancel on timeout, 2 s
+    /// graces, no capture), opening a capture, when one is named, with `open_log`.
+    pub fn new(open_log: OpenLog) -> Self {
+        Self {
+            limits: Limits::default(),
+            request_timeout: Some(Duration::from_secs(30)),
+            cancel_on_timeout: true,
+            capture: None,
+            stdin_close_grace: Duration::from_secs(2),
+            term_grace: Duration::from_secs(2),
+            event_capacity: 64 * 1024,
+            waker: None,
+            open_log,
+            tap: None,
+        }
+    }
+
     /// How many bytes of received messages may wait between the server and
     /// the owner, on each leg: room for two messages of the largest size
     /// held in memory, so the line cap bounds memory whatever the number

@@ -492,7 +492,7 @@ mod tests {
         let options = SessionOptions {
             stdin_close_grace: Duration::from_millis(200),
             term_grace: Duration::from_millis(1200),
-            ..SessionOptions::default()
+            ..SessionOptions::new(crate::record::capture::open_log)
         };
         let mut session = Session::start(ServerSpec::new("sh", ["-c", script]), options);
         let pgid = wait_for(&session, "the server to start", |e| match e {

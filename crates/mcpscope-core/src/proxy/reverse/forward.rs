@@ -6,9 +6,10 @@ use super::gated::Verdict;
 use super::rewrite::{is_json_rpc, is_secret_header, masked_url, rewrite_endpoint, rewrite_resource};
 use super::sse_relay::{SseRelay, Step};
 use super::{Ctx, HOP_BY_HOP, lock};
+use crate::listen::request::{MAX_REQUEST_BODY, Request};
+use crate::listen::response::{CHUNK_END, LAST_CHUNK, chunk, chunk_size_line, plain_answer};
 use crate::proxy::gate::wire_bytes;
 use crate::transport::event::HttpInfo;
-use crate::transport::http_server::{MAX_REQUEST_BODY, Request, plain_answer};
 use crate::transport::target::mask_value;
 use crate::wire::frame::Direction;
 use crate::wire::frame::Frame;
@@ -470,20 +471,16 @@ impl ClientBody<'_> {
         if bytes.len() > FRAMED_BY_COPY {
             // A whole event of many megabytes goes as it is: a framed copy
             // would hold it twice.
-            self.out.send(format!("{:x}\r\n", bytes.len()).into_bytes())?;
+            self.out.send(chunk_size_line(bytes.len()))?;
             self.out.send(bytes)?;
-            return self.out.send(b"\r\n".to_vec());
+            return self.out.send(CHUNK_END.to_vec());
         }
-        let mut framed = Vec::with_capacity(bytes.len() + 20);
-        let _ = write!(framed, "{:x}\r\n", bytes.len());
-        framed.extend_from_slice(&bytes);
-        framed.extend_from_slice(b"\r\n");
-        self.out.send(framed)
+        self.out.send(chunk(&bytes))
     }
 
     fn finish(&mut self) -> io::Result<()> {
         if self.chunked {
-            self.out.send(b"0\r\n\r\n".to_vec())?;
+            self.out.send(LAST_CHUNK.to_vec())?;
         }
         Ok(())
     }

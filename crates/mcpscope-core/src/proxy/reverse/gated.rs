@@ -107,9 +107,7 @@ impl HttpGate {
             event.push(b'\n');
         }
         event.push(b'\n');
-        let mut chunk = format!("{:x}\r\n", event.len()).into_bytes();
-        chunk.extend_from_slice(&event);
-        chunk.extend_from_slice(b"\r\n");
+        let chunk = crate::listen::response::chunk(&event);
         let streams = self.client_streams.lock().unwrap_or_else(|p| p.into_inner());
         streams.iter().rev().any(|(_, tx)| tx.try_send(chunk.clone()).is_ok())
     }

@@ -1,5 +1,5 @@
 //! The client side: accepting connections, reading requests with `httparse`
-//! under timeouts (the shared [`crate::transport::http_server`]), and handing
+//! under timeouts (the shared [`crate::listen`]), and handing
 //! each one to [`forward`] on a blocking thread.
 //!
 //! Capacity: at most `max_connections` are open. A connection waiting for (the
@@ -10,7 +10,11 @@
 
 use super::forward::{self, Sink};
 use super::{Ctx, lock};
-use crate::transport::http_server::{Conn, Gate, Request, Slot, Slots, accept_loop, next_request};
+use crate::listen::accept::accept_loop;
+use crate::listen::conn::Conn;
+use crate::listen::gate::Gate;
+use crate::listen::request::{Request, next_request};
+use crate::listen::slots::{Slot, Slots};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

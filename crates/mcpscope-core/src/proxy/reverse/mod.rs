@@ -24,7 +24,7 @@
 //! The listener (`listener`) is one tokio task per client connection on a
 //! current-thread runtime; the request head, chunk-size lines and trailers
 //! are parsed by `httparse` (the pieces shared with the mock's HTTP endpoint
-//! are in [`crate::transport::http_server`]). Each request is forwarded (`forward`) on a
+//! are in [`crate::listen`]). Each request is forwarded (`forward`) on a
 //! blocking thread through ureq, and the answer comes back to the task over a
 //! channel. Slow or idle clients are closed by timeouts, and when every slot
 //! is taken the one that has waited longest for a request is closed to make
@@ -41,12 +41,12 @@ mod listener;
 mod rewrite;
 mod sse_relay;
 
+use crate::listen::ListenError;
+use crate::listen::slots::Slots;
 use crate::proxy::stdio::LiveRecord;
 use crate::record::capture;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
 use crate::transport::event::{Event, HttpInfo};
-use crate::transport::http_server::ListenError;
-use crate::transport::http_server::Slots;
 use crate::transport::recorder::Recorder;
 use crate::wire::classify::Limits;
 use crate::wire::frame::{Direction, Frame};
@@ -109,7 +109,7 @@ impl ReverseProxyOptions {
         }
         Ok(Self {
             // The proxy forwards the client's credentials: nothing else may reach it.
-            listen: crate::transport::http_server::listen_addr(listen, false, "the proxy", None)?,
+            listen: crate::listen::listen_addr(listen, false, "the proxy", None)?,
             upstream: upstream_url,
             capture: None,
             session: None,
@@ -226,12 +226,12 @@ impl Connections {
     }
 }
 
-pub use crate::transport::http_server::Stopper;
+pub use crate::listen::Stopper;
 
 impl ReverseProxy {
     /// Binds the listening socket and opens the recording.
     pub fn bind(options: ReverseProxyOptions) -> Result<Self, ListenError> {
-        let (listener, local) = crate::transport::http_server::bind(options.listen)?;
+        let (listener, local) = crate::listen::bind(options.listen)?;
         let mut notes = Vec::new();
         let mut recorder = Recorder::new(options.limits, Instant::now()).with_tap(options.tap.clone());
         // Recorded (capture header, session index) and said with userinfo and
@@ -384,7 +384,7 @@ struct Ctx {
     gate: Option<Arc<gated::HttpGate>>,
     /// The client's last JSON-RPC POST: its session headers carry an
     /// injected message.
-    last_client: Mutex<Option<crate::transport::http_server::Request>>,
+    last_client: Mutex<Option<crate::listen::request::Request>>,
     agent: ureq::Agent,
     /// `https://host[:port]`, no trailing slash.
     upstream_origin: String,

@@ -1,7 +1,7 @@
 //! What the proxy changes in a request or an answer: credential masking for
 //! the record, and the upstream origin turned into the proxy's where a client
 //! would follow it. (The local checks against DNS rebinding are shared with
-//! the mock, in [`crate::transport::http_server`].)
+//! the mock, in [`crate::listen`].)
 
 use serde_json::Value;
 

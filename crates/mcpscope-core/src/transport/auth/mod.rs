@@ -13,14 +13,13 @@
 pub mod browser;
 pub mod gate;
 pub mod http;
-pub mod loopback;
 
+use crate::listen::redirect::Loopback;
 use crate::protocol::auth::challenge::{AuthSignal, classify};
 use crate::protocol::auth::flow::{Action, AuthConfig, AuthFlow, Entropy, Input, Memory, Trigger};
 use crate::protocol::auth::{AuthError, Step, authorize, dpop, mask};
 use crate::transport::event::{AuthExchange, HttpInfo};
 use crate::transport::target::BearerSlot;
-use loopback::Loopback;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};

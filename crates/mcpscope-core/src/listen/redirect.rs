@@ -2,16 +2,18 @@
 //! port unless one is fixed), answering only `GET /callback` with the
 //! expected `state`, closed after that one callback, a timeout or a cancel.
 //!
-//! Requests are read by `httparse` (hyper's parser) and let in by the
-//! `Host`/`Origin` gate every listener of mcpscope shares, each connection on a
-//! thread of its own (at most [`MAX_CONNECTIONS`] at once), so a local
+//! Requests are read by the head reader and let in by the `Host`/`Origin`
+//! gate every listener of mcpscope shares, each connection on a thread of
+//! its own (at most [`MAX_CONNECTIONS`] at once), so a local
 //! client that connects and sends nothing cannot hold the browser's
 //! callback back.
 
+use crate::listen::gate::Gate;
+use crate::listen::request::{Stop, read_head_blocking};
+use crate::listen::response::answer;
 use crate::protocol::auth::AuthError;
-use crate::transport::http_server::{Gate, Stop, parse_head};
 use crossbeam_channel::{Receiver, Sender, bounded};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -146,16 +148,12 @@ fn serve(mut stream: TcpStream, state: &str, port: u16) -> (Served, Option<Refus
     let (method, target) = match read_request(&mut stream) {
         Ok(r) => r,
         Err((status, why)) => {
-            let reason = ureq::http::StatusCode::from_u16(status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
             let message = if status == 403 {
                 "mcpscope answers only requests addressed to this machine."
             } else {
                 "mcpscope could not read this request."
             };
-            respond(&mut stream, &format!("{status} {reason}"), message);
+            respond(&mut stream, status, message);
             let refusal = Refused {
                 request_line: String::new(),
                 why,
@@ -181,12 +179,12 @@ fn serve(mut stream: TcpStream, state: &str, port: u16) -> (Served, Option<Refus
         let callback = method == "GET" && path == PATH;
         let (status, message) = if callback {
             (
-                "400 Bad Request",
+                400,
                 "This redirect does not carry the state mcpscope sent: mcpscope refused it and stopped the sign-in. You can close this tab.",
             )
         } else {
             (
-                "404 Not Found",
+                404,
                 "mcpscope is waiting for the authorization server's redirect; this is not it.",
             )
         };
@@ -200,7 +198,7 @@ fn serve(mut stream: TcpStream, state: &str, port: u16) -> (Served, Option<Refus
     let failed = url::form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "error");
     respond(
         &mut stream,
-        "200 OK",
+        200,
         if failed {
             "The authorization server reported an error; mcpscope shows it. You can close this tab."
         } else {
@@ -226,44 +224,23 @@ enum Served {
 /// and why.
 fn read_request(stream: &mut TcpStream) -> Result<(String, String), (u16, String)> {
     let gate = Gate::loopback("mcpscope", "the sign-in's redirect listener");
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    loop {
-        match parse_head(&buf) {
-            Ok(Some((_, req))) => {
-                gate.admit(&req).map_err(|(status, why)| (status, why.to_string()))?;
-                return Ok((req.method, req.target));
-            }
-            Ok(None) => {}
-            Err(Stop::Bad(status, why)) => return Err((status, why)),
-            Err(_) => return Err((400, "a malformed request".into())),
-        }
-        if buf.len() >= MAX_HEAD {
-            return Err((431, format!("a request head over {} KiB", MAX_HEAD / 1024)));
-        }
-        match stream.read(&mut chunk) {
-            Ok(0) => return Err((400, "the connection closed before a whole request".into())),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => {
-                return Err((
-                    408,
-                    format!("no whole request within {} s ({e})", HEAD_TIMEOUT.as_secs()),
-                ));
-            }
-        }
-    }
+    let req = match read_head_blocking(stream, MAX_HEAD, HEAD_TIMEOUT) {
+        Ok(req) => req,
+        Err(Stop::Bad(status, why)) => return Err((status, why)),
+        Err(_) => return Err((400, "a malformed request".into())),
+    };
+    gate.admit(&req).map_err(|(status, why)| (status, why.to_string()))?;
+    Ok((req.method, req.target))
 }
 
-fn respond(stream: &mut TcpStream, status: &str, message: &str) {
+/// Answers with a small page and closes.
+fn respond(stream: &mut TcpStream, status: u16, message: &str) {
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcpscope</title></head>\
          <body style=\"font-family:sans-serif\"><p>{message}</p></body></html>"
     );
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{body}",
-        body.len()
-    );
+    let headers = [("connection", "close"), ("cache-control", "no-store")];
+    let _ = stream.write_all(&answer(status, &headers, "text/html; charset=utf-8", body.as_bytes()));
     let _ = stream.flush();
     let _ = stream.shutdown(Shutdown::Both);
 }
@@ -271,6 +248,7 @@ fn respond(stream: &mut TcpStream, status: &str, message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     fn get(port: u16, target: &str) -> String {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
