@@ -6,7 +6,8 @@ use super::exit;
 use super::proxy::ProxyArgs;
 use clap::{Args, Subcommand};
 use mcpscope_core::intercept::control::{self, ControlClient, ControlServer};
-use mcpscope_core::intercept::rule::{Breakpoint, parse_breakpoint, parse_rules_file};
+use mcpscope_core::intercept::rule::{Breakpoint, parse_breakpoint};
+use mcpscope_core::intercept::rules_file::parse_rules_file;
 use mcpscope_core::intercept::{Interceptor, parse_fault};
 use mcpscope_core::record::state_dir;
 use mcpscope_core::sessions::index;
@@ -55,7 +56,15 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     if let Some(path) = &args.faults_file {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let json = path.extension().is_some_and(|x| x == "json");
-        let file = parse_rules_file(&text, json).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The error's first line names the place (fault N, or line and
+        // column); the lines after it show the text with a caret.
+        let file = parse_rules_file(&text, json).map_err(|e| {
+            format!(
+                "{}: {}",
+                path.display(),
+                mcpscope_core::text::terminal_safe(&e.render(), true)
+            )
+        })?;
         faults.extend(file.faults);
         breakpoints.extend(file.breakpoints.into_iter().map(|mut b| {
             b.timeout = b.timeout.or(timeout);
@@ -74,7 +83,7 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     }
     let dir = control::sockets_dir().map_err(|e| format!("no state directory for the control socket: {e}"))?;
     let path = match &args.control_name {
-        Some(name) => control::named_socket_path(&dir, name)?,
+        Some(name) => control::named_socket_path(&dir, name).map_err(|e| e.to_string())?,
         None => control::socket_path(&dir, std::process::id()),
     };
     let control = ControlServer::start(&path, handle)

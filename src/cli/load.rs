@@ -344,7 +344,7 @@ fn sign_in_once(
     let slot = h.bearer.clone();
     let mut client = mcpscope_core::client::Client::connect(
         target.clone(),
-        mcpscope_core::transport::session::SessionOptions::default(),
+        mcpscope_core::transport::session::SessionOptions::new(mcpscope_core::record::capture::open_log),
         Box::new(|_| {}),
     )
     .with_authorizer(authorizer);

@@ -3,7 +3,7 @@
 //! user's commands, so the UI thread never waits on the socket.
 
 use crate::job::{Feed, Feeder, Wake};
-use crate::panels::launcher::SavedServer;
+use crate::saved_server::SavedServer;
 use crossbeam_channel::{Receiver, Sender, bounded};
 use mcpscope_core::intercept::control::{BoardView, ControlClient};
 use serde_json::Value;
@@ -251,9 +251,9 @@ pub fn rules_of(board: &BoardView) -> (Vec<String>, Vec<String>) {
 }
 
 /// `saved` with the breakpoints and fault rules its intercepted session
-/// has now (set in the Intercept tab), so that starting it again brings them back.
-pub fn with_live_rules(mut saved: SavedServer, session: &crate::inspection::Inspection) -> SavedServer {
-    if let Some(link) = session.intercept.as_ref().filter(|_| saved.intercept) {
+/// has now on its `link` (set in the Intercept tab), so that starting it again brings them back.
+pub fn with_live_rules(mut saved: SavedServer, link: Option<&InterceptLink>) -> SavedServer {
+    if let Some(link) = link.filter(|_| saved.intercept) {
         (saved.intercept_breaks, saved.intercept_faults) = rules_of(&link.board);
     }
     saved

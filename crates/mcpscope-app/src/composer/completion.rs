@@ -6,12 +6,23 @@
 use super::ComposerAction;
 use crate::inspection::Outgoing;
 use egui::Ui;
+use mcpscope_core::protocol::capabilities::unadvertised;
 use mcpscope_core::protocol::methods;
 use mcpscope_core::timeline::model::SessionModel;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+/// Whether the server takes `completion/complete`, by the rule lint and the
+/// CLI's warning read ([`unadvertised`]), under the version this session
+/// negotiated: a 2024-11-05 server needs no `completions` flag.
+pub fn server_completes(model: &SessionModel) -> bool {
+    model
+        .capabilities()
+        .filter(|caps| caps.is_object())
+        .is_some_and(|caps| unadvertised(caps, methods::COMPLETION_COMPLETE, model.negotiated_version()).is_none())
+}
 
 /// How long a field's text must stay the same before suggestions are asked for.
 pub const DEBOUNCE: Duration = Duration::from_millis(250);
@@ -189,5 +200,39 @@ mod tests {
         c.asked.insert("a".into(), "Alice".into());
         assert!(ask(&mut c, "a", "Alice").is_none());
         assert!(!c.settling());
+    }
+
+    fn session(version: &str, capabilities: &str) -> SessionModel {
+        use mcpscope_core::wire::frame::Direction;
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":"{version}","capabilities":{capabilities},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+        );
+        mcpscope_core::timeline::replay::Replay::of(&[(Direction::Out, init), (Direction::In, &answer)]).model()
+    }
+
+    /// The composer offers completions exactly when the CLI would send
+    /// `completion/complete` without a warning.
+    #[test]
+    fn completions_follow_the_negotiated_version() {
+        let prompts_only = r#"{"prompts":{}}"#;
+        let old = session("2024-11-05", prompts_only);
+        assert_eq!(old.negotiated_version(), Some("2024-11-05"));
+        assert!(server_completes(&old), "a 2024-11-05 server needs no flag");
+        assert!(!server_completes(&session("2025-06-18", prompts_only)));
+        assert!(server_completes(&session(
+            "2025-06-18",
+            r#"{"prompts":{},"completions":{}}"#
+        )));
+        assert!(!server_completes(&session("2025-06-18", r#"{"completions":null}"#)));
+        for (version, caps) in [("2024-11-05", prompts_only), ("2025-06-18", prompts_only)] {
+            let m = session(version, caps);
+            let cli = unadvertised(m.capabilities().unwrap(), methods::COMPLETION_COMPLETE, Some(version)).is_none();
+            assert_eq!(server_completes(&m), cli, "{version}");
+        }
+        let no_handshake = SessionModel::new(mcpscope_core::timeline::model::Source::Live {
+            command_line: String::new(),
+        });
+        assert!(!server_completes(&no_handshake), "nothing known yet: nothing offered");
     }
 }

@@ -24,6 +24,7 @@ pub use result::{Pending, progress_ui};
 pub use roots::parse_roots;
 
 use crate::inspection::{Inspection, Outgoing};
+use crate::panels::log_view::LOG_LEVELS;
 use crate::theme;
 use egui::{Key, Modifiers, RichText, Ui};
 use mcpscope_core::driver::QuestionId;
@@ -114,17 +115,6 @@ impl Mode {
         }
     }
 }
-
-pub const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 /// The send button with its Ctrl+Enter shortcut; true when either was used.
 fn send_row(ui: &mut Ui, live: bool, enabled: bool, label: &str) -> bool {
@@ -381,7 +371,7 @@ impl ComposerPanel {
         let unadvertised = self
             .mode
             .gating_method()
-            .and_then(|m| mcpscope_core::protocol::capabilities::unadvertised(&caps, m, None));
+            .and_then(|m| mcpscope_core::protocol::capabilities::unadvertised(&caps, m, model.negotiated_version()));
         let advertised = unadvertised.is_none();
         if model.capabilities().is_some()
             && let Some(why) = unadvertised
@@ -395,7 +385,7 @@ impl ComposerPanel {
             self.list_buttons_ui(ui, list, live, &mut actions);
         }
         ui.separator();
-        let completions = caps.get("completions").is_some().then_some(&mut self.completions);
+        let completions = completion::server_completes(model).then_some(&mut self.completions);
         match self.mode {
             Mode::Tool => self.tool.ui(ui, &self.lists, self.task_flavor, live, &mut actions),
             Mode::Prompt => self.prompt.ui(ui, &self.lists, completions, live, &mut actions),

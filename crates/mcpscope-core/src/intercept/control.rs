@@ -20,8 +20,9 @@
 //! and is answered `{"ok":true,"said":"…"}` or `{"ok":false,"error":"…"}`.
 
 use super::engine::{Answer, Board, InterceptHandle, Op};
-use super::rule::{Breakpoint, Toward, parse_fault};
-use crate::filter::Filter;
+use super::rule::{Breakpoint, RuleError, Toward, parse_fault};
+use crate::duration::DurationError;
+use crate::filter::{Filter, FilterError};
 use crate::wire::frame::Direction;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -44,7 +45,7 @@ pub fn socket_path(dir: &Path, pid: u32) -> PathBuf {
 
 /// Where a proxy told to use `name` puts its socket; a name that could
 /// leave the directory is refused.
-pub fn named_socket_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
+pub fn named_socket_path(dir: &Path, name: &str) -> Result<PathBuf, BadSocketName> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
@@ -52,12 +53,15 @@ pub fn named_socket_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !ok {
-        return Err(format!(
-            "--control-name {name:?}: use up to 64 letters, digits, '-', '_' or '.' (not first)"
-        ));
+        return Err(BadSocketName(name.to_owned()));
     }
     Ok(dir.join(format!("{name}.sock")))
 }
+
+/// A control socket name that is not a plain file name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("--control-name {0:?}: use up to 64 letters, digits, '-', '_' or '.' (not first)")]
+pub struct BadSocketName(pub String);
 
 /// The directory of control sockets under the state dir.
 pub fn sockets_dir() -> std::io::Result<PathBuf> {
@@ -177,9 +181,9 @@ fn serve(stream: UnixStream, handle: InterceptHandle, stop: Arc<AtomicBool>) {
                 let reply = match op_from_json(&request) {
                     Ok(op) => match handle.command(op, COMMAND_WAIT) {
                         Ok(said) => json!({"ok": true, "said": said}),
-                        Err(e) => json!({"ok": false, "error": e}),
+                        Err(e) => json!({"ok": false, "error": e.to_string()}),
                     },
-                    Err(e) => json!({"ok": false, "error": e}),
+                    Err(e) => json!({"ok": false, "error": e.to_string()}),
                 };
                 if writeln!(out, "{reply}").is_err() {
                     return;
@@ -207,20 +211,45 @@ fn bytes_field(v: &Value, key: &str) -> Option<Vec<u8>> {
         .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
 }
 
+/// Why a request line names no command the gate can take.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("a request names its `op`")]
+    NoOp,
+    #[error("unknown op {0:?}")]
+    UnknownOp(String),
+    /// `op` lacks a field, or has it with the wrong type; `what` says what to give.
+    #[error("{op}: give {what}")]
+    Missing { op: String, what: &'static str },
+    /// `op`'s `toward` is none of `allowed`.
+    #[error("{op}: `toward` is {allowed}")]
+    Toward { op: &'static str, allowed: &'static str },
+    #[error("break: {0}")]
+    Filter(FilterError),
+    #[error("break: timeout {0}")]
+    Timeout(DurationError),
+    #[error("fault: {0}")]
+    Rule(RuleError),
+}
+
 /// A request line's command.
-pub fn op_from_json(v: &Value) -> Result<Op, String> {
-    let op = v.get("op").and_then(Value::as_str).ok_or("a request names its `op`")?;
+pub fn op_from_json(v: &Value) -> Result<Op, RequestError> {
+    let op = v.get("op").and_then(Value::as_str).ok_or(RequestError::NoOp)?;
+    let missing = |what| RequestError::Missing {
+        op: op.to_owned(),
+        what,
+    };
     let id = || {
         v.get("id")
             .and_then(Value::as_u64)
-            .ok_or(format!("{op}: give the held frame's `id`"))
+            .ok_or_else(|| missing("the held frame's `id`"))
     };
     let index = || {
         v.get("index")
             .and_then(Value::as_u64)
             .filter(|i| *i >= 1)
             .map(|i| i as usize - 1)
-            .ok_or(format!("{op}: give `index` (from 1)"))
+            .ok_or_else(|| missing("`index` (from 1)"))
     };
     let on = || v.get("on").and_then(Value::as_bool).unwrap_or(true);
     Ok(match op {
@@ -235,7 +264,7 @@ pub fn op_from_json(v: &Value) -> Result<Op, String> {
             } else if let Some(raw) = bytes_field(v, "raw") {
                 Answer::Raw(raw)
             } else {
-                return Err("answer: give `json` (a result, or {\"error\": …}) or `raw`".into());
+                return Err(missing("`json` (a result, or {\"error\": …}) or `raw`"));
             };
             Op::Answer(id()?, answer)
         }
@@ -246,16 +275,27 @@ pub fn op_from_json(v: &Value) -> Result<Op, String> {
             let toward = match v.get("toward").and_then(Value::as_str) {
                 Some("server") => Direction::Out,
                 Some("client") => Direction::In,
-                _ => return Err("inject: `toward` is \"server\" or \"client\"".into()),
+                _ => {
+                    return Err(RequestError::Toward {
+                        op: "inject",
+                        allowed: "\"server\" or \"client\"",
+                    });
+                }
             };
-            let bytes = bytes_field(v, "bytes").ok_or("inject: give `bytes`")?;
+            let bytes = bytes_field(v, "bytes").ok_or_else(|| missing("`bytes`"))?;
             Op::Inject { toward, bytes }
         }
         "break" => {
-            let text = v.get("match").and_then(Value::as_str).ok_or("break: give `match`")?;
-            let filter = Filter::parse(text).map_err(|e| format!("break: {e}"))?;
+            let text = v
+                .get("match")
+                .and_then(Value::as_str)
+                .ok_or_else(|| missing("`match`"))?;
+            let filter = Filter::parse(text).map_err(RequestError::Filter)?;
             let toward = match v.get("toward").and_then(Value::as_str) {
-                Some(t) => Toward::parse(t).ok_or("break: `toward` is c2s, s2c or both")?,
+                Some(t) => Toward::parse(t).ok_or(RequestError::Toward {
+                    op: "break",
+                    allowed: "c2s, s2c or both",
+                })?,
                 None => Toward::Both,
             };
             // A peer's number is checked like a person's text: `1e300`
@@ -263,7 +303,7 @@ pub fn op_from_json(v: &Value) -> Result<Op, String> {
             let timeout = match v.get("timeout") {
                 // 0 seconds as a number has always meant no timeout.
                 Some(Value::Number(n)) if n.as_f64() == Some(0.0) => None,
-                Some(t) => crate::duration::from_json(t).map_err(|e| format!("break: timeout {e}"))?,
+                Some(t) => crate::duration::from_json(t).map_err(RequestError::Timeout)?,
                 None => None,
             };
             Op::AddBreakpoint(Breakpoint {
@@ -276,12 +316,12 @@ pub fn op_from_json(v: &Value) -> Result<Op, String> {
         "unbreak" => Op::RemoveBreakpoint(index()?),
         "break-enable" => Op::EnableBreakpoint(index()?, on()),
         "fault" => {
-            let text = v.get("rule").and_then(Value::as_str).ok_or("fault: give `rule`")?;
-            Op::AddFault(parse_fault(text).map_err(|e| format!("fault: {e}"))?)
+            let text = v.get("rule").and_then(Value::as_str).ok_or_else(|| missing("`rule`"))?;
+            Op::AddFault(parse_fault(text).map_err(RequestError::Rule)?)
         }
         "unfault" => Op::RemoveFault(index()?),
         "fault-enable" => Op::EnableFault(index()?, on()),
-        other => return Err(format!("unknown op {other:?}")),
+        other => return Err(RequestError::UnknownOp(other.to_owned())),
     })
 }
 
@@ -495,13 +535,75 @@ mod tests {
             Path::new("/s/app-12.3.sock")
         );
         for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
-            assert!(named_socket_path(dir, bad).is_err(), "{bad:?}");
+            assert_eq!(named_socket_path(dir, bad), Err(BadSocketName(bad.into())), "{bad:?}");
         }
+        assert_eq!(
+            named_socket_path(dir, "../x").unwrap_err().to_string(),
+            "--control-name \"../x\": use up to 64 letters, digits, '-', '_' or '.' (not first)"
+        );
+    }
+
+    /// Every way a request line is refused, as the socket's answer says it.
+    #[test]
+    fn each_refused_request_says_why() {
+        let refused = |v: Value| op_from_json(&v).unwrap_err();
+        for (request, want) in [
+            (json!({"id": 1}), "a request names its `op`"),
+            (json!({"op": "explode"}), "unknown op \"explode\""),
+            (json!({"op": "forward"}), "forward: give the held frame's `id`"),
+            (
+                json!({"op": "fault-enable", "index": 0}),
+                "fault-enable: give `index` (from 1)",
+            ),
+            (
+                json!({"op": "answer", "id": 1}),
+                "answer: give `json` (a result, or {\"error\": …}) or `raw`",
+            ),
+            (json!({"op": "inject", "toward": "server"}), "inject: give `bytes`"),
+            (json!({"op": "break"}), "break: give `match`"),
+            (json!({"op": "fault"}), "fault: give `rule`"),
+            (
+                json!({"op": "inject", "toward": "up", "bytes": "x"}),
+                "inject: `toward` is \"server\" or \"client\"",
+            ),
+            (
+                json!({"op": "break", "match": "true", "toward": "up"}),
+                "break: `toward` is c2s, s2c or both",
+            ),
+        ] {
+            assert_eq!(refused(request.clone()).to_string(), want, "{request}");
+        }
+        let e = refused(json!({"op": "break", "match": "methd == 1"}));
+        assert!(matches!(e, RequestError::Filter(_)), "{e:?}");
+        assert!(e.to_string().starts_with("break: at 1: unknown field \"methd\""), "{e}");
+        let e = refused(json!({"op": "break", "match": "true", "timeout": "soon"}));
+        assert!(matches!(e, RequestError::Timeout(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "break: timeout \"soon\" is not a duration (e.g. 500ms, 30s, 2m, 1h)"
+        );
+        let e = refused(json!({"op": "fault", "rule": "true => boom"}));
+        assert!(matches!(e, RequestError::Rule(_)), "{e:?}");
+        assert!(e.to_string().starts_with("fault: unknown action \"boom\""), "{e}");
+    }
+
+    /// A proxy whose gate has ended answers on its socket that it has.
+    #[test]
+    fn an_ended_proxy_says_so_on_its_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = socket_path(dir.path(), 2);
+        let (mut gate, handle) = Interceptor::new(vec![], vec![], 1);
+        let _server = ControlServer::start(&path, handle).unwrap();
+        gate.closing(Instant::now(), &mut Vec::new());
+        let mut c = ControlClient::connect(&path).unwrap();
+        let r = c.request(&json!({"op": "forward-all"})).unwrap();
+        assert_eq!(r, json!({"ok": false, "error": "the proxy has ended"}));
     }
 
     #[test]
     fn requests_read_into_commands_and_mistakes_are_named() {
         let op = |v: Value| op_from_json(&v);
+        let refused = |v: Value| op_from_json(&v).unwrap_err().to_string();
         assert!(matches!(op(json!({"op": "forward", "id": 3})), Ok(Op::Forward(3))));
         assert!(
             matches!(op(json!({"op": "forward", "id": 3, "bytes": "x"})), Ok(Op::ForwardEdited(3, b)) if b == b"x")
@@ -522,35 +624,34 @@ mod tests {
             op(json!({"op": "unfault", "index": 2})),
             Ok(Op::RemoveFault(1))
         ));
-        assert!(op(json!({"op": "drop"})).unwrap_err().contains("`id`"));
-        assert!(
-            op(json!({"op": "inject", "toward": "up", "bytes": "x"}))
-                .unwrap_err()
-                .contains("toward")
-        );
-        assert!(
-            op(json!({"op": "fault", "rule": "true => boom"}))
-                .unwrap_err()
-                .contains("unknown action")
-        );
-        assert!(op(json!({"op": "explode"})).unwrap_err().contains("unknown op"));
-        assert!(op(json!({"op": "unbreak", "index": 0})).unwrap_err().contains("from 1"));
+        assert!(refused(json!({"op": "drop"})).contains("`id`"));
+        assert!(refused(json!({"op": "inject", "toward": "up", "bytes": "x"})).contains("toward"));
+        assert!(refused(json!({"op": "fault", "rule": "true => boom"})).contains("unknown action"));
+        assert!(refused(json!({"op": "explode"})).contains("unknown op"));
+        assert!(refused(json!({"op": "unbreak", "index": 0})).contains("from 1"));
     }
 
     #[test]
     fn break_timeouts_out_of_range_and_deep_matches_are_answered_not_panicked_on() {
         let op = |v: Value| op_from_json(&v);
+        let refused = |v: Value| op_from_json(&v).unwrap_err().to_string();
         let timeout = |t: Value| op(json!({"op": "break", "match": "true", "timeout": t}));
         let big: Value = serde_json::from_str("1e300").unwrap();
-        assert!(timeout(big).unwrap_err().contains("longer than 8760h"));
-        assert!(timeout(json!(u64::MAX)).unwrap_err().contains("longer than 8760h"));
-        assert!(timeout(json!(-1.5)).unwrap_err().contains("negative"));
+        assert!(timeout(big).unwrap_err().to_string().contains("longer than 8760h"));
+        assert!(
+            timeout(json!(u64::MAX))
+                .unwrap_err()
+                .to_string()
+                .contains("longer than 8760h")
+        );
+        assert!(timeout(json!(-1.5)).unwrap_err().to_string().contains("negative"));
         assert!(
             timeout(json!("18446744073709551615s"))
                 .unwrap_err()
+                .to_string()
                 .contains("longer than")
         );
-        assert!(timeout(json!([1])).unwrap_err().contains("not a duration"));
+        assert!(timeout(json!([1])).unwrap_err().to_string().contains("not a duration"));
         // 0 (and null, which the app and the CLI send) is no timeout.
         for none in [json!(0), Value::Null] {
             assert!(matches!(timeout(none), Ok(Op::AddBreakpoint(b)) if b.timeout.is_none()));
@@ -559,17 +660,9 @@ mod tests {
             matches!(timeout(json!(1.5)), Ok(Op::AddBreakpoint(b)) if b.timeout == Some(Duration::from_millis(1500)))
         );
         let deep = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
-        assert!(
-            op(json!({"op": "break", "match": deep}))
-                .unwrap_err()
-                .contains("nested deeper than")
-        );
+        assert!(refused(json!({"op": "break", "match": deep})).contains("nested deeper than"));
         let deep = format!("{}true => drop", "not ".repeat(30_000));
-        assert!(
-            op(json!({"op": "fault", "rule": deep}))
-                .unwrap_err()
-                .contains("nested deeper than")
-        );
+        assert!(refused(json!({"op": "fault", "rule": deep})).contains("nested deeper than"));
     }
 
     #[test]

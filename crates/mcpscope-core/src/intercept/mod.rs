@@ -7,12 +7,14 @@
 //! [`engine::Interceptor`] is the gate a proxy runs ([`crate::proxy::gate`]);
 //! [`control`] serves its [`engine::InterceptHandle`] on a private Unix
 //! socket so the app or `mcpscope intercept` can drive a proxy running in
-//! someone's client.
+//! someone's client. [`rule`] reads a rule or breakpoint as written and
+//! [`rules_file`] a file of them; their errors point into the text.
 
 pub mod control;
 pub mod engine;
 pub mod rule;
+pub mod rules_file;
 mod subject;
 
-pub use engine::{Answer, Board, HeldFrame, InterceptHandle, Interceptor, Op};
+pub use engine::{Answer, Board, CommandError, HeldFrame, InterceptHandle, Interceptor, Op, Refusal};
 pub use rule::{Breakpoint, FaultAction, FaultRule, Toward, parse_fault};

@@ -9,6 +9,8 @@
 //! method == "ping" => http-status 503 30 every 3
 //! ```
 
+use crate::duration::DurationError;
+use crate::filter::ast::Span;
 use crate::filter::{Filter, FilterError};
 use crate::wire::frame::Direction;
 use serde_json::Value;
@@ -277,27 +279,110 @@ pub fn break_flag(shown: &str) -> String {
     }
 }
 
-/// Why a rule could not be read.
+/// Why a rule could not be read, and where in its text.
 #[derive(Debug, thiserror::Error)]
 pub enum RuleError {
-    #[error("a fault rule is `EXPR => ACTION`: no `=>` in {0:?}")]
-    NoArrow(String),
+    #[error("a fault rule is `EXPR => ACTION`: no `=>` in {text:?}")]
+    NoArrow { text: String },
     #[error("the filter before `=>` is empty (write `true` to match every frame)")]
-    EmptyFilter,
-    #[error("bad filter: {0}")]
-    Filter(#[from] FilterError),
+    EmptyFilter { span: Span },
+    /// `at`: where the filter starts in the rule (its error's span counts from there).
+    #[error("bad filter: {error}")]
+    Filter { error: FilterError, at: usize },
+    #[error("{error}")]
+    Action { error: ActionError, span: Span },
+}
+
+impl RuleError {
+    /// Byte offsets into the rule's text.
+    pub fn span(&self) -> Span {
+        match self {
+            RuleError::NoArrow { text } => Span::new(0, text.len()),
+            RuleError::EmptyFilter { span } | RuleError::Action { span, .. } => *span,
+            RuleError::Filter { error, at } => Span::new(at + error.span.start, at + error.span.end),
+        }
+    }
+
+    /// The rule, a caret line under the error, and the message, as
+    /// [`FilterError::render`] shows a filter's.
+    pub fn render(&self, text: &str) -> String {
+        let message = match self {
+            // The caret says where: the filter's own "at N" would count from elsewhere.
+            RuleError::Filter { error, .. } => format!("bad filter: {}", error.summary()),
+            other => other.to_string(),
+        };
+        FilterError::new(message, self.span()).render(text)
+    }
+}
+
+/// What is wrong with the action after `=>` (or its modifiers).
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no action after `=>` ({ACTIONS})")]
+    Missing,
+    #[error("unknown action {0:?} ({ACTIONS})")]
+    Unknown(String),
     #[error("{0}")]
-    Action(String),
+    Duration(#[from] DurationError),
+    #[error("delay {0}: the range runs backwards")]
+    Backwards(String),
+    #[error("corrupt {0}: say how (truncate, flip, utf8 or not-json), or nothing for any of them")]
+    Corruption(String),
+    #[error("replace: {0}")]
+    Replace(JsonArgError),
+    #[error("error {0}: give a JSON-RPC error code, e.g. error -32603 \"message\"")]
+    ErrorCode(String),
+    #[error("error {code}: {error}")]
+    ErrorMessage { code: i64, error: JsonArgError },
+    #[error("http-status {0}: give a status from 100 to 599")]
+    HttpStatus(String),
+    #[error("slow {0}: give a rate such as 100B/s")]
+    SlowRate(String),
+    #[error("{0}: a probability is from 0 to 1")]
+    Probability(String),
+    #[error("unexpected {0:?} after the action (p=0.1, first N, after N, every N)")]
+    Unexpected(String),
+    #[error("{modifier} {count}: give a whole number")]
+    Count { modifier: String, count: String },
+}
+
+/// What `replace` and `error` say of the JSON they take.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonArgError {
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("give the JSON to send")]
+    Missing,
+}
+
+const ACTIONS: &str =
+    "delay, drop, duplicate, reorder, corrupt, replace, error, stall, disconnect, kill-server, http-status, slow";
+
+/// Where `part`, a slice of `whole`, lies in it.
+fn span_in(whole: &str, part: &str) -> Span {
+    let start = (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
+    debug_assert!(start <= whole.len(), "a slice of the rule");
+    let start = start.min(whole.len());
+    Span::new(start, (start + part.len()).min(whole.len()))
 }
 
 /// Parses `EXPR => ACTION [p=P] [first N] [after N] [every N]`.
 pub fn parse_fault(text: &str) -> Result<FaultRule, RuleError> {
-    let (expr, action) = split_arrow(text).ok_or_else(|| RuleError::NoArrow(text.to_owned()))?;
-    if expr.trim().is_empty() {
-        return Err(RuleError::EmptyFilter);
+    let (expr, action) = split_arrow(text).ok_or_else(|| RuleError::NoArrow { text: text.to_owned() })?;
+    let expr = expr.trim();
+    if expr.is_empty() {
+        return Err(RuleError::EmptyFilter {
+            span: Span::new(0, text.len() - action.len()),
+        });
     }
-    let filter = Filter::parse(expr.trim())?;
-    let (action, modifiers) = parse_action(action.trim()).map_err(RuleError::Action)?;
+    let filter = Filter::parse(expr).map_err(|error| RuleError::Filter {
+        error,
+        at: span_in(text, expr).start,
+    })?;
+    let (action, modifiers) = parse_action(action.trim()).map_err(|(error, at)| RuleError::Action {
+        error,
+        span: span_in(text, at),
+    })?;
     Ok(FaultRule {
         filter,
         action,
@@ -324,23 +409,30 @@ fn split_arrow(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-fn parse_action(text: &str) -> Result<(FaultAction, Modifiers), String> {
+/// An action's error and the words of the rule it is about.
+type Located<'a> = (ActionError, &'a str);
+
+fn parse_action(text: &str) -> Result<(FaultAction, Modifiers), Located<'_>> {
     let (word, rest) = split_word(text);
     let mut rest = rest;
     let action = match word {
-        "" => return Err("no action after `=>` (delay, drop, duplicate, reorder, corrupt, replace, error, stall, disconnect, kill-server, http-status, slow)".into()),
+        "" => return Err((ActionError::Missing, text)),
         "delay" => {
             let (spec, r) = split_word(rest);
             rest = r;
+            let at = |e: DurationError, part| (ActionError::Duration(e), part);
             let (min, max) = match spec.split_once("..") {
-                Some((a, b)) => (duration(a)?, duration(b)?),
+                Some((a, b)) => (
+                    crate::duration::parse(a).map_err(|e| at(e, a))?,
+                    crate::duration::parse(b).map_err(|e| at(e, b))?,
+                ),
                 None => {
-                    let d = duration(spec)?;
+                    let d = crate::duration::parse(spec).map_err(|e| at(e, spec))?;
                     (d, d)
                 }
             };
             if min > max {
-                return Err(format!("delay {spec}: the range runs backwards"));
+                return Err((ActionError::Backwards(spec.to_owned()), spec));
             }
             FaultAction::Delay { min, max }
         }
@@ -355,26 +447,23 @@ fn parse_action(text: &str) -> Result<(FaultAction, Modifiers), String> {
                     FaultAction::Corrupt(*c)
                 }
                 None if how.is_empty() || is_modifier(how) => FaultAction::Corrupt(Corruption::Any),
-                None => {
-                    return Err(format!(
-                        "corrupt {how}: say how (truncate, flip, utf8 or not-json), or nothing for any of them"
-                    ));
-                }
+                None => return Err((ActionError::Corruption(how.to_owned()), how)),
             }
         }
         "replace" => {
-            let (value, r) = leading_json(rest).map_err(|e| format!("replace: {e}"))?;
+            let (value, r) = leading_json(rest).map_err(|(e, at)| (ActionError::Replace(e), at))?;
             rest = r;
             FaultAction::Replace(value)
         }
         "error" => {
-            let (code, r) = split_word(rest);
-            let code: i64 = code
+            let (code_text, r) = split_word(rest);
+            let code: i64 = code_text
                 .parse()
-                .map_err(|_| format!("error {code}: give a JSON-RPC error code, e.g. error -32603 \"message\""))?;
+                .map_err(|_| (ActionError::ErrorCode(code_text.to_owned()), code_text))?;
             rest = r;
             let message = if rest.trim_start().starts_with('"') {
-                let (v, r) = leading_json(rest).map_err(|e| format!("error {code}: {e}"))?;
+                let (v, r) =
+                    leading_json(rest).map_err(|(error, at)| (ActionError::ErrorMessage { code, error }, at))?;
                 rest = r;
                 v.as_str().unwrap_or_default().to_owned()
             } else {
@@ -386,12 +475,12 @@ fn parse_action(text: &str) -> Result<(FaultAction, Modifiers), String> {
         "disconnect" => FaultAction::Disconnect,
         "kill-server" => FaultAction::KillServer,
         "http-status" => {
-            let (code, r) = split_word(rest);
-            let code: u16 = code
+            let (code_text, r) = split_word(rest);
+            let code: u16 = code_text
                 .parse()
                 .ok()
                 .filter(|c| (100..=599).contains(c))
-                .ok_or_else(|| format!("http-status {code}: give a status from 100 to 599"))?;
+                .ok_or_else(|| (ActionError::HttpStatus(code_text.to_owned()), code_text))?;
             rest = r;
             let (after, r) = split_word(rest);
             let retry_after = match after.parse::<u32>() {
@@ -411,10 +500,10 @@ fn parse_action(text: &str) -> Result<(FaultAction, Modifiers), String> {
                 .or_else(|| rate.strip_suffix("b/s"))
                 .and_then(|n| n.parse::<u64>().ok())
                 .filter(|n| *n > 0)
-                .ok_or_else(|| format!("slow {rate}: give a rate such as 100B/s"))?;
+                .ok_or_else(|| (ActionError::SlowRate(rate.to_owned()), rate))?;
             FaultAction::Slow { bytes_per_sec: n }
         }
-        other => return Err(format!("unknown action {other:?} (delay, drop, duplicate, reorder, corrupt, replace, error, stall, disconnect, kill-server, http-status, slow)")),
+        other => return Err((ActionError::Unknown(other.to_owned()), other)),
     };
     let modifiers = parse_modifiers(rest)?;
     Ok((action, modifiers))
@@ -424,7 +513,7 @@ fn is_modifier(word: &str) -> bool {
     word.starts_with("p=") || matches!(word, "first" | "after" | "every")
 }
 
-fn parse_modifiers(mut rest: &str) -> Result<Modifiers, String> {
+fn parse_modifiers(mut rest: &str) -> Result<Modifiers, Located<'_>> {
     let mut m = Modifiers::default();
     loop {
         let (word, r) = split_word(rest);
@@ -437,7 +526,7 @@ fn parse_modifiers(mut rest: &str) -> Result<Modifiers, String> {
                 .parse()
                 .ok()
                 .filter(|p| (0.0..=1.0).contains(p))
-                .ok_or_else(|| format!("{word}: a probability is from 0 to 1"))?;
+                .ok_or_else(|| (ActionError::Probability(word.to_owned()), word))?;
             m.probability = Some(p);
             continue;
         }
@@ -445,20 +534,18 @@ fn parse_modifiers(mut rest: &str) -> Result<Modifiers, String> {
             "first" => &mut m.first,
             "after" => &mut m.after,
             "every" => &mut m.every,
-            other => {
-                return Err(format!(
-                    "unexpected {other:?} after the action (p=0.1, first N, after N, every N)"
-                ));
-            }
+            other => return Err((ActionError::Unexpected(other.to_owned()), other)),
         };
         let (n, r) = split_word(rest);
         rest = r;
-        let n: u64 = n
-            .parse()
-            .ok()
-            .filter(|n| *n > 0 || word == "after")
-            .ok_or_else(|| format!("{word} {n}: give a whole number"))?;
-        *slot = Some(n);
+        let count: u64 = n.parse().ok().filter(|n| *n > 0 || word == "after").ok_or_else(|| {
+            let error = ActionError::Count {
+                modifier: word.to_owned(),
+                count: n.to_owned(),
+            };
+            (error, if n.is_empty() { word } else { n })
+        })?;
+        *slot = Some(count);
     }
 }
 
@@ -470,12 +557,9 @@ fn split_word(s: &str) -> (&str, &str) {
     }
 }
 
-fn duration(s: &str) -> Result<Duration, String> {
-    crate::duration::parse(s).map_err(|e| e.to_string())
-}
-
-/// One JSON value at the start of `s`, and what follows it.
-fn leading_json(s: &str) -> Result<(Value, &str), String> {
+/// One JSON value at the start of `s`, and what follows it; or why not,
+/// and the text it is about.
+fn leading_json(s: &str) -> Result<(Value, &str), (JsonArgError, &str)> {
     let s = s.trim_start();
     let mut de = serde_json::Deserializer::from_str(s).into_iter::<Value>();
     match de.next() {
@@ -483,95 +567,9 @@ fn leading_json(s: &str) -> Result<(Value, &str), String> {
             let used = de.byte_offset();
             Ok((v, &s[used..]))
         }
-        Some(Err(e)) => Err(format!("not JSON: {e}")),
-        None => Err("give the JSON to send".into()),
+        Some(Err(e)) => Err((JsonArgError::NotJson(e), s)),
+        None => Err((JsonArgError::Missing, s)),
     }
-}
-
-/// A rules file: JSON (`{"faults": ["EXPR => ACTION", …]}` or a list of
-/// strings) or TOML (`faults = ["…"]`, or `[[fault]]` tables with `rule`
-/// or `match` and `action`), with breakpoints alike (`breaks`/`[[break]]`
-/// with `match`, `toward` and `timeout`).
-#[derive(Debug, Default)]
-pub struct RulesFile {
-    pub faults: Vec<FaultRule>,
-    pub breakpoints: Vec<Breakpoint>,
-    pub seed: Option<u64>,
-}
-
-pub fn parse_rules_file(text: &str, json: bool) -> Result<RulesFile, String> {
-    let value: Value = if json {
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
-    } else {
-        let t: toml::Value = toml::from_str(text).map_err(|e| format!("not TOML: {e}"))?;
-        serde_json::to_value(t).map_err(|e| e.to_string())?
-    };
-    let mut out = RulesFile::default();
-    let (faults, breaks) = match &value {
-        Value::Array(items) => (Some(items.clone()), None),
-        Value::Object(o) => {
-            out.seed = o.get("seed").and_then(Value::as_u64);
-            let list = |keys: &[&str]| {
-                keys.iter()
-                    .find_map(|k| o.get(*k))
-                    .map(|v| v.as_array().cloned().unwrap_or_else(|| vec![v.clone()]))
-            };
-            (list(&["faults", "fault"]), list(&["breaks", "break", "breakpoints"]))
-        }
-        _ => return Err("a rules file holds a list of rules or an object with `faults` and `breaks`".into()),
-    };
-    for (i, item) in faults.unwrap_or_default().iter().enumerate() {
-        let text = match item {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => match (o.get("rule"), o.get("match"), o.get("action")) {
-                (Some(Value::String(r)), _, _) => r.clone(),
-                (_, Some(Value::String(m)), Some(Value::String(a))) => format!("{m} => {a}"),
-                _ => return Err(format!("fault {}: give `rule`, or `match` and `action`", i + 1)),
-            },
-            _ => return Err(format!("fault {}: a rule is a string or a table", i + 1)),
-        };
-        let mut rule = parse_fault(&text).map_err(|e| format!("fault {}: {e}", i + 1))?;
-        if let Some(Value::Bool(false)) = item.get("enabled") {
-            rule.enabled = false;
-        }
-        out.faults.push(rule);
-    }
-    for (i, item) in breaks.unwrap_or_default().iter().enumerate() {
-        let (expr, toward, timeout) = match item {
-            Value::String(s) => (s.clone(), Toward::Both, None),
-            Value::Object(o) => {
-                let expr = o
-                    .get("match")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("break {}: give `match`", i + 1))?;
-                let toward = match o.get("toward").and_then(Value::as_str) {
-                    Some(t) => {
-                        Toward::parse(t).ok_or_else(|| format!("break {}: toward is c2s, s2c or both", i + 1))?
-                    }
-                    None => Toward::Both,
-                };
-                let timeout = match o.get("timeout") {
-                    // TOML has no null: this was `nan` or `inf`, which its
-                    // conversion to JSON turns into null.
-                    Some(Value::Null) if !json => {
-                        return Err(format!("break {}: timeout is not a finite number of seconds", i + 1));
-                    }
-                    Some(t) => crate::duration::from_json(t).map_err(|e| format!("break {}: timeout {e}", i + 1))?,
-                    None => None,
-                };
-                (expr.to_owned(), toward, timeout)
-            }
-            _ => return Err(format!("break {}: a breakpoint is a string or a table", i + 1)),
-        };
-        let filter = Filter::parse(&expr).map_err(|e| format!("break {}: {e}", i + 1))?;
-        out.breakpoints.push(Breakpoint {
-            filter,
-            toward,
-            timeout,
-            enabled: true,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -693,43 +691,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_files_in_json_and_toml_say_the_same() {
-        let json = r#"{"seed": 7, "faults": ["method == \"ping\" => drop", {"match": "true", "action": "delay 1s", "enabled": false}],
-                       "breaks": [{"match": "method == \"tools/call\"", "toward": "c2s", "timeout": "30s"}]}"#;
-        let toml = r#"
-seed = 7
-breaks = [{ match = 'method == "tools/call"', toward = "c2s", timeout = "30s" }]
-[[fault]]
-rule = 'method == "ping" => drop'
-[[fault]]
-match = "true"
-action = "delay 1s"
-enabled = false
-"#;
-        for (text, is_json) in [(json, true), (toml, false)] {
-            let f = parse_rules_file(text, is_json).unwrap();
-            assert_eq!(f.seed, Some(7));
-            assert_eq!(f.faults.len(), 2);
-            assert_eq!(f.faults[0].action, FaultAction::Drop);
-            assert!(!f.faults[1].enabled);
-            assert_eq!(f.breakpoints.len(), 1);
-            assert_eq!(f.breakpoints[0].toward, Toward::Server);
-            assert_eq!(f.breakpoints[0].timeout, Some(Duration::from_secs(30)));
-        }
-        assert!(
-            parse_rules_file("[\"true => boom\"]", true)
-                .unwrap_err()
-                .contains("fault 1")
-        );
-        assert!(
-            parse_rules_file("faults = 3 [", false)
-                .unwrap_err()
-                .contains("not TOML")
-        );
-    }
-
-    #[test]
-    fn out_of_range_durations_and_deep_filters_in_rules_are_refused() {
+    fn out_of_range_durations_and_deep_filters_are_refused() {
         let err = |t: &str| parse_fault(t).unwrap_err().to_string();
         let e = err("true => delay 18446744073709551615s");
         assert!(e.contains("longer than 8760h"), "{e}");
@@ -737,36 +699,48 @@ enabled = false
         assert!(e.contains("\"1e30s\" is longer than 8760h"), "{e}");
         let e = err(&format!("{}true => drop", "(".repeat(5000)));
         assert!(e.contains("nested deeper than"), "{e}");
-        for (text, json, want) in [
-            (
-                r#"{"breaks": [{"match": "true", "timeout": 1e300}]}"#,
-                true,
-                "timeout \"1e+300\" is longer than",
-            ),
-            (
-                r#"{"breaks": [{"match": "true", "timeout": -1}]}"#,
-                true,
-                "timeout \"-1\" is negative",
-            ),
-            (
-                r#"{"breaks": [{"match": "true", "timeout": "18446744073709551615s"}]}"#,
-                true,
-                "is longer than",
-            ),
-            ("[[break]]\nmatch = 'true'\ntimeout = 1e300", false, "is longer than"),
-            ("[[break]]\nmatch = 'true'\ntimeout = inf", false, "not a finite number"),
-            ("[[break]]\nmatch = 'true'\ntimeout = nan", false, "not a finite number"),
-        ] {
-            let e = parse_rules_file(text, json).unwrap_err();
-            assert!(e.starts_with("break 1: ") && e.contains(want), "{text}: {e}");
-        }
-        // The file formats' own nesting is bounded by their parsers.
-        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert!(parse_rules_file(&deep, true).unwrap_err().contains("not JSON"));
-        assert!(
-            parse_rules_file(&format!("x = {deep}"), false)
-                .unwrap_err()
-                .contains("not TOML")
+    }
+
+    /// Each error points at the words it is about.
+    #[test]
+    fn errors_point_into_the_rule() {
+        let at = |t: &str| {
+            let e = parse_fault(t).unwrap_err();
+            let s = e.span();
+            (t[s.start..s.end].to_owned(), e)
+        };
+        let (words, e) = at(r#"method == "x" => error -32603 "unclosed"#);
+        assert_eq!(words, r#""unclosed"#);
+        assert!(matches!(
+            e,
+            RuleError::Action {
+                error: ActionError::ErrorMessage { code: -32603, .. },
+                ..
+            }
+        ));
+        assert_eq!(at("true => drop first x").0, "x");
+        assert_eq!(at("true => drop first").0, "first");
+        assert_eq!(at("true =>  explode now").0, "explode");
+        assert_eq!(at("true => delay 1s..soon").0, "soon");
+        assert_eq!(at(" => drop").0, " =>");
+        assert_eq!(at("no arrow").0, "no arrow");
+        let (words, e) = at("  methd == 1 => drop");
+        assert_eq!(words, "methd");
+        assert!(e.to_string().starts_with("bad filter: at 1: unknown field"), "{e}");
+        assert_eq!(
+            e.render("  methd == 1 => drop").lines().nth(1).unwrap().trim_end(),
+            format!(
+                "  ^^^^^ bad filter: {}",
+                match &e {
+                    RuleError::Filter { error, .. } => error.summary(),
+                    _ => unreachable!(),
+                }
+            )
+        );
+        let t = "true => drop p=2";
+        assert_eq!(
+            parse_fault(t).unwrap_err().render(t),
+            "true => drop p=2\n             ^^^ p=2: a probability is from 0 to 1"
         );
     }
 }

@@ -223,6 +223,22 @@ pub fn check_sizes(sessions: usize, in_flight: usize) -> Result<(), SizeError> {
     Ok(())
 }
 
+/// Why a `--ramp` was refused; `text` is the ramp as given.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RampError {
+    #[error("--ramp {0:?}: expected FROM..TO over DURATION, e.g. 1..64 over 60s")]
+    Form(String),
+    #[error("--ramp {text:?}: {error}")]
+    Duration {
+        text: String,
+        error: crate::duration::DurationError,
+    },
+    #[error("--ramp {0:?}: FROM must be at least 1, TO at least FROM, DURATION above 0")]
+    Order(String),
+    #[error("--ramp {text:?}: TO is {error}")]
+    Size { text: String, error: SizeError },
+}
+
 /// `--ramp FROM..TO over DURATION`: concurrency rises a step at a time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ramp {
@@ -233,19 +249,23 @@ pub struct Ramp {
 
 impl Ramp {
     /// `1..64 over 60s`.
-    pub fn parse(s: &str) -> Result<Ramp, String> {
-        let bad = || format!("--ramp {s:?}: expected FROM..TO over DURATION, e.g. 1..64 over 60s");
+    pub fn parse(s: &str) -> Result<Ramp, RampError> {
+        let bad = || RampError::Form(s.to_owned());
         let (range, over) = s.split_once(" over ").ok_or_else(bad)?;
         let (from, to) = range.trim().split_once("..").ok_or_else(bad)?;
         let from: usize = from.trim().parse().map_err(|_| bad())?;
         let to: usize = to.trim().parse().map_err(|_| bad())?;
-        let over = crate::duration::parse(over).map_err(|e| format!("--ramp {s:?}: {e}"))?;
+        let over = crate::duration::parse(over).map_err(|error| RampError::Duration {
+            text: s.to_owned(),
+            error,
+        })?;
         if from == 0 || to < from || over.is_zero() {
-            return Err(format!(
-                "--ramp {s:?}: FROM must be at least 1, TO at least FROM, DURATION above 0"
-            ));
+            return Err(RampError::Order(s.to_owned()));
         }
-        check_sizes(to, 1).map_err(|e| format!("--ramp {s:?}: TO is {e}"))?;
+        check_sizes(to, 1).map_err(|error| RampError::Size {
+            text: s.to_owned(),
+            error,
+        })?;
         Ok(Ramp { from, to, over })
     }
 
@@ -340,17 +360,33 @@ mod tests {
         assert!(steps.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].0 < w[1].0));
         let small = Ramp::parse("2..4 over 30s").unwrap().steps();
         assert_eq!(small.iter().map(|s| s.1).collect::<Vec<_>>(), [2, 3, 4]);
-        assert!(Ramp::parse("0..4 over 1s").is_err());
-        assert!(Ramp::parse("8..4 over 1s").is_err());
-        assert!(Ramp::parse("1-4 for 1s").is_err());
+        assert_eq!(
+            Ramp::parse("0..4 over 1s"),
+            Err(RampError::Order("0..4 over 1s".into()))
+        );
+        assert_eq!(
+            Ramp::parse("8..4 over 1s"),
+            Err(RampError::Order("8..4 over 1s".into()))
+        );
+        assert_eq!(
+            Ramp::parse("1..4 over 0s").unwrap_err().to_string(),
+            "--ramp \"1..4 over 0s\": FROM must be at least 1, TO at least FROM, DURATION above 0"
+        );
+        assert_eq!(
+            Ramp::parse("1-4 for 1s").unwrap_err().to_string(),
+            "--ramp \"1-4 for 1s\": expected FROM..TO over DURATION, e.g. 1..64 over 60s"
+        );
         let e = Ramp::parse("1..1000000000 over 2s").unwrap_err();
+        assert!(matches!(e, RampError::Size { .. }), "{e:?}");
         assert!(
-            e.contains("TO is 1000000000 sessions: at most 10000 run at once"),
+            e.to_string()
+                .contains("TO is 1000000000 sessions: at most 10000 run at once"),
             "{e}"
         );
         assert!(Ramp::parse("1..10000 over 2s").is_ok());
         let e = Ramp::parse("1..2 over 18446744073709551615s").unwrap_err();
-        assert!(e.contains("longer than 8760h"), "{e}");
+        assert!(matches!(e, RampError::Duration { .. }), "{e:?}");
+        assert!(e.to_string().contains("longer than 8760h"), "{e}");
     }
 
     #[test]
