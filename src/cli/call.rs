@@ -303,7 +303,7 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
         request_timeout: Some(timeout),
         capture: args.capture.clone(),
         limits: args.server.limits(),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let tracing = args.trace;
     let http = matches!(target, mcpscope_core::transport::target::Target::Http(_));

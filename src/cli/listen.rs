@@ -87,7 +87,7 @@ pub fn run(args: ListenArgs) -> ExitCode {
         request_timeout: Some(timeout),
         capture: args.capture.clone(),
         limits: args.server.limits(),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let watch = Watch::default();
     let seen = watch.clone();

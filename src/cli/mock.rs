@@ -250,7 +250,7 @@ fn fallback_client(args: &MockArgs, era: EraChoice) -> Result<Option<(Client, Pa
     let options = SessionOptions {
         request_timeout: Some(FALLBACK_TIMEOUT),
         capture: Some(capture.clone()),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let mut client = Client::connect(target, options, Box::new(|_| {}));
     client

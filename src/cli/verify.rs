@@ -177,7 +177,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
         request_timeout: Some(timeout),
         limits: args.server.limits(),
         capture: fresh.clone(),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let mut authorizer = authorizer;
     let mut connect = |policy: &InputPolicy| {

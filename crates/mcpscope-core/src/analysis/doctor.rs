@@ -121,7 +121,7 @@ fn collecting_client(target: &Target, timeout: Duration, limits: Limits) -> (Cli
         limits,
         stdin_close_grace: Duration::from_millis(500),
         term_grace: Duration::from_secs(1),
-        ..SessionOptions::default()
+        ..SessionOptions::new(crate::record::capture::open_log)
     };
     let client = Client::connect(
         target.clone(),

@@ -8,8 +8,8 @@ use crate::apps::csp::{self, DeclaredDomains};
 use crate::apps::host::{AppHost, Effect, HostSetup, PageAction, Phase};
 use crate::apps::linkage::{AppResource, check_resource, ui_link};
 use crate::apps::serve::{AppServer, FromPage, PageConfig};
+use crate::listen::ListenError;
 use crate::transport::event::{AppMessage, AppToward};
-use crate::transport::http_server::ListenError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -180,14 +180,18 @@ impl AppRun {
         self.perform()
     }
 
+    /// How long until the host's clock is due (a teardown's or the
+    /// `initialized` deadline), if it runs: a caller that waits on the page's
+    /// inbox itself ([`AppServer::inbox`]) calls [`AppRun::wait`] by then.
+    pub fn until_next_tick(&self) -> Option<Duration> {
+        let now = self.started.elapsed();
+        self.host.next_wakeup().map(|at| at.saturating_sub(now))
+    }
+
     /// Waits at most `max` for the page (or the host's clock) and handles
     /// what came; the requests for the server.
     pub fn wait(&mut self, max: Duration) -> Vec<ServerCall> {
-        let now = self.started.elapsed();
-        let wait = match self.host.next_wakeup() {
-            Some(at) => at.saturating_sub(now).min(max),
-            None => max,
-        };
+        let wait = self.until_next_tick().map_or(max, |d| d.min(max));
         let mut calls = Vec::new();
         if let Ok(first) = self.server.inbox().recv_timeout(wait) {
             calls.extend(self.page_sent(first));

@@ -4,9 +4,13 @@
 //! bridges every message to the core over this origin (an event stream
 //! down, POSTs up); it holds no protocol logic of its own.
 
-use crate::transport::http_server::{
-    Conn, Either, Gate, ListenError, Request, Slot, Slots, Stopper, accept_loop, first_of, next_request, plain_answer,
-};
+use crate::listen::accept::accept_loop;
+use crate::listen::conn::{Conn, Either, first_of};
+use crate::listen::gate::Gate;
+use crate::listen::request::{Request, next_request};
+use crate::listen::response::plain_answer;
+use crate::listen::slots::{Slot, Slots};
+use crate::listen::{ListenError, Stopper};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -96,10 +100,8 @@ impl AppServer {
     /// Opens the host page's listener on `127.0.0.1` and the sandbox's on
     /// `localhost` (two origins), on ports the system picks.
     pub fn start(config: PageConfig) -> Result<AppServer, ListenError> {
-        let (host_listener, host_addr) =
-            crate::transport::http_server::bind("127.0.0.1:0".parse().expect("an address"))?;
-        let (sandbox_listener, sandbox_addr) =
-            crate::transport::http_server::bind("127.0.0.1:0".parse().expect("an address"))?;
+        let (host_listener, host_addr) = crate::listen::bind("127.0.0.1:0".parse().expect("an address"))?;
+        let (sandbox_listener, sandbox_addr) = crate::listen::bind("127.0.0.1:0".parse().expect("an address"))?;
         let (tx, rx) = unbounded();
         let shared = Arc::new(Shared {
             token: random_token(),
@@ -287,7 +289,7 @@ async fn send(conn: &mut Conn<TcpStream>, bytes: &[u8]) -> bool {
 fn answer(status: u16, headers: &[(&str, &str)], content_type: &str, body: &[u8]) -> Vec<u8> {
     let mut all = vec![("cache-control", "no-store"), ("x-content-type-options", "nosniff")];
     all.extend_from_slice(headers);
-    crate::transport::http_server::answer(status, &all, content_type, body)
+    crate::listen::response::answer(status, &all, content_type, body)
 }
 
 fn refuse(shared: &Shared, req: &Request, status: u16, why: &str) -> Vec<u8> {

@@ -7,9 +7,7 @@
 //! what the caller waits for has happened. Every event is also passed to an
 //! observer (e.g. `--trace`).
 
-use crate::driver::{
-    self, Action, Completion, Driver, DriverConfig, Failure, Input, Outcome, RequestOptions, Undelivered,
-};
+use crate::driver::{self, Action, Completion, Driver, DriverConfig, Failure, Input, Outcome, RequestOptions};
 use crate::protocol::era::{EraChoice, EraDecision};
 use crate::protocol::handshake::{Handshake, HandshakeOptions};
 use crate::protocol::mrtr::{Conversations, InputPolicy, InputRequired};
@@ -24,97 +22,21 @@ use crate::wire::message::{ErrorObject, RequestId};
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::fmt;
 use std::time::{Duration, Instant};
 
 pub use crate::driver::response_outcome;
+use crate::pilot::{Performed, Pilot};
 use crate::protocol::auth::AuthError;
 use crate::transport::auth::Authorizer;
 use crate::transport::auth::gate::Held;
-use pilot::{Performed, Pilot};
 use std::sync::{Arc, Mutex};
 
-pub mod pilot;
-
 pub use crate::protocol::era::EraFailure;
+pub use error::ClientError;
+use error::{SessionFate, client_error};
 
-/// Why a request got no response.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ClientError {
-    SpawnFailed(SpawnError),
-    TimedOut {
-        method: String,
-        after: Duration,
-    },
-    ServerExited {
-        method: String,
-        status: ExitInfo,
-    },
-    Closed {
-        method: String,
-    },
-    WriteFailed {
-        method: String,
-        error: String,
-    },
-    /// The HTTP exchange carrying the request failed (connection refused, an
-    /// error status, a body that is not the response, an expired session).
-    Http {
-        method: String,
-        error: String,
-    },
-    /// The server asked for authorization and it could not be obtained.
-    Authorization {
-        method: String,
-        error: crate::protocol::auth::AuthError,
-    },
-    /// The server answered with a line over the in-memory cap (`--max-line`).
-    TooLong {
-        method: String,
-        bytes: u64,
-        cap: usize,
-    },
-    /// The server answered, but with a result serde_json cannot turn into a
-    /// value (nested too deep, a number out of range): reading it as empty
-    /// would misreport what the server said.
-    Unreadable {
-        method: String,
-        why: String,
-        bytes: usize,
-    },
-}
+mod error;
 
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClientError::SpawnFailed(e) => write!(f, "could not start the server: {e}"),
-            ClientError::TimedOut { method, after } => {
-                write!(f, "{method} got no response within {} ms", after.as_millis())
-            }
-            ClientError::ServerExited { method, status } => {
-                write!(f, "the server {status} before answering {method}")
-            }
-            ClientError::Closed { method } => write!(f, "the session ended before {method} was answered"),
-            ClientError::WriteFailed { method, error } => write!(f, "could not send {method}: {error}"),
-            ClientError::Http { method, error } => write!(f, "{method} failed over HTTP: {error}"),
-            ClientError::Authorization { method, error } => write!(f, "{method}: authorization failed: {error}"),
-            ClientError::TooLong { method, bytes, cap } => {
-                let failure = Failure::TooLong {
-                    bytes: *bytes,
-                    cap: *cap,
-                };
-                write!(f, "{method} {failure}")
-            }
-            ClientError::Unreadable { method, why, bytes } => {
-                write!(f, "{method}: cannot read the result: {why} ({bytes} bytes)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ClientError {}
-
-/// A response: its frame and what it says.
 /// How many pages [`Client::list_all`] follows.
 pub const MAX_LIST_PAGES: usize = 100;
 
@@ -139,66 +61,7 @@ impl ListPages {
     }
 }
 
-/// How a session ended, as far as a failed request's error needs to know.
-struct SessionFate<'a> {
-    spawn_error: Option<&'a SpawnError>,
-    exited: Option<ExitInfo>,
-    /// Why signing in failed, when it did.
-    auth_error: Option<&'a crate::protocol::auth::AuthError>,
-}
-
-/// What a request that got no answer tells the caller: a timeout, a
-/// refused sign-in, a failed write or HTTP exchange, an answer too long to
-/// hold, or the session's own end (the server did not start, exited, or the
-/// session closed).
-fn client_error(method: &str, failure: &Failure, timeout: Option<Duration>, fate: &SessionFate) -> ClientError {
-    let method = method.to_owned();
-    match failure {
-        Failure::TimedOut { after } => ClientError::TimedOut {
-            method,
-            after: after.or(timeout).unwrap_or_default(),
-        },
-        Failure::NotDelivered {
-            cause: Undelivered::Authorization,
-            ..
-        } if let Some(error) = &fate.auth_error => ClientError::Authorization {
-            method,
-            error: (*error).clone(),
-        },
-        Failure::NotDelivered {
-            why,
-            cause: Undelivered::Authorization,
-        } => ClientError::Http {
-            method,
-            error: format!("authorization failed: {why}"),
-        },
-        Failure::NotDelivered {
-            why,
-            cause: Undelivered::Http,
-        } => ClientError::Http {
-            method,
-            error: why.clone(),
-        },
-        Failure::NotDelivered {
-            why,
-            cause: Undelivered::Write,
-        } => ClientError::WriteFailed {
-            method,
-            error: why.clone(),
-        },
-        Failure::TooLong { bytes, cap } => ClientError::TooLong {
-            method,
-            bytes: *bytes,
-            cap: *cap,
-        },
-        Failure::ServerGone(_) | Failure::Cancelled | Failure::Stopped(_) => match (fate.spawn_error, fate.exited) {
-            (Some(e), _) => ClientError::SpawnFailed(e.clone()),
-            (None, Some(status)) => ClientError::ServerExited { method, status },
-            _ => ClientError::Closed { method },
-        },
-    }
-}
-
+/// A response: its frame and what it says.
 #[derive(Clone, Debug)]
 pub struct Response {
     pub frame: Frame,
@@ -900,52 +763,6 @@ impl Client {
     }
 }
 
-/// Tells the protocol driver what a session event means to it: the one
-/// mapping from transport events to driver inputs, shared by the CLI's
-/// client and the app. `now` is the time since the session started.
-pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
-    match ev {
-        Event::Frame(f) => driver.handle(Input::Frame(f)),
-        Event::SpawnFailed { error, .. } => driver.handle(Input::Gone(&format!("could not start: {error}"))),
-        Event::Exited { status, .. } => driver.handle(Input::Exited(&format!("the server {status}"))),
-        Event::Closed { .. } => driver.handle(Input::Gone("the session ended")),
-        Event::TimedOut { timed_out, .. } => driver.handle(Input::TimedOut(&timed_out.id)),
-        Event::WriteFailed { error, line, .. } => {
-            if let Some(id) = line_id(line) {
-                driver.handle(Input::NotDelivered {
-                    id: &id,
-                    why: error,
-                    cause: Undelivered::Write,
-                });
-            }
-        }
-        Event::Http(h) => {
-            if let (Some(id), Some(error)) = (&h.request_id, &h.error) {
-                driver.handle(Input::NotDelivered {
-                    id,
-                    why: error,
-                    cause: Undelivered::Http,
-                });
-            }
-        }
-        Event::Spawned { .. }
-        | Event::Stderr(_)
-        | Event::Cancelled { .. }
-        | Event::Note { .. }
-        | Event::Auth(_)
-        | Event::Touch(_)
-        | Event::App(_) => {}
-    }
-    driver.handle(Input::Tick(now));
-}
-
-/// The id of a request in a line that could not be written.
-fn line_id(line: &[u8]) -> Option<RequestId> {
-    serde_json::from_slice::<Value>(line)
-        .ok()
-        .and_then(|v| v.get("id").and_then(RequestId::from_json))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -974,74 +791,5 @@ mod tests {
         }
         assert_eq!(requests, MAX_LIST_PAGES);
         assert_eq!(endless.items.len(), MAX_LIST_PAGES);
-    }
-
-    #[test]
-    fn a_failed_request_says_what_ended_it() {
-        let alive = SessionFate {
-            spawn_error: None,
-            exited: None,
-            auth_error: None,
-        };
-        let timeout = Some(Duration::from_secs(3));
-        let e = client_error("tools/list", &Failure::TimedOut { after: None }, timeout, &alive);
-        assert!(matches!(e, ClientError::TimedOut { after, .. } if after == Duration::from_secs(3)));
-        let write = Failure::NotDelivered {
-            why: "broken pipe".into(),
-            cause: Undelivered::Write,
-        };
-        assert!(matches!(
-            client_error("x", &write, None, &alive),
-            ClientError::WriteFailed { .. }
-        ));
-        // A sign-in that failed is said as such when its reason is known.
-        let auth = Failure::NotDelivered {
-            why: "401".into(),
-            cause: Undelivered::Authorization,
-        };
-        assert!(
-            matches!(client_error("x", &auth, None, &alive), ClientError::Http { error, .. } if error == "authorization failed: 401")
-        );
-        let refused = crate::protocol::auth::AuthError::NoAuthorizationServer {
-            metadata_url: "http://m".into(),
-        };
-        let signed_out = SessionFate {
-            auth_error: Some(&refused),
-            ..alive
-        };
-        assert!(matches!(
-            client_error("x", &auth, None, &signed_out),
-            ClientError::Authorization { .. }
-        ));
-        // The session's end: a server that never started, one that exited, or a closed session.
-        let gone = Failure::ServerGone("eof".into());
-        assert!(matches!(
-            client_error("x", &gone, None, &alive),
-            ClientError::Closed { .. }
-        ));
-        let exited = SessionFate {
-            exited: Some(ExitInfo {
-                code: Some(1),
-                signal: None,
-            }),
-            ..alive
-        };
-        assert!(matches!(
-            client_error("x", &gone, None, &exited),
-            ClientError::ServerExited { .. }
-        ));
-        let spawn = SpawnError {
-            program: "nope".into(),
-            resolved: None,
-            message: "not found".into(),
-        };
-        let never = SessionFate {
-            spawn_error: Some(&spawn),
-            ..exited
-        };
-        assert!(matches!(
-            client_error("x", &Failure::Cancelled, None, &never),
-            ClientError::SpawnFailed(_)
-        ));
     }
 }

@@ -1,5 +1,6 @@
-//! The one owner between a session and the protocol driver, for the CLI's
-//! blocking [`Client`](super::Client) and the app's live sessions alike.
+//! The one owner between a session and the protocol driver, shared by the
+//! CLI's blocking [`Client`](crate::client::Client) and the app's live
+//! sessions alike: a floor of its own between the transport and the client.
 //!
 //! It feeds the driver the session's events, holds back a request an HTTP
 //! server refused for authorization (the driver never hears of the
@@ -9,7 +10,6 @@
 //! blocking of its own: how signing in waits (inline on the command line,
 //! on a worker in the app) is the caller's.
 
-use super::feed;
 use crate::driver::{Action, Driver, Input, Undelivered};
 use crate::protocol::auth::AuthError;
 use crate::transport::auth::gate::{ChallengeGate, Held};
@@ -17,6 +17,7 @@ use crate::transport::auth::{self, Authorizer};
 use crate::transport::event::Event;
 use crate::transport::session::Session;
 use crate::wire::message::{Message, RequestId};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -195,4 +196,50 @@ impl Pilot {
         let resent = self.signed_in(session, held, outcome.as_ref().map(|_| ()));
         outcome.map(|()| resent)
     }
+}
+
+/// Tells the protocol driver what a session event means to it: the one
+/// mapping from transport events to driver inputs, behind
+/// [`Pilot::feed`]. `now` is the time since the session started.
+pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
+    match ev {
+        Event::Frame(f) => driver.handle(Input::Frame(f)),
+        Event::SpawnFailed { error, .. } => driver.handle(Input::Gone(&format!("could not start: {error}"))),
+        Event::Exited { status, .. } => driver.handle(Input::Exited(&format!("the server {status}"))),
+        Event::Closed { .. } => driver.handle(Input::Gone("the session ended")),
+        Event::TimedOut { timed_out, .. } => driver.handle(Input::TimedOut(&timed_out.id)),
+        Event::WriteFailed { error, line, .. } => {
+            if let Some(id) = line_id(line) {
+                driver.handle(Input::NotDelivered {
+                    id: &id,
+                    why: error,
+                    cause: Undelivered::Write,
+                });
+            }
+        }
+        Event::Http(h) => {
+            if let (Some(id), Some(error)) = (&h.request_id, &h.error) {
+                driver.handle(Input::NotDelivered {
+                    id,
+                    why: error,
+                    cause: Undelivered::Http,
+                });
+            }
+        }
+        Event::Spawned { .. }
+        | Event::Stderr(_)
+        | Event::Cancelled { .. }
+        | Event::Note { .. }
+        | Event::Auth(_)
+        | Event::Touch(_)
+        | Event::App(_) => {}
+    }
+    driver.handle(Input::Tick(now));
+}
+
+/// The id of a request in a line that could not be written.
+fn line_id(line: &[u8]) -> Option<RequestId> {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("id").and_then(RequestId::from_json))
 }
