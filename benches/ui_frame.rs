@@ -74,18 +74,18 @@ fn bench(c: &mut Criterion) {
     let mut harness = Harness::builder()
         .with_size([1440.0, 900.0])
         .build_eframe(|cc| McpscopeApp::new(cc, StartupArgs::default()));
-    harness.state_mut().session.inspection = Some(Inspection::offline(model));
+    harness.state_mut().session_mut().inspection = Some(Inspection::offline(model));
     harness.step();
     let mut group = c.benchmark_group("ui");
     group.sample_size(50);
     group.bench_function("frame_follow_tail_1M", |b| b.iter(|| harness.step()));
     // Select a response in the middle: detail tree + linked request highlighted.
     let mid = (n / 2) / 10 * 10 + 1;
-    harness.state_mut().session.timeline.select(mid);
+    harness.state_mut().session_mut().timeline.select(mid);
     {
-        let app = harness.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(mid));
+        let view = harness.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(mid));
     }
     harness.step();
     group.bench_function("frame_selected_middle_1M", |b| b.iter(|| harness.step()));

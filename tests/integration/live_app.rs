@@ -98,7 +98,7 @@ fn harness() -> Harness<'static, McpscopeApp> {
 }
 
 fn rows(app: &McpscopeApp) -> Vec<String> {
-    app.session.inspection.as_ref().map_or_else(Vec::new, |i| {
+    app.session().inspection.as_ref().map_or_else(Vec::new, |i| {
         i.model
             .store
             .iter()
@@ -123,7 +123,10 @@ pub fn open_listed(h: &mut Harness<'static, McpscopeApp>, dir: &Path, name: &str
     });
     h.get_by_label("Open live").click();
     step_until(h, "a tab following the session", |app| {
-        app.session.inspection.as_ref().is_some_and(|i| i.live.is_some())
+        app.session()
+            .inspection
+            .as_ref()
+            .is_some_and(|i| i.followed().is_some())
     });
 }
 
@@ -134,7 +137,7 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     let mut h = harness();
     open_listed(&mut h, &proxied.sessions.clone(), "watched");
     assert!(shows(&h, "Live sessions (1 running)"));
-    assert!(shows(&h, "watched (live)"), "the tab says it is live");
+    assert!(shows(&h, "watched (following)"), "the tab says it follows the session");
     assert!(shows(&h, "Stop"), "a running session can be stopped");
 
     // The client's handshake appears while the session runs.
@@ -151,7 +154,7 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     });
     assert!(shows(&h, "client: kittest-client 7.1"));
     let after_handshake = rows(h.state()).len();
-    assert!(h.state().session.inspection.as_ref().unwrap().is_following());
+    assert!(h.state().session().inspection.as_ref().unwrap().is_following());
 
     // More traffic: the same tab grows (nothing re-read, nothing lost).
     proxied.say(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
@@ -178,20 +181,24 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     assert!(shows(&h, "seen live"), "the tools/call result in the tree");
 
     // Latency per method, and the Expert findings of the new rows.
-    let latency = h.state().session.inspection.as_ref().unwrap().model.latency_summary();
+    let latency = h.state().session().inspection.as_ref().unwrap().model.latency_summary();
     assert!(latency.iter().any(|l| l.method == "tools/call"), "{latency:?}");
     h.get_by_label("Latency").click();
     h.step();
     h.step();
     assert!(shows(&h, "tools/call"));
     step_until(&mut h, "an Expert finding about the line that is not JSON", |app| {
-        app.session.expert.findings.iter().any(|f| f.finding.rule == "not-json")
+        app.session()
+            .expert
+            .findings
+            .iter()
+            .any(|f| f.finding.rule == "not-json")
     });
 
     // The client quits: the session ends and stays open as an offline capture.
     proxied.hang_up();
     step_until(&mut h, "the end of the session", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| !i.is_following() && i.model.closed)
@@ -201,11 +208,11 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     });
     assert!(shows(&h, "offline capture"));
     assert!(shows(&h, "Remove"), "an ended session can be removed");
-    assert!(!shows(&h, "watched (live)"));
+    assert!(!shows(&h, "watched (following)"));
     let followed = rows(h.state());
     let loaded = mcpscope_core::record::capture::load(
         &h.state()
-            .session
+            .session()
             .inspection
             .as_ref()
             .unwrap()
@@ -260,16 +267,16 @@ fn three_sessions_open_as_tabs_and_two_compared() {
         app.tabs.len() == 3 && has_row(app, "result #2 (tools/list)")
     });
     assert_eq!(h.state().active_tab, 2);
-    for label in ["(running)", "proxied-one (live)", "opened.jsonl"] {
+    for label in ["(running)", "proxied-one (following)", "opened.jsonl"] {
         assert!(shows(&h, label), "a tab labelled {label}");
     }
 
     // Each tab keeps its own session and selection.
     h.get_by_label_contains("result #2 (tools/list)").click();
     h.step();
-    let selected_in_capture = h.state().session.timeline.selected;
+    let selected_in_capture = h.state().session().timeline.selected;
     assert!(selected_in_capture.is_some());
-    h.get_by_label("proxied-one (live)").click();
+    h.get_by_label("proxied-one (following)").click();
     h.step();
     h.step();
     assert_eq!(h.state().active_tab, 1);
@@ -285,12 +292,12 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     h.step();
     h.step();
     assert_eq!(h.state().active_tab, 0);
-    assert!(h.state().session.inspection.as_ref().unwrap().model.running());
+    assert!(h.state().session().inspection.as_ref().unwrap().model.running());
     h.get_by_label("opened.jsonl").click();
     h.step();
     h.step();
     assert_eq!(
-        h.state().session.timeline.selected,
+        h.state().session().timeline.selected,
         selected_in_capture,
         "its selection was kept"
     );
@@ -312,19 +319,19 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     h.state_mut().close_tab(0);
     h.step();
     assert_eq!(h.state().tabs.len(), 2);
-    assert!(shows(&h, "proxied-one (live)"));
+    assert!(shows(&h, "proxied-one (following)"));
 
     // Stop from the app ends the proxied session; its tab stays, offline.
     h.state_mut().diff.open = false;
     h.step();
-    h.get_by_label("proxied-one (live)").click();
+    h.get_by_label("proxied-one (following)").click();
     h.step();
     h.step();
-    assert!(h.state().session.inspection.as_ref().unwrap().is_following());
+    assert!(h.state().session().inspection.as_ref().unwrap().is_following());
     h.get_by_label("Stop").click();
     step_until(&mut h, "the stopped session", |app| {
         app.live.sessions.iter().all(|s| !s.state.is_running())
-            && app.session.inspection.as_ref().is_some_and(|i| !i.is_following())
+            && app.session().inspection.as_ref().is_some_and(|i| !i.is_following())
     });
     assert!(shows(&h, "offline capture"));
     assert!(h.state().tabs.len() == 2 && shows(&h, "proxied-one"));

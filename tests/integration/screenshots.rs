@@ -5,7 +5,7 @@
 use crate::support::*;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
-use mcpscope_app::panels::launcher::SavedServer;
+use mcpscope_app::saved_server::SavedServer;
 use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ fn save(h: &mut Harness<'static, McpscopeApp>, name: &str) {
 }
 
 fn rows_with(app: &McpscopeApp, text: &str) -> Option<usize> {
-    let model = &app.session.inspection.as_ref()?.model;
+    let model = &app.session().inspection.as_ref()?.model;
     model
         .store
         .iter()
@@ -95,11 +95,11 @@ fn regenerate_screenshots() {
         h.step();
     }
     let init = rows_with(h.state(), "result #1 (initialize)").unwrap();
-    h.state_mut().session.timeline.select(init);
+    h.state_mut().session_mut().timeline.select(init);
     {
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(init));
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(init));
     }
     for _ in 0..4 {
         h.step();
@@ -108,18 +108,18 @@ fn regenerate_screenshots() {
 
     // 3. A frame's JSON tree: the tools/list result, expanded.
     let list = rows_with(h.state(), "result #2 (tools/list)").unwrap();
-    h.state_mut().session.timeline.select(list);
+    h.state_mut().session_mut().timeline.select(list);
     {
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(list));
-        app.session.detail.tree.expand_all();
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(list));
+        view.detail.tree.expand_all();
     }
     for _ in 0..4 {
         h.step();
     }
     save(&mut h, "json-tree");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 
     // 4. A faulty server's log line on stdout.
     let faulty = faulty("stdout-log");
@@ -133,18 +133,18 @@ fn regenerate_screenshots() {
         rows_with(app, "result #2 (tools/list)").is_some()
     });
     let bad = rows_with(h.state(), "NOT JSON").unwrap();
-    h.state_mut().session.timeline.select(bad);
+    h.state_mut().session_mut().timeline.select(bad);
     {
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(bad));
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(bad));
     }
     for _ in 0..4 {
         h.step();
     }
     assert!(h.query_all_by_label_contains("not-json").next().is_some());
     save(&mut h, "faulty-stdout-line");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 
     // 5. The Expert panel on the same faulty session: the finding selected, its frame marked.
     let mut h = harness(StartupArgs {
@@ -157,7 +157,7 @@ fn regenerate_screenshots() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "lint findings", |app| {
-        app.session
+        app.session()
             .expert
             .findings
             .iter()
@@ -166,25 +166,26 @@ fn regenerate_screenshots() {
     h.state_mut().bottom_tab = mcpscope_app::BottomTab::Expert;
     let pos = h
         .state()
-        .session
+        .session()
         .expert
         .findings
         .iter()
         .position(|f| f.finding.rule == mcpscope_core::analysis::lint::rule::NOT_JSON)
         .unwrap();
-    if let Some(mcpscope_app::panels::expert::ExpertAction::SelectRows(rows)) = h.state_mut().session.expert.select(pos)
+    if let Some(mcpscope_app::panels::expert::ExpertAction::SelectRows(rows)) =
+        h.state_mut().session_mut().expert.select(pos)
     {
-        let app = h.state_mut();
-        app.session.timeline.select(rows[0]);
-        app.session.timeline.highlighted = rows.clone();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(rows[0]));
+        let view = h.state_mut().session_mut();
+        view.timeline.select(rows[0]);
+        view.timeline.highlighted = rows.clone();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(rows[0]));
     }
     for _ in 0..6 {
         h.step();
     }
     save(&mut h, "expert-panel");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 
     // 6. The composer: a zod schema with nested objects, enums and unions as a form, and its answer.
     let zod = node_zod_server();
@@ -195,19 +196,19 @@ fn regenerate_screenshots() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the tools", |app| {
-        app.session.composer.lists.tools.iter().any(|t| t.name == "schedule")
+        app.session().composer.lists.tools.iter().any(|t| t.name == "schedule")
     });
-    h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
-    h.state_mut().session.composer.choose_tool("schedule");
-    if let Some(form) = &mut h.state_mut().session.composer.tool.form {
+    h.state_mut().session_mut().right_tab = mcpscope_app::RightTab::Compose;
+    h.state_mut().session_mut().composer.choose_tool("schedule");
+    if let Some(form) = &mut h.state_mut().session_mut().composer.tool.form {
         form.fill_sample();
     }
-    h.state_mut().session.composer.tool.form_changed();
+    h.state_mut().session_mut().composer.tool.form_changed();
     for _ in 0..4 {
         h.step();
     }
     save(&mut h, "composer-form");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 
     // 7. The side-by-side diff of the same call against the Node and Python SDK servers.
     let dir = tempfile::tempdir().unwrap();
@@ -291,12 +292,12 @@ fn live_session_screenshot() {
         app.live.sessions.len() == 2 && app.live.sessions.iter().all(|s| s.record.client.is_some())
     });
     let call = rows_with(h.state(), "result #3 (tools/call)").unwrap();
-    h.state_mut().session.timeline.select(call);
+    h.state_mut().session_mut().timeline.select(call);
     {
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(call));
-        app.session.detail.tree.expand_all();
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(call));
+        view.detail.tree.expand_all();
     }
     for _ in 0..6 {
         h.step();
@@ -315,21 +316,21 @@ fn skills_mode_screenshot() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the handshake", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.handshake.initialized_row.is_some())
     });
-    h.state_mut().right_tab = mcpscope_app::RightTab::Compose;
-    h.state_mut().session.composer.mode = mcpscope_app::composer::Mode::Skills;
+    h.state_mut().session_mut().right_tab = mcpscope_app::RightTab::Compose;
+    h.state_mut().session_mut().composer.mode = mcpscope_app::composer::Mode::Skills;
     step_until(&mut h, "skills/list", |app| {
-        app.session.composer.lists.skills.len() == 2
+        app.session().composer.lists.skills.len() == 2
     });
     h.step();
     h.get_by_label_contains("pdf-processing  ").click();
     h.step();
     let state = |app: &McpscopeApp, path: &str| {
-        app.session
+        app.session()
             .composer
             .skills
             .load
@@ -351,7 +352,7 @@ fn skills_mode_screenshot() {
     std::thread::sleep(Duration::from_millis(100));
     h.step();
     save(&mut h, "skills-mode");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 }
 
 #[test]
@@ -382,24 +383,24 @@ fn display_filter_screenshot() {
         ..StartupArgs::default()
     });
     step_until(&mut h, "the capture loaded", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.store.len() > 20)
     });
     h.state_mut()
-        .session
+        .session_mut()
         .timeline
         .filter
         .set_text(r#"method == "tools/call" or request.method in {"tools/call", "prompts/get"} or kind == "error""#);
     step_until(&mut h, "the filter applied", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() < 10
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() < 10
     });
     if let Some(row) = rows_with(h.state(), "tools/call #") {
-        h.state_mut().session.timeline.select(row);
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(row));
+        h.state_mut().session_mut().timeline.select(row);
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(row));
     }
     for _ in 0..4 {
         h.step();

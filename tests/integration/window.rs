@@ -18,12 +18,12 @@ fn small_window() -> Harness<'static, McpscopeApp> {
 
 fn open(h: &mut Harness<'static, McpscopeApp>, name: &str) {
     let tabs = h.state().tabs.len();
-    let first = h.state().session.inspection.is_none();
+    let first = h.state().session().inspection.is_none();
     h.state_mut().open_capture(repo().join("tests/captures").join(name));
     step_until(h, name, |app| {
         (app.tabs.len() > tabs || first)
             && app
-                .session
+                .session()
                 .inspection
                 .as_ref()
                 .is_some_and(|i| i.capture_path.as_ref().is_some_and(|p| p.ends_with(name)) && !i.loading())
@@ -179,13 +179,13 @@ fn an_imported_files_tab_is_named_after_that_file() {
     let mut h = small_window();
     h.state_mut().open_capture(har.clone());
     step_until(&mut h, "the HAR opened", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| !i.loading() && i.model.store.len() > 1)
     });
     assert_eq!(h.state().tab_label(h.state().active_tab), "checkout-flow.har");
-    let i = h.state().session.inspection.as_ref().unwrap();
+    let i = h.state().session().inspection.as_ref().unwrap();
     assert_eq!(i.imported_from.as_deref(), Some(har.as_path()));
     assert!(
         i.capture_path
@@ -209,7 +209,7 @@ fn only_a_launch_that_was_answered_goes_into_recent() {
         .with_size(SMALL)
         .build_eframe(move |cc| McpscopeApp::new(cc, args));
     step_until(&mut h, "the failed launch", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.spawn_error.is_some())
@@ -226,7 +226,7 @@ fn only_a_launch_that_was_answered_goes_into_recent() {
         .with_size(SMALL)
         .build_eframe(move |cc| McpscopeApp::new(cc, launching(&spec)));
     step_until(&mut h, "the handshake answered", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.counts.results > 0)

@@ -409,7 +409,8 @@ fn spawn_worker(p: Prepared, rx: Receiver<ToWorker>, tx: Sender<FromWorker>, wak
                         ToWorker::Close => run.close("closed in mcpscope"),
                     });
                 }
-                calls.extend(run.wait(Duration::from_millis(15)));
+                // What the page sent since, and the host's clock.
+                calls.extend(run.wait(Duration::ZERO));
                 let records = run.take_records();
                 let busy = !calls.is_empty() || !records.is_empty();
                 for r in records {
@@ -445,6 +446,17 @@ fn spawn_worker(p: Prepared, rx: Receiver<ToWorker>, tx: Sender<FromWorker>, wak
                     wake();
                     return;
                 }
+                // Asleep until the session or the page says something, or
+                // the host's clock is due (the session's end is said once).
+                let mut ready = crossbeam_channel::Select::new();
+                if !orphaned {
+                    ready.recv(&rx);
+                }
+                ready.recv(run.server().inbox());
+                let _ = match run.until_next_tick() {
+                    Some(due) => ready.ready_timeout(due).ok(),
+                    None => Some(ready.ready()),
+                };
             }
         });
 }

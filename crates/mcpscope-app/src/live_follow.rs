@@ -31,7 +31,7 @@ pub enum FollowMsg {
 }
 
 /// A followed session: its channel and its worker (stopped and joined on drop).
-pub struct LiveFollow {
+pub struct FollowedSession {
     pub session: ListedSession,
     /// Set once the worker reported the end.
     pub ended: Option<SessionState>,
@@ -39,11 +39,11 @@ pub struct LiveFollow {
     feed: Feed<FollowMsg>,
 }
 
-impl LiveFollow {
-    pub fn start(session: ListedSession, waker: Option<Arc<dyn Fn() + Send + Sync>>) -> LiveFollow {
+impl FollowedSession {
+    pub fn start(session: ListedSession, waker: Option<Arc<dyn Fn() + Send + Sync>>) -> FollowedSession {
         let s = session.clone();
         let feed = Feed::spawn("live", 16, waker, move |feed| follow(&s, &feed));
-        LiveFollow {
+        FollowedSession {
             session,
             ended: None,
             problem: feed.failed().map(|e| e.to_string()),

@@ -9,10 +9,11 @@
 //! copied when the driver changed, and sends commands under the lock for the
 //! moment they take.
 
-use crate::inspection::SignInStatus;
+use crate::job::Job;
+use crate::sign_in::{SignInState, SignInStatus};
 use crossbeam_channel::{Receiver, Sender, select};
-use mcpscope_core::client::pilot::{Performed, Pilot};
 use mcpscope_core::driver::view::DriverView;
+use mcpscope_core::pilot::{Performed, Pilot};
 use mcpscope_core::protocol::auth::AuthError;
 use mcpscope_core::transport::auth::gate::Held;
 use mcpscope_core::transport::auth::{self, Authorizer};
@@ -27,14 +28,15 @@ use std::time::Duration;
 /// Events taken from the session at once, under one lock.
 const BATCH: usize = 256;
 
-/// The owner's state, shared by its thread and the UI's commands.
-pub struct Live {
+/// What the owner's thread owns: the session and the pilot that drives
+/// it, shared with the UI's commands (under the lock for the moment they take).
+pub struct PilotState {
     pub pilot: Pilot,
     pub session: Session,
 }
 
-pub fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
-    live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+pub fn lock(state: &Mutex<PilotState>) -> MutexGuard<'_, PilotState> {
+    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What the owner's thread hands the UI, in the order it happened.
@@ -84,11 +86,11 @@ impl PilotThread {
 /// refused meanwhile waiting their turn; the steps go to the session
 /// (timeline and capture).
 pub struct SignInRunner {
-    pub authorizer: Arc<Mutex<Authorizer>>,
-    pub status: Arc<Mutex<SignInStatus>>,
-    pub cancel: Arc<std::sync::atomic::AtomicBool>,
+    authorizer: Arc<Mutex<Authorizer>>,
+    status: Arc<Mutex<SignInStatus>>,
+    cancel: Arc<std::sync::atomic::AtomicBool>,
     waiting: VecDeque<Held>,
-    running: Option<(Held, Receiver<Result<(), AuthError>>)>,
+    running: Option<(Held, Job<Result<(), AuthError>>)>,
     steps: (Sender<AuthExchange>, Receiver<AuthExchange>),
     /// When a refresh ahead of time was last tried: an authorization server
     /// that cannot be reached is not asked again on every pass.
@@ -99,15 +101,12 @@ pub struct SignInRunner {
 const REFRESH_RETRY: Duration = Duration::from_secs(60);
 
 impl SignInRunner {
-    pub fn new(
-        authorizer: Arc<Mutex<Authorizer>>,
-        status: Arc<Mutex<SignInStatus>>,
-        cancel: Arc<std::sync::atomic::AtomicBool>,
-    ) -> Self {
+    /// The runner of `state`'s sign-ins (it shares its authorizer, status and cancel flag).
+    pub fn new(state: &SignInState) -> Self {
         SignInRunner {
-            authorizer,
-            status,
-            cancel,
+            authorizer: Arc::clone(&state.authorizer),
+            status: Arc::clone(&state.status),
+            cancel: Arc::clone(&state.cancel),
             waiting: VecDeque::new(),
             running: None,
             steps: crossbeam_channel::unbounded(),
@@ -125,39 +124,32 @@ impl SignInRunner {
         }
         let Some(held) = self.waiting.pop_front() else { return };
         self.cancel.store(false, Ordering::Relaxed);
-        let (tx, rx) = crossbeam_channel::bounded(1);
         let authorizer = Arc::clone(&self.authorizer);
         let steps = self.steps.0.clone();
         let challenge = held.challenge.clone();
         let attempt = held.attempt;
         let (poke_step, poke_end) = (poke.clone(), poke.clone());
-        let spawned = std::thread::Builder::new()
-            .name("mcpscope-sign-in".into())
-            .spawn(move || {
-                let mut a = authorizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let mut record = |x: AuthExchange| {
-                    let _ = steps.send(x);
-                    let _ = poke_step.send(());
-                };
-                let outcome = auth::answer_challenge_with(&mut a, &mut record, &challenge, attempt);
-                let _ = tx.send(outcome);
-                let _ = poke_end.send(());
-            });
-        match spawned {
-            Ok(_) => self.running = Some((held, rx)),
-            Err(e) => {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                let _ = tx.send(Err(AuthError::Config(format!("could not start signing in: {e}"))));
-                self.running = Some((held, rx));
-            }
-        }
+        // The owner's thread is poked however the sign-in ends (a worker
+        // that died included: the job says so).
+        let ended: crate::job::Wake = Arc::new(move || {
+            let _ = poke_end.send(());
+        });
+        let job = Job::spawn("sign-in", Some(ended), move || {
+            let mut a = authorizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut record = |x: AuthExchange| {
+                let _ = steps.send(x);
+                let _ = poke_step.send(());
+            };
+            auth::answer_challenge_with(&mut a, &mut record, &challenge, attempt)
+        });
+        self.running = Some((held, job));
         self.status().running = true;
     }
 
     /// A token about to expire is refreshed here, ahead of the sends that
     /// need it (never under the owner's lock, never on the UI thread); not
     /// while a sign-in runs (a new token is coming).
-    fn refresh_ahead(&mut self, live: &Mutex<Live>) {
+    fn refresh_ahead(&mut self, state: &Mutex<PilotState>) {
         if self.running.is_some() || self.refreshed_at.is_some_and(|t| t.elapsed() < REFRESH_RETRY) {
             return;
         }
@@ -167,7 +159,7 @@ impl SignInRunner {
         drop(a);
         if !steps.is_empty() {
             self.refreshed_at = Some(std::time::Instant::now());
-            let l = lock(live);
+            let l = lock(state);
             for step in steps {
                 l.session.record_auth(step);
             }
@@ -176,14 +168,15 @@ impl SignInRunner {
 
     /// Steps to the session; a finished sign-in sends its request again
     /// (or fails it) and the next one starts.
-    fn poll(&mut self, live: &Mutex<Live>, out: &Sender<Update>, poke: &Sender<()>) {
-        let mut guard = lock(live);
-        let Live { pilot, session } = &mut *guard;
+    fn poll(&mut self, state: &Mutex<PilotState>, out: &Sender<Update>, poke: &Sender<()>) {
+        let mut guard = lock(state);
+        let PilotState { pilot, session } = &mut *guard;
         while let Ok(step) = self.steps.1.try_recv() {
             session.record_auth(step);
         }
-        let finished = self.running.as_ref().and_then(|(_, rx)| rx.try_recv().ok());
+        let finished = self.running.as_mut().and_then(|(_, job)| job.poll());
         if let Some(outcome) = finished {
+            let outcome = outcome.unwrap_or_else(|failed| Err(AuthError::Config(failed.to_string())));
             let (held, _) = self.running.take().expect("checked");
             while let Ok(step) = self.steps.1.try_recv() {
                 session.record_auth(step);
@@ -202,21 +195,21 @@ impl SignInRunner {
     }
 }
 
-/// Starts the owner's thread for `live` (its driver already started). The
+/// Starts the owner's thread for `state` (its driver already started). The
 /// UI's `waker` is called whenever there is something new to draw.
 pub fn spawn(
-    live: Arc<Mutex<Live>>,
+    state: Arc<Mutex<PilotState>>,
     sign_in: Option<SignInRunner>,
     waker: Option<Waker>,
 ) -> std::io::Result<PilotThread> {
-    let events = lock(&live).session.events().clone();
+    let events = lock(&state).session.events().clone();
     let (out, updates) = crossbeam_channel::unbounded();
     let (quit_tx, quit) = crossbeam_channel::bounded::<()>(0);
     let generation = Arc::new(AtomicU64::new(0));
     let g = Arc::clone(&generation);
     let thread = std::thread::Builder::new()
         .name("mcpscope-pilot".into())
-        .spawn(move || run(&live, &events, &quit, &out, sign_in, &g, waker))?;
+        .spawn(move || run(&state, &events, &quit, &out, sign_in, &g, waker))?;
     Ok(PilotThread {
         updates,
         generation,
@@ -227,7 +220,7 @@ pub fn spawn(
 }
 
 fn run(
-    live: &Mutex<Live>,
+    state: &Mutex<PilotState>,
     events: &Receiver<Event>,
     quit: &Receiver<()>,
     out: &Sender<Update>,
@@ -239,7 +232,7 @@ fn run(
     let mut open = true;
     while open {
         let wait = {
-            let l = lock(live);
+            let l = lock(state);
             l.pilot
                 .driver
                 .next_wakeup()
@@ -252,8 +245,8 @@ fn run(
             recv(events) -> ev => match ev {
                 Ok(first) => {
                     news = true;
-                    let mut guard = lock(live);
-                    let Live { pilot, session } = &mut *guard;
+                    let mut guard = lock(state);
+                    let PilotState { pilot, session } = &mut *guard;
                     for ev in std::iter::once(first).chain(events.try_iter().take(BATCH - 1)) {
                         let held = pilot.feed(&ev);
                         let _ = out.send(Update::Event(ev));
@@ -277,12 +270,12 @@ fn run(
         pokes.try_iter().for_each(drop);
         if let Some(si) = &mut sign_in {
             si.start_next(&poke);
-            si.poll(live, out, &poke);
-            si.refresh_ahead(live);
+            si.poll(state, out, &poke);
+            si.refresh_ahead(state);
         }
         {
-            let mut guard = lock(live);
-            let Live { pilot, session } = &mut *guard;
+            let mut guard = lock(state);
+            let PilotState { pilot, session } = &mut *guard;
             pilot.tick();
             pilot.perform(session, &mut |p| {
                 news = true;
@@ -299,6 +292,6 @@ fn run(
 }
 
 /// The driver as the UI reads it.
-pub fn view(live: &Mutex<Live>) -> DriverView {
-    DriverView::of(&lock(live).pilot.driver)
+pub fn view(state: &Mutex<PilotState>) -> DriverView {
+    DriverView::of(&lock(state).pilot.driver)
 }

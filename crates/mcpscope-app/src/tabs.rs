@@ -1,28 +1,38 @@
-//! Several sessions open at once, as tabs. Each session and every view of it
-//! is one [`SessionView`]: the app's `session` is the tab on screen, the
-//! others are parked in [`SessionTab`]s, and choosing a tab swaps that one
-//! struct (a new per-session panel is a field of `SessionView`, nothing
-//! more). A parked tab keeps draining its session (a launched server or a
-//! followed capture goes on growing).
+//! Several sessions open at once, as tabs. Each session and every view of
+//! it is one [`SessionView`] in a [`SessionTab`]; the app keeps them all in
+//! one list, the tab on screen being the one its index names (a new
+//! per-session panel is a field of `SessionView`, nothing more). A tab not
+//! on screen keeps draining its session (a launched server or a followed
+//! capture goes on growing).
 
 use crate::composer::ComposerPanel;
 use crate::inspection::Inspection;
 use crate::panels::detail::DetailPanel;
 use crate::panels::expert::ExpertPanel;
-use crate::panels::launcher::SavedServer;
 use crate::panels::log_view::LogPanel;
 use crate::panels::notifications::NotificationsPanel;
 use crate::panels::stats_view::StatsPanel;
 use crate::panels::timeline::TimelinePanel;
-use crate::{McpscopeApp, RightTab};
+use crate::restore::TabMemory;
+use crate::saved_server::SavedServer;
 use mcpscope_core::timeline::model::Severity;
 use mcpscope_core::wire::message::RequestId;
 use std::path::PathBuf;
+
+/// The tabs of the right panel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RightTab {
+    #[default]
+    Frame,
+    Compose,
+}
 
 /// One session and every view of it.
 #[derive(Default)]
 pub struct SessionView {
     pub inspection: Option<Inspection>,
+    /// The right panel's tab (Frame or Compose) for this session.
+    pub right_tab: RightTab,
     pub timeline: TimelinePanel,
     pub detail: DetailPanel,
     pub expert: ExpertPanel,
@@ -40,7 +50,7 @@ pub struct SessionView {
     /// is selected and scrolled to, wherever Follow tail is).
     pub(crate) replayed: Option<RequestId>,
     /// The server launched here, until it answers (then it goes into Recent).
-    pub(crate) unremembered: Option<crate::panels::launcher::SavedServer>,
+    pub(crate) unremembered: Option<SavedServer>,
     /// The last ping sent from the app, to show its round trip.
     pub ping: Option<RequestId>,
     /// Server requests already announced (to switch to the composer once).
@@ -61,7 +71,7 @@ impl SessionView {
         self.log.reset();
         self.notifications.reset();
         self.stats.reset();
-        self.detail.show_row_none();
+        self.detail = DetailPanel::default();
     }
 
     /// Takes the session out (to end it) and empties every view of it.
@@ -81,13 +91,11 @@ impl SessionView {
     }
 }
 
-/// A tab. For the tab on screen the app holds its view and this slot only
-/// its title.
+/// A tab: its title and its session's views.
 #[derive(Default)]
 pub struct SessionTab {
     pub title: String,
     pub view: SessionView,
-    right_tab: Option<RightTab>,
 }
 
 impl SessionTab {
@@ -98,8 +106,75 @@ impl SessionTab {
         }
     }
 
+    /// A new tab that opens on the same right-panel tab as `shown` (the tab on screen).
+    pub fn beside(shown: &SessionView) -> Self {
+        let mut tab = Self::default();
+        tab.view.right_tab = shown.right_tab;
+        tab
+    }
+
     pub fn capture_path(&self) -> Option<&PathBuf> {
         self.view.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
+    }
+
+    /// Its label: its title, and whether its session follows a proxied
+    /// one or runs a server.
+    pub fn label(&self) -> String {
+        let title = match self.title.as_str() {
+            "" => "New tab",
+            t => t,
+        };
+        match &self.view.inspection {
+            Some(i) if i.is_following() => format!("{title} (following)"),
+            // A server that runs but whose handshake failed is not simply running.
+            Some(i)
+                if i.model.running()
+                    && i.model
+                        .handshake
+                        .findings(false)
+                        .iter()
+                        .any(|(s, _)| *s == Severity::Error) =>
+            {
+                format!("{title} (running, handshake failed)")
+            }
+            Some(i) if i.model.running() => format!("{title} (running)"),
+            _ => title.to_owned(),
+        }
+    }
+
+    /// Whether closing it would stop a server mcpscope runs (a followed
+    /// proxy session or a capture stops nothing).
+    pub fn runs_a_server(&self) -> bool {
+        self.view
+            .inspection
+            .as_ref()
+            .is_some_and(|i| !i.is_following() && i.model.running())
+    }
+
+    /// The tab as it is saved, if it is worth bringing back (it has a
+    /// capture, or ran a server).
+    pub fn memory(&self, active: bool) -> Option<TabMemory> {
+        let view = &self.view;
+        let i = view.inspection.as_ref()?;
+        let server = view
+            .last_launch
+            .as_ref()
+            .filter(|_| i.model.running())
+            .map(|s| crate::intercept_link::with_live_rules(s.without_secrets(), i.intercept.as_ref()));
+        let selected_seq = view
+            .timeline
+            .selected
+            .and_then(|row| i.model.store.get(row))
+            .and_then(|r| r.seq());
+        let memory = TabMemory {
+            title: self.title.clone(),
+            capture: i.capture_path.clone(),
+            server,
+            filter: view.timeline.filter.text.clone(),
+            selected_seq,
+            active,
+        };
+        (memory.capture.is_some() || memory.server.is_some()).then_some(memory)
     }
 }
 
@@ -118,297 +193,140 @@ pub enum TabAction {
     New,
 }
 
-impl McpscopeApp {
-    /// Exchanges the app's session state with slot `idx` (titles stay put).
-    fn swap_slot(&mut self, idx: usize) {
-        let t = &mut self.tabs[idx];
-        std::mem::swap(&mut self.session, &mut t.view);
-        // The right panel's tab is remembered per session (a parked slot holds Some).
-        let mine = Some(self.right_tab);
-        if let Some(r) = std::mem::replace(&mut t.right_tab, mine) {
-            self.right_tab = r;
-        }
-    }
-
-    /// Shows tab `idx`.
-    pub fn activate_tab(&mut self, idx: usize) {
-        if idx >= self.tabs.len() || idx == self.active_tab {
-            return;
-        }
-        self.swap_slot(self.active_tab);
-        self.swap_slot(idx);
-        self.active_tab = idx;
-        self.tabs[idx].right_tab = None;
-    }
-
-    /// Makes room for a new session: the tab on screen if it shows none,
-    /// else a new tab. Either way the views start empty.
-    pub(crate) fn tab_for_new_session(&mut self, title: String) {
-        if self.session.inspection.is_some() {
-            self.tabs.push(SessionTab::default());
-            let idx = self.tabs.len() - 1;
-            self.activate_tab(idx);
-        }
-        self.replace_inspection();
-        self.tabs[self.active_tab].title = title;
-    }
-
-    /// Closes tab `idx`; its session ends off the UI thread.
-    pub fn close_tab(&mut self, idx: usize) {
-        if idx >= self.tabs.len() {
-            return;
-        }
-        if self.tabs.len() == 1 {
-            self.replace_inspection();
-            self.tabs[0].title = String::new();
-            return;
-        }
-        if idx == self.active_tab {
-            let next = if idx + 1 < self.tabs.len() { idx + 1 } else { idx - 1 };
-            self.activate_tab(next);
-        }
-        let closed = self.tabs.remove(idx);
-        if idx < self.active_tab {
-            self.active_tab -= 1;
-        }
-        if let Some(i) = closed.view.inspection {
-            // Dropping a live session shuts its server down and may wait.
-            crate::job::detach("shutdown", move || drop(i));
-        }
-    }
-
-    /// The tab showing `capture`, if one does.
-    pub fn tab_showing(&self, capture: &std::path::Path) -> Option<usize> {
-        (0..self.tabs.len()).find(|&i| self.tab_capture(i).is_some_and(|p| p == capture))
-    }
-
-    /// The capture of tab `idx` (the one on screen included).
-    pub fn tab_capture(&self, idx: usize) -> Option<&PathBuf> {
-        if idx == self.active_tab {
-            self.session.inspection.as_ref().and_then(|i| i.capture_path.as_ref())
-        } else {
-            self.tabs.get(idx).and_then(SessionTab::capture_path)
-        }
-    }
-
-    fn tab_inspection(&self, idx: usize) -> Option<&Inspection> {
-        if idx == self.active_tab {
-            self.session.inspection.as_ref()
-        } else {
-            self.tabs.get(idx).and_then(|t| t.view.inspection.as_ref())
-        }
-    }
-
-    /// A tab's label: its title, and whether it is live.
-    pub fn tab_label(&self, idx: usize) -> String {
-        let title = match self.tabs[idx].title.as_str() {
-            "" => "New tab",
-            t => t,
-        };
-        match self.tab_inspection(idx) {
-            Some(i) if i.is_following() => format!("{title} (live)"),
-            // A server that runs but whose handshake failed is not simply running.
-            Some(i)
-                if i.model.running()
-                    && i.model
-                        .handshake
-                        .findings(false)
-                        .iter()
-                        .any(|(s, _)| *s == Severity::Error) =>
-            {
-                format!("{title} (running, handshake failed)")
-            }
-            Some(i) if i.model.running() => format!("{title} (running)"),
-            _ => title.to_owned(),
-        }
-    }
-
-    /// Keeps parked tabs' sessions moving; true when one has more waiting.
-    pub(crate) fn pump_parked(&mut self) -> bool {
-        let mut more = false;
-        for (idx, t) in self.tabs.iter_mut().enumerate() {
-            if idx != self.active_tab
-                && let Some(i) = &mut t.view.inspection
-            {
-                more |= i.drain();
-                i.pump_apps();
-            }
-        }
-        more
-    }
-
-    pub(crate) fn tab_bar_ui(&self, ui: &mut egui::Ui) -> Option<TabAction> {
-        let mut action = None;
-        // One row whatever the number of tabs: the tabs scroll sideways,
-        // their labels shortened, and the controls after them keep their room.
-        // Top-aligned: the strip's scroll bar (when the tabs overflow) goes
-        // under the tabs without moving the buttons beside them.
-        ui.horizontal_top(|ui| {
-            let controls = 230.0;
-            let strip = (ui.available_width() - controls).max(120.0);
-            // Labels shorten as tabs multiply, so every tab keeps its start
-            // in view (at 1024 px seven tabs scrolled the first one's name
-            // away); past the shortest, the strip scrolls and "Tabs" lists
-            // all. The length is fitted to what the strip measured last frame.
-            let budget_key = egui::Id::unique("tab-label-budget");
-            let budget = ui.data(|d| d.get_temp::<usize>(budget_key)).unwrap_or(TAB_LABEL_MAX);
-            let squeezed = self.tabs.len() as f32 * TAB_ROOM > strip;
-            // A solid bar under the tabs: a floating one lay over them on
-            // hover and took the clicks meant for a tab's close button.
-            ui.spacing_mut().scroll = egui::style::ScrollStyle::thin();
-            ui.spacing_mut().scroll.floating = false;
-            let shown = egui::ScrollArea::horizontal()
-                .id_salt("tab-strip")
-                .max_width(strip)
-                .auto_shrink([true, true])
-                .show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        for idx in 0..self.tabs.len() {
-                            ui.push_id(("tab", idx), |ui| {
-                                let label = self.tab_label(idx);
-                                let short = mcpscope_core::text::ellipsize(&label, budget);
-                                let tab = ui.selectable_label(idx == self.active_tab, &short);
-                                let tab = if short != label { tab.on_hover_text(&label) } else { tab };
-                                if tab.clicked() {
-                                    action = Some(TabAction::Activate(idx));
-                                }
-                                // When many tabs share the strip, only the one on
-                                // screen keeps its close button: the others' names
-                                // need the room (the Tabs menu closes any of them).
-                                let close = (!squeezed || idx == self.active_tab)
-                                    .then(|| ui.small_button("x").on_hover_text(format!("Close {label}")));
-                                if close.as_ref().is_some_and(egui::Response::clicked) {
-                                    action = Some(TabAction::Close(idx));
-                                }
-                                // A tab that just came on screen (a launch, a
-                                // capture opened) or was renamed is scrolled,
-                                // close button included, into the strip's view.
-                                if idx == self.active_tab {
-                                    let key = egui::Id::unique("tab-strip-shown");
-                                    let shown = (idx, short.clone());
-                                    if ui.data(|d| d.get_temp::<(usize, String)>(key)).as_ref() != Some(&shown) {
-                                        let rect = close.as_ref().map_or(tab.rect, |c| tab.rect.union(c.rect));
-                                        ui.scroll_to_rect(rect, None);
-                                        ui.data_mut(|d| d.insert_temp(key, shown));
-                                    }
-                                }
-                            });
-                            ui.separator();
-                        }
-                    });
-                });
-            let glyph = ui.fonts_mut(|f| f.glyph_width(&egui::TextStyle::Button.resolve(ui.style()), 'n'));
-            let fitted = tab_label_budget(budget, shown.content_size.x, strip, self.tabs.len(), glyph);
-            if fitted != budget {
-                ui.data_mut(|d| d.insert_temp(budget_key, fitted));
-                ui.ctx().request_repaint();
-            }
-            if ui.small_button("+").on_hover_text("New tab").clicked() {
-                action = Some(TabAction::New);
-            }
-            if self.tabs.len() > 1 {
-                ui.menu_button("Tabs", |ui| {
-                    for idx in 0..self.tabs.len() {
-                        ui.horizontal(|ui| {
-                            let label = self.tab_label(idx);
-                            if ui.selectable_label(idx == self.active_tab, &label).clicked() {
+/// The tab strip (each tab with its close button, "+", the Tabs menu,
+/// Compare with…) and, while a running tab is being closed, the question
+/// whether to stop its server; what the user asked for.
+pub fn tab_bar_ui(ui: &mut egui::Ui, tabs: &[SessionTab], active: usize, closing: Option<usize>) -> Option<TabAction> {
+    let mut action = None;
+    // One row whatever the number of tabs: the tabs scroll sideways,
+    // their labels shortened, and the controls after them keep their room.
+    // Top-aligned: the strip's scroll bar (when the tabs overflow) goes
+    // under the tabs without moving the buttons beside them.
+    ui.horizontal_top(|ui| {
+        let controls = 230.0;
+        let strip = (ui.available_width() - controls).max(120.0);
+        // Labels shorten as tabs multiply, so every tab keeps its start
+        // in view (at 1024 px seven tabs scrolled the first one's name
+        // away); past the shortest, the strip scrolls and "Tabs" lists
+        // all. The length is fitted to what the strip measured last frame.
+        let budget_key = egui::Id::unique("tab-label-budget");
+        let budget = ui.data(|d| d.get_temp::<usize>(budget_key)).unwrap_or(TAB_LABEL_MAX);
+        let squeezed = tabs.len() as f32 * TAB_ROOM > strip;
+        // A solid bar under the tabs: a floating one lay over them on
+        // hover and took the clicks meant for a tab's close button.
+        ui.spacing_mut().scroll = egui::style::ScrollStyle::thin();
+        ui.spacing_mut().scroll.floating = false;
+        let shown = egui::ScrollArea::horizontal()
+            .id_salt("tab-strip")
+            .max_width(strip)
+            .auto_shrink([true, true])
+            .show(ui, |ui| {
+                ui.horizontal(|ui| {
+                    for (idx, shown_tab) in tabs.iter().enumerate() {
+                        ui.push_id(("tab", idx), |ui| {
+                            let label = shown_tab.label();
+                            let short = mcpscope_core::text::ellipsize(&label, budget);
+                            let tab = ui.selectable_label(idx == active, &short);
+                            let tab = if short != label { tab.on_hover_text(&label) } else { tab };
+                            if tab.clicked() {
                                 action = Some(TabAction::Activate(idx));
-                                ui.close();
                             }
-                            if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                            // When many tabs share the strip, only the one on
+                            // screen keeps its close button: the others' names
+                            // need the room (the Tabs menu closes any of them).
+                            let close = (!squeezed || idx == active)
+                                .then(|| ui.small_button("x").on_hover_text(format!("Close {label}")));
+                            if close.as_ref().is_some_and(egui::Response::clicked) {
                                 action = Some(TabAction::Close(idx));
-                                ui.close();
+                            }
+                            // A tab that just came on screen (a launch, a
+                            // capture opened) or was renamed is scrolled,
+                            // close button included, into the strip's view.
+                            if idx == active {
+                                let key = egui::Id::unique("tab-strip-shown");
+                                let shown = (idx, short.clone());
+                                if ui.data(|d| d.get_temp::<(usize, String)>(key)).as_ref() != Some(&shown) {
+                                    let rect = close.as_ref().map_or(tab.rect, |c| tab.rect.union(c.rect));
+                                    ui.scroll_to_rect(rect, None);
+                                    ui.data_mut(|d| d.insert_temp(key, shown));
+                                }
                             }
                         });
-                    }
-                })
-                .response
-                .on_hover_text("Every open tab, by its full name");
-            }
-            let others: Vec<usize> = (0..self.tabs.len())
-                .filter(|&i| i != self.active_tab && self.tab_capture(i).is_some())
-                .collect();
-            let can = self.tab_capture(self.active_tab).is_some() && !others.is_empty();
-            ui.add_enabled_ui(can, |ui| {
-                ui.menu_button("Compare with…", |ui| {
-                    for i in others {
-                        if ui.button(format!("with {}", self.tab_label(i))).clicked() {
-                            action = Some(TabAction::CompareWith(i));
-                            ui.close();
-                        }
-                    }
-                })
-                .response
-                .on_disabled_hover_text("Open two sessions with captures to compare them side by side");
-            });
-        });
-        if let Some(idx) = self.closing
-            && idx < self.tabs.len()
-        {
-            let name = match self.tabs[idx].title.as_str() {
-                "" => "this tab",
-                t => t,
-            };
-            let modal = egui::Modal::new(egui::Id::unique("confirm-close-tab")).show(ui.ctx(), |ui| {
-                ui.heading("Close a running session?");
-                ui.label(format!(
-                    "{name}'s server is still running. Closing the tab stops it (stdin closed, then SIGTERM, then SIGKILL to its process group); its capture stays on disk."
-                ));
-                ui.horizontal(|ui| {
-                    if ui.button("Stop the server and close").clicked() {
-                        action = Some(TabAction::CloseNow(idx));
-                    }
-                    if ui.button("Keep it open").clicked() {
-                        action = Some(TabAction::KeepOpen);
+                        ui.separator();
                     }
                 });
             });
-            if modal.should_close() && action.is_none() {
-                action = Some(TabAction::KeepOpen);
-            }
+        let glyph = ui.fonts_mut(|f| f.glyph_width(&egui::TextStyle::Button.resolve(ui.style()), 'n'));
+        let fitted = tab_label_budget(budget, shown.content_size.x, strip, tabs.len(), glyph);
+        if fitted != budget {
+            ui.data_mut(|d| d.insert_temp(budget_key, fitted));
+            ui.ctx().request_repaint();
         }
-        action
-    }
-
-    /// Whether closing tab `idx` would stop a server mcpscope runs (a
-    /// followed proxy session or a capture stops nothing).
-    fn runs_a_server(&self, idx: usize) -> bool {
-        self.tab_inspection(idx)
-            .is_some_and(|i| !i.is_following() && i.model.running())
-    }
-
-    pub(crate) fn apply_tab_action(&mut self, a: TabAction) {
-        match a {
-            TabAction::Activate(i) => self.activate_tab(i),
-            TabAction::Close(i) if self.runs_a_server(i) => self.closing = Some(i),
-            TabAction::Close(i) | TabAction::CloseNow(i) => {
-                self.closing = None;
-                self.close_tab(i);
-            }
-            TabAction::KeepOpen => self.closing = None,
-            TabAction::New => {
-                self.tabs.push(SessionTab::default());
-                self.activate_tab(self.tabs.len() - 1);
-            }
-            TabAction::CompareWith(other) => self.compare_tabs(self.active_tab, other),
+        if ui.small_button("+").on_hover_text("New tab").clicked() {
+            action = Some(TabAction::New);
+        }
+        if tabs.len() > 1 {
+            ui.menu_button("Tabs", |ui| {
+                for (idx, listed) in tabs.iter().enumerate() {
+                    ui.horizontal(|ui| {
+                        let label = listed.label();
+                        if ui.selectable_label(idx == active, &label).clicked() {
+                            action = Some(TabAction::Activate(idx));
+                            ui.close();
+                        }
+                        if ui.small_button("x").on_hover_text(format!("Close {label}")).clicked() {
+                            action = Some(TabAction::Close(idx));
+                            ui.close();
+                        }
+                    });
+                }
+            })
+            .response
+            .on_hover_text("Every open tab, by its full name");
+        }
+        let others: Vec<usize> = (0..tabs.len())
+            .filter(|&i| i != active && tabs[i].capture_path().is_some())
+            .collect();
+        let can = tabs[active].capture_path().is_some() && !others.is_empty();
+        ui.add_enabled_ui(can, |ui| {
+            ui.menu_button("Compare with…", |ui| {
+                for i in others {
+                    if ui.button(format!("with {}", tabs[i].label())).clicked() {
+                        action = Some(TabAction::CompareWith(i));
+                        ui.close();
+                    }
+                }
+            })
+            .response
+            .on_disabled_hover_text("Open two sessions with captures to compare them side by side");
+        });
+    });
+    if let Some(idx) = closing
+        && idx < tabs.len()
+    {
+        let name = match tabs[idx].title.as_str() {
+            "" => "this tab",
+            t => t,
+        };
+        let modal = egui::Modal::new(egui::Id::unique("confirm-close-tab")).show(ui.ctx(), |ui| {
+            ui.heading("Close a running session?");
+            ui.label(format!(
+                "{name}'s server is still running. Closing the tab stops it (stdin closed, then SIGTERM, then SIGKILL to its process group); its capture stays on disk."
+            ));
+            ui.horizontal(|ui| {
+                if ui.button("Stop the server and close").clicked() {
+                    action = Some(TabAction::CloseNow(idx));
+                }
+                if ui.button("Keep it open").clicked() {
+                    action = Some(TabAction::KeepOpen);
+                }
+            });
+        });
+        if modal.should_close() && action.is_none() {
+            action = Some(TabAction::KeepOpen);
         }
     }
-
-    /// Puts two open tabs' captures side by side in the diff window.
-    pub fn compare_tabs(&mut self, a: usize, b: usize) {
-        match (self.tab_capture(a).cloned(), self.tab_capture(b).cloned()) {
-            (Some(pa), Some(pb)) => {
-                self.diff.a = Some(pa);
-                self.diff.set(crate::panels::diff_view::Side::B, pb, &self.waker);
-            }
-            _ => {
-                self.message = Some((
-                    mcpscope_core::timeline::model::Severity::Warning,
-                    "both tabs need a capture to compare".into(),
-                ))
-            }
-        }
-    }
+    action
 }
 
 /// The room a tab with a short label and its close button takes: with
@@ -465,5 +383,28 @@ mod tests {
         // Growing never overflows what it measured: the room it takes is a character short of the room there is.
         let grown = tab_label_budget(10, 500.0, 794.0, 7, 7.0);
         assert!(500.0 + (grown - 10) as f32 * 7.0 * 7.0 <= 794.0);
+    }
+
+    #[test]
+    fn a_new_tab_opens_on_the_right_panel_tab_of_the_one_on_screen() {
+        let shown = SessionView {
+            right_tab: RightTab::Compose,
+            ..SessionView::default()
+        };
+        assert_eq!(SessionTab::beside(&shown).view.right_tab, RightTab::Compose);
+        assert_eq!(SessionTab::default().view.right_tab, RightTab::Frame);
+    }
+
+    #[test]
+    fn a_label_says_what_the_tab_holds() {
+        use mcpscope_core::timeline::model::{SessionModel, Source};
+        assert_eq!(SessionTab::default().label(), "New tab");
+        let mut tab = SessionTab::titled("opened.jsonl");
+        tab.view.inspection = Some(Inspection::offline(SessionModel::new(Source::Capture {
+            path: "opened.jsonl".into(),
+            command_line: String::new(),
+        })));
+        assert_eq!(tab.label(), "opened.jsonl", "a capture neither follows nor runs");
+        assert!(!tab.runs_a_server(), "closing it stops nothing");
     }
 }

@@ -8,7 +8,7 @@
 //! store once it is open.
 
 use crate::job::Job;
-use crate::panels::launcher::SavedServer;
+use crate::saved_server::SavedServer;
 use mcpscope_core::config::token_store::{self, SharedTokenStore, TokenStore, TokenStoreError};
 use mcpscope_core::protocol::auth::flow::Memory;
 use mcpscope_core::timeline::model::Severity;

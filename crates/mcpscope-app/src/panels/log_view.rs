@@ -1,11 +1,23 @@
 //! The server's log: `notifications/message` by level, with a level filter.
 //! Rows are parsed once, as they arrive, into a filtered index.
 
-use crate::composer::LOG_LEVELS;
 use crate::theme;
 use egui::{RichText, Ui};
 use mcpscope_core::timeline::model::SessionModel;
 use serde_json::Value;
+
+/// MCP's log levels (RFC 5424's), least severe first: what the panel
+/// filters by and what the composer offers for `logging/setLevel`.
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 /// One log message as shown.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 //! sessions open side by side in the diff view.
 
 use crate::job::{Job, PollOutcome as _};
-use crate::panels::launcher::SavedServer;
+use crate::saved_server::SavedServer;
 use crate::theme;
 use egui::{RichText, Ui};
 use mcpscope_core::analysis::answer_diff::Ignore;
@@ -99,7 +99,7 @@ pub fn run(
     let options = SessionOptions {
         request_timeout: Some(TIMEOUT),
         capture: Some(live.clone()),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     };
     let target = server.target();
     let mut authorizer = authorizer_for(&target, server, interaction, sign_in_url, tokens)?;

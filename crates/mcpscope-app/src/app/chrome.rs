@@ -1,7 +1,7 @@
 //! The window's chrome around the panels: the menu bar, the status bar,
-//! the handshake strip and the server's card (split from lib.rs, which
-//! holds the app's state and its frame loop).
+//! the handshake strip and the server's card.
 
+use super::ui::{capability_summary, format_duration};
 use super::*;
 
 impl McpscopeApp {
@@ -13,13 +13,13 @@ impl McpscopeApp {
                     ui.close();
                 }
                 if ui
-                    .add_enabled(self.session.inspection.is_some(), egui::Button::new("Save capture…"))
+                    .add_enabled(self.session().inspection.is_some(), egui::Button::new("Save capture…"))
                     .clicked()
                 {
                     commands.push(Command::Pick(DialogPurpose::SaveCapture));
                     ui.close();
                 }
-                let capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.as_ref());
+                let capture = self.session().inspection.as_ref().and_then(|i| i.capture_path.as_ref());
                 if ui
                     .add_enabled(capture.is_some(), egui::Button::new("Export as HAR…"))
                     .on_hover_text("HAR 1.2 for browser devtools and HTTP debuggers (mcpscope export --format har)")
@@ -32,7 +32,7 @@ impl McpscopeApp {
                     commands.push(Command::Pick(DialogPurpose::ImportConfig));
                     ui.close();
                 }
-                let capture = self.session.inspection.as_ref().and_then(|i| i.capture_path.clone());
+                let capture = self.session().inspection.as_ref().and_then(|i| i.capture_path.clone());
                 if ui
                     .add_enabled(capture.is_some(), egui::Button::new("Mock this capture"))
                     .on_hover_text("Serve the open capture again as a stdio server (mcpscope mock), in a new tab")
@@ -44,7 +44,7 @@ impl McpscopeApp {
                 }
                 if ui
                     .add_enabled(
-                        self.session
+                        self.session()
                             .inspection
                             .as_ref()
                             .is_some_and(|i| i.capture_path.is_some()),
@@ -74,7 +74,7 @@ impl McpscopeApp {
                 }
             });
             ui.separator();
-            if let Some(i) = &self.session.inspection {
+            if let Some(i) = &self.session().inspection {
                 ui.label(RichText::new(mcpscope_core::text::ellipsize(i.model.command_line(), 100)).monospace());
             }
         });
@@ -88,20 +88,20 @@ impl McpscopeApp {
                 .on_hover_text(text);
         }
         ui.horizontal(|ui| {
-            match &self.session.inspection {
+            match &self.session().inspection {
                 None => {
                     ui.weak("No session");
                 }
                 Some(i) => {
                     let m = &i.model;
-                    match &i.live {
-                        Some(live) if live.is_following() => {
+                    match i.followed() {
+                        Some(followed) if followed.is_following() => {
                             ui.label(
                                 RichText::new("live: a proxied session, followed as it is written").color(theme::OK),
                             );
                         }
-                        Some(live) => {
-                            let ended = live.ended.as_ref().map(|s| s.label()).unwrap_or_default();
+                        Some(followed) => {
+                            let ended = followed.ended.as_ref().map(|s| s.label()).unwrap_or_default();
                             ui.label(RichText::new(format!("offline capture ({ended})")).strong());
                         }
                         None if !m.is_live() => {
@@ -109,7 +109,7 @@ impl McpscopeApp {
                         }
                         None => {}
                     }
-                    if let Some(problem) = i.live.as_ref().and_then(|l| l.problem.as_ref()) {
+                    if let Some(problem) = i.followed().and_then(|f| f.problem.as_ref()) {
                         ui.label(RichText::new(problem).color(theme::WARN));
                     }
                     if let Some(e) = &m.spawn_error {
@@ -140,7 +140,7 @@ impl McpscopeApp {
                         "{} req · {} notif · {} results · {} errors · {} isError · {} not JSON-RPC · {} stderr",
                         c.requests, c.notifications, c.results, c.errors, c.tool_errors, c.not_jsonrpc, c.stderr
                     ));
-                    if let Some(t) = &i.traces {
+                    if let Some(t) = i.traces() {
                         let status = t.status();
                         if !status.is_empty() {
                             ui.separator();
@@ -174,7 +174,7 @@ impl McpscopeApp {
     }
 
     pub(crate) fn handshake_strip(&self, ui: &mut Ui) {
-        let Some(i) = &self.session.inspection else { return };
+        let Some(i) = &self.session().inspection else { return };
         let m = &i.model;
         let handshake = |ui: &mut Ui| {
             ui.strong("Handshake");
@@ -191,7 +191,7 @@ impl McpscopeApp {
             use mcpscope_core::driver::EraState;
             use mcpscope_core::protocol::era::EraChoice;
             // An offline capture has no driver: its handshake rows are judged as recorded.
-            if !i.is_live() {
+            if !i.has_pilot() {
                 handshake(ui);
                 return;
             }
@@ -236,7 +236,7 @@ impl McpscopeApp {
     }
 
     pub(crate) fn server_info_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.session.inspection else { return };
+        let Some(i) = &self.session().inspection else { return };
         let Some(h) = i.model.handshake.judged() else {
             match &i.era().discovery {
                 Some(d) => {
@@ -281,7 +281,7 @@ impl McpscopeApp {
             {
                 commands.push(Command::Ping);
             }
-            if let Some(id) = &self.session.ping {
+            if let Some(id) = &self.session().ping {
                 match i.model.response_to(id).and_then(|r| i.model.store.get(r)) {
                     Some(r) => {
                         let rtt = r

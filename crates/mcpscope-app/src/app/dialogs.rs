@@ -2,9 +2,9 @@
 //! the system dialog (on a worker; when it answers nothing the user is back
 //! in the in-app picker), and what a chosen path is for.
 
+use super::{Command, DialogPurpose, McpscopeApp};
 use crate::job::Job;
 use crate::panels::file_picker::{FilePicker, PickKind, PickerAction};
-use crate::{Command, DialogPurpose, McpscopeApp};
 use mcpscope_core::timeline::model::Severity;
 use std::path::PathBuf;
 use std::sync::Arc;

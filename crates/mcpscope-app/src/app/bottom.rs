@@ -1,12 +1,11 @@
 //! The bottom panel: its tabs (stderr, Expert, Notifications, Log,
-//! Latency, Load, Intercept, App) and what each shows (split from lib.rs,
-//! which holds the app's state and its frame loop).
+//! Latency, Load, Intercept, App) and what each shows.
 
 use super::*;
 
 impl McpscopeApp {
     pub(crate) fn bottom_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.session.inspection else { return };
+        let Some(i) = &self.session().inspection else { return };
         // Every tab fills the panel's height: a panel keeps the size of its
         // content, so a short tab shrank it and its tabs jumped under the pointer.
         ui.set_min_height(ui.max_rect().height());
@@ -25,8 +24,8 @@ impl McpscopeApp {
             let stderr = format!("stderr ({} lines)", i.model.stderr_rows.len());
             ui.selectable_value(&mut shown, BottomTab::Stderr, stderr);
             let (e, w) = (
-                self.session.expert.count(Severity::Error),
-                self.session.expert.count(Severity::Warning),
+                self.session().expert.count(Severity::Error),
+                self.session().expert.count(Severity::Warning),
             );
             let expert = if e + w == 0 {
                 RichText::new("Expert")
@@ -48,7 +47,7 @@ impl McpscopeApp {
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut shown, BottomTab::Log, logs);
             ui.selectable_value(&mut shown, BottomTab::Latency, "Latency");
-            let load = if self.session.load.running() {
+            let load = if self.session().load.running() {
                 "Load (running)"
             } else {
                 "Load"
@@ -85,33 +84,38 @@ impl McpscopeApp {
         match shown {
             BottomTab::Stderr => self.console_ui(ui, commands),
             BottomTab::Expert => {
-                if let Some(i) = &self.session.inspection
-                    && let Some(ExpertAction::SelectRows(rows)) = self.session.expert.ui(ui, &i.model)
+                let view = &mut self.tabs[self.active_tab].view;
+                if let Some(i) = &view.inspection
+                    && let Some(ExpertAction::SelectRows(rows)) = view.expert.ui(ui, &i.model)
                 {
                     commands.push(Command::SelectRows(rows));
                 }
             }
             BottomTab::Notifications => {
-                if let Some(i) = &self.session.inspection
-                    && let Some(NotificationsAction::Select(row)) = self.session.notifications.ui(ui, &i.model)
+                let view = &mut self.tabs[self.active_tab].view;
+                if let Some(i) = &view.inspection
+                    && let Some(NotificationsAction::Select(row)) = view.notifications.ui(ui, &i.model)
                 {
                     commands.push(Command::Select(row));
                 }
             }
             BottomTab::Log => {
-                if let Some(i) = &self.session.inspection
-                    && let Some(LogAction::Select(row)) = self.session.log.ui(ui, &i.model)
+                let view = &mut self.tabs[self.active_tab].view;
+                if let Some(i) = &view.inspection
+                    && let Some(LogAction::Select(row)) = view.log.ui(ui, &i.model)
                 {
                     commands.push(Command::Select(row));
                 }
             }
             BottomTab::Latency => {
-                if let Some(i) = &self.session.inspection {
-                    self.session.stats.ui(ui, &i.model);
+                let view = &mut self.tabs[self.active_tab].view;
+                if let Some(i) = &view.inspection {
+                    view.stats.ui(ui, &i.model);
                 }
             }
             BottomTab::Intercept => {
-                let Some(i) = self.session.inspection.as_mut() else {
+                let view = &mut self.tabs[self.active_tab].view;
+                let Some(i) = view.inspection.as_mut() else {
                     return;
                 };
                 let Some(link) = i.intercept.as_mut() else {
@@ -126,7 +130,7 @@ impl McpscopeApp {
                 }
                 let age = link.board_at.elapsed();
                 let action = egui::ScrollArea::vertical().id_salt("intercept").show(ui, |ui| {
-                    self.session.intercept.ui(
+                    view.intercept.ui(
                         ui,
                         &link.board,
                         age,
@@ -149,13 +153,12 @@ impl McpscopeApp {
             }
             BottomTab::App => {
                 let selected = self.selected_ui_call();
-                let Some(i) = self.session.inspection.as_mut() else {
+                let view = &mut self.tabs[self.active_tab].view;
+                let Some(i) = view.inspection.as_mut() else {
                     return;
                 };
                 let action = egui::ScrollArea::vertical().id_salt("apps").show(ui, |ui| {
-                    self.session
-                        .app_view
-                        .ui(ui, &i.apps, selected.as_ref(), i.apps_advertised)
+                    view.app_view.ui(ui, &i.apps, selected.as_ref(), i.apps_advertised)
                 });
                 match action.inner {
                     Some(panels::app_view::AppAction::Close(view)) => i.apps.close(view),
@@ -182,7 +185,7 @@ impl McpscopeApp {
                 let setup = self.load_setup();
                 egui::ScrollArea::vertical().id_salt("load").show(ui, |ui| {
                     if let Some(panels::load_view::LoadAction::OpenCapture(path)) =
-                        self.session.load.ui(ui, setup.as_ref(), &self.waker)
+                        self.tabs[self.active_tab].view.load.ui(ui, setup.as_ref(), &self.waker)
                     {
                         commands.push(Command::OpenCapture(path));
                     }
@@ -192,7 +195,7 @@ impl McpscopeApp {
     }
 
     pub(crate) fn console_ui(&mut self, ui: &mut Ui, commands: &mut Vec<Command>) {
-        let Some(i) = &self.session.inspection else { return };
+        let Some(i) = &self.session().inspection else { return };
         let m = &i.model;
         ui.weak("servers log here; click a line to find it on the timeline");
         let row_h = ui.text_style_height(&egui::TextStyle::Monospace);
@@ -220,8 +223,8 @@ impl McpscopeApp {
     /// The timeline's selected row, when it is a `tools/call` (or its
     /// answer) of a tool with a View, with the call's input and result.
     pub(crate) fn selected_ui_call(&self) -> Option<panels::app_view::SelectedCall> {
-        let i = self.session.inspection.as_ref()?;
-        let row = self.session.timeline.selected?;
+        let i = self.session().inspection.as_ref()?;
+        let row = self.session().timeline.selected?;
         let r = i.model.store.get(row)?;
         let (request_row, answer_row) = match r.answer() {
             Some(a) => (row, a),
