@@ -1,18 +1,21 @@
 //! The order of the core's layers, kept by a test: a module may use the
-//! layers below it and its own, never one above. (A test rather than a crate
-//! per layer: the same rule, without a dozen crates to build and publish;
-//! see the README's architecture section.)
+//! layers below it and its own, never one above. The bottom floors are
+//! crates of their own (`mcpscope-wire`, `mcpscope-schema`,
+//! `mcpscope-protocol`), whose order the compiler keeps; the core re-exports
+//! their modules under the names they had here. Above them a test rather than
+//! a crate per layer: the same rule, without a dozen more crates to build and
+//! publish (see ARCHITECTURE.md).
+
+/// The modules lib.rs re-exports from the crates below the core: the bottom
+/// (floor 0), which every layer here may use.
+const FROM_CRATES_BELOW: &[&str] = &["wire", "text", "duration", "schema", "protocol", "driver"];
 
 /// Each top-level module and its floor, lowest first. Equal floors may not
 /// use each other either (they are siblings).
 const FLOORS: &[(&str, u8)] = &[
-    ("wire", 0),
-    ("text", 0),
-    ("duration", 0),
-    ("schema", 1),
-    ("protocol", 1),
-    ("driver", 2),
+    ("listen", 2),
     ("transport", 3),
+    ("pilot", 4),
     ("record", 4),
     ("sessions", 5),
     ("timeline", 5),
@@ -29,120 +32,102 @@ const FLOORS: &[(&str, u8)] = &[
     ("load", 10),
 ];
 
-/// Upward uses tolerated while they are taken apart: none left (the session
-/// thread writes captures through `transport::event_log`, which `record`
-/// implements). A use listed here that is gone fails the test too, so the
-/// list can only shrink.
-const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[];
-
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
 
-    fn floor(module: &str) -> Option<u8> {
-        FLOORS.iter().find(|(m, _)| *m == module).map(|(_, f)| *f)
-    }
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                rust_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-
-    /// The `crate::<module>` paths a file's code (not its comments, not
-    /// its tests) names.
-    fn uses(text: &str) -> BTreeSet<String> {
-        let mut found = BTreeSet::new();
-        for line in text.lines() {
-            let code = line.trim_start();
-            if code.starts_with("#[cfg(test)]") {
-                break;
-            }
-            if code.starts_with("//") {
+    /// The names lib.rs re-exports from the crates below: `pub use
+    /// mcpscope_x::{a, b};` gives a and b, `pub use mcpscope_x as c;` gives c.
+    fn re_exported(lib: &str) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for line in lib.lines() {
+            let Some(path) = line.trim().strip_prefix("pub use mcpscope_") else {
                 continue;
-            }
-            let mut rest = code;
-            while let Some(i) = rest.find("crate::") {
-                let name: String = rest[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
-                found.insert(name);
-                rest = &rest[i + 7..];
-            }
+            };
+            let path = path.trim_end_matches(';');
+            let items = match (path.split_once(" as "), path.split_once('{')) {
+                (Some((_, alias)), _) => alias,
+                (None, Some((_, list))) => list.trim_end_matches('}'),
+                (None, None) => path.rsplit("::").next().unwrap_or_default(),
+            };
+            names.extend(items.split(',').map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()));
         }
-        found
+        names
     }
 
+    #[test]
+    fn lib_rs_re_exports_the_crates_below_by_name() {
+        let lib = "pub use mcpscope_protocol::{driver, protocol};\npub use mcpscope_schema as schema;\npub use mcpscope_wire::wire;\n";
+        assert_eq!(re_exported(lib), set(&["driver", "protocol", "schema", "wire"]));
+    }
+
+    /// The rule itself (what counts as a use, what is skipped) is
+    /// `mcpscope-layers`', shared with the app's crate.
     #[test]
     fn no_layer_uses_one_above_it() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let mut violations = BTreeSet::new();
-        for file in &files {
-            let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-            let module = rel.split(['/', '.']).next().unwrap_or_default().to_owned();
-            // lib.rs and this file are not a layer; a test file is a test.
-            let Some(own) = floor(&module) else { continue };
-            if rel.ends_with("/tests.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(file).unwrap();
-            for used in uses(&text) {
-                if used == module {
-                    continue;
-                }
-                let Some(theirs) = floor(&used) else {
-                    panic!("{rel} uses crate::{used}, which has no floor in layers.rs: give it one");
-                };
-                if theirs >= own {
-                    violations.insert((rel.clone(), used));
-                }
-            }
-        }
-        let known: BTreeSet<(String, String)> = KNOWN_EXCEPTIONS
-            .iter()
-            .map(|(f, m)| (f.to_string(), m.to_string()))
-            .collect();
-        let new: Vec<_> = violations.difference(&known).collect();
-        let gone: Vec<_> = known.difference(&violations).collect();
+        let upward = mcpscope_layers::upward_uses(&src, FLOORS, FROM_CRATES_BELOW).unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            new.is_empty(),
-            "upward uses (a module may use only the floors below its own, see layers.rs): {new:?}"
+            upward.is_empty(),
+            "upward uses (a module may use only the floors below its own, see layers.rs): {upward:?}"
         );
-        assert!(
-            gone.is_empty(),
-            "these known exceptions are gone: take them off KNOWN_EXCEPTIONS in layers.rs: {gone:?}"
+        let below = re_exported(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+        let listed: BTreeSet<String> = FROM_CRATES_BELOW.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            below, listed,
+            "lib.rs's re-exports from the crates below and FROM_CRATES_BELOW in layers.rs differ"
         );
-        for (m, _) in FLOORS {
-            assert!(
-                src.join(m).is_dir() || src.join(format!("{m}.rs")).is_file(),
-                "layers.rs names {m}, which is not a module"
-            );
-        }
     }
 
-    /// Typed errors in the library, anyhow only at the edges (the binary and
-    /// the app): the core's manifest does not depend on anyhow, so no core
-    /// function can hand out an error that is only text with a chain.
-    #[test]
-    fn the_library_does_not_use_anyhow() {
-        let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
-        let deps = manifest
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// A manifest's `[dependencies]` table.
+    fn dependencies(manifest: &str) -> &str {
+        manifest
             .split("[dependencies]")
             .nth(1)
             .and_then(|d| d.split("\n[").next())
-            .unwrap();
-        assert!(
-            !deps.lines().any(|l| l.trim_start().starts_with("anyhow")),
-            "mcpscope-core depends on anyhow: give the failure a thiserror type instead"
-        );
+            .unwrap_or_default()
+    }
+
+    /// Typed errors in the library, anyhow only at the edges (the binary and
+    /// the app): neither the core's manifest nor those of the crates below it
+    /// (its path dependencies, and theirs) depend on anyhow, so no library
+    /// function can hand out an error that is only text with a chain.
+    #[test]
+    fn the_library_does_not_use_anyhow() {
+        let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
+        let mut checked = BTreeSet::new();
+        while let Some(dir) = dirs.pop() {
+            let dir = dir.canonicalize().unwrap();
+            if !checked.insert(dir.clone()) {
+                continue;
+            }
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+            let deps = dependencies(&manifest);
+            assert!(
+                !deps.lines().any(|l| l.trim_start().starts_with("anyhow")),
+                "{} depends on anyhow: give the failure a thiserror type instead",
+                dir.display()
+            );
+            for line in deps.lines() {
+                if let Some((_, rest)) = line.split_once("path = \"") {
+                    dirs.push(dir.join(rest.split('"').next().unwrap()));
+                }
+            }
+        }
+        let names: Vec<String> = checked
+            .iter()
+            .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        for krate in ["mcpscope-core", "mcpscope-wire", "mcpscope-schema", "mcpscope-protocol"] {
+            assert!(
+                names.iter().any(|n| n == krate),
+                "{krate}'s manifest was not checked: {names:?}"
+            );
+        }
     }
 }
