@@ -147,8 +147,9 @@ pub struct AuthArgs {
     /// OS keyring (the Secret Service, Keychain or Credential Manager; the
     /// default file when there is none); without it they live in memory
     /// for this run only. (A file named keyring: ./keyring.)
-    /// (A bare `--token-store` is `Some(None)`: clap's path parser refuses an
-    /// empty default, which made the documented bare flag a usage error.)
+    // A bare `--token-store` is `Some(None)` (a `//` comment, not help text):
+    // clap's path parser refuses an empty default, which made the documented
+    // bare flag a usage error.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub token_store: Option<Option<PathBuf>>,
 }

@@ -1,5 +1,5 @@
 //! Exit statuses, one meaning each, shared by every subcommand (documented in
-//! the README).
+//! docs/guide/exit-statuses.md).
 
 /// Success.
 pub const OK: u8 = 0;

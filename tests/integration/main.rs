@@ -10,6 +10,7 @@ mod browser;
 mod capture_roundtrip;
 mod cli;
 mod conformance_2026;
+mod docs;
 mod eras;
 mod export;
 mod faulty_servers;
