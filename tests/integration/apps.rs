@@ -719,7 +719,7 @@ mod in_the_app {
     use crate::support::timeline_has as has_row;
 
     fn stage(app: &McpscopeApp) -> Option<Stage> {
-        app.session
+        app.session()
             .inspection
             .as_ref()?
             .apps
@@ -739,12 +739,12 @@ mod in_the_app {
         h.step();
         h.get_by_label("▶ Launch").click();
         step_until(h, "the handshake and the tool list", |app| {
-            app.session
+            app.session()
                 .inspection
                 .as_ref()
                 .is_some_and(|i| !i.listed_tools().is_empty())
         });
-        if let Some(i) = h.state_mut().session.inspection.as_mut() {
+        if let Some(i) = h.state_mut().session_mut().inspection.as_mut() {
             i.apps_open_browser = false;
         }
     }
@@ -755,7 +755,7 @@ mod in_the_app {
         h.get_by_label("Raw").click();
         h.step();
         {
-            let c = &mut h.state_mut().session.composer;
+            let c = &mut h.state_mut().session_mut().composer;
             c.raw.method = "tools/call".into();
             c.raw.params = params.into();
         }
@@ -773,7 +773,7 @@ mod in_the_app {
         launch(&mut h, true);
         let advertised = h
             .state()
-            .session
+            .session()
             .inspection
             .as_ref()
             .unwrap()
@@ -784,14 +784,14 @@ mod in_the_app {
         assert!(advertised, "the handshake advertised the App extension");
         run_tool(&mut h, r#"{"name": "show_counter", "arguments": {"start": 3}}"#);
         step_until(&mut h, "the View hosted", |app| {
-            stage(app) == Some(Stage::Hosting) && app.session.inspection.as_ref().unwrap().apps.views[0].url.is_some()
+            stage(app) == Some(Stage::Hosting) && app.session().inspection.as_ref().unwrap().apps.views[0].url.is_some()
         });
         assert_eq!(
             h.state().bottom_tab,
             mcpscope_app::BottomTab::App,
             "the App tab comes forward"
         );
-        let url = h.state().session.inspection.as_ref().unwrap().apps.views[0]
+        let url = h.state().session().inspection.as_ref().unwrap().apps.views[0]
             .url
             .clone()
             .unwrap();
@@ -834,7 +834,7 @@ mod in_the_app {
         ] {
             assert!(has_row(h.state(), label), "{label}");
         }
-        let i = h.state().session.inspection.as_ref().unwrap();
+        let i = h.state().session().inspection.as_ref().unwrap();
         assert_eq!(i.model.store.app_names(), ["show_counter"]);
         let increments = i
             .model
@@ -874,10 +874,10 @@ mod in_the_app {
         // Permissions are granted here for the Views opened later.
         h.get_by_label("camera").click();
         h.step();
-        let granted = h.state().session.inspection.as_ref().unwrap().apps.granted.clone();
+        let granted = h.state().session().inspection.as_ref().unwrap().apps.granted.clone();
         assert_eq!(granted, ["camera"]);
         // The composer tells app-only tools and tools with an App apart.
-        let tools = &h.state().session.composer.lists.tools;
+        let tools = &h.state().session().composer.lists.tools;
         let increment = tools.iter().find(|t| t.name == "increment").unwrap();
         assert!(increment.app_only && increment.has_app);
         let counter = tools.iter().find(|t| t.name == "show_counter").unwrap();
@@ -890,12 +890,12 @@ mod in_the_app {
             .with_size([1440.0, 900.0])
             .build_eframe(|cc| McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
         launch(&mut h, false);
-        let tools = h.state().session.inspection.as_ref().unwrap().listed_tools();
+        let tools = h.state().session().inspection.as_ref().unwrap().listed_tools();
         assert_eq!(tools.len(), 2);
         run_tool(&mut h, r#"{"name": "show_counter", "arguments": {"start": 3}}"#);
         step_until(&mut h, "the text-only result", |app| has_row(app, "result #"));
         assert!(
-            h.state().session.inspection.as_ref().unwrap().apps.views.is_empty(),
+            h.state().session().inspection.as_ref().unwrap().apps.views.is_empty(),
             "no View to host"
         );
     }

@@ -90,32 +90,56 @@ fn fifos_are_refused_not_waited_on() {
     );
 }
 
+/// A user id that is not ours (nobody's, unless we are nobody).
+fn another_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 65534 {
+        65533
+    } else {
+        65534
+    }
+}
+
 #[test]
 fn a_capture_path_planted_as_another_users_link_is_refused() {
     let dir = tempfile::tempdir().unwrap();
+    let faulty = faulty_path();
+    let call_capturing_to = |capture: &Path| {
+        run_bounded(&[
+            "call",
+            "--capture",
+            capture.to_str().unwrap(),
+            "--method",
+            "tools/list",
+            "--",
+            "python3",
+            &faulty,
+            "--mode",
+            "normal",
+        ])
+    };
+    // The user's own link is followed (checked as any user).
+    let mine = dir.path().join("mine.jsonl");
+    let real = dir.path().join("real.jsonl");
+    std::os::unix::fs::symlink(&real, &mine).unwrap();
+    let out = call_capturing_to(&mine);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&real).unwrap().contains("mcpscope-capture"));
+    // Another user's link is not: making one needs root (lchown to another
+    // user), so as anyone else that half is skipped, and said so.
     let target = dir.path().join("victim.txt");
     std::fs::write(&target, "precious\n").unwrap();
     let link = dir.path().join("capture.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let c = std::ffi::CString::new(link.to_str().unwrap()).unwrap();
     // SAFETY: a valid C string; lchown changes the link itself.
-    if unsafe { libc::lchown(c.as_ptr(), 65534, 65534) } != 0 {
-        eprintln!("skipped: cannot give the link to another user (not root)");
+    if unsafe { libc::lchown(c.as_ptr(), another_uid(), another_uid()) } != 0 {
+        eprintln!(
+            "skipped the other user's link: giving a link to another user needs root (the user's own link was checked)"
+        );
         return;
     }
-    let faulty = faulty_path();
-    let out = run_bounded(&[
-        "call",
-        "--capture",
-        link.to_str().unwrap(),
-        "--method",
-        "tools/list",
-        "--",
-        "python3",
-        &faulty,
-        "--mode",
-        "normal",
-    ]);
+    let out = call_capturing_to(&link);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("owned by another user"),
@@ -127,24 +151,6 @@ fn a_capture_path_planted_as_another_users_link_is_refused() {
         "precious\n",
         "nothing appended through the link"
     );
-    // The user's own link is followed.
-    let mine = dir.path().join("mine.jsonl");
-    let real = dir.path().join("real.jsonl");
-    std::os::unix::fs::symlink(&real, &mine).unwrap();
-    let out = run_bounded(&[
-        "call",
-        "--capture",
-        mine.to_str().unwrap(),
-        "--method",
-        "tools/list",
-        "--",
-        "python3",
-        &faulty,
-        "--mode",
-        "normal",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(std::fs::read_to_string(&real).unwrap().contains("mcpscope-capture"));
 }
 
 /// #26 item 16: a bare --token-store takes the documented default path (it
@@ -283,10 +289,12 @@ fn the_state_root_is_checked_before_sessions_are_recorded() {
     let link = state.path().join("mcpscope");
     std::os::unix::fs::symlink(&theirs, &link).unwrap();
     let c = std::ffi::CString::new(link.to_str().unwrap()).unwrap();
+    // A state root that is a link is refused whoever owns it; another
+    // user's is the case that matters, but giving a link away needs root:
+    // as anyone else, the link stays ours and is checked as such.
     // SAFETY: a valid C string; lchown changes the link itself.
-    if unsafe { libc::lchown(c.as_ptr(), 65534, 65534) } != 0 {
-        eprintln!("skipped: not root");
-        return;
+    if unsafe { libc::lchown(c.as_ptr(), another_uid(), another_uid()) } != 0 {
+        eprintln!("not root: the state root is a link of our own, not another user's (lchown needs root)");
     }
     let out = session(state.path());
     assert!(out.status.success(), "still proxied: {}", text(&out.stderr));
@@ -439,21 +447,27 @@ fn concurrent_wraps_of_one_config_lose_no_update() {
     }
 }
 
-/// #26 item 4: root wrapping a user's config leaves it (and its backup) the
-/// user's, with its mode.
+/// #26 item 4: wrapping a config leaves it (and its backup) its owner's,
+/// with its mode: root wrapping a user's config above all.
 #[test]
-fn wrap_as_root_keeps_the_configs_owner_and_mode() {
+fn wrap_keeps_the_configs_owner_and_mode() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: not root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let config = dir.path().join("claude_desktop_config.json");
     std::fs::write(&config, WRAP_CONFIG).unwrap();
-    std::os::unix::fs::chown(&config, Some(1000), Some(1000)).unwrap();
+    // As root the config is given to another user (1000), whose it must
+    // stay; anyone else cannot give a file away, so it stays theirs and what
+    // is checked is that wrapping keeps its owner and mode all the same.
+    // SAFETY: geteuid has no preconditions.
+    let owner = if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&config, Some(1000), Some(1000)).unwrap();
+        (1000, 1000)
+    } else {
+        eprintln!("not root: the config stays ours (chown to another user needs root); its owner and mode are checked");
+        let meta = std::fs::metadata(&config).unwrap();
+        (meta.uid(), meta.gid())
+    };
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = mcpscope_in(&state, &["wrap", config.to_str().unwrap(), "--all"])
         .output()
@@ -461,8 +475,11 @@ fn wrap_as_root_keeps_the_configs_owner_and_mode() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let meta = std::fs::metadata(&config).unwrap();
     assert!(std::fs::read_to_string(&config).unwrap().contains("proxy"));
-    assert_eq!((meta.uid(), meta.gid()), (1000, 1000), "still the user's");
+    assert_eq!((meta.uid(), meta.gid()), owner, "still the user's");
     assert_eq!(meta.mode() & 0o7777, 0o600);
     let backup = std::fs::metadata(dir.path().join("claude_desktop_config.json.mcpscope-backup")).unwrap();
-    assert_eq!((backup.uid(), backup.gid(), backup.mode() & 0o777), (1000, 1000, 0o600));
+    assert_eq!(
+        (backup.uid(), backup.gid(), backup.mode() & 0o777),
+        (owner.0, owner.1, 0o600)
+    );
 }

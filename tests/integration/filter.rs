@@ -274,27 +274,27 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         .build_eframe(|cc| mcpscope_app::McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
     h.state_mut().open_capture(cap.clone());
     step_until(&mut h, "the capture loaded", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.store.len() > 10)
-            && app.session.timeline.index.progress().is_none()
+            && app.session().timeline.index.progress().is_none()
     });
-    let all = h.state().session.timeline.index.len();
+    let all = h.state().session().timeline.index.len();
     let typed = |h: &mut Harness<'_, mcpscope_app::McpscopeApp>, text: &str| {
         h.get_by_role_and_label(Role::TextInput, "Filter").focus();
         h.step();
-        h.state_mut().session.timeline.filter.text.clear();
+        h.state_mut().session_mut().timeline.filter.text.clear();
         h.step();
         h.get_by_role_and_label(Role::TextInput, "Filter").type_text(text);
         h.step();
     };
     typed(&mut h, r#"method == "tools/call""#);
     step_until(&mut h, "the filter applied", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() < all
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() < all
     });
     assert_eq!(
-        h.state().session.timeline.index.len(),
+        h.state().session().timeline.index.len(),
         1,
         "one tools/call in the capture"
     );
@@ -303,7 +303,7 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
 
     // A wrong filter is named under the box; the last good one stays applied.
     h.state_mut()
-        .session
+        .session_mut()
         .timeline
         .filter
         .text
@@ -313,7 +313,7 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         h.query_by_label_contains("unknown field \"lattency\": did you mean \"latency\"?")
             .is_some()
     );
-    assert_eq!(h.state().session.timeline.index.len(), 1);
+    assert_eq!(h.state().session().timeline.index.len(), 1);
 
     // A request's answer, found through the request it answers.
     typed(
@@ -321,35 +321,35 @@ fn the_timeline_filters_by_an_expression_typed_in_the_app() {
         r#"request.method == "tools/list" and any(result.tools[*].name == "echo")"#,
     );
     step_until(&mut h, "the tools/list answers", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 2
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() == 2
     });
-    assert!(h.state().session.timeline.filter.error.is_none());
+    assert!(h.state().session().timeline.filter.error.is_none());
 
     // The quick controls write the expression they stand for.
-    h.state_mut().session.timeline.filter.text.clear();
+    h.state_mut().session_mut().timeline.filter.text.clear();
     h.run_steps(2);
     assert_eq!(
-        h.state().session.timeline.index.len(),
+        h.state().session().timeline.index.len(),
         all,
         "an empty filter lists every row"
     );
     h.get_by_role_and_label(Role::TextInput, "Filter").focus();
-    h.state_mut().session.timeline.filter.shorthand.method = "TOOLS/C".into();
+    h.state_mut().session_mut().timeline.filter.shorthand.method = "TOOLS/C".into();
     h.run_steps(3);
     assert_eq!(
-        h.state().session.timeline.filter.text,
+        h.state().session().timeline.filter.text,
         r#"(lower(method) contains "tools/c" or lower(request.method) contains "tools/c")"#
     );
     step_until(&mut h, "the shorthand applied", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 2
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() == 2
     });
 
     // Saved as a button; Enter keeps it in the history.
     h.get_by_label("Save").click();
     h.run_steps(2);
     assert_eq!(
-        h.state().session.timeline.filter.text.len(),
-        h.state().session.timeline.filter.text.trim().len()
+        h.state().session().timeline.filter.text.len(),
+        h.state().session().timeline.filter.text.trim().len()
     );
     assert!(
         h.query_by_label_contains("(lower(method) contains").is_some(),
@@ -373,11 +373,11 @@ fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
         .build_eframe(|cc| mcpscope_app::McpscopeApp::new(cc, mcpscope_app::StartupArgs::default()));
     h.state_mut().open_capture(cap);
     step_until(&mut h, "the capture loaded", |app| {
-        app.session
+        app.session()
             .inspection
             .as_ref()
             .is_some_and(|i| i.model.store.len() > 10)
-            && app.session.timeline.index.progress().is_none()
+            && app.session().timeline.index.progress().is_none()
     });
     h.get_by_role_and_label(Role::TextInput, "Filter").focus();
     h.run_steps(2);
@@ -390,9 +390,9 @@ fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
     h.key_press(egui::Key::Tab);
     h.run_steps(2);
     assert!(
-        h.state().session.timeline.filter.text.starts_with("method"),
+        h.state().session().timeline.filter.text.starts_with("method"),
         "{:?}",
-        h.state().session.timeline.filter.text
+        h.state().session().timeline.filter.text
     );
     assert!(
         h.get_by_role_and_label(Role::TextInput, "Filter").is_focused(),
@@ -405,7 +405,7 @@ fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
     h.run_steps(3);
     let typed = h
         .state()
-        .session
+        .session()
         .timeline
         .filter
         .text
@@ -414,36 +414,36 @@ fn tab_takes_a_completion_and_the_next_keys_stay_in_the_filter_box() {
         .join(" ");
     assert_eq!(typed, r#"method == "tools/call""#);
     step_until(&mut h, "the filter applied", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() == 1
     });
 
     // A string still being typed: the rows are worked out as if it were
     // closed, so the closing quote has nothing left to do (at a million rows
     // the whole pass after the last key took several frames).
-    h.state_mut().session.timeline.filter.text.clear();
+    h.state_mut().session_mut().timeline.filter.text.clear();
     h.run_steps(2);
     h.get_by_role_and_label(Role::TextInput, "Filter")
         .type_text("method contains \"tools/c");
     step_until(&mut h, "the rows of the unclosed string", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() == 1
     });
     assert!(
-        h.state().session.timeline.filter.error.is_some(),
+        h.state().session().timeline.filter.error.is_some(),
         "still said to be unclosed"
     );
     assert!(h.query_by_label_contains("as if it were").is_some());
     h.get_by_role_and_label(Role::TextInput, "Filter").type_text("\"");
     h.step();
-    assert!(h.state().session.timeline.filter.error.is_none());
+    assert!(h.state().session().timeline.filter.error.is_none());
     assert!(
-        h.state().session.timeline.index.progress().is_none(),
+        h.state().session().timeline.index.progress().is_none(),
         "the closing quote needs no pass over the rows"
     );
-    assert_eq!(h.state().session.timeline.index.len(), 1);
+    assert_eq!(h.state().session().timeline.index.len(), 1);
     // Back to the filter applied before the string: applied again.
-    h.state_mut().session.timeline.filter.text = r#"method == "tools/call""#.into();
+    h.state_mut().session_mut().timeline.filter.text = r#"method == "tools/call""#.into();
     step_until(&mut h, "the earlier filter again", |app| {
-        app.session.timeline.index.progress().is_none() && app.session.timeline.index.len() == 1
+        app.session().timeline.index.progress().is_none() && app.session().timeline.index.len() == 1
     });
 
     // Escape with completions open closes them and keeps the box focused.

@@ -1,7 +1,7 @@
-//! #31: `mcpscope load` against real servers: the fast JSON-mode test server
+//! `mcpscope load` against real servers: the fast JSON-mode test server
 //! (tests/servers/fast_http_server.mjs), server-everything over stdio, the
 //! Python SDK server, servers that fail and die. Counts and classes are
-//! asserted, not timings (the figures are in the README, from
+//! asserted, not timings (the figures are in BENCHMARKS.md, from
 //! scripts/load-bench); the one latency check is a stall ten times longer
 //! than anything else in the run.
 
@@ -360,12 +360,12 @@ fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
         .with_size([1440.0, 900.0])
         .build_eframe(move |cc| McpscopeApp::new(cc, args));
     step_until(&mut h, "the tool list", |app| {
-        app.session.composer.lists.tools.iter().any(|t| t.name == "echo")
+        app.session().composer.lists.tools.iter().any(|t| t.name == "echo")
     });
-    h.state_mut().session.composer.choose_tool("echo");
+    h.state_mut().session_mut().composer.choose_tool("echo");
     h.state_mut().bottom_tab = BottomTab::Load;
-    h.state_mut().session.load.seconds = 1;
-    h.state_mut().session.load.sessions = 2;
+    h.state_mut().session_mut().load.seconds = 1;
+    h.state_mut().session_mut().load.sessions = 2;
     h.step();
     h.step();
     assert!(
@@ -374,30 +374,35 @@ fn the_load_tab_runs_the_composers_tool_against_the_server_on_screen() {
     );
     h.get_by_label("▶ Run load").click();
     h.step();
-    assert!(h.state().session.load.running());
-    step_until(&mut h, "the run to end", |app| !app.session.load.running());
+    assert!(h.state().session().load.running());
+    step_until(&mut h, "the run to end", |app| !app.session().load.running());
     let app = h.state();
-    assert!(app.session.load.error.is_none(), "{:?}", app.session.load.error);
-    let r = app.session.load.report.as_ref().expect("a report");
+    assert!(app.session().load.error.is_none(), "{:?}", app.session().load.error);
+    let r = app.session().load.report.as_ref().expect("a report");
     assert!(r.requests > 0);
     assert_eq!(r.errors, 0, "{:?}", r.error_classes);
     assert_eq!(r.per_key[0].key, "tools/call echo");
     // Session 1 of 2 is sampled (every tenth, from the first).
-    assert_eq!(app.session.load.captures.len(), 1, "{:?}", app.session.load.captures);
+    assert_eq!(
+        app.session().load.captures.len(),
+        1,
+        "{:?}",
+        app.session().load.captures
+    );
     let tabs = app.tabs.len();
     h.get_by_label("session-0001.jsonl").click();
     step_until(&mut h, "the capture in a new tab", |app| app.tabs.len() == tabs + 1);
     // The new tab has no run of its own: the last tab's figures stay there.
     h.state_mut().bottom_tab = BottomTab::Load;
     h.run_steps(3);
-    assert!(h.state().session.load.report.is_none());
+    assert!(h.state().session().load.report.is_none());
     assert!(
         h.query_by_label_contains("requests in").is_none(),
         "the other tab's figures are not shown here"
     );
     h.state_mut().activate_tab(0);
     h.run_steps(3);
-    assert!(h.state().session.load.report.is_some(), "and are still there");
+    assert!(h.state().session().load.report.is_some(), "and are still there");
 }
 
 /// Several requests in flight on one stdio session (pipelined by id): all

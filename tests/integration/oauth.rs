@@ -342,10 +342,16 @@ fn the_app_draws_the_authorization_on_its_own_lifeline() {
     });
     // The capture is read on a worker: two frames are not enough on a busy machine.
     step_until(&mut h, "the capture loaded", |app| {
-        app.session.inspection.as_ref().is_some_and(|i| !i.loading())
+        app.session().inspection.as_ref().is_some_and(|i| !i.loading())
     });
     let labels: Vec<String> = {
-        let model = &h.state().session.inspection.as_ref().expect("the capture opened").model;
+        let model = &h
+            .state()
+            .session()
+            .inspection
+            .as_ref()
+            .expect("the capture opened")
+            .model;
         assert!(model.store.has_auth());
         model
             .store
@@ -419,10 +425,10 @@ fn screenshots_of_the_authorization_flow() {
             )
         });
     step_until(&mut h, "the capture loaded", |app| {
-        app.session.inspection.as_ref().is_some_and(|i| !i.loading())
+        app.session().inspection.as_ref().is_some_and(|i| !i.loading())
     });
     let token = {
-        let model = &h.state().session.inspection.as_ref().unwrap().model;
+        let model = &h.state().session().inspection.as_ref().unwrap().model;
         model
             .store
             .iter()
@@ -430,12 +436,12 @@ fn screenshots_of_the_authorization_flow() {
             .map(|r| r.index())
             .expect("a token step")
     };
-    h.state_mut().session.timeline.select(token);
+    h.state_mut().session_mut().timeline.select(token);
     {
-        let app = h.state_mut();
-        let model = &app.session.inspection.as_ref().unwrap().model;
-        app.session.detail.show_row(model, Some(token));
-        app.session.detail.tree.expand_all();
+        let view = h.state_mut().session_mut();
+        let model = &view.inspection.as_ref().unwrap().model;
+        view.detail.show_row(model, Some(token));
+        view.detail.tree.expand_all();
     }
     for _ in 0..6 {
         h.step();
@@ -455,7 +461,7 @@ fn screenshots_of_the_authorization_flow() {
 fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     use egui_kittest::Harness;
     use mcpscope_app::inspection::Inspection;
-    use mcpscope_app::panels::launcher::SignIn;
+    use mcpscope_app::saved_server::SignIn;
     use mcpscope_app::{McpscopeApp, StartupArgs};
     use mcpscope_core::protocol::era::EraChoice;
     use mcpscope_core::transport::auth::Interaction;
@@ -469,7 +475,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
         scopes: "mcp:tools".into(),
         ..SignIn::default()
     };
-    h.state_mut().session.inspection = Some(Inspection::launch_signing_in(
+    h.state_mut().session_mut().inspection = Some(Inspection::launch_signing_in(
         Target::Http(HttpTarget::streamable(&s.url)),
         "2025-11-25",
         EraChoice::Legacy,
@@ -485,7 +491,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     ));
     let deadline = Instant::now() + Duration::from_secs(30);
     let ready = |app: &McpscopeApp| {
-        app.session.inspection.as_ref().is_some_and(|i| {
+        app.session().inspection.as_ref().is_some_and(|i| {
             i.model.handshake.initialized_row.is_some()
                 && i.model.store.iter().any(|r| r.auth_step() == Some(Step::Retry))
         })
@@ -495,10 +501,10 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
             Instant::now() < deadline,
             "no signed-in handshake: {:?}",
             h.state()
-                .session
+                .session()
                 .inspection
                 .as_ref()
-                .and_then(|i| i.sign_in.as_ref())
+                .and_then(|i| i.sign_in())
                 .and_then(|si| si.failed())
         );
         h.step();
@@ -506,7 +512,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     }
     h.step();
     let app = h.state();
-    let i = app.session.inspection.as_ref().unwrap();
+    let i = app.session().inspection.as_ref().unwrap();
     let steps: Vec<Step> = i.model.store.iter().filter_map(|r| r.auth_step()).collect();
     assert_eq!(
         steps,
@@ -521,7 +527,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
             Step::Retry,
         ]
     );
-    let si = i.sign_in.as_ref().unwrap();
+    let si = i.sign_in().unwrap();
     assert!(si.failed().is_none() && !si.in_progress());
     assert!(si.summary().contains("mcp:tools"), "{}", si.summary());
     // The handshake was answered (under the reissued id) and the session goes on.
@@ -534,7 +540,7 @@ fn the_app_signs_in_and_draws_the_flow_on_the_timeline() {
     }
     h.step();
     h.step();
-    let si = h.state().session.inspection.as_ref().unwrap().sign_in.as_ref().unwrap();
+    let si = h.state().session().inspection.as_ref().unwrap().sign_in().unwrap();
     assert_eq!(si.summary(), "not authorized");
 }
 
@@ -573,7 +579,7 @@ fn the_app_signs_in_once_and_still_works_after_a_restart() {
             assert!(
                 Instant::now() < deadline,
                 "no handshake: {:?}",
-                i.sign_in.as_ref().and_then(|si| si.failed())
+                i.sign_in().and_then(|si| si.failed())
             );
             i.drain();
             std::thread::sleep(Duration::from_millis(20));
@@ -592,7 +598,7 @@ fn the_app_signs_in_once_and_still_works_after_a_restart() {
         steps.is_empty(),
         "the kept token should have been used at once: {steps:?}"
     );
-    session.sign_in.as_ref().unwrap().forget_tokens();
+    session.sign_in().unwrap().forget_tokens();
     let reread = TokenStore::open(&file).unwrap();
     assert!(reread.load(&s.url).token.is_none(), "forgotten in the store too");
 }

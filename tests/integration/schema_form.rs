@@ -680,14 +680,14 @@ fn app_harness(spec: &ServerSpec) -> Harness<'static, McpscopeApp> {
 
 /// The text of the composer's current answer, once it arrived.
 fn answer_text(app: &McpscopeApp) -> Option<String> {
-    let p = app.session.composer.result.pending.as_ref()?;
-    let model = &app.session.inspection.as_ref()?.model;
+    let p = app.session().composer.result.pending.as_ref()?;
+    let model = &app.session().inspection.as_ref()?.model;
     let row = model.response_to(&p.id)?;
     Some(model.store.get(row)?.text().into_owned())
 }
 
 fn composer_arguments(app: &McpscopeApp) -> Value {
-    app.session.composer.tool.form.as_ref().expect("a tool form").value()
+    app.session().composer.tool.form.as_ref().expect("a tool form").value()
 }
 
 /// Opens a combo box (by its accessible label) and picks an entry.
@@ -708,10 +708,10 @@ fn pick(h: &mut Harness<'static, McpscopeApp>, combo: &str, entry: &str) {
 }
 
 fn send_and_wait(h: &mut Harness<'static, McpscopeApp>, what: &str) -> String {
-    let before = h.state().session.composer.history.len();
+    let before = h.state().session().composer.history.len();
     h.get_by_label("Send tools/call").click_accesskit();
     step_until(h, what, |app| {
-        app.session.composer.history.len() > before && answer_text(app).is_some()
+        app.session().composer.history.len() > before && answer_text(app).is_some()
     });
     answer_text(h.state()).unwrap()
 }
@@ -723,14 +723,19 @@ fn send_and_wait(h: &mut Harness<'static, McpscopeApp>, what: &str) -> String {
 fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     let mut h = app_harness(&py_strict_server());
     step_until(&mut h, "the strict server's tools", |app| {
-        app.session.composer.lists.tools.iter().any(|t| t.name == "batch_write")
+        app.session()
+            .composer
+            .lists
+            .tools
+            .iter()
+            .any(|t| t.name == "batch_write")
     });
     h.get_by_label("Compose").click();
     h.step();
 
     // Notion's parent: a page first, then the database instead.
     pick(&mut h, "tool", "create_page");
-    assert_eq!(h.state().session.composer.tool.name.as_deref(), Some("create_page"));
+    assert_eq!(h.state().session().composer.tool.name.as_deref(), Some("create_page"));
     h.get_by_role_and_label(Role::TextInput, "page_id").focus();
     h.step();
     h.get_by_role_and_label(Role::TextInput, "page_id").type_text("3f2a");
@@ -744,9 +749,9 @@ fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     let args = composer_arguments(h.state());
     assert_eq!(args["parent"].as_object().unwrap().len(), 1, "{args}");
     assert!(
-        h.state().session.composer.tool.errors.is_empty(),
+        h.state().session().composer.tool.errors.is_empty(),
         "{:?}",
-        h.state().session.composer.tool.errors
+        h.state().session().composer.tool.errors
     );
     let answer = send_and_wait(&mut h, "the create_page answer");
     assert!(!answer.contains("\"error\""), "{answer}");
@@ -764,12 +769,12 @@ fn composer_switches_one_of_variants_and_a_strict_server_accepts_them() {
     let args = composer_arguments(h.state());
     assert_eq!(args["operations"][0]["operation"], "PutItem", "{args}");
     assert!(
-        h.state().session.composer.tool.errors.is_empty(),
+        h.state().session().composer.tool.errors.is_empty(),
         "{:?}",
-        h.state().session.composer.tool.errors
+        h.state().session().composer.tool.errors
     );
     let answer = send_and_wait(&mut h, "the batch_write answer");
     assert!(!answer.contains("\"error\""), "{answer}");
     assert!(answer.contains("PutItem(key1)"), "{answer}");
-    h.state_mut().session.inspection = None;
+    h.state_mut().session_mut().inspection = None;
 }

@@ -77,7 +77,7 @@ pub fn quick() -> SessionOptions {
         request_timeout: Some(Duration::from_secs(20)),
         stdin_close_grace: Duration::from_millis(500),
         term_grace: Duration::from_millis(500),
-        ..SessionOptions::default()
+        ..SessionOptions::new(mcpscope_core::record::capture::open_log)
     }
 }
 
@@ -387,7 +387,7 @@ impl Drop for FastServer {
 
 /// Whether the app's timeline on screen has a row whose label holds `text`.
 pub fn timeline_has(app: &mcpscope_app::McpscopeApp, text: &str) -> bool {
-    app.session.inspection.as_ref().is_some_and(|i| {
+    app.session().inspection.as_ref().is_some_and(|i| {
         i.model
             .store
             .iter()
