@@ -233,3 +233,58 @@ fn only_a_launch_that_was_answered_goes_into_recent() {
     });
     assert!(h.state().launcher.recent.iter().any(|r| r.program == "python3"));
 }
+
+/// At 1024×700 the composer fits its panel in every mode: its widgets of a
+/// set width (the tool and template pickers, the method and URI fields) used
+/// to make the panel wider than the room it had, so it slid under the
+/// timeline, which hid its left edge ("Frame", the mode buttons).
+#[test]
+fn at_1024x700_the_composer_fits_its_panel_in_every_mode() {
+    let mut h = Harness::builder()
+        .with_size(SMALL)
+        .allow_missing_glyphs()
+        .build_eframe(|cc| McpscopeApp::new(cc, launching(&everything())));
+    step_until(&mut h, "tools from the server", |app| {
+        !app.session().composer.lists.tools.is_empty() && !app.session().composer.lists.prompts.is_empty()
+    });
+    h.get_by_label("Compose").click();
+    h.run_steps(3);
+    for mode in ["Tool", "Prompt", "Resource", "Logging", "Listen", "Raw"] {
+        h.get_by_label(mode).click();
+        h.run_steps(4);
+        composer_fits(&h, mode);
+    }
+    // A tool's form, and a prompt's arguments.
+    for (mode, picker, choice) in [("Tool", "tool", "get-sum"), ("Prompt", "prompt", "args-prompt")] {
+        h.get_by_label(mode).click();
+        h.run_steps(3);
+        h.get_by_role_and_label(Role::ComboBox, picker).click();
+        h.run_steps(2);
+        h.get_by_label_contains(choice).click_accesskit();
+        h.run_steps(4);
+        let picked = h.get_by_role_and_label(Role::ComboBox, picker).value();
+        assert_eq!(picked.as_deref(), Some(choice), "the {picker} was chosen");
+        composer_fits(&h, choice);
+    }
+}
+
+/// The right panel starts right of the timeline and nothing in the window
+/// runs past its right edge.
+fn composer_fits(h: &Harness<'static, McpscopeApp>, shown: &str) {
+    let timeline_right = h.get_by_role_and_label(Role::TextInput, "Filter").rect().right();
+    for label in ["Frame", "Compose"] {
+        let left = h.get_by_label(label).rect().left();
+        assert!(
+            left > timeline_right,
+            "{shown}: {label:?} starts at x={left}, under the timeline (its filter ends at {timeline_right})"
+        );
+    }
+    let beyond: Vec<String> = h
+        .query_all_by(|n| {
+            n.bounding_box()
+                .is_some_and(|r| r.x1 > f64::from(SMALL[0]) + 1.0 && r.x0 < f64::from(SMALL[0]))
+        })
+        .map(|n| format!("{n:?} at {:?}", n.rect()))
+        .collect();
+    assert!(beyond.is_empty(), "{shown}: past the window's right edge: {beyond:#?}");
+}

@@ -116,6 +116,13 @@ impl Mode {
     }
 }
 
+/// A widget's width, but no more than the row has left: the panel grows to
+/// its widest widget, and at 1024 px it has no room to grow (it would slide
+/// under the timeline).
+fn fitted(ui: &Ui, width: f32) -> f32 {
+    width.min(ui.available_width())
+}
+
 /// The send button with its Ctrl+Enter shortcut; true when either was used.
 fn send_row(ui: &mut Ui, live: bool, enabled: bool, label: &str) -> bool {
     let mut send = false;
@@ -417,7 +424,7 @@ impl ComposerPanel {
                 id: None,
             })
         };
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             if ui
                 .add_enabled(live, egui::Button::new(format!("Fetch {list}")))
                 .clicked()

@@ -3,7 +3,7 @@
 
 use super::completion::Completions;
 use super::lists::Lists;
-use super::{ComposerAction, send_row};
+use super::{ComposerAction, fitted, send_row};
 use crate::inspection::Outgoing;
 use crate::theme;
 use egui::{RichText, Ui};
@@ -53,7 +53,7 @@ impl PromptMode {
         let label = ui.label("prompt");
         egui::ComboBox::from_id_salt("composer-prompt")
             .selected_text(self.name.clone().unwrap_or_else(|| "choose a prompt".into()))
-            .width(260.0)
+            .width(fitted(ui, 260.0))
             .show_ui(ui, |ui| {
                 for p in &lists.prompts {
                     if ui
@@ -91,7 +91,7 @@ impl PromptMode {
                     arg.name.clone()
                 };
                 let l = ui.label(text);
-                ui.add(egui::TextEdit::singleline(value).desired_width(220.0))
+                ui.add(egui::TextEdit::singleline(value).desired_width(fitted(ui, 220.0)))
                     .labelled_by(l.id);
             });
             if let Some(d) = &arg.description {

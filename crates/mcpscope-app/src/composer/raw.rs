@@ -1,7 +1,7 @@
 //! Raw mode: any method as a request (with a chosen id) or a notification,
 //! or a line sent exactly as typed, even when it is not JSON.
 
-use super::{ComposerAction, send_row};
+use super::{ComposerAction, fitted, send_row};
 use crate::inspection::Outgoing;
 use crate::theme;
 use egui::{RichText, Ui};
@@ -161,7 +161,7 @@ impl RawComposer {
         } else {
             egui::Grid::new("raw-grid").num_columns(2).show(ui, |ui| {
                 let l = ui.label("method");
-                ui.add(egui::TextEdit::singleline(&mut self.method).desired_width(260.0))
+                ui.add(egui::TextEdit::singleline(&mut self.method).desired_width(fitted(ui, 260.0)))
                     .labelled_by(l.id);
                 ui.end_row();
                 if self.kind == RawKind::Request {
@@ -169,7 +169,7 @@ impl RawComposer {
                     ui.add(
                         egui::TextEdit::singleline(&mut self.id)
                             .hint_text("next free id")
-                            .desired_width(120.0),
+                            .desired_width(fitted(ui, 120.0)),
                     )
                     .labelled_by(l.id);
                     ui.end_row();

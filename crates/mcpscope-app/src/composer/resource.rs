@@ -2,9 +2,9 @@
 //! templates with suggestions for their variables, and the updates the
 //! server announced.
 
-use super::ComposerAction;
 use super::completion::Completions;
 use super::lists::Lists;
+use super::{ComposerAction, fitted};
 use crate::inspection::Outgoing;
 use crate::theme;
 use egui::{RichText, Ui};
@@ -66,7 +66,11 @@ impl ResourceMode {
                             for r in &lists.resources[range] {
                                 let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
                                 let name = r.get("name").and_then(Value::as_str).unwrap_or("");
-                                if ui.selectable_label(self.uri == uri, format!("{name}  {uri}")).clicked() {
+                                // Cut to the panel's width (a long URI would widen the
+                                // panel under the timeline); the whole one is on hover.
+                                let row =
+                                    egui::Button::selectable(self.uri == uri, format!("{name}  {uri}")).truncate();
+                                if ui.add(row).on_hover_text(uri).clicked() {
                                     read = Some(uri.to_owned());
                                 }
                             }
@@ -81,11 +85,11 @@ impl ResourceMode {
         }
         ui.horizontal(|ui| {
             let l = ui.label("uri");
-            ui.add(egui::TextEdit::singleline(&mut self.uri).desired_width(320.0))
+            ui.add(egui::TextEdit::singleline(&mut self.uri).desired_width(fitted(ui, 320.0)))
                 .labelled_by(l.id);
         });
         let uri = self.uri.trim().to_owned();
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             for (label, method) in [
                 ("Read", methods::RESOURCES_READ),
                 ("Subscribe", methods::RESOURCES_SUBSCRIBE),
@@ -113,7 +117,7 @@ impl ResourceMode {
         let label = ui.label("template");
         egui::ComboBox::from_id_salt("composer-template")
             .selected_text(self.template.clone().unwrap_or_else(|| "choose a template".into()))
-            .width(300.0)
+            .width(fitted(ui, 300.0))
             .show_ui(ui, |ui| {
                 for t in &lists.templates {
                     let tpl = t.get("uriTemplate").and_then(Value::as_str).unwrap_or("?");
@@ -148,7 +152,7 @@ impl ResourceMode {
             let value = self.template_values.entry(name.clone()).or_default();
             ui.horizontal(|ui| {
                 let l = ui.label(&name);
-                ui.add(egui::TextEdit::singleline(value).desired_width(220.0))
+                ui.add(egui::TextEdit::singleline(value).desired_width(fitted(ui, 220.0)))
                     .labelled_by(l.id);
             });
             let value = value.clone();

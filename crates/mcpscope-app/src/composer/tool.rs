@@ -2,7 +2,7 @@
 //! JSON kept in sync with it both ways, progress and run-as-task options.
 
 use super::lists::{Lists, ToolDef};
-use super::{ComposerAction, send_row};
+use super::{ComposerAction, fitted, send_row};
 use crate::inspection::Outgoing;
 use crate::panels::form_view;
 use crate::theme;
@@ -154,7 +154,7 @@ impl ToolMode {
         let mut open = false;
         egui::ComboBox::from_id_salt("composer-tool")
             .selected_text(current)
-            .width(260.0)
+            .width(fitted(ui, 260.0))
             .height(360.0)
             .show_ui(ui, |ui| {
                 // Each opening starts a fresh search.
