@@ -128,9 +128,7 @@ fn http_mock_streams_progress_and_keeps_the_session_and_local_rules() {
     // The mock's stderr is read by a thread of this test: the note may
     // arrive a moment after the answer did.
     let note = "refused POST /mcp: Host \"evil.example\"";
-    crate::hostile::wait_until(Duration::from_secs(10), note, || {
-        mock.stderr().contains(note)
-    });
+    crate::hostile::wait_until(Duration::from_secs(10), note, || mock.stderr().contains(note));
 }
 
 #[test]
