@@ -194,3 +194,204 @@ fn a_table_that_is_not_whole_is_an_error() {
         "{err}"
     );
 }
+
+/// A crate planted from (path under `src`, text) pairs.
+fn plant(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn pairs(found: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    found.iter().map(|(f, w)| (f.to_string(), w.to_string())).collect()
+}
+
+/// `use` of a module of `std::os`, alone or in a group; `std::os::raw` is
+/// not one OS's, and a glob of `std::os` names none.
+#[test]
+fn a_use_of_an_os_module_is_found() {
+    let src = plant(&[
+        ("lib.rs", "mod perms;\nmod group;\nmod portable;\n"),
+        ("perms.rs", "use std::os::unix::fs::PermissionsExt;\n"),
+        (
+            "group.rs",
+            "use std::{io, os::unix::fs::MetadataExt};\nuse ::core::os::{linux::fs as lfs, macos};\nuse libc as c;\n",
+        ),
+        (
+            "portable.rs",
+            "use std::os::raw::c_int;\nuse std::os::*;\nuse std::io;\n",
+        ),
+    ]);
+    assert_eq!(
+        os_specific_uses(src.path(), &[]).unwrap(),
+        pairs(&[
+            ("group.rs", "core::os::linux"),
+            ("group.rs", "core::os::macos"),
+            ("group.rs", "libc"),
+            ("group.rs", "std::os::unix"),
+            ("perms.rs", "std::os::unix"),
+        ])
+    );
+}
+
+/// Paths in expressions and types, in macro tokens (a leading `::` left
+/// out), and `extern crate`; a path whose later segment is `libc` does not
+/// count, nor a variable's field.
+#[test]
+fn an_os_path_in_code_or_macro_tokens_is_found() {
+    let src = plant(&[
+        ("lib.rs", "extern crate interprocess;\nmod fd;\nmod kill;\nmod other;\n"),
+        (
+            "fd.rs",
+            "fn raw(f: &std::fs::File) -> i32 { std::os::fd::AsRawFd::as_raw_fd(f) }\n",
+        ),
+        (
+            "kill.rs",
+            "fn f(pid: i32) -> String {\n    format!(\"{}\", unsafe { libc::kill(pid, 0) })\n}\n\
+             fn g() { assert!(::std::os::windows::ffi::OsStrExt::encode_wide(s).count() > 0); }\n",
+        ),
+        (
+            "other.rs",
+            "type H = windows_sys::Win32::Foundation::HANDLE;\n\
+             fn h(x: X) { x.libc; wrap::libc::kill(); println!(\"{}\", x.libc + ours::libc::N); }\n",
+        ),
+    ]);
+    assert_eq!(
+        os_specific_uses(src.path(), &[]).unwrap(),
+        pairs(&[
+            ("fd.rs", "std::os::fd"),
+            ("kill.rs", "libc"),
+            ("kill.rs", "std::os::windows"),
+            ("lib.rs", "interprocess"),
+            ("other.rs", "windows_sys"),
+        ])
+    );
+}
+
+/// `#[cfg]`, `#[cfg_attr]` and `cfg!` whose predicate names an OS option,
+/// anywhere inside `any`, `all`, `not`; in macro tokens too. A `cfg` on a
+/// `mod x;` is reported where it is declared, and `x` is read.
+#[test]
+fn cfgs_that_pick_an_os_are_found() {
+    let src = plant(&[
+        (
+            "lib.rs",
+            "#[cfg(windows)]\nmod win;\n#[cfg(unix)]\nmod nix;\nmod gui;\n",
+        ),
+        ("win.rs", "#![cfg(target_family = \"windows\")]\n"),
+        (
+            "nix.rs",
+            "#[cfg(unix)]\nfn a() {}\n\
+             fn b() -> bool { cfg!(windows) || cfg!(feature = \"x\") }\n\
+             #[cfg(not(any(target_os = \"linux\",)))]\nfn c() {}\n\
+             #[cfg_attr(all(target_env = \"gnu\", feature = \"y\"), cfg_attr(target_vendor = \"apple\", inline))]\nfn d() {}\n\
+             fn e() { assert!(cfg!(target_os = \"macos\")); }\n\
+             macro_rules! m { () => { #[cfg(target_os = \"windows\")] fn f() {} }; }\n\
+             #[cfg(target_os = \"linux\")]\nuse std::io;\n",
+        ),
+        (
+            "gui.rs",
+            "#[cfg(feature = \"gui\")]\nfn a() {}\n#[cfg_attr(feature = \"unix\", derive(Debug))]\nstruct S;\n\
+             #[cfg(all(test, debug_assertions))]\nfn b() {}\n",
+        ),
+    ]);
+    assert_eq!(
+        os_specific_uses(src.path(), &[]).unwrap(),
+        pairs(&[
+            ("lib.rs", "cfg(unix)"),
+            ("lib.rs", "cfg(windows)"),
+            ("nix.rs", "cfg(all(target_env = \"gnu\", feature = \"y\"))"),
+            ("nix.rs", "cfg(not(any(target_os = \"linux\")))"),
+            ("nix.rs", "cfg(target_os = \"linux\")"),
+            ("nix.rs", "cfg(target_os = \"macos\")"),
+            ("nix.rs", "cfg(target_os = \"windows\")"),
+            ("nix.rs", "cfg(target_vendor = \"apple\")"),
+            ("nix.rs", "cfg(unix)"),
+            ("nix.rs", "cfg(windows)"),
+            ("win.rs", "cfg(target_family = \"windows\")"),
+        ])
+    );
+}
+
+/// Test items, the files of a test module, comments and strings do not
+/// count; the code around them does.
+#[test]
+fn test_items_comments_and_strings_are_not_os_uses() {
+    let src = plant(&[
+        ("lib.rs", "mod a;\n#[cfg(test)]\nmod tests;\n"),
+        (
+            "a.rs",
+            "//! Calls libc::kill, see std::os::unix.\n\
+             #[cfg(test)]\nfn probe() -> i32 { unsafe { libc::getpid() } }\n\
+             #[cfg(test)]\n#[cfg(unix)]\nuse std::os::unix::fs::PermissionsExt;\n\
+             #[cfg(test)]\nmod inline { fn f() { assert!(cfg!(windows)); } }\n\
+             // libc::kill(pid, 0)\n\
+             fn say() -> &'static str { \"libc::kill and #[cfg(unix)]\" }\n\
+             fn after() { let _ = std::os::fd::AsRawFd::as_raw_fd; }\n",
+        ),
+        ("tests.rs", "use libc::kill;\n#[cfg(unix)]\nfn t() {}\n"),
+    ]);
+    assert_eq!(
+        os_specific_uses(src.path(), &[]).unwrap(),
+        pairs(&[("a.rs", "std::os::fd")])
+    );
+}
+
+/// The files of an allowed module, and of the modules declared in them,
+/// are not read; its declaration in lib.rs is, and so are its neighbours.
+#[test]
+fn allowed_modules_are_not_read() {
+    let src = plant(&[
+        ("lib.rs", "#[cfg(unix)]\nmod platform;\nmod app;\n"),
+        (
+            "platform/mod.rs",
+            "#[cfg(unix)]\nmod unix;\n#[cfg(windows)]\nmod windows;\npub use libc::pid_t;\n",
+        ),
+        ("platform/unix.rs", "use std::os::unix::fs::PermissionsExt;\n"),
+        ("platform/windows.rs", "use windows_sys::Win32;\n"),
+        ("app.rs", "fn f() { unsafe { libc::getpid(); } }\n"),
+    ]);
+    assert_eq!(
+        os_specific_uses(src.path(), &["platform"]).unwrap(),
+        pairs(&[("app.rs", "libc"), ("lib.rs", "cfg(unix)")])
+    );
+    assert_eq!(
+        os_specific_uses(src.path(), &[]).unwrap(),
+        pairs(&[
+            ("app.rs", "libc"),
+            ("lib.rs", "cfg(unix)"),
+            ("platform/mod.rs", "cfg(unix)"),
+            ("platform/mod.rs", "cfg(windows)"),
+            ("platform/mod.rs", "libc"),
+            ("platform/unix.rs", "std::os::unix"),
+            ("platform/windows.rs", "windows_sys"),
+        ]),
+        "without the allowance, the same files are read"
+    );
+}
+
+/// An allowance for a module the crate does not have is an error, and so is
+/// a module an OS `cfg` declares whose file is missing.
+#[test]
+fn os_check_errors() {
+    let src = plant(&[("lib.rs", "#[cfg(windows)]\nmod win;\nmod app;\n"), ("app.rs", "")]);
+    let err = os_specific_uses(src.path(), &["app"]).unwrap_err();
+    assert!(
+        matches!(&err, LayerError::MissingFile { file, module } if file == "lib.rs" && module == "win"),
+        "{err}"
+    );
+    std::fs::write(src.path().join("win.rs"), "").unwrap();
+    let err = os_specific_uses(src.path(), &["app", "gone"]).unwrap_err();
+    assert!(
+        matches!(&err, LayerError::NotAModule { module } if module == "gone"),
+        "{err}"
+    );
+    assert_eq!(
+        os_specific_uses(src.path(), &["win"]).unwrap(),
+        pairs(&[("lib.rs", "cfg(windows)")])
+    );
+}
