@@ -18,6 +18,8 @@
 //!   built on it; no I/O in either.
 //!
 //! In this crate:
+//! - [`platform`]: what differs between operating systems (so far: process
+//!   trees and the watchdog), behind types that say what they do;
 //! - [`listen`]: the HTTP/1.1 listeners' shared pieces (request reading, the
 //!   `Host`/`Origin` gate, connection slots, answers) and the sign-in's redirect listener;
 //! - [`transport`]: child processes over stdio, Streamable HTTP and HTTP+SSE,
@@ -67,6 +69,7 @@ pub mod interop;
 pub mod listen;
 pub mod load;
 pub mod pilot;
+pub mod platform;
 pub mod proxy;
 pub mod record;
 pub mod replay;

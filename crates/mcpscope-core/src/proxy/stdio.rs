@@ -5,6 +5,7 @@
 //! copy of each chunk is framed and recorded on another thread, so recording
 //! can never delay or alter the conversation.
 
+use crate::platform::process::Stop;
 use crate::proxy::gate::{Gate, GateAction, Waker};
 use crate::record::capture;
 use crate::sessions::index::{ClientInfo, EndCause, LiveSession, NewSession};
@@ -727,7 +728,7 @@ impl Recording {
             self.act();
         }
         // Whatever the server started must not outlive the proxy.
-        if tree.alive() && tree.signal(libc::SIGKILL) {
+        if tree.alive() && tree.stop(Stop::ForGood) {
             self.note(format!(
                 "sent SIGKILL to what was left of process group {pgid} (and what it started outside it)"
             ));
@@ -760,11 +761,11 @@ impl Recording {
     fn perform(&mut self, step: Step, tree: &ServerTree) {
         match step {
             Step::CloseStdin => self.close_stdin(),
-            Step::Signal(sig) => {
-                if tree.signal(sig) {
+            Step::Stop(how) => {
+                if tree.stop(how) {
                     self.note(format!(
                         "sent {} to process group {} (and what it started outside it)",
-                        process::signal_name(sig),
+                        how.name(),
                         tree.pgid
                     ));
                 }
@@ -776,7 +777,7 @@ impl Recording {
 
     /// A fault rule's `kill-server`: SIGKILL to the whole group, at once.
     fn kill(&mut self, tree: &ServerTree) {
-        if tree.signal(libc::SIGKILL) {
+        if tree.stop(Stop::ForGood) {
             self.note(format!(
                 "killed the server: sent SIGKILL to process group {} (and what it started outside it)",
                 tree.pgid

@@ -3,14 +3,15 @@
 //! machine with no I/O and no clock of its own (the caller passes `now` and
 //! what it sees), driven by the session link and by the stdio proxy alike.
 
+use crate::platform::process::Stop;
 use std::time::{Duration, Instant};
 
 /// What to do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     CloseStdin,
-    /// Send this signal to the server's tree (group and daemons).
-    Signal(i32),
+    /// Stop the server's tree (group and daemons) this hard.
+    Stop(Stop),
     /// SIGKILL had its time: stop waiting (what is left is the watchdog's).
     GiveUp,
 }
@@ -80,7 +81,7 @@ impl Shutdown {
                 self.phase = Phase::Terminated {
                     deadline: now + self.term_grace,
                 };
-                Some(Step::Signal(libc::SIGTERM))
+                Some(Step::Stop(Stop::Gently))
             }
             _ => None,
         }
@@ -94,13 +95,13 @@ impl Shutdown {
                 self.phase = Phase::Terminated {
                     deadline: now + self.term_grace,
                 };
-                Some(Step::Signal(libc::SIGTERM))
+                Some(Step::Stop(Stop::Gently))
             }
             Phase::Terminated { deadline } if now >= deadline && tree_alive => {
                 self.phase = Phase::Killed {
                     deadline: now + KILL_GRACE,
                 };
-                Some(Step::Signal(libc::SIGKILL))
+                Some(Step::Stop(Stop::ForGood))
             }
             Phase::Killed { deadline } if now >= deadline => {
                 self.phase = Phase::GaveUp;
@@ -147,9 +148,9 @@ mod tests {
         s.begin(t0);
         assert_eq!(s.tick(t0 + ms(1999), false, true), None);
         assert_eq!(s.next_wakeup(), Some(t0 + ms(2000)));
-        assert_eq!(s.tick(t0 + ms(2000), false, true), Some(Step::Signal(libc::SIGTERM)));
+        assert_eq!(s.tick(t0 + ms(2000), false, true), Some(Step::Stop(Stop::Gently)));
         assert_eq!(s.tick(t0 + ms(3000), false, true), None);
-        assert_eq!(s.tick(t0 + ms(4000), false, true), Some(Step::Signal(libc::SIGKILL)));
+        assert_eq!(s.tick(t0 + ms(4000), false, true), Some(Step::Stop(Stop::ForGood)));
         assert_eq!(s.tick(t0 + ms(5000), false, true), Some(Step::GiveUp));
         assert!(s.gave_up());
         assert_eq!(s.next_wakeup(), None);
@@ -160,13 +161,13 @@ mod tests {
         let t0 = Instant::now();
         let mut s = Shutdown::new(ms(2000), ms(500));
         s.begin(t0);
-        assert_eq!(s.leader_exited(t0 + ms(100), true), Some(Step::Signal(libc::SIGTERM)));
+        assert_eq!(s.leader_exited(t0 + ms(100), true), Some(Step::Stop(Stop::Gently)));
         // Gone within the grace: nothing more.
         assert_eq!(s.tick(t0 + ms(700), true, false), None);
         let mut s = Shutdown::new(ms(2000), ms(500));
         s.begin(t0);
         s.leader_exited(t0 + ms(100), true);
-        assert_eq!(s.tick(t0 + ms(600), true, true), Some(Step::Signal(libc::SIGKILL)));
+        assert_eq!(s.tick(t0 + ms(600), true, true), Some(Step::Stop(Stop::ForGood)));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! A watchdog process outside the group ends the group if mcpscope itself
 //! dies without running this sequence (SIGKILL).
 
+use crate::platform::process::Stop;
 use crate::transport::event::Event;
 use crate::transport::lifecycle;
 use crate::transport::process::{self, ExitInfo, ServerSpec, ServerTree, Watchdog};
@@ -171,7 +172,7 @@ pub(crate) fn run(
             // Without its I/O threads the session cannot run (the system is
             // out of threads or memory): end the server now and say why,
             // rather than leave the owner waiting on a session that panicked.
-            tree.signal(libc::SIGKILL);
+            tree.stop(Stop::ForGood);
             sink.note(format!(
                 "mcpscope could not start the session's {name} thread ({e}): the server was stopped"
             ));
@@ -206,11 +207,11 @@ impl StdioLink {
                 self.stdin = None;
                 sink.note("closed the server's stdin");
             }
-            Step::Signal(sig) => {
-                if self.tree.signal(sig) {
+            Step::Stop(how) => {
+                if self.tree.stop(how) {
                     sink.note(format!(
                         "{why}: sent {} to process group {} (and what it started outside it)",
-                        process::signal_name(sig),
+                        how.name(),
                         self.tree.pgid
                     ));
                 }
@@ -334,7 +335,7 @@ impl Link for StdioLink {
         let alive = self.tree.alive();
         if let Some(step) = self.shutdown.tick(now, self.exited, alive) {
             let why = match step {
-                Step::Signal(libc::SIGTERM) => "did not exit after stdin was closed",
+                Step::Stop(Stop::Gently) => "did not exit after stdin was closed",
                 _ => "still running after SIGTERM",
             };
             self.perform(sink, step, why);

@@ -1,0 +1,12 @@
+//! What differs between operating systems, kept in one place: the rest of
+//! the core names no `libc`, no `std::os::unix` and no OS `cfg` outside it
+//! (the layers test keeps a list of the files still to move here, which may
+//! only shrink).
+//!
+//! `process`: a server's process tree, started so that it can be stopped
+//! gently and then for good, and a watchdog that ends it if mcpscope dies.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::process;

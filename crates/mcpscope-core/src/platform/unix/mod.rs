@@ -1,0 +1,7 @@
+//! Linux (and, where POSIX is enough, other Unix systems).
+
+pub mod process;
+mod watchdog;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+//! Process trees on Unix: a server's process group and every process that
+//! carries its tag.
+//!
+//! Servers are often launched through wrappers (`npx`, `uv run`, shell
+//! scripts) whose grandchildren hold the pipes open, so each server gets its
+//! own process group and shutdown signals the whole group.
+//!
+//! A descendant that daemonises (`setsid()`, a double fork) leaves the
+//! group. Each server therefore also carries a tag in its environment,
+//! which its descendants inherit: shutdown ends the group and every process
+//! carrying the tag (a [`ServerTree`]). mcpscope is a child subreaper, so a
+//! daemon whose parent died is re-parented to mcpscope, not to init, and its
+//! status is collected here.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus};
+
+pub use super::watchdog::{WATCHDOG_NAME, Watchdog};
+
+/// The environment variable that marks a server's descendants.
+pub const TREE_TAG_VAR: &str = "MCPSCOPE_SERVER";
+
+/// How hard to stop a process tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Ask it to end: SIGTERM.
+    Gently,
+    /// End it now: SIGKILL.
+    ForGood,
+}
+
+impl Stop {
+    /// What is sent, as notes name it ("SIGTERM").
+    pub fn name(self) -> &'static str {
+        signal_name(self.signal())
+    }
+
+    fn signal(self) -> i32 {
+        match self {
+            Stop::Gently => libc::SIGTERM,
+            Stop::ForGood => libc::SIGKILL,
+        }
+    }
+}
+
+/// A server's process group and every process that carries its tag.
+#[derive(Clone, Debug)]
+pub struct ServerTree {
+    pub pgid: u32,
+    tag: String,
+    /// Strays seen alive: once dead, their environment can no longer be
+    /// read, but an adopted one still has to be reaped.
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<u32>>>,
+}
+
+impl PartialEq for ServerTree {
+    fn eq(&self, other: &Self) -> bool {
+        self.pgid == other.pgid && self.tag == other.tag
+    }
+}
+
+impl Eq for ServerTree {}
+
+impl ServerTree {
+    /// A tag no other server of any mcpscope shares: pid, sequence, time.
+    pub(crate) fn new_tag() -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!(
+            "{}.{}.{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_tests(pgid: u32, tag: &str) -> Self {
+        Self::with_tag(pgid, tag.to_owned())
+    }
+
+    pub(crate) fn with_tag(pgid: u32, tag: String) -> Self {
+        Self {
+            pgid,
+            tag,
+            seen: Default::default(),
+        }
+    }
+
+    /// `NAME=tag`, as it appears in `/proc/PID/environ`.
+    pub(super) fn marker(&self) -> Vec<u8> {
+        format!("{TREE_TAG_VAR}={}", self.tag).into_bytes()
+    }
+
+    /// Processes outside the group that carry the tag: (pid, zombie).
+    pub fn strays(&self) -> Vec<(u32, bool)> {
+        let marker = self.marker();
+        let me = std::process::id();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Some(stat) = ProcStat::read(pid) else { continue };
+            if stat.pgrp == self.pgid || stat.state == 'X' {
+                continue;
+            }
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if environ.split(|&b| b == 0).any(|var| var == marker.as_slice()) {
+                found.push((pid, stat.state == 'Z'));
+            }
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.extend(found.iter().map(|&(pid, _)| pid));
+        found
+    }
+
+    /// Stops the tree: the group and every stray that can still run.
+    /// False when nothing was left to stop.
+    pub fn stop(&self, how: Stop) -> bool {
+        self.signal(how.signal())
+    }
+
+    /// Sends `signal` to the group and to every stray that can still run.
+    /// False when nothing was left to signal.
+    pub(super) fn signal(&self, signal: i32) -> bool {
+        let mut any = signal_group(self.pgid, signal);
+        for (pid, zombie) in self.strays() {
+            // SAFETY: plain syscall to a process that carries our server's tag.
+            if !zombie && unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Whether anything of the server is still alive (zombies included:
+    /// those mcpscope adopted are reaped first).
+    pub fn alive(&self) -> bool {
+        self.reap_adopted();
+        group_alive(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
+    }
+
+    /// Whether anything of the server can still run (zombies are over).
+    pub fn running(&self) -> bool {
+        self.reap_adopted();
+        group_running(self.pgid) || self.strays().iter().any(|&(_, zombie)| !zombie)
+    }
+
+    /// Collects the status of the server's processes that ended as
+    /// mcpscope's children (the subreaper adopted them when their parent
+    /// died), so they do not linger as zombies and keep the group "alive".
+    /// Only members of the group other than its leader, and strays seen
+    /// carrying the tag: std owns the status of the children it started.
+    pub fn reap_adopted(&self) {
+        let me = std::process::id();
+        let Ok(dir) = std::fs::read_dir("/proc") else { return };
+        let seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == self.pgid {
+                continue;
+            }
+            let Some(stat) = ProcStat::read(pid) else { continue };
+            if stat.state == 'Z' && stat.ppid == me && (stat.pgrp == self.pgid || seen.contains(&pid)) {
+                // SAFETY: collecting the status of our own (adopted) child, without blocking.
+                unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
+            }
+        }
+    }
+}
+
+/// The fields of `/proc/PID/stat` this module reads.
+struct ProcStat {
+    state: char,
+    ppid: u32,
+    pgrp: u32,
+}
+
+impl ProcStat {
+    fn read(pid: u32) -> Option<ProcStat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The name (field 2) may hold spaces and parentheses: count from the last ')'.
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some(ProcStat { state, ppid, pgrp })
+    }
+}
+
+/// Makes mcpscope the one that inherits its servers' orphaned descendants
+/// (instead of init), once per process.
+pub(crate) fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: plain prctl on this process.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    });
+}
+
+/// Starts a program mcpscope hands work to but does not serve as a server
+/// (the browser a View or a sign-in opens in): in a group of its own, its
+/// descendants tagged like a server's, and a thread that waits for it and
+/// then, for as long as anything of it runs, reaps what it leaves orphaned
+/// to mcpscope (the subreaper): a browser's crash handler and its helpers
+/// were left as zombies under the app. Nothing of it is killed: it is the
+/// user's program, and outlives mcpscope if it likes.
+pub fn spawn_reaped(cmd: &mut Command) -> std::io::Result<u32> {
+    become_subreaper();
+    let tag = ServerTree::new_tag();
+    cmd.env(TREE_TAG_VAR, &tag).process_group(0);
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let tree = ServerTree::with_tag(pid, tag);
+    let reaper = std::thread::Builder::new()
+        .name("mcpscope-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+            while tree.alive() {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+        });
+    // Without a thread (none could be made) the child is reaped when
+    // mcpscope ends; the browser is open all the same.
+    drop(reaper);
+    Ok(pid)
+}
+
+/// Makes `cmd` the leader of a new process group that the kernel kills if
+/// mcpscope dies, and mcpscope the subreaper of what it leaves behind.
+pub fn prepare_tree(cmd: &mut Command) {
+    become_subreaper();
+    cmd.process_group(0);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    // If mcpscope itself is killed, the server is killed with it instead of
+    // being left to run unobserved.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+/// The signal that ended the process, if one did.
+pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    status.signal()
+}
+
+/// Whether the file may be run (any x bit).
+pub fn is_executable(m: &std::fs::Metadata) -> bool {
+    m.permissions().mode() & 0o111 != 0
+}
+
+/// Sends `signal` to every process in the group led by `pgid`.
+/// Returns false when no process is left in the group.
+pub fn signal_group(pgid: u32, signal: i32) -> bool {
+    // SAFETY: plain syscall; pgid comes from a child we spawned as group leader.
+    unsafe { libc::killpg(pgid as libc::pid_t, signal) == 0 }
+}
+
+/// Whether any process of the group is still alive (zombies included).
+pub fn group_alive(pgid: u32) -> bool {
+    signal_group(pgid, 0)
+}
+
+/// Whether any process of the group can still run: alive and not a zombie.
+///
+/// A zombie has ended; it waits only for its parent to collect its status,
+/// which for an orphan is init (or a subreaper), on init's own schedule:
+/// some container inits take seconds, some never do. Nothing is left to end,
+/// so mcpscope does not wait for it. When `/proc` cannot be read, this is
+/// [`group_alive`].
+pub fn group_running(pgid: u32) -> bool {
+    if !group_alive(pgid) {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten().any(|entry| {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false; // gone meanwhile
+        };
+        // After the name: state (field 3), ppid, pgrp (field 5).
+        let mut fields = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace();
+        let state = fields.next().unwrap_or("");
+        if fields.nth(1).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
+            return false;
+        }
+        match state {
+            // A leader that called pthread_exit shows as a zombie while its
+            // other threads run: count the threads.
+            "Z" => std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse::<u32>().ok())
+                    .is_some_and(|n| n > 1)
+            }),
+            "X" | "x" => false,
+            _ => true,
+        }
+    })
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
