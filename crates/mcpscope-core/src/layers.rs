@@ -93,12 +93,10 @@ mod tests {
         "config/wrap_file/replace.rs",
         "filter/records.rs",
         "intercept/control.rs",
-        "load/sessions.rs",
         "record/follower.rs",
         "record/output_file.rs",
         "record/private_files.rs",
         "record/state_dir.rs",
-        "sessions/index.rs",
         "transport/auth/browser.rs",
     ];
 

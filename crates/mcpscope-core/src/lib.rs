@@ -19,7 +19,8 @@
 //!
 //! In this crate:
 //! - [`platform`]: what differs between operating systems (so far: process
-//!   trees and the watchdog), behind types that say what they do;
+//!   trees, the watchdog, and other processes' state and usage), behind
+//!   types that say what they do;
 //! - [`listen`]: the HTTP/1.1 listeners' shared pieces (request reading, the
 //!   `Host`/`Origin` gate, connection slots, answers) and the sign-in's redirect listener;
 //! - [`transport`]: child processes over stdio, Streamable HTTP and HTTP+SSE,

@@ -12,6 +12,7 @@ use crate::client::{Client, ClientError};
 use crate::load::LoadPlan;
 use crate::load::plan::Timetable;
 use crate::load::stats::{Outcome, ServerUsage, Stats};
+use crate::platform::process::{Usage, usage};
 use crate::protocol::handshake::HandshakeOptions;
 use crate::transport::session::SessionOptions;
 use std::path::PathBuf;
@@ -131,7 +132,7 @@ pub fn run(
         }
     }
     let mut servers: Vec<ServerUsage> = Vec::new();
-    let mut last_cpu: std::collections::HashMap<u32, u64> = Default::default();
+    let mut last_cpu: std::collections::HashMap<u32, Duration> = Default::default();
     let mut next_tick: Option<Instant> = None;
     while !threads.iter().all(|t| t.is_finished()) {
         let Some(&start) = shared.clock.get() else {
@@ -144,9 +145,14 @@ pub fn run(
             let second = (now - start).as_secs();
             let pids = shared.pids.lock().unwrap_or_else(PoisonError::into_inner).clone();
             for pid in pids {
-                if let Some((ticks, rss_kib)) = proc_usage(pid) {
-                    let prev = last_cpu.insert(pid, ticks);
-                    let cpu = prev.map_or(0.0, |p| ticks.saturating_sub(p) as f64 * 100.0 / clock_ticks());
+                if let Some(Usage {
+                    cpu: used,
+                    resident_kib: rss_kib,
+                }) = usage(pid)
+                {
+                    let prev = last_cpu.insert(pid, used);
+                    // Percent of one core over the second since the last sample.
+                    let cpu = prev.map_or(0.0, |p| used.saturating_sub(p).as_secs_f64() * 100.0);
                     let entry = match servers.iter_mut().position(|s| s.pid == pid) {
                         Some(i) => &mut servers[i],
                         None => {
@@ -359,42 +365,5 @@ fn pipelined(plan: &LoadPlan, shared: &Shared, client: &mut Client, picker: &mut
         shared
             .stats()
             .record(now - shared.start(), &done.key, now - done.sent, &outcome);
-    }
-}
-
-/// (CPU ticks used so far, RSS in KiB) of a process, from /proc.
-fn proc_usage(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    Some((utime + stime, rss))
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn this_process_usage_is_read_from_proc() {
-        let (ticks, rss) = proc_usage(std::process::id()).expect("our own /proc entry");
-        assert!(rss > 0);
-        let _ = ticks;
-        assert_eq!(proc_usage(u32::MAX), None);
     }
 }

@@ -11,6 +11,7 @@
 //! still says "running" whose proxy is gone (killed with SIGKILL, a crash, a
 //! reboot) is reported as [`SessionState::Vanished`] rather than trusted.
 
+use crate::platform::process;
 use crate::record::state_dir;
 use crate::transport::process::{ExitInfo, ServerSpec};
 use serde::{Deserialize, Serialize};
@@ -231,7 +232,7 @@ impl LiveSession {
             client: None,
             started_unix_ms,
             proxy_pid: pid,
-            proxy_start_ticks: process_start_ticks(pid),
+            proxy_start_ticks: process::start_stamp(pid),
             server_pid: None,
             control_socket: None,
             ended: None,
@@ -412,12 +413,7 @@ pub fn request_stop(session: &ListedSession) -> io::Result<()> {
     if session.state != SessionState::Running || !proxy_alive(&session.record) {
         return Err(io::Error::new(io::ErrorKind::NotFound, "the session is not running"));
     }
-    // SAFETY: plain syscall on a pid checked to be the session's proxy.
-    if unsafe { libc::kill(session.record.proxy_pid as libc::pid_t, libc::SIGTERM) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    process::ask_to_stop(session.record.proxy_pid)
 }
 
 /// Deletes an ended session's record and capture.
@@ -436,39 +432,16 @@ pub fn remove_session(session: &ListedSession) -> io::Result<()> {
     fs::remove_file(&session.index_path)
 }
 
-/// Whether the record's proxy process still runs.
+/// Whether the record's proxy process still runs (and is the same
+/// process: not a later one given the same pid).
 pub fn proxy_alive(record: &SessionRecord) -> bool {
-    let pid = record.proxy_pid as libc::pid_t;
-    if pid <= 0 {
+    if !process::is_running(record.proxy_pid) {
         return false;
     }
-    // SAFETY: signal 0 only checks that the process exists.
-    let exists = unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    // A zombie has exited; it lingers only until its parent (the client) reaps it.
-    if !exists || process_exited(record.proxy_pid) {
-        return false;
-    }
-    match (record.proxy_start_ticks, process_start_ticks(record.proxy_pid)) {
+    match (record.proxy_start_ticks, process::start_stamp(record.proxy_pid)) {
         (Some(recorded), Some(now)) => recorded == now,
         _ => true,
     }
-}
-
-/// Whether a process has exited but not been reaped yet (state Z or X in /proc/PID/stat).
-fn process_exited(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
-    matches!(state, Some("Z" | "X"))
-}
-
-/// A process's start time in clock ticks after boot (field 22 of /proc/PID/stat).
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn unix_ms() -> u64 {
@@ -664,7 +637,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
         let me = std::process::id();
-        let my_ticks = process_start_ticks(me);
+        let my_ticks = process::start_stamp(me);
         assert!(my_ticks.is_some(), "/proc is readable on Linux");
         write_record(dir, "old-running", 100, me, my_ticks, false);
         write_record(dir, "new-ended", 300, me, my_ticks, true);
@@ -701,10 +674,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
-        let ticks = process_start_ticks(pid);
+        let ticks = process::start_stamp(pid);
         // Exited, not reaped: a zombie until `wait`.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !process_exited(pid) {
+        while process::is_running(pid) {
             assert!(std::time::Instant::now() < deadline, "the child did not exit");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }

@@ -15,6 +15,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 pub use super::watchdog::{WATCHDOG_NAME, Watchdog};
 
@@ -341,4 +342,85 @@ pub fn signal_name(sig: i32) -> &'static str {
         libc::SIGTERM => "SIGTERM",
         _ => "signal",
     }
+}
+
+/// What a process has used: CPU time so far, and memory now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// User and system time together.
+    pub cpu: Duration,
+    pub resident_kib: u64,
+}
+
+/// A process's CPU time and resident memory (from /proc), if it can be read.
+pub fn usage(pid: u32) -> Option<Usage> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let resident_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Some(Usage {
+        cpu: Duration::from_secs_f64((utime + stime) as f64 / clock_ticks()),
+        resident_kib,
+    })
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// Asks a process mcpscope did not start to end (SIGTERM).
+pub fn ask_to_stop(pid: u32) -> std::io::Result<()> {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+    };
+    // SAFETY: plain syscall; the caller checked whose pid it is.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Whether a process exists (another user's too) and has not exited: a
+/// zombie has, and lingers only until its parent collects it.
+pub fn is_running(pid: u32) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists =
+        unsafe { libc::kill(raw, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !has_exited(pid)
+}
+
+/// Whether a process has exited but not been reaped yet (state Z or X in /proc/PID/stat).
+pub(super) fn has_exited(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
+}
+
+/// When a process started, as a number that tells it from a later process
+/// given the same pid (clock ticks after boot): only ever compared.
+pub fn start_stamp(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
 }

@@ -124,3 +124,27 @@ fn a_group_of_zombies_is_alive_but_not_running() {
     leader.wait().unwrap();
     assert!(!group_alive(pgid) && !group_running(pgid));
 }
+
+#[test]
+fn this_process_usage_is_read() {
+    let own = usage(std::process::id()).expect("our own /proc entry");
+    assert!(own.resident_kib > 0);
+    assert_eq!(usage(u32::MAX), None);
+}
+
+#[test]
+fn a_process_that_exited_is_not_running_before_it_is_reaped() {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    assert!(start_stamp(pid).is_some() || !is_running(pid));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while is_running(pid) {
+        assert!(std::time::Instant::now() < deadline, "the child did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(has_exited(pid), "a zombie until waited for");
+    child.wait().unwrap();
+    assert!(!is_running(pid) && !is_running(0) && !is_running(u32::MAX));
+    assert!(is_running(std::process::id()));
+    assert!(ask_to_stop(u32::MAX).is_err());
+}
