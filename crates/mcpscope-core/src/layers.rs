@@ -97,7 +97,6 @@ mod tests {
         "record/output_file.rs",
         "record/private_files.rs",
         "record/state_dir.rs",
-        "transport/auth/browser.rs",
     ];
 
     /// What differs between systems lives in `platform/`; the rest of the

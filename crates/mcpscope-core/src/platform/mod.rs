@@ -3,9 +3,12 @@
 //! (the layers test keeps a list of the files still to move here, which may
 //! only shrink).
 //!
-//! `process`: a server's process tree, started so that it can be stopped
-//! gently and then for good, and a watchdog that ends it if mcpscope dies.
+//! - `desktop`: how this system opens a URL in the user's browser;
+//! - `process`: a server's process tree, started so that it can be stopped
+//!   gently and then for good, a watchdog that ends it if mcpscope dies,
+//!   and other processes: running or not, their start, CPU and memory.
 
+pub mod desktop;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

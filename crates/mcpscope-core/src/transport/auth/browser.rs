@@ -2,6 +2,7 @@
 //! colon-separated list, `%s` replaced by the URL, as xdg-utils read it),
 //! else the platform's opener.
 
+use crate::platform::desktop;
 use std::process::{Command, Stdio};
 
 fn candidates(browser: Option<&str>, url: &str) -> Vec<(String, Vec<String>)> {
@@ -23,14 +24,7 @@ fn candidates(browser: Option<&str>, url: &str) -> Vec<(String, Vec<String>)> {
             out.push((program, words));
         }
     }
-    let default: &[&str] = if cfg!(target_os = "macos") {
-        &["open"]
-    } else if cfg!(windows) {
-        &["explorer"]
-    } else {
-        &["xdg-open"]
-    };
-    for p in default {
+    for p in desktop::url_openers() {
         out.push(((*p).to_owned(), vec![url.to_owned()]));
     }
     out
@@ -56,7 +50,7 @@ pub fn open_with(browser: Option<&str>, url: &str) -> Result<String, NoBrowser> 
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if let Some(address) = no_session_bus() {
+        if let Some(address) = desktop::no_session_bus() {
             cmd.env("DBUS_SESSION_BUS_ADDRESS", address);
         }
         // Waited for, and its orphans reaped, in the background: a browser
@@ -67,21 +61,6 @@ pub fn open_with(browser: Option<&str>, url: &str) -> Result<String, NoBrowser> 
         }
     }
     Err(NoBrowser(errors))
-}
-
-/// With no session bus to talk to, xdg-open and the browser start one of
-/// their own (dbus-launch, dbus-daemon) that outlives mcpscope: they are
-/// told there is none instead. A desktop's bus (its address set, or the
-/// standard socket in the runtime directory) is left as it is.
-fn no_session_bus() -> Option<&'static str> {
-    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
-        return None;
-    }
-    let standard = std::env::var_os("XDG_RUNTIME_DIR").map(|d| std::path::Path::new(&d).join("bus"));
-    if standard.is_some_and(|bus| bus.exists()) {
-        return None;
-    }
-    Some("disabled:")
 }
 
 #[cfg(test)]
