@@ -600,7 +600,7 @@ fn finish(
         let (at, len) = s.lines[index];
         line.resize(len as usize, 0);
         // Positioned reads: the reading side shares this file's offset.
-        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut line, at)?;
+        crate::platform::fs::read_exact_at(file, &mut line, at)?;
         let m = Matched {
             session: s.number,
             header_line: &s.header_line,

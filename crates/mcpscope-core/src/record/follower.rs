@@ -11,11 +11,11 @@
 //! Polling is a `stat` per call while nothing changes; call it every few tens
 //! of milliseconds (or use [`spawn_follow`]) to see a session within ~100 ms.
 
+use crate::platform::fs::{self, FileId};
 use crate::record::capture::{Header, LineRead, NotACapture, RecordReader};
 use crate::transport::event::Event;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,8 +69,8 @@ impl std::error::Error for FollowError {}
 pub struct Follower {
     path: PathBuf,
     file: Option<File>,
-    /// (device, inode) of the open file, to notice a replacement.
-    identity: (u64, u64),
+    /// Which file is open, to notice a replacement.
+    identity: FileId,
     /// Bytes consumed so far (complete lines and the pending partial one).
     offset: u64,
     /// The file's length at the last poll.
@@ -89,7 +89,7 @@ impl Follower {
         Self {
             path: path.into(),
             file: None,
-            identity: (0, 0),
+            identity: FileId::default(),
             offset: 0,
             seen_len: 0,
             partial: Vec::new(),
@@ -121,7 +121,7 @@ impl Follower {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(update),
             Err(e) => return Err(self.io(e)),
         };
-        let identity = (meta.dev(), meta.ino());
+        let identity = FileId::of(&meta);
         if self.file.is_some() {
             let replaced = identity != self.identity;
             let truncated = meta.len() < self.offset;
@@ -135,7 +135,7 @@ impl Follower {
             let file = File::open(&self.path).map_err(|e| self.io(e))?;
             // The path may have been replaced between the stat and the open.
             let m = file.metadata().map_err(|e| self.io(e))?;
-            self.identity = (m.dev(), m.ino());
+            self.identity = FileId::of(&m);
             self.file = Some(file);
         }
         self.seen_len = meta.len();
@@ -172,7 +172,7 @@ impl Follower {
             return Ok(true);
         };
         let mut now = vec![0; self.head.len()];
-        match file.read_exact_at(&mut now, 0) {
+        match fs::read_exact_at(file, &mut now, 0) {
             Ok(()) => Ok(now == self.head),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
             Err(e) => Err(self.io(e)),

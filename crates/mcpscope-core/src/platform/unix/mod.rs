@@ -1,5 +1,6 @@
 //! Linux (and, where POSIX is enough, other Unix systems).
 
+pub mod fs;
 pub mod process;
 mod watchdog;
 
