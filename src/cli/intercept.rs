@@ -223,7 +223,7 @@ fn find_socket(args: &InterceptArgs) -> Result<PathBuf, String> {
             rd.flatten()
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-                .filter(|p| std::os::unix::net::UnixStream::connect(p).is_ok())
+                .filter(|p| mcpscope_core::platform::ipc::ControlStream::answers(p))
                 .collect()
         })
         .unwrap_or_default();

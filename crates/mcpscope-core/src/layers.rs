@@ -91,7 +91,6 @@ mod tests {
         "config/wrap_file/lock.rs",
         "config/wrap_file/mod.rs",
         "config/wrap_file/replace.rs",
-        "intercept/control.rs",
         "record/output_file.rs",
         "record/private_files.rs",
         "record/state_dir.rs",

@@ -23,11 +23,11 @@ use super::engine::{Answer, Board, InterceptHandle, Op};
 use super::rule::{Breakpoint, RuleError, Toward, parse_fault};
 use crate::duration::DurationError;
 use crate::filter::{Filter, FilterError};
+use crate::platform::ipc::{ControlListener, ControlStream};
 use crate::wire::frame::Direction;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,17 +77,10 @@ pub struct ControlServer {
 
 impl ControlServer {
     pub fn start(path: &Path, handle: InterceptHandle) -> std::io::Result<ControlServer> {
-        use std::os::unix::fs::PermissionsExt;
         if let Some(dir) = path.parent() {
             crate::record::state_dir::ensure_private_dir(dir)?;
         }
-        // A socket left by a proxy that was killed: nobody answers on it.
-        if path.exists() && UnixStream::connect(path).is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        let listener = UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-        listener.set_nonblocking(true)?;
+        let listener = ControlListener::bind(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::Builder::new()
@@ -115,24 +108,22 @@ impl Drop for ControlServer {
     }
 }
 
-fn accept_loop(listener: UnixListener, handle: InterceptHandle, stop: Arc<AtomicBool>) {
+fn accept_loop(listener: ControlListener, handle: InterceptHandle, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = stream.set_nonblocking(false);
+            Ok(Some(stream)) => {
                 let h = handle.clone();
                 let s = stop.clone();
                 let _ = std::thread::Builder::new()
                     .name("intercept-client".into())
                     .spawn(move || serve(stream, h, s));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(50)),
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) | Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
 }
 
-fn serve(stream: UnixStream, handle: InterceptHandle, stop: Arc<AtomicBool>) {
+fn serve(stream: ControlStream, handle: InterceptHandle, stop: Arc<AtomicBool>) {
     let Ok(mut out) = stream.try_clone() else { return };
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
@@ -453,15 +444,15 @@ impl BoardView {
 
 /// The user's end of a control socket.
 pub struct ControlClient {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    reader: BufReader<ControlStream>,
+    writer: ControlStream,
     /// A line read in part when a read timed out.
     partial: Vec<u8>,
 }
 
 impl ControlClient {
     pub fn connect(path: &Path) -> std::io::Result<ControlClient> {
-        let stream = UnixStream::connect(path)?;
+        let stream = ControlStream::connect(path)?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         Ok(ControlClient {
             writer: stream.try_clone()?,

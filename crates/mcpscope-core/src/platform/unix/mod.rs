@@ -1,6 +1,7 @@
 //! Linux (and, where POSIX is enough, other Unix systems).
 
 pub mod fs;
+pub mod ipc;
 pub mod process;
 mod watchdog;
 
