@@ -8,6 +8,7 @@
 //! will ever see on a headless machine, and a hung keyring must cost the
 //! caller a clear message, not the session.
 
+use crate::platform::keyring::credential_store;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,7 +43,6 @@ pub enum KeyringError {
 /// A connection to the platform's keyring.
 #[derive(Clone)]
 pub struct Keyring {
-    #[cfg(any(target_os = "linux", target_os = "macos", windows))]
     store: Arc<keyring_core::CredentialStore>,
     deadline: Duration,
 }
@@ -62,14 +62,8 @@ impl Keyring {
     }
 
     pub fn open_with_deadline(deadline: Duration) -> Result<Self, KeyringError> {
-        let store = within(deadline, platform_store)??;
-        #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-        let _ = store;
-        let keyring = Self {
-            #[cfg(any(target_os = "linux", target_os = "macos", windows))]
-            store,
-            deadline,
-        };
+        let store = within(deadline, credential_store)?.map_err(|reason| KeyringError::Unavailable { reason })?;
+        let keyring = Self { store, deadline };
         match keyring.get("probe") {
             Ok(_) => Ok(keyring),
             Err(KeyringError::Failed { reason, .. }) => Err(KeyringError::Unavailable { reason }),
@@ -110,7 +104,6 @@ impl Keyring {
         })
     }
 
-    #[cfg(any(target_os = "linux", target_os = "macos", windows))]
     fn call<T: Send + 'static>(
         &self,
         action: &'static str,
@@ -126,16 +119,6 @@ impl Keyring {
                 .map_err(|e| failed(action, &key, e))?;
             op(entry)
         })?
-    }
-
-    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-    fn call<T: Send + 'static>(
-        &self,
-        _action: &'static str,
-        _key: &str,
-        _op: impl FnOnce(()) -> Result<T, KeyringError> + Send + 'static,
-    ) -> Result<T, KeyringError> {
-        Err(unsupported())
     }
 }
 
@@ -169,59 +152,6 @@ fn within<T: Send + 'static>(deadline: Duration, op: impl FnOnce() -> T + Send +
     }
 }
 
-#[cfg(target_os = "linux")]
-fn platform_store() -> Result<Arc<keyring_core::CredentialStore>, KeyringError> {
-    zbus_secret_service_keyring_store::Store::new()
-        .map(|s| s as Arc<keyring_core::CredentialStore>)
-        .map_err(|e| KeyringError::Unavailable {
-            reason: secret_service_reason(&e.to_string()),
-        })
-}
-
-/// The Secret Service's failure in the words a user acts on (the library's
-/// text nests three crates' prefixes around a D-Bus error name).
-#[cfg(any(target_os = "linux", test))]
-fn secret_service_reason(raw: &str) -> String {
-    let text = raw
-        .trim_start_matches("Platform failure: ")
-        .trim_start_matches("zbus error: ");
-    if let Some(rest) = text.strip_prefix("Failed to connect to address `")
-        && let Some((address, _)) = rest.split_once('`')
-    {
-        return format!("no D-Bus session bus at {address}");
-    }
-    if text.contains("ServiceUnknown") || text.contains("org.freedesktop.secrets") {
-        return "no Secret Service (GNOME Keyring, KWallet) on the session bus".into();
-    }
-    text.to_owned()
-}
-
-#[cfg(target_os = "macos")]
-fn platform_store() -> Result<Arc<keyring_core::CredentialStore>, KeyringError> {
-    apple_native_keyring_store::keychain::Store::new()
-        .map(|s| s as Arc<keyring_core::CredentialStore>)
-        .map_err(|e| KeyringError::Unavailable { reason: e.to_string() })
-}
-
-#[cfg(windows)]
-fn platform_store() -> Result<Arc<keyring_core::CredentialStore>, KeyringError> {
-    windows_native_keyring_store::Store::new()
-        .map(|s| s as Arc<keyring_core::CredentialStore>)
-        .map_err(|e| KeyringError::Unavailable { reason: e.to_string() })
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-fn platform_store() -> Result<(), KeyringError> {
-    Err(unsupported())
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-fn unsupported() -> KeyringError {
-    KeyringError::Unavailable {
-        reason: "this build has no keyring support for this platform".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,23 +163,6 @@ mod tests {
         });
         assert!(matches!(stuck, Err(KeyringError::NoAnswer(_))));
         assert_eq!(within(Duration::from_secs(5), || 7).unwrap(), 7);
-    }
-
-    #[test]
-    fn secret_service_failures_read_as_what_to_do() {
-        assert_eq!(
-            secret_service_reason(
-                "Platform failure: zbus error: Failed to connect to address `unix:path=/run/user/0/bus`: No such file or directory (os error 2)"
-            ),
-            "no D-Bus session bus at unix:path=/run/user/0/bus"
-        );
-        assert_eq!(
-            secret_service_reason(
-                "Platform failure: zbus error: org.freedesktop.DBus.Error.ServiceUnknown: The name org.freedesktop.secrets was not provided"
-            ),
-            "no Secret Service (GNOME Keyring, KWallet) on the session bus"
-        );
-        assert_eq!(secret_service_reason("something else"), "something else");
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! - `desktop`: how this system opens a URL in the user's browser;
 //! - `fs`: which file a path is ([`fs::FileId`]), reads at an offset;
 //! - `ipc`: the intercept control channel, reachable by this user only;
+//! - `keyring`: the system's credential store;
 //! - `process`: a server's process tree, started so that it can be stopped
 //!   gently and then for good, a watchdog that ends it if mcpscope dies,
 //!   and other processes: running or not, their start, CPU and memory.
 
 pub mod desktop;
+pub mod keyring;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
