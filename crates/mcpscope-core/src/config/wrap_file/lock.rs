@@ -1,10 +1,9 @@
 //! Advisory locks (flock) that serialise runs on one config and on the
 //! ledger: held until dropped, released by the kernel when a run dies.
 
+use crate::platform::fs::{FileId, lock_exclusive, this_file_only};
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// An exclusive advisory lock (flock), held until dropped: closing the file
@@ -16,13 +15,7 @@ pub(super) struct FileLock {
 
 /// Locks `path`, creating it (0600) if needed and waiting for whoever holds it.
 pub(super) fn lock_file(path: &Path) -> io::Result<FileLock> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        // O_NONBLOCK: a FIFO planted here must not block the open.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+    let file = this_file_only(OpenOptions::new().read(true).write(true).create(true))
         .open(path)
         .map_err(|e| with_path(e, "cannot open the lock file", path))?;
     if !file.metadata()?.is_file() {
@@ -41,34 +34,22 @@ pub(super) fn lock_file(path: &Path) -> io::Result<FileLock> {
 /// taken again until it is.
 pub(super) fn lock_config(target: &Path) -> io::Result<FileLock> {
     loop {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(target)?;
+        let file = this_file_only(OpenOptions::new().read(true)).open(target)?;
         let locked = file.metadata()?;
         if !locked.is_file() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
         }
         flock(&file, target)?;
         let now = fs::symlink_metadata(target)?;
-        if (now.dev(), now.ino()) == (locked.dev(), locked.ino()) {
+        if FileId::of(&now) == FileId::of(&locked) {
             return Ok(FileLock { _file: file });
         }
     }
 }
 
-/// Waits for an exclusive flock on `file`.
+/// Waits for an exclusive lock on `file`.
 pub(super) fn flock(file: &File, path: &Path) -> io::Result<()> {
-    loop {
-        // SAFETY: flock on a descriptor the caller owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(with_path(e, "cannot lock", path));
-        }
-    }
+    lock_exclusive(file).map_err(|e| with_path(e, "cannot lock", path))
 }
 
 fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {

@@ -32,6 +32,7 @@
 
 use crate::config::server_config::ConfigError;
 use crate::config::wrap::{self, Change, Originals, RemoteWrap, Selection, WrapError};
+use crate::platform::fs::{Ownership, is_refused_link};
 use crate::record::state_dir;
 use lock::{FileLock, lock_config};
 use replace::{Replacement, sync_dir};
@@ -39,7 +40,6 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub use ledger::Ledger;
@@ -352,11 +352,12 @@ fn commit(target: &Path, original: &str, new_text: &str, backup: Option<&Path>) 
     let meta = fs::metadata(target).map_err(|e| WrapError::Io(format!("cannot inspect {}: {e}", target.display())))?;
     let dir = parent_dir(target);
     let cannot_write = |e: io::Error| WrapError::Io(format!("cannot write {}: {e}", target.display()));
-    let tmp = Replacement::prepare(target, new_text.as_bytes(), &meta, meta.mode() & 0o7777).map_err(cannot_write)?;
+    let ownership = Ownership::of(&meta);
+    let tmp = Replacement::prepare(target, new_text.as_bytes(), ownership).map_err(cannot_write)?;
     let lock = tmp.lock().map_err(cannot_write)?;
     if let Some(backup) = backup {
         // Owner-only (configs hold keys), owned like the config.
-        Replacement::prepare(backup, original.as_bytes(), &meta, 0o600)
+        Replacement::prepare(backup, original.as_bytes(), ownership.owner_only())
             .and_then(|b| b.install(backup))
             .map_err(|e| WrapError::Io(format!("cannot write the backup of {}: {e}", target.display())))?;
     }
@@ -389,7 +390,7 @@ fn read_backup(path: &Path) -> Result<Option<String>, WrapError> {
             Ok(Some(text))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::InvalidInput => Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Ok(None),
+        Err(e) if is_refused_link(&e) => Ok(None),
         Err(e) => Err(cannot(e)),
     }
 }

@@ -3,10 +3,9 @@
 
 use super::lock::{FileLock, flock};
 use super::parent_dir;
+use crate::platform::fs::{Ownership, this_file_only};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// New content in a temporary file beside its destination, removed unless installed.
@@ -17,8 +16,8 @@ pub(super) struct Replacement {
 }
 
 impl Replacement {
-    /// `bytes` in a synced temporary file with `like`'s owner and group and `mode`.
-    pub(super) fn prepare(dest: &Path, bytes: &[u8], like: &fs::Metadata, mode: u32) -> io::Result<Self> {
+    /// `bytes` in a synced temporary file with this owner and these permissions.
+    pub(super) fn prepare(dest: &Path, bytes: &[u8], ownership: Ownership) -> io::Result<Self> {
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -26,30 +25,22 @@ impl Replacement {
         let path = parent_dir(dest).join(format!(".{name}.mcpscope-{}.tmp", std::process::id()));
         // A stale one from a crashed run with our pid (we hold the config's lock).
         let _ = fs::remove_file(&path);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
+        let file = this_file_only(OpenOptions::new().write(true).create_new(true)).open(&path)?;
         let mut tmp = Replacement {
             path,
             file,
             installed: false,
         };
         tmp.file.write_all(bytes)?;
-        // Owner before mode: a change of owner clears set-id bits.
-        set_owner(&tmp.file, like.uid(), like.gid()).map_err(|e| {
+        ownership.give_owner(&tmp.file).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
-                    "cannot give the new file the config's owner (uid {}, gid {}), so the config was not replaced: {e}",
-                    like.uid(),
-                    like.gid()
+                    "cannot give the new file the config's owner ({ownership}), so the config was not replaced: {e}"
                 ),
             )
         })?;
-        tmp.file.set_permissions(fs::Permissions::from_mode(mode))?;
+        ownership.give_permissions(&tmp.file)?;
         tmp.file.sync_all()?;
         Ok(tmp)
     }
@@ -76,19 +67,6 @@ impl Drop for Replacement {
             let _ = fs::remove_file(&self.path);
         }
     }
-}
-
-/// Gives `file` this owner and group unless it has them already.
-fn set_owner(file: &File, uid: u32, gid: u32) -> io::Result<()> {
-    let meta = file.metadata()?;
-    if meta.uid() == uid && meta.gid() == gid {
-        return Ok(());
-    }
-    // SAFETY: fchown on a descriptor the caller owns.
-    if unsafe { libc::fchown(file.as_raw_fd(), uid, gid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -1,6 +1,6 @@
 use super::ledger::LEDGER;
 use super::*;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 fn setup(text: &str) -> (tempfile::TempDir, PathBuf, Ledger) {
     let t = tempfile::tempdir().unwrap();

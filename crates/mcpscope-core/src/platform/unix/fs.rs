@@ -1,7 +1,9 @@
-//! Files on Unix: which file a path is, and reads at an offset.
+//! Files on Unix: which file a path is, reads at an offset, opening the
+//! path itself, advisory locks, and who owns a file.
 
-use std::fs::{File, Metadata};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::fs::{File, Metadata, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 
 /// Which file this is: the same for the same file under any name, another
 /// for a file put in its place (a capture rotated or rewritten).
@@ -24,4 +26,88 @@ impl FileId {
 /// that another reader of the same open file is not disturbed.
 pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     file.read_exact_at(buf, offset)
+}
+
+/// Opens the path itself, never what a symbolic link there points to (the
+/// open fails: see [`is_refused_link`]); a FIFO planted there does not
+/// block the open; the file is not inherited by the programs mcpscope
+/// starts, nor made a terminal. A file this creates is the owner's only.
+pub fn this_file_only(options: &mut OpenOptions) -> &mut OpenOptions {
+    options
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+}
+
+/// Whether an open with [`this_file_only`] failed because the path is a
+/// symbolic link.
+pub fn is_refused_link(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Waits for an exclusive advisory lock on `file` (flock): other mcpscope
+/// runs wait for it, other programs are not stopped from reading or
+/// writing. Closing the file releases it, also when the process dies.
+pub fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor the caller owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Who owns a file and who else may use it: given to the file that
+/// replaces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ownership {
+    uid: u32,
+    gid: u32,
+    /// Permission bits, set-id and sticky included.
+    mode: u32,
+}
+
+impl Ownership {
+    pub fn of(meta: &Metadata) -> Ownership {
+        Ownership {
+            uid: meta.uid(),
+            gid: meta.gid(),
+            mode: meta.mode() & 0o7777,
+        }
+    }
+
+    /// The same owner, and nobody else may read or write.
+    pub fn owner_only(self) -> Ownership {
+        Ownership { mode: 0o600, ..self }
+    }
+
+    /// Gives `file` this owner and group, unless it has them already. Do
+    /// it before [`give_permissions`](Self::give_permissions): a change of
+    /// owner clears set-id bits.
+    pub fn give_owner(&self, file: &File) -> std::io::Result<()> {
+        let meta = file.metadata()?;
+        if (meta.uid(), meta.gid()) == (self.uid, self.gid) {
+            return Ok(());
+        }
+        // SAFETY: fchown on a descriptor the caller owns.
+        if unsafe { libc::fchown(file.as_raw_fd(), self.uid, self.gid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Gives `file` these permissions.
+    pub fn give_permissions(&self, file: &File) -> std::io::Result<()> {
+        file.set_permissions(std::fs::Permissions::from_mode(self.mode))
+    }
+}
+
+/// The owner as the system names it: "uid 1000, gid 1000".
+impl std::fmt::Display for Ownership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "uid {}, gid {}", self.uid, self.gid)
+    }
 }
