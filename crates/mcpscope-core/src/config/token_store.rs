@@ -14,6 +14,9 @@
 //! Nothing here is ever printed: `Debug` shows server URLs and issuers only.
 
 use crate::config::keyring::{Keyring, KeyringError};
+use crate::platform::fs::{
+    User, access_of, is_refused_link, make_blocking, others_may_access, owner_only_dirs, this_file_only,
+};
 use crate::protocol::auth::flow::{Granted, Memory};
 use crate::protocol::auth::registration::{Client, ClientKind};
 use crate::protocol::auth::token::TokenSet;
@@ -444,10 +447,8 @@ pub enum TokenStoreError {
     },
 }
 
-#[cfg(unix)]
 fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
     use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let refused = |why: String| TokenStoreError::Refused {
         path: path.to_owned(),
         why,
@@ -456,15 +457,10 @@ fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
         path: path.to_owned(),
         source,
     };
-    let mut f = match std::fs::OpenOptions::new()
-        .read(true)
-        // O_NONBLOCK: a FIFO planted as the store must not block the open.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
+    let mut f = match this_file_only(std::fs::OpenOptions::new().read(true)).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e) if is_refused_link(&e) => {
             return Err(refused("is a symbolic link: refusing it".into()));
         }
         Err(e) => return Err(unreadable(e)),
@@ -475,16 +471,14 @@ fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
             "is not a regular file (a FIFO or a device?): refusing it".into(),
         ));
     }
-    crate::record::state_dir::clear_nonblock(&f);
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
+    make_blocking(&f);
+    if User::owner_of(&meta) != User::current() {
         return Err(refused("belongs to another user: refusing it".into()));
     }
-    if meta.mode() & 0o077 != 0 {
+    if others_may_access(&meta) {
         return Err(refused(format!(
-            "can be read by others (mode {:o}): refusing it; `chmod 600` it or delete it",
-            meta.mode() & 0o777
+            "can be read by others ({}): refusing it; `chmod 600` it or delete it",
+            access_of(&meta)
         )));
     }
     let mut text = String::new();
@@ -492,10 +486,8 @@ fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
     Ok(Some(text))
 }
 
-#[cfg(unix)]
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let unwritable = |path: &Path| {
         let path = path.to_owned();
         move |source| TokenStoreError::Write { path, source }
@@ -505,9 +497,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        owner_only_dirs(std::fs::DirBuilder::new().recursive(true))
             .create(dir)
             .map_err(unwritable(dir))?;
     }
@@ -518,11 +508,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("oauth-tokens.json");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+    let mut f = this_file_only(std::fs::OpenOptions::new().write(true).create_new(true))
         .open(&tmp)
         .map_err(unwritable(&tmp))?;
     let written = f.write_all(bytes).and_then(|_| f.sync_all());
@@ -536,30 +522,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
         let _ = std::fs::remove_file(&tmp);
         unwritable(path)(e)
     })
-}
-
-#[cfg(not(unix))]
-fn read_private(path: &Path) -> Result<Option<String>, TokenStoreError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(TokenStoreError::Read {
-            path: path.to_owned(),
-            source,
-        }),
-    }
-}
-
-#[cfg(not(unix))]
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TokenStoreError> {
-    let unwritable = |source| TokenStoreError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(unwritable)?;
-    }
-    std::fs::write(path, bytes).map_err(unwritable)
 }
 
 #[cfg(test)]

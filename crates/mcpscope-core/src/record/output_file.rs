@@ -319,7 +319,7 @@ fn open_in_place(path: &Path, target: Target, policy: Policy) -> Result<File> {
     }
     // Again on what was opened: the name may have been taken meanwhile.
     refuse_planted_file(path, &meta, target, policy)?;
-    state_dir::clear_nonblock(&file);
+    crate::platform::fs::make_blocking(&file);
     Ok(file)
 }
 

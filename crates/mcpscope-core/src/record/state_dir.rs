@@ -10,10 +10,12 @@
 //! as the XDG base directory specification says), else
 //! `$HOME/.local/state/mcpscope`.
 
+use crate::platform::fs::{
+    User, make_blocking, others_may_access, owner_only_dirs, restrict_dir_to_owner, this_file_only,
+};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Sub-directory of the state root that holds proxied sessions.
@@ -82,9 +84,9 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+                owner_only_dirs(fs::DirBuilder::new().recursive(true)).create(parent)?;
             }
-            match fs::DirBuilder::new().mode(0o700).create(dir) {
+            match owner_only_dirs(&mut fs::DirBuilder::new()).create(dir) {
                 Ok(()) => {}
                 // Another process made it first: check it like any existing one.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -103,15 +105,12 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     if !meta.is_dir() {
         return Err(refused(dir, "exists but is not a directory"));
     }
-    if meta.uid() != current_uid() {
-        return Err(refused(
-            dir,
-            &format!("belongs to user id {}, not to you ({})", meta.uid(), current_uid()),
-        ));
+    let (owner, me) = (User::owner_of(&meta), User::current());
+    if owner != me {
+        return Err(refused(dir, &format!("belongs to user id {owner}, not to you ({me})")));
     }
-    if meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-            .map_err(|e| with_path(e, "cannot restrict", dir))?;
+    if others_may_access(&meta) {
+        restrict_dir_to_owner(dir).map_err(|e| with_path(e, "cannot restrict", dir))?;
     }
     Ok(())
 }
@@ -119,22 +118,14 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 /// Creates a new file readable and writable by the user alone. Fails if
 /// anything (a file, a symlink) is already at `path`.
 pub fn create_private_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    this_file_only(OpenOptions::new().write(true).create_new(true))
         .open(path)
         .map_err(|e| with_path(e, "cannot create", path))
 }
 
 /// Opens an existing file for reading without following a symlink at `path`.
 pub fn open_no_follow(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        // Without O_NONBLOCK, opening a FIFO waits for a writer forever.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
+    let file = this_file_only(OpenOptions::new().read(true)).open(path)?;
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -144,21 +135,8 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
             ),
         ));
     }
-    clear_nonblock(&file);
+    make_blocking(&file);
     Ok(file)
-}
-
-/// Clears O_NONBLOCK (regular files ignore it; reads then behave as usual).
-pub fn clear_nonblock(file: &File) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let fd = file.as_raw_fd();
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
 }
 
 /// Replaces `path` with `bytes` so readers see the old or the new content,
@@ -189,11 +167,6 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-fn current_uid() -> u32 {
-    // SAFETY: getuid cannot fail and has no preconditions.
-    unsafe { libc::getuid() }
-}
-
 fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
 }
@@ -205,6 +178,7 @@ fn refused(path: &Path, why: &str) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn mode(p: &Path) -> u32 {
         fs::symlink_metadata(p).unwrap().mode() & 0o777

@@ -1,9 +1,10 @@
 //! Files on Unix: which file a path is, reads at an offset, opening the
-//! path itself, advisory locks, and who owns a file.
+//! path itself, advisory locks, who owns a file and who else may use it.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 
 /// Which file this is: the same for the same file under any name, another
 /// for a file put in its place (a capture rotated or rewritten).
@@ -109,5 +110,62 @@ impl Ownership {
 impl std::fmt::Display for Ownership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "uid {}, gid {}", self.uid, self.gid)
+    }
+}
+
+/// Reads from a file opened with [`this_file_only`] block as usual again
+/// (it was opened non-blocking only so that a FIFO could not stall the
+/// open; regular files ignore the flag, but a reader should not see it).
+pub fn make_blocking(file: &File) {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let fd = file.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// Makes the directories `builder` creates the owner's alone.
+pub fn owner_only_dirs(builder: &mut DirBuilder) -> &mut DirBuilder {
+    builder.mode(0o700)
+}
+
+/// Makes the directory at `dir` the owner's alone.
+pub fn restrict_dir_to_owner(dir: &Path) -> std::io::Result<()> {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Whether users other than the owner may read, write or enter it.
+pub fn others_may_access(meta: &Metadata) -> bool {
+    meta.mode() & 0o077 != 0
+}
+
+/// Who may do what with it, as `ls -l` would say: "mode 644".
+pub fn access_of(meta: &Metadata) -> String {
+    format!("mode {:o}", meta.mode() & 0o777)
+}
+
+/// A user of this system, as a file names its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct User(u32);
+
+impl User {
+    /// The user mcpscope runs as: the owner of the files it creates.
+    pub fn current() -> User {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        User(unsafe { libc::geteuid() })
+    }
+
+    pub fn owner_of(meta: &Metadata) -> User {
+        User(meta.uid())
+    }
+}
+
+/// The user's number ("1000"), as error messages have always shown it.
+impl std::fmt::Display for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
