@@ -10,10 +10,10 @@
 //! `0600`, exclusively (`O_EXCL | O_NOFOLLOW`), with names that cannot be
 //! predicted (a random suffix).
 
+use crate::platform::fs::{User, make_blocking, without_waiting};
 use crate::record::state_dir;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a private directory or file could not be used.
@@ -99,9 +99,7 @@ fn base_dir() -> Result<PathBuf> {
     if let Some(runtime) = absolute(std::env::var_os("XDG_RUNTIME_DIR")) {
         return Ok(runtime.join("mcpscope"));
     }
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    Ok(std::env::temp_dir().join(format!("mcpscope-{uid}")))
+    Ok(std::env::temp_dir().join(format!("mcpscope-{}", User::current())))
 }
 
 /// Makes sure `dir` is a directory of this user that only they can use
@@ -156,22 +154,13 @@ pub fn save_blob(prefix: &str, ext: &str, bytes: &[u8]) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// 64 random bits as hex, from the kernel.
+/// 64 random bits as hex, from the system's random source.
 fn random_hex() -> Result<String> {
+    use ring::rand::SecureRandom;
     let mut buf = [0u8; 8];
-    let mut filled = 0;
-    while filled < buf.len() {
-        // SAFETY: the pointer and length describe the unfilled part of `buf`.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(PrivateFileError::Random(e));
-        }
-        filled += n as usize;
-    }
+    ring::rand::SystemRandom::new()
+        .fill(&mut buf)
+        .map_err(|_| PrivateFileError::Random(io::Error::other("the system's random source failed")))?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -180,26 +169,13 @@ fn random_hex() -> Result<String> {
 /// directory is refused with a clear error, without blocking. The error does
 /// not name the path: the caller says what it was opening.
 pub fn open_regular(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        // Opening a FIFO without O_NONBLOCK waits for a writer.
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)?;
+    let file = without_waiting(OpenOptions::new().read(true)).open(path)?;
     let meta = file.metadata()?;
     let ft = meta.file_type();
     if !ft.is_file() {
         return Err(PrivateFileError::NotRegular(super::output_file::what_it_is(&ft)));
     }
-    // Regular files ignore O_NONBLOCK, but clear it so reads behave as usual.
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        use std::os::fd::AsRawFd;
-        let fd = file.as_raw_fd();
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
+    make_blocking(&file);
     Ok(file)
 }
 

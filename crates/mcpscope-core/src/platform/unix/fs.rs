@@ -39,6 +39,13 @@ pub fn this_file_only(options: &mut OpenOptions) -> &mut OpenOptions {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
 }
 
+/// Opens whatever the path leads to (links followed), but a FIFO there does
+/// not block the open (see [`make_blocking`]), the file is not inherited by
+/// the programs mcpscope starts, nor made a terminal.
+pub fn without_waiting(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+}
+
 /// Whether an open with [`this_file_only`] failed because the path is a
 /// symbolic link.
 pub fn is_refused_link(e: &std::io::Error) -> bool {
