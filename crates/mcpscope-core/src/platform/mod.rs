@@ -4,7 +4,9 @@
 //! only shrink).
 //!
 //! - `desktop`: how this system opens a URL in the user's browser;
-//! - `fs`: which file a path is ([`fs::FileId`]), reads at an offset;
+//! - `fs`: which file a path is ([`fs::FileId`]), reads at an offset,
+//!   opening the path itself or without waiting on a FIFO, advisory locks,
+//!   who owns a file and whether others may use it;
 //! - `ipc`: the intercept control channel, reachable by this user only;
 //! - `keyring`: the system's credential store;
 //! - `process`: a server's process tree, started so that it can be stopped
