@@ -42,10 +42,12 @@ pub fn run(s: Startup) -> ExitCode {
 /// the variable as it was.
 #[cfg(feature = "gui")]
 pub fn prepare_environment() {
+    if !mcpscope_core::platform::desktop::wants_xdg_runtime_dir() {
+        return;
+    }
     let current = std::env::var_os("XDG_RUNTIME_DIR");
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let Some(dir) = runtime_dir_fallback(current.as_deref(), &std::env::temp_dir(), uid) else {
+    let uid = mcpscope_core::platform::fs::User::current().to_string();
+    let Some(dir) = runtime_dir_fallback(current.as_deref(), &std::env::temp_dir(), &uid) else {
         return;
     };
     let why = match current.as_deref() {
@@ -78,7 +80,7 @@ pub fn prepare_environment() {}
 /// `mcpscope-runtime-UID` in the temp directory (`/tmp` when that is not
 /// absolute either).
 #[cfg(feature = "gui")]
-fn runtime_dir_fallback(current: Option<&OsStr>, temp: &Path, uid: u32) -> Option<PathBuf> {
+fn runtime_dir_fallback(current: Option<&OsStr>, temp: &Path, uid: &str) -> Option<PathBuf> {
     if current.is_some_and(|v| Path::new(v).is_absolute()) {
         return None;
     }
@@ -114,15 +116,18 @@ mod tests {
     fn a_runtime_dir_is_made_up_only_when_there_is_no_usable_one() {
         let tmp = Path::new("/var/tmp");
         let ours = Some(PathBuf::from("/var/tmp/mcpscope-runtime-1000"));
-        assert_eq!(runtime_dir_fallback(None, tmp, 1000), ours);
-        assert_eq!(runtime_dir_fallback(Some(OsStr::new("")), tmp, 1000), ours);
-        assert_eq!(runtime_dir_fallback(Some(OsStr::new("run/user/1000")), tmp, 1000), ours);
+        assert_eq!(runtime_dir_fallback(None, tmp, "1000"), ours);
+        assert_eq!(runtime_dir_fallback(Some(OsStr::new("")), tmp, "1000"), ours);
         assert_eq!(
-            runtime_dir_fallback(Some(OsStr::new("/run/user/1000")), tmp, 1000),
+            runtime_dir_fallback(Some(OsStr::new("run/user/1000")), tmp, "1000"),
+            ours
+        );
+        assert_eq!(
+            runtime_dir_fallback(Some(OsStr::new("/run/user/1000")), tmp, "1000"),
             None
         );
         assert_eq!(
-            runtime_dir_fallback(None, Path::new("relative-tmp"), 7),
+            runtime_dir_fallback(None, Path::new("relative-tmp"), "7"),
             Some(PathBuf::from("/tmp/mcpscope-runtime-7"))
         );
     }

@@ -98,19 +98,11 @@ pub fn gate_of(args: &ProxyArgs, http: bool) -> Result<Option<Gated>, String> {
     Ok(Some(Gated { gate, control }))
 }
 
-/// Moves the client's end of stdout to a descriptor the proxy alone holds
-/// (fd 1 then points at /dev/null), so closing it is a real disconnect.
+/// Moves the client's end of stdout to a handle the proxy alone holds
+/// (stdout then points at the null device), so closing it is a real
+/// disconnect.
 pub fn take_stdout() -> std::io::Result<std::fs::File> {
-    use std::os::fd::{AsFd, AsRawFd};
-    // Close-on-exec: the server the proxy starts must not hold the client's
-    // pipe open too, or closing ours would not end it.
-    let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
-    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-    // SAFETY: both descriptors are open; dup2 replaces fd 1 atomically.
-    if unsafe { libc::dup2(null.as_raw_fd(), 1) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(out)
+    mcpscope_core::platform::process::take_stdout()
 }
 
 #[derive(Args, Debug)]

@@ -360,13 +360,13 @@ pub fn main() -> ExitCode {
             })
         }
     };
-    if let Some(sig) = signals::caught() {
+    if let Some(what) = signals::caught() {
         crate::errln!(
             "mcpscope: stopped by {}: the server was shut down{}",
-            mcpscope_core::transport::process::signal_name(sig),
+            what.name(),
             " (its capture, if any, records how)"
         );
-        return ExitCode::from((128 + sig).clamp(0, 255) as u8);
+        return ExitCode::from(what.exit_status());
     }
     if output::stdout_closed() {
         return ExitCode::from(output::STDOUT_CLOSED_STATUS);

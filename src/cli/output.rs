@@ -1,7 +1,8 @@
 //! Printing that never panics: `println!` aborts with a backtrace when stdout
 //! is a closed pipe (`mcpscope lint X | head -c1`). Here a closed stdout is
 //! remembered and further output is dropped; the command then ends quietly
-//! with status 141 (128 + SIGPIPE), as a Unix tool killed by SIGPIPE would.
+//! with status 141 (128 + SIGPIPE) on Unix, as a tool killed by SIGPIPE would
+//! (232, the system's "pipe is being closed", on Windows).
 //! A stderr that cannot be written (a closed terminal) is ignored.
 
 use std::io::Write;
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// The exit status of a command whose stdout was closed under it.
-pub const STDOUT_CLOSED_STATUS: u8 = 128 + libc::SIGPIPE as u8;
+pub const STDOUT_CLOSED_STATUS: u8 = mcpscope_core::platform::interrupt::STDOUT_CLOSED_STATUS;
 
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)

@@ -1,35 +1,17 @@
-//! SIGINT, SIGTERM and SIGHUP for the subcommands that run servers (`call`,
-//! `proxy`, `doctor`, `listen`, the app): instead of mcpscope vanishing and
-//! leaving the server's children running, every live session runs its
-//! shutdown sequence (close stdin, SIGTERM, SIGKILL to the server's process
-//! group) and records why in its capture; then mcpscope exits with 128 + the
-//! signal. A second signal exits at once (the sessions' watchdogs still end
-//! the server groups).
-//!
-//! The handler only writes the signal number to a pipe (async-signal-safe);
-//! a thread reads it and does the rest.
+//! Being interrupted (SIGINT, SIGTERM and SIGHUP on Unix; Ctrl-C, Ctrl-Break
+//! and closing the console on Windows) in the subcommands that run servers
+//! (`call`, `proxy`, `doctor`, `listen`, the app): instead of mcpscope
+//! vanishing and leaving the server's children running, every live session
+//! runs its shutdown sequence (close stdin, ask the server to stop, then end
+//! its whole process tree) and records why in its capture; then mcpscope
+//! exits with the status the interrupt stands for (128 + the signal on Unix).
+//! A second interrupt exits at once (the sessions' watchdogs still end the
+//! server trees).
 
+use mcpscope_core::platform::interrupt::{self, Interrupt};
 use mcpscope_core::transport::lifecycle;
-use mcpscope_core::transport::process::signal_name;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-
-static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
-static CAUGHT: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    // SAFETY: only async-signal-safe calls; errno is saved and restored.
-    unsafe {
-        let errno = *libc::__errno_location();
-        let _ = CAUGHT.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
-        let fd = PIPE_WRITE.load(Ordering::SeqCst);
-        if fd >= 0 {
-            let byte = sig as u8;
-            libc::write(fd, (&byte as *const u8).cast(), 1);
-        }
-        *libc::__errno_location() = errno;
-    }
-}
 
 /// What to do once the sessions were asked to stop.
 #[derive(Clone, Copy)]
@@ -42,76 +24,30 @@ pub enum Then {
     Exit,
 }
 
-/// The signal that stopped mcpscope, if one did.
-pub fn caught() -> Option<i32> {
-    match CAUGHT.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
+/// What stopped mcpscope, if something did.
+pub fn caught() -> Option<Interrupt> {
+    interrupt::caught()
 }
 
 /// Installs the handlers. Failing to (very unlikely) leaves the default
 /// behaviour, which the watchdogs still make safe.
 pub fn install(then: Then) {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: fds has room for two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return;
-    }
-    let (read_fd, write_fd) = (fds[0], fds[1]);
-    // A full pipe must never block the handler.
-    // SAFETY: fcntl on our own descriptor.
-    unsafe {
-        let flags = libc::fcntl(write_fd, libc::F_GETFL);
-        libc::fcntl(write_fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
-    PIPE_WRITE.store(write_fd, Ordering::SeqCst);
-    let spawned = std::thread::Builder::new()
-        .name("mcpscope-signals".into())
-        .spawn(move || watch(read_fd, then));
-    if spawned.is_err() {
-        return;
-    }
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
+    let seen = AtomicU32::new(0);
+    interrupt::on_interrupt(move |what| {
+        let name = what.name();
+        if seen.fetch_add(1, Ordering::SeqCst) > 0 {
+            crate::errln!("mcpscope: {name} again: exiting now");
+            std::process::exit(i32::from(what.exit_status()));
         }
-    }
-}
-
-fn watch(read_fd: libc::c_int, then: Then) {
-    let mut seen = 0;
-    loop {
-        let mut byte = 0u8;
-        // SAFETY: reading one byte into a local from our own descriptor.
-        let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        if n != 1 {
-            return;
-        }
-        let sig = i32::from(byte);
-        seen += 1;
-        if seen > 1 {
-            crate::errln!("mcpscope: {} again: exiting now", signal_name(sig));
-            std::process::exit(128 + sig);
-        }
-        let name = signal_name(sig);
         lifecycle::request_stop(format!("mcpscope received {name}"));
         let live = lifecycle::live();
         if live > 0 {
             crate::errln!(
-                "mcpscope: received {name}: shutting down {live} server session(s) (close stdin, SIGTERM, SIGKILL); \
-                 {name} again to exit at once"
+                "mcpscope: received {name}: shutting down {live} server session(s) (close stdin, ask to stop, then end \
+                 the process tree); {name} again to exit at once"
             );
         }
-        let code = 128 + CAUGHT.load(Ordering::SeqCst).max(1);
+        let code = i32::from(caught().unwrap_or(what).exit_status());
         match then {
             Then::Exit => {
                 lifecycle::wait_idle(Duration::from_secs(30));
@@ -125,5 +61,5 @@ fn watch(read_fd: libc::c_int, then: Then) {
                 });
             }
         }
-    }
+    });
 }

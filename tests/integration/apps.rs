@@ -28,7 +28,7 @@ fn python() -> PathBuf {
 
 /// `mcpscope call ... --app-info`: exit status and stdout.
 fn app_info(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .arg("call")
         .args(args)
         .arg("--app-info")
@@ -104,7 +104,7 @@ fn app_info_answers_as_the_inspector_cli_does() {
 #[test]
 fn the_extension_is_advertised_only_when_asked_and_the_server_falls_back() {
     let list = |extra: &[&str]| -> Value {
-        let out = Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args(["call", "--method", "tools/list"])
             .args(extra)
             .arg("--")
@@ -123,7 +123,7 @@ fn the_extension_is_advertised_only_when_asked_and_the_server_falls_back() {
     // The same advertisement in every request's _meta in 2026-07-28.
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("modern.jsonl");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--method",
@@ -163,7 +163,7 @@ fn mcpscope_app_refuses_what_it_cannot_host() {
         ("plain_echo", 2, "has no MCP App"),
         ("show_not_html", 1, "mime type \"text/html\""),
     ] {
-        let out = Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args(["app", "--no-browser", "--quiet", "--tool-name", tool, "--"])
             .args(server_args())
             .output()
@@ -194,7 +194,7 @@ fn host_on(tool: &str, extra: &[&str], scenario: &str, target: &[String]) -> Hos
     need(PathBuf::from("/usr/bin/chromedriver"));
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("app.jsonl");
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(["app", "--no-browser", "--tool-name", tool, "--capture"])
         .arg(&cap)
         .args(extra)
@@ -611,7 +611,7 @@ fn only_loopback_listens_and_the_bridge_answers_only_its_page() {
     // Started by hand to look at its sockets while the View is open.
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("app.jsonl");
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args([
             "app",
             "--no-browser",

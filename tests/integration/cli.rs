@@ -9,7 +9,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
 
 fn mcpscope(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("running mcpscope")
+    crate::support::mcpscope_command()
+        .args(args)
+        .output()
+        .expect("running mcpscope")
 }
 
 fn call_faulty(mode: &str, extra: &[&str]) -> Output {
@@ -101,7 +104,7 @@ fn call_against_server_everything_with_capture() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("e.jsonl");
     let spec = everything();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--tool-name", "echo", "--tool-arg", "message=hi42", "--capture"])
         .arg(&cap)
         .arg("--")
@@ -136,7 +139,7 @@ fn call_against_server_everything_with_capture() {
 fn proxy_forwards_bytes_unchanged_and_records_both_directions() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("p.jsonl");
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(["proxy", "--capture"])
         .arg(&cap)
         .args(["--", "python3", &faulty_path(), "--mode", "crlf"])
@@ -186,7 +189,7 @@ fn proxy_forwards_bytes_unchanged_and_records_both_directions() {
 
 #[test]
 fn proxy_passes_the_exit_status_on() {
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(["proxy", "--", "python3", &faulty_path(), "--mode", "crash"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -278,7 +281,7 @@ fn doctor_healthy_and_unhealthy() {
 #[test]
 fn doctor_on_real_python_server() {
     let spec = py_server();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["doctor", "--"])
         .arg(&spec.program)
         .args(&spec.args)
@@ -290,7 +293,7 @@ fn doctor_on_real_python_server() {
 }
 
 fn capture_call(spec: &mcpscope_core::transport::process::ServerSpec, path: &std::path::Path, args: &[&str]) {
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .arg("call")
         .args(args)
         .arg("--capture")
@@ -344,7 +347,7 @@ fn diff_the_same_session_against_node_and_python_sdks() {
 #[test]
 fn listen_prints_the_stream_of_a_modern_server_and_refuses_a_legacy_one() {
     let modern = py_modern_server();
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["listen", "--tools", "--for-ms", "500", "--"])
         .arg(&modern.program)
         .args(&modern.args)
@@ -362,7 +365,7 @@ fn listen_prints_the_stream_of_a_modern_server_and_refuses_a_legacy_one() {
     assert!(stderr.contains("acknowledged"), "{stderr}");
 
     let legacy = everything();
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["listen", "--for-ms", "100", "--"])
         .arg(&legacy.program)
         .args(&legacy.args)
@@ -505,6 +508,7 @@ fn tagged_processes(var: &str) -> Vec<(u32, String, String)> {
 }
 
 #[test]
+#[cfg(unix)]
 fn call_returns_once_the_servers_tree_is_gone() {
     // The server leaves a grandchild that ignores SIGTERM and holds none of
     // the pipes: only the group tells whether it is still there.
@@ -513,7 +517,7 @@ fn call_returns_once_the_servers_tree_is_gone() {
     // Inherited by mcpscope, its watchdog, the server and the grandchild.
     let tag_value = format!("{}-{}", std::process::id(), dir.path().display());
     let tag = format!("MCPSCOPE_TEST_TAG={tag_value}");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .env("MCPSCOPE_TEST_TAG", &tag_value)
         .args(["call", "--method", "tools/list", "--", "python3", &faulty_path()])
         .args([
@@ -569,6 +573,8 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 }
 
 #[test]
+#[cfg(unix)]
+#[cfg(unix)]
 fn the_app_without_xdg_runtime_dir_says_so_once() {
     let xvfb_run = need(std::path::PathBuf::from("/usr/bin/xvfb-run"));
     let dir = tempfile::tempdir().unwrap();

@@ -291,7 +291,7 @@ fn experimental_task_against_server_everything() {
 }
 
 fn mcpscope(args: &[&str], spec: &mcpscope_core::transport::process::ServerSpec) -> std::process::Output {
-    Command::new(bin())
+    crate::support::mcpscope_command()
         .args(args)
         .arg("--")
         .arg(&spec.program)

@@ -148,6 +148,7 @@ fn crash_reports_exit_code_and_traceback() {
 }
 
 #[test]
+#[cfg(unix)]
 fn hang_times_out_cancels_and_escalates_to_sigkill() {
     let (mut c, sink) = client(faulty("hang"));
     let pid = c.wait_spawned(T).unwrap();

@@ -14,7 +14,7 @@ fn mkfifo(path: &Path) {
 
 /// Runs mcpscope, killing it (and failing) if it has not ended in 20 s.
 fn run_bounded(args: &[&str]) -> Output {
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -75,7 +75,7 @@ fn fifos_are_refused_not_waited_on() {
         r#"{"mcpServers":{"r":{"type":"http","url":"https://mcp.example.com/mcp"}}}"#,
     )
     .unwrap();
-    let mut cmd = Command::new(bin());
+    let mut cmd = crate::support::mcpscope_command();
     cmd.args(["wrap", config.to_str().unwrap(), "--all"])
         .env("XDG_STATE_HOME", &state);
     let started = Instant::now();
@@ -158,7 +158,7 @@ fn a_capture_path_planted_as_another_users_link_is_refused() {
 #[test]
 fn a_bare_token_store_uses_the_default_path() {
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--server-url",
@@ -197,7 +197,7 @@ fn the_reverse_proxy_records_no_credentials() {
     });
     let state = tempfile::tempdir().unwrap();
     let up = format!("http://alice:s3cret-pw@127.0.0.1:{port}/mcp?api_key=k3y-123&x=1");
-    let mut proxy = Command::new(bin())
+    let mut proxy = crate::support::mcpscope_command()
         .args([
             "proxy",
             "--listen",
@@ -265,7 +265,7 @@ fn the_state_root_is_checked_before_sessions_are_recorded() {
     use std::os::unix::fs::PermissionsExt;
     let faulty = faulty_path();
     let session = |state: &Path| {
-        Command::new(bin())
+        crate::support::mcpscope_command()
             .args(["proxy", "--session", "s", "--", "python3", &faulty, "--mode", "normal"])
             .env("XDG_STATE_HOME", state)
             .stdin(Stdio::null())
@@ -308,7 +308,7 @@ fn the_state_root_is_checked_before_sessions_are_recorded() {
 
 /// `mcpscope ARGS` with its state (the wrap ledger) under `state`.
 fn mcpscope_in(state: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin());
+    let mut cmd = crate::support::mcpscope_command();
     cmd.args(args)
         .env("XDG_STATE_HOME", state)
         .stdin(Stdio::null())

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn mcpscope(args: &[&str]) -> std::process::Output {
-    Command::new(bin()).args(args).output().expect("running mcpscope")
+    crate::support::mcpscope_command()
+        .args(args)
+        .output()
+        .expect("running mcpscope")
 }
 
 fn text(b: &[u8]) -> String {
@@ -127,6 +130,7 @@ fn filter_prints_matching_records_as_a_capture_of_their_own() {
 }
 
 #[test]
+#[cfg(unix)]
 fn a_bad_filter_or_file_is_refused_with_a_message() {
     let cap = golden("not-json.jsonl");
     let c = cap.to_str().unwrap();

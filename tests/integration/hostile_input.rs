@@ -170,7 +170,7 @@ struct Intercepted {
 impl Intercepted {
     fn start() -> Intercepted {
         let home = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin())
+        let mut child = crate::support::mcpscope_command()
             .args(["proxy", "--intercept", "--control-name", "hostile"])
             .args(server())
             .env("HOME", home.path())
@@ -293,7 +293,7 @@ fn a_mock_at_a_tiny_speed_waits_instead_of_panicking() {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
     let capture = repo().join("tests/captures/slow-response.jsonl");
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(["mock", "--speed", "1e-300", "--timing", "recorded"])
         .arg(&capture)
         .stdin(Stdio::piped())

@@ -33,7 +33,7 @@ struct ProxyProcess {
 impl ProxyProcess {
     fn start(upstream_port: u16, extra: &[&str], ceiling: u64) -> Self {
         let upstream = format!("http://127.0.0.1:{upstream_port}/mcp");
-        let mut child = Command::new(bin())
+        let mut child = crate::support::mcpscope_command()
             .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream])
             .args(extra)
             .stdin(Stdio::null())

@@ -228,7 +228,7 @@ fn write_capture(path: &Path) {
 /// `mcpscope ARGS` that prints `… http://ADDR…` on stderr once it listens
 /// (the mock, the proxy): the child and ADDR; its stderr drained after.
 fn listening(args: &[&str], marker: &str) -> (Killed, String) {
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -413,7 +413,7 @@ urllib.request.urlopen(url, timeout=20).read()
 "#,
     )
     .unwrap();
-    let child = Command::new(bin())
+    let child = crate::support::mcpscope_command()
         .args([
             "call",
             "--server-url",

@@ -25,7 +25,7 @@ const BACKUP: &str = "claude_desktop_config.json.mcpscope-backup";
 
 /// `mcpscope ARGS` with its state directory under `state`, bounded in time.
 fn mcpscope(state: &Path, args: &[&str]) -> Output {
-    let child = Command::new(bin())
+    let child = crate::support::mcpscope_command()
         .args(args)
         .env("XDG_STATE_HOME", state)
         .stdin(Stdio::null())

@@ -13,7 +13,6 @@ use mcpscope_core::wire::classify::Kind;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,16 +33,16 @@ impl HttpServer {
             entry.display()
         );
         let port = free_port();
-        let child = Command::new("node")
-            .arg(&entry)
+        let mut cmd = Command::new("node");
+        cmd.arg(&entry)
             .arg(mode)
             .env("PORT", port.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("starting node");
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().expect("starting node");
         let server = HttpServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -64,7 +63,7 @@ impl HttpServer {
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let pgid = self.child.id();
-        mcpscope_core::transport::process::signal_group(pgid, libc::SIGKILL);
+        mcpscope_core::transport::process::signal_group(pgid, 9); // SIGKILL
         let _ = self.child.wait();
     }
 }
@@ -605,7 +604,7 @@ fn a_response_stream_cut_short_is_resumed_with_last_event_id() {
 #[test]
 fn cli_call_and_doctor_over_http() {
     let server = HttpServer::start("streamableHttp");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--trace",
@@ -629,7 +628,7 @@ fn cli_call_and_doctor_over_http() {
     assert!(!stderr.contains("cli-s3cret") && !stdout.contains("cli-s3cret"));
 
     // The doctor's checklist over HTTP (legacy era: the checks of the handshake).
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "doctor",
             "--era",
@@ -655,7 +654,7 @@ fn cli_call_and_doctor_over_http() {
     );
     // By default the doctor probes with server/discover: the TS SDK server
     // refuses it (HTTP 400), so it is found to be a legacy server.
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["doctor", "--server-url", &server.url("/mcp")])
         .output()
         .unwrap();
@@ -666,7 +665,7 @@ fn cli_call_and_doctor_over_http() {
         "{report}"
     );
     assert!(report.contains("legacy server"), "{report}");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "doctor",
             "--server-url",
@@ -683,7 +682,7 @@ fn cli_call_and_doctor_over_http() {
 
     // Over HTTP+SSE, and a refused connection as an exit status and a sentence.
     let sse = HttpServer::start("sse");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--transport",
@@ -697,7 +696,7 @@ fn cli_call_and_doctor_over_http() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"echo\""));
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--server-url",
@@ -710,7 +709,7 @@ fn cli_call_and_doctor_over_http() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("connection refused"));
     // A URL without --transport http|sse, or a command with it, is refused up front.
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--transport", "http", "--method", "tools/list"])
         .output()
         .unwrap();

@@ -203,7 +203,10 @@ fn doctor_reports_lint_findings() {
 }
 
 fn mcpscope(args: &[&str]) -> std::process::Output {
-    Command::new(bin()).args(args).output().expect("running mcpscope")
+    crate::support::mcpscope_command()
+        .args(args)
+        .output()
+        .expect("running mcpscope")
 }
 
 fn text(b: &[u8]) -> String {
@@ -311,7 +314,7 @@ fn sarif_output_passes_the_official_validator_and_points_at_the_records() {
     let mut written = Vec::new();
     let mut results = 0;
     for (rule, cap) in rule_captures() {
-        let out = Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args(["lint", "--format", "sarif"])
             .arg(&cap)
             .output()
@@ -355,7 +358,7 @@ fn sarif_output_passes_the_official_validator_and_points_at_the_records() {
 #[test]
 fn the_sarif_validator_refuses_what_github_refuses() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["lint", "--format", "sarif"])
         .arg(captures().join("crlf.jsonl"))
         .output()
@@ -375,7 +378,7 @@ fn junit_output_is_valid_and_fails_on_errors_only() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for (_, cap) in rule_captures() {
-        let out = Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args(["lint", "--format", "junit"])
             .arg(&cap)
             .output()

@@ -57,7 +57,7 @@ impl State {
     }
 
     fn mcpscope(&self) -> Command {
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         self.apply(&mut c);
         c
     }
@@ -263,7 +263,7 @@ fn a_session_that_cannot_be_recorded_is_still_proxied() {
     // The state home is a file: no session directory can exist there.
     let blocker = state.home().join("blocked");
     std::fs::write(&blocker, "").unwrap();
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .env("XDG_STATE_HOME", &blocker)
         .env("HOME", &blocker)
         .args([
@@ -759,7 +759,7 @@ fn wrap_and_unwrap_from_the_command_line() {
 
 #[test]
 fn reverse_proxy_refuses_a_non_loopback_listen_address() {
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["proxy", "--listen", "0.0.0.0:0", "--upstream", "http://127.0.0.1:9/mcp"])
         .output()
         .unwrap();

@@ -34,7 +34,7 @@ impl Proxied {
         server: &mcpscope_core::transport::process::ServerSpec,
     ) -> Proxied {
         let xdg = home.path().join(".local/state");
-        let mut child = Command::new(bin())
+        let mut child = crate::support::mcpscope_command()
             .env("XDG_STATE_HOME", &xdg)
             .env("HOME", home.path())
             .args(["proxy", "--session", name, "--", &server.program])
@@ -234,7 +234,7 @@ fn three_sessions_open_as_tabs_and_two_compared() {
     // A capture on disk.
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("opened.jsonl");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--method", "tools/list", "--capture"])
         .arg(&cap)
         .args(["--", "python3", &faulty_path(), "--mode", "tool-error"])
@@ -468,7 +468,7 @@ fn watch_in_your_client_runs_the_reverse_proxy_of_a_remote_entry() {
     assert_eq!(h.state().remote_proxies.listening().len(), 1);
     // What the client will do: call the server at its new URL.
     let call = |url: &str| {
-        std::process::Command::new(bin())
+        crate::support::mcpscope_command()
             .args([
                 "call",
                 "--server-url",

@@ -15,7 +15,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn load(args: &[&str]) -> Output {
-    Command::new(bin())
+    crate::support::mcpscope_command()
         .arg("load")
         .args(args)
         .args(["--quiet", "--format", "json"])
@@ -26,7 +26,7 @@ fn load(args: &[&str]) -> Output {
 /// [`load`] with a server command after `--` (the output flags go before it).
 fn load_with_server(args: &[&str]) -> Output {
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    Command::new(bin())
+    crate::support::mcpscope_command()
         .arg("load")
         .args(&args[..split])
         .args(["--quiet", "--format", "json"])
@@ -114,7 +114,7 @@ fn a_mix_is_sent_in_its_proportions_and_errors_are_classed() {
     assert_eq!(class_count(&r, "JSON-RPC error -32602"), 50);
     assert_eq!(r["errors"], 250);
     // JUnit for CI: the failing keys fail, against the schema CI tools read.
-    let junit = Command::new(bin())
+    let junit = crate::support::mcpscope_command()
         .args(["load", "--server-url", &s.url, "--mix", mix.to_str().unwrap()])
         .args([
             "--concurrency",
@@ -229,7 +229,7 @@ fn refused_connections_and_a_server_that_dies_are_said_as_such() {
     assert_eq!(r["requests"], 0, "{r}");
     assert!(text(&out.stderr).contains("cannot connect"), "{}", text(&out.stderr));
     // A stdio server that crashes on its first tools/call.
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--tool-name",
@@ -273,7 +273,7 @@ fn stdio_sessions_of_real_servers_with_their_usage_and_sampled_captures() {
         need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
     let dir = tempfile::tempdir().unwrap();
     let captures = dir.path().join("captures");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--tool-name",
@@ -324,7 +324,7 @@ fn stdio_sessions_of_real_servers_with_their_usage_and_sampled_captures() {
     let loaded = mcpscope_core::record::capture::load(&kept[0]).unwrap();
     assert!(loaded.events.len() > 10);
     // The Python SDK server: a real server in another language.
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--method",
@@ -412,7 +412,7 @@ fn requests_in_flight_on_one_stdio_session_are_told_apart_by_id() {
     let everything =
         need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--tool-name",
@@ -468,7 +468,7 @@ fn a_capture_is_replayed_by_every_session() {
     let s = FastServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("c.jsonl");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--server-url",

@@ -101,7 +101,7 @@ impl Drop for OAuthServer {
 }
 
 fn call(url: &str, extra: &[&str], env: &[(&str, String)]) -> Output {
-    let mut cmd = Command::new(bin());
+    let mut cmd = crate::support::mcpscope_command();
     cmd.args([
         "call",
         "--server-url",
@@ -704,7 +704,7 @@ fn without_a_keyring_the_tokens_go_to_the_private_file() {
     let mut runs = Vec::new();
     for name in ["first", "second"] {
         let cap = dir.path().join(format!("{name}.jsonl"));
-        let mut cmd = Command::new(bin());
+        let mut cmd = crate::support::mcpscope_command();
         cmd.args(["call", "--server-url", &s.url, "--tool-name", "whoami"])
             .args([
                 "--timeout-ms",
@@ -779,7 +779,7 @@ fn secret_values_in_the_keyring_session() {
 #[test]
 fn load_signs_in_once_and_shares_the_token() {
     let s = OAuthServer::start();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--server-url",

@@ -214,7 +214,7 @@ fn regenerate_screenshots() {
     let dir = tempfile::tempdir().unwrap();
     let capture = |name: &str, spec: mcpscope_core::transport::process::ServerSpec| {
         let cap = dir.path().join(format!("{name}.jsonl"));
-        let out = std::process::Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args([
                 "call",
                 "--tool-name",
@@ -376,7 +376,7 @@ fn display_filter_screenshot() {
         let mut call: Vec<&str> = args;
         call.extend(["--capture", cap.to_str().unwrap(), "--", &spec.program]);
         call.extend(spec.args.iter().map(String::as_str));
-        std::process::Command::new(bin()).args(&call).output().unwrap();
+        crate::support::mcpscope_command().args(&call).output().unwrap();
     }
     let mut h = harness(StartupArgs {
         open: Some(cap),

@@ -38,7 +38,7 @@ fn a_hostile_servers_escape_sequences_are_shown_not_obeyed() {
     ];
     let server = hostile();
     call.extend(server.iter().map(String::as_str));
-    let out = Command::new(bin()).args(&call).output().unwrap();
+    let out = crate::support::mcpscope_command().args(&call).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -59,7 +59,7 @@ fn a_hostile_servers_escape_sequences_are_shown_not_obeyed() {
 
     let mut doctor = vec!["doctor", "--"];
     doctor.extend(server.iter().map(String::as_str));
-    let out = Command::new(bin()).args(&doctor).output().unwrap();
+    let out = crate::support::mcpscope_command().args(&doctor).output().unwrap();
     assert_safe("doctor's report", &out.stdout);
     assert_safe("doctor's stderr", &out.stderr);
     assert!(
@@ -80,7 +80,7 @@ fn an_unreadable_result_is_printed_as_sent() {
     ] {
         let params = format!(r#"{{"name":"{name}"}}"#);
         let server = repo().join("tests/servers/hostile_server.py").display().to_string();
-        let out = Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args([
                 "call",
                 "--method",

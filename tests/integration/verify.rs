@@ -5,7 +5,10 @@ use crate::support::*;
 use std::process::{Command, Output};
 
 fn mcpscope(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("running mcpscope")
+    crate::support::mcpscope_command()
+        .args(args)
+        .output()
+        .expect("running mcpscope")
 }
 
 fn text(b: &[u8]) -> String {

@@ -169,7 +169,7 @@ fn at_1024x700_the_bottom_panel_resizes_both_ways_and_the_timeline_keeps_a_third
 fn an_imported_files_tab_is_named_after_that_file() {
     let dir = tempfile::tempdir().unwrap();
     let har = dir.path().join("checkout-flow.har");
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["export", "--format", "har", "-o"])
         .arg(&har)
         .arg(repo().join("tests/captures/slow-response.jsonl"))

@@ -34,6 +34,18 @@ mod tests {
     use super::FLOORS;
     use std::path::Path;
 
+    /// What differs between systems is the core's platform layer's: the
+    /// app is the same code on every system.
+    #[test]
+    fn the_app_names_no_operating_system() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let found = mcpscope_layers::os_specific_uses(&src, &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            found.is_empty(),
+            "OS-specific code in the app (move it behind a type in mcpscope_core::platform): {found:?}"
+        );
+    }
+
     #[test]
     fn no_module_uses_one_above_it() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

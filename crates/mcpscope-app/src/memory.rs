@@ -4,12 +4,7 @@
 //! pages in its arenas, so the app's resident size stayed at the peak of the
 //! load (2.1x a 277 MB capture) long after the work was done.
 
-/// Returns freed heap pages to the system (glibc `malloc_trim`); a no-op elsewhere.
+/// Returns freed heap pages to the system (glibc `malloc_trim`).
 pub fn give_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases memory malloc holds free; it is
-    // thread-safe and touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    mcpscope_core::platform::process::give_freed_memory_back();
 }

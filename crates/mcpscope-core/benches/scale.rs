@@ -35,13 +35,7 @@ fn peak_mb() -> f64 {
 /// CPU time (user + system) this process has used: on a machine others load
 /// too, it moves much less than the wall-clock time does.
 fn cpu_s() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+    mcpscope_core::platform::process::usage(std::process::id()).map_or(0.0, |u| u.cpu.as_secs_f64())
 }
 
 fn report(what: &str, took: Duration, file_mb: f64, extra: &str) {

@@ -81,33 +81,16 @@ mod tests {
         );
     }
 
-    /// Files of the core that still name an OS (`libc`, `std::os::unix`, an
-    /// OS `cfg`) outside `platform/`: each is to move its OS-specific part
-    /// there. The list may only shrink: a listed file that no longer names
-    /// an OS fails the test until it is taken off.
-    const STILL_TO_MOVE: &[&str] = &["record/output_file.rs"];
-
     /// What differs between systems lives in `platform/`; the rest of the
-    /// core is the same code on every system.
+    /// core is the same code on every system: it names no `libc`, no
+    /// `std::os::unix` or `std::os::windows`, no `windows-sys` and no OS `cfg`.
     #[test]
     fn the_rest_of_the_core_names_no_operating_system() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let found = mcpscope_layers::os_specific_uses(&src, &["platform"]).unwrap_or_else(|e| panic!("{e}"));
-        let unlisted: Vec<_> = found
-            .iter()
-            .filter(|(file, _)| !STILL_TO_MOVE.contains(&file.as_str()))
-            .collect();
         assert!(
-            unlisted.is_empty(),
-            "OS-specific code outside platform/ (move it behind a platform type): {unlisted:?}"
-        );
-        let clean: Vec<_> = STILL_TO_MOVE
-            .iter()
-            .filter(|listed| !found.iter().any(|(file, _)| file == *listed))
-            .collect();
-        assert!(
-            clean.is_empty(),
-            "these no longer name an OS: take them off STILL_TO_MOVE in layers.rs: {clean:?}"
+            found.is_empty(),
+            "OS-specific code outside platform/ (move it behind a platform type): {found:?}"
         );
     }
 

@@ -137,7 +137,7 @@ pub fn os_specific_uses(src: &Path, allowed: &[&str]) -> Result<BTreeSet<(String
     Ok(found)
 }
 
-/// Reads the crate's module tree from `lib.rs` down, handing `each` every
+/// Reads the crate's module tree from `lib.rs` (or `main.rs`) down, handing `each` every
 /// file: the top-level module it belongs to (`None` for `lib.rs`), its path
 /// relative to `src`, and what it holds. `enter` sees the top-level module
 /// before its file is read. The files of the top-level modules in `skip`
@@ -148,7 +148,11 @@ fn walk(
     mut enter: impl FnMut(&str) -> Result<(), LayerError>,
     mut each: impl FnMut(Option<&str>, &str, &Module) -> Result<(), LayerError>,
 ) -> Result<BTreeSet<String>, LayerError> {
-    let lib = src.join("lib.rs");
+    // A library's root, or a binary's when there is no library.
+    let lib = match src.join("lib.rs") {
+        lib if lib.exists() => lib,
+        _ => src.join("main.rs"),
+    };
     let root = read_module(src, &lib, src.to_path_buf(), 0)?;
     each(None, &relative(src, &lib), &root)?;
     let mut top_level = BTreeSet::new();

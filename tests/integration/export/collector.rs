@@ -60,7 +60,7 @@ fn call_sends_its_session_to_an_otlp_collector() {
     let mut collector = Collector::start("");
     let everything =
         need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--otlp-endpoint", &collector.url()])
         .args(["--tool-name", "echo", "--tool-arg", "message=to the collector", "--"])
         .arg("node")
@@ -89,7 +89,7 @@ fn call_sends_its_session_to_an_otlp_collector() {
 fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
     let cap = repo().join("tests/captures/unanswered-request.jsonl");
     let mut busy = Collector::start("busy");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "export",
             "--format",
@@ -110,7 +110,7 @@ fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
     );
 
     let refuse = Collector::start("refuse");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["export", "--format", "otlp-json", "--otlp-endpoint", &refuse.url()])
         .arg(&cap)
         .output()
@@ -124,7 +124,7 @@ fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
     // Nobody listening: said, with the cause.
     let port = refuse.port;
     drop(refuse);
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "export",
             "--format",
@@ -141,7 +141,7 @@ fn export_sends_a_capture_retries_a_busy_collector_and_says_a_refusal() {
         "{}",
         text(&out.stderr)
     );
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["export", "--format", "har", "--otlp-endpoint", "http://127.0.0.1:9"])
         .arg(&cap)
         .output()
@@ -167,7 +167,7 @@ fn the_stdio_proxy_sends_spans_while_the_session_runs() {
     let mut collector = Collector::start("");
     let everything =
         need(repo().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
-    let mut proxy = Command::new(bin())
+    let mut proxy = crate::support::mcpscope_command()
         .args(["proxy", "--otlp-endpoint", &collector.url(), "--", "node"])
         .arg(&everything)
         .arg("stdio")
@@ -224,10 +224,11 @@ fn the_stdio_proxy_sends_spans_while_the_session_runs() {
 /// The reverse proxy sends its sessions too (here at the end: the default
 /// interval is longer than the session).
 #[test]
+#[cfg(unix)]
 fn the_reverse_proxy_sends_its_sessions_spans() {
     let mut collector = Collector::start("");
     let server = HttpServer::start("streamableHttp");
-    let mut proxy = Command::new(bin())
+    let mut proxy = crate::support::mcpscope_command()
         .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
         .args(["--otlp-endpoint", &collector.url()])
         .stderr(std::process::Stdio::piped())
@@ -235,7 +236,7 @@ fn the_reverse_proxy_sends_its_sessions_spans() {
         .unwrap();
     let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
     let addr = listening_addr(&mut err);
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--server-url",
@@ -309,7 +310,7 @@ fn the_app_sends_its_sessions_to_the_collector() {
 fn traces_go_as_protobuf_when_asked_and_match_the_json() {
     let mut collector = Collector::start("");
     let send = |cap: &Path, protocol: &str, url: &str| {
-        Command::new(bin())
+        crate::support::mcpscope_command()
             .args(["export", "--format", "otlp-json", "--otlp-endpoint", url])
             .arg(cap)
             .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
@@ -366,7 +367,7 @@ fn load_sends_its_sampled_sessions_to_the_collector() {
     let fast = FastServer::start(&[]);
     let url = fast.url.clone();
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--server-url",
@@ -411,7 +412,7 @@ fn load_sends_its_sampled_sessions_to_the_collector() {
     assert!(loaded.events.len() >= 4, "{:?}", loaded.events.len());
 
     // stdio sessions through the client engine.
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "load",
             "--tool-name",

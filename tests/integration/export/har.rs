@@ -21,6 +21,7 @@ fn har_problems(files: &[PathBuf]) -> String {
 }
 
 #[test]
+#[cfg(unix)]
 fn a_streamable_http_session_is_one_entry_per_exchange_with_its_headers_masked() {
     let server = HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
@@ -128,7 +129,11 @@ fn the_validator_refuses_what_is_not_har_and_bad_input_is_said() {
         !har_problems(std::slice::from_ref(&bad)).is_empty(),
         "the check can fail"
     );
-    let out = Command::new(bin()).args(["export"]).arg(&bad).output().unwrap();
+    let out = crate::support::mcpscope_command()
+        .args(["export"])
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(4));
     assert!(
         text(&out.stderr).contains("not an mcpscope capture"),

@@ -6,7 +6,7 @@ use super::*;
 // ---- import ----------------------------------------------------------------
 
 fn import(file: &Path, to: &Path) -> std::process::Output {
-    Command::new(bin())
+    crate::support::mcpscope_command()
         .arg("import")
         .arg(file)
         .arg("-o")
@@ -44,13 +44,17 @@ fn a_har_mcpscope_exported_comes_back_as_the_same_messages() {
         "every message, in order, byte for byte"
     );
     // It lints and mocks like any capture.
-    let lint = Command::new(bin()).arg("lint").arg(&back).output().unwrap();
+    let lint = crate::support::mcpscope_command()
+        .arg("lint")
+        .arg(&back)
+        .output()
+        .unwrap();
     assert!(
         text(&lint.stdout).contains("unanswered-request"),
         "{}",
         text(&lint.stdout)
     );
-    let check = Command::new(bin())
+    let check = crate::support::mcpscope_command()
         .args(["mock", "--check"])
         .arg(&back)
         .output()
@@ -165,7 +169,11 @@ fn mcpsnoop_sessions_inspector_exports_and_mcp_recorder_cassettes_are_read() {
     let frames = frames_of(&back);
     let dirs: Vec<&str> = frames.iter().map(|f| f.0.as_str()).collect();
     assert_eq!(dirs, ["Out", "In", "Out", "In", "Out"], "{frames:?}");
-    let lint = Command::new(bin()).arg("lint").arg(&back).output().unwrap();
+    let lint = crate::support::mcpscope_command()
+        .arg("lint")
+        .arg(&back)
+        .output()
+        .unwrap();
     assert_eq!(lint.status.code(), Some(0), "a clean session: {}", text(&lint.stdout));
 
     // An mcp-recorder cassette (mcp_recorder/_types.py, format 1.0).
@@ -195,7 +203,7 @@ fn mcpsnoop_sessions_inspector_exports_and_mcp_recorder_cassettes_are_read() {
     );
     let loaded = mcpscope_core::record::capture::load(&back).unwrap();
     assert_eq!(loaded.header.command_line, "node weather.js");
-    let mock = Command::new(bin())
+    let mock = crate::support::mcpscope_command()
         .args(["mock", "--check"])
         .arg(&back)
         .output()
@@ -232,7 +240,11 @@ fn an_unknown_file_or_an_existing_capture_is_refused() {
     assert_eq!(out.status.code(), Some(4));
     assert!(text(&out.stderr).contains("already exists"), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
-    let out = Command::new(bin()).arg("import").arg("/dev/zero").output().unwrap();
+    let out = crate::support::mcpscope_command()
+        .arg("import")
+        .arg("/dev/zero")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(4), "a device is refused, not read");
     // Too large to read whole: refused as such, not cut short and then misread.
     let big = dir.path().join("big.har");
@@ -303,10 +315,14 @@ scenarios:
         frames.iter().any(|f| f.contains("Echo: recorded by mcp-recorder")),
         "the echo's answer is kept: {frames:?}"
     );
-    let lint = Command::new(bin()).arg("lint").arg(&back).output().unwrap();
+    let lint = crate::support::mcpscope_command()
+        .arg("lint")
+        .arg(&back)
+        .output()
+        .unwrap();
     assert!(lint.status.code().is_some_and(|c| c <= 1), "{}", text(&lint.stdout));
     // The mock answers a live client as the real server did.
-    let call = Command::new(bin())
+    let call = crate::support::mcpscope_command()
         .args([
             "call",
             "--tool-name",

@@ -21,7 +21,7 @@ fn text(b: &[u8]) -> String {
 /// recorded in DIR/http.jsonl (the capture's path).
 fn echo_over_http(server: &HttpServer, dir: &Path, message: &str, extra: &[&str]) -> PathBuf {
     let cap = dir.join("http.jsonl");
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--server-url", &server.url("/mcp")])
         .args(extra)
         .args(["--tool-name", "echo", "--tool-arg", &format!("message={message}")])
@@ -47,7 +47,7 @@ fn test_captures() -> Vec<PathBuf> {
 
 /// `mcpscope export --format FORMAT -o TO CAPTURE`, read back.
 fn export_as(format: &str, capture: &Path, to: &Path) -> Value {
-    let out = Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["export", "--format", format, "-o"])
         .arg(to)
         .arg(capture)

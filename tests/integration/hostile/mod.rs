@@ -15,6 +15,7 @@ use mcpscope_core::wire::classify::{Anomalies, Kind, Limits};
 use mcpscope_core::wire::framing::LineEnding;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -22,11 +23,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod captures;
+#[cfg(unix)] // modes of the files it leaves
 mod credentials;
 mod errors;
+#[cfg(unix)] // wait statuses
 mod memory;
+#[cfg(unix)] // FIFOs
 mod pipes;
 mod reverse_proxy;
+#[cfg(unix)] // signals
 mod signals;
 mod stalls;
 
@@ -52,7 +57,7 @@ pub(crate) fn text(b: &[u8]) -> String {
 
 /// Runs the binary to its end, killing it (and failing) if it takes longer than `within`.
 pub(crate) fn run_bin(args: &[&str], within: Duration) -> Output {
-    let child = Command::new(bin())
+    let child = crate::support::mcpscope_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -207,7 +212,7 @@ fn interleaved_capture(cap: &Path, count: u32) -> Output {
 /// Runs the binary to its end like [`run_bin`], and the most memory it held
 /// (VmHWM, in KiB, sampled while it ran: the high-water mark only grows).
 pub(crate) fn run_bin_peak(args: &[&str], within: Duration) -> (Output, u64) {
-    let child = Command::new(bin())
+    let child = crate::support::mcpscope_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -33,7 +33,7 @@ fn a_closed_stdout_ends_quietly() {
         vec!["lint", "--json", c],
         vec!["diff", "--json", "--all", c, c],
     ] {
-        let mut child = Command::new(bin())
+        let mut child = crate::support::mcpscope_command()
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

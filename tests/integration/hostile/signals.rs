@@ -35,7 +35,7 @@ fn grandchild_session(sub: &[&str], sig: i32, ignores_term: bool) {
         extra.push("--grandchild-ignores-term");
     }
     args.extend(hostile_args("grandchild", &extra));
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -108,7 +108,7 @@ fn daemon_session(sub: &[&str], sig: Option<i32>) {
         "grandchild",
         &["--grandchild-setsid", "--pid-file", pid_file.to_str().unwrap()],
     ));
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

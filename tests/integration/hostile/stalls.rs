@@ -16,7 +16,7 @@ fn the_proxy_records_a_client_that_stopped_reading() {
         "--".into(),
     ];
     args.extend(hostile_args("interleave", &["--count", "5000"]));
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -324,7 +324,7 @@ fn the_inspector_cli_through_fault_rules() {
 #[test]
 fn lines_sent_just_before_the_client_closes_still_reach_the_server() {
     let home = Home::new();
-    let mut c = Command::new(bin());
+    let mut c = crate::support::mcpscope_command();
     // `cat` answers every line it got before its stdin closed (an SDK
     // server may drop what is in flight at EOF: that would be its doing).
     c.args(["proxy", "--fault", r#"method == "never" => drop"#, "--", "cat"]);
@@ -353,7 +353,7 @@ fn a_bad_rule_is_a_usage_error_before_the_server_starts() {
         (vec!["--break", "methd == \"x\""], "--break"),
         (vec!["--break", "true", "--break-timeout", "soon"], "not a duration"),
     ] {
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.arg("proxy").args(&args).args(["--", "false"]);
         home.apply(&mut c);
         let out = c.output().unwrap();
@@ -363,7 +363,7 @@ fn a_bad_rule_is_a_usage_error_before_the_server_starts() {
     }
     let rules = home.path("rules.toml");
     std::fs::write(&rules, "[[fault]]\nrule = 'true => nope'\n").unwrap();
-    let mut c = Command::new(bin());
+    let mut c = crate::support::mcpscope_command();
     c.arg("proxy").arg("--faults").arg(&rules).args(["--", "false"]);
     home.apply(&mut c);
     let out = c.output().unwrap();
@@ -392,7 +392,7 @@ fn a_rules_file_that_does_not_parse_names_the_line_and_column() {
     ] {
         let rules = home.path(name);
         std::fs::write(&rules, text).unwrap();
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.arg("proxy").arg("--faults").arg(&rules).args(["--", "false"]);
         home.apply(&mut c);
         let out = c.output().unwrap();
@@ -409,7 +409,7 @@ fn the_seed_repeats_a_probabilistic_run() {
     let rules = home.path("rules.json");
     std::fs::write(&rules, r#"{"faults": ["method == \"ping\" => drop p=0.5"]}"#).unwrap();
     let run = |seed: &str| -> Vec<u64> {
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.args(["proxy", "--seed", seed, "--faults"]).arg(&rules).arg("--");
         let s = py_server();
         c.arg(&s.program).args(&s.args);

@@ -17,7 +17,7 @@ impl Proxied {
     fn start(home: &Home, extra: &[&str]) -> Proxied {
         let capture = home.path("held.jsonl");
         let mut child = {
-            let mut c = Command::new(bin());
+            let mut c = crate::support::mcpscope_command();
             c.args(["proxy", "--capture"]).arg(&capture).args(extra).arg("--");
             let server = py_server();
             c.arg(&server.program).args(&server.args);
@@ -78,7 +78,7 @@ impl Proxied {
 
     /// `mcpscope intercept ARGS` against this proxy: (exit code, stdout).
     fn intercept(&self, home: &Home, args: &[&str]) -> (i32, String, String) {
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.arg("intercept").arg("--socket").arg(&self.socket).args(args);
         home.apply(&mut c);
         let out = c.output().unwrap();

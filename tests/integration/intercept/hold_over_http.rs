@@ -11,7 +11,7 @@ fn break_over_http(
     server: &crate::http::HttpServer,
     args: &[&str],
 ) -> (std::process::Child, PathBuf, std::process::Child) {
-    let mut c = Command::new(bin());
+    let mut c = crate::support::mcpscope_command();
     c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
         .args(args);
     home.apply(&mut c);
@@ -42,7 +42,7 @@ fn break_over_http(
 
 /// `mcpscope intercept --socket SOCKET ARGS`.
 fn intercept_at(home: &Home, socket: &Path, args: &[&str]) -> std::process::Output {
-    let mut c = Command::new(bin());
+    let mut c = crate::support::mcpscope_command();
     c.arg("intercept").arg("--socket").arg(socket).args(args);
     home.apply(&mut c);
     c.output().unwrap()

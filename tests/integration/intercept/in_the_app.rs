@@ -18,7 +18,7 @@ struct Session {
 impl Session {
     fn start(extra: &[&str]) -> Session {
         let home = Home::new();
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.args(["proxy", "--session", "held"]).args(extra).arg("--");
         let server = py_server();
         c.arg(&server.program).args(&server.args);

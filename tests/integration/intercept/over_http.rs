@@ -11,7 +11,7 @@ struct Proxy {
 
 impl Proxy {
     fn start(home: &Home, upstream: &str, capture: &Path, rules: &[&str]) -> Proxy {
-        let mut c = Command::new(bin());
+        let mut c = crate::support::mcpscope_command();
         c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--capture"])
             .arg(capture);
         for r in rules {
@@ -34,6 +34,7 @@ impl Proxy {
     }
 }
 
+#[cfg(unix)] // stopped with SIGTERM, as a person's Ctrl-C
 impl Drop for Proxy {
     fn drop(&mut self) {
         // As a person stops it (Ctrl-C): it records how it ended.

@@ -48,6 +48,7 @@ fn a_miss_goes_to_the_fallback_server_and_is_recorded() {
 /// Over HTTP too: every session's misses go to one fallback session, recorded
 /// in one capture, and a mock stopped with SIGTERM says how many went there.
 #[test]
+#[cfg(unix)]
 fn over_http_a_miss_goes_to_the_fallback_server_and_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("lists.jsonl");

@@ -114,11 +114,12 @@ fn sdk_clients_replay_a_2026_session_over_stdio_and_http() {
 /// in front of server-everything over Streamable HTTP serves too: the mock's
 /// answer to `mcpscope call` is the one the client got through the proxy.
 #[test]
+#[cfg(unix)]
 fn a_reverse_proxy_capture_is_served() {
     let upstream = crate::http::HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("reverse.jsonl");
-    let mut proxy = Command::new(bin())
+    let mut proxy = crate::support::mcpscope_command()
         .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
         .arg(upstream.url("/mcp"))
         .args(["--capture", cap.to_str().unwrap()])

@@ -28,7 +28,10 @@ fn python() -> String {
 }
 
 fn mcpscope(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("running mcpscope")
+    crate::support::mcpscope_command()
+        .args(args)
+        .output()
+        .expect("running mcpscope")
 }
 
 /// `mcpscope call ARGS --capture CAPTURE -- SERVER`: its stdout (the result).
@@ -100,7 +103,7 @@ struct HttpMock {
 impl HttpMock {
     fn start(args: &[&str]) -> HttpMock {
         use std::io::BufRead;
-        let mut child = Command::new(bin())
+        let mut child = crate::support::mcpscope_command()
             .arg("mock")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)

@@ -6,7 +6,7 @@ use super::*;
 
 /// The mock fed these lines (then stdin closed): (stdout lines as JSON, stderr, status).
 fn mock_io(args: &[&str], lines: &[&str]) -> (Vec<Value>, String, Option<i32>) {
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .arg("mock")
         .args(args)
         .stdin(Stdio::piped())
@@ -293,7 +293,7 @@ fn closed_stdin_or_stdout_ends_the_mock_cleanly() {
     let (out, err, code) = mock_io(&[cap.to_str().unwrap()], &[]);
     assert_eq!((out.len(), code), (0, Some(0)), "{err}");
 
-    let mut child = Command::new(bin())
+    let mut child = crate::support::mcpscope_command()
         .args(["mock", cap.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

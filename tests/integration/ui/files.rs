@@ -7,7 +7,7 @@ use super::*;
 fn open_a_capture_offline() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("c.jsonl");
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--method", "tools/list", "--capture"])
         .arg(&cap)
         .args(["--", "python3", &faulty_path(), "--mode", "tool-error"])
@@ -111,6 +111,7 @@ fn opening_an_inspector_export_imports_it() {
 /// #33: File, Export as HAR… writes the open capture as HAR 1.2 through the
 /// in-app picker, on a worker, and says where.
 #[test]
+#[cfg(unix)]
 fn export_as_har_from_the_file_menu() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("open.jsonl");
@@ -207,7 +208,7 @@ fn side_by_side_diff_of_two_captures() {
     let dir = tempfile::tempdir().unwrap();
     let capture = |mode: &str| {
         let cap = dir.path().join(format!("{mode}.jsonl"));
-        let out = std::process::Command::new(bin())
+        let out = crate::support::mcpscope_command()
             .args(["call", "--tool-name", "echo", "--tool-arg", "message=hi", "--capture"])
             .arg(&cap)
             .args(["--", "python3", &faulty_path(), "--mode", mode])
@@ -275,7 +276,7 @@ fn file_mock_this_capture_serves_it_in_a_new_tab() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("recorded.jsonl");
     let spec = faulty("normal");
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args([
             "call",
             "--method",
@@ -324,7 +325,7 @@ fn file_verify_against_server_lists_the_changes_and_opens_the_diff() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("baseline.jsonl");
     let spec = py_server();
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--tool-name", "add", "--tool-arg", "a=2", "--tool-arg", "b=3"])
         .args(["--capture", cap.to_str().unwrap(), "--"])
         .arg(&spec.program)

@@ -67,7 +67,7 @@ fn tabs_come_back_after_a_restart() {
     use mcpscope_app::restore::TabMemory;
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("c.jsonl");
-    let out = std::process::Command::new(bin())
+    let out = crate::support::mcpscope_command()
         .args(["call", "--method", "tools/list", "--capture"])
         .arg(&cap)
         .args(["--", "python3", &faulty_path(), "--mode", "tool-error"])

@@ -96,7 +96,6 @@ pub fn run(args: StartupArgs) -> ExitCode {
 /// which held environment and header values) is moved there once.
 /// Without a private directory nothing is saved.
 fn state_file() -> Option<PathBuf> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = match mcpscope_core::record::private_files::state_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -117,14 +116,11 @@ fn state_file() -> Option<PathBuf> {
         }
         let _ = std::fs::remove_file(&old);
     }
-    // eframe creates the file with the default mode: create it first, 0600.
-    let _ = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&file)
+    // eframe creates the file with the default mode: create it first, the
+    // user's alone.
+    let _ = mcpscope_core::record::state_dir::create_private_file(&file)
         .and_then(|mut f| std::io::Write::write_all(&mut f, b"{}"));
-    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+    let _ = mcpscope_core::platform::fs::restrict_file_to_owner(&file);
     Some(file)
 }
 

@@ -696,6 +696,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // checks the socket file's mode
     fn a_client_on_the_socket_sees_the_queue_and_acts_on_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = socket_path(dir.path(), 1);

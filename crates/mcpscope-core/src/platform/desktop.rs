@@ -1,5 +1,5 @@
 //! The desktop around mcpscope: how this system opens a URL in the user's
-//! browser.
+//! browser, and what its windowing libraries expect of the environment.
 
 /// The programs that open a URL in the user's default browser here, in the
 /// order to try them.
@@ -31,4 +31,10 @@ pub fn no_session_bus() -> Option<&'static str> {
         return None;
     }
     Some("disabled:")
+}
+
+/// Whether the windowing libraries here look for `XDG_RUNTIME_DIR` (Wayland
+/// and X11 desktops: Linux and the BSDs) and complain without it.
+pub fn wants_xdg_runtime_dir() -> bool {
+    !cfg!(any(target_os = "macos", windows))
 }

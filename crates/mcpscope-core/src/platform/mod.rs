@@ -7,6 +7,8 @@
 //! - `fs`: which file a path is ([`fs::FileId`]), reads at an offset,
 //!   opening the path itself or without waiting on a FIFO, advisory locks,
 //!   who owns a file and whether others may use it;
+//! - `interrupt`: being asked from outside to stop (signals; Ctrl-C and
+//!   closing the console on Windows), and the status that says so;
 //! - `ipc`: the intercept control channel, reachable by this user only;
 //! - `keyring`: the system's credential store;
 //! - `process`: a server's process tree, started so that it can be stopped
@@ -18,4 +20,8 @@ pub mod keyring;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub use unix::{fs, ipc, process};
+pub use unix::{fs, interrupt, ipc, process};
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::{fs, interrupt, ipc, process};

@@ -18,18 +18,18 @@
 //!   refused. What a link leads to is written in place, the link kept;
 //! - anything else (a directory, a socket) is refused.
 
+use crate::platform::fs::{self as platform_fs, FileKind, User};
 use crate::record::state_dir;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why an output file was refused or could not be written. Every variant
 /// names the path.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputFileError {
-    #[error("{} is a symbolic link owned by another user (uid {uid}): refusing to follow it", .link.display())]
-    ForeignLink { link: PathBuf, uid: u32 },
+    #[error("{} is a symbolic link owned by another user (uid {owner}): refusing to follow it", .link.display())]
+    ForeignLink { link: PathBuf, owner: User },
     #[error("{} is {what}: refusing to write there (give {wanted})", .path.display())]
     Refused {
         path: PathBuf,
@@ -37,10 +37,10 @@ pub enum OutputFileError {
         wanted: &'static str,
     },
     #[error(
-        "{} belongs to another user (uid {uid}) in a shared directory: refusing to append a capture to it (they could read it)",
+        "{} belongs to another user (uid {owner}) in a shared directory: refusing to append a capture to it (they could read it)",
         .path.display()
     )]
-    ForeignFile { path: PathBuf, uid: u32 },
+    ForeignFile { path: PathBuf, owner: User },
     #[error("{} is a FIFO with no reader: start its reader first (mcpscope does not wait for one)", .0.display())]
     NoReader(PathBuf),
     #[error("{} changed while it was being opened (it is {now} now): refusing it", .path.display())]
@@ -172,23 +172,20 @@ fn inspect(path: &Path, policy: Policy) -> Result<Target> {
 
 /// What a path is, in words, for a refusal ("a FIFO (named pipe)").
 pub(crate) fn what_it_is(ft: &fs::FileType) -> &'static str {
-    if ft.is_file() {
-        "a regular file"
-    } else if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_symlink() {
-        "a symbolic link"
-    } else {
-        "neither a file, a device nor a FIFO"
+    match FileKind::of(ft) {
+        FileKind::Regular => "a regular file",
+        FileKind::Directory => "a directory",
+        FileKind::Fifo => "a FIFO (named pipe)",
+        FileKind::CharacterDevice => "a character device",
+        FileKind::BlockDevice => "a block device",
+        FileKind::Socket => "a socket",
+        FileKind::SymbolicLink => "a symbolic link",
+        FileKind::Other => "neither a file, a device nor a FIFO",
     }
+}
+
+fn is_device(ft: &fs::FileType) -> bool {
+    matches!(FileKind::of(ft), FileKind::CharacterDevice | FileKind::BlockDevice)
 }
 
 fn found(path: &Path, meta: &fs::Metadata, policy: Policy) -> Result<Found> {
@@ -198,14 +195,11 @@ fn found(path: &Path, meta: &fs::Metadata, policy: Policy) -> Result<Found> {
         what: what_it_is(&ft),
         wanted: wanted(policy),
     };
-    if ft.is_file() {
-        Ok(Found::Regular)
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Ok(Found::Device)
-    } else if ft.is_fifo() && policy == Policy::Replace {
-        Ok(Found::Fifo)
-    } else {
-        Err(refused())
+    match FileKind::of(&ft) {
+        FileKind::Regular => Ok(Found::Regular),
+        FileKind::CharacterDevice | FileKind::BlockDevice => Ok(Found::Device),
+        FileKind::Fifo if policy == Policy::Replace => Ok(Found::Fifo),
+        _ => Err(refused()),
     }
 }
 
@@ -217,12 +211,10 @@ fn dir_of(at: &Path) -> PathBuf {
     }
 }
 
-/// Whether a name owned by `uid` may have been put at `at` by someone
+/// Whether a name owned by `owner` may have been put at `at` by someone
 /// other than the user or the owner of its directory.
-fn foreign(at: &Path, uid: u32) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    uid != me && Some(uid) != fs::metadata(dir_of(at)).map(|m| m.uid()).ok()
+fn foreign(at: &Path, owner: &User) -> bool {
+    *owner != User::current() && Some(owner) != fs::metadata(dir_of(at)).map(|m| User::owner_of(&m)).ok().as_ref()
 }
 
 /// A capture is not appended to a file another user put in a sticky
@@ -233,12 +225,13 @@ fn refuse_planted_file(path: &Path, meta: &fs::Metadata, target: Target, policy:
         return Ok(());
     }
     let shared = fs::metadata(dir_of(path))
-        .map(|d| d.mode() & libc::S_ISVTX != 0 && d.mode() & 0o022 != 0)
+        .map(|d| platform_fs::others_may_plant_names_in(&d))
         .unwrap_or(false);
-    if shared && foreign(path, meta.uid()) {
+    let owner = User::owner_of(meta);
+    if shared && foreign(path, &owner) {
         return Err(OutputFileError::ForeignFile {
             path: path.to_owned(),
-            uid: meta.uid(),
+            owner,
         });
     }
     Ok(())
@@ -258,11 +251,9 @@ fn check_links(path: &Path) -> Result<()> {
         if !meta.file_type().is_symlink() {
             return Ok(());
         }
-        if foreign(&at, meta.uid()) {
-            return Err(OutputFileError::ForeignLink {
-                link: at,
-                uid: meta.uid(),
-            });
+        let owner = User::owner_of(&meta);
+        if foreign(&at, &owner) {
+            return Err(OutputFileError::ForeignLink { link: at, owner });
         }
         let next = fs::read_link(&at).map_err(open_error(path))?;
         at = if next.is_absolute() {
@@ -271,22 +262,23 @@ fn check_links(path: &Path) -> Result<()> {
             dir_of(&at).join(next)
         };
     }
-    Err(open_error(path)(io::Error::from_raw_os_error(libc::ELOOP)))
+    Err(open_error(path)(platform_fs::too_many_links()))
 }
 
 /// Opens what `target` found at `path` for writing in place, and checks
 /// that it is still that once open (a name swapped meanwhile is refused).
 /// Never blocks: a FIFO without a reader is an error.
 fn open_in_place(path: &Path, target: Target, policy: Policy) -> Result<File> {
-    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-    if !target.via_link {
-        flags |= libc::O_NOFOLLOW;
-    }
     let mut options = OpenOptions::new();
-    options.write(true).custom_flags(flags);
+    options.write(true);
+    if target.via_link {
+        platform_fs::owner_only_when_created(platform_fs::without_waiting(&mut options));
+    } else {
+        platform_fs::this_file_only(&mut options);
+    }
     let regular = matches!(target.found, Found::Nothing | Found::Regular);
     if regular {
-        options.create(true).mode(0o600);
+        options.create(true);
         match policy {
             Policy::Append => options.append(true),
             Policy::Replace => options.truncate(true),
@@ -294,22 +286,26 @@ fn open_in_place(path: &Path, target: Target, policy: Policy) -> Result<File> {
     } else if policy == Policy::Append {
         options.append(true);
     }
-    let file = options.open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENXIO) if target.found == Found::Fifo => OutputFileError::NoReader(path.to_owned()),
-        Some(libc::ELOOP) if !target.via_link => OutputFileError::Changed {
-            path: path.to_owned(),
-            now: "a symbolic link",
-        },
-        _ => open_error(path)(e),
+    let file = options.open(path).map_err(|e| {
+        if target.found == Found::Fifo && platform_fs::is_fifo_without_reader(&e) {
+            OutputFileError::NoReader(path.to_owned())
+        } else if !target.via_link && platform_fs::is_refused_link(&e) {
+            OutputFileError::Changed {
+                path: path.to_owned(),
+                now: "a symbolic link",
+            }
+        } else {
+            open_error(path)(e)
+        }
     })?;
     let meta = file.metadata().map_err(open_error(path))?;
     let ft = meta.file_type();
     let same = if regular {
         ft.is_file()
     } else if target.found == Found::Device {
-        ft.is_char_device() || ft.is_block_device()
+        is_device(&ft)
     } else {
-        ft.is_fifo()
+        FileKind::of(&ft) == FileKind::Fifo
     };
     if !same {
         return Err(OutputFileError::Changed {
@@ -319,7 +315,7 @@ fn open_in_place(path: &Path, target: Target, policy: Policy) -> Result<File> {
     }
     // Again on what was opened: the name may have been taken meanwhile.
     refuse_planted_file(path, &meta, target, policy)?;
-    crate::platform::fs::make_blocking(&file);
+    platform_fs::make_blocking(&file);
     Ok(file)
 }
 
@@ -479,9 +475,11 @@ pub fn write_all(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 #[cfg(test)]
+// About FIFOs, devices, modes and other users' links: Unix's.
+#[cfg(unix)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 
     fn mkfifo(path: &Path) {
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
@@ -609,7 +607,7 @@ mod tests {
         for path in [&planted, &mine] {
             let e = write_all(path, b"overwritten").unwrap_err();
             assert!(
-                matches!(&e, OutputFileError::ForeignLink { link, uid: 65534 } if link == &planted),
+                matches!(&e, OutputFileError::ForeignLink { link, owner } if link == &planted && owner.to_string() == "65534"),
                 "{e}"
             );
             assert!(check(path, Policy::Append).is_err());
@@ -633,7 +631,10 @@ mod tests {
         fs::set_permissions(&planted, fs::Permissions::from_mode(0o666)).unwrap();
         std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
         let e = open_append(&planted).unwrap_err();
-        assert!(matches!(e, OutputFileError::ForeignFile { uid: 65534, .. }), "{e}");
+        assert!(
+            matches!(&e, OutputFileError::ForeignFile { owner, .. } if owner.to_string() == "65534"),
+            "{e}"
+        );
         assert_eq!(fs::metadata(&planted).unwrap().len(), 0);
         // A report replaces it instead, never writing into their file.
         write_all(&planted, b"mine").unwrap();

@@ -180,6 +180,8 @@ pub fn open_regular(path: &Path) -> Result<File> {
 }
 
 #[cfg(test)]
+// About modes, FIFOs and links: Unix's.
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

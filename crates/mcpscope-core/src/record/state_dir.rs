@@ -87,7 +87,9 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
                 owner_only_dirs(fs::DirBuilder::new().recursive(true)).create(parent)?;
             }
             match owner_only_dirs(&mut fs::DirBuilder::new()).create(dir) {
-                Ok(()) => {}
+                // Where the builder cannot say who may use it (an ACL on
+                // Windows), it is said now, before anything is put inside.
+                Ok(()) => restrict_dir_to_owner(dir).map_err(|e| with_path(e, "cannot restrict", dir))?,
                 // Another process made it first: check it like any existing one.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(with_path(e, "cannot create", dir)),
@@ -176,6 +178,8 @@ fn refused(path: &Path, why: &str) -> io::Error {
 }
 
 #[cfg(test)]
+// About modes and links: Unix's (Windows' ACLs are the platform layer's).
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};

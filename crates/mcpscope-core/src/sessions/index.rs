@@ -475,6 +475,8 @@ fn slug(name: &str) -> String {
 }
 
 #[cfg(test)]
+// About modes, links and live pids: Unix's.
+#[cfg(unix)]
 mod tests {
     #[test]
     fn the_client_is_named_by_its_initialize_or_by_a_2026_requests_meta() {

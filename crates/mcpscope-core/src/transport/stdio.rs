@@ -390,13 +390,18 @@ impl Link for StdioLink {
 #[cfg(test)]
 mod tests {
     use super::{Ending, session_over};
-    use crate::transport::event::Event;
-    use crate::transport::process::{self, ServerSpec};
-    use crate::transport::session::{Session, SessionOptions};
+    #[cfg(unix)]
+    use crate::transport::{
+        event::Event,
+        process::{self, ServerSpec},
+        session::{Session, SessionOptions},
+    };
+    #[cfg(unix)]
     use std::time::{Duration, Instant};
 
     /// CPU time (user + system, in clock ticks) of this process's session
     /// threads, by thread id.
+    #[cfg(unix)]
     fn session_threads() -> Vec<(String, u64)> {
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
             return Vec::new();
@@ -414,6 +419,7 @@ mod tests {
     }
 
     /// Reads events until `found` takes one (within 10 s).
+    #[cfg(unix)]
     fn wait_for<T>(session: &Session, what: &str, mut found: impl FnMut(&Event) -> Option<T>) -> T {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -485,6 +491,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // reads threads' CPU from /proc
     fn the_session_thread_sleeps_while_it_waits() {
         let before: Vec<String> = session_threads().into_iter().map(|(t, _)| t).collect();
         // The leader exits at once; a grandchild that ignores SIGTERM and

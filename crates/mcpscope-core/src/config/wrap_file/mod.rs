@@ -428,4 +428,6 @@ pub(crate) fn read_regular(path: &Path) -> io::Result<String> {
 }
 
 #[cfg(test)]
+// About modes, owners and links kept across a rewrite: Unix's.
+#[cfg(unix)]
 mod tests;

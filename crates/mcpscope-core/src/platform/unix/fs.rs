@@ -3,7 +3,7 @@
 
 use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Which file this is: the same for the same file under any name, another
@@ -44,6 +44,22 @@ pub fn this_file_only(options: &mut OpenOptions) -> &mut OpenOptions {
 /// the programs mcpscope starts, nor made a terminal.
 pub fn without_waiting(options: &mut OpenOptions) -> &mut OpenOptions {
     options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+}
+
+/// A file this creates is the owner's only; links are followed.
+pub fn owner_only_when_created(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.mode(0o600)
+}
+
+/// Whether an open with [`without_waiting`] failed because the FIFO there
+/// has no reader.
+pub fn is_fifo_without_reader(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENXIO)
+}
+
+/// The error a lookup through too many links ends with.
+pub fn too_many_links() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::ELOOP)
 }
 
 /// Whether an open with [`this_file_only`] failed because the path is a
@@ -144,9 +160,56 @@ pub fn restrict_dir_to_owner(dir: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
+/// Makes the file at `path` the owner's alone.
+pub fn restrict_file_to_owner(path: &Path) -> std::io::Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
 /// Whether users other than the owner may read, write or enter it.
 pub fn others_may_access(meta: &Metadata) -> bool {
     meta.mode() & 0o077 != 0
+}
+
+/// Whether other users may put names in this directory that the owner of
+/// the directory cannot tell from their own: sticky and writable by group or
+/// others, as /tmp is.
+pub fn others_may_plant_names_in(dir: &Metadata) -> bool {
+    dir.mode() & libc::S_ISVTX != 0 && dir.mode() & 0o022 != 0
+}
+
+/// What kind of file this is, for the rules that depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Regular,
+    Directory,
+    SymbolicLink,
+    Fifo,
+    CharacterDevice,
+    BlockDevice,
+    Socket,
+    Other,
+}
+
+impl FileKind {
+    pub fn of(ft: &std::fs::FileType) -> FileKind {
+        if ft.is_file() {
+            FileKind::Regular
+        } else if ft.is_dir() {
+            FileKind::Directory
+        } else if ft.is_symlink() {
+            FileKind::SymbolicLink
+        } else if ft.is_fifo() {
+            FileKind::Fifo
+        } else if ft.is_char_device() {
+            FileKind::CharacterDevice
+        } else if ft.is_block_device() {
+            FileKind::BlockDevice
+        } else if ft.is_socket() {
+            FileKind::Socket
+        } else {
+            FileKind::Other
+        }
+    }
 }
 
 /// Who may do what with it, as `ls -l` would say: "mode 644".
@@ -155,7 +218,7 @@ pub fn access_of(meta: &Metadata) -> String {
 }
 
 /// A user of this system, as a file names its owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct User(u32);
 
 impl User {

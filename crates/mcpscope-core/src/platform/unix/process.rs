@@ -83,6 +83,11 @@ impl ServerTree {
         Self::with_tag(pgid, tag.to_owned())
     }
 
+    /// The tree of a child started from a command [`prepare_tree`] readied.
+    pub(crate) fn started(child: &std::process::Child, tag: String) -> std::io::Result<Self> {
+        Ok(Self::with_tag(child.id(), tag))
+    }
+
     pub(crate) fn with_tag(pgid: u32, tag: String) -> Self {
         Self {
             pgid,
@@ -212,8 +217,12 @@ impl ProcStat {
 pub(crate) fn become_subreaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: plain prctl on this process.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        // SAFETY: plain prctl on this process. macOS has no subreapers: a
+        // daemon whose parent died goes to launchd, which reaps it.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        };
     });
 }
 
@@ -253,6 +262,8 @@ pub fn prepare_tree(cmd: &mut Command) {
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     // If mcpscope itself is killed, the server is killed with it instead of
     // being left to run unobserved.
+    // (macOS has no PDEATHSIG: the watchdog alone does it there.)
+    #[cfg(target_os = "linux")]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -264,6 +275,23 @@ pub fn prepare_tree(cmd: &mut Command) {
 /// The signal that ended the process, if one did.
 pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
     status.signal()
+}
+
+/// Whether a command names a path rather than a program to look up in PATH
+/// (as `execvp` decides: a slash).
+pub fn names_a_path(program: &str) -> bool {
+    program.contains('/')
+}
+
+/// The files in `dir` that running `program` may mean: the one.
+pub fn program_candidates(dir: &std::path::Path, program: &str) -> Vec<std::path::PathBuf> {
+    vec![dir.join(program)]
+}
+
+/// Why the system refused to start `program`, when the reason is this
+/// system's own rather than what the error says: none on Unix.
+pub fn refusal(_program: &std::path::Path, _e: &std::io::Error) -> Option<String> {
+    None
 }
 
 /// Whether the file may be run (any x bit).
@@ -352,7 +380,45 @@ pub struct Usage {
     pub resident_kib: u64,
 }
 
+/// A process's CPU time and resident memory (proc_pidinfo's task info),
+/// if it can be read.
+#[cfg(target_os = "macos")]
+pub fn usage(pid: u32) -> Option<Usage> {
+    // SAFETY: zeroed is valid for this plain struct, which the call fills.
+    let mut info: libc::proc_taskinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_taskinfo>() as libc::c_int;
+    // SAFETY: a buffer of the size given.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            libc::c_int::try_from(pid).ok()?,
+            libc::PROC_PIDTASKINFO,
+            0,
+            (&mut info as *mut libc::proc_taskinfo).cast(),
+            size,
+        )
+    };
+    if n != size {
+        return None;
+    }
+    // The times are in Mach absolute time units (nanoseconds on Intel, not
+    // on Apple silicon): converted with the timebase.
+    let mut timebase = libc::mach_timebase_info { numer: 1, denom: 1 };
+    // SAFETY: fills the struct given. (Deprecated in libc for the mach2
+    // crate, which would be a dependency for this one call.)
+    #[allow(deprecated)]
+    unsafe {
+        libc::mach_timebase_info(&mut timebase)
+    };
+    let ticks = u128::from(info.pti_total_user + info.pti_total_system);
+    let nanos = ticks * u128::from(timebase.numer) / u128::from(timebase.denom.max(1));
+    Some(Usage {
+        cpu: Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)),
+        resident_kib: info.pti_resident_size / 1024,
+    })
+}
+
 /// A process's CPU time and resident memory (from /proc), if it can be read.
+#[cfg(not(target_os = "macos"))]
 pub fn usage(pid: u32) -> Option<Usage> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command may hold spaces and parentheses: fields start after the last ')'.
@@ -373,6 +439,7 @@ pub fn usage(pid: u32) -> Option<Usage> {
     })
 }
 
+#[cfg(not(target_os = "macos"))]
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -417,10 +484,57 @@ pub(super) fn has_exited(pid: u32) -> bool {
 }
 
 /// When a process started, as a number that tells it from a later process
+/// given the same pid (microseconds since the epoch): only ever compared.
+#[cfg(target_os = "macos")]
+pub fn start_stamp(pid: u32) -> Option<u64> {
+    // SAFETY: zeroed is valid for this plain struct, which the call fills.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: a buffer of the size given.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            libc::c_int::try_from(pid).ok()?,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    (n == size).then(|| info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+}
+
+/// When a process started, as a number that tells it from a later process
 /// given the same pid (clock ticks after boot): only ever compared.
+#[cfg(not(target_os = "macos"))]
 pub fn start_stamp(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Moves this process's stdout to a descriptor the caller alone holds (fd 1
+/// then points at /dev/null), so closing it is a real disconnect for the
+/// reader. Close-on-exec: a server mcpscope starts must not hold the pipe
+/// open too, or closing ours would not end it.
+pub fn take_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    // SAFETY: both descriptors are open; dup2 replaces fd 1 atomically.
+    if unsafe { libc::dup2(null.as_raw_fd(), 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(out)
+}
+
+/// Gives the heap pages malloc holds free back to the system (glibc keeps
+/// them in its arenas after a large load); elsewhere nothing to do.
+pub fn give_freed_memory_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory malloc holds free; it is
+    // thread-safe and touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }

@@ -45,12 +45,7 @@ impl Watchdog {
         let marker_len = bytes.len().min(MARKER_MAX);
         marker[..marker_len].copy_from_slice(&bytes[..marker_len]);
         use std::os::fd::FromRawFd;
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: fds has room for two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let (read_fd, write_fd) = (fds[0], fds[1]);
+        let (read_fd, write_fd) = super::cloexec_pipe()?;
         // Everything the child needs is computed before fork: after it, only
         // async-signal-safe calls (no allocation, no locks).
         // SAFETY: getrlimit writes into a local struct.
@@ -152,9 +147,15 @@ unsafe fn watchdog_main(
     unsafe {
         // Hold nothing of mcpscope's: not the server's pipes (the server
         // must see EOF on its stdin), not a proxy's client pipes.
-        let below = read_fd > 0 && libc::syscall(libc::SYS_close_range, 0u32, (read_fd - 1) as u32, 0u32) == 0;
-        let above = libc::syscall(libc::SYS_close_range, (read_fd + 1) as u32, u32::MAX, 0u32) == 0;
-        if !(below || read_fd == 0) || !above {
+        #[cfg(target_os = "linux")]
+        let closed = {
+            let below = read_fd > 0 && libc::syscall(libc::SYS_close_range, 0u32, (read_fd - 1) as u32, 0u32) == 0;
+            let above = libc::syscall(libc::SYS_close_range, (read_fd + 1) as u32, u32::MAX, 0u32) == 0;
+            (below || read_fd == 0) && above
+        };
+        #[cfg(not(target_os = "linux"))]
+        let closed = false;
+        if !closed {
             // An older kernel without close_range.
             for fd in 0..max_fd {
                 if fd != read_fd {
@@ -175,7 +176,7 @@ unsafe fn watchdog_main(
             if n == 1 {
                 libc::_exit(0); // stood down
             }
-            if n < 0 && *libc::__errno_location() == libc::EINTR {
+            if n < 0 && super::errno() == libc::EINTR {
                 continue;
             }
             break; // end of file: mcpscope is gone
@@ -209,6 +210,20 @@ const MARKER_MAX: usize = 128;
 ///
 /// # Safety
 /// Async-signal-safe; `marker` is at most [`MARKER_MAX`] bytes.
+#[cfg(not(target_os = "linux"))]
+unsafe fn signal_tagged(_marker: &[u8], _pgid: libc::pid_t, _signal: i32) -> bool {
+    // No /proc to find them by: a process that left the group is not
+    // found here (macOS; see the module's notes).
+    false
+}
+
+/// Sends `signal` to every process outside group `pgid` whose environment
+/// holds `marker` (`NAME=tag`); true if one was found. For the watchdog:
+/// raw syscalls and stack buffers only (it runs between fork and exit).
+///
+/// # Safety
+/// Async-signal-safe; `marker` is at most [`MARKER_MAX`] bytes.
+#[cfg(target_os = "linux")]
 unsafe fn signal_tagged(marker: &[u8], pgid: libc::pid_t, signal: i32) -> bool {
     unsafe {
         let dir = libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
@@ -329,6 +344,7 @@ pub(super) unsafe fn environ_holds(pid: libc::pid_t, marker: &[u8]) -> bool {
 /// process, which nothing in it reads again before `_exit`.
 unsafe fn name_watchdog(command_line: Option<(usize, usize)>) {
     unsafe {
+        #[cfg(target_os = "linux")]
         libc::prctl(libc::PR_SET_NAME, WATCHDOG_NAME.as_ptr(), 0, 0, 0);
         if let Some((start, end)) = command_line {
             let len = end - start;

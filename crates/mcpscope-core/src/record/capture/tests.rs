@@ -184,6 +184,7 @@ fn not_a_capture_is_a_clear_error() {
     assert!(e.contains("line 1 is not JSON"), "{e}");
 }
 
+#[cfg(unix)]
 fn frame(rec: &mut Recorder, d: Direction, text: &str, ms: u64) -> Event {
     let line = RawLine {
         bytes: text.as_bytes().to_vec(),
@@ -193,6 +194,7 @@ fn frame(rec: &mut Recorder, d: Direction, text: &str, ms: u64) -> Event {
 }
 
 #[test]
+#[cfg(unix)] // checks the file's mode
 fn a_second_session_is_appended_after_a_boundary_and_loaded_apart() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();

@@ -11,7 +11,7 @@ pub use crate::platform::process::{
     ServerTree, TREE_TAG_VAR, WATCHDOG_NAME, Watchdog, group_alive, group_running, signal_group, signal_name,
     spawn_reaped,
 };
-use crate::platform::process::{exit_signal, is_executable, prepare_tree};
+use crate::platform::process::{exit_signal, is_executable, names_a_path, prepare_tree, program_candidates, refusal};
 
 /// What to run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -76,8 +76,10 @@ impl fmt::Display for SpawnError {
 
 impl std::error::Error for SpawnError {}
 
-/// Finds `program` the way the child's `execvp` would: a path with a slash is
-/// taken relative to the working directory, anything else is looked up in PATH.
+/// Finds `program` the way the system's shell would: a path (a slash; on
+/// Windows a backslash too) is taken relative to the working directory,
+/// anything else is looked up in PATH (on Windows with each extension of
+/// PATHEXT: `npx` is `npx.cmd`).
 pub fn resolve_program(spec: &ServerSpec) -> Result<PathBuf, SpawnError> {
     let program = &spec.program;
     let fail = |message: String, resolved: Option<PathBuf>| SpawnError {
@@ -88,11 +90,16 @@ pub fn resolve_program(spec: &ServerSpec) -> Result<PathBuf, SpawnError> {
     if program.is_empty() {
         return Err(fail("no command given".into(), None));
     }
-    if program.contains('/') {
-        let path = match &spec.cwd {
-            Some(cwd) if Path::new(program).is_relative() => cwd.join(program),
-            _ => PathBuf::from(program),
+    if names_a_path(program) {
+        let base = match &spec.cwd {
+            Some(cwd) if Path::new(program).is_relative() => cwd.clone(),
+            _ => PathBuf::new(),
         };
+        // On Windows `.\server` may be `.\server.exe` or `.\server.cmd`.
+        let path = program_candidates(&base, program)
+            .into_iter()
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| base.join(program));
         return match std::fs::metadata(&path) {
             Ok(m) if m.is_dir() => Err(fail("is a directory".into(), Some(path))),
             Ok(m) if !is_executable(&m) => Err(fail("permission denied (not executable)".into(), Some(path))),
@@ -112,22 +119,17 @@ pub fn resolve_program(spec: &ServerSpec) -> Result<PathBuf, SpawnError> {
             Some(cwd) if dir.is_relative() => cwd.join(dir),
             _ => dir,
         };
-        let candidate = dir.join(program);
-        if let Ok(m) = std::fs::metadata(&candidate)
-            && m.is_file()
-            && is_executable(&m)
-        {
-            return Ok(candidate);
+        for candidate in program_candidates(&dir, program) {
+            if let Ok(m) = std::fs::metadata(&candidate)
+                && m.is_file()
+                && is_executable(&m)
+            {
+                return Ok(candidate);
+            }
         }
     }
     Err(fail(
-        format!(
-            "not found in PATH ({})",
-            std::env::split_paths(&path_var)
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(":")
-        ),
+        format!("not found in PATH ({})", path_var.to_string_lossy()),
         None,
     ))
 }
@@ -182,17 +184,25 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
         cmd.current_dir(cwd);
     }
     match cmd.spawn() {
-        Ok(child) => {
-            let tree = ServerTree::with_tag(child.id(), tag);
-            Ok(Spawned { child, program, tree })
-        }
+        Ok(mut child) => match ServerTree::started(&child, tag) {
+            Ok(tree) => Ok(Spawned { child, program, tree }),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(SpawnError {
+                    program: spec.program.clone(),
+                    resolved: Some(program),
+                    message: format!("started, but its process tree could not be set up: {e}"),
+                })
+            }
+        },
         Err(e) => {
-            let message = match e.kind() {
+            let message = refusal(&program, &e).unwrap_or_else(|| match e.kind() {
                 // The file exists (it was resolved), so ENOENT means its
                 // `#!` interpreter does not: say which one.
                 std::io::ErrorKind::NotFound => missing_interpreter(&program).unwrap_or_else(|| e.to_string()),
                 _ => e.to_string(),
-            };
+            });
             Err(SpawnError {
                 program: spec.program.clone(),
                 resolved: Some(program),

@@ -35,6 +35,7 @@ fn resolves_through_path_and_relative_to_cwd() {
 }
 
 #[test]
+#[cfg(unix)] // #! scripts are Unix's
 fn a_script_with_a_missing_interpreter_names_it() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
