@@ -16,6 +16,31 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpscope"))
 }
 
+/// The variable that points the CLI's tests at a Windows build of
+/// mcpscope, run under Wine (scripts/wine-test sets it).
+pub const WINE_EXE_VAR: &str = "MCPSCOPE_TEST_WINE_EXE";
+
+/// The mcpscope binary to test, as a command: this build's, or with
+/// [`WINE_EXE_VAR`] set, the Windows build it names, run under Wine.
+pub fn mcpscope_command() -> std::process::Command {
+    match std::env::var_os(WINE_EXE_VAR) {
+        Some(exe) => {
+            // Which tests ran the Windows build: scripts/wine-test counts
+            // only those (libtest names each test's thread after it).
+            if let Some(log) = std::env::var_os("MCPSCOPE_TEST_WINE_LOG")
+                && let Some(test) = std::thread::current().name()
+                && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+            {
+                let _ = std::io::Write::write_all(&mut f, format!("{test}\n").as_bytes());
+            }
+            let mut cmd = std::process::Command::new("wine");
+            cmd.arg(exe);
+            cmd
+        }
+        None => crate::support::mcpscope_command(),
+    }
+}
+
 /// `path`, or a failed test telling how to install the peer it belongs to.
 pub fn need(path: PathBuf) -> PathBuf {
     assert!(
