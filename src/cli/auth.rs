@@ -270,7 +270,7 @@ impl AuthArgs {
         let config = self.config()?;
         let default_path = || {
             TokenStore::default_path()
-                .ok_or("--token-store: no $XDG_STATE_HOME or $HOME to keep tokens under; give a FILE")
+                .ok_or("--token-store: no state directory to keep tokens under (no home directory in the environment); give a FILE")
         };
         let store = match &self.token_store {
             None => None,

@@ -5,15 +5,50 @@ use super::exit;
 use clap::Args;
 use mcpscope_core::config::wrap::{Change, Selection, WrapError};
 use mcpscope_core::config::wrap_file::{self, Ledger};
+use mcpscope_core::platform::dirs::{Client, System, UserDirs};
 use mcpscope_core::record::state_dir;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Which config file: given by path, or a client's own, where this system
+/// keeps it.
 #[derive(Args, Debug)]
-pub struct WrapArgs {
+pub struct ConfigFile {
     /// The client's config: claude_desktop_config.json, a project .mcp.json,
     /// VS Code's mcp.json (comments and layout are kept) or Cursor's mcp.json.
-    pub config: PathBuf,
+    #[arg(required_unless_present = "client")]
+    pub config: Option<PathBuf>,
+
+    /// The config of this client, where this system keeps it (Claude
+    /// Desktop: %APPDATA%\Claude on Windows, ~/Library/Application
+    /// Support/Claude on macOS, ~/.config/Claude on Linux).
+    #[arg(long, value_name = "CLIENT", conflicts_with = "config",
+          value_parser = clap::builder::PossibleValuesParser::new(Client::ALL.map(Client::slug)))]
+    pub client: Option<String>,
+}
+
+impl ConfigFile {
+    fn path(&self) -> Result<PathBuf, String> {
+        if let Some(p) = &self.config {
+            return Ok(p.clone());
+        }
+        let slug = self.client.as_deref().unwrap_or_default();
+        let client = Client::from_slug(slug).ok_or_else(|| format!("no client called {slug}"))?;
+        client
+            .config_path(System::this(), &UserDirs::from_env())
+            .ok_or_else(|| {
+                format!(
+                    "cannot tell where {} keeps its config here (no home directory)",
+                    client.name()
+                )
+            })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct WrapArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
 
     /// A server to wrap (repeatable).
     #[arg(long = "server", value_name = "NAME", conflicts_with = "all")]
@@ -31,7 +66,8 @@ pub struct WrapArgs {
 #[derive(Args, Debug)]
 pub struct UnwrapArgs {
     /// The config file `mcpscope wrap` changed.
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub file: ConfigFile,
 
     /// A server to restore (repeatable); by default every wrapped one.
     #[arg(long = "server", value_name = "NAME")]
@@ -56,6 +92,13 @@ fn fail(e: &WrapError) -> ExitCode {
 }
 
 pub fn run_wrap(args: WrapArgs) -> ExitCode {
+    let config = match args.file.path() {
+        Ok(p) => p,
+        Err(e) => {
+            crate::errln!("mcpscope: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let selection = if args.all {
         Selection::All
     } else {
@@ -77,7 +120,7 @@ pub fn run_wrap(args: WrapArgs) -> ExitCode {
             return ExitCode::from(exit::IO);
         }
     };
-    let report = match wrap_file::wrap_file(&args.config, &me, &selection, &mut ledger, args.dry_run) {
+    let report = match wrap_file::wrap_file(&config, &me, &selection, &mut ledger, args.dry_run) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
@@ -90,11 +133,18 @@ pub fn run_wrap(args: WrapArgs) -> ExitCode {
             );
         }
     }
-    summary(&args.config, &report, args.dry_run, "wrap");
+    summary(&config, &report, args.dry_run, "wrap");
     ExitCode::from(exit::OK)
 }
 
 pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
+    let config = match args.file.path() {
+        Ok(p) => p,
+        Err(e) => {
+            crate::errln!("mcpscope: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let selection = if args.servers.is_empty() {
         Selection::All
     } else {
@@ -107,14 +157,14 @@ pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
             return ExitCode::from(exit::IO);
         }
     };
-    let report = match wrap_file::unwrap_file(&args.config, &selection, &mut ledger, args.dry_run) {
+    let report = match wrap_file::unwrap_file(&config, &selection, &mut ledger, args.dry_run) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
     for c in &report.changes {
         println!("{c}");
     }
-    summary(&args.config, &report, args.dry_run, "unwrap");
+    summary(&config, &report, args.dry_run, "unwrap");
     for w in &report.warnings {
         crate::errln!("mcpscope: warning: {w}");
     }

@@ -4,7 +4,7 @@
 //! (Debian's chromium and chromium-driver), each step checked on the page
 //! and on the capture.
 
-use crate::support::{bin, need, repo};
+use crate::support::{need, repo};
 use mcpscope_core::record::capture;
 use mcpscope_core::transport::event::{AppMessage, AppToward, Event};
 use mcpscope_core::wire::frame::Direction;

@@ -850,3 +850,41 @@ fn the_man_page_covers_every_subcommand() {
         assert!(text(&done.stderr).trim().is_empty(), "{}", text(&done.stderr));
     }
 }
+
+/// `wrap --client` finds the client's config where this system keeps it
+/// (on Linux, Claude Desktop's under ~/.config/Claude), and says so when
+/// there is none.
+#[test]
+#[cfg(target_os = "linux")]
+fn wrap_finds_a_clients_config_where_the_system_keeps_it() {
+    let home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        crate::support::mcpscope_command()
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env("XDG_STATE_HOME", state.path())
+            .output()
+            .unwrap()
+    };
+    let missing = run(&["wrap", "--client", "claude-desktop", "--all", "--dry-run"]);
+    assert!(!missing.status.success());
+    let config = home.path().join(".config/Claude/claude_desktop_config.json");
+    assert!(
+        text(&missing.stderr).contains(&config.display().to_string()),
+        "{}",
+        text(&missing.stderr)
+    );
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"weather": {"command": "node", "args": ["w.js"]}}}"#,
+    )
+    .unwrap();
+    let out = run(&["wrap", "--client", "claude-desktop", "--all", "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("weather"), "{}", text(&out.stdout));
+    let bad = run(&["wrap", "--client", "notepad", "--all"]);
+    assert_eq!(bad.status.code(), Some(64), "{}", text(&bad.stderr));
+}

@@ -11,7 +11,6 @@ use mcpscope_core::protocol::mrtr::{self, ElicitAnswer, InputPolicy};
 use mcpscope_core::protocol::subscriptions::{self, Filter};
 use mcpscope_core::transport::event::Event;
 use serde_json::{Value, json};
-use std::process::Command;
 use std::time::Duration;
 
 fn lines(findings: &[lint::Finding]) -> String {

@@ -4,7 +4,6 @@
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn mcpscope(args: &[&str]) -> std::process::Output {
     crate::support::mcpscope_command()

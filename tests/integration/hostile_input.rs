@@ -6,7 +6,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -291,7 +291,7 @@ fn the_control_socket_answers_deep_breaks_and_huge_timeouts_and_the_session_goes
 #[test]
 fn a_mock_at_a_tiny_speed_waits_instead_of_panicking() {
     use std::io::Write as _;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let capture = repo().join("tests/captures/slow-response.jsonl");
     let mut child = crate::support::mcpscope_command()
         .args(["mock", "--speed", "1e-300", "--timing", "recorded"])

@@ -2,7 +2,6 @@
 //! Each test fails without the fix it guards.
 
 use crate::hostile::{run_bin, text};
-use crate::support::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -2,9 +2,8 @@
 //! Each test fails without the fix it guards.
 
 use crate::hostile::{text, wait_output};
-use crate::support::*;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 /// A config of each kind of entry: stdio with and without args, and a remote

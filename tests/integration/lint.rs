@@ -10,7 +10,6 @@ use mcpscope_core::transport::event::Event;
 use mcpscope_core::transport::process::ServerSpec;
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 fn captures() -> PathBuf {

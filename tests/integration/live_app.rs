@@ -9,7 +9,7 @@ use mcpscope_app::{McpscopeApp, StartupArgs};
 use mcpscope_core::sessions::index::{SessionState, list_sessions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
 /// A session `mcpscope proxy --session` records under a private state home,

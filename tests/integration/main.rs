@@ -10,7 +10,7 @@ mod support;
 
 mod app_eras;
 mod apps;
-#[cfg(unix)] // a subreaper and a launcher script
+#[cfg(target_os = "linux")] // a subreaper (Linux's) and a launcher script
 mod browser;
 mod capture_roundtrip;
 mod cli;
@@ -54,3 +54,4 @@ mod ui;
 mod vectors;
 mod verify;
 mod window;
+mod wine;

@@ -3,7 +3,6 @@
 //! it): error messages, the server's stderr, `--trace` and the doctor's report.
 
 use crate::support::*;
-use std::process::Command;
 
 fn hostile() -> Vec<String> {
     vec![

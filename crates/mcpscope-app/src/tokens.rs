@@ -49,7 +49,7 @@ impl AppTokens {
         let opening = Job::spawn("token store", waker, || {
             let path = TokenStore::default_path().ok_or_else(|| TokenStoreError::Refused {
                 path: "~/.local/state/mcpscope/oauth-tokens.json".into(),
-                why: "has no $XDG_STATE_HOME or $HOME to live under".into(),
+                why: "has no state directory to live under (no home directory in the environment)".into(),
             })?;
             TokenStore::open_preferred(&path)
         });

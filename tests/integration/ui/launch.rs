@@ -84,6 +84,33 @@ fn import_a_config_file_and_launch_from_it() {
     assert!(msg.contains("not valid JSON at line 2"), "{msg}");
 }
 
+/// A client's config where its system keeps it is one click away: the
+/// launcher offers a button for each one found.
+#[test]
+fn a_clients_config_found_here_is_imported_with_one_click() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claude_desktop_config.json");
+    std::fs::write(
+        &path,
+        serde_json::json!({"mcpServers": {"found-here": {"command": "python3", "args": [faulty_path()]}}}).to_string(),
+    )
+    .unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.state_mut().launcher.client_configs = Some(vec![(
+        mcpscope_core::platform::dirs::Client::ClaudeDesktop,
+        path.clone(),
+    )]);
+    h.step();
+    h.get_by_label("Claude Desktop").click();
+    h.step();
+    step_until(&mut h, "the config read", |app| !app.importing());
+    assert_eq!(
+        h.state().launcher.imported.as_ref().map(|(p, _, _)| p.clone()),
+        Some(path)
+    );
+    assert!(shows(&h, "found-here"));
+}
+
 #[test]
 fn config_and_server_arguments_launch_at_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -106,6 +106,7 @@ impl McpscopeApp {
                             LauncherAction::Restart => Command::Restart,
                             LauncherAction::PickCwd => Command::Pick(DialogPurpose::WorkingDirectory),
                             LauncherAction::PickConfig => Command::Pick(DialogPurpose::ImportConfig),
+                            LauncherAction::ImportConfig(path) => Command::ImportConfig(path),
                             LauncherAction::WatchInClient => Command::WatchInClient,
                         });
                     }

@@ -123,19 +123,23 @@ fn fitted(ui: &Ui, width: f32) -> f32 {
     width.min(ui.available_width())
 }
 
-/// The send button with its Ctrl+Enter shortcut; true when either was used.
+/// Sends from anywhere in the composer: Ctrl+Enter, or Cmd+Enter on macOS.
+const SEND: egui::KeyboardShortcut = egui::KeyboardShortcut::new(Modifiers::COMMAND, Key::Enter);
+
+/// The send button with its shortcut; true when either was used.
 fn send_row(ui: &mut Ui, live: bool, enabled: bool, label: &str) -> bool {
     let mut send = false;
     ui.horizontal(|ui| {
         let b = ui.add_enabled(live && enabled, egui::Button::new(label));
         send = b.clicked();
-        ui.weak("Ctrl+Enter");
+        // As this system spells it: "Ctrl+Enter", or "⌘Return" on macOS.
+        ui.weak(ui.ctx().format_shortcut(&SEND));
         if !live {
             ui.weak("(no live session)");
         }
     });
-    // Ctrl+Enter sends from anywhere in the composer, even from a text field.
-    if live && enabled && ui.input_mut(|i| i.consume_key(Modifiers::COMMAND, Key::Enter)) {
+    // The shortcut sends from anywhere in the composer, even from a text field.
+    if live && enabled && ui.input_mut(|i| i.consume_shortcut(&SEND)) {
         send = true;
     }
     send

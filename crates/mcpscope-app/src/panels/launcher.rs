@@ -3,6 +3,7 @@
 
 use crate::saved_server::{SavedServer, SignIn};
 use egui::{RichText, Ui};
+use mcpscope_core::platform::dirs::Client;
 use mcpscope_core::protocol::handshake;
 use mcpscope_core::transport::process::shell_quote;
 use mcpscope_core::transport::target::HttpKind;
@@ -367,6 +368,8 @@ pub enum LauncherAction {
     Restart,
     PickCwd,
     PickConfig,
+    /// Import this client's config (found where its system keeps it).
+    ImportConfig(PathBuf),
     /// Wrap the imported config so its client runs servers through mcpscope.
     WatchInClient,
 }
@@ -386,6 +389,9 @@ pub struct LauncherPanel {
     pub recent: Vec<SavedServer>,
     pub imported: Option<(PathBuf, Vec<ImportedServer>, Vec<String>)>,
     pub error: Option<String>,
+    /// The MCP clients' configs found here (looked for once, when the
+    /// launcher is first shown).
+    pub client_configs: Option<Vec<(Client, PathBuf)>>,
 }
 
 const RECENT_LIMIT: usize = 12;
@@ -665,6 +671,18 @@ impl LauncherPanel {
                 .clicked()
             {
                 action = Some(LauncherAction::PickConfig);
+            }
+            let found = self
+                .client_configs
+                .get_or_insert_with(mcpscope_core::platform::dirs::client_configs_here);
+            for (client, path) in found.iter() {
+                if ui
+                    .button(client.name())
+                    .on_hover_text(format!("Import {}", path.display()))
+                    .clicked()
+                {
+                    action = Some(LauncherAction::ImportConfig(path.clone()));
+                }
             }
         });
         if let Some((path, servers, problems)) = &self.imported {

@@ -122,18 +122,11 @@ impl TokenStore {
         }
     }
 
-    /// `$XDG_STATE_HOME/mcpscope/oauth-tokens.json`, else under `~/.local/state`.
+    /// `oauth-tokens.json` in mcpscope's state directory, where this system
+    /// keeps it (`$XDG_STATE_HOME/mcpscope`, else `~/.local/state/mcpscope`
+    /// on Linux; see [`crate::platform::dirs::state_root`]).
     pub fn default_path() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(|h| PathBuf::from(h).join(".local/state"))
-            })?;
-        Some(base.join("mcpscope").join("oauth-tokens.json"))
+        Some(crate::record::state_dir::root().ok()?.join("oauth-tokens.json"))
     }
 
     /// A store kept in `path` (read now if it exists).

@@ -4,6 +4,8 @@
 //! only shrink).
 //!
 //! - `desktop`: how this system opens a URL in the user's browser;
+//! - `dirs`: where mcpscope keeps its state and the MCP clients their
+//!   configs, on each system;
 //! - `fs`: which file a path is ([`fs::FileId`]), reads at an offset,
 //!   opening the path itself or without waiting on a FIFO, advisory locks,
 //!   who owns a file and whether others may use it;
@@ -16,6 +18,7 @@
 //!   and other processes: running or not, their start, CPU and memory.
 
 pub mod desktop;
+pub mod dirs;
 pub mod keyring;
 #[cfg(unix)]
 mod unix;

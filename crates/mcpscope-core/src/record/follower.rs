@@ -132,7 +132,7 @@ impl Follower {
             }
         }
         if self.file.is_none() {
-            let file = File::open(&self.path).map_err(|e| self.io(e))?;
+            let file = fs::open_shared_with_writers(&self.path).map_err(|e| self.io(e))?;
             // The path may have been replaced between the stat and the open.
             let m = file.metadata().map_err(|e| self.io(e))?;
             self.identity = FileId::of(&m);

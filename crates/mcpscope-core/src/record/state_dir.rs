@@ -10,10 +10,10 @@
 //! as the XDG base directory specification says), else
 //! `$HOME/.local/state/mcpscope`.
 
+use crate::platform::dirs::{System, UserDirs, state_root, state_root_missing};
 use crate::platform::fs::{
     User, make_blocking, others_may_access, owner_only_dirs, restrict_dir_to_owner, this_file_only,
 };
-use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -21,22 +21,16 @@ use std::path::{Path, PathBuf};
 /// Sub-directory of the state root that holds proxied sessions.
 pub const SESSIONS: &str = "sessions";
 
-/// The state root from the environment: `$XDG_STATE_HOME/mcpscope` or `~/.local/state/mcpscope`.
+/// The state root, where this system keeps such things (see
+/// [`crate::platform::dirs::state_root`]): `$XDG_STATE_HOME/mcpscope` or
+/// `~/.local/state/mcpscope` on Linux.
 pub fn root() -> io::Result<PathBuf> {
-    root_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+    root_from(&UserDirs::from_env())
 }
 
-fn root_from(xdg_state_home: Option<OsString>, home: Option<OsString>) -> io::Result<PathBuf> {
-    if let Some(x) = xdg_state_home.map(PathBuf::from).filter(|p| p.is_absolute()) {
-        return Ok(x.join("mcpscope"));
-    }
-    match home.map(PathBuf::from).filter(|p| p.is_absolute()) {
-        Some(h) => Ok(h.join(".local/state/mcpscope")),
-        None => Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            "neither XDG_STATE_HOME nor HOME is set to an absolute path, so there is no per-user state directory",
-        )),
-    }
+fn root_from(dirs: &UserDirs) -> io::Result<PathBuf> {
+    let system = System::this();
+    state_root(system, dirs).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, state_root_missing(system)))
 }
 
 /// The directory of proxied sessions (created owner-only if missing). The
@@ -58,15 +52,19 @@ pub fn sessions_dir() -> io::Result<PathBuf> {
 /// under `~/.local/state` while this process sees another `XDG_STATE_HOME`:
 /// both are listed when they differ. Nothing is created.
 pub fn session_dirs() -> Vec<PathBuf> {
-    session_dirs_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+    session_dirs_from(&UserDirs::from_env())
 }
 
-fn session_dirs_from(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Vec<PathBuf> {
+fn session_dirs_from(user: &UserDirs) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Ok(r) = root_from(xdg_state_home, home.clone()) {
+    if let Ok(r) = root_from(user) {
         dirs.push(r.join(SESSIONS));
     }
-    if let Ok(r) = root_from(None, home) {
+    let without_xdg = UserDirs {
+        xdg_state_home: None,
+        ..user.clone()
+    };
+    if let Ok(r) = root_from(&without_xdg) {
         let d = r.join(SESSIONS);
         if !dirs.contains(&d) {
             dirs.push(d);
@@ -189,34 +187,26 @@ mod tests {
     }
 
     #[test]
-    fn root_prefers_an_absolute_xdg_state_home() {
-        assert_eq!(
-            root_from(Some("/x/state".into()), Some("/home/me".into())).unwrap(),
-            PathBuf::from("/x/state/mcpscope")
-        );
-        // A relative XDG_STATE_HOME is invalid by the specification and ignored.
-        assert_eq!(
-            root_from(Some("rel".into()), Some("/home/me".into())).unwrap(),
-            PathBuf::from("/home/me/.local/state/mcpscope")
-        );
-        assert!(root_from(None, None).is_err());
-        assert!(root_from(Some("".into()), Some("".into())).is_err());
-    }
-
-    #[test]
+    #[cfg(target_os = "linux")] // XDG_STATE_HOME is Linux's
     fn session_dirs_cover_a_client_that_dropped_xdg_state_home() {
+        let user = |xdg: Option<&str>, home: Option<&str>| UserDirs {
+            xdg_state_home: xdg.map(PathBuf::from),
+            home: home.map(PathBuf::from),
+            ..UserDirs::default()
+        };
         assert_eq!(
-            session_dirs_from(Some("/x".into()), Some("/home/me".into())),
+            session_dirs_from(&user(Some("/x"), Some("/home/me"))),
             [
                 PathBuf::from("/x/mcpscope/sessions"),
                 PathBuf::from("/home/me/.local/state/mcpscope/sessions")
             ]
         );
         assert_eq!(
-            session_dirs_from(None, Some("/home/me".into())),
+            session_dirs_from(&user(None, Some("/home/me"))),
             [PathBuf::from("/home/me/.local/state/mcpscope/sessions")]
         );
-        assert!(session_dirs_from(None, None).is_empty());
+        assert!(session_dirs_from(&user(None, None)).is_empty());
+        assert!(root_from(&user(None, None)).is_err());
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //!
 //! Tools: `echo` (text back), `add` (two numbers, with structured content),
 //! `fail` (a tool error: `isError: true`), `spawn_child` (starts a copy of
-//! itself that sleeps, to show a server's children are stopped with it).
-//! Options: `--crlf` ends every line with CRLF (as some Windows servers do);
-//! `--sleep SECS` only sleeps (the child `spawn_child` starts).
+//! itself that writes a heartbeat to a file, to show a server's children
+//! are stopped with it). Options: `--crlf` ends every line with CRLF (as
+//! some Windows servers do); `--sleep SECS` only sleeps; `--heartbeat FILE`
+//! is the child `spawn_child` starts.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -16,6 +17,18 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--sleep") {
         let secs = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(60);
         std::thread::sleep(std::time::Duration::from_secs(secs));
+        return;
+    }
+    // The child spawn_child starts: a byte every 100 ms into this file, for
+    // five minutes, so a test sees whether it still runs.
+    if let Some(i) = args.iter().position(|a| a == "--heartbeat") {
+        let path = args.get(i + 1).cloned().unwrap_or_default();
+        for _ in 0..3000 {
+            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+                let _ = f.write_all(b".");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         return;
     }
     let crlf = args.iter().any(|a| a == "--crlf");
@@ -61,10 +74,9 @@ fn main() {
             break;
         }
     }
-    for mut child in children {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    // The children are left running, as a careless server leaves them:
+    // ending them is mcpscope's job (a process group, a Job Object).
+    drop(children);
 }
 
 fn ok(id: &Value, result: Value) -> Value {
@@ -80,8 +92,8 @@ fn tools() -> Value {
          "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}},
         {"name": "fail", "description": "Always fails, as a tool (isError).",
          "inputSchema": {"type": "object"}},
-        {"name": "spawn_child", "description": "Starts a child process that sleeps, and says its pid.",
-         "inputSchema": {"type": "object"}}
+        {"name": "spawn_child", "description": "Starts a child process that appends a byte to a file every 100 ms, and says its pid.",
+         "inputSchema": {"type": "object", "properties": {"heartbeat": {"type": "string"}}, "required": ["heartbeat"]}}
     ])
 }
 
@@ -105,8 +117,9 @@ fn call(id: &Value, params: &Value, children: &mut Vec<std::process::Child>) -> 
         ),
         "spawn_child" => {
             let me = std::env::current_exe().unwrap_or_default();
+            let heartbeat = args["heartbeat"].as_str().unwrap_or_default();
             match std::process::Command::new(me)
-                .args(["--sleep", "300"])
+                .args(["--heartbeat", heartbeat])
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .spawn()

@@ -29,6 +29,12 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Resul
     file.read_exact_at(buf, offset)
 }
 
+/// Opens a file another program keeps writing, replacing or truncating (a
+/// capture being followed): on Unix any open file allows that.
+pub fn open_shared_with_writers(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
 /// Opens the path itself, never what a symbolic link there points to (the
 /// open fails: see [`is_refused_link`]); a FIFO planted there does not
 /// block the open; the file is not inherited by the programs mcpscope
@@ -174,7 +180,9 @@ pub fn others_may_access(meta: &Metadata) -> bool {
 /// the directory cannot tell from their own: sticky and writable by group or
 /// others, as /tmp is.
 pub fn others_may_plant_names_in(dir: &Metadata) -> bool {
-    dir.mode() & libc::S_ISVTX != 0 && dir.mode() & 0o022 != 0
+    // S_ISVTX, the sticky bit: 0o1000 on every Unix (a u16 in macOS's libc).
+    const STICKY: u32 = 0o1000;
+    dir.mode() & STICKY != 0 && dir.mode() & 0o022 != 0
 }
 
 /// What kind of file this is, for the rules that depend on it.

@@ -8,7 +8,8 @@ pub mod ipc;
 pub mod process;
 mod watchdog;
 
-#[cfg(test)]
+// About /proc: Linux's.
+#[cfg(all(test, target_os = "linux"))]
 mod tests;
 
 /// The calling thread's errno (async-signal-safe).

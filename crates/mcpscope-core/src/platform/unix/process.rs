@@ -78,7 +78,7 @@ impl ServerTree {
         )
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn for_tests(pgid: u32, tag: &str) -> Self {
         Self::with_tag(pgid, tag.to_owned())
     }
@@ -381,8 +381,10 @@ pub struct Usage {
 }
 
 /// A process's CPU time and resident memory (proc_pidinfo's task info),
-/// if it can be read.
+/// if it can be read. (mach_timebase_info is deprecated in libc for the
+/// mach2 crate, which would be a dependency for this one call.)
 #[cfg(target_os = "macos")]
+#[allow(deprecated)]
 pub fn usage(pid: u32) -> Option<Usage> {
     // SAFETY: zeroed is valid for this plain struct, which the call fills.
     let mut info: libc::proc_taskinfo = unsafe { std::mem::zeroed() };
@@ -403,12 +405,8 @@ pub fn usage(pid: u32) -> Option<Usage> {
     // The times are in Mach absolute time units (nanoseconds on Intel, not
     // on Apple silicon): converted with the timebase.
     let mut timebase = libc::mach_timebase_info { numer: 1, denom: 1 };
-    // SAFETY: fills the struct given. (Deprecated in libc for the mach2
-    // crate, which would be a dependency for this one call.)
-    #[allow(deprecated)]
-    unsafe {
-        libc::mach_timebase_info(&mut timebase)
-    };
+    // SAFETY: fills the struct given.
+    unsafe { libc::mach_timebase_info(&mut timebase) };
     let ticks = u128::from(info.pti_total_user + info.pti_total_system);
     let nanos = ticks * u128::from(timebase.numer) / u128::from(timebase.denom.max(1));
     Some(Usage {

@@ -271,6 +271,7 @@ unsafe fn signal_tagged(marker: &[u8], pgid: libc::pid_t, signal: i32) -> bool {
 ///
 /// # Safety
 /// Async-signal-safe; `marker` is at most [`MARKER_MAX`] bytes.
+#[cfg(target_os = "linux")]
 pub(super) unsafe fn environ_holds(pid: libc::pid_t, marker: &[u8]) -> bool {
     unsafe {
         // "/proc/" + up to 10 digits + "/environ" + NUL.

@@ -17,27 +17,37 @@ use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
 
 /// Which file this is: the same for the same file under any name, another
 /// for a file put in its place (a capture rotated or rewritten). Windows'
-/// metadata has no inode number on stable Rust: the creation time and the
-/// attributes stand in (a file made in another's place is created later).
+/// metadata has no file index on stable Rust: the creation time stands in
+/// (a file made in another's place is created later). NTFS gives a file
+/// made within 15 s under a just-deleted name that name's old creation
+/// time ("tunneling"): the follower then tells a rewrite by its length and
+/// its first bytes instead.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileId {
     created: u64,
-    attributes: u32,
 }
 
 impl FileId {
     pub fn of(meta: &Metadata) -> FileId {
         FileId {
             created: meta.creation_time(),
-            attributes: meta.file_attributes(),
         }
     }
 }
 
-/// Fills `buf` from `offset` in `file`. Windows moves the file's cursor
-/// with a positioned read; mcpscope's readers of these files always read at
-/// an offset, never from the cursor.
-pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+/// Fills `buf` from `offset` in `file` without moving the file's cursor for
+/// the reader that reads on from it. (A positioned read moves it here: it is
+/// put back.)
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::Seek;
+    let mut cursor = file;
+    let kept = cursor.stream_position()?;
+    let read = read_all_at(file, buf, offset);
+    cursor.seek(std::io::SeekFrom::Start(kept))?;
+    read
+}
+
+fn read_all_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
     while !buf.is_empty() {
         match file.seek_read(buf, offset) {
             Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
@@ -50,6 +60,17 @@ pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::i
         }
     }
     Ok(())
+}
+
+/// Opens a file another program keeps writing, replacing or truncating
+/// (a capture being followed): Windows refuses to rename over or delete a
+/// file open without FILE_SHARE_DELETE, so the writer would fail.
+pub fn open_shared_with_writers(path: &Path) -> std::io::Result<File> {
+    use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE};
+    OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .open(path)
 }
 
 /// Opens the path itself, never what a symbolic link or junction there

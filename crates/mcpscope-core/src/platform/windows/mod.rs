@@ -8,6 +8,9 @@ pub mod ipc;
 pub mod process;
 mod security;
 
+#[cfg(test)]
+mod tests;
+
 /// `s` as a NUL-terminated UTF-16 string, for the system's `W` calls.
 fn wide(s: &std::ffi::OsStr) -> Vec<u16> {
     use std::os::windows::ffi::OsStrExt;

@@ -374,11 +374,21 @@ pub fn group_running(pgid: u32) -> bool {
     group_alive(pgid)
 }
 
-/// Unix's signal names, for the numbers [`signal_group`] takes.
+/// Signal names in Linux's numbering: what [`signal_group`] takes, and how
+/// the captures recorded on Linux number the signals that ended servers.
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {
+        1 => "SIGHUP",
         2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
         9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
         15 => "SIGTERM",
         21 => "SIGBREAK",
         _ => "signal",

@@ -13,6 +13,7 @@ use crate::wire::framing::{LineEnding, RawLine};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufReader, Write};
+#[cfg(unix)]
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -265,6 +266,7 @@ fn an_overlong_record_is_skipped_without_holding_it() {
 }
 
 #[test]
+#[cfg(unix)] // /dev/full
 fn a_capture_that_cannot_be_written_says_so() {
     let e = crate::text::error_chain(&check_writable(Path::new("/nonexistent/x.jsonl")).unwrap_err());
     assert!(e.contains("/nonexistent/x.jsonl"), "{e}");

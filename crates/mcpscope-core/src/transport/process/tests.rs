@@ -16,6 +16,7 @@ fn missing_program_names_itself_and_path() {
 }
 
 #[test]
+#[cfg(unix)] // sh and /bin
 fn resolves_through_path_and_relative_to_cwd() {
     let found = resolve_program(&ServerSpec::new("sh", Vec::<String>::new())).unwrap();
     assert!(found.is_absolute());
@@ -55,6 +56,7 @@ fn a_script_with_a_missing_interpreter_names_it() {
 }
 
 #[test]
+#[cfg(unix)] // sh
 fn servers_get_the_variables_mcpscope_changed_for_itself_as_they_were() {
     // Names no other test uses: the list is global and set once.
     restore_for_servers(vec![
