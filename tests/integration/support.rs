@@ -37,7 +37,7 @@ pub fn mcpscope_command() -> std::process::Command {
             cmd.arg(exe);
             cmd
         }
-        None => crate::support::mcpscope_command(),
+        None => std::process::Command::new(bin()),
     }
 }
 

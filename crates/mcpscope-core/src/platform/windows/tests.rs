@@ -81,3 +81,15 @@ fn stopping_the_tree_ends_the_server_and_its_child() {
     }
     let _ = spawned.child.wait();
 }
+
+/// A secret goes into Windows' Credential Manager and comes back (under
+/// Wine, its own credential store), and is gone once deleted.
+#[test]
+fn a_secret_is_kept_in_the_credential_manager() {
+    let keyring = crate::config::keyring::Keyring::open().unwrap();
+    let key = format!("mcpscope-test-{}", std::process::id());
+    keyring.set(&key, "s3cret value").unwrap();
+    assert_eq!(keyring.get(&key).unwrap().as_deref(), Some("s3cret value"));
+    assert!(keyring.delete(&key).unwrap());
+    assert_eq!(keyring.get(&key).unwrap(), None);
+}
