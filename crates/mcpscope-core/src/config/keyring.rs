@@ -8,7 +8,7 @@
 //! will ever see on a headless machine, and a hung keyring must cost the
 //! caller a clear message, not the session.
 
-use crate::platform::keyring::credential_store;
+use crate::platform::keyring::{credential_store, entry_modifiers};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,8 +113,8 @@ impl Keyring {
         let store = Arc::clone(&self.store);
         let key = key.to_owned();
         within(self.deadline, move || {
-            let label = format!("mcpscope: {key}");
-            let modifiers = std::collections::HashMap::from([("label", label.as_str())]);
+            let modifiers = entry_modifiers(&format!("mcpscope: {key}"));
+            let modifiers = modifiers.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let entry = keyring_core::Entry::new_in_store_with_modifiers(&store, SERVICE, &key, &modifiers)
                 .map_err(|e| failed(action, &key, e))?;
             op(entry)

@@ -34,6 +34,18 @@ pub fn credential_store() -> Result<Arc<CredentialStore>, String> {
     Err("this build has no keyring support for this platform".into())
 }
 
+/// What to give the store with each entry, for one named `label` where the
+/// store shows names: the Secret Service's `label` (Seahorse lists it). The
+/// Keychain and the Credential Manager refuse any modifier they do not know
+/// ("Value of 'label' is invalid: unknown key"), so there none is given.
+pub fn entry_modifiers(label: &str) -> std::collections::HashMap<&'static str, String> {
+    let mut modifiers = std::collections::HashMap::new();
+    if cfg!(target_os = "linux") {
+        modifiers.insert("label", label.to_owned());
+    }
+    modifiers
+}
+
 /// The Secret Service's failure in the words a user acts on (the library's
 /// text nests three crates' prefixes around a D-Bus error name).
 #[cfg(any(target_os = "linux", test))]
