@@ -663,7 +663,8 @@ impl LauncherPanel {
     fn imported_ui(&mut self, ui: &mut Ui) -> Option<LauncherAction> {
         let mut action = None;
         ui.separator();
-        ui.horizontal(|ui| {
+        // Wrapped: one button per client config found, up to five.
+        ui.horizontal_wrapped(|ui| {
             ui.strong("Import");
             if ui
                 .button("Config file…")
