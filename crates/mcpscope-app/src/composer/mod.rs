@@ -132,7 +132,7 @@ fn send_row(ui: &mut Ui, live: bool, enabled: bool, label: &str) -> bool {
     ui.horizontal(|ui| {
         let b = ui.add_enabled(live && enabled, egui::Button::new(label));
         send = b.clicked();
-        // As this system spells it: "Ctrl+Enter", or "⌘Return" on macOS.
+        // As this system spells it: "Ctrl+Enter", or "Cmd+Enter" on macOS.
         ui.weak(ui.ctx().format_shortcut(&SEND));
         if !live {
             ui.weak("(no live session)");
@@ -478,6 +478,28 @@ impl ComposerPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sending is Cmd+Enter on macOS and Ctrl+Enter elsewhere, and the hint
+    /// beside the button says which.
+    #[test]
+    fn the_send_shortcut_is_each_systems_own() {
+        let ctx = egui::Context::default();
+        // The fonts (which tell whether ⌘ can be drawn) come with a first pass.
+        ctx.run_ui(egui::RawInput::default(), |_| {}).textures_delta.clear();
+        ctx.set_os(egui::os::OperatingSystem::Mac);
+        let mac = ctx.format_shortcut(&SEND);
+        // "⌘Return" where the font has the glyph, "Cmd+Enter" where not.
+        assert!(
+            (mac.contains('⌘') || mac.contains("Cmd")) && !mac.contains("Ctrl"),
+            "{mac}"
+        );
+        ctx.set_os(egui::os::OperatingSystem::Windows);
+        assert_eq!(ctx.format_shortcut(&SEND), "Ctrl+Enter");
+        assert!(
+            SEND.modifiers.command,
+            "the system's command key, not Ctrl on every system"
+        );
+    }
 
     fn composer_with_tool(schema: Value) -> ComposerPanel {
         let mut c = ComposerPanel::default();
