@@ -33,7 +33,7 @@ impl System {
 /// paths count: a relative one would depend on where mcpscope was started.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserDirs {
-    /// `HOME` (`USERPROFILE` on Windows).
+    /// `HOME` (`USERPROFILE` first on Windows).
     pub home: Option<PathBuf>,
     pub xdg_state_home: Option<PathBuf>,
     pub xdg_config_home: Option<PathBuf>,
@@ -51,7 +51,13 @@ impl UserDirs {
     pub fn from_env() -> UserDirs {
         let var = std::env::var_os;
         UserDirs {
-            home: absolute(var("HOME")).or_else(|| absolute(var("USERPROFILE"))),
+            // Windows programs (Node.js among them: Claude Code, Cursor)
+            // take USERPROFILE; a HOME set by Git Bash or MSYS may differ.
+            home: if cfg!(windows) {
+                absolute(var("USERPROFILE")).or_else(|| absolute(var("HOME")))
+            } else {
+                absolute(var("HOME")).or_else(|| absolute(var("USERPROFILE")))
+            },
             xdg_state_home: absolute(var("XDG_STATE_HOME")),
             xdg_config_home: absolute(var("XDG_CONFIG_HOME")),
             appdata: absolute(var("APPDATA")),

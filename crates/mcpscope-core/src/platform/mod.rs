@@ -28,3 +28,18 @@ pub use unix::{fs, interrupt, ipc, process};
 mod windows;
 #[cfg(windows)]
 pub use windows::{fs, interrupt, ipc, process};
+
+/// A tag no other server of any mcpscope shares (pid, sequence, time),
+/// put in a server's environment so that its descendants carry it.
+pub(crate) fn new_tree_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}.{}.{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}

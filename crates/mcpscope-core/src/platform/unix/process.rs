@@ -64,20 +64,6 @@ impl PartialEq for ServerTree {
 impl Eq for ServerTree {}
 
 impl ServerTree {
-    /// A tag no other server of any mcpscope shares: pid, sequence, time.
-    pub(crate) fn new_tag() -> String {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!(
-            "{}.{}.{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
-    }
-
     #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn for_tests(pgid: u32, tag: &str) -> Self {
         Self::with_tag(pgid, tag.to_owned())
@@ -235,7 +221,7 @@ pub(crate) fn become_subreaper() {
 /// user's program, and outlives mcpscope if it likes.
 pub fn spawn_reaped(cmd: &mut Command) -> std::io::Result<u32> {
     become_subreaper();
-    let tag = ServerTree::new_tag();
+    let tag = super::super::new_tree_tag();
     cmd.env(TREE_TAG_VAR, &tag).process_group(0);
     let mut child = cmd.spawn()?;
     let pid = child.id();

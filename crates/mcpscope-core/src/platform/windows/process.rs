@@ -130,7 +130,8 @@ pub struct ServerTree {
     /// The leader's pid, which names its process group too.
     pub pgid: u32,
     tag: String,
-    /// None only when the job could not be made: then the leader alone.
+    /// Always there for a started server; None only for a tree named by
+    /// its pid alone.
     job: Option<Arc<Job>>,
 }
 
@@ -143,42 +144,28 @@ impl PartialEq for ServerTree {
 impl Eq for ServerTree {}
 
 impl ServerTree {
-    /// A tag no other server of any mcpscope shares: pid, sequence, time.
-    pub(crate) fn new_tag() -> String {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!(
-            "{}.{}.{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
-    }
-
     /// The tree of a child started from a command [`prepare_tree`] readied
-    /// (suspended): puts it in a new job, then lets it run. Should the job
-    /// not be made, the child runs all the same, and stopping it reaches the
-    /// leader alone.
+    /// (suspended): puts it in a new job, then lets it run. Without its job
+    /// the tree could outlive mcpscope, so a failure here is the caller's
+    /// to report (it ends the child).
     pub(crate) fn started(child: &Child, tag: String) -> std::io::Result<Self> {
         let pid = child.id();
-        let job = Job::new().and_then(|job| {
-            // SAFETY: a job we own and a process handle std owns.
-            if unsafe { AssignProcessToJobObject(job.raw(), child.as_raw_handle()) } == 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(Arc::new(job))
-        });
-        resume(pid);
-        let job = job.ok();
-        if let Some(job) = &job {
-            let mut jobs = JOBS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let jobs = jobs.get_or_insert_with(HashMap::new);
-            jobs.retain(|_, j| j.strong_count() > 0);
-            jobs.insert(pid, Arc::downgrade(job));
+        let job = Job::new()?;
+        // SAFETY: a job we own and a process handle std owns.
+        if unsafe { AssignProcessToJobObject(job.raw(), child.as_raw_handle()) } == 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        Ok(Self { pgid: pid, tag, job })
+        resume(pid)?;
+        let job = Arc::new(job);
+        let mut jobs = JOBS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let jobs = jobs.get_or_insert_with(HashMap::new);
+        jobs.retain(|_, j| j.strong_count() > 0);
+        jobs.insert(pid, Arc::downgrade(&job));
+        Ok(Self {
+            pgid: pid,
+            tag,
+            job: Some(job),
+        })
     }
 
     /// Processes outside the job that carry the tag: none can be (nothing
@@ -216,12 +203,13 @@ impl ServerTree {
     pub fn reap_adopted(&self) {}
 }
 
-/// Lets every thread of a process started suspended run.
-fn resume(pid: u32) {
+/// Lets every thread of a process started suspended run; an error when
+/// none could be (the process would wait forever).
+fn resume(pid: u32) -> std::io::Result<()> {
     // SAFETY: a snapshot of the system's threads, closed below.
     let snapshot = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
     if snapshot == INVALID_HANDLE_VALUE {
-        return;
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: a handle just created and owned by nobody else.
     let snapshot = unsafe { OwnedHandle::from_raw_handle(snapshot) };
@@ -229,6 +217,7 @@ fn resume(pid: u32) {
         dwSize: std::mem::size_of::<THREADENTRY32>() as u32,
         ..Default::default()
     };
+    let mut resumed = 0;
     // SAFETY: entry's size is set, as the calls require.
     let mut more = unsafe { Thread32First(snapshot.as_raw_handle(), &mut entry) } != 0;
     while more {
@@ -237,7 +226,9 @@ fn resume(pid: u32) {
             unsafe {
                 let thread = OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID);
                 if !thread.is_null() {
-                    ResumeThread(thread);
+                    if ResumeThread(thread) != u32::MAX {
+                        resumed += 1;
+                    }
                     windows_sys::Win32::Foundation::CloseHandle(thread);
                 }
             }
@@ -245,6 +236,12 @@ fn resume(pid: u32) {
         // SAFETY: as above.
         more = unsafe { Thread32Next(snapshot.as_raw_handle(), &mut entry) } != 0;
     }
+    if resumed == 0 {
+        return Err(std::io::Error::other(format!(
+            "the server (pid {pid}) was started suspended and none of its threads could be resumed"
+        )));
+    }
+    Ok(())
 }
 
 fn ctrl_break(pgid: u32) -> bool {
@@ -479,13 +476,23 @@ pub fn start_stamp(pid: u32) -> Option<u64> {
 /// The handle is not inherited by the servers mcpscope starts.
 pub fn take_stdout() -> std::io::Result<std::fs::File> {
     use std::os::windows::io::AsHandle;
-    use windows_sys::Win32::System::Console::{STD_OUTPUT_HANDLE, SetStdHandle};
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_OUTPUT_HANDLE, SetStdHandle};
+    // Not inheritable: only this process holds the client's end from now on.
     let out = std::fs::File::from(std::io::stdout().as_handle().try_clone_to_owned()?);
     let null = std::fs::OpenOptions::new().write(true).open("NUL")?;
     let null = std::os::windows::io::IntoRawHandle::into_raw_handle(null);
+    // SAFETY: reads this process's standard output handle.
+    let original = unsafe { GetStdHandle(STD_OUTPUT_HANDLE) };
     // SAFETY: an open handle, which stdout keeps from now on.
     if unsafe { SetStdHandle(STD_OUTPUT_HANDLE, null) } == 0 {
         return Err(std::io::Error::last_os_error());
+    }
+    // The handle the process was started with (perhaps inheritable, so
+    // servers started later would hold the client's pipe open) is closed:
+    // `out` is the only one left.
+    if !original.is_null() && original != INVALID_HANDLE_VALUE {
+        // SAFETY: the old standard handle, no longer named by anything.
+        unsafe { windows_sys::Win32::Foundation::CloseHandle(original) };
     }
     Ok(out)
 }

@@ -165,7 +165,7 @@ pub fn spawn(spec: &ServerSpec) -> Result<Spawned, SpawnError> {
             message: format!("working directory {} does not exist", cwd.display()),
         });
     }
-    let tag = ServerTree::new_tag();
+    let tag = crate::platform::new_tree_tag();
     let mut cmd = Command::new(&program);
     for (name, before) in RESTORED_FOR_SERVERS.get().into_iter().flatten() {
         match before {
