@@ -43,3 +43,35 @@ pub(crate) fn new_tree_tag() -> String {
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// How hard to stop a process tree (what each system sends: see
+/// `process::Stop::name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Ask it to end: SIGTERM on Unix, CTRL_BREAK_EVENT on Windows.
+    Gently,
+    /// End it now: SIGKILL on Unix, TerminateJobObject on Windows.
+    ForGood,
+}
+
+/// What a process has used: CPU time so far, and memory now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// User and system time together.
+    pub cpu: std::time::Duration,
+    pub resident_kib: u64,
+}
+
+/// What kind of file this is, for the rules that depend on it (each
+/// system's `fs::FileKind::of` tells).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Regular,
+    Directory,
+    SymbolicLink,
+    Fifo,
+    CharacterDevice,
+    BlockDevice,
+    Socket,
+    Other,
+}

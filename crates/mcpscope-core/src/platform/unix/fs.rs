@@ -185,18 +185,7 @@ pub fn others_may_plant_names_in(dir: &Metadata) -> bool {
     dir.mode() & STICKY != 0 && dir.mode() & 0o022 != 0
 }
 
-/// What kind of file this is, for the rules that depend on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Directory,
-    SymbolicLink,
-    Fifo,
-    CharacterDevice,
-    BlockDevice,
-    Socket,
-    Other,
-}
+pub use super::super::FileKind;
 
 impl FileKind {
     pub fn of(ft: &std::fs::FileType) -> FileKind {

@@ -22,14 +22,7 @@ pub use super::watchdog::{WATCHDOG_NAME, Watchdog};
 /// The environment variable that marks a server's descendants.
 pub const TREE_TAG_VAR: &str = "MCPSCOPE_SERVER";
 
-/// How hard to stop a process tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// Ask it to end: SIGTERM.
-    Gently,
-    /// End it now: SIGKILL.
-    ForGood,
-}
+pub use super::super::{Stop, Usage};
 
 impl Stop {
     /// What is sent, as notes name it ("SIGTERM").
@@ -356,14 +349,6 @@ pub fn signal_name(sig: i32) -> &'static str {
         libc::SIGTERM => "SIGTERM",
         _ => "signal",
     }
-}
-
-/// What a process has used: CPU time so far, and memory now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
-    /// User and system time together.
-    pub cpu: Duration,
-    pub resident_kib: u64,
 }
 
 /// A process's CPU time and resident memory (proc_pidinfo's task info),

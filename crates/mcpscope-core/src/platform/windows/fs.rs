@@ -186,18 +186,7 @@ pub fn others_may_plant_names_in(_dir: &Metadata) -> bool {
     false
 }
 
-/// What kind of file this is, for the rules that depend on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Directory,
-    SymbolicLink,
-    Fifo,
-    CharacterDevice,
-    BlockDevice,
-    Socket,
-    Other,
-}
+pub use super::super::FileKind;
 
 impl FileKind {
     pub fn of(ft: &std::fs::FileType) -> FileKind {

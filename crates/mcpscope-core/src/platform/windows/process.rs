@@ -34,16 +34,10 @@ use windows_sys::Win32::System::Threading::{
 /// every system, so a server sees the same environment).
 pub const TREE_TAG_VAR: &str = "MCPSCOPE_SERVER";
 
-/// How hard to stop a process tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// Ask it to end: CTRL_BREAK_EVENT to its process group.
-    Gently,
-    /// End it now: TerminateJobObject.
-    ForGood,
-}
+pub use super::super::{Stop, Usage};
 
 impl Stop {
+    /// What is sent, as notes name it ("CTRL_BREAK_EVENT").
     pub fn name(self) -> &'static str {
         match self {
             Stop::Gently => "CTRL_BREAK_EVENT",
@@ -390,14 +384,6 @@ pub fn signal_name(sig: i32) -> &'static str {
         21 => "SIGBREAK",
         _ => "signal",
     }
-}
-
-/// What a process has used: CPU time so far, and memory now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
-    /// User and system time together.
-    pub cpu: Duration,
-    pub resident_kib: u64,
 }
 
 fn filetime_100ns(t: &FILETIME) -> u64 {
