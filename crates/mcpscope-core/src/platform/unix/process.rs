@@ -351,28 +351,36 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// One of proc_pidinfo's structs for `pid`, if the whole of it was filled.
+///
+/// # Safety
+/// `T` must be the plain C struct that `flavor` fills.
+#[cfg(target_os = "macos")]
+unsafe fn pid_info<T>(pid: u32, flavor: libc::c_int) -> Option<T> {
+    let size = libc::c_int::try_from(std::mem::size_of::<T>()).ok()?;
+    let mut info = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: a buffer of the size given; the caller names its type.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            libc::c_int::try_from(pid).ok()?,
+            flavor,
+            0,
+            info.as_mut_ptr().cast(),
+            size,
+        )
+    };
+    // SAFETY: all of it was written (and zeroed before).
+    (n == size).then(|| unsafe { info.assume_init() })
+}
+
 /// A process's CPU time and resident memory (proc_pidinfo's task info),
 /// if it can be read. (mach_timebase_info is deprecated in libc for the
 /// mach2 crate, which would be a dependency for this one call.)
 #[cfg(target_os = "macos")]
 #[allow(deprecated)]
 pub fn usage(pid: u32) -> Option<Usage> {
-    // SAFETY: zeroed is valid for this plain struct, which the call fills.
-    let mut info: libc::proc_taskinfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::proc_taskinfo>() as libc::c_int;
-    // SAFETY: a buffer of the size given.
-    let n = unsafe {
-        libc::proc_pidinfo(
-            libc::c_int::try_from(pid).ok()?,
-            libc::PROC_PIDTASKINFO,
-            0,
-            (&mut info as *mut libc::proc_taskinfo).cast(),
-            size,
-        )
-    };
-    if n != size {
-        return None;
-    }
+    // SAFETY: proc_taskinfo is what PROC_PIDTASKINFO fills.
+    let info: libc::proc_taskinfo = unsafe { pid_info(pid, libc::PROC_PIDTASKINFO)? };
     // The times are in Mach absolute time units (nanoseconds on Intel, not
     // on Apple silicon): converted with the timebase.
     let mut timebase = libc::mach_timebase_info { numer: 1, denom: 1 };
@@ -456,20 +464,9 @@ pub(super) fn has_exited(pid: u32) -> bool {
 /// given the same pid (microseconds since the epoch): only ever compared.
 #[cfg(target_os = "macos")]
 pub fn start_stamp(pid: u32) -> Option<u64> {
-    // SAFETY: zeroed is valid for this plain struct, which the call fills.
-    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
-    // SAFETY: a buffer of the size given.
-    let n = unsafe {
-        libc::proc_pidinfo(
-            libc::c_int::try_from(pid).ok()?,
-            libc::PROC_PIDTBSDINFO,
-            0,
-            (&mut info as *mut libc::proc_bsdinfo).cast(),
-            size,
-        )
-    };
-    (n == size).then(|| info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+    // SAFETY: proc_bsdinfo is what PROC_PIDTBSDINFO fills.
+    let info: libc::proc_bsdinfo = unsafe { pid_info(pid, libc::PROC_PIDTBSDINFO)? };
+    Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
 }
 
 /// When a process started, as a number that tells it from a later process
