@@ -28,7 +28,15 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    fn path(&self) -> Result<PathBuf, String> {
+    /// The path, or the usage error said and its exit status.
+    fn path(&self) -> Result<PathBuf, ExitCode> {
+        self.resolve().map_err(|e| {
+            crate::errln!("mcpscope: {e}");
+            ExitCode::from(exit::USAGE)
+        })
+    }
+
+    fn resolve(&self) -> Result<PathBuf, String> {
         if let Some(p) = &self.config {
             return Ok(p.clone());
         }
@@ -94,10 +102,7 @@ fn fail(e: &WrapError) -> ExitCode {
 pub fn run_wrap(args: WrapArgs) -> ExitCode {
     let config = match args.file.path() {
         Ok(p) => p,
-        Err(e) => {
-            crate::errln!("mcpscope: {e}");
-            return ExitCode::from(exit::USAGE);
-        }
+        Err(code) => return code,
     };
     let selection = if args.all {
         Selection::All
@@ -140,10 +145,7 @@ pub fn run_wrap(args: WrapArgs) -> ExitCode {
 pub fn run_unwrap(args: UnwrapArgs) -> ExitCode {
     let config = match args.file.path() {
         Ok(p) => p,
-        Err(e) => {
-            crate::errln!("mcpscope: {e}");
-            return ExitCode::from(exit::USAGE);
-        }
+        Err(code) => return code,
     };
     let selection = if args.servers.is_empty() {
         Selection::All
