@@ -2,6 +2,7 @@
 
 use super::output;
 use clap::Args;
+use mcpscope_core::analysis::context_cost::Budget;
 use mcpscope_core::analysis::lint::{self, LintOptions, Severity, report};
 use mcpscope_core::text::ErrorChain;
 use std::path::PathBuf;
@@ -26,6 +27,15 @@ pub struct LintArgs {
     /// Report responses slower than this many milliseconds.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub slow_ms: u64,
+
+    /// context-budget: the most o200k tokens one listed tool, prompt or
+    /// resource template may take of a model's context (0: no limit).
+    #[arg(long, value_name = "TOKENS", default_value_t = Budget::DEFAULT.per_definition.unwrap_or(0))]
+    pub budget_definition: u64,
+
+    /// context-budget: the most o200k tokens a whole listing may take (0: no limit).
+    #[arg(long, value_name = "TOKENS", default_value_t = Budget::DEFAULT.per_listing.unwrap_or(0))]
+    pub budget_listing: u64,
 
     /// Only the findings on records matching this display filter (e.g.
     /// 'method == "tools/call"'); the exit status counts only those.
@@ -55,6 +65,10 @@ pub fn run(args: LintArgs) -> ExitCode {
     };
     let options = LintOptions {
         slow_response: Duration::from_millis(args.slow_ms),
+        context_budget: Budget {
+            per_definition: (args.budget_definition > 0).then_some(args.budget_definition),
+            per_listing: (args.budget_listing > 0).then_some(args.budget_listing),
+        },
     };
     // One pass over the file, record by record: the events are not kept.
     let linted = match lint::lint_capture(&args.capture, &options) {

@@ -21,6 +21,7 @@ pub(crate) mod output;
 mod proxy;
 mod signals;
 mod skills;
+mod stats;
 mod trace;
 mod verify;
 mod watch;
@@ -88,6 +89,10 @@ pub enum Cmd {
     /// Print the records of a capture that match a display filter
     /// (e.g. 'method == "tools/call" and latency > 500ms'; --fields lists the fields).
     Filter(filter::FilterArgs),
+    /// Statistics of a capture, as Wireshark's Statistics menu: conversations,
+    /// endpoints, service response time, I/O graph, Expert Info, and what the
+    /// server's definitions cost a model's context (also of a live server: --context -- SERVER).
+    Stats(stats::StatsArgs),
     /// Open a subscriptions/listen stream on a 2026-07-28 server and print its notifications, one per line.
     Listen(listen::ListenArgs),
     /// Skills over MCP (SEP-2640): list a server's skills, or load one (SKILL.md
@@ -303,7 +308,8 @@ pub fn main() -> ExitCode {
             | Cmd::Verify(_)
             | Cmd::Load(_)
             | Cmd::App(_)
-            | Cmd::Mock(_),
+            | Cmd::Mock(_)
+            | Cmd::Stats(_),
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
@@ -328,6 +334,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Lint(args)) => lint::run(args),
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Filter(args)) => filter::run(args),
+        Some(Cmd::Stats(args)) => stats::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Mock(args)) => mock::run(args),

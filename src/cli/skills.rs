@@ -105,7 +105,7 @@ pub fn run(args: SkillsArgs) -> ExitCode {
 
 /// The session `mcpscope skills` runs: `call`'s machinery with its flags
 /// (`skills/list` as the method, for the capability check).
-fn call_args(s: SessionFlags) -> CallArgs {
+pub(super) fn call_args(s: SessionFlags) -> CallArgs {
     CallArgs {
         method: Some(mcpscope_core::protocol::skills::SKILLS_LIST.to_owned()),
         params: None,

@@ -30,6 +30,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("intercept", 9),
     ("replay", 9),
     ("verify", 9),
+    ("stats", 9),
     ("load", 10),
 ];
 

@@ -75,6 +75,7 @@ pub mod proxy;
 pub mod record;
 pub mod replay;
 pub mod sessions;
+pub mod stats;
 pub mod timeline;
 pub mod transport;
 pub mod verify;

@@ -122,10 +122,10 @@ impl From<NotACapture> for RunError {
 }
 
 /// Longest line read; a longer one is skipped with a warning, as the loader does.
-const MAX_LINE: usize = 8 * crate::wire::classify::DEFAULT_MAX_HELD_LINE_BYTES + 64 * 1024;
+pub(crate) const MAX_LINE: usize = 8 * crate::wire::classify::DEFAULT_MAX_HELD_LINE_BYTES + 64 * 1024;
 
 /// Lines of a file, each with where it starts, kept in one buffer.
-struct Lines<R> {
+pub(crate) struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
     start: usize,
@@ -134,13 +134,13 @@ struct Lines<R> {
     eof: bool,
 }
 
-enum Line<'a> {
+pub(crate) enum Line<'a> {
     Fits(&'a [u8], u64),
     TooLong,
 }
 
 impl<R: Read> Lines<R> {
-    fn new(reader: R) -> Self {
+    pub(crate) fn new(reader: R) -> Self {
         Lines {
             reader,
             buf: vec![0; 1 << 20],
@@ -151,7 +151,7 @@ impl<R: Read> Lines<R> {
         }
     }
 
-    fn next(&mut self) -> std::io::Result<Option<Line<'_>>> {
+    pub(crate) fn next(&mut self) -> std::io::Result<Option<Line<'_>>> {
         let mut skipping = false;
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {

@@ -177,30 +177,61 @@ impl<'a> Subject for RowSubject<'a> {
     }
 }
 
-/// The era a session spoke, from its rows: an `initialize` answered with a
-/// result is the legacy era; a `server/discover` answered with one, or
-/// requests carrying the modern `_meta` envelope, the 2026-07-28 era.
+/// The era a session spoke, from its rows (the rule is [`EraGuess`]'s).
 pub fn infer_era(store: &FrameStore) -> Option<&'static str> {
-    let mut modern = false;
+    let mut guess = EraGuess::default();
     for row in store.iter() {
         if row.lane() != Lane::Out || row.kind() != crate::wire::classify::Kind::Request {
             continue;
         }
-        let answered = || {
-            row.answer()
-                .and_then(|a| store.get(a))
-                .is_some_and(|a| a.kind() == crate::wire::classify::Kind::Result)
-        };
-        match row.method() {
-            Some("initialize") if answered() => return Some("legacy"),
-            Some("server/discover") if answered() => modern = true,
-            _ if !modern => {
-                modern = memchr::memmem::find(row.raw(), b"io.modelcontextprotocol/protocolVersion").is_some();
-            }
+        guess.request(row.raw());
+        let answered = row
+            .answer()
+            .and_then(|a| store.get(a))
+            .is_some_and(|a| a.kind() == crate::wire::classify::Kind::Result);
+        if answered && let Some(m) = row.method() {
+            guess.answered(m);
+        }
+    }
+    guess.era()
+}
+
+/// The era a session speaks, told as its client requests go and come back:
+/// an `initialize` answered with a result is the legacy era, whatever else
+/// was tried; a `server/discover` answered with one, or requests carrying
+/// the modern `_meta` envelope, the 2026-07-28 era.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EraGuess {
+    legacy: bool,
+    modern: bool,
+}
+
+impl EraGuess {
+    /// A client request was sent.
+    pub fn request(&mut self, raw: &[u8]) {
+        if !self.modern {
+            self.modern = memchr::memmem::find(raw, b"io.modelcontextprotocol/protocolVersion").is_some();
+        }
+    }
+
+    /// A client request of `method` was answered with a result.
+    pub fn answered(&mut self, method: &str) {
+        match method {
+            "initialize" => self.legacy = true,
+            "server/discover" => self.modern = true,
             _ => {}
         }
     }
-    modern.then_some("modern")
+
+    pub fn era(&self) -> Option<&'static str> {
+        if self.legacy {
+            Some("legacy")
+        } else if self.modern {
+            Some("modern")
+        } else {
+            None
+        }
+    }
 }
 
 /// Multi round-trip conversations (2026-07-28) found in a session's rows,

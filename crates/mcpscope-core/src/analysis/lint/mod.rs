@@ -18,6 +18,8 @@
 mod apps;
 mod auth;
 mod capability;
+mod context;
+pub(crate) use context::{has_cursor, result_of};
 mod era;
 mod exchange;
 mod facts;
@@ -105,6 +107,7 @@ rules! {
     PROTOCOL_ERROR_FOR_TOOL_FAILURE = "protocol-error-for-tool-failure", "Heuristic: a JSON-RPC error for what looks like a tool execution failure.";
     STDERR_ERROR = "stderr-error", "stderr lines that look like an error or a traceback.";
     SLOW_RESPONSE = "slow-response", "A response slower than the threshold.";
+    CONTEXT_BUDGET = "context-budget", "A listed tool, prompt or resource template, or a whole listing, that takes more of a model's context than its budget (o200k tokens).";
     PROXY_CHANGED = "proxy-changed", "A frame an intercepting proxy dropped, changed, answered itself or kept back, or a frame it injected: what the other side saw is not what was sent.";
     EXITED_DURING_REQUEST = "exited-during-request", "The server exited while a client request was waiting for its answer.";
     INITIALIZE_TO_MODERN_SERVER = "initialize-to-modern-server", "initialize sent to a server that speaks only the modern (2026-07-28) era.";
@@ -187,12 +190,15 @@ impl Finding {
 pub struct LintOptions {
     /// Responses slower than this are reported.
     pub slow_response: Duration,
+    /// What one definition, and one whole listing, may cost a model's context.
+    pub context_budget: crate::analysis::context_cost::Budget,
 }
 
 impl Default for LintOptions {
     fn default() -> Self {
         Self {
             slow_response: Duration::from_secs(5),
+            context_budget: crate::analysis::context_cost::Budget::DEFAULT,
         }
     }
 }
@@ -236,6 +242,7 @@ pub struct Linter {
     stderr: stderr::Stderr,
     auth: auth::Auth,
     apps: apps::Apps,
+    context: context::ContextBudget,
     /// Findings no later event can change, not yet taken.
     settled: Vec<Finding>,
     lines: u64,
@@ -256,6 +263,7 @@ impl Linter {
             stderr: stderr::Stderr::default(),
             auth: auth::Auth::default(),
             apps: apps::Apps::default(),
+            context: context::ContextBudget::default(),
             settled: Vec::new(),
             lines: 0,
         }
@@ -291,6 +299,7 @@ impl Linter {
                 self.capability.frame(f, facts);
                 self.tools.frame(f, &params, out);
                 self.apps.frame(f, out);
+                self.context.frame(f, self.options.context_budget, out);
             }
             Event::SpawnFailed { error, .. } => out.push(Finding::new(
                 rule::SPAWN_FAILED,

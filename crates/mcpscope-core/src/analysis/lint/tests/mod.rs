@@ -622,6 +622,7 @@ fn slow_responses_over_the_threshold() {
         &s.events,
         &LintOptions {
             slow_response: Duration::from_secs(10),
+            ..LintOptions::default()
         },
     );
     assert!(!quick.iter().any(|f| f.rule == rule::SLOW_RESPONSE));

@@ -1,0 +1,93 @@
+//! `context-budget`: a listed definition, or a whole listing, that takes
+//! more of a model's context than its budget (o200k tokens).
+
+use super::{Finding, Severity, rule};
+use crate::analysis::context_cost::{Budget, DefinitionKind, ListingPages};
+use crate::wire::classify::Kind;
+use crate::wire::frame::{Direction, Frame};
+use std::collections::HashMap;
+
+#[derive(Default)]
+pub(super) struct ContextBudget {
+    /// List requests waiting for their answer: whether each carried a cursor.
+    asked: HashMap<u64, bool>,
+    pages: HashMap<DefinitionKind, ListingPages>,
+}
+
+/// Whether a list request carries `params.cursor` (a later page).
+pub(crate) fn has_cursor(raw: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        #[serde(default)]
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(default)]
+        cursor: Option<serde_json::Value>,
+    }
+    serde_json::from_slice::<Request>(raw)
+        .ok()
+        .and_then(|r| r.params?.cursor)
+        .is_some_and(|c| !c.is_null())
+}
+
+impl ContextBudget {
+    pub fn frame(&mut self, f: &Frame, budget: Budget, out: &mut Vec<Finding>) {
+        if budget == Budget::NONE {
+            return;
+        }
+        if f.direction == Direction::Out && f.class.kind == Kind::Request {
+            if f.class
+                .method
+                .as_deref()
+                .and_then(DefinitionKind::of_list_method)
+                .is_some()
+            {
+                self.asked.insert(f.seq, has_cursor(&f.raw));
+            }
+            return;
+        }
+        let Some(link) = &f.link else { return };
+        if f.direction != Direction::In || f.class.kind != Kind::Result {
+            return;
+        }
+        let Some(kind) = DefinitionKind::of_list_method(&link.method) else {
+            return;
+        };
+        let Some(cursor) = self.asked.remove(&link.request_seq) else {
+            return;
+        };
+        let Some(result) = result_of(&f.raw) else { return };
+        let pages = self.pages.entry(kind).or_default();
+        let Some(items) = pages.page(kind, !cursor, &result) else {
+            return;
+        };
+        for over in crate::analysis::context_cost::over_budget(kind, items, budget) {
+            let what = match &over.definition {
+                Some(name) => format!("The {} {name:?}", kind.as_str()),
+                None => format!("The whole {} listing", kind.listed_by().0),
+            };
+            out.push(Finding::new(
+                rule::CONTEXT_BUDGET,
+                Severity::Warning,
+                vec![link.request_seq, f.seq],
+                format!(
+                    "{what} takes {} tokens (o200k) of a model's context, over its budget of {}: every \
+                     conversation that offers it pays that before the first word. Shorten descriptions and \
+                     schemas, or split the server.",
+                    over.tokens, over.budget
+                ),
+            ));
+        }
+    }
+}
+
+/// The `result` member of a response, as its exact JSON.
+pub(crate) fn result_of(raw: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        result: Box<serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<Response>(raw).ok().map(|r| r.result)
+}
