@@ -49,6 +49,7 @@ mod protocol_features;
 mod real_servers;
 mod schema_form;
 mod screenshots;
+mod stats;
 mod terminal;
 mod ui;
 mod vectors;

@@ -224,20 +224,17 @@ fn remote_server_from_the_launcher_with_progress_cancel_ping_log_and_latency() {
     );
     assert!(shows(&h, "everything-server"), "the logger name is shown");
 
-    // Latency: per-method summary and chart.
-    h.get_by_label("Latency").click();
-    h.step();
-    h.step();
-    assert!(shows(&h, "tools/call"));
-    assert!(h.query_by_label("latency chart").is_some());
-    assert!(
-        h.state()
-            .session()
+    // Statistics: response times per method.
+    h.get_by_label("Statistics").click();
+    h.state_mut().session_mut().stats.tab = mcpscope_app::panels::stats_view::StatsTab::ResponseTimes;
+    step_until(&mut h, "the ping's response time", |app| {
+        app.session()
             .stats
-            .summary
-            .iter()
-            .any(|s| s.method == "ping" && s.count == 1)
-    );
+            .report
+            .as_ref()
+            .is_some_and(|r| r.srt.iter().any(|s| s.method == "ping" && s.answered == 1))
+    });
+    assert!(shows(&h, "tools/call"));
     h.state_mut().session_mut().inspection = None;
 }
 

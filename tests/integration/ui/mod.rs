@@ -16,6 +16,7 @@ mod layout;
 mod modern;
 mod restore;
 mod skills;
+mod statistics;
 mod status;
 mod tabs;
 mod timeline;

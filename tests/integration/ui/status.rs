@@ -41,8 +41,8 @@ fn the_window_says_what_it_means_during_and_after_a_handshake() {
     // An empty capability object is the capability, with no empty brackets.
     assert!(shows(&h, "capabilities: tools"));
     assert!(!shows(&h, "tools ()"));
-    // Labels shortened to fit say nothing about byte counts (Recent list, Latency).
-    h.state_mut().bottom_tab = mcpscope_app::BottomTab::Latency;
+    // Labels shortened to fit say nothing about byte counts (Recent list, Statistics).
+    h.state_mut().bottom_tab = mcpscope_app::BottomTab::Statistics;
     h.step();
     h.step();
     let labels = all_labels(&h);

@@ -1,5 +1,5 @@
 //! The bottom panel: its tabs (stderr, Expert, Notifications, Log,
-//! Latency, Load, Intercept, App) and what each shows.
+//! Statistics, Load, Intercept, App) and what each shows.
 
 use super::*;
 
@@ -46,7 +46,7 @@ impl McpscopeApp {
             ui.selectable_value(&mut shown, BottomTab::Notifications, notes);
             let logs = format!("Log ({})", i.model.log_rows.len());
             ui.selectable_value(&mut shown, BottomTab::Log, logs);
-            ui.selectable_value(&mut shown, BottomTab::Latency, "Latency");
+            ui.selectable_value(&mut shown, BottomTab::Statistics, "Statistics");
             let load = if self.session().load.running() {
                 "Load (running)"
             } else {
@@ -107,10 +107,22 @@ impl McpscopeApp {
                     commands.push(Command::Select(row));
                 }
             }
-            BottomTab::Latency => {
-                let view = &mut self.tabs[self.active_tab].view;
-                if let Some(i) = &view.inspection {
-                    view.stats.ui(ui, &i.model);
+            BottomTab::Statistics => {
+                let tab = &mut self.tabs[self.active_tab];
+                let view = &mut tab.view;
+                let Some(i) = &view.inspection else { return };
+                match view.stats.ui(ui, &view.expert, &tab.title) {
+                    Some(StatsAction::Filter(text)) => commands.push(Command::Filter(None, text)),
+                    Some(StatsAction::ShowMoment(at)) => {
+                        if let Some(row) = panels::stats_view::first_row_at(&i.model, at) {
+                            commands.push(Command::Select(row));
+                        }
+                    }
+                    Some(StatsAction::Budget(budget)) => {
+                        view.expert.options.context_budget = budget;
+                        view.expert.request_run();
+                    }
+                    None => {}
                 }
             }
             BottomTab::Intercept => {

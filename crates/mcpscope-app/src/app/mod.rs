@@ -25,6 +25,7 @@ use crate::panels::launcher::{ImportedServer, LauncherAction, LauncherPanel};
 use crate::panels::live_sessions::{LiveAction, LiveSessionsPanel};
 use crate::panels::log_view::LogAction;
 use crate::panels::notifications::NotificationsAction;
+use crate::panels::stats_view::StatsAction;
 use crate::panels::timeline::TimelineAction;
 use crate::panels::watch_client::WatchClientDialog;
 use crate::saved_server::SavedServer;
@@ -141,7 +142,8 @@ pub enum BottomTab {
     Expert,
     Notifications,
     Log,
-    Latency,
+    /// Conversations, endpoints, response times, the I/O graph, Expert Info, context cost.
+    Statistics,
     Load,
     /// A proxied session's held frames, breakpoints, fault rules and inject.
     Intercept,
@@ -393,7 +395,12 @@ impl eframe::App for McpscopeApp {
             .expert
             .wakeup()
             .map(|t| t.saturating_duration_since(std::time::Instant::now()));
-        if let Some(after) = [debounce, tick, lint].into_iter().flatten().min() {
+        let stats = self.tabs[self.active_tab]
+            .view
+            .stats
+            .wakeup()
+            .map(|t| t.saturating_duration_since(std::time::Instant::now()));
+        if let Some(after) = [debounce, tick, lint, stats].into_iter().flatten().min() {
             ctx.request_repaint_after(after);
         }
     }

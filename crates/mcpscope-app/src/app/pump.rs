@@ -69,6 +69,7 @@ impl McpscopeApp {
             }
         }
         self.pump_restore();
+        let title = self.tabs[self.active_tab].title.clone();
         let view = &mut self.tabs[self.active_tab].view;
         if let Some(i) = &view.inspection
             && i.resets() != view.resets_seen
@@ -102,6 +103,19 @@ impl McpscopeApp {
             // The lint worker wakes the UI itself when it finishes.
             view.expert
                 .poll(&i.model, i.capture_path.as_ref(), !i.loading(), &self.waker);
+            // The statistics worker too; what it measured of each tool shows in the composer.
+            let generation = view.stats.generation;
+            view.stats.poll(
+                &i.model,
+                i.capture_path.as_ref(),
+                !i.loading(),
+                &view.timeline.filter.text,
+                &title,
+                &self.waker,
+            );
+            if view.stats.generation != generation {
+                view.composer.tool.tokens = view.stats.tool_tokens();
+            }
             view.composer.sync(&i.model);
             view.composer.task_flavor = i.task_flavor();
             // A question from the server brings the composer forward.

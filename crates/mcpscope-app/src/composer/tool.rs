@@ -31,6 +31,9 @@ pub struct ToolMode {
     /// The picker was open last frame (its search field takes the focus
     /// only when it opens).
     picker_open: bool,
+    /// What each tool's definition costs a model's context (o200k tokens),
+    /// as the Statistics tab measured it.
+    pub tokens: std::collections::HashMap<String, u64>,
 }
 
 impl Default for ToolMode {
@@ -46,6 +49,7 @@ impl Default for ToolMode {
             calls: 0,
             search: String::new(),
             picker_open: false,
+            tokens: std::collections::HashMap::new(),
         }
     }
 }
@@ -150,6 +154,7 @@ impl ToolMode {
         let label = ui.label("tool");
         let search = &mut self.search;
         let selected = &self.name;
+        let tokens = &self.tokens;
         let was_open = self.picker_open;
         let mut open = false;
         egui::ComboBox::from_id_salt("composer-tool")
@@ -192,6 +197,9 @@ impl ToolMode {
                             } else if t.has_app {
                                 text.push_str("  [App]");
                             }
+                            if let Some(n) = tokens.get(&t.name) {
+                                text.push_str(&format!("  · {n} tok"));
+                            }
                             // Greyed, still choosable: its schema can be read and a
                             // call shows how the server copes.
                             let problem = &t.header_problem;
@@ -228,6 +236,10 @@ impl ToolMode {
         }
         if let Some(d) = &def.description {
             ui.add(egui::Label::new(RichText::new(d).weak()).wrap());
+        }
+        if let Some(n) = self.tokens.get(&def.name) {
+            ui.weak(format!("its definition takes {n} tokens (o200k) of a model's context"))
+                .on_hover_text("measured in the Statistics tab's Context cost");
         }
         if def.app_only {
             ui.add(

@@ -9,9 +9,10 @@
 use super::{Collector, Report, SessionInfo, StatsOptions, Verdict};
 use crate::filter::Filter;
 use crate::filter::records::{self, EventSubject, Line, Lines, MAX_LINE, Reading, RunError, Summary};
-use crate::record::capture::{LineRead, RecordReader};
+use crate::record::capture::{CaptureError, EventReader, Item as ReadItem, LineRead, READ_BUFFER, RecordReader};
 use crate::transport::event::Event;
 use std::collections::HashSet;
+use std::io::BufReader;
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -25,8 +26,7 @@ enum Test<'f> {
 
 impl<'f> Test<'f> {
     fn prepare(path: &Path, filter: &'f Filter) -> Result<Self, RunError> {
-        let n = filter.needs();
-        if !(n.findings || n.response || n.request || n.conversation || n.era) {
+        if !needs_whole_sessions(filter) {
             return Ok(Test::Streaming(filter));
         }
         let mut kept = HashSet::new();
@@ -188,4 +188,122 @@ fn read_records(
         let _ = full.send(batch);
     }
     Ok(())
+}
+
+/// A growing capture's statistics, read a step at a time (the app's
+/// Statistics panel on a live session or a capture being loaded): each step
+/// reads only the records written since the last one.
+///
+/// The display filter and the series are tested on each record as it is
+/// read, so they must be ones that read only the record itself
+/// ([`needs_whole_sessions`] says which are not: those go through [`run`]).
+pub struct Following {
+    reader: Option<EventReader<BufReader<std::fs::File>>>,
+    collector: Collector,
+    filter: Option<Filter>,
+    series: Vec<Filter>,
+    name: String,
+    transport: String,
+    records: u64,
+}
+
+/// Whether a filter needs more than the record it tests (the other side of
+/// an exchange, lint findings, the era, conversations).
+pub fn needs_whole_sessions(filter: &Filter) -> bool {
+    let n = filter.needs();
+    n.findings || n.response || n.request || n.conversation || n.era
+}
+
+impl Following {
+    /// `name` is the first session's (later ones are numbered from 2).
+    pub fn new(options: StatsOptions, filter: Option<Filter>, series: Vec<Filter>, name: String) -> Self {
+        Following {
+            reader: None,
+            collector: Collector::new(options, filter.is_some()),
+            filter,
+            series,
+            name,
+            transport: "stdio".into(),
+            records: 0,
+        }
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Reads what the capture gained; `session_over` once nothing more will
+    /// be written (a half-written last line is then read as it is).
+    pub fn read_new(&mut self, path: &Path, session_over: bool) -> Result<(), CaptureError> {
+        if self.reader.is_none() {
+            // Only a regular file: a FIFO in a capture's place must not block.
+            let file = crate::record::private_files::open_regular(path).map_err(CaptureError::open(path))?;
+            let r = EventReader::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(CaptureError::read(path))?;
+            let info = SessionInfo::of_header(self.name.clone(), r.header());
+            self.transport = info.transport.clone();
+            self.collector.begin_session(info);
+            self.reader = Some(r);
+        }
+        let r = self.reader.as_mut().expect("opened above");
+        r.following(!session_over);
+        let mut sessions = 1;
+        loop {
+            let event = match r.next_item().map_err(CaptureError::read(path))? {
+                Some(ReadItem::Event(e)) => e,
+                Some(ReadItem::Warning(_)) => continue,
+                Some(ReadItem::Boundary(h, note)) => {
+                    sessions += 1;
+                    let info = SessionInfo::of_header(sessions.to_string(), &h);
+                    self.transport = info.transport.clone();
+                    self.collector.begin_session(info);
+                    note
+                }
+                None => break,
+            };
+            self.records += 1;
+            let subject = EventSubject::new(&event, &[], &self.name, &self.transport);
+            let verdict = verdict(self.filter.as_ref(), &self.series, &subject);
+            self.collector.push(&event, verdict);
+        }
+        if session_over {
+            self.collector.end_session();
+        }
+        Ok(())
+    }
+
+    /// Events that are not in a capture (a session recorded nowhere): the
+    /// app hands over its rows as events.
+    pub fn push_events(&mut self, events: &[Event], session_over: bool) {
+        for event in events {
+            self.records += 1;
+            let line: &[u8] = match event {
+                Event::Frame(f) => &f.raw,
+                _ => &[],
+            };
+            let subject = EventSubject::new(event, line, &self.name, &self.transport);
+            let verdict = verdict(self.filter.as_ref(), &self.series, &subject);
+            self.collector.push(event, verdict);
+        }
+        if session_over {
+            self.collector.end_session();
+        }
+    }
+
+    pub fn report(&mut self) -> Report {
+        self.collector.report()
+    }
+}
+
+fn verdict(filter: Option<&Filter>, series: &[Filter], subject: &EventSubject<'_>) -> Verdict {
+    let mut bits = u8::from(series.is_empty());
+    for (i, f) in series.iter().enumerate() {
+        if f.matches_checked(subject) {
+            bits |= 1 << i;
+        }
+    }
+    Verdict {
+        kept: filter.is_none_or(|f| f.matches_checked(subject)),
+        series: bits,
+    }
 }

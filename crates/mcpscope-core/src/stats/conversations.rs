@@ -60,9 +60,11 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// The display filter that keeps this session's records.
+    /// The display filter that keeps this session's records: its time on
+    /// the capture's clock (the same in the app, whose tab names a whole
+    /// file, as on the command line).
     pub fn filter(&self) -> String {
-        format!("session == {}", super::filter_literal(&self.session))
+        time_range(self.start_us, self.start_us + self.duration_us)
     }
 }
 
@@ -74,6 +76,8 @@ pub struct Endpoint {
     /// Its name and version, or the command line or URL when it gave none.
     pub name: String,
     pub sessions: Vec<String>,
+    /// Each session's first and last record on the capture's clock (µs).
+    pub spans: Vec<(u64, u64)>,
     pub requests: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -86,11 +90,11 @@ pub struct Endpoint {
 impl Endpoint {
     /// The display filter that keeps the sessions it was in.
     pub fn filter(&self) -> String {
-        if let [one] = self.sessions.as_slice() {
-            return format!("session == {}", super::filter_literal(one));
+        let ranges: Vec<String> = self.spans.iter().map(|&(from, to)| time_range(from, to)).collect();
+        if ranges.len() == 1 {
+            return ranges.into_iter().next().unwrap_or_default();
         }
-        let names: Vec<String> = self.sessions.iter().map(|s| super::filter_literal(s)).collect();
-        format!("session in {{{}}}", names.join(", "))
+        ranges.iter().map(|r| format!("({r})")).collect::<Vec<_>>().join(" or ")
     }
 }
 
@@ -113,6 +117,7 @@ pub fn endpoints(conversations: &[Conversation]) -> Vec<Endpoint> {
                 ..Endpoint::default()
             });
             e.sessions.push(c.session.clone());
+            e.spans.push((c.start_us, c.start_us + c.duration_us));
             e.requests += c.requests;
             e.bytes_sent += c.bytes_sent;
             e.bytes_received += c.bytes_received;
@@ -123,4 +128,10 @@ pub fn endpoints(conversations: &[Conversation]) -> Vec<Endpoint> {
         }
     }
     by.into_values().collect()
+}
+
+/// `time` from `from_us` to `to_us` inclusive, to the microsecond.
+fn time_range(from_us: u64, to_us: u64) -> String {
+    let ms = |us: u64| format!("{}.{:03}ms", us / 1000, us % 1000);
+    format!("time >= {} and time <= {}", ms(from_us), ms(to_us))
 }
