@@ -218,7 +218,7 @@ const RIGHT_MIN: f32 = 220.0;
 pub(crate) fn bottom_panel_sizes(tab: BottomTab, available: f32, window: f32) -> (f32, f32, f32) {
     let max = (available - window / 3.0).max(90.0);
     let wanted: f32 = match tab {
-        BottomTab::Load => 330.0,
+        BottomTab::Load | BottomTab::Statistics => 330.0,
         BottomTab::Intercept => 380.0,
         BottomTab::App => 240.0,
         _ => 170.0,

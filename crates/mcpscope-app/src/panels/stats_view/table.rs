@@ -153,7 +153,18 @@ pub fn table_ui(ui: &mut Ui, id: &str, head: &[&str], rows: &[Row], sort: &mut S
                                         text = text.color(color);
                                     }
                                     let label = egui::Label::new(text).truncate().sense(Sense::hover());
-                                    let r = ui.add_sized([px(widths.get(i).copied().unwrap_or(8)), row_h], label);
+                                    // Numbers to the right, text to the left, as in a spreadsheet.
+                                    let layout = match c.key {
+                                        Key::Num(_) => egui::Layout::right_to_left(egui::Align::Center),
+                                        Key::Text(_) => egui::Layout::left_to_right(egui::Align::Center),
+                                    };
+                                    let w = px(widths.get(i).copied().unwrap_or(8));
+                                    let r = ui
+                                        .allocate_ui_with_layout(egui::vec2(w, row_h), layout, |ui| {
+                                            ui.set_min_width(w);
+                                            ui.add(label)
+                                        })
+                                        .inner;
                                     if c.text.chars().count() > 48 {
                                         r.on_hover_text(&c.text);
                                     }
