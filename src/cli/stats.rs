@@ -169,6 +169,9 @@ pub fn run(args: StatsArgs) -> ExitCode {
         series: args.series.clone(),
         expert: tables.contains(&Table::Expert),
         context: tables.contains(&Table::Context),
+        traffic: tables
+            .iter()
+            .any(|t| matches!(t, Table::Conversations | Table::Endpoints | Table::Srt | Table::Io)),
     };
     let (report, summary) = match stats::capture::run(&capture, &options, filter.as_ref(), &series) {
         Ok(r) => r,

@@ -40,23 +40,45 @@ impl std::ops::AddAssign for Tokens {
     }
 }
 
-fn o200k() -> &'static tiktoken_rs::CoreBPE {
-    tiktoken_rs::o200k_base_singleton()
+/// OpenAI's two tokenizers, loaded from the data built into mcpscope
+/// (~0.1 s and ~35 MB each): held while they are needed and then dropped,
+/// so a long-running app does not keep them.
+#[derive(Clone)]
+pub struct Tokenizers {
+    o200k: std::sync::Arc<tiktoken_rs::CoreBPE>,
+    cl100k: std::sync::Arc<tiktoken_rs::CoreBPE>,
 }
 
-fn cl100k() -> &'static tiktoken_rs::CoreBPE {
-    tiktoken_rs::cl100k_base_singleton()
-}
+impl Tokenizers {
+    pub fn load() -> Self {
+        // The unit tests measure many captures: they share one pair.
+        #[cfg(test)]
+        {
+            static SHARED: std::sync::LazyLock<Tokenizers> = std::sync::LazyLock::new(Tokenizers::load_now);
+            SHARED.clone()
+        }
+        #[cfg(not(test))]
+        Self::load_now()
+    }
 
-/// Token counts of `text` (special tokens counted as ordinary text: a
-/// definition is data, not a prompt's control sequence).
-pub fn count(text: &str) -> Tokens {
-    let o = count_with(o200k(), text);
-    let c = count_with(cl100k(), text);
-    Tokens {
-        o200k: o,
-        cl100k: c,
-        claude_estimate: (c as f64 * CLAUDE_PER_CL100K).ceil() as u64,
+    fn load_now() -> Self {
+        // The data is compiled in: failing to read it is a build fault, not input.
+        Tokenizers {
+            o200k: std::sync::Arc::new(tiktoken_rs::o200k_base().expect("the o200k tokenizer built into mcpscope")),
+            cl100k: std::sync::Arc::new(tiktoken_rs::cl100k_base().expect("the cl100k tokenizer built into mcpscope")),
+        }
+    }
+
+    /// Token counts of `text` (special tokens counted as ordinary text: a
+    /// definition is data, not a prompt's control sequence).
+    pub fn count(&self, text: &str) -> Tokens {
+        let o = count_with(&self.o200k, text);
+        let c = count_with(&self.cl100k, text);
+        Tokens {
+            o200k: o,
+            cl100k: c,
+            claude_estimate: (c as f64 * CLAUDE_PER_CL100K).ceil() as u64,
+        }
     }
 }
 
@@ -176,7 +198,7 @@ impl DefinitionCost {
 }
 
 /// The cost of one definition, as received (`raw` is its exact JSON).
-pub fn definition_cost(kind: DefinitionKind, raw: &RawValue) -> DefinitionCost {
+pub fn definition_cost(t: &Tokenizers, kind: DefinitionKind, raw: &RawValue) -> DefinitionCost {
     #[derive(serde::Deserialize)]
     struct Named<'a> {
         #[serde(default, borrow)]
@@ -199,7 +221,7 @@ pub fn definition_cost(kind: DefinitionKind, raw: &RawValue) -> DefinitionCost {
             Some(PartCost {
                 part,
                 bytes: v.get().len() as u64,
-                tokens: count(v.get()),
+                tokens: t.count(v.get()),
             })
         })
         .collect();
@@ -208,7 +230,7 @@ pub fn definition_cost(kind: DefinitionKind, raw: &RawValue) -> DefinitionCost {
         kind,
         name,
         bytes: text.len() as u64,
-        tokens: count(text),
+        tokens: t.count(text),
         parts,
     }
 }
@@ -222,8 +244,8 @@ pub struct ListingCost {
     pub total_tokens: Tokens,
 }
 
-pub fn listing_cost(kind: DefinitionKind, items: &[Box<RawValue>]) -> ListingCost {
-    let mut definitions: Vec<DefinitionCost> = items.iter().map(|r| definition_cost(kind, r)).collect();
+pub fn listing_cost(t: &Tokenizers, kind: DefinitionKind, items: &[Box<RawValue>]) -> ListingCost {
+    let mut definitions: Vec<DefinitionCost> = items.iter().map(|r| definition_cost(t, kind, r)).collect();
     definitions.sort_by(|a, b| {
         b.tokens
             .o200k
@@ -244,7 +266,7 @@ pub fn listing_cost(kind: DefinitionKind, items: &[Box<RawValue>]) -> ListingCos
         total_tokens: if items.is_empty() {
             Tokens::default()
         } else {
-            count(&array)
+            t.count(&array)
         },
         definitions,
     }
@@ -282,12 +304,18 @@ pub struct OverBudget {
 
 /// The budgets `listing` passes. Cheap when it passes none: a token is at
 /// least a byte, so what is no longer in bytes than its budget is not
-/// tokenized at all.
-pub fn over_budget(kind: DefinitionKind, items: &[Box<RawValue>], budget: Budget) -> Vec<OverBudget> {
+/// tokenized at all (and the tokenizers are loaded, into `t`, only for
+/// what is).
+pub fn over_budget(
+    t: &mut Option<Tokenizers>,
+    kind: DefinitionKind,
+    items: &[Box<RawValue>],
+    budget: Budget,
+) -> Vec<OverBudget> {
     let mut out = Vec::new();
     if let Some(b) = budget.per_definition {
         for raw in items.iter().filter(|r| r.get().len() as u64 > b) {
-            let cost = definition_cost(kind, raw);
+            let cost = definition_cost(t.get_or_insert_with(Tokenizers::load), kind, raw);
             if cost.tokens.o200k > b {
                 out.push(OverBudget {
                     definition: Some(cost.name),
@@ -300,7 +328,7 @@ pub fn over_budget(kind: DefinitionKind, items: &[Box<RawValue>], budget: Budget
     if let Some(b) = budget.per_listing {
         let bytes: usize = items.iter().map(|r| r.get().len() + 1).sum();
         if bytes as u64 > b {
-            let total = listing_cost_total(items);
+            let total = listing_cost_total(t.get_or_insert_with(Tokenizers::load), items);
             if total > b {
                 out.push(OverBudget {
                     definition: None,
@@ -313,7 +341,7 @@ pub fn over_budget(kind: DefinitionKind, items: &[Box<RawValue>], budget: Budget
     out
 }
 
-fn listing_cost_total(items: &[Box<RawValue>]) -> u64 {
+fn listing_cost_total(t: &Tokenizers, items: &[Box<RawValue>]) -> u64 {
     let mut array = String::from("[");
     for (i, r) in items.iter().enumerate() {
         if i > 0 {
@@ -322,7 +350,7 @@ fn listing_cost_total(items: &[Box<RawValue>]) -> u64 {
         array.push_str(r.get());
     }
     array.push(']');
-    count_with(o200k(), &array)
+    count_with(&t.o200k, &array)
 }
 
 /// Assembles a listing from its pages: a request without a cursor starts a
@@ -369,6 +397,15 @@ impl ListingPages {
 mod tests {
     use super::*;
 
+    fn tokenizers() -> &'static Tokenizers {
+        static T: std::sync::LazyLock<Tokenizers> = std::sync::LazyLock::new(Tokenizers::load);
+        &T
+    }
+
+    fn count(text: &str) -> Tokens {
+        tokenizers().count(text)
+    }
+
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
     }
@@ -376,7 +413,7 @@ mod tests {
     // The tokenizers' own test vectors (openai/tiktoken's tests).
     #[test]
     fn token_counts_match_the_tokenizers_test_vectors() {
-        let o = o200k();
+        let o = &tokenizers().o200k;
         assert_eq!(o.encode_ordinary("hello world"), vec![24912, 2375]);
         assert_eq!(
             o.encode_ordinary(" 日本語とEnglish 12345!\n"),
@@ -384,7 +421,7 @@ mod tests {
         );
         assert_eq!(o.encode_ordinary("a\n\n"), vec![64, 279]);
         assert_eq!(o.encode_ordinary("<|endoftext|>"), vec![27, 91, 419, 1440, 919, 91, 29]);
-        let c = cl100k();
+        let c = &tokenizers().cl100k;
         assert_eq!(c.encode_ordinary("hello world"), vec![15339, 1917]);
         assert_eq!(
             c.encode_ordinary("tiktoken is great!"),
@@ -398,11 +435,11 @@ mod tests {
     fn long_text_is_counted_in_pieces_without_changing_the_count() {
         let text = "The quick brown fox jumps over the lazy dog. ".repeat(400);
         assert!(text.len() > 3 * PIECE);
-        let whole = o200k().encode_ordinary(&text).len() as u64;
-        assert_eq!(count_with(o200k(), &text), whole);
+        let whole = tokenizers().o200k.encode_ordinary(&text).len() as u64;
+        assert_eq!(count_with(&tokenizers().o200k, &text), whole);
         // A hostile piece with no whitespace at all is cut too, and finishes.
         let wall = "x".repeat(200_000);
-        assert!(count_with(o200k(), &wall) > 0);
+        assert!(count_with(&tokenizers().o200k, &wall) > 0);
         assert!(pieces(&wall).all(|p| p.len() <= PIECE));
         let joined: String = pieces(&text).collect();
         assert_eq!(joined, text);
@@ -417,13 +454,13 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(",")
         );
-        let cost = definition_cost(DefinitionKind::Tool, &raw(&big));
+        let cost = definition_cost(tokenizers(), DefinitionKind::Tool, &raw(&big));
         assert_eq!(cost.name, "search");
         assert_eq!(cost.bytes, big.len() as u64);
         assert_eq!(cost.largest_part().unwrap().part, "inputSchema");
         assert!(cost.tokens.o200k > cost.largest_part().unwrap().tokens.o200k);
         let t = DefinitionKind::ResourceTemplate;
-        let cost = definition_cost(t, &raw(r#"{"uriTemplate":"file:///{path}"}"#));
+        let cost = definition_cost(tokenizers(), t, &raw(r#"{"uriTemplate":"file:///{path}"}"#));
         assert_eq!(cost.name, "file:///{path}");
     }
 
@@ -452,7 +489,9 @@ mod tests {
                 "word ".repeat(100)
             )),
         ];
+        let mut loaded = None;
         let over = over_budget(
+            &mut loaded,
             DefinitionKind::Tool,
             &items,
             Budget {
@@ -464,6 +503,8 @@ mod tests {
         assert_eq!(over[0].definition.as_deref(), Some("large"));
         assert!(over[0].tokens > 100);
         assert_eq!(over[1].definition, None);
-        assert!(over_budget(DefinitionKind::Tool, &items, Budget::DEFAULT).is_empty());
+        let mut none = None;
+        assert!(over_budget(&mut none, DefinitionKind::Tool, &items, Budget::DEFAULT).is_empty());
+        assert!(none.is_none(), "nothing long enough to need the tokenizers");
     }
 }

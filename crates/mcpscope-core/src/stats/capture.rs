@@ -85,6 +85,16 @@ pub fn run(
         .iter()
         .map(|f| Test::prepare(path, f))
         .collect::<Result<Vec<_>, _>>()?;
+    // The tokenizers load while the file is read: the counting thread has room to spare.
+    let tokenizers = options
+        .context
+        .then(|| {
+            std::thread::Builder::new()
+                .name("mcpscope-tokenizers".into())
+                .spawn(crate::analysis::context_cost::Tokenizers::load)
+                .ok()
+        })
+        .flatten();
     let (full_tx, full_rx) = crossbeam_channel::bounded::<Vec<Item>>(4);
     let (empty_tx, empty_rx) = crossbeam_channel::bounded::<Vec<Item>>(8);
     let mut summary = Summary::default();
@@ -119,6 +129,9 @@ pub fn run(
                 let _ = empty_tx.send(batch);
             }
             collector.end_session();
+            if let Some(t) = tokenizers.and_then(|h| h.join().ok()) {
+                collector.give_tokenizers(t);
+            }
             (collector.report(), matched)
         });
         let read = read_records(file, &mut summary, &full_tx, &empty_rx);

@@ -5,7 +5,7 @@ use super::conversations::{Conversation, Implementation};
 use super::io_graph::IoGraph;
 use super::srt::{Outcome, Srt};
 use super::{ContextListing, ContextReport, Report, StatsOptions};
-use crate::analysis::context_cost::{DefinitionKind, ListingPages, listing_cost};
+use crate::analysis::context_cost::{DefinitionKind, ListingPages, Tokenizers, listing_cost};
 use crate::analysis::lint::{Finding, LintOptions, Linter};
 use crate::filter::rows::EraGuess;
 use crate::record::capture::Header;
@@ -98,6 +98,8 @@ pub struct Collector {
     /// The context report, and whether a listing changed since it was made.
     context: ContextReport,
     context_stale: bool,
+    /// Loaded for the first context report, kept while the collector lives.
+    tokenizers: Option<Tokenizers>,
 }
 
 impl Collector {
@@ -116,7 +118,13 @@ impl Collector {
             listings: HashMap::new(),
             context: ContextReport::default(),
             context_stale: false,
+            tokenizers: None,
         }
+    }
+
+    /// Tokenizers loaded elsewhere (on a thread of their own while a file is read).
+    pub fn give_tokenizers(&mut self, t: Tokenizers) {
+        self.tokenizers.get_or_insert(t);
     }
 
     /// A session starts (the one before, if any, is over).
@@ -175,6 +183,9 @@ impl Collector {
         let c = self.current.as_mut().expect("begun above");
         if let Some(l) = c.linter.as_mut() {
             l.push(event);
+        }
+        if !self.options.traffic && !self.options.context {
+            return;
         }
         let at = event.at();
         let first = *c.first_at.get_or_insert(at);
@@ -246,13 +257,14 @@ impl Collector {
         }
         if self.context_stale && self.options.context {
             self.context_stale = false;
+            let t = self.tokenizers.get_or_insert_with(Tokenizers::load);
             let mut listings: Vec<ContextListing> = self
                 .listings
                 .iter()
                 .map(|(&kind, pages)| ContextListing {
                     kind,
                     complete: pages.is_complete(),
-                    cost: listing_cost(kind, pages.items()),
+                    cost: listing_cost(t, kind, pages.items()),
                 })
                 .collect();
             listings.sort_by_key(|l| l.kind);

@@ -108,6 +108,9 @@ pub struct StatsOptions {
     pub expert: bool,
     /// Measure the listings' context cost (loads the tokenizers: ~40 MB).
     pub context: bool,
+    /// Count the traffic (conversations, endpoints, response times, the I/O
+    /// graph); without it only Expert Info and the context cost are kept.
+    pub traffic: bool,
 }
 
 impl Default for StatsOptions {
@@ -117,6 +120,7 @@ impl Default for StatsOptions {
             series: Vec::new(),
             expert: true,
             context: true,
+            traffic: true,
         }
     }
 }

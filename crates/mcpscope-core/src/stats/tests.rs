@@ -30,6 +30,7 @@ fn stats(path: &Path, filter: Option<&str>, series: &[&str], interval: Duration)
         series: series.iter().map(|s| (*s).to_owned()).collect(),
         expert: true,
         context: true,
+        traffic: true,
     };
     capture::run(path, &options, filter.as_ref(), &series_filters)
         .unwrap()

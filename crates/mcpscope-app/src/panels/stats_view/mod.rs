@@ -217,11 +217,24 @@ impl StatsPanel {
         {
             self.in_flight = false;
             self.took += outcome.took;
+            // `MCPSCOPE_STATS_TRACE=1`: each step on stderr, for the figures in BENCHMARKS.md.
+            if std::env::var_os("MCPSCOPE_STATS_TRACE").is_some() {
+                eprintln!(
+                    "stats-trace: step over {} records took {:.0} ms ({:.0} ms in all)",
+                    outcome.records,
+                    outcome.took.as_secs_f64() * 1e3,
+                    self.took.as_secs_f64() * 1e3
+                );
+            }
             self.error = outcome.error;
             if self.error.is_none() {
                 self.records = outcome.records;
                 self.report = Some(outcome.report);
                 self.generation += 1;
+            }
+            // The worker let go of a finished session's state: its memory goes back.
+            if self.stepped_for.as_ref().is_some_and(|(_, over, _)| *over) {
+                crate::memory::give_back();
             }
         }
         if self.in_flight || !ready {

@@ -105,6 +105,7 @@ fn take_step(state: &mut Option<(Config, Following)>, step: Step) -> Result<(Rep
         // Expert Info in the app is the Expert panel's (live, per finding).
         expert: false,
         context: true,
+        traffic: true,
     };
     let whole = filter.iter().chain(&series).any(needs_whole_sessions);
     if whole && let Source::Capture(path) = &step.source {
@@ -128,5 +129,10 @@ fn take_step(state: &mut Option<(Config, Following)>, step: Step) -> Result<(Rep
             .map_err(|e| mcpscope_core::text::ErrorChain(&e).to_string())?,
         Source::Rows(events) => following.push_events(&events, step.session_over),
     }
-    Ok((following.report(), following.records()))
+    let done = (following.report(), following.records());
+    if step.session_over {
+        // Nothing more will come: the reader's maps and the tokenizers go.
+        *state = None;
+    }
+    Ok(done)
 }

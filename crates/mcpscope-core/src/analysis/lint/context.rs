@@ -2,7 +2,7 @@
 //! more of a model's context than its budget (o200k tokens).
 
 use super::{Finding, Severity, rule};
-use crate::analysis::context_cost::{Budget, DefinitionKind, ListingPages};
+use crate::analysis::context_cost::{Budget, DefinitionKind, ListingPages, Tokenizers};
 use crate::wire::classify::Kind;
 use crate::wire::frame::{Direction, Frame};
 use std::collections::HashMap;
@@ -12,6 +12,8 @@ pub(super) struct ContextBudget {
     /// List requests waiting for their answer: whether each carried a cursor.
     asked: HashMap<u64, bool>,
     pages: HashMap<DefinitionKind, ListingPages>,
+    /// Loaded the first time a listing is long enough to need them.
+    tokenizers: Option<Tokenizers>,
 }
 
 /// Whether a list request carries `params.cursor` (a later page).
@@ -63,7 +65,7 @@ impl ContextBudget {
         let Some(items) = pages.page(kind, !cursor, &result) else {
             return;
         };
-        for over in crate::analysis::context_cost::over_budget(kind, items, budget) {
+        for over in crate::analysis::context_cost::over_budget(&mut self.tokenizers, kind, items, budget) {
             let what = match &over.definition {
                 Some(name) => format!("The {} {name:?}", kind.as_str()),
                 None => format!("The whole {} listing", kind.listed_by().0),
