@@ -183,9 +183,15 @@ fn a_proxied_session_grows_in_the_app_while_its_client_talks() {
     // Latency per method, and the Expert findings of the new rows.
     let latency = h.state().session().inspection.as_ref().unwrap().model.latency_summary();
     assert!(latency.iter().any(|l| l.method == "tools/call"), "{latency:?}");
-    h.get_by_label("Latency").click();
-    h.step();
-    h.step();
+    h.get_by_label("Statistics").click();
+    h.state_mut().session_mut().stats.tab = mcpscope_app::panels::stats_view::StatsTab::ResponseTimes;
+    step_until(&mut h, "tools/call's response time", |app| {
+        app.session()
+            .stats
+            .report
+            .as_ref()
+            .is_some_and(|r| r.srt.iter().any(|s| s.method == "tools/call" && s.answered > 0))
+    });
     assert!(shows(&h, "tools/call"));
     step_until(&mut h, "an Expert finding about the line that is not JSON", |app| {
         app.session()

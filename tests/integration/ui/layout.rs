@@ -10,10 +10,17 @@ fn the_bottom_tabs_stay_put() {
     step_until(&mut h, "the handshake", handshake_done);
     h.run_steps(5);
     let mut tops = Vec::new();
-    for tab in ["Latency", "Notifications (", "Log (", "Expert", "stderr (", "Latency"] {
+    for tab in [
+        "Statistics",
+        "Notifications (",
+        "Log (",
+        "Expert",
+        "stderr (",
+        "Statistics",
+    ] {
         h.get_by_label_contains(tab).click();
         h.run_steps(3);
-        tops.push((tab, h.get_by_label("Latency").rect().top()));
+        tops.push((tab, h.get_by_label("Statistics").rect().top()));
     }
     let first = tops[0].1;
     assert!(tops.iter().all(|(_, t)| (t - first).abs() < 1.0), "{tops:?}");

@@ -197,9 +197,6 @@ impl ToolMode {
                             } else if t.has_app {
                                 text.push_str("  [App]");
                             }
-                            if let Some(n) = tokens.get(&t.name) {
-                                text.push_str(&format!("  · {n} tok"));
-                            }
                             // Greyed, still choosable: its schema can be read and a
                             // call shows how the server copes.
                             let problem = &t.header_problem;
@@ -207,7 +204,18 @@ impl ToolMode {
                                 Some(_) => RichText::new(format!("⚠ {text}")).weak(),
                                 None => RichText::new(text),
                             };
-                            let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
+                            // The context cost beside the name, not in it: the entry is still
+                            // found by the tool's name.
+                            let r = ui
+                                .horizontal(|ui| {
+                                    let r = ui.selectable_label(selected.as_ref() == Some(&t.name), text);
+                                    if let Some(n) = tokens.get(&t.name) {
+                                        ui.weak(format!("{n} tok"))
+                                            .on_hover_text("its definition's tokens (o200k) in a model's context");
+                                    }
+                                    r
+                                })
+                                .inner;
                             let r = match problem {
                                 Some(p) => r.on_hover_text(format!("2026-07-28 clients leave this tool out: {p}")),
                                 None => r,
