@@ -590,16 +590,29 @@ fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
 }
 
 /// `--context -- SERVER…`: the server's listings, recorded to a capture (the
-/// one given, or a private temporary one), measured from that capture so
+/// one given, or a private one in mcpscope's captures folder, removed after:
+/// nothing goes to a shared temp directory), measured from that capture so
 /// that a live server and its recording give the same figures.
 fn live_context(args: StatsArgs, budget: Budget, by: By) -> ExitCode {
     let temporary = args.session.capture.is_none();
-    let capture = args.session.capture.clone().unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        std::env::temp_dir().join(format!("mcpscope-stats-{}-{nanos}.jsonl", std::process::id()))
-    });
+    let capture = match args.session.capture.clone() {
+        Some(c) => c,
+        None => match mcpscope_core::record::private_files::captures_dir() {
+            Ok(dir) => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                dir.join(format!("stats-context-{}-{nanos}.jsonl", std::process::id()))
+            }
+            Err(e) => {
+                crate::errln!(
+                    "mcpscope stats: no private folder for the session's capture: {}",
+                    ErrorChain(&e)
+                );
+                return ExitCode::from(super::exit::IO);
+            }
+        },
+    };
     let mut session = args.session;
     session.capture = Some(capture.clone());
     let call = call_args(session);
