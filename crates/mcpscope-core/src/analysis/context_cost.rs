@@ -253,14 +253,7 @@ pub fn listing_cost(t: &Tokenizers, kind: DefinitionKind, items: &[Box<RawValue>
             .then(b.bytes.cmp(&a.bytes))
             .then(a.name.cmp(&b.name))
     });
-    let mut array = String::from("[");
-    for (i, r) in items.iter().enumerate() {
-        if i > 0 {
-            array.push(',');
-        }
-        array.push_str(r.get());
-    }
-    array.push(']');
+    let array = as_array(items);
     ListingCost {
         total_bytes: array.len() as u64,
         total_tokens: if items.is_empty() {
@@ -342,6 +335,11 @@ pub fn over_budget(
 }
 
 fn listing_cost_total(t: &Tokenizers, items: &[Box<RawValue>]) -> u64 {
+    count_with(&t.o200k, &as_array(items))
+}
+
+/// The definitions as one JSON array, each exactly as received.
+fn as_array(items: &[Box<RawValue>]) -> String {
     let mut array = String::from("[");
     for (i, r) in items.iter().enumerate() {
         if i > 0 {
@@ -350,7 +348,7 @@ fn listing_cost_total(t: &Tokenizers, items: &[Box<RawValue>]) -> u64 {
         array.push_str(r.get());
     }
     array.push(']');
-    count_with(&t.o200k, &array)
+    array
 }
 
 /// Assembles a listing from its pages: a request without a cursor starts a

@@ -385,22 +385,9 @@ fn frame(
     conv.era = c.era.era();
 }
 
-/// `params.<member>` of a request when it is a string (the arguments and
-/// the rest are skipped, not built).
+/// `params.<member>` (`name` or `uri`) of a request when it is a string.
 fn param_string(raw: &[u8], member: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Request {
-        #[serde(default)]
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(default)]
-        name: Option<Value>,
-        #[serde(default)]
-        uri: Option<Value>,
-    }
-    let p = serde_json::from_slice::<Request>(raw).ok()?.params?;
+    let p = crate::analysis::lint::NamingParams::of(raw);
     match if member == "uri" { p.uri } else { p.name }? {
         Value::String(s) => Some(s),
         _ => None,

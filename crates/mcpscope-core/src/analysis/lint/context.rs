@@ -16,22 +16,39 @@ pub(super) struct ContextBudget {
     tokenizers: Option<Tokenizers>,
 }
 
+/// The members of a request's params that the context and statistics
+/// read (the arguments and the rest are skipped, not built).
+#[derive(Default, serde::Deserialize)]
+pub(crate) struct NamingParams {
+    #[serde(default)]
+    pub cursor: Option<serde_json::Value>,
+    #[serde(default)]
+    pub name: Option<serde_json::Value>,
+    #[serde(default)]
+    pub uri: Option<serde_json::Value>,
+}
+
+impl NamingParams {
+    pub(crate) fn of(raw: &[u8]) -> NamingParams {
+        #[derive(serde::Deserialize)]
+        struct Request<'a> {
+            #[serde(default, borrow)]
+            params: Option<&'a serde_json::value::RawValue>,
+        }
+        // Only an object: serde would read an array's items into the fields
+        // by position, naming a tool from `params: ["echo", …]`.
+        serde_json::from_slice::<Request>(raw)
+            .ok()
+            .and_then(|r| r.params)
+            .filter(|p| p.get().starts_with('{'))
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// Whether a list request carries `params.cursor` (a later page).
 pub(crate) fn has_cursor(raw: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Request {
-        #[serde(default)]
-        params: Option<Params>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(default)]
-        cursor: Option<serde_json::Value>,
-    }
-    serde_json::from_slice::<Request>(raw)
-        .ok()
-        .and_then(|r| r.params?.cursor)
-        .is_some_and(|c| !c.is_null())
+    NamingParams::of(raw).cursor.is_some_and(|c| !c.is_null())
 }
 
 impl ContextBudget {

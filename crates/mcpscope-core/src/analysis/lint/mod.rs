@@ -19,7 +19,7 @@ mod apps;
 mod auth;
 mod capability;
 mod context;
-pub(crate) use context::{has_cursor, result_of};
+pub(crate) use context::{NamingParams, has_cursor, result_of};
 mod era;
 mod exchange;
 mod facts;
