@@ -206,7 +206,8 @@ fn print(report: &Report, tables: &[Table], by: By, format: FormatArg, budget: B
             for r in rows {
                 text.push_str(&csv_line(&r));
             }
-            out.write(text.as_bytes());
+            // A peer's names may hold control bytes: shown escaped, as in the text tables.
+            out.write(terminal_safe(&text, true).as_bytes());
         }
         FormatArg::Text => {
             let mut text = String::new();

@@ -299,4 +299,7 @@ fn a_hostile_definition_is_measured_in_bounded_time() {
     let t = text(&out.stdout);
     assert!(!t.contains('\u{1b}'), "escapes reach the terminal: {t:?}");
     assert!(t.contains("evil"), "{t}");
+    let out = mcpscope(&["stats", "--table", "context", "--format", "csv", path.to_str().unwrap()]);
+    let csv = text(&out.stdout);
+    assert!(!csv.contains('\u{1b}') && csv.contains("evil"), "{csv:?}");
 }
