@@ -15,6 +15,7 @@ const FROM_CRATES_BELOW: &[&str] = &["wire", "text", "duration", "schema", "prot
 const FLOORS: &[(&str, u8)] = &[
     ("platform", 1),
     ("listen", 2),
+    ("model", 2),
     ("transport", 3),
     ("pilot", 4),
     ("record", 4),

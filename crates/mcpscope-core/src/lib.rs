@@ -23,6 +23,9 @@
 //!   types that say what they do;
 //! - [`listen`]: the HTTP/1.1 listeners' shared pieces (request reading, the
 //!   `Host`/`Origin` gate, connection slots, answers) and the sign-in's redirect listener;
+//! - [`model`]: a model in the loop, sans I/O: the provider APIs
+//!   (OpenAI-compatible Chat Completions, Anthropic Messages), a conversation
+//!   and the server's tools as each wants them, a streamed answer assembled;
 //! - [`transport`]: child processes over stdio, Streamable HTTP and HTTP+SSE,
 //!   the session thread that moves bytes, the recorder that frames what
 //!   crosses, the authorizer that runs OAuth, and shutting down on a signal;
@@ -69,6 +72,7 @@ pub mod intercept;
 pub mod interop;
 pub mod listen;
 pub mod load;
+pub mod model;
 pub mod pilot;
 pub mod platform;
 pub mod proxy;

@@ -1,0 +1,18 @@
+//! A model in the loop: the two provider APIs mcpscope speaks (OpenAI-compatible
+//! Chat Completions, which OpenAI, OpenRouter, Groq, Together, Mistral and
+//! local servers such as Ollama, llama.cpp, vLLM and LM Studio all serve, and
+//! Anthropic Messages), as state machines with no I/O inside.
+//!
+//! - [`provider`]: which API, where, which model, and where its key comes from;
+//! - [`request`]: a conversation and the server's tools as each API wants them
+//!   (a tool's inputSchema converted, with what had to change said);
+//! - [`stream`]: a streamed answer (SSE) assembled event by event into a
+//!   [`stream::Turn`]: its text, its tool calls with their arguments, why it
+//!   stopped, the tokens it used.
+//!
+//! The HTTP client that carries them, the chat loop through a live session,
+//! and the app's Chat mode build on these.
+
+pub mod provider;
+pub mod request;
+pub mod stream;
