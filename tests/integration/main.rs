@@ -41,6 +41,7 @@ mod live;
 mod live_app;
 mod load;
 mod mock;
+mod model;
 #[cfg(unix)] // process groups for the peers it starts
 mod oauth;
 mod package;

@@ -32,6 +32,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("replay", 9),
     ("verify", 9),
     ("stats", 9),
+    ("chat", 9),
     ("load", 10),
 ];
 

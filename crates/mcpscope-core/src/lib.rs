@@ -50,6 +50,7 @@
 //! - [`replay`]: a capture served again as a mock server: the mock a state
 //!   machine with no I/O (the CLI serves it on stdio), and its Streamable HTTP
 //!   server, with its own authorization server under `--auth`;
+//! - [`chat`]: a model in the loop over the wire (a model turn over HTTP);
 //! - [`verify`]: a recorded session's requests sent again to a live server,
 //!   each answer compared with the recorded one;
 //! - [`load`]: load testing (workloads, open and closed loops, HDR figures).
@@ -65,6 +66,7 @@ pub use mcpscope_wire::{duration, text, wire};
 
 pub mod analysis;
 pub mod apps;
+pub mod chat;
 pub mod client;
 pub mod config;
 pub mod filter;

@@ -1,0 +1,215 @@
+//! One model turn over HTTP: the request posted, the streamed answer read
+//! event by event into [`Assembler`], each event kept with its time for the
+//! record; and the provider's model list.
+//!
+//! The key travels only in the headers the provider's API names; the
+//! request kept for the record is the body, which never holds it.
+
+use crate::model::provider::ModelSpec;
+use crate::model::stream::{Assembler, Delta, Turn};
+use crate::wire::sse::{SseEvent, SseParser};
+use serde_json::Value;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The most of one event's data held (a longer one is cut, and said so).
+const EVENT_LIMIT: usize = 8 << 20;
+/// The most of an error body read.
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("cannot reach {url}: {why}")]
+    Unreachable { url: String, why: String },
+    #[error("the provider answered HTTP {status}: {message}")]
+    Status { status: u16, message: String },
+    #[error("the provider's answer is not an event stream (Content-Type {0:?})")]
+    NotAStream(String),
+    #[error("reading the answer failed: {0}")]
+    Read(String),
+    #[error("stopped")]
+    Stopped,
+}
+
+/// How long the turn took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Timing {
+    pub first_token: Option<Duration>,
+    pub total: Duration,
+}
+
+/// A turn as it went: what was sent, what came back (each event with its
+/// time from the request), and what it assembles to.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    pub url: String,
+    pub request: Value,
+    pub status: u16,
+    pub events: Vec<(Duration, SseEvent)>,
+    pub turn: Turn,
+    pub timing: Timing,
+}
+
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(timeout))
+        .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+fn describe(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        ureq::Error::Timeout(t) => format!("timed out ({t:?})"),
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::BadUri(u) => format!("not a usable URL: {u}"),
+        other => other.to_string(),
+    }
+}
+
+/// The message of a provider's error body (both APIs put it at
+/// `error.message`), else the body's start.
+fn error_message(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            let e = &v["error"];
+            match (e["type"].as_str(), e["message"].as_str()) {
+                (Some(t), Some(m)) => Some(format!("{m} ({t})")),
+                (None, Some(m)) => Some(m.to_owned()),
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| crate::text::shorten_bytes(body, 300))
+}
+
+/// Posts `body` (from [`crate::model::request::body`]) and reads the streamed
+/// answer; `on_delta` sees each change as it comes. Setting `stop` ends the
+/// read at the next piece of the answer ([`ProviderError::Stopped`]). A
+/// stream that ends without saying so gives a turn that is not
+/// [`Turn::complete`]: the caller says it was cut.
+pub fn stream_turn(
+    spec: &ModelSpec,
+    key: Option<&str>,
+    body: &Value,
+    timeout: Duration,
+    stop: &AtomicBool,
+    on_delta: &mut dyn FnMut(&Delta),
+) -> Result<Exchange, ProviderError> {
+    let url = spec.completion_url();
+    let started = Instant::now();
+    let mut req = agent(timeout)
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream");
+    for (name, value) in spec.auth_headers(key) {
+        req = req.header(name, value.as_str());
+    }
+    let resp = req
+        .send(body.to_string().as_bytes())
+        .map_err(|e| ProviderError::Unreachable {
+            url: url.clone(),
+            why: describe(&e),
+        })?;
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let mut reader = resp.into_body().into_reader();
+    if status != 200 {
+        let mut text = Vec::new();
+        let _ = (&mut reader).take(ERROR_BODY_LIMIT).read_to_end(&mut text);
+        return Err(ProviderError::Status {
+            status,
+            message: error_message(&text),
+        });
+    }
+    if !content_type.to_ascii_lowercase().starts_with("text/event-stream") {
+        return Err(ProviderError::NotAStream(content_type));
+    }
+    let mut assembler = Assembler::new(spec.api);
+    let mut parser = SseParser::with_limit(EVENT_LIMIT);
+    let mut events = Vec::new();
+    let mut first_token = None;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut take = |ev: SseEvent, assembler: &mut Assembler, events: &mut Vec<(Duration, SseEvent)>| {
+        let at = started.elapsed();
+        for d in assembler.event(&ev) {
+            if first_token.is_none() && matches!(d, Delta::Text(_) | Delta::ToolCallStarted { .. }) {
+                first_token = Some(at);
+            }
+            on_delta(&d);
+        }
+        events.push((at, ev));
+    };
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Err(ProviderError::Stopped);
+        }
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ProviderError::Read(e.to_string())),
+        };
+        if n == 0 {
+            parser.finish(&mut |ev| take(ev, &mut assembler, &mut events));
+            break;
+        }
+        parser.feed(&buf[..n], &mut |ev| take(ev, &mut assembler, &mut events));
+        if assembler.is_complete() {
+            break;
+        }
+    }
+    Ok(Exchange {
+        url,
+        request: body.clone(),
+        status,
+        events,
+        turn: assembler.finish(),
+        timing: Timing {
+            first_token,
+            total: started.elapsed(),
+        },
+    })
+}
+
+/// The models the provider lists (its `models` endpoint).
+pub fn list_models(spec: &ModelSpec, key: Option<&str>, timeout: Duration) -> Result<Vec<String>, ProviderError> {
+    let url = spec.models_url();
+    let mut req = agent(timeout).get(&url);
+    for (name, value) in spec.auth_headers(key) {
+        req = req.header(name, value.as_str());
+    }
+    let resp = req.call().map_err(|e| ProviderError::Unreachable {
+        url: url.clone(),
+        why: describe(&e),
+    })?;
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    resp.into_body()
+        .into_reader()
+        .take(8 << 20)
+        .read_to_end(&mut body)
+        .map_err(|e| ProviderError::Read(e.to_string()))?;
+    if status != 200 {
+        return Err(ProviderError::Status {
+            status,
+            message: error_message(&body),
+        });
+    }
+    let v: Value = serde_json::from_slice(&body).map_err(|e| ProviderError::Read(format!("not JSON: {e}")))?;
+    Ok(v["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_owned))
+        .collect())
+}
