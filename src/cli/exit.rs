@@ -28,6 +28,11 @@ pub const NO_APP: u8 = 2;
 /// `call --app-info`, `app`: there is no tool of that name (the Inspector
 /// CLI's number, shared with [`UNREADABLE`]).
 pub const NO_SUCH_TOOL: u8 = 5;
+/// `chat`: the model provider failed (an HTTP error, unreachable, an error
+/// in its stream, a stream cut short).
+pub const PROVIDER_FAILED: u8 = 6;
+/// `chat`: the model still wanted tools after `--max-turns` round trips.
+pub const ROUND_TRIP_LIMIT: u8 = 7;
 /// The command line itself is wrong (sysexits' EX_USAGE): nothing was sent.
 pub const USAGE: u8 = 64;
 /// `proxy`: the server could not be started (a shell's "command not found").

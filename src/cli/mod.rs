@@ -4,6 +4,7 @@
 mod app;
 mod auth;
 mod call;
+mod chat;
 mod diff;
 mod docs;
 mod doctor;
@@ -89,6 +90,9 @@ pub enum Cmd {
     /// Print the records of a capture that match a display filter
     /// (e.g. 'method == "tools/call" and latency > 500ms'; --fields lists the fields).
     Filter(filter::FilterArgs),
+    /// A model in the loop: the server's tools offered to a model (OpenAI-compatible
+    /// or Anthropic), each call it asks for run through the session, until it answers.
+    Chat(chat::ChatArgs),
     /// Statistics of a capture, as Wireshark's Statistics menu: conversations,
     /// endpoints, service response time, I/O graph, Expert Info, and what the
     /// server's definitions cost a model's context (also of a live server: --context -- SERVER).
@@ -309,7 +313,8 @@ pub fn main() -> ExitCode {
             | Cmd::Load(_)
             | Cmd::App(_)
             | Cmd::Mock(_)
-            | Cmd::Stats(_),
+            | Cmd::Stats(_)
+            | Cmd::Chat(_),
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
@@ -335,6 +340,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Diff(args)) => diff::run(args),
         Some(Cmd::Filter(args)) => filter::run(args),
         Some(Cmd::Stats(args)) => stats::run(args),
+        Some(Cmd::Chat(args)) => chat::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Mock(args)) => mock::run(args),

@@ -161,3 +161,130 @@ fn the_providers_errors_and_a_cut_stream_are_said() {
     );
     assert!(matches!(stopped, Err(ProviderError::Stopped)));
 }
+
+fn chat(fake: &FakeProvider, model: &str, extra: &[&str], capture: &std::path::Path) -> std::process::Output {
+    let base = if model.starts_with("anthropic:") {
+        fake.url.clone()
+    } else {
+        format!("{}/v1", fake.url)
+    };
+    let mut cmd = mcpscope_command();
+    cmd.args([
+        "chat",
+        "--model",
+        model,
+        "--base-url",
+        &base,
+        "--capture",
+        capture.to_str().unwrap(),
+    ])
+    .args(extra)
+    .args(["--", "python3", &faulty_path()])
+    .env("OPENAI_API_KEY", "test-key")
+    .env("ANTHROPIC_API_KEY", "test-key");
+    cmd.output().unwrap()
+}
+
+fn tool_calls_in(capture: &std::path::Path) -> String {
+    let out = mcpscope_command()
+        .args([
+            "filter",
+            "--count",
+            capture.to_str().unwrap(),
+            r#"method == "tools/call""#,
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn chat_runs_the_models_tool_calls_through_the_session_in_each_api() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = r#"call echo {"message": "hi from the model"}"#;
+    let cap = dir.path().join("openai.jsonl");
+    let out = chat(&fake, "openai:fake-gpt", &["--prompt", prompt], &cap);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("tool call: echo"), "{stdout}");
+    assert!(stdout.contains("model: The tool said: hi from the model"), "{stdout}");
+    assert_eq!(tool_calls_in(&cap), "1", "the call is in the capture");
+
+    let cap = dir.path().join("anthropic.jsonl");
+    let out = chat(
+        &fake,
+        "anthropic:fake-claude",
+        &["--prompt", prompt, "--format", "json"],
+        &cap,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "done");
+    assert_eq!(v["model_turns"], 2);
+    let t = v["transcript"].as_array().unwrap();
+    assert_eq!(t[1]["tool_call"]["result"], "hi from the model");
+    assert!(t[0]["model_turn"]["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(t[2]["model_turn"]["text"], "The tool said: hi from the model");
+    // The key is in no output and not in the capture.
+    for text in [
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        std::fs::read_to_string(&cap).unwrap(),
+    ] {
+        assert!(!text.contains("test-key"));
+    }
+}
+
+#[test]
+fn chat_says_how_it_ended_in_its_exit_status() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.jsonl");
+    let call = r#"call echo {"message": "again"}"#;
+    // Refused: the model is told, no tool runs.
+    let out = chat(
+        &fake,
+        "openai:fake-gpt",
+        &["--prompt", call, "--approve", "never"],
+        &cap,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("declined"));
+    assert_eq!(tool_calls_in(&cap), "0");
+    // Still wanting tools at the limit: 7.
+    let out = chat(&fake, "openai:fake-gpt", &["--prompt", call, "--max-turns", "0"], &cap);
+    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    // The provider failing: 6, with its message.
+    let out = chat(&fake, "anthropic:fake-claude", &["--prompt", "fail 529"], &cap);
+    assert_eq!(out.status.code(), Some(6));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("HTTP 529"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = chat(&fake, "openai:fake-gpt", &["--prompt", "cut"], &cap);
+    assert_eq!(out.status.code(), Some(6));
+    // No key where the provider's SDK looks: a usage error naming the variable, nothing sent.
+    let out = mcpscope_command()
+        .args([
+            "chat",
+            "--model",
+            "openai:gpt-4.1-mini",
+            "--prompt",
+            "hi",
+            "--",
+            "python3",
+            &faulty_path(),
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("set OPENAI_API_KEY"));
+}

@@ -13,6 +13,7 @@
 //! The HTTP client that carries them, the chat loop through a live session,
 //! and the app's Chat mode build on these.
 
+pub mod chat_loop;
 pub mod provider;
 pub mod request;
 pub mod stream;

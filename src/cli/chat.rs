@@ -1,0 +1,281 @@
+//! `mcpscope chat`: a model in the loop over a live server's tools. The
+//! model (OpenAI-compatible or Anthropic, streamed) is offered the server's
+//! tools; each call it asks for goes through the session like `call`'s, so
+//! it is recorded, paired and judged; the result goes back to the model until
+//! it stops or the round trips run out.
+
+use super::call::{CallArgs, SessionWork};
+use super::skills::SessionFlags;
+use clap::Args;
+use mcpscope_core::chat::provider_call::{self, ProviderError};
+use mcpscope_core::client::{Client, ClientError};
+use mcpscope_core::model::chat_loop::{self, Approval, ChatLoop, Outcome, Step};
+use mcpscope_core::model::provider::ModelSpec;
+use mcpscope_core::model::request::{Conversation, Settings};
+use mcpscope_core::model::stream::Delta;
+use mcpscope_core::text::terminal_safe;
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ChatArgs {
+    /// PROVIDER:MODEL, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5,
+    /// ollama:llama3.1 (providers: openai, anthropic, openrouter, groq,
+    /// together, mistral, ollama, llamacpp, vllm, lmstudio, or any name with
+    /// --base-url for an OpenAI-compatible server).
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    pub model: String,
+
+    /// What the user says.
+    #[arg(long)]
+    pub prompt: String,
+
+    /// The provider's API base, e.g. http://127.0.0.1:11434/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// The system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+
+    /// The most tool round trips before giving up (exit 7).
+    #[arg(long, default_value_t = 8)]
+    pub max_turns: usize,
+
+    /// auto: run every tool call the model asks for; never: refuse them all
+    /// (the model is told the user declined).
+    #[arg(long, value_enum, default_value_t = ApproveArg::Auto)]
+    pub approve: ApproveArg,
+
+    /// Sampling temperature.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+
+    /// The most tokens per model turn.
+    #[arg(long, default_value_t = 1024)]
+    pub max_tokens: u32,
+
+    /// Read the key from this environment variable instead of the one the
+    /// provider's own SDK reads (OPENAI_API_KEY, ANTHROPIC_API_KEY, …). A
+    /// key is never taken from a flag's value.
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+
+    /// How long one model turn may take, in milliseconds.
+    #[arg(long, default_value_t = 120_000)]
+    pub model_timeout_ms: u64,
+
+    /// text: the transcript as it streams; json: one document at the end.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+
+    #[command(flatten)]
+    pub session: SessionFlags,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApproveArg {
+    Auto,
+    Never,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormatArg {
+    Text,
+    Json,
+}
+
+/// The key, from where it may come; `Err` says what is missing.
+fn key_for(spec: &ModelSpec, env_name: Option<&str>) -> Result<Option<String>, String> {
+    let var = match (env_name, spec.key_variable()) {
+        (Some(name), _) => name,
+        (None, Some(var)) => var,
+        (None, None) => return Ok(None),
+    };
+    match std::env::var(var) {
+        Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
+        _ => Err(format!("no key for {}: set {var}", spec.provider)),
+    }
+}
+
+/// Exit status: 0 when the model finished; 6 when the provider failed
+/// (HTTP error, unreachable, an error in its stream, a cut stream); 7 when
+/// the model still wanted tools after --max-turns; the session's own
+/// statuses (3: the server could not be reached …); 64 for a usage error.
+pub fn run(args: ChatArgs) -> ExitCode {
+    let spec = match ModelSpec::parse(&args.model, args.base_url.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::errln!("mcpscope chat: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
+    let key = match key_for(&spec, args.api_key_env.as_deref()) {
+        Ok(k) => k,
+        Err(e) => {
+            crate::errln!("mcpscope chat: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
+    let mut conversation = Conversation {
+        system: args.system.clone(),
+        ..Conversation::default()
+    };
+    conversation.user(args.prompt.clone());
+    let settings = Settings {
+        temperature: args.temperature,
+        max_tokens: args.max_tokens,
+    };
+    let approval = match args.approve {
+        ApproveArg::Auto => Approval::Auto,
+        ApproveArg::Never => Approval::Never,
+    };
+    let format = args.format;
+    let max_turns = args.max_turns;
+    let model_timeout = Duration::from_millis(args.model_timeout_ms);
+    let work: SessionWork = Box::new(move |client, timeout| {
+        let tools = match client.list_all("tools/list", "tools", timeout)? {
+            Ok(t) => t,
+            Err(e) => {
+                crate::errln!("mcpscope chat: tools/list failed with JSON-RPC error {e}");
+                return Ok(super::exit::FAILED);
+            }
+        };
+        let chat = ChatLoop::new(spec.clone(), conversation, &tools, settings, approval, max_turns);
+        converse(client, timeout, chat, &spec, key.as_deref(), model_timeout, format)
+    });
+    super::call::run_with(call_args(args.session), Some(work))
+}
+
+fn call_args(s: SessionFlags) -> CallArgs {
+    let mut args = super::skills::call_args(s);
+    args.method = Some("tools/list".into());
+    args
+}
+
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(terminal_safe(text, true).as_bytes());
+    let _ = out.flush();
+}
+
+fn converse(
+    client: &mut Client,
+    timeout: Duration,
+    mut chat: ChatLoop,
+    spec: &ModelSpec,
+    key: Option<&str>,
+    model_timeout: Duration,
+    format: FormatArg,
+) -> Result<u8, ClientError> {
+    let text_out = format == FormatArg::Text;
+    for n in chat.tool_notes() {
+        crate::errln!("mcpscope chat: tool {:?}: {}", n.tool, n.note);
+    }
+    let mut transcript: Vec<Value> = Vec::new();
+    let stop = AtomicBool::new(false);
+    loop {
+        match chat.next_step() {
+            Step::AskModel(body) => {
+                if text_out {
+                    say("model: ");
+                }
+                let mut on_delta = |d: &Delta| {
+                    if text_out && let Delta::Text(t) = d {
+                        say(t);
+                    }
+                };
+                match provider_call::stream_turn(spec, key, &body, model_timeout, &stop, &mut on_delta) {
+                    Ok(x) => {
+                        if text_out {
+                            say("\n");
+                        }
+                        transcript.push(json!({
+                            "model_turn": {
+                                "text": x.turn.text,
+                                "tool_calls": x.turn.tool_calls,
+                                "stop_reason": x.turn.stop_reason,
+                                "usage": x.turn.usage,
+                                "first_token_ms": x.timing.first_token.map(|d| d.as_secs_f64() * 1e3),
+                                "total_ms": x.timing.total.as_secs_f64() * 1e3,
+                                "error": x.turn.error,
+                            }
+                        }));
+                        chat.model_answered(&x.turn);
+                    }
+                    Err(e) => {
+                        if text_out {
+                            say("\n");
+                        }
+                        chat.model_failed(e.to_string());
+                        if let ProviderError::Status { status: 401 | 403, .. } = e {
+                            crate::errln!(
+                                "mcpscope chat: check the key ({} was sent to {})",
+                                spec.provider,
+                                spec.base_url
+                            );
+                        }
+                    }
+                }
+            }
+            Step::CallTool {
+                call_id,
+                tool,
+                arguments,
+            } => {
+                if text_out {
+                    say(&format!("tool call: {tool} {arguments}\n"));
+                }
+                let response = client.request(
+                    "tools/call",
+                    Some(json!({"name": tool, "arguments": arguments})),
+                    timeout,
+                )?;
+                let (text, is_error) = match &response.outcome {
+                    Ok(result) => (
+                        chat_loop::result_text(result),
+                        result.get("isError").and_then(Value::as_bool).unwrap_or(false),
+                    ),
+                    Err(e) => (format!("JSON-RPC error {}: {}", e.code, e.message), true),
+                };
+                if text_out {
+                    let shown = mcpscope_core::text::shorten(&text, 400);
+                    say(&format!(
+                        "tool {}: {shown}\n",
+                        if is_error { "error" } else { "result" }
+                    ));
+                }
+                transcript.push(json!({"tool_call": {"id": call_id, "tool": tool, "arguments": arguments, "result": text, "is_error": is_error}}));
+                chat.tool_answered(&call_id, text, is_error);
+            }
+            Step::Finished(outcome) => {
+                let (code, said) = match &outcome {
+                    Outcome::Done => (super::exit::OK, "done".to_owned()),
+                    Outcome::RoundTripLimit(n) => (
+                        super::exit::ROUND_TRIP_LIMIT,
+                        format!("the model still wanted tools after {n} round trips"),
+                    ),
+                    Outcome::ProviderFailed(why) => {
+                        (super::exit::PROVIDER_FAILED, format!("the provider failed: {why}"))
+                    }
+                };
+                if text_out {
+                    if code != super::exit::OK {
+                        crate::errln!("mcpscope chat: {said}");
+                    }
+                } else {
+                    super::call::print_json(&json!({
+                        "model": format!("{}:{}", spec.provider, spec.model),
+                        "outcome": said,
+                        "model_turns": chat.turns(),
+                        "transcript": transcript,
+                    }));
+                }
+                return Ok(code);
+            }
+        }
+    }
+}
