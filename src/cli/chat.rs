@@ -188,7 +188,13 @@ fn converse(
                         say(t);
                     }
                 };
-                match provider_call::stream_turn(spec, key, &body, model_timeout, &stop, &mut on_delta) {
+                let started = std::time::Instant::now();
+                let result = provider_call::stream_turn(spec, key, &body, model_timeout, &stop, &mut on_delta);
+                // On the timeline and in the capture, beside the tool calls it caused.
+                client
+                    .session()
+                    .record_model(provider_call::record(spec, &body, &result, started.elapsed()));
+                match result {
                     Ok(x) => {
                         if text_out {
                             say("\n");

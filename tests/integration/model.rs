@@ -215,6 +215,64 @@ fn chat_runs_the_models_tool_calls_through_the_session_in_each_api() {
     assert!(stdout.contains("tool call: echo"), "{stdout}");
     assert!(stdout.contains("model: The tool said: hi from the model"), "{stdout}");
     assert_eq!(tool_calls_in(&cap), "1", "the call is in the capture");
+    // Each model turn is a record of its own kind, beside the tool call it caused.
+    let count = |expr: &str| {
+        let out = mcpscope_command()
+            .args(["filter", "--count", cap.to_str().unwrap(), expr])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(count(r#"kind == "model""#), "2");
+    let table = mcpscope_command()
+        .args([
+            "filter",
+            "--format",
+            "table",
+            cap.to_str().unwrap(),
+            r#"kind == "model" or method == "tools/call""#,
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    assert!(
+        lines[0].contains(r#""event":"model""#) && lines[0].contains("fake-gpt"),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("tools/call"),
+        "the turn, then the call it caused: {table}"
+    );
+    assert!(lines[2].contains(r#""event":"model""#), "{table}");
+    // The second turn's events hold the answer; the record is read back whole.
+    let jsonl = mcpscope_command()
+        .args(["filter", cap.to_str().unwrap(), r#"kind == "model""#])
+        .output()
+        .unwrap();
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&jsonl.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["status"], 200);
+    assert!(records[0]["first_token_us"].as_u64().is_some());
+    assert!(
+        records[1]["events"].to_string().contains("said: "),
+        "streamed word by word"
+    );
+    assert_eq!(
+        records[1]["request"]["messages"][2]["role"], "tool",
+        "the request as sent"
+    );
+    // The other readers take the capture as it is.
+    let lint = mcpscope_command()
+        .args(["lint", cap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(lint.status.code(), Some(0), "{}", String::from_utf8_lossy(&lint.stdout));
 
     let cap = dir.path().join("anthropic.jsonl");
     let out = chat(

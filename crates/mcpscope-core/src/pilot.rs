@@ -232,7 +232,8 @@ pub fn feed(driver: &mut Driver, ev: &Event, now: Duration) {
         | Event::Note { .. }
         | Event::Auth(_)
         | Event::Touch(_)
-        | Event::App(_) => {}
+        | Event::App(_)
+        | Event::Model(_) => {}
     }
     driver.handle(Input::Tick(now));
 }

@@ -213,3 +213,47 @@ pub fn list_models(spec: &ModelSpec, key: Option<&str>, timeout: Duration) -> Re
         .filter_map(|m| m["id"].as_str().map(str::to_owned))
         .collect())
 }
+
+/// A turn as the capture keeps it ([`ModelExchange`]): the exchange, or
+/// the request and why it failed. `took`: how long the attempt lasted.
+pub fn record(
+    spec: &ModelSpec,
+    request: &Value,
+    result: &Result<Exchange, ProviderError>,
+    took: Duration,
+) -> crate::model::record::ModelExchange {
+    let base = crate::model::record::ModelExchange {
+        at: Duration::ZERO,
+        provider: spec.provider.clone(),
+        model: spec.model.clone(),
+        api: spec.api,
+        url: spec.completion_url(),
+        request: request.clone(),
+        status: None,
+        events: Vec::new(),
+        first_token: None,
+        total: took,
+        error: None,
+    };
+    match result {
+        Ok(x) => crate::model::record::ModelExchange {
+            status: Some(x.status),
+            events: x
+                .events
+                .iter()
+                .map(|(at, ev)| (*at, ev.event.clone(), String::from_utf8_lossy(&ev.data).into_owned()))
+                .collect(),
+            first_token: x.timing.first_token,
+            total: x.timing.total,
+            ..base
+        },
+        Err(e) => crate::model::record::ModelExchange {
+            status: match e {
+                ProviderError::Status { status, .. } => Some(*status),
+                _ => None,
+            },
+            error: Some(e.to_string()),
+            ..base
+        },
+    }
+}

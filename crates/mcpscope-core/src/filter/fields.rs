@@ -28,7 +28,7 @@ impl Ty {
     }
 }
 
-pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http", "proxy", "app"];
+pub const DIRS: &[&str] = &["c2s", "s2c", "stderr", "note", "auth", "http", "proxy", "app", "model"];
 pub const KINDS: &[&str] = &[
     "request",
     "notification",
@@ -43,6 +43,7 @@ pub const KINDS: &[&str] = &[
     "http",
     "touch",
     "app",
+    "model",
 ];
 pub const TRANSPORTS: &[&str] = &["stdio", "http", "sse"];
 pub const ERAS: &[&str] = &["legacy", "modern"];

@@ -275,6 +275,7 @@ impl Subject for EventSubject<'_> {
             Event::Http(_) => "http",
             Event::Touch(_) => "proxy",
             Event::App(_) => "app",
+            Event::Model(_) => "model",
             _ => "note",
         }
     }
@@ -295,6 +296,7 @@ impl Subject for EventSubject<'_> {
             Event::Http(_) => "http",
             Event::Touch(_) => "touch",
             Event::App(_) => "app",
+            Event::Model(_) => "model",
             _ => "note",
         }
     }
@@ -356,7 +358,7 @@ impl Subject for EventSubject<'_> {
     fn message(&self) -> Option<&str> {
         match self.event {
             Event::Frame(f) => std::str::from_utf8(&f.raw).ok(),
-            Event::Auth(_) | Event::Http(_) | Event::Touch(_) => std::str::from_utf8(self.line).ok(),
+            Event::Auth(_) | Event::Http(_) | Event::Touch(_) | Event::Model(_) => std::str::from_utf8(self.line).ok(),
             // The View's message itself, as on the timeline.
             Event::App(a) => std::str::from_utf8(&a.bytes).ok(),
             _ => None,

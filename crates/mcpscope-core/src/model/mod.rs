@@ -15,5 +15,6 @@
 
 pub mod chat_loop;
 pub mod provider;
+pub mod record;
 pub mod request;
 pub mod stream;

@@ -501,6 +501,9 @@ pub enum Event {
     Touch(Box<Touch>),
     /// A message between an MCP App's View and mcpscope as its host.
     App(Box<AppMessage>),
+    /// A model turn (a model in the loop): the request to the provider and
+    /// its streamed answer, timed.
+    Model(Box<crate::model::record::ModelExchange>),
     /// Something the session did or noticed that is not a frame, e.g. a
     /// shutdown step ("sent SIGTERM to process group 123") or a capture
     /// write failure.
@@ -527,6 +530,7 @@ impl Event {
             Event::Auth(a) => a.at,
             Event::Touch(t) => t.at,
             Event::App(a) => a.at,
+            Event::Model(m) => m.at,
             Event::Spawned { at, .. }
             | Event::SpawnFailed { at, .. }
             | Event::TimedOut { at, .. }
@@ -558,6 +562,7 @@ impl Event {
             Event::Auth(a) => a.summary(),
             Event::Touch(t) => t.summary(),
             Event::App(a) => a.summary(),
+            Event::Model(m) => m.summary(),
             Event::Exited { status, .. } => format!("server {status}"),
             Event::Closed { .. } => "session closed".into(),
         }

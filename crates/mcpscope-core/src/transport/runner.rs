@@ -349,6 +349,11 @@ impl<L: Link> Runner<L> {
                 message.at = self.sink.recorder.now();
                 self.sink.emit(Event::App(message));
             }
+            // Recorded once the answer is whole: its time is when its request went.
+            Command::Model(mut exchange) => {
+                exchange.at = self.sink.recorder.now().saturating_sub(exchange.total);
+                self.sink.emit(Event::Model(exchange));
+            }
         }
     }
 

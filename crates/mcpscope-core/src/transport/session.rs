@@ -121,6 +121,7 @@ pub enum Command {
     /// Record a step of an authorization (its time is set on arrival).
     Auth(Box<crate::transport::event::AuthExchange>),
     App(Box<crate::transport::event::AppMessage>),
+    Model(Box<crate::model::record::ModelExchange>),
 }
 
 /// The owner's handle on a session. Dropping it shuts the server down and
@@ -305,6 +306,13 @@ impl Session {
     /// timeline (and in the capture), after everything sent so far.
     pub fn record_app(&self, message: crate::transport::event::AppMessage) {
         self.command(Command::App(Box::new(message)));
+    }
+
+    /// Puts a model turn (a model in the loop) on the timeline and in the
+    /// capture, once its answer is whole; its time is set to when its
+    /// request went (now, less the turn's `total`).
+    pub fn record_model(&self, exchange: crate::model::record::ModelExchange) {
+        self.command(Command::Model(Box::new(exchange)));
     }
 
     /// Starts shutting down; events keep arriving until [`Event::Closed`].

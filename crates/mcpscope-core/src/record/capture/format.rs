@@ -258,6 +258,7 @@ pub fn meta_json(e: &Event) -> Value {
             };
             v
         }
+        Event::Model(m) => m.to_json(),
         Event::Exited { status, .. } => json!({"event": "exited", "code": status.code, "signal": status.signal}),
         Event::Closed { .. } => json!({"event": "closed"}),
         Event::Frame(_) | Event::Stderr(_) => unreachable!("written by their own writers"),
@@ -456,6 +457,7 @@ pub(super) fn record_to_event(v: &Value, rec: &mut Recorder, offset: Duration) -
                 }
                 "auth" => Event::Auth(Box::new(auth_from_json(v, at)?)),
                 "app" => Event::App(Box::new(app_from_json(v, at)?)),
+                "model" => Event::Model(Box::new(crate::model::record::ModelExchange::from_json(v, at)?)),
                 "touch" => {
                     let mut t = touch_from_json(v, at)?;
                     t.of_seq = t.of_seq.map(|s| rec.renumbered(s));
