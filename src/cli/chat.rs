@@ -8,6 +8,7 @@ use super::call::{CallArgs, SessionWork};
 use super::skills::SessionFlags;
 use clap::Args;
 use mcpscope_core::chat::provider_call::{self, ProviderError};
+use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::model::chat_loop::{self, Approval, ChatLoop, Outcome, Step};
 use mcpscope_core::model::provider::ModelSpec;
@@ -26,12 +27,19 @@ pub struct ChatArgs {
     /// ollama:llama3.1 (providers: openai, anthropic, openrouter, groq,
     /// together, mistral, ollama, llamacpp, vllm, lmstudio, or any name with
     /// --base-url for an OpenAI-compatible server).
-    #[arg(long, value_name = "PROVIDER:MODEL")]
-    pub model: String,
+    #[arg(long, value_name = "PROVIDER:MODEL", required_unless_present = "replay")]
+    pub model: Option<String>,
 
     /// What the user says.
-    #[arg(long)]
-    pub prompt: String,
+    #[arg(long, required_unless_present = "replay")]
+    pub prompt: Option<String>,
+
+    /// Serve the model's turns from this capture (recorded by `chat
+    /// --capture`) instead of calling a provider: the same conversation
+    /// against the server as it is now, with no key, deterministically. Each
+    /// tool result is compared with the recorded one (exit 1 if one differs).
+    #[arg(long, value_name = "CAPTURE", conflicts_with_all = ["base_url", "api_key_env"])]
+    pub replay: Option<std::path::PathBuf>,
 
     /// The provider's API base, e.g. http://127.0.0.1:11434/v1.
     #[arg(long, value_name = "URL")]
@@ -101,30 +109,77 @@ fn key_for(spec: &ModelSpec, env_name: Option<&str>) -> Result<Option<String>, S
     }
 }
 
-/// Exit status: 0 when the model finished; 6 when the provider failed
+/// Where the model's turns come from.
+enum Source {
+    Live { key: Option<String>, timeout: Duration },
+    Replay { chat: RecordedChat, differs: usize },
+}
+
+/// Exit status: 0 when the model finished (with `--replay`: 1 when a tool's
+/// result differed from the recording); 6 when the provider failed
 /// (HTTP error, unreachable, an error in its stream, a cut stream); 7 when
 /// the model still wanted tools after --max-turns; the session's own
 /// statuses (3: the server could not be reached …); 64 for a usage error.
 pub fn run(args: ChatArgs) -> ExitCode {
-    let spec = match ModelSpec::parse(&args.model, args.base_url.as_deref()) {
+    let recorded = match &args.replay {
+        None => None,
+        Some(path) => match mcpscope_core::record::capture::load(path) {
+            Ok(loaded) => {
+                let chat = RecordedChat::from_events(&loaded.events);
+                if chat.turns.is_empty() {
+                    crate::errln!(
+                        "mcpscope chat: {} holds no model turns (record one with chat --capture)",
+                        path.display()
+                    );
+                    return ExitCode::from(super::exit::IO);
+                }
+                Some(chat)
+            }
+            Err(e) => {
+                crate::errln!("mcpscope chat: {}", mcpscope_core::text::ErrorChain(&e));
+                return ExitCode::from(super::exit::IO);
+            }
+        },
+    };
+    let spec = match (&args.model, &recorded) {
+        (Some(m), _) => ModelSpec::parse(m, args.base_url.as_deref()),
+        // The model of the recording's first turn.
+        (None, Some(chat)) => {
+            let first = &chat.turns[0];
+            Ok(ModelSpec {
+                api: first.api,
+                provider: first.provider.clone(),
+                model: first.model.clone(),
+                base_url: String::new(),
+            })
+        }
+        (None, None) => unreachable!("clap requires --model without --replay"),
+    };
+    let spec = match spec {
         Ok(s) => s,
         Err(e) => {
             crate::errln!("mcpscope chat: {e}");
             return ExitCode::from(super::exit::USAGE);
         }
     };
-    let key = match key_for(&spec, args.api_key_env.as_deref()) {
-        Ok(k) => k,
-        Err(e) => {
-            crate::errln!("mcpscope chat: {e}");
-            return ExitCode::from(super::exit::USAGE);
-        }
+    let source = match recorded {
+        Some(chat) => Source::Replay { chat, differs: 0 },
+        None => match key_for(&spec, args.api_key_env.as_deref()) {
+            Ok(key) => Source::Live {
+                key,
+                timeout: Duration::from_millis(args.model_timeout_ms),
+            },
+            Err(e) => {
+                crate::errln!("mcpscope chat: {e}");
+                return ExitCode::from(super::exit::USAGE);
+            }
+        },
     };
     let mut conversation = Conversation {
         system: args.system.clone(),
         ..Conversation::default()
     };
-    conversation.user(args.prompt.clone());
+    conversation.user(args.prompt.clone().unwrap_or_default());
     let settings = Settings {
         temperature: args.temperature,
         max_tokens: args.max_tokens,
@@ -135,7 +190,6 @@ pub fn run(args: ChatArgs) -> ExitCode {
     };
     let format = args.format;
     let max_turns = args.max_turns;
-    let model_timeout = Duration::from_millis(args.model_timeout_ms);
     let work: SessionWork = Box::new(move |client, timeout| {
         let tools = match client.list_all("tools/list", "tools", timeout)? {
             Ok(t) => t,
@@ -145,7 +199,7 @@ pub fn run(args: ChatArgs) -> ExitCode {
             }
         };
         let chat = ChatLoop::new(spec.clone(), conversation, &tools, settings, approval, max_turns);
-        converse(client, timeout, chat, &spec, key.as_deref(), model_timeout, format)
+        converse(client, timeout, chat, &spec, source, format)
     });
     super::call::run_with(call_args(args.session), Some(work))
 }
@@ -167,8 +221,7 @@ fn converse(
     timeout: Duration,
     mut chat: ChatLoop,
     spec: &ModelSpec,
-    key: Option<&str>,
-    model_timeout: Duration,
+    mut source: Source,
     format: FormatArg,
 ) -> Result<u8, ClientError> {
     let text_out = format == FormatArg::Text;
@@ -188,29 +241,56 @@ fn converse(
                         say(t);
                     }
                 };
-                let started = std::time::Instant::now();
-                let result = provider_call::stream_turn(spec, key, &body, model_timeout, &stop, &mut on_delta);
-                // On the timeline and in the capture, beside the tool calls it caused.
-                client
-                    .session()
-                    .record_model(provider_call::record(spec, &body, &result, started.elapsed()));
+                let result = match &mut source {
+                    Source::Live { key, timeout } => {
+                        let started = std::time::Instant::now();
+                        let result =
+                            provider_call::stream_turn(spec, key.as_deref(), &body, *timeout, &stop, &mut on_delta);
+                        // On the timeline and in the capture, beside the tool calls it caused.
+                        client
+                            .session()
+                            .record_model(provider_call::record(spec, &body, &result, started.elapsed()));
+                        result.map(|x| (x.turn, x.timing))
+                    }
+                    Source::Replay { chat, .. } => match chat.turns.pop_front() {
+                        Some(recorded) => {
+                            let turn = recorded.turn();
+                            if let Some(t) = (!turn.text.is_empty()).then_some(&turn.text) {
+                                on_delta(&Delta::Text(t.clone()));
+                            }
+                            let timing = provider_call::Timing {
+                                first_token: recorded.first_token,
+                                total: recorded.total,
+                            };
+                            let failed = recorded.error.clone();
+                            client.session().record_model(recorded);
+                            match failed {
+                                Some(e) => Err(ProviderError::Read(format!("the recorded turn failed: {e}"))),
+                                None => Ok((turn, timing)),
+                            }
+                        }
+                        None => Err(ProviderError::Read(
+                            "the recording has no more model turns: the conversation went further than recorded".into(),
+                        )),
+                    },
+                };
                 match result {
-                    Ok(x) => {
+                    Ok((turn, timing)) => {
                         if text_out {
                             say("\n");
                         }
                         transcript.push(json!({
                             "model_turn": {
-                                "text": x.turn.text,
-                                "tool_calls": x.turn.tool_calls,
-                                "stop_reason": x.turn.stop_reason,
-                                "usage": x.turn.usage,
-                                "first_token_ms": x.timing.first_token.map(|d| d.as_secs_f64() * 1e3),
-                                "total_ms": x.timing.total.as_secs_f64() * 1e3,
-                                "error": x.turn.error,
+                                "text": turn.text,
+                                "tool_calls": turn.tool_calls,
+                                "stop_reason": turn.stop_reason,
+                                "usage": turn.usage,
+                                "first_token_ms": timing.first_token.map(|d| d.as_secs_f64() * 1e3),
+                                "total_ms": timing.total.as_secs_f64() * 1e3,
+                                "error": turn.error,
                             }
                         }));
-                        chat.model_answered(&x.turn);
+                        chat.model_answered(&turn);
                     }
                     Err(e) => {
                         if text_out {
@@ -254,11 +334,34 @@ fn converse(
                         if is_error { "error" } else { "result" }
                     ));
                 }
-                transcript.push(json!({"tool_call": {"id": call_id, "tool": tool, "arguments": arguments, "result": text, "is_error": is_error}}));
+                let mut entry =
+                    json!({"id": call_id, "tool": tool, "arguments": arguments, "result": text, "is_error": is_error});
+                if let Source::Replay { chat, differs } = &mut source {
+                    let recorded = chat.results.pop_front();
+                    let same = recorded
+                        .as_ref()
+                        .is_some_and(|r| r.text == text && r.is_error == is_error);
+                    if !same {
+                        *differs += 1;
+                        let was = recorded
+                            .map_or_else(|| "no call".to_owned(), |r| mcpscope_core::text::shorten(&r.text, 400));
+                        crate::errln!("mcpscope chat: {tool}'s result differs from the recording, which had: {was}");
+                    }
+                    entry["same_as_recorded"] = json!(same);
+                }
+                transcript.push(json!({ "tool_call": entry }));
                 chat.tool_answered(&call_id, text, is_error);
             }
             Step::Finished(outcome) => {
+                let differs = match &source {
+                    Source::Replay { differs, .. } => *differs,
+                    Source::Live { .. } => 0,
+                };
                 let (code, said) = match &outcome {
+                    Outcome::Done if differs > 0 => (
+                        super::exit::FAILED,
+                        format!("done, but {differs} tool result(s) differed from the recording"),
+                    ),
                     Outcome::Done => (super::exit::OK, "done".to_owned()),
                     Outcome::RoundTripLimit(n) => (
                         super::exit::ROUND_TRIP_LIMIT,

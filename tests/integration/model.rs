@@ -346,3 +346,67 @@ fn chat_says_how_it_ended_in_its_exit_status() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("set OPENAI_API_KEY"));
 }
+
+#[test]
+fn a_recorded_chat_replays_without_a_provider_and_says_where_the_server_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded.jsonl");
+    {
+        let fake = FakeProvider::start();
+        let out = chat(
+            &fake,
+            "openai:fake-gpt",
+            &["--prompt", r#"call echo {"message": "hi"}"#],
+            &recorded,
+        );
+        assert_eq!(out.status.code(), Some(0));
+    } // The provider is gone from here on.
+    let replay = |mode: &str, capture: &std::path::Path| {
+        mcpscope_command()
+            .args([
+                "chat",
+                "--replay",
+                recorded.to_str().unwrap(),
+                "--capture",
+                capture.to_str().unwrap(),
+            ])
+            .args(["--", "python3", &faulty_path(), "--mode", mode])
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let again = dir.path().join("again.jsonl");
+    let out = replay("normal", &again);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("model: The tool said: hi"), "{stdout}");
+    assert_eq!(tool_calls_in(&again), "1", "the tool ran against the live server");
+    // The replay records its turns too: it can be replayed in turn.
+    let out = mcpscope_command()
+        .args(["filter", "--count", again.to_str().unwrap(), r#"kind == "model""#])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    // The server changed: its result differs from the recording's, exit 1.
+    let out = replay("tool-error", &dir.path().join("changed.jsonl"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("echo's result differs from the recording, which had: hi"),
+        "{stderr}"
+    );
+    // A capture without model turns cannot be replayed.
+    let out = mcpscope_command()
+        .args(["chat", "--replay"])
+        .arg(repo().join("tests/captures/crlf.jsonl"))
+        .args(["--", "python3", &faulty_path()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no model turns"));
+}

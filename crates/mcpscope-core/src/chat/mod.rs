@@ -2,3 +2,4 @@
 //! ([`provider_call`]); the loop through a live session's tools builds on it.
 
 pub mod provider_call;
+pub mod replay;
