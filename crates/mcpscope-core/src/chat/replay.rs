@@ -33,14 +33,16 @@ impl RecordedChat {
         for e in events {
             match e {
                 Event::Model(m) => chat.turns.push_back((**m).clone()),
-                Event::Frame(f) if f.direction == Direction::Out && f.class.kind == Kind::Request => {
-                    if f.class.method.as_deref() == Some("tools/call") {
-                        let tool = f
-                            .json()
-                            .and_then(|v| v["params"]["name"].as_str().map(str::to_owned))
-                            .unwrap_or_default();
-                        calls.push((f.seq, tool));
-                    }
+                Event::Frame(f)
+                    if f.direction == Direction::Out
+                        && f.class.kind == Kind::Request
+                        && f.class.method.as_deref() == Some("tools/call") =>
+                {
+                    let tool = f
+                        .json()
+                        .and_then(|v| v["params"]["name"].as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    calls.push((f.seq, tool));
                 }
                 Event::Frame(f) if f.direction == Direction::In => {
                     let Some(link) = &f.link else { continue };
