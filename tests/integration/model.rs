@@ -224,6 +224,11 @@ fn chat_runs_the_models_tool_calls_through_the_session_in_each_api() {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     assert_eq!(count(r#"kind == "model""#), "2");
+    // What is inside a turn is a field.
+    assert_eq!(count("model.tool_calls > 0"), "1");
+    assert_eq!(count(r#"model.name == "fake-gpt" and model.output_tokens >= 3"#), "2");
+    assert_eq!(count("model.first_token < 60s and model.total < 60s"), "2");
+    assert_eq!(count(r#"model.provider == "openai""#), "2");
     let table = mcpscope_command()
         .args([
             "filter",

@@ -46,7 +46,21 @@ pub enum Access {
     TaskId,
     TaskStatus,
     Conversation,
+    /// A fact of a model turn (`model.…`).
+    Model(ModelFact),
     Related(Rel, Box<Access>),
+}
+
+/// What a filter reads of a model turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFact {
+    Name,
+    Provider,
+    ToolCalls,
+    InputTokens,
+    OutputTokens,
+    FirstToken,
+    Total,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +76,9 @@ impl Access {
             Access::Dir => Ty::Enum(DIRS),
             Access::Kind => Ty::Enum(KINDS),
             Access::Seq | Access::Len | Access::ErrorCode | Access::HttpStatus | Access::Conversation => Ty::Num,
+            Access::Model(ModelFact::Name | ModelFact::Provider) => Ty::Str,
+            Access::Model(ModelFact::ToolCalls | ModelFact::InputTokens | ModelFact::OutputTokens) => Ty::Num,
+            Access::Model(ModelFact::FirstToken | ModelFact::Total) => Ty::Duration,
             Access::Time | Access::Latency => Ty::Duration,
             Access::Raw
             | Access::Session
@@ -538,6 +555,23 @@ pub fn access(f: &FieldRef) -> Result<Access, FilterError> {
         ("http", Some("status")) => return no_more(Access::HttpStatus, 2),
         ("http", Some("method")) => return no_more(Access::HttpMethod, 2),
         ("http", Some("url")) => return no_more(Access::HttpUrl, 2),
+        ("model", Some(which)) => {
+            let fact = match which {
+                "name" => ModelFact::Name,
+                "provider" => ModelFact::Provider,
+                "tool_calls" => ModelFact::ToolCalls,
+                "input_tokens" => ModelFact::InputTokens,
+                "output_tokens" => ModelFact::OutputTokens,
+                "first_token" => ModelFact::FirstToken,
+                "total" => ModelFact::Total,
+                _ => {
+                    return Err(FilterError::new(format!("model.{which} is not a field"), f.span).suggest(
+                        "model.name, model.provider, model.tool_calls, model.input_tokens, model.output_tokens, model.first_token, model.total",
+                    ));
+                }
+            };
+            return no_more(Access::Model(fact), 2);
+        }
         ("task", Some("id")) => return no_more(Access::TaskId, 2),
         ("task", Some("status")) => return no_more(Access::TaskStatus, 2),
         ("finding", Some("rule")) => return no_more(Access::FindingRule, 2),
@@ -803,6 +837,16 @@ mod tests {
         let e = err("lattency > 1s");
         assert_eq!((e.span.start, e.span.end), (0, 8));
         assert_eq!(e.suggestion.as_deref(), Some("did you mean \"latency\"?"));
+        let e = err("model.tools > 3");
+        assert!(
+            e.suggestion.as_deref().is_some_and(|s| s.contains("model.tool_calls")),
+            "{e:?}"
+        );
+        check("model.tool_calls > 3").unwrap();
+        assert!(
+            err(r#"model.tool_calls == "many""#).message.contains("number"),
+            "a number field"
+        );
         let e = err("http.statuss == 200");
         assert_eq!(e.suggestion.as_deref(), Some("did you mean \"http.status\"?"), "{e:?}");
         let e = err("latency.x");

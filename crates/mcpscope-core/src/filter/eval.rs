@@ -328,6 +328,31 @@ fn field<S: Subject>(a: &Access, rel: Option<Rel>, s: &S, binds: &[Binding], f: 
         },
         Access::Path(p) => matches!(s.dir(), "c2s" | "s2c" | "auth" | "http") && path(s, rel, p, binds, f),
         Access::Latency => s.latency().is_some_and(|d| f(secs(d))),
+        Access::Model(fact) => {
+            if s.dir() != "model" {
+                return false;
+            }
+            let Some(record) = s
+                .message()
+                .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+            else {
+                return false;
+            };
+            let Ok(x) = crate::model::record::ModelExchange::from_json(&record, s.time()) else {
+                return false;
+            };
+            use super::compile::ModelFact as M;
+            let num = |n: Option<u64>, f: &mut dyn FnMut(V<'_>) -> bool| n.is_some_and(|n| f(V::Num(n as f64)));
+            match fact {
+                M::Name => f(V::Str(x.model.into())),
+                M::Provider => f(V::Str(x.provider.into())),
+                M::ToolCalls => f(V::Num(x.turn().tool_calls.len() as f64)),
+                M::InputTokens => num(x.turn().usage.input_tokens, f),
+                M::OutputTokens => num(x.turn().usage.output_tokens, f),
+                M::FirstToken => x.first_token.is_some_and(|d| f(secs(d))),
+                M::Total => f(secs(x.total)),
+            }
+        }
         Access::Pending => f(V::Bool(s.pending())),
         Access::Finding => f(V::Bool(s.any_finding(&mut |_, _| true))),
         Access::FindingRule => s.any_finding(&mut |rule, _| text(rule, f)),

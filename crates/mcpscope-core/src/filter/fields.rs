@@ -114,6 +114,21 @@ pub const FIELDS: &[FieldDef] = &[
         Ty::Enum(SEVERITIES),
         "a lint finding's severity: error, warning, info",
     ),
+    f("model.name", Ty::Str, "a model turn's model (mcpscope chat)"),
+    f("model.provider", Ty::Str, "a model turn's provider"),
+    f("model.tool_calls", Ty::Num, "how many tools a model turn asked for"),
+    f(
+        "model.input_tokens",
+        Ty::Num,
+        "a model turn's input tokens, as the provider counted them",
+    ),
+    f("model.output_tokens", Ty::Num, "a model turn's output tokens"),
+    f(
+        "model.first_token",
+        Ty::Duration,
+        "a model turn's time to its first token",
+    ),
+    f("model.total", Ty::Duration, "a model turn's time in all"),
     f("http.status", Ty::Num, "an HTTP exchange's status code"),
     f("http.method", Ty::Str, "an HTTP exchange's method (POST, GET, DELETE)"),
     f("http.url", Ty::Str, "an HTTP exchange's URL (credentials masked)"),
@@ -168,5 +183,5 @@ pub fn all_names() -> impl Iterator<Item = &'static str> {
         .iter()
         .map(|f| f.name)
         .chain(MESSAGE_ROOTS.iter().copied())
-        .chain(["request", "response", "http", "task", "finding"])
+        .chain(["request", "response", "http", "task", "finding", "model"])
 }
