@@ -8,7 +8,6 @@ use mcpscope_core::chat::provider_call::{self, ProviderError};
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::request::{self, Conversation, Settings};
 use serde_json::json;
-use std::io::BufRead;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -19,20 +18,9 @@ pub struct FakeProvider {
 
 impl FakeProvider {
     pub fn start() -> FakeProvider {
-        let mut child = std::process::Command::new("python3")
-            .arg(repo().join("tests/servers/fake_llm.py"))
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 for the fake provider");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .expect("the fake's address")
-            .to_owned();
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(repo().join("tests/servers/fake_llm.py"));
+        let (child, url) = spawn_listening(cmd, "listening on ");
         FakeProvider { child, url }
     }
 }

@@ -380,27 +380,33 @@ pub struct FastServer {
 
 impl FastServer {
     pub fn start(env: &[(&str, &str)]) -> FastServer {
-        use std::io::BufRead as _;
-        use std::process::{Command, Stdio};
-        let mut cmd = Command::new("node");
-        cmd.arg(repo().join("tests/servers/fast_http_server.mjs"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(repo().join("tests/servers/fast_http_server.mjs"));
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("node");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("MCP_URL=")
-            .expect("the server's URL")
-            .to_owned();
+        let (child, url) = spawn_listening(cmd, "MCP_URL=");
         FastServer { child, url }
     }
+}
+
+/// Starts a test server that prints `PREFIX<its address>` as its first line
+/// on stdout; the child and the address.
+pub fn spawn_listening(mut cmd: std::process::Command, prefix: &str) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{cmd:?} printed {line:?}, not its address"))
+        .to_owned();
+    (child, url)
 }
 
 impl Drop for FastServer {

@@ -52,24 +52,7 @@ pub struct Exchange {
 }
 
 fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_connect(Some(Duration::from_secs(10)))
-        .timeout_global(Some(timeout))
-        .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
-}
-
-fn describe(e: &ureq::Error) -> String {
-    match e {
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
-        ureq::Error::Timeout(t) => format!("timed out ({t:?})"),
-        ureq::Error::HostNotFound => "host not found".into(),
-        ureq::Error::BadUri(u) => format!("not a usable URL: {u}"),
-        other => other.to_string(),
-    }
+    crate::transport::auth::http::agent(Duration::from_secs(10), timeout)
 }
 
 /// The message of a provider's error body (both APIs put it at
@@ -114,7 +97,7 @@ pub fn stream_turn(
         .send(body.to_string().as_bytes())
         .map_err(|e| ProviderError::Unreachable {
             url: url.clone(),
-            why: describe(&e),
+            why: crate::transport::auth::http::describe(&e),
         })?;
     let status = resp.status().as_u16();
     let content_type = resp
@@ -190,7 +173,7 @@ pub fn list_models(spec: &ModelSpec, key: Option<&str>, timeout: Duration) -> Re
     }
     let resp = req.call().map_err(|e| ProviderError::Unreachable {
         url: url.clone(),
-        why: describe(&e),
+        why: crate::transport::auth::http::describe(&e),
     })?;
     let status = resp.status().as_u16();
     let mut body = Vec::new();

@@ -78,7 +78,8 @@ pub fn call(
     Ok(Answer { status, headers, body })
 }
 
-fn describe(e: &ureq::Error) -> String {
+/// What went wrong with a request that got no HTTP answer, for a person.
+pub(crate) fn describe(e: &ureq::Error) -> String {
     match e {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
         ureq::Error::Timeout(t) => format!("timed out ({t:?})"),
