@@ -260,6 +260,41 @@ fn chat_runs_the_models_tool_calls_through_the_session_in_each_api() {
         records[1]["request"]["messages"][2]["role"], "tool",
         "the request as sent"
     );
+    // OpenTelemetry: each turn a GenAI chat span beside the MCP request spans.
+    let otlp = mcpscope_command()
+        .args(["export", cap.to_str().unwrap(), "--format", "otlp-json"])
+        .output()
+        .unwrap();
+    let otlp: serde_json::Value = serde_json::from_slice(&otlp.stdout).unwrap();
+    let spans: Vec<&serde_json::Value> = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    let chat_spans: Vec<&&serde_json::Value> = spans.iter().filter(|s| s["name"] == "chat fake-gpt").collect();
+    assert_eq!(chat_spans.len(), 2, "{otlp}");
+    let attr = |s: &serde_json::Value, k: &str| {
+        s["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == k)
+            .map(|a| a["value"].clone())
+    };
+    assert_eq!(
+        attr(chat_spans[0], "gen_ai.operation.name").unwrap()["stringValue"],
+        "chat"
+    );
+    assert_eq!(
+        attr(chat_spans[0], "gen_ai.request.model").unwrap()["stringValue"],
+        "fake-gpt"
+    );
+    assert!(attr(chat_spans[0], "gen_ai.usage.input_tokens").is_some());
+    assert_eq!(
+        attr(chat_spans[0], "gen_ai.response.finish_reasons").unwrap()["arrayValue"]["values"][0]["stringValue"],
+        "tool_calls"
+    );
+    assert!(spans.iter().any(|s| s["name"] == "tools/call echo"));
     // The other readers take the capture as it is.
     let lint = mcpscope_command()
         .args(["lint", cap.to_str().unwrap()])

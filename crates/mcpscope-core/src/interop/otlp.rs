@@ -202,8 +202,72 @@ impl OtlpWriter {
                 self.frame(f);
             }
             Event::Http(h) => self.note_http(h),
+            Event::Model(m) => {
+                self.last_at = self.last_at.max(m.at + m.total);
+                self.model_turn(m);
+            }
             _ => {}
         }
+    }
+
+    /// A model turn as the GenAI semantic conventions' chat span (a client
+    /// span under the session, from its request to the end of its answer).
+    fn model_turn(&mut self, m: &crate::model::record::ModelExchange) {
+        let turn = m.turn();
+        let mut attributes = vec![
+            attr("gen_ai.operation.name", "chat"),
+            attr("gen_ai.provider.name", m.provider.clone()),
+            attr("gen_ai.request.model", m.model.clone()),
+        ];
+        if let Some(t) = turn.usage.input_tokens {
+            attributes.push(int_attr("gen_ai.usage.input_tokens", t as i64));
+        }
+        if let Some(t) = turn.usage.output_tokens {
+            attributes.push(int_attr("gen_ai.usage.output_tokens", t as i64));
+        }
+        if let Some(r) = &turn.stop_reason {
+            attributes.push(json!({"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": r}]}}}));
+        }
+        if let Some(u) = url::Url::parse(&m.url)
+            .ok()
+            .as_ref()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        {
+            attributes.push(attr("server.address", u));
+        }
+        attributes.push(int_attr("mcpscope.model.tool_calls", turn.tool_calls.len() as i64));
+        let error = m
+            .error
+            .clone()
+            .or(turn.error.clone())
+            .map(|e| ("provider_error".to_owned(), e));
+        if error.is_some() {
+            attributes.push(attr("error.type", "provider_error"));
+        }
+        let span_id = hex(&digest(&[
+            self.session_trace.as_bytes(),
+            b"model",
+            m.at.as_micros().to_string().as_bytes(),
+            self.session.to_string().as_bytes(),
+        ])[..8]);
+        let i = self.next_span;
+        self.next_span += 1;
+        self.spans.insert(
+            i,
+            Span {
+                trace_id: self.session_trace.clone(),
+                span_id,
+                parent: Some(self.session_span.clone()),
+                name: format!("chat {}", m.model),
+                start: m.at,
+                end: Some(m.at + m.total),
+                attributes,
+                events: Vec::new(),
+                links: Vec::new(),
+                error,
+            },
+        );
+        self.ended.push(i);
     }
 
     fn note_http(&mut self, h: &HttpInfo) {
