@@ -295,6 +295,35 @@ fn chat_runs_the_models_tool_calls_through_the_session_in_each_api() {
         "tool_calls"
     );
     assert!(spans.iter().any(|s| s["name"] == "tools/call echo"));
+    // HAR: each turn the HTTP exchange it was, its answer the event stream it came in.
+    let har = mcpscope_command()
+        .args(["export", cap.to_str().unwrap(), "--format", "har"])
+        .output()
+        .unwrap();
+    let har_text = String::from_utf8_lossy(&har.stdout).into_owned();
+    assert!(!har_text.contains("test-key"));
+    let har: serde_json::Value = serde_json::from_str(&har_text).unwrap();
+    let turns: Vec<&serde_json::Value> = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request"]["url"].as_str().unwrap().ends_with("/v1/chat/completions"))
+        .collect();
+    assert_eq!(turns.len(), 2, "{har}");
+    assert_eq!(turns[0]["response"]["content"]["mimeType"], "text/event-stream");
+    assert!(
+        turns[0]["response"]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("data: [DONE]")
+    );
+    assert!(
+        turns[1]["request"]["postData"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"role\":\"tool\"")
+    );
+    assert_eq!(turns[0]["_model"]["toolCalls"], 1);
     // The other readers take the capture as it is.
     let lint = mcpscope_command()
         .args(["lint", cap.to_str().unwrap()])

@@ -60,7 +60,7 @@ pub struct HarWriter {
     /// The bytes of the messages of the entries in `queue`.
     queued_bytes: usize,
     /// Entries complete, rendered one by one by [`HarWriter::ready`].
-    ready: VecDeque<Entry>,
+    ready: VecDeque<Ready>,
     /// Requests waiting for their answer: request id → entry number.
     pending: HashMap<RequestId, u64>,
     /// Progress tokens of waiting requests → entry number.
@@ -128,6 +128,13 @@ fn header_of<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str>
 
 fn text_of(raw: &[u8]) -> String {
     String::from_utf8_lossy(raw).into_owned()
+}
+
+/// What is ready to be rendered: an exchange the writer put together, or
+/// a model turn, whole as recorded.
+enum Ready {
+    Exchange(Entry),
+    Model(Box<crate::model::record::ModelExchange>),
 }
 
 impl HarWriter {
@@ -224,7 +231,7 @@ impl HarWriter {
         }
         self.unanswered += usize::from(e.open);
         self.written += 1;
-        self.ready.push_back(e);
+        self.ready.push_back(Ready::Exchange(e));
     }
 
     /// Entry `n` changed: one set aside that is now complete goes out.
@@ -274,9 +281,68 @@ impl HarWriter {
         match ev {
             Event::Frame(f) => self.frame(f),
             Event::Http(info) => self.http(info),
+            // A model turn is whole when recorded: it is ready at once.
+            Event::Model(m) => {
+                self.written += 1;
+                self.ready.push_back(Ready::Model(m.clone()));
+                return;
+            }
             _ => return,
         }
         self.advance();
+    }
+
+    /// A model turn as the HTTP exchange it was: the request body, the
+    /// answer's events as the event stream they came in (the key was only
+    /// in headers, which are not recorded).
+    fn model_entry(&self, m: &crate::model::record::ModelExchange) -> Value {
+        let request = m.request.to_string();
+        let stream: String = m
+            .events
+            .iter()
+            .map(|(_, name, data)| match name {
+                Some(n) => format!("event: {n}\ndata: {data}\n\n"),
+                None => format!("data: {data}\n\n"),
+            })
+            .collect();
+        let total_ms = m.total.as_secs_f64() * 1000.0;
+        let wait_ms = m.first_token.map_or(total_ms, |d| d.as_secs_f64() * 1000.0);
+        let turn = m.turn();
+        json!({
+            "startedDateTime": self.started(m.at),
+            "time": total_ms,
+            "request": {
+                "method": "POST",
+                "url": m.url,
+                "httpVersion": "HTTP/1.1",
+                "headers": [{"name": "content-type", "value": "application/json"}],
+                "queryString": [],
+                "cookies": [],
+                "headersSize": -1,
+                "bodySize": request.len(),
+                "postData": {"mimeType": "application/json", "text": request},
+            },
+            "response": {
+                "status": m.status.unwrap_or(0),
+                "statusText": m.error.clone().unwrap_or_default(),
+                "httpVersion": "HTTP/1.1",
+                "headers": [{"name": "content-type", "value": "text/event-stream"}],
+                "cookies": [],
+                "content": {"size": stream.len(), "mimeType": "text/event-stream", "text": stream},
+                "redirectURL": "",
+                "headersSize": -1,
+                "bodySize": stream.len(),
+            },
+            "cache": {},
+            "timings": {"send": 0, "wait": wait_ms, "receive": (total_ms - wait_ms).max(0.0)},
+            "_model": {
+                "provider": m.provider,
+                "model": m.model,
+                "toolCalls": turn.tool_calls.len(),
+                "usage": turn.usage,
+                "stopReason": turn.stop_reason,
+            },
+        })
     }
 
     /// The entries complete since the last call, in the order they began
@@ -284,8 +350,10 @@ impl HarWriter {
     /// is taken (a window's worth at once would be many times its messages).
     pub fn ready(&mut self) -> impl Iterator<Item = Value> + '_ {
         std::iter::from_fn(move || {
-            let e = self.ready.pop_front()?;
-            Some(self.entry(&e))
+            Some(match self.ready.pop_front()? {
+                Ready::Exchange(e) => self.entry(&e),
+                Ready::Model(m) => self.model_entry(&m),
+            })
         })
     }
 
