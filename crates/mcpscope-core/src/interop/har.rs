@@ -133,7 +133,7 @@ fn text_of(raw: &[u8]) -> String {
 /// What is ready to be rendered: an exchange the writer put together, or
 /// a model turn, whole as recorded.
 enum Ready {
-    Exchange(Entry),
+    Exchange(Box<Entry>),
     Model(Box<crate::model::record::ModelExchange>),
 }
 
@@ -231,7 +231,7 @@ impl HarWriter {
         }
         self.unanswered += usize::from(e.open);
         self.written += 1;
-        self.ready.push_back(Ready::Exchange(e));
+        self.ready.push_back(Ready::Exchange(Box::new(e)));
     }
 
     /// Entry `n` changed: one set aside that is now complete goes out.
