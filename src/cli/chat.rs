@@ -250,7 +250,16 @@ fn converse(
                         client
                             .session()
                             .record_model(provider_call::record(spec, &body, &result, started.elapsed()));
-                        result.map(|x| (x.turn, x.timing))
+                        result.map(|x| (x.turn, x.timing)).map_err(|e| {
+                            if let ProviderError::Status { status: 401 | 403, .. } = e {
+                                crate::errln!(
+                                    "mcpscope chat: check the key ({} was sent to {})",
+                                    spec.provider,
+                                    spec.base_url
+                                );
+                            }
+                            e.to_string()
+                        })
                     }
                     Source::Replay { chat, .. } => match chat.turns.pop_front() {
                         Some(recorded) => {
@@ -265,13 +274,14 @@ fn converse(
                             let failed = recorded.error.clone();
                             client.session().record_model(recorded);
                             match failed {
-                                Some(e) => Err(ProviderError::Read(format!("the recorded turn failed: {e}"))),
+                                Some(e) => Err(format!("the recorded turn failed: {e}")),
                                 None => Ok((turn, timing)),
                             }
                         }
-                        None => Err(ProviderError::Read(
-                            "the recording has no more model turns: the conversation went further than recorded".into(),
-                        )),
+                        None => Err(
+                            "the recording has no more model turns: the conversation went further than recorded"
+                                .to_owned(),
+                        ),
                     },
                 };
                 match result {
@@ -296,14 +306,7 @@ fn converse(
                         if text_out {
                             say("\n");
                         }
-                        chat.model_failed(e.to_string());
-                        if let ProviderError::Status { status: 401 | 403, .. } = e {
-                            crate::errln!(
-                                "mcpscope chat: check the key ({} was sent to {})",
-                                spec.provider,
-                                spec.base_url
-                            );
-                        }
+                        chat.model_failed(e);
                     }
                 }
             }

@@ -499,57 +499,49 @@ fn rows_of(report: &Report, t: Table, by: By) -> (Vec<String>, Vec<Vec<String>>)
 }
 
 fn json_table(report: &Report, t: Table, by: By, over: &[String]) -> Value {
+    let value = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
     match t {
-        Table::Conversations => json!(
+        Table::Conversations => with_filters(
             report
                 .conversations
                 .iter()
-                .map(|c| {
-                    let mut o = serde_json::to_value(c).unwrap_or(Value::Null);
-                    o["filter"] = Value::String(c.filter());
-                    o
-                })
-                .collect::<Vec<_>>()
+                .map(|c| (value(serde_json::to_value(c)), c.filter())),
         ),
-        Table::Endpoints => json!(
+        Table::Endpoints => with_filters(
             report
                 .endpoints
                 .iter()
-                .map(|e| {
-                    let mut o = serde_json::to_value(e).unwrap_or(Value::Null);
-                    o["filter"] = Value::String(e.filter());
-                    o
-                })
-                .collect::<Vec<_>>()
+                .map(|e| (value(serde_json::to_value(e)), e.filter())),
         ),
-        Table::Srt => json!(
+        Table::Srt => with_filters(
             stats::rows_by(&report.srt, by)
                 .into_iter()
-                .map(|r| {
-                    let mut o = serde_json::to_value(r).unwrap_or(Value::Null);
-                    o["filter"] = Value::String(r.filter());
-                    o
-                })
-                .collect::<Vec<_>>()
+                .map(|r| (value(serde_json::to_value(r)), r.filter())),
         ),
-        Table::Io => serde_json::to_value(&report.io).unwrap_or(Value::Null),
-        Table::Expert => json!(
+        Table::Io => value(serde_json::to_value(&report.io)),
+        Table::Expert => with_filters(
             report
                 .expert
                 .iter()
-                .map(|g| {
-                    let mut o = serde_json::to_value(g).unwrap_or(Value::Null);
-                    o["filter"] = Value::String(g.filter());
-                    o
-                })
-                .collect::<Vec<_>>()
+                .map(|g| (value(serde_json::to_value(g)), g.filter())),
         ),
         Table::Context => json!({
-            "listings": serde_json::to_value(&report.context.listings).unwrap_or(Value::Null),
+            "listings": value(serde_json::to_value(&report.context.listings)),
             "claude_per_cl100k": mcpscope_core::analysis::context_cost::CLAUDE_PER_CL100K,
             "over_budget": over,
         }),
     }
+}
+
+/// Rows as JSON, each with the display filter that keeps what it counts.
+fn with_filters(rows: impl Iterator<Item = (Value, String)>) -> Value {
+    Value::Array(
+        rows.map(|(mut row, filter)| {
+            row["filter"] = Value::String(filter);
+            row
+        })
+        .collect(),
+    )
 }
 
 fn csv_line(cells: &[String]) -> String {
