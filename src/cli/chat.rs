@@ -7,6 +7,7 @@
 use super::call::{CallArgs, SessionWork};
 use super::skills::SessionFlags;
 use clap::Args;
+use mcpscope_core::chat::key;
 use mcpscope_core::chat::provider_call::{self, ProviderError};
 use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::client::{Client, ClientError};
@@ -31,8 +32,14 @@ pub struct ChatArgs {
     pub model: Option<String>,
 
     /// What the user says.
-    #[arg(long, required_unless_present = "replay")]
+    #[arg(long, required_unless_present_any = ["replay", "store_key"])]
     pub prompt: Option<String>,
+
+    /// Read a key from standard input and keep it in the OS keyring for
+    /// --model's provider (entry `model:PROVIDER`), then exit: later runs
+    /// use it when the provider's variable is not set.
+    #[arg(long, requires = "model", conflicts_with_all = ["prompt", "replay"])]
+    pub store_key: bool,
 
     /// Serve the model's turns from this capture (recorded by `chat
     /// --capture`) instead of calling a provider: the same conversation
@@ -67,8 +74,9 @@ pub struct ChatArgs {
     pub max_tokens: u32,
 
     /// Read the key from this environment variable instead of the one the
-    /// provider's own SDK reads (OPENAI_API_KEY, ANTHROPIC_API_KEY, …). A
-    /// key is never taken from a flag's value.
+    /// provider's own SDK reads (OPENAI_API_KEY, ANTHROPIC_API_KEY, …);
+    /// without either, the keyring's (--store-key). A key is never taken
+    /// from a flag's value.
     #[arg(long, value_name = "NAME")]
     pub api_key_env: Option<String>,
 
@@ -96,16 +104,30 @@ pub enum FormatArg {
     Json,
 }
 
-/// The key, from where it may come; `Err` says what is missing.
-fn key_for(spec: &ModelSpec, env_name: Option<&str>) -> Result<Option<String>, String> {
-    let var = match (env_name, spec.key_variable()) {
-        (Some(name), _) => name,
-        (None, Some(var)) => var,
-        (None, None) => return Ok(None),
-    };
-    match std::env::var(var) {
-        Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
-        _ => Err(format!("no key for {}: set {var}", spec.provider)),
+/// `--store-key`: the key from standard input into the keyring.
+fn store_key(spec: &ModelSpec) -> ExitCode {
+    let mut key = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut key) {
+        crate::errln!("mcpscope chat: reading the key from standard input: {e}");
+        return ExitCode::from(super::exit::IO);
+    }
+    if key.trim().is_empty() {
+        crate::errln!("mcpscope chat: no key on standard input");
+        return ExitCode::from(super::exit::USAGE);
+    }
+    match key::store_key(spec, &key) {
+        Ok(()) => {
+            crate::errln!(
+                "mcpscope chat: the key for {} is in the keyring (entry {:?})",
+                spec.provider,
+                key::keyring_entry(spec)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            crate::errln!("mcpscope chat: {e}");
+            ExitCode::from(super::exit::IO)
+        }
     }
 }
 
@@ -162,11 +184,14 @@ pub fn run(args: ChatArgs) -> ExitCode {
             return ExitCode::from(super::exit::USAGE);
         }
     };
+    if args.store_key {
+        return store_key(&spec);
+    }
     let source = match recorded {
         Some(chat) => Source::Replay { chat, differs: 0 },
-        None => match key_for(&spec, args.api_key_env.as_deref()) {
-            Ok(key) => Source::Live {
-                key,
+        None => match key::find_key_here(&spec, args.api_key_env.as_deref()) {
+            Ok(found) => Source::Live {
+                key: found.key,
                 timeout: Duration::from_millis(args.model_timeout_ms),
             },
             Err(e) => {

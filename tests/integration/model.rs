@@ -467,3 +467,44 @@ fn a_recorded_chat_replays_without_a_provider_and_says_where_the_server_changed(
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds no model turns"));
 }
+
+/// #43: `chat --store-key` keeps a key read from standard input in a real
+/// Secret Service (GNOME Keyring) under `model:PROVIDER`; a later chat with
+/// no key variable set uses it (the fake provider takes only the right
+/// one), and the capture never holds it.
+#[test]
+fn a_key_kept_in_the_keyring_is_used_and_never_recorded() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("chat.jsonl");
+    let script = r#"
+printf 'test-key\n' | "$MCPSCOPE" chat --model openai:fake-gpt --store-key
+"$MCPSCOPE" chat --model openai:fake-gpt --base-url "$BASE" --capture "$CAP" \
+  --prompt 'call echo {"message": "from the keyring"}' -- python3 "$SERVER"
+echo "--- keyring"
+secret-tool search --all service mcpscope 2>&1
+"#;
+    let base = format!("{}/v1", fake.url);
+    let server = faulty_path();
+    let out = in_a_keyring_session(
+        dir.path(),
+        script,
+        &[
+            ("BASE", &base),
+            ("CAP", cap.to_str().unwrap()),
+            ("SERVER", &server),
+            ("OPENAI_API_KEY", ""),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains(r#"entry "model:openai""#), "{stderr}");
+    assert!(stdout.contains("from the keyring"), "the tool ran: {stdout}");
+    let keyring = stdout.split("--- keyring").nth(1).unwrap_or_default();
+    assert!(keyring.contains("username = model:openai"), "{keyring}");
+    assert!(keyring.contains("secret = test-key"), "{keyring}");
+    let recorded = std::fs::read_to_string(&cap).unwrap();
+    assert!(recorded.contains(r#""event":"model""#), "the turn is recorded");
+    assert!(!recorded.contains("test-key"), "the key is not in the capture");
+}

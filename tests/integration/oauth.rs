@@ -603,42 +603,6 @@ fn the_app_signs_in_once_and_still_works_after_a_restart() {
     assert!(reread.load(&s.url).token.is_none(), "forgotten in the store too");
 }
 
-/// Runs `script` (bash) in a D-Bus session of its own with GNOME Keyring's
-/// Secret Service started and unlocked in it, as a desktop session has; the
-/// script's environment has `$MCPSCOPE` and a private `$HOME` under `dir`.
-fn in_a_keyring_session(dir: &std::path::Path, script: &str, env: &[(&str, &str)]) -> Output {
-    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool"] {
-        assert!(
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .unwrap()
-                .status
-                .success(),
-            "{tool} is missing: run scripts/setup"
-        );
-    }
-    let home = dir.join("home");
-    std::fs::create_dir_all(home.join("run")).unwrap();
-    let prelude = r#"set -e
-chmod 700 "$XDG_RUNTIME_DIR"
-eval "$(printf 'test-password' | gnome-keyring-daemon --unlock --components=secrets)"
-"#;
-    let mut cmd = Command::new("dbus-run-session");
-    cmd.args(["--", "bash", "-c", &format!("{prelude}{script}")])
-        .env("MCPSCOPE", bin())
-        .env("HOME", &home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .env("XDG_RUNTIME_DIR", home.join("run"))
-        .env_remove("BROWSER")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("running dbus-run-session")
-}
-
 /// #33: `--token-store keyring` keeps the token in a real Secret Service
 /// (GNOME Keyring): the second run signs in with no authorization step, the
 /// token is in the keyring under the service `mcpscope`, and no file holds it.

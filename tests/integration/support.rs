@@ -425,3 +425,39 @@ pub fn timeline_has(app: &mcpscope_app::McpscopeApp, text: &str) -> bool {
             .any(|r| mcpscope_app::panels::timeline::row_label(&i.model.store, &r).contains(text))
     })
 }
+
+/// Runs `script` (bash) in a D-Bus session of its own with GNOME Keyring's
+/// Secret Service started and unlocked in it, as a desktop session has; the
+/// script's environment has `$MCPSCOPE` and a private `$HOME` under `dir`.
+pub fn in_a_keyring_session(dir: &std::path::Path, script: &str, env: &[(&str, &str)]) -> std::process::Output {
+    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool"] {
+        assert!(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{tool} is missing: run scripts/setup"
+        );
+    }
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join("run")).unwrap();
+    let prelude = r#"set -e
+chmod 700 "$XDG_RUNTIME_DIR"
+eval "$(printf 'test-password' | gnome-keyring-daemon --unlock --components=secrets)"
+"#;
+    let mut cmd = std::process::Command::new("dbus-run-session");
+    cmd.args(["--", "bash", "-c", &format!("{prelude}{script}")])
+        .env("MCPSCOPE", bin())
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env_remove("BROWSER")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running dbus-run-session")
+}

@@ -25,6 +25,7 @@ impl RowKindStyle for RowKind {
             RowKind::Auth => "🔑",
             RowKind::Touch => "✋",
             RowKind::App => "▣",
+            RowKind::Model => "✦",
         }
     }
 
@@ -42,6 +43,7 @@ impl RowKindStyle for RowKind {
             RowKind::Auth => Color32::from_rgb(0xe0, 0xc0, 0x40),
             RowKind::Touch => Color32::from_rgb(0xff, 0x8c, 0x5a),
             RowKind::App => Color32::from_rgb(0x3f, 0xc8, 0xc8),
+            RowKind::Model => Color32::from_rgb(0xd0, 0x7a, 0xe8),
         }
     }
 }

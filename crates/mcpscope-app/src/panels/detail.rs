@@ -85,6 +85,16 @@ impl DetailPanel {
             }
             return;
         }
+        if r.lane() == Lane::Model {
+            // The record and, beside it, the answer its events assemble to.
+            self.parsed = match parse(r.raw()).and_then(|v| {
+                mcpscope_core::model::record::ModelExchange::from_json(&v, r.at()).map(|m| Arc::new(m.shown()))
+            }) {
+                Ok(v) => Parsed::Ready(v),
+                Err(e) => Parsed::Failed(e),
+            };
+            return;
+        }
         let raw = r.raw();
         if raw.len() <= PARSE_INLINE_LIMIT {
             self.parsed = match parse(raw) {
@@ -135,6 +145,7 @@ impl DetailPanel {
                 Lane::Auth => "authorization (OAuth): URL, headers and bodies with secrets masked, JWTs decoded (signatures not verified)",
                 Lane::Touch => "the intercepting proxy: what it did to a frame, and the bytes it sent (`sent`)",
                 Lane::App => "a message between an MCP App's View and mcpscope as its host, as it crossed the bridge",
+                Lane::Model => "a model turn: the request sent to the provider, each event of its streamed answer with its time, and the answer they assemble to (the key travelled only in headers, which are never kept)",
             };
             ui.label(dir);
             if let Some(note) = row.app_note() {

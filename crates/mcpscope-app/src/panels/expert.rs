@@ -54,7 +54,8 @@ pub fn events_from_rows(model: &SessionModel, from: usize) -> Vec<Event> {
             Lane::Touch => row.to_touch().map(|t| Event::Touch(Box::new(t))),
             // The App rules read the View's messages.
             Lane::App => row.to_app().map(|a| Event::App(Box::new(a))),
-            Lane::Meta => None,
+            // No rule reads model turns.
+            Lane::Meta | Lane::Model => None,
         })
         .collect()
 }

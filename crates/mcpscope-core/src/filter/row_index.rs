@@ -37,6 +37,7 @@ pub fn kind_names(k: RowKind) -> &'static [&'static str] {
         RowKind::Auth => &["auth"],
         RowKind::Touch => &["touch"],
         RowKind::App => &["app"],
+        RowKind::Model => &["model"],
     }
 }
 

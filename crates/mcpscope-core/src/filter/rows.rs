@@ -69,6 +69,7 @@ pub fn kind_name(row: &RowRef<'_>) -> &'static str {
         RowKind::Auth => "auth",
         RowKind::Touch => "touch",
         RowKind::App => "app",
+        RowKind::Model => "model",
         RowKind::Meta if row.http_record().is_some() => "http",
         RowKind::Meta => "note",
     }
@@ -83,6 +84,7 @@ impl<'a> Subject for RowSubject<'a> {
             Lane::Auth => "auth",
             Lane::Touch => "proxy",
             Lane::App => "app",
+            Lane::Model => "model",
             Lane::Meta if self.row.http_record().is_some() => "http",
             Lane::Meta => "note",
         }
@@ -139,7 +141,9 @@ impl<'a> Subject for RowSubject<'a> {
 
     fn message(&self) -> Option<&str> {
         match self.row.lane() {
-            Lane::Out | Lane::In | Lane::Auth | Lane::Touch | Lane::App => std::str::from_utf8(self.row.raw()).ok(),
+            Lane::Out | Lane::In | Lane::Auth | Lane::Touch | Lane::App | Lane::Model => {
+                std::str::from_utf8(self.row.raw()).ok()
+            }
             Lane::Meta => self.row.http_record(),
             Lane::Stderr => None,
         }

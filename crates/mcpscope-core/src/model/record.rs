@@ -83,6 +83,24 @@ impl ModelExchange {
         s
     }
 
+    /// The record as the detail view shows it: its fields and, under
+    /// `answer`, the turn they assemble to (text, tool calls, stop reason,
+    /// usage). The key is not there: it travelled only in the request's
+    /// headers, which are never kept.
+    pub fn shown(&self) -> Value {
+        let mut v = self.to_json();
+        let t = self.turn();
+        v["answer"] = json!({
+            "text": t.text,
+            "tool_calls": t.tool_calls,
+            "stop_reason": t.stop_reason,
+            "usage": t.usage,
+            "complete": t.complete,
+            "error": t.error,
+        });
+        v
+    }
+
     /// The capture record's fields (besides `t_us` and `dir`).
     pub fn to_json(&self) -> Value {
         json!({

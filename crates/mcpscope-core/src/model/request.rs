@@ -112,26 +112,47 @@ fn fits(name: &str) -> bool {
 }
 
 /// The server's tools (each a `tools/list` entry) as `api` wants them.
+/// A tool's name as providers accept it (1-64 of A-Z a-z 0-9 _ -), before
+/// two names that map to one are told apart by a `_N` suffix.
+fn offered_base(name: &str) -> String {
+    let mut offered: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(NAME_MAX)
+        .collect();
+    if offered.is_empty() {
+        offered.push('_');
+    }
+    offered
+}
+
+/// Whether the MCP tool `name` may be the one offered as `offered` (its
+/// base name, or that with a `_N` suffix told it apart): how a recording
+/// ties a model's tool call to the `tools/call` it caused without the list
+/// the names were made from.
+pub fn offered_as(name: &str, offered: &str) -> bool {
+    let base = offered_base(name);
+    if offered == base {
+        return true;
+    }
+    offered
+        .rsplit_once('_')
+        .is_some_and(|(head, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && base.starts_with(head))
+}
+
 pub fn offer_tools(api: Api, tools: &[Value]) -> OfferedTools {
     let mut out = OfferedTools::default();
     for tool in tools {
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
-        let mut offered: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(NAME_MAX)
-            .collect();
-        if offered.is_empty() {
-            offered.push('_');
-        }
+        let mut offered = offered_base(name);
         // Two names that map to one are told apart by a number.
         let mut n = 2;
         let base = offered.clone();
@@ -307,6 +328,15 @@ mod tests {
             json!({"name": "files.read", "inputSchema": {"properties": {"path": {"type": "string"}}}}),
             json!({"name": "files_read", "inputSchema": {"type": "object"}}),
         ]
+    }
+
+    #[test]
+    fn a_tool_is_known_by_the_name_it_was_offered_under() {
+        assert!(offered_as("math.add", "math_add"));
+        assert!(offered_as("math.add", "math_add_2"), "told apart from math_add");
+        assert!(offered_as("echo", "echo"));
+        assert!(!offered_as("echo", "echo2"));
+        assert!(!offered_as("echo", "math_add"));
     }
 
     #[test]

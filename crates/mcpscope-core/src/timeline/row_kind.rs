@@ -23,10 +23,12 @@ pub enum RowKind {
     Touch,
     /// A message between an MCP App's View and mcpscope as its host.
     App,
+    /// A model turn (request to a model provider and its streamed answer).
+    Model,
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 12] = [
+    pub const ALL: [RowKind; 13] = [
         RowKind::Request,
         RowKind::Notification,
         RowKind::Result,
@@ -39,6 +41,7 @@ impl RowKind {
         RowKind::Auth,
         RowKind::Touch,
         RowKind::App,
+        RowKind::Model,
     ];
 
     pub fn of(row: &RowRef<'_>) -> RowKind {
@@ -48,6 +51,7 @@ impl RowKind {
             Lane::Auth => return RowKind::Auth,
             Lane::Touch => return RowKind::Touch,
             Lane::App => return RowKind::App,
+            Lane::Model => return RowKind::Model,
             _ => {}
         }
         match row.kind() {
@@ -75,6 +79,7 @@ impl RowKind {
             RowKind::Auth => "authorization",
             RowKind::Touch => "proxy (intercept)",
             RowKind::App => "MCP App (View and host)",
+            RowKind::Model => "model turn",
         }
     }
 }

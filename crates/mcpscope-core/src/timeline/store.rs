@@ -35,6 +35,10 @@ pub enum Lane {
     /// row holds the message's capture record; `method` is its method (or
     /// `result` / `error`).
     App,
+    /// A model turn (a request to a model provider and its streamed
+    /// answer): the row holds the turn's capture record (the key is never
+    /// in it); `method` is `PROVIDER:MODEL`.
+    Model,
 }
 
 impl Lane {
@@ -42,13 +46,13 @@ impl Lane {
         match self {
             Lane::Out => Some(Direction::Out),
             Lane::In => Some(Direction::In),
-            Lane::Stderr | Lane::Meta | Lane::Auth | Lane::Touch | Lane::App => None,
+            Lane::Stderr | Lane::Meta | Lane::Auth | Lane::Touch | Lane::App | Lane::Model => None,
         }
     }
 
     /// A row that is no frame or stderr line of a peer's (it has no seq).
     pub fn is_note(self) -> bool {
-        matches!(self, Lane::Meta | Lane::Auth | Lane::Touch | Lane::App)
+        matches!(self, Lane::Meta | Lane::Auth | Lane::Touch | Lane::App | Lane::Model)
     }
 }
 
@@ -152,9 +156,31 @@ pub struct FrameStore {
     /// App rows: which way each message went, whose it is, the host's note.
     apps: HashMap<u32, AppRow>,
     app_names: Vec<String>,
+    /// Model rows: what the timeline draws of each turn, read once.
+    models: HashMap<u32, ModelRow>,
+    /// The MCP requests a model turn caused, by the request's row.
+    model_calls: HashMap<u32, u32>,
+    /// The latest model turn's tool calls not yet seen as a `tools/call`
+    /// (their names as offered to the model), with that turn's row.
+    model_asked: Option<(u32, Vec<String>)>,
     /// What became of a frame a proxy touched, by the frame's row: the
     /// latest touch (a held frame later forwarded reads `Forwarded`).
     fates: HashMap<u32, TouchKind>,
+}
+
+/// What the timeline shows of a model turn without reading its record again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelRow {
+    /// The start of the answer's text, on one line.
+    pub text: Box<str>,
+    /// The tools the turn asked for, as offered to the model.
+    pub tool_calls: Vec<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub first_token: Option<Duration>,
+    pub total: Duration,
+    /// Why the turn failed (HTTP, unreachable, stopped, cut).
+    pub failed: Option<Box<str>>,
 }
 
 /// A borrowed view of one stored line.
@@ -317,6 +343,76 @@ impl FrameStore {
             Direction::In => Lane::In,
         };
         self.push_row(f.seq, lane, f.at, &f.raw, f.ending, Some((&f.class, f.link.as_ref())));
+        if lane == Lane::Out && self.model_asked.is_some() {
+            self.link_model_call(&f.raw, f.class.kind, f.class.method.as_deref());
+        }
+    }
+
+    /// A `tools/call` the client sent after a model turn asked for that
+    /// tool (and before the next turn) is that turn's: the first one per
+    /// call asked, by the tool's name as it was offered to the model.
+    fn link_model_call(&mut self, raw: &[u8], kind: Kind, method: Option<&str>) {
+        if kind != Kind::Request || method != Some(crate::protocol::methods::TOOLS_CALL) {
+            return;
+        }
+        let Some(name) = serde_json::from_slice::<serde_json::Value>(raw).ok().and_then(|v| {
+            v.pointer("/params/name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        }) else {
+            return;
+        };
+        let row = (self.rows.len() - 1) as u32;
+        let Some((turn, asked)) = &mut self.model_asked else {
+            return;
+        };
+        if let Some(i) = asked
+            .iter()
+            .position(|offered| crate::model::request::offered_as(&name, offered))
+        {
+            asked.remove(i);
+            self.model_calls.insert(row, *turn);
+        }
+    }
+
+    /// A model turn: its record as the row's bytes, `PROVIDER:MODEL` as the
+    /// row's method, a failed turn marked like a tool error.
+    pub fn push_model(&mut self, m: &crate::model::record::ModelExchange) {
+        let record = crate::record::capture::meta_json(&Event::Model(Box::new(m.clone())));
+        let raw = serde_json::to_vec(&record).unwrap_or_default();
+        self.push_row(u64::MAX, Lane::Model, m.at, &raw, LineEnding::Lf, None);
+        let row = (self.rows.len() - 1) as u32;
+        let label = self.strings.intern(&format!("{}:{}", m.provider, m.model));
+        let turn = m.turn();
+        let failed =
+            m.error.clone().or_else(|| turn.error.clone()).or_else(|| {
+                (!turn.complete).then(|| "the answer's stream ended before it said it was over".to_owned())
+            });
+        if let Some(r) = self.rows.last_mut() {
+            r.method = label;
+            r.tool_error = failed.is_some();
+            r.error_code = m.status.map_or(0, i32::from);
+        }
+        let tool_calls: Vec<String> = turn.tool_calls.iter().map(|c| c.name.clone()).collect();
+        self.model_asked = Some((row, tool_calls.clone()));
+        self.models.insert(
+            row,
+            ModelRow {
+                text: crate::text::shorten(&turn.text.replace(['\n', '\r'], " "), 120).into(),
+                tool_calls,
+                input_tokens: turn.usage.input_tokens,
+                output_tokens: turn.usage.output_tokens,
+                first_token: m.first_token,
+                total: m.total,
+                failed: failed.map(Into::into),
+            },
+        );
+    }
+
+    /// Whether the session holds model turns (the timeline then draws the
+    /// model's lifeline).
+    pub fn has_model(&self) -> bool {
+        !self.models.is_empty()
     }
 
     pub fn push_stderr(&mut self, s: &StderrLine) {
@@ -413,6 +509,7 @@ impl FrameStore {
             Event::Auth(a) => self.push_auth(a),
             Event::Touch(t) => self.push_touch(t),
             Event::App(a) => self.push_app(a),
+            Event::Model(m) => self.push_model(m),
             Event::Closed { .. } => return false,
             Event::Http(h) => {
                 self.push_meta(h.at, &e.summary());
@@ -599,6 +696,39 @@ impl<'a> RowRef<'a> {
         m.at = self.at();
         m.note = a.note.as_deref().map(str::to_owned);
         Some(m)
+    }
+
+    /// For a model turn's row: what the timeline shows of it.
+    pub fn model(&self) -> Option<&'a ModelRow> {
+        self.store.models.get(&(self.index as u32))
+    }
+
+    /// For a `tools/call` a model turn asked for: that turn's row; for its
+    /// answer, the same (the answer goes back to the model).
+    pub fn caused_by_model(&self) -> Option<usize> {
+        if self.store.model_calls.is_empty() {
+            return None;
+        }
+        let request = match self.row.lane {
+            Lane::Out => self.index as u32,
+            Lane::In => self.link().map(|(r, _)| r as u32)?,
+            _ => return None,
+        };
+        self.store.model_calls.get(&request).map(|&t| t as usize)
+    }
+
+    /// For a model turn's row: the `tools/call` requests it caused.
+    pub fn model_caused(&self) -> Vec<usize> {
+        let me = self.index as u32;
+        let mut rows: Vec<usize> = self
+            .store
+            .model_calls
+            .iter()
+            .filter(|(_, t)| **t == me)
+            .map(|(r, _)| *r as usize)
+            .collect();
+        rows.sort_unstable();
+        rows
     }
 
     /// For a proxy's touch row: what it did.
@@ -888,5 +1018,82 @@ mod tests {
         assert_eq!(f.method(), Some("failed ✖ no S256"));
         assert_eq!(store.row_of_seq(u64::MAX), None);
         assert!(store.has_auth() && !FrameStore::new().has_auth());
+    }
+
+    /// A model turn is a row of its own, and the `tools/call`s it asked for
+    /// (by the names they were offered under) know it caused them; a call
+    /// nobody asked for, or one past the turn's, does not.
+    #[test]
+    fn a_model_turn_is_a_row_and_knows_the_calls_it_caused() {
+        use crate::model::provider::Api;
+        use crate::model::record::ModelExchange;
+        let turn = ModelExchange {
+            at: Duration::from_millis(1),
+            provider: "openai".into(),
+            model: "gpt-x".into(),
+            api: Api::OpenAiChat,
+            url: "http://127.0.0.1/v1/chat/completions".into(),
+            request: serde_json::json!({"model": "gpt-x"}),
+            status: Some(200),
+            events: vec![
+                (
+                    Duration::from_millis(10),
+                    None,
+                    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"math_add","arguments":"{}"}}]}}]}"#.into(),
+                ),
+                (
+                    Duration::from_millis(11),
+                    None,
+                    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#.into(),
+                ),
+                (Duration::from_millis(12), None, "[DONE]".into()),
+            ],
+            first_token: Some(Duration::from_millis(10)),
+            total: Duration::from_millis(12),
+            error: None,
+        };
+        let mut rec = Recorder::replay(Limits::default());
+        let mut store = FrameStore::new();
+        store.push_event(&Event::Model(Box::new(turn)));
+        let call = |id: u32, name: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{}}}}}}"#
+            )
+        };
+        for (id, name) in [(1, "echo"), (2, "math.add"), (3, "math.add")] {
+            let f = rec.frame_at(
+                Direction::Out,
+                line(call(id, name).as_bytes()),
+                Duration::from_millis(20),
+                None,
+            );
+            store.push_frame(&f);
+        }
+        let answer = rec.frame_at(
+            Direction::In,
+            line(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#),
+            Duration::from_millis(30),
+            None,
+        );
+        store.push_frame(&answer);
+        assert!(store.has_model());
+        let m = store.get(0).unwrap();
+        assert_eq!(m.lane(), Lane::Model);
+        assert_eq!(m.method(), Some("openai:gpt-x"));
+        let shown = m.model().unwrap();
+        assert_eq!(shown.tool_calls, ["math_add"]);
+        assert_eq!((shown.input_tokens, shown.output_tokens), (Some(12), Some(3)));
+        assert_eq!(shown.failed, None);
+        assert_eq!(m.model_caused(), [2]);
+        let caused: Vec<_> = (1..=4).map(|r| store.get(r).unwrap().caused_by_model()).collect();
+        assert_eq!(
+            caused,
+            [None, Some(0), None, Some(0)],
+            "echo was not asked for; the second add is one too many"
+        );
+        assert_eq!(
+            crate::timeline::row_kind::RowKind::of(&m),
+            crate::timeline::row_kind::RowKind::Model
+        );
     }
 }

@@ -23,6 +23,31 @@ pub fn era_probe_refused(store: &FrameStore, row: &RowRef<'_>) -> bool {
             == Some(mcpscope_core::protocol::methods::SERVER_DISCOVER)
 }
 
+/// A model turn's label: which model, what it answered or asked for,
+/// tokens in and out, time to first token and in all (or why it failed).
+pub fn model_label(row: &RowRef<'_>) -> String {
+    let name = row.method().unwrap_or("model");
+    let Some(m) = row.model() else {
+        return name.to_owned();
+    };
+    if let Some(why) = &m.failed {
+        return format!("{name} failed: {why}");
+    }
+    let mut s = match m.tool_calls.as_slice() {
+        [] => format!("{name}: {:?}", m.text),
+        [one] => format!("{name} calls {one}"),
+        many => format!("{name} calls {} tools", many.len()),
+    };
+    if let (Some(i), Some(o)) = (m.input_tokens, m.output_tokens) {
+        s.push_str(&format!(" · {i} in / {o} out"));
+    }
+    if let Some(f) = m.first_token {
+        s.push_str(&format!(" · first token {}", format_latency(f)));
+    }
+    s.push_str(&format!(" · {}", format_latency(m.total)));
+    s
+}
+
 /// The label of a row: the method, or `result #id` / `error #id`, or the text.
 pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
     use mcpscope_core::wire::classify::Kind;
@@ -31,6 +56,7 @@ pub fn row_label(store: &FrameStore, row: &RowRef<'_>) -> String {
         Lane::Stderr | Lane::Meta => mcpscope_core::text::ellipsize(&row.text(), 160),
         Lane::Auth => format!("OAuth {}", row.method().unwrap_or_default()),
         Lane::Touch => row.method().unwrap_or_default().to_owned(),
+        Lane::Model => model_label(row),
         Lane::App => {
             let who = row.app_name().unwrap_or_default();
             let arrow = match row.app_toward() {

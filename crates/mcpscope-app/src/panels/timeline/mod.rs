@@ -166,6 +166,14 @@ impl TimelinePanel {
             } else {
                 self.linked.extend(store.responses_to(sel));
             }
+            // A model turn and the tool calls it caused (with their answers).
+            if let Some(turn) = row.caused_by_model() {
+                self.linked.push(turn);
+            }
+            for call in row.model_caused() {
+                self.linked.push(call);
+                self.linked.extend(store.responses_to(call));
+            }
         }
     }
 
@@ -307,7 +315,12 @@ impl TimelinePanel {
             }
         }
 
-        self.lifeline_header(ui, model.store.has_auth(), model.store.app_names());
+        self.lifeline_header(
+            ui,
+            model.store.has_auth(),
+            model.store.app_names(),
+            model.store.has_model(),
+        );
         let total = self.index.len();
         let row_h = ROW_HEIGHT;
         let spacing = ui.spacing().item_spacing.y;
@@ -377,9 +390,9 @@ impl TimelinePanel {
         action
     }
 
-    fn lifeline_header(&self, ui: &mut Ui, auth: bool, apps: &[String]) {
+    fn lifeline_header(&self, ui: &mut Ui, auth: bool, apps: &[String], has_model: bool) {
         let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 18.0), Sense::hover());
-        let geo = Geometry::new(rect, !apps.is_empty());
+        let geo = Geometry::new(rect, !apps.is_empty(), has_model);
         let p = ui.painter();
         let font = FontId::proportional(13.0);
         let color = ui.visuals().strong_text_color();
@@ -396,6 +409,15 @@ impl TimelinePanel {
                 name,
                 font.clone(),
                 RowKind::App.color(),
+            );
+        }
+        if let Some(model_x) = geo.model_x {
+            p.text(
+                Pos2::new(model_x, rect.center().y),
+                Align2::CENTER_CENTER,
+                "Model",
+                font.clone(),
+                RowKind::Model.color(),
             );
         }
         if auth {
@@ -494,7 +516,7 @@ impl TimelinePanel {
         }
         let condition = row_menu(&response, &model.store, row);
         let p = ui.painter_at(rect);
-        let geo = Geometry::new(rect, !model.store.app_names().is_empty());
+        let geo = Geometry::new(rect, !model.store.app_names().is_empty(), model.store.has_model());
         self.paint_background(ui, &p, rect, idx, facts, model, response.hovered());
         paint_margin(&p, rect, &geo, model, row, conversation, mark);
         let mono = FontId::monospace(12.0);
@@ -524,6 +546,12 @@ impl TimelinePanel {
             p.line_segment(
                 [Pos2::new(app_x, rect.top()), Pos2::new(app_x, rect.bottom())],
                 Stroke::new(1.0, RowKind::App.color().gamma_multiply(0.6)),
+            );
+        }
+        if let Some(model_x) = geo.model_x {
+            p.line_segment(
+                [Pos2::new(model_x, rect.top()), Pos2::new(model_x, rect.bottom())],
+                Stroke::new(1.0, RowKind::Model.color().gamma_multiply(0.6)),
             );
         }
         if model.store.has_auth() {
@@ -558,6 +586,18 @@ impl TimelinePanel {
                 };
                 let width = if kind == RowKind::NotJson { 3.0 } else { 1.5 };
                 let stroke = Stroke::new(width, color);
+                // A tools/call the model asked for comes from the model's
+                // lifeline, and its answer goes back there.
+                if let Some(model_x) = geo.model_x
+                    && row.caused_by_model().is_some()
+                {
+                    p.add(egui::Shape::dashed_line(
+                        &[Pos2::new(model_x, y), Pos2::new(geo.client_x, y)],
+                        Stroke::new(1.0, RowKind::Model.color()),
+                        4.0,
+                        3.0,
+                    ));
+                }
                 // The span the label sits over: between the lifelines, or
                 // for a frame that went only as far as the proxy, its half.
                 let (left, right) = match row.fate() {
@@ -716,6 +756,27 @@ impl TimelinePanel {
                 let galley = p.layout_job(job);
                 p.galley(
                     Pos2::new(host_x + ARROW_LABEL_MARGIN, rect.top() + 1.0),
+                    galley,
+                    label_color,
+                );
+            }
+            Lane::Model => {
+                // The request goes to the model and its streamed answer
+                // comes back: one exchange, drawn as the answer's arrow.
+                let model_x = geo.model_x.unwrap_or(geo.client_x - 60.0);
+                let failed = row.model().is_none_or(|m| m.failed.is_some());
+                let color = if failed { theme::ERROR } else { color };
+                let stroke = Stroke::new(1.5, color);
+                p.circle_filled(Pos2::new(geo.client_x, y), 2.5, color);
+                p.arrow(Pos2::new(model_x, y), Vec2::new(geo.client_x - model_x, 0.0), stroke);
+                let text = format!("{} {}", kind.glyph(), labels::model_label(row));
+                let mut job = egui::text::LayoutJob::simple_singleline(text, mono.clone(), label_color);
+                job.wrap = egui::text::TextWrapping::truncate_at_width(
+                    (rect.right() - 8.0 - geo.client_x - ARROW_LABEL_MARGIN).max(20.0),
+                );
+                let galley = p.layout_job(job);
+                p.galley(
+                    Pos2::new(geo.client_x + ARROW_LABEL_MARGIN, rect.top() + 1.0),
                     galley,
                     label_color,
                 );

@@ -95,6 +95,9 @@ pub(super) struct Geometry {
     /// The MCP App's View, left of the client that hosts it (only in
     /// sessions that hosted one).
     pub(super) app_x: Option<f32>,
+    /// The model's (a chat's provider), left of the client that asks it
+    /// (only in sessions with model turns).
+    pub(super) model_x: Option<f32>,
 }
 
 impl Geometry {
@@ -127,13 +130,24 @@ impl Geometry {
     /// Room between the lifelines for a label of ~40 monospace characters.
     pub(super) const LABEL_ROOM: f32 = 330.0;
 
-    pub(super) fn new(rect: Rect, app: bool) -> Self {
-        // With an App, its lifeline takes the client's place and the client
-        // moves right: View -> host -> server reads left to right.
-        // Narrow, the App's room shrinks first, so the server's lifeline stays on screen.
-        let app_room = (rect.width() - 150.0 - 220.0 - 20.0).clamp(Self::APP_ROOM_MIN, Self::APP_ROOM);
-        let app_x = app.then_some(rect.left() + 150.0);
-        let left = rect.left() + if app { 150.0 + app_room } else { 150.0 };
+    pub(super) fn new(rect: Rect, app: bool, model: bool) -> Self {
+        // With an App or a model, its lifeline takes the client's place and
+        // the client moves right: View -> host -> server (model <- client ->
+        // server) reads left to right. Narrow, their room shrinks first, so
+        // the server's lifeline stays on screen.
+        let sides = usize::from(app) + usize::from(model);
+        let room =
+            ((rect.width() - 150.0 - 220.0 - 20.0) / sides.max(1) as f32).clamp(Self::APP_ROOM_MIN, Self::APP_ROOM);
+        let mut left = rect.left() + 150.0;
+        let mut side = |on: bool| {
+            on.then(|| {
+                let x = left;
+                left += room;
+                x
+            })
+        };
+        let app_x = side(app);
+        let model_x = side(model);
         // The server's lifeline stays far enough from the right edge for the
         // stderr lane's text, however narrow the timeline is; between the
         // lifelines there is room for a long method (notifications/tools/
@@ -149,6 +163,7 @@ impl Geometry {
             stderr_x: right + 30.0,
             auth_x: left + (right - left) * 0.62,
             app_x,
+            model_x,
         }
     }
 }

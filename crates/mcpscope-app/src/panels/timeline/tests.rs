@@ -5,12 +5,27 @@ use super::*;
 fn an_app_lifeline_sits_left_of_the_client_and_the_server_stays_in_view() {
     for width in [430.0, 700.0, 1100.0] {
         let rect = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, ROW_HEIGHT));
-        let g = Geometry::new(rect, true);
+        let g = Geometry::new(rect, true, false);
         let app = g.app_x.unwrap();
         assert!(app < g.client_x && g.client_x < g.server_x, "{width}");
         assert!(g.client_x - app >= Geometry::APP_ROOM_MIN, "{width}");
         assert!(g.server_x <= rect.right(), "the server's lifeline on screen at {width}");
-        assert!(Geometry::new(rect, false).app_x.is_none());
+        assert!(Geometry::new(rect, false, false).app_x.is_none());
+    }
+}
+
+/// With an App and a model, both lifelines stand left of the client, in
+/// that order, and the server's stays on screen.
+#[test]
+fn a_model_lifeline_sits_left_of_the_client_beside_an_apps() {
+    for width in [430.0, 700.0, 1100.0] {
+        let rect = Rect::from_min_size(Pos2::ZERO, Vec2::new(width, ROW_HEIGHT));
+        let g = Geometry::new(rect, true, true);
+        let (app, model) = (g.app_x.unwrap(), g.model_x.unwrap());
+        assert!(app < model && model < g.client_x && g.client_x < g.server_x, "{width}");
+        assert!(g.server_x <= rect.right(), "the server's lifeline on screen at {width}");
+        let alone = Geometry::new(rect, false, true);
+        assert!(alone.app_x.is_none() && alone.model_x.unwrap() < alone.client_x);
     }
 }
 
@@ -18,7 +33,11 @@ fn an_app_lifeline_sits_left_of_the_client_and_the_server_stays_in_view() {
 #[test]
 fn authorization_arrows_run_between_the_right_lifelines() {
     use mcpscope_core::protocol::auth::Step;
-    let g = Geometry::new(Rect::from_min_size(Pos2::ZERO, Vec2::new(900.0, ROW_HEIGHT)), false);
+    let g = Geometry::new(
+        Rect::from_min_size(Pos2::ZERO, Vec2::new(900.0, ROW_HEIGHT)),
+        false,
+        false,
+    );
     assert!(
         g.client_x < g.auth_x && g.auth_x < g.server_x,
         "auth between client and server"
@@ -170,7 +189,7 @@ fn down_with_nothing_selected_takes_the_first_row_on_screen() {
 fn every_lane_fits_at_the_default_size() {
     // 1440 px wide, minus the launcher (300) and detail (460) panels.
     let rect = Rect::from_min_size(egui::pos2(300.0, 0.0), Vec2::new(680.0, 500.0));
-    let g = Geometry::new(rect, false);
+    let g = Geometry::new(rect, false, false);
     assert!(g.client_x > rect.left() + 100.0, "room for the time column");
     assert!(g.server_x - g.client_x > 200.0, "room for arrow labels");
     assert!(
