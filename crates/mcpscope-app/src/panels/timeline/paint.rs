@@ -136,8 +136,8 @@ impl Geometry {
         // server) reads left to right. Narrow, their room shrinks first, so
         // the server's lifeline stays on screen.
         let sides = usize::from(app) + usize::from(model);
-        let room =
-            ((rect.width() - 150.0 - 220.0 - 20.0) / sides.max(1) as f32).clamp(Self::APP_ROOM_MIN, Self::APP_ROOM);
+        let sides = sides.max(1) as f32;
+        let room = ((rect.width() - 150.0 - 220.0 - 20.0) / sides).clamp(Self::APP_ROOM_MIN / sides, Self::APP_ROOM);
         let mut left = rect.left() + 150.0;
         let mut side = |on: bool| {
             on.then(|| {
