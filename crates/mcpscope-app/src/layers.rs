@@ -2,7 +2,7 @@
 //! module may use the floors below its own, never one above, nor a sibling
 //! on its own floor. From the bottom: helpers (theme, workers, memory), the
 //! models, the session's owners, the panels, the session ([`crate::inspection`]),
-//! the composer, the tabs, and the app shell ([`crate::app`]) at the top.
+//! a chat with a model over it ([`crate::live_chat`]), the composer, the tabs, and the app shell ([`crate::app`]) at the top.
 //!
 //! What counts as a use, and what is skipped, is `mcpscope-layers`', the
 //! checker the core's layers test uses too.
@@ -24,10 +24,11 @@ const FLOORS: &[(&str, u8)] = &[
     ("panels", 4),
     ("intercept_link", 5),
     ("inspection", 6),
-    ("composer", 7),
-    ("restore", 8),
-    ("tabs", 9),
-    ("app", 10),
+    ("live_chat", 7),
+    ("composer", 8),
+    ("restore", 9),
+    ("tabs", 10),
+    ("app", 11),
 ];
 
 mod tests {

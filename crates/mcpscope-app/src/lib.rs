@@ -11,6 +11,7 @@ pub mod intercept_link;
 pub mod job;
 #[cfg(test)]
 mod layers;
+pub mod live_chat;
 pub mod live_follow;
 pub mod live_pilot;
 pub mod memory;

@@ -25,7 +25,7 @@ impl RowKindStyle for RowKind {
             RowKind::Auth => "🔑",
             RowKind::Touch => "✋",
             RowKind::App => "▣",
-            RowKind::Model => "✦",
+            RowKind::Model => "◆",
         }
     }
 

@@ -9,6 +9,7 @@ use egui_kittest::kittest::Queryable as _;
 use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::{Duration, Instant};
 
+mod chat;
 mod composer;
 mod files;
 mod launch;

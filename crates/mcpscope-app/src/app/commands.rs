@@ -305,7 +305,7 @@ impl McpscopeApp {
     }
 
     /// Carries out what the composer asked for.
-    fn compose(&mut self, action: ComposerAction) {
+    pub(super) fn compose(&mut self, action: ComposerAction) {
         let Some(i) = &mut self.session_mut().inspection else {
             self.message = Some((Severity::Warning, "no session to send to".into()));
             return;
@@ -329,6 +329,12 @@ impl McpscopeApp {
                     .skill_read_not_sent("the server is not running");
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
+            ComposerAction::ChatCall(_) if !live => self.session_mut().composer.chat.tool_sent(None),
+            ComposerAction::ChatCall(out) => {
+                let id = i.send(out);
+                self.session_mut().composer.chat.tool_sent(id);
+            }
+            ComposerAction::RecordModel(exchange) => i.record_model(*exchange),
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }

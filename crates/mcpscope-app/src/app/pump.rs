@@ -69,6 +69,7 @@ impl McpscopeApp {
             }
         }
         self.pump_restore();
+        let mut chat_actions = Vec::new();
         let title = self.tabs[self.active_tab].title.clone();
         let view = &mut self.tabs[self.active_tab].view;
         if let Some(i) = &view.inspection
@@ -118,6 +119,9 @@ impl McpscopeApp {
             }
             view.composer.sync(&i.model);
             view.composer.task_flavor = i.task_flavor();
+            // A chat with a model moves on whatever the composer shows.
+            view.composer.chat.wake.get_or_insert_with(|| Arc::clone(&self.waker));
+            chat_actions = view.composer.chat.poll(i);
             // A question from the server brings the composer forward.
             if i.questions().len() > view.seen_server_requests {
                 view.right_tab = RightTab::Compose;
@@ -128,6 +132,9 @@ impl McpscopeApp {
                 view.timeline.finding_marks = view.expert.marks.clone();
                 view.timeline.set_findings(&view.expert.findings);
             }
+        }
+        for a in chat_actions {
+            self.compose(a);
         }
         self.show_replayed();
         self.remember_answered_launch();

@@ -1,10 +1,12 @@
 //! The request composer, one file per mode, each with its own state: tool
-//! (forms from `inputSchema`), prompt, resource, logging, listen and raw; the
+//! (forms from `inputSchema`), chat (a model over the tools), prompt,
+//! resource, logging, listen and raw; the
 //! history to re-send from; the answers the user gives to the server; the
 //! roots offered; and the answer area. It only builds [`ComposerAction`]s;
 //! the app carries them out through the inspection.
 
 mod answers;
+mod chat;
 mod completion;
 mod history;
 mod listen;
@@ -17,6 +19,7 @@ mod roots;
 mod skills;
 mod tool;
 
+pub use chat::ChatMode;
 pub use history::{History, HistoryEntry};
 pub use lists::{Lists, PromptArg, PromptDef, ToolDef};
 pub use raw::{RawComposer, RawKind, parse_id};
@@ -59,11 +62,17 @@ pub enum ComposerAction {
         toward: mcpscope_core::wire::frame::Direction,
         bytes: Vec<u8>,
     },
+    /// A `tools/call` the chat's model asked for: sent, its id given back
+    /// to [`ChatMode::tool_sent`] (not history).
+    ChatCall(Outgoing),
+    /// A model turn of the chat, for the timeline and the capture.
+    RecordModel(Box<mcpscope_core::model::record::ModelExchange>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Tool,
+    Chat,
     Prompt,
     Resource,
     Skills,
@@ -73,8 +82,9 @@ pub enum Mode {
 }
 
 impl Mode {
-    const ALL: [Mode; 7] = [
+    const ALL: [Mode; 8] = [
         Mode::Tool,
+        Mode::Chat,
         Mode::Prompt,
         Mode::Resource,
         Mode::Skills,
@@ -86,6 +96,7 @@ impl Mode {
     fn label(self) -> &'static str {
         match self {
             Mode::Tool => "Tool",
+            Mode::Chat => "Chat",
             Mode::Prompt => "Prompt",
             Mode::Resource => "Resource",
             Mode::Skills => "Skills",
@@ -107,7 +118,7 @@ impl Mode {
     /// The list request that fills this mode's picker.
     fn list_method(self) -> Option<&'static str> {
         match self {
-            Mode::Tool => Some(methods::TOOLS_LIST),
+            Mode::Tool | Mode::Chat => Some(methods::TOOLS_LIST),
             Mode::Prompt => Some(methods::PROMPTS_LIST),
             Mode::Resource => Some(methods::RESOURCES_LIST),
             Mode::Skills => Some(mcpscope_core::protocol::skills::SKILLS_LIST),
@@ -149,6 +160,7 @@ pub struct ComposerPanel {
     pub mode: Mode,
     pub lists: Lists,
     pub tool: tool::ToolMode,
+    pub chat: chat::ChatMode,
     pub prompt: prompt::PromptMode,
     pub resource: resource::ResourceMode,
     pub skills: skills::SkillsMode,
@@ -183,6 +195,7 @@ impl Default for ComposerPanel {
             mode: Mode::Tool,
             lists: Lists::default(),
             tool: tool::ToolMode::default(),
+            chat: chat::ChatMode::default(),
             prompt: prompt::PromptMode::default(),
             resource: resource::ResourceMode::default(),
             skills: skills::SkillsMode::default(),
@@ -200,11 +213,14 @@ impl Default for ComposerPanel {
 }
 
 impl ComposerPanel {
-    /// Forgets the session (keeps the history, to re-send to the next one).
+    /// Forgets the session (keeps the history, to re-send to the next one,
+    /// and the chat's settings).
     pub fn reset(&mut self) {
         let history = std::mem::take(&mut self.history);
+        let chat = std::mem::take(&mut self.chat).settings_only();
         *self = ComposerPanel {
             history,
+            chat,
             ..ComposerPanel::default()
         };
     }
@@ -223,6 +239,7 @@ impl ComposerPanel {
             raw: old.raw,
             history: old.history,
             roots: old.roots,
+            chat: old.chat.settings_only(),
             ..ComposerPanel::default()
         };
     }
@@ -399,6 +416,7 @@ impl ComposerPanel {
         let completions = completion::server_completes(model).then_some(&mut self.completions);
         match self.mode {
             Mode::Tool => self.tool.ui(ui, &self.lists, self.task_flavor, live, &mut actions),
+            Mode::Chat => self.chat.ui(ui, &self.lists, i, live, &mut actions),
             Mode::Prompt => self.prompt.ui(ui, &self.lists, completions, live, &mut actions),
             Mode::Resource => {
                 self.resource.ui(ui, &self.lists, completions, live, &mut actions);
@@ -410,8 +428,11 @@ impl ComposerPanel {
             Mode::Raw => self.raw.ui(ui, live, i.intercept.is_some(), &mut actions),
         }
         ui.separator();
-        let tool = (self.mode == Mode::Tool).then_some(self.tool.name.as_deref()).flatten();
-        self.result.ui(ui, i, live, (self.mode, tool), &mut actions);
+        // The chat shows its own answers (its calls are on the timeline too).
+        if self.mode != Mode::Chat {
+            let tool = (self.mode == Mode::Tool).then_some(self.tool.name.as_deref()).flatten();
+            self.result.ui(ui, i, live, (self.mode, tool), &mut actions);
+        }
         ui.separator();
         if let Some(e) = self.history.ui(ui, live, &mut actions) {
             self.load(&e);

@@ -327,6 +327,14 @@ impl Inspection {
         }
     }
 
+    /// Puts a model turn of a chat on the timeline and in the capture (a
+    /// session this app launched; elsewhere there is no session to keep it).
+    pub fn record_model(&mut self, exchange: mcpscope_core::model::record::ModelExchange) {
+        if let Some(l) = self.launched() {
+            crate::live_pilot::lock(&l.pilot).session.record_model(exchange);
+        }
+    }
+
     /// The tools the server listed last.
     pub fn listed_tools(&self) -> Vec<Value> {
         self.model

@@ -9,6 +9,9 @@ use super::request::{self, Conversation, Message, OfferedTools, Part, Role, Sett
 use super::stream::Turn;
 use serde_json::Value;
 
+/// What the model is told of a call the user refused.
+const DECLINED: &str = "The user declined to run this tool.";
+
 /// Whether the model's tool calls run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Approval {
@@ -120,7 +123,7 @@ impl ChatLoop {
                     let _ = self.queue.remove(0);
                     self.results.push(Part::ToolResult {
                         id,
-                        text: "The user declined to run this tool.".into(),
+                        text: DECLINED.into(),
                         is_error: true,
                     });
                 }
@@ -215,6 +218,12 @@ impl ChatLoop {
             text,
             is_error,
         });
+    }
+
+    /// The person refused the call [`Step::CallTool`] asked for: the model
+    /// is told, as with [`Approval::Never`].
+    pub fn tool_declined(&mut self, call_id: &str) {
+        self.tool_answered(call_id, DECLINED.into(), true);
     }
 
     /// Model turns taken.

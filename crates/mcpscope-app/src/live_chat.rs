@@ -1,0 +1,441 @@
+//! One chat with a model over a live session's tools: the core's
+//! [`ChatLoop`] driven from the app, as `mcpscope chat` drives it from the
+//! command line. Each model turn streams on a worker of its own (the UI
+//! only drains its text); each tool call goes through the session like a
+//! composer call ([`ChatEffect::Send`]), so it is on the timeline, paired
+//! and judged; each turn is recorded in the session ([`ChatEffect::Record`]).
+//! With approval on, a call waits for the person, who may edit its
+//! arguments first.
+
+use crate::inspection::{Inspection, Outgoing};
+use crate::job::{Feed, Wake};
+use mcpscope_core::chat::provider_call::{self, Exchange, ProviderError};
+use mcpscope_core::model::chat_loop::{self, ChatLoop, Outcome, Step};
+use mcpscope_core::model::provider::ModelSpec;
+use mcpscope_core::model::record::ModelExchange;
+use mcpscope_core::model::stream::Delta;
+use mcpscope_core::protocol::methods;
+use mcpscope_core::wire::message::RequestId;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What the chat asks the app to do.
+#[derive(Debug)]
+pub enum ChatEffect {
+    /// Send this `tools/call`, then tell [`ChatRun::tool_sent`] its id.
+    Send(Outgoing),
+    /// Put this model turn on the timeline and in the capture.
+    Record(Box<ModelExchange>),
+}
+
+/// One line of the transcript as the panel shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Entry {
+    User(String),
+    Model(ModelEntry),
+    Tool(ToolEntry),
+    /// How the chat ended, or a change the provider needed.
+    Note {
+        text: String,
+        error: bool,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelEntry {
+    pub text: String,
+    /// Still streaming.
+    pub streaming: bool,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub first_token: Option<Duration>,
+    pub total: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolEntry {
+    pub call_id: String,
+    pub tool: String,
+    pub state: ToolState,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolState {
+    /// Waiting for the person: the arguments as text they may edit.
+    Asking {
+        arguments: String,
+        problem: Option<String>,
+    },
+    /// Sent as this request (or about to be, while `None`).
+    Running {
+        arguments: Value,
+        id: Option<RequestId>,
+    },
+    Answered {
+        arguments: Value,
+        text: String,
+        is_error: bool,
+    },
+    Declined,
+}
+
+enum TurnUpdate {
+    Text(String),
+    Done(Box<(Value, Result<Exchange, ProviderError>, Duration)>),
+}
+
+struct TurnInFlight {
+    feed: Feed<TurnUpdate>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+}
+
+/// Where the conversation is.
+pub struct ChatRun {
+    chat: ChatLoop,
+    spec: ModelSpec,
+    /// In memory only, for this chat's turns.
+    key: Option<String>,
+    timeout: Duration,
+    approve_each: bool,
+    turn: Option<TurnInFlight>,
+    wake: Option<Wake>,
+    pub transcript: Vec<Entry>,
+    /// Set once it is over (finished, failed, stopped).
+    pub outcome: Option<Outcome>,
+}
+
+impl ChatRun {
+    pub fn start(
+        chat: ChatLoop,
+        spec: ModelSpec,
+        key: Option<String>,
+        prompt: &str,
+        approve_each: bool,
+        wake: Option<Wake>,
+    ) -> ChatRun {
+        let mut transcript = vec![Entry::User(prompt.to_owned())];
+        for n in chat.tool_notes() {
+            transcript.push(Entry::Note {
+                text: format!("tool {:?}: {}", n.tool, n.note),
+                error: false,
+            });
+        }
+        ChatRun {
+            chat,
+            spec,
+            key,
+            timeout: Duration::from_secs(120),
+            approve_each,
+            turn: None,
+            wake,
+            transcript,
+            outcome: None,
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.outcome.is_none()
+    }
+
+    /// Whether a tool call waits for the person.
+    pub fn asking(&self) -> bool {
+        self.transcript
+            .iter()
+            .any(|e| matches!(e, Entry::Tool(t) if matches!(t.state, ToolState::Asking { .. })))
+    }
+
+    /// Takes what came (the model's text, its finished turn, a tool's
+    /// answer) and moves on; returns what the app must do.
+    pub fn poll(&mut self, i: &Inspection) -> Vec<ChatEffect> {
+        let mut effects = Vec::new();
+        // A turn stopped is still recorded when its worker ends.
+        self.drain_turn(&mut effects);
+        if self.outcome.is_some() {
+            return effects;
+        }
+        self.take_tool_answer(i);
+        self.advance(&mut effects);
+        effects
+    }
+
+    fn drain_turn(&mut self, effects: &mut Vec<ChatEffect>) {
+        let Some(turn) = &self.turn else { return };
+        let mut done = None;
+        while let Some(update) = turn.feed.try_recv() {
+            match update {
+                TurnUpdate::Text(t) => {
+                    if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+                        m.text.push_str(&t);
+                    }
+                }
+                TurnUpdate::Done(d) => {
+                    done = Some(d);
+                    break;
+                }
+            }
+        }
+        let worker_gone = done.is_none() && turn.feed.failed().is_some();
+        if worker_gone {
+            let why = turn.feed.failed().map(ToString::to_string).unwrap_or_default();
+            self.turn = None;
+            self.chat.model_failed(why);
+            return;
+        }
+        let Some(done) = done else { return };
+        let (body, result, took) = *done;
+        self.turn = None;
+        effects.push(ChatEffect::Record(Box::new(provider_call::record(
+            &self.spec, &body, &result, took,
+        ))));
+        match result {
+            Ok(x) => {
+                if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+                    m.text = x.turn.text.clone();
+                    m.streaming = false;
+                    m.input_tokens = x.turn.usage.input_tokens;
+                    m.output_tokens = x.turn.usage.output_tokens;
+                    m.first_token = x.timing.first_token;
+                    m.total = Some(x.timing.total);
+                }
+                self.chat.model_answered(&x.turn);
+            }
+            Err(e) => {
+                if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+                    m.streaming = false;
+                    m.total = Some(took);
+                }
+                self.chat.model_failed(e.to_string());
+            }
+        }
+    }
+
+    /// The answer to the tool call in flight, if it came.
+    fn take_tool_answer(&mut self, i: &Inspection) {
+        let Some(Entry::Tool(t)) = self.transcript.last_mut() else {
+            return;
+        };
+        let ToolState::Running {
+            arguments,
+            id: Some(id),
+        } = &t.state
+        else {
+            return;
+        };
+        let answer = match i.model.response_to(&i.current_id(id)) {
+            Some(row) => Some(answer_of(i, row)),
+            None => i
+                .failure(id)
+                .map(|f| (format!("The tool call got no answer: {f}."), true)),
+        };
+        if let Some((text, is_error)) = answer {
+            let call_id = t.call_id.clone();
+            t.state = ToolState::Answered {
+                arguments: arguments.clone(),
+                text: text.clone(),
+                is_error,
+            };
+            self.chat.tool_answered(&call_id, text, is_error);
+        }
+    }
+
+    /// Asks the loop what next until something must be waited for.
+    fn advance(&mut self, effects: &mut Vec<ChatEffect>) {
+        if self.turn.is_some() || self.waiting_on_tool() {
+            return;
+        }
+        match self.chat.next_step() {
+            Step::AskModel(body) => self.ask_model(body),
+            Step::CallTool {
+                call_id,
+                tool,
+                arguments,
+            } => {
+                if self.approve_each {
+                    let text = serde_json::to_string_pretty(&arguments).unwrap_or_else(|_| arguments.to_string());
+                    self.transcript.push(Entry::Tool(ToolEntry {
+                        call_id,
+                        tool,
+                        state: ToolState::Asking {
+                            arguments: text,
+                            problem: None,
+                        },
+                    }));
+                } else {
+                    self.send_tool(call_id, tool, arguments, effects);
+                }
+            }
+            Step::Finished(outcome) => {
+                let (text, error) = match &outcome {
+                    Outcome::Done => ("done".to_owned(), false),
+                    Outcome::RoundTripLimit(n) => (format!("the model still wanted tools after {n} round trips"), true),
+                    Outcome::ProviderFailed(why) => (format!("the provider failed: {why}"), true),
+                };
+                self.transcript.push(Entry::Note { text, error });
+                self.outcome = Some(outcome);
+            }
+        }
+    }
+
+    fn waiting_on_tool(&self) -> bool {
+        matches!(
+            self.transcript.last(),
+            Some(Entry::Tool(ToolEntry {
+                state: ToolState::Asking { .. } | ToolState::Running { .. },
+                ..
+            }))
+        )
+    }
+
+    fn ask_model(&mut self, body: Value) {
+        self.transcript.push(Entry::Model(ModelEntry {
+            streaming: true,
+            ..ModelEntry::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (spec, key, timeout, flag) = (self.spec.clone(), self.key.clone(), self.timeout, Arc::clone(&stop));
+        // Detached: a Stop must not wait for a provider that has not
+        // answered yet; the worker ends at its next read.
+        let feed = Feed::spawn_detached("model-turn", 256, self.wake.clone(), move |feeder| {
+            let started = Instant::now();
+            let result = provider_call::stream_turn(&spec, key.as_deref(), &body, timeout, &flag, &mut |d| {
+                if let Delta::Text(t) = d {
+                    feeder.send(TurnUpdate::Text(t.clone()));
+                }
+            });
+            feeder.send(TurnUpdate::Done(Box::new((body, result, started.elapsed()))));
+        });
+        self.turn = Some(TurnInFlight {
+            feed,
+            stop,
+            started: Instant::now(),
+        });
+    }
+
+    fn send_tool(&mut self, call_id: String, tool: String, arguments: Value, effects: &mut Vec<ChatEffect>) {
+        effects.push(ChatEffect::Send(Outgoing::Request {
+            method: methods::TOOLS_CALL.into(),
+            params: Some(json!({"name": tool, "arguments": arguments})),
+            id: None,
+        }));
+        self.transcript.push(Entry::Tool(ToolEntry {
+            call_id,
+            tool,
+            state: ToolState::Running { arguments, id: None },
+        }));
+    }
+
+    /// The app sent the tool call as `id` (`None`: it could not be sent).
+    pub fn tool_sent(&mut self, id: Option<RequestId>) {
+        let Some(Entry::Tool(t)) = self.transcript.last_mut() else {
+            return;
+        };
+        let ToolState::Running { arguments, id: sent } = &mut t.state else {
+            return;
+        };
+        match id {
+            Some(id) => *sent = Some(id),
+            None => {
+                let text = "The tool call could not be sent: the server is not running.".to_owned();
+                let call_id = t.call_id.clone();
+                t.state = ToolState::Answered {
+                    arguments: arguments.clone(),
+                    text: text.clone(),
+                    is_error: true,
+                };
+                self.chat.tool_answered(&call_id, text, true);
+            }
+        }
+    }
+
+    /// The person edits the waiting call's arguments.
+    pub fn asking_arguments(&mut self) -> Option<(&str, &mut String, Option<&str>)> {
+        match self.transcript.last_mut() {
+            Some(Entry::Tool(ToolEntry {
+                tool,
+                state: ToolState::Asking { arguments, problem },
+                ..
+            })) => Some((tool.as_str(), arguments, problem.as_deref())),
+            _ => None,
+        }
+    }
+
+    /// The person lets the waiting call run, with the arguments as edited.
+    pub fn approve(&mut self) -> Vec<ChatEffect> {
+        let mut effects = Vec::new();
+        let Some(Entry::Tool(t)) = self.transcript.last_mut() else {
+            return effects;
+        };
+        let ToolState::Asking { arguments, problem } = &mut t.state else {
+            return effects;
+        };
+        match serde_json::from_str::<Value>(arguments) {
+            Ok(v) if v.is_object() => {
+                let (call_id, tool) = (t.call_id.clone(), t.tool.clone());
+                self.transcript.pop();
+                self.send_tool(call_id, tool, v, &mut effects);
+            }
+            Ok(_) => *problem = Some("the arguments must be a JSON object".into()),
+            Err(e) => *problem = Some(format!("not JSON: {e}")),
+        }
+        effects
+    }
+
+    /// The person refuses the waiting call: the model is told.
+    pub fn decline(&mut self) {
+        if let Some(Entry::Tool(t)) = self.transcript.last_mut()
+            && matches!(t.state, ToolState::Asking { .. })
+        {
+            t.state = ToolState::Declined;
+            let call_id = t.call_id.clone();
+            self.chat.tool_declined(&call_id);
+        }
+    }
+
+    /// Ends the chat now: a turn streaming is cut (and recorded as
+    /// stopped when its worker notices), a call waiting is refused.
+    pub fn stop(&mut self) {
+        if let Some(turn) = &self.turn {
+            turn.stop.store(true, Ordering::SeqCst);
+            if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+                m.streaming = false;
+                m.total = Some(turn.started.elapsed());
+            }
+        }
+        if self.outcome.is_none() {
+            let outcome = Outcome::ProviderFailed("stopped by the user".into());
+            self.transcript.push(Entry::Note {
+                text: "stopped".into(),
+                error: true,
+            });
+            self.outcome = Some(outcome);
+        }
+    }
+
+    /// The model turns asked for so far.
+    pub fn turns(&self) -> usize {
+        self.chat.turns()
+    }
+}
+
+/// A tool call's answer as the model is told it: its text, or the
+/// JSON-RPC error said as text (a protocol failure is not the tool's).
+fn answer_of(i: &Inspection, row: usize) -> (String, bool) {
+    let Some(v) = i
+        .model
+        .store
+        .get(row)
+        .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
+    else {
+        return ("The server's answer was not JSON.".into(), true);
+    };
+    if let Some(result) = v.get("result") {
+        let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+        return (chat_loop::result_text(result), is_error);
+    }
+    let code = v.pointer("/error/code").and_then(Value::as_i64).unwrap_or_default();
+    let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
+    (format!("JSON-RPC error {code}: {message}"), true)
+}

@@ -1,0 +1,176 @@
+//! #43: the composer's Chat mode against server-everything and the fake
+//! model provider (tests/servers/fake_llm.py, which the official SDKs take
+//! for the real thing): the model's tool call waits for the person, who
+//! edits its arguments and lets it run, or refuses it; the call goes
+//! through the session; each model turn is a row on the Model lifeline,
+//! linked to the call it caused, and in the capture without the key.
+
+use super::*;
+use crate::model::FakeProvider;
+use mcpscope_app::live_chat::{Entry, ToolState};
+use mcpscope_core::model::chat_loop::Outcome;
+use mcpscope_core::timeline::store::Lane;
+
+fn chat_ready(fake: &FakeProvider) -> Harness<'static, McpscopeApp> {
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_label("Chat").click();
+    h.step();
+    let chat = &mut h.state_mut().session_mut().composer.chat;
+    chat.model = "openai:fake-gpt".into();
+    chat.base_url = format!("{}/v1", fake.url);
+    chat.key = "test-key".into();
+    h.step();
+    h
+}
+
+fn send(h: &mut Harness<'static, McpscopeApp>, prompt: &str) {
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt").focus();
+    h.step();
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt")
+        .type_text(prompt);
+    h.step();
+    h.get_by_label("Send to the model").click();
+}
+
+/// A button of the composer (as a screen reader presses it: the transcript
+/// grows below the settings, maybe out of view).
+fn press(h: &mut Harness<'static, McpscopeApp>, label: &str) {
+    h.get_by_label(label).click_accesskit();
+}
+
+fn asking(app: &McpscopeApp) -> bool {
+    app.session().composer.chat.run.as_ref().is_some_and(|r| r.asking())
+}
+
+fn outcome(app: &McpscopeApp) -> Option<Outcome> {
+    app.session().composer.chat.run.as_ref()?.outcome.clone()
+}
+
+#[test]
+fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
+    let fake = FakeProvider::start();
+    let mut h = chat_ready(&fake);
+    send(&mut h, r#"call echo {"message": "from the model"}"#);
+    step_until(&mut h, "the call waiting for approval", asking);
+    assert!(shows(&h, "Run it") && shows(&h, "Refuse"));
+    // The person changes what the model asked for, then lets it run.
+    {
+        let run = h.state_mut().session_mut().composer.chat.run.as_mut().unwrap();
+        let (tool, arguments, _) = run.asking_arguments().unwrap();
+        assert_eq!(tool, "echo");
+        assert!(arguments.contains("from the model"), "{arguments}");
+        *arguments = r#"{"message": "edited by the person"}"#.into();
+    }
+    h.step();
+    press(&mut h, "Run it");
+    step_until(&mut h, "the chat to end", |app| outcome(app).is_some());
+    assert_eq!(outcome(h.state()), Some(Outcome::Done));
+    let run = h.state().session().composer.chat.run.as_ref().unwrap();
+    let answered = run.transcript.iter().find_map(|e| match e {
+        Entry::Tool(t) => match &t.state {
+            ToolState::Answered { text, is_error, .. } => Some((text.clone(), *is_error)),
+            _ => None,
+        },
+        _ => None,
+    });
+    let (text, is_error) = answered.expect("the tool's answer in the transcript");
+    assert!(text.contains("edited by the person") && !is_error, "{text}");
+    let last_model = run.transcript.iter().rev().find_map(|e| match e {
+        Entry::Model(m) => Some(m.text.clone()),
+        _ => None,
+    });
+    assert!(
+        last_model
+            .as_deref()
+            .is_some_and(|t| t.contains("The tool said") && t.contains("edited by the person")),
+        "the model was given the result: {last_model:?}"
+    );
+    assert!(shows(&h, "The tool said"));
+    // The timeline: two model turns on their own lane, the call linked to the first.
+    step_until(&mut h, "both model turns on the timeline", |app| {
+        let store = &app.session().inspection.as_ref().unwrap().model.store;
+        store.iter().filter(|r| r.lane() == Lane::Model).count() == 2
+    });
+    let i = h.state().session().inspection.as_ref().unwrap();
+    let store = &i.model.store;
+    let turns: Vec<usize> = store
+        .iter()
+        .filter(|r| r.lane() == Lane::Model)
+        .map(|r| r.index())
+        .collect();
+    let call = store
+        .iter()
+        .find(|r| {
+            r.lane() == Lane::Out
+                && r.method() == Some("tools/call")
+                && String::from_utf8_lossy(r.raw()).contains("edited by the person")
+        })
+        .expect("the edited call went through the session");
+    assert_eq!(call.caused_by_model(), Some(turns[0]));
+    assert_eq!(store.get(turns[0]).unwrap().model_caused(), [call.index()]);
+    let first = store.get(turns[0]).unwrap().model().unwrap().clone();
+    assert_eq!(first.tool_calls, ["echo"]);
+    assert!(first.input_tokens.is_some() && first.failed.is_none());
+    assert!(
+        shows(&h, "openai:fake-gpt calls echo"),
+        "the turn's row on the timeline"
+    );
+    // The capture holds both turns and never the key.
+    let capture = i.capture_path.clone().unwrap();
+    let recorded = std::fs::read_to_string(&capture).unwrap();
+    assert_eq!(
+        recorded.matches(r#""event":"model""#).count(),
+        2,
+        "{}",
+        capture.display()
+    );
+    assert!(!recorded.contains("test-key"));
+    // Selecting the turn shows its record and the answer it assembles to.
+    h.query_all_by_label_contains("openai:fake-gpt calls echo")
+        .next()
+        .expect("the turn's row")
+        .click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "a model turn: the request sent to the provider"));
+}
+
+#[test]
+fn a_refused_call_is_said_to_the_model_and_stop_ends_a_chat() {
+    let fake = FakeProvider::start();
+    let mut h = chat_ready(&fake);
+    send(&mut h, r#"call echo {"message": "nope"}"#);
+    step_until(&mut h, "the call waiting for approval", asking);
+    press(&mut h, "Refuse");
+    step_until(&mut h, "the chat to end", |app| outcome(app).is_some());
+    assert_eq!(outcome(h.state()), Some(Outcome::Done));
+    let run = h.state().session().composer.chat.run.as_ref().unwrap();
+    assert!(
+        run.transcript
+            .iter()
+            .any(|e| matches!(e, Entry::Tool(t) if t.state == ToolState::Declined))
+    );
+    assert!(
+        run.transcript
+            .iter()
+            .any(|e| matches!(e, Entry::Model(m) if m.text.contains("declined"))),
+        "the model was told: {:?}",
+        run.transcript
+    );
+    let store = &h.state().session().inspection.as_ref().unwrap().model.store;
+    assert!(
+        !store.iter().any(|r| r.method() == Some("tools/call")),
+        "a refused call never reaches the server"
+    );
+    // A second chat, stopped while its call waits.
+    h.state_mut().session_mut().composer.chat.prompt.clear();
+    send(&mut h, r#"call echo {"message": "later"}"#);
+    step_until(&mut h, "the call waiting for approval", asking);
+    press(&mut h, "Stop");
+    step_until(&mut h, "the chat stopped", |app| outcome(app).is_some());
+    assert!(matches!(outcome(h.state()), Some(Outcome::ProviderFailed(why)) if why.contains("stopped")));
+    assert!(shows(&h, "Send to the model"), "the chat can start again");
+}
