@@ -21,6 +21,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Why a chat the person stopped ended.
+const STOPPED: &str = "stopped by the user";
+
+/// How a chat ended, in words for the transcript; whether that is a failure.
+pub fn outcome_text(o: &Outcome) -> (String, bool) {
+    match o {
+        Outcome::Done => ("done: the model answered".into(), false),
+        Outcome::RoundTripLimit(n) => (format!("the model still wanted tools after {n} round trips"), true),
+        Outcome::ProviderFailed(why) if why == STOPPED => (STOPPED.into(), true),
+        Outcome::ProviderFailed(why) => (format!("the provider failed: {why}"), true),
+    }
+}
+
 /// What the chat asks the app to do.
 #[derive(Debug)]
 pub enum ChatEffect {
@@ -36,11 +49,8 @@ pub enum Entry {
     User(String),
     Model(ModelEntry),
     Tool(ToolEntry),
-    /// How the chat ended, or a change the provider needed.
-    Note {
-        text: String,
-        error: bool,
-    },
+    /// A change the provider needed in a tool.
+    Note(String),
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -118,10 +128,7 @@ impl ChatRun {
     ) -> ChatRun {
         let mut transcript = vec![Entry::User(prompt.to_owned())];
         for n in chat.tool_notes() {
-            transcript.push(Entry::Note {
-                text: format!("tool {:?}: {}", n.tool, n.note),
-                error: false,
-            });
+            transcript.push(Entry::Note(format!("tool {:?}: {}", n.tool, n.note)));
         }
         ChatRun {
             chat,
@@ -267,15 +274,7 @@ impl ChatRun {
                     self.send_tool(call_id, tool, arguments, effects);
                 }
             }
-            Step::Finished(outcome) => {
-                let (text, error) = match &outcome {
-                    Outcome::Done => ("done".to_owned(), false),
-                    Outcome::RoundTripLimit(n) => (format!("the model still wanted tools after {n} round trips"), true),
-                    Outcome::ProviderFailed(why) => (format!("the provider failed: {why}"), true),
-                };
-                self.transcript.push(Entry::Note { text, error });
-                self.outcome = Some(outcome);
-            }
+            Step::Finished(outcome) => self.outcome = Some(outcome),
         }
     }
 
@@ -405,12 +404,7 @@ impl ChatRun {
             }
         }
         if self.outcome.is_none() {
-            let outcome = Outcome::ProviderFailed("stopped by the user".into());
-            self.transcript.push(Entry::Note {
-                text: "stopped".into(),
-                error: true,
-            });
-            self.outcome = Some(outcome);
+            self.outcome = Some(Outcome::ProviderFailed(STOPPED.into()));
         }
     }
 

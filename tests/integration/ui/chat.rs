@@ -64,8 +64,10 @@ fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
         assert!(arguments.contains("from the model"), "{arguments}");
         *arguments = r#"{"message": "edited by the person"}"#.into();
     }
+    // Brought into view when the model asked: clicked where it is drawn.
     h.step();
-    press(&mut h, "Run it");
+    h.step();
+    h.get_by_label("Run it").click();
     step_until(&mut h, "the chat to end", |app| outcome(app).is_some());
     assert_eq!(outcome(h.state()), Some(Outcome::Done));
     let run = h.state().session().composer.chat.run.as_ref().unwrap();

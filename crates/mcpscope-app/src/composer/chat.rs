@@ -459,7 +459,14 @@ fn transcript_ui(ui: &mut Ui, run: &mut ChatRun, actions: &mut Vec<ComposerActio
                             ui.label(RichText::new(p.as_str()).color(theme::ERROR));
                         }
                         ui.horizontal(|ui| {
-                            approve = ui.button("Run it").clicked();
+                            let run_it = ui.button("Run it");
+                            // Brought into view once, when the model asks.
+                            let seen = egui::Id::unique(("chat-asked", t.call_id.as_str()));
+                            if !ui.data(|d| d.get_temp::<bool>(seen).unwrap_or(false)) {
+                                ui.data_mut(|d| d.insert_temp(seen, true));
+                                run_it.scroll_to_me(Some(egui::Align::Center));
+                            }
+                            approve = run_it.clicked();
                             decline = ui.button("Refuse").clicked();
                         });
                     }
@@ -488,10 +495,17 @@ fn transcript_ui(ui: &mut Ui, run: &mut ChatRun, actions: &mut Vec<ComposerActio
                     }
                 }
             }
-            Entry::Note { text, error } => {
-                let color = if *error { theme::ERROR } else { theme::WARN };
-                ui.label(RichText::new(text.as_str()).color(color));
+            Entry::Note(text) => {
+                ui.label(RichText::new(format!("⚠ {text}")).color(theme::WARN));
             }
+        }
+    }
+    if let Some(o) = &run.outcome {
+        let (text, failed) = crate::live_chat::outcome_text(o);
+        if failed {
+            ui.label(RichText::new(text).color(theme::ERROR));
+        } else {
+            ui.label(RichText::new(text).strong());
         }
     }
     if approve {

@@ -88,9 +88,8 @@ impl ModelExchange {
     /// usage). The key is not there: it travelled only in the request's
     /// headers, which are never kept.
     pub fn shown(&self) -> Value {
-        let mut v = self.to_json();
         let t = self.turn();
-        v["answer"] = json!({
+        let answer = json!({
             "text": t.text,
             "tool_calls": t.tool_calls,
             "stop_reason": t.stop_reason,
@@ -98,7 +97,19 @@ impl ModelExchange {
             "complete": t.complete,
             "error": t.error,
         });
-        v
+        // The answer first, after who was asked: what a reader looks for.
+        let mut shown = serde_json::Map::new();
+        let Value::Object(record) = self.to_json() else {
+            unreachable!("to_json makes an object")
+        };
+        for (k, v) in record {
+            let before_request = k == "request";
+            if before_request {
+                shown.insert("answer".into(), answer.clone());
+            }
+            shown.insert(k, v);
+        }
+        Value::Object(shown)
     }
 
     /// The capture record's fields (besides `t_us` and `dir`).
@@ -191,5 +202,11 @@ mod tests {
         assert_eq!(t.tool_calls[0].arguments, Ok(json!({"m": 1})));
         assert_eq!(x.summary(), "model claude-x: calls echo · first token 100 ms · 121 ms");
         assert!(ModelExchange::from_json(&json!({"model": "m"}), Duration::ZERO).is_err());
+        // Shown: the assembled answer, before the request.
+        let shown = x.shown();
+        assert_eq!(shown["answer"]["tool_calls"][0]["name"], "echo");
+        let keys: Vec<&String> = shown.as_object().unwrap().keys().collect();
+        let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+        assert!(at("answer") < at("request"), "{keys:?}");
     }
 }
