@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::model::FakeProvider;
+use mcpscope_app::live_chat::sampling::{SamplingAnswer, Stage};
 use mcpscope_app::live_chat::{Entry, ToolState};
 use mcpscope_core::model::chat_loop::Outcome;
 use mcpscope_core::timeline::store::Lane;
@@ -18,12 +19,71 @@ fn chat_ready(fake: &FakeProvider) -> Harness<'static, McpscopeApp> {
     h.step();
     h.get_by_label("Chat").click();
     h.step();
+    name_the_model(&mut h, fake);
+    h
+}
+
+/// The Chat mode's model: the fake provider, with the key typed.
+fn name_the_model(h: &mut Harness<'static, McpscopeApp>, fake: &FakeProvider) {
     let chat = &mut h.state_mut().session_mut().composer.chat;
     chat.model = "openai:fake-gpt".into();
     chat.base_url = format!("{}/v1", fake.url);
     chat.key = "test-key".into();
     h.step();
-    h
+}
+
+fn has_question(app: &McpscopeApp) -> bool {
+    app.session()
+        .inspection
+        .as_ref()
+        .is_some_and(|i| !i.questions().is_empty())
+}
+
+/// The model's work on the sampling request on screen.
+fn sampling<'h>(h: &'h mut Harness<'static, McpscopeApp>) -> &'h mut SamplingAnswer {
+    let composer = &mut h.state_mut().session_mut().composer;
+    composer.answers.models.values_mut().next().expect("a model answering")
+}
+
+/// Answers the sampling request on screen with the model, through both
+/// approvals: the request edited before it goes, the answer after.
+fn answer_with_the_model(h: &mut Harness<'static, McpscopeApp>) {
+    step_until(h, "the sampling request", has_question);
+    press(h, "Ask the model (openai:fake-gpt)");
+    h.step();
+    h.step();
+    assert!(shows(h, "1. The request the model will get"));
+    // The person rewrites what the model is asked.
+    let Stage::Request { params, .. } = &mut sampling(h).stage else {
+        panic!("the request first")
+    };
+    let mut edited: serde_json::Value = serde_json::from_str(params).unwrap();
+    edited["messages"][0]["content"]["text"] = serde_json::json!("edited request");
+    *params = edited.to_string();
+    h.step();
+    press(h, "Send to the model");
+    step_until(h, "the model's answer to approve", |app| {
+        app.session()
+            .composer
+            .answers
+            .models
+            .values()
+            .any(|m| matches!(m.stage, Stage::Answer { .. }))
+    });
+    h.step();
+    assert!(shows(h, "2. The model's answer, to send to the server"));
+    let Stage::Answer { result, .. } = &mut sampling(h).stage else {
+        unreachable!()
+    };
+    assert!(
+        result.contains("You said: edited request"),
+        "the model got the edited request: {result}"
+    );
+    assert!(result.contains(r#""model": "fake-gpt""#), "{result}");
+    // The person edits the answer before it goes back.
+    *result = result.replace("You said: edited request", "checked by a person");
+    h.step();
+    press(h, "Send this answer");
 }
 
 fn send(h: &mut Harness<'static, McpscopeApp>, prompt: &str) {
@@ -175,4 +235,55 @@ fn a_refused_call_is_said_to_the_model_and_stop_ends_a_chat() {
     step_until(&mut h, "the chat stopped", |app| outcome(app).is_some());
     assert!(matches!(outcome(h.state()), Some(Outcome::ProviderFailed(why)) if why.contains("stopped")));
     assert!(shows(&h, "Send to the model"), "the chat can start again");
+}
+
+/// A server's `sampling/createMessage` (legacy era) answered by the model
+/// after the person approved (and edited) the request and the answer; the
+/// model's turn is on the timeline.
+#[test]
+fn a_sampling_request_is_answered_by_the_model_after_two_approvals() {
+    let fake = FakeProvider::start();
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "trigger-sampling-request");
+    name_the_model(&mut h, &fake);
+    choose_tool(&mut h, "trigger-sampling-request", "Trigger Sampling Request Tool");
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt").focus();
+    h.step();
+    h.get_by_role_and_label(Role::MultilineTextInput, "prompt")
+        .type_text("what is six times seven");
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    answer_with_the_model(&mut h);
+    step_until(&mut h, "the tool's result with the approved answer", |app| {
+        answer_text(app).is_some_and(|t| t.contains("checked by a person"))
+    });
+    let text = answer_text(h.state()).unwrap();
+    assert!(text.contains("fake-gpt"), "the model named in the result: {text}");
+    let store = &h.state().session().inspection.as_ref().unwrap().model.store;
+    assert_eq!(store.iter().filter(|r| r.lane() == Lane::Model).count(), 1);
+}
+
+/// The same for a 2026-07-28 server's `input_required` asking for sampling.
+#[test]
+fn a_modern_input_request_for_sampling_is_answered_by_the_model() {
+    let fake = FakeProvider::start();
+    let mut h = super::modern::launch_in_era(&py_modern_server(), "modern");
+    name_the_model(&mut h, &fake);
+    choose_tool(&mut h, "summarize", "");
+    let tool = &mut h.state_mut().session_mut().composer.tool;
+    tool.args_text = r#"{"text": "a long text"}"#.into();
+    tool.args_text_changed();
+    h.step();
+    h.get_by_label("Send tools/call").click_accesskit();
+    answer_with_the_model(&mut h);
+    step_until(&mut h, "the conversation's final answer", |app| {
+        let (Some(p), Some(i)) = (&app.session().composer.result.pending, &app.session().inspection) else {
+            return false;
+        };
+        let head = i.current_id(&p.id);
+        i.model
+            .response_to(&head)
+            .and_then(|r| i.model.store.get(r))
+            .is_some_and(|r| r.text().contains("summary: checked by a person (model fake-gpt)"))
+    });
 }

@@ -57,7 +57,10 @@ fn modern_server_multi_round_trip_answered_in_the_ui_and_grouped_on_the_timeline
 }
 
 /// Launches a stdio server from the form in the given era (strict glyph checks).
-fn launch_in_era(spec: &mcpscope_core::transport::process::ServerSpec, era: &str) -> Harness<'static, McpscopeApp> {
+pub(super) fn launch_in_era(
+    spec: &mcpscope_core::transport::process::ServerSpec,
+    era: &str,
+) -> Harness<'static, McpscopeApp> {
     let mut h = harness(StartupArgs::default());
     type_command(&mut h, spec);
     h.get_by_label(era).click();

@@ -119,9 +119,10 @@ impl McpscopeApp {
             }
             view.composer.sync(&i.model);
             view.composer.task_flavor = i.task_flavor();
-            // A chat with a model moves on whatever the composer shows.
+            // A chat with a model, and models answering sampling requests,
+            // move on whatever the composer shows.
             view.composer.chat.wake.get_or_insert_with(|| Arc::clone(&self.waker));
-            chat_actions = view.composer.chat.poll(i);
+            chat_actions = view.composer.poll(i);
             // A question from the server brings the composer forward.
             if i.questions().len() > view.seen_server_requests {
                 view.right_tab = RightTab::Compose;

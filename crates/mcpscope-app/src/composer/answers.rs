@@ -2,8 +2,9 @@
 //! Accept, Decline, Cancel) and sampling replies, for the server's requests
 //! (legacy era) and the input requests of a multi round-trip chain (modern).
 
-use super::ComposerAction;
+use super::{ChatMode, ComposerAction, fitted};
 use crate::inspection::Inspection;
+use crate::live_chat::sampling::{SamplingAnswer, Stage};
 use crate::panels::form_view;
 use crate::theme;
 use egui::{RichText, Ui};
@@ -23,6 +24,8 @@ pub struct Answers {
     forms: Vec<(QuestionId, Form, Vec<FieldError>)>,
     /// Sampling replies being typed, by question.
     replies: BTreeMap<QuestionId, String>,
+    /// Sampling requests a model answers, by question.
+    pub models: BTreeMap<QuestionId, SamplingAnswer>,
 }
 
 fn origin_text(i: &Inspection, q: &Question) -> String {
@@ -37,10 +40,21 @@ fn origin_text(i: &Inspection, q: &Question) -> String {
 }
 
 impl Answers {
-    pub fn ui(&mut self, ui: &mut Ui, i: &Inspection, actions: &mut Vec<ComposerAction>) {
+    /// Moves the models answering sampling requests on; their turns, for
+    /// the timeline and the capture.
+    pub fn poll(&mut self) -> Vec<ComposerAction> {
+        self.models
+            .values_mut()
+            .filter_map(SamplingAnswer::poll)
+            .map(|m| ComposerAction::RecordModel(Box::new(m)))
+            .collect()
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui, i: &Inspection, chat: &ChatMode, actions: &mut Vec<ComposerAction>) {
         let questions = i.questions();
         self.forms.retain(|(id, _, _)| questions.iter().any(|q| q.id == *id));
         self.replies.retain(|id, _| questions.iter().any(|q| q.id == *id));
+        self.models.retain(|id, _| questions.iter().any(|q| q.id == *id));
         for q in questions {
             ui.label(
                 RichText::new(format!("‼ The server asks: {}", origin_text(i, q)))
@@ -49,7 +63,7 @@ impl Answers {
             );
             ui.push_id(format!("question-{}", q.id), |ui| match q.method.as_str() {
                 methods::ELICITATION_CREATE => self.elicitation_ui(ui, q, actions),
-                methods::SAMPLING_CREATE_MESSAGE => self.sampling_ui(ui, q, actions),
+                methods::SAMPLING_CREATE_MESSAGE => self.sampling_ui(ui, q, chat, actions),
                 _ => {}
             });
         }
@@ -104,7 +118,11 @@ impl Answers {
         });
     }
 
-    fn sampling_ui(&mut self, ui: &mut Ui, q: &Question, actions: &mut Vec<ComposerAction>) {
+    fn sampling_ui(&mut self, ui: &mut Ui, q: &Question, chat: &ChatMode, actions: &mut Vec<ComposerAction>) {
+        if self.models.contains_key(&q.id) {
+            self.model_answer_ui(ui, q, chat, actions);
+            return;
+        }
         if let Some(system) = q.params.get("systemPrompt").and_then(Value::as_str) {
             ui.weak(format!("system: {system}"));
         }
@@ -150,15 +168,123 @@ impl Answers {
                 self.replies.remove(&q.id);
             }
             if ui.button("Reject").clicked() {
-                actions.push(ComposerAction::Answer(
-                    q.id,
-                    Err(ErrorObject::new(
-                        USER_REJECTED_SAMPLING,
-                        "User rejected sampling request",
-                    )),
-                ));
+                actions.push(rejected(q.id));
                 self.replies.remove(&q.id);
             }
         });
+        match chat.sampling_model() {
+            Ok((spec, key)) => {
+                let label = format!("Ask the model ({}:{})", spec.provider, spec.model);
+                if ui.button(label).clicked() {
+                    self.models.insert(q.id, SamplingAnswer::new(spec, key, &q.params));
+                }
+            }
+            Err(why) => {
+                ui.weak(format!("A model can answer once the Chat mode names one ({why})."));
+            }
+        }
     }
+
+    /// The two approvals: the request before it goes to the model, the
+    /// answer before it goes to the server.
+    fn model_answer_ui(&mut self, ui: &mut Ui, q: &Question, chat: &ChatMode, actions: &mut Vec<ComposerAction>) {
+        let Some(m) = self.models.get_mut(&q.id) else { return };
+        ui.label(RichText::new(format!("Answered by {}:{}", m.spec.provider, m.spec.model)).strong());
+        let mut drop = false;
+        let mut refuse = false;
+        match &mut m.stage {
+            Stage::Request { params, problem } => {
+                ui.label("1. The request the model will get (edit it if need be):");
+                ui.add(
+                    egui::TextEdit::multiline(params)
+                        .code_editor()
+                        .desired_rows(6)
+                        .desired_width(fitted(ui, 420.0)),
+                );
+                if let Some(p) = problem {
+                    ui.label(RichText::new(p.as_str()).color(theme::ERROR));
+                }
+                let mut send = false;
+                ui.horizontal(|ui| {
+                    send = ui.button("Send to the model").clicked();
+                    refuse = ui.button("Refuse").clicked();
+                    drop = ui.button("Answer by hand").clicked();
+                });
+                if send {
+                    m.send(chat.wake.clone());
+                }
+            }
+            Stage::Asking { text, notes, .. } => {
+                for n in notes.iter() {
+                    ui.label(RichText::new(format!("⚠ {n}")).color(theme::WARN));
+                }
+                let mut stop = false;
+                ui.horizontal(|ui| {
+                    ui.spinner();
+                    ui.label("the model is answering");
+                    stop = ui.button("Stop").clicked();
+                });
+                if !text.is_empty() {
+                    ui.label(text.as_str());
+                }
+                if stop {
+                    m.stop();
+                }
+            }
+            Stage::Answer { result, problem, notes } => {
+                for n in notes.iter() {
+                    ui.label(RichText::new(format!("⚠ {n}")).color(theme::WARN));
+                }
+                ui.label("2. The model's answer, to send to the server (edit it if need be):");
+                ui.add(
+                    egui::TextEdit::multiline(result)
+                        .code_editor()
+                        .desired_rows(6)
+                        .desired_width(fitted(ui, 420.0)),
+                );
+                if let Some(p) = problem {
+                    ui.label(RichText::new(p.as_str()).color(theme::ERROR));
+                }
+                let mut send = false;
+                ui.horizontal(|ui| {
+                    send = ui.button("Send this answer").clicked();
+                    refuse = ui.button("Refuse").clicked();
+                });
+                if send && let Some(v) = m.approved() {
+                    actions.push(ComposerAction::Answer(q.id, Ok(v)));
+                    drop = true;
+                }
+            }
+            Stage::Failed(why) => {
+                ui.label(RichText::new(format!("The model could not answer: {why}")).color(theme::ERROR));
+                let mut retry = false;
+                ui.horizontal(|ui| {
+                    retry = ui.button("Try again").clicked();
+                    refuse = ui.button("Refuse").clicked();
+                    drop = ui.button("Answer by hand").clicked();
+                });
+                if retry {
+                    m.retry();
+                }
+            }
+        }
+        if refuse {
+            actions.push(rejected(q.id));
+            drop = true;
+        }
+        if drop {
+            self.models.remove(&q.id);
+        }
+    }
+}
+
+/// The answer to a sampling request the person turned down.
+fn rejected(q: QuestionId) -> ComposerAction {
+    ComposerAction::Answer(
+        q,
+        Err(ErrorObject::new(
+            USER_REJECTED_SAMPLING,
+            "User rejected sampling request",
+        )),
+    )
 }

@@ -102,6 +102,13 @@ impl ChatMode {
         }
     }
 
+    /// The model that answers the server's sampling requests: this mode's,
+    /// with the key typed here (`None`: the variable or the keyring).
+    pub fn sampling_model(&self) -> Result<(ModelSpec, Option<String>), String> {
+        let key = Some(self.key.trim().to_owned()).filter(|k| !k.is_empty());
+        Ok((self.spec()?, key))
+    }
+
     fn spec(&self) -> Result<ModelSpec, String> {
         let base = Some(self.base_url.trim()).filter(|b| !b.is_empty());
         ModelSpec::parse(self.model.trim(), base).map_err(|e| e.to_string())

@@ -255,6 +255,14 @@ impl ComposerPanel {
         }
     }
 
+    /// Moves the models on (the chat, the sampling answers) whatever the
+    /// composer shows; returns what the app must do.
+    pub fn poll(&mut self, i: &Inspection) -> Vec<ComposerAction> {
+        let mut actions = self.chat.poll(i);
+        actions.extend(self.answers.poll());
+        actions
+    }
+
     /// Chooses a tool and builds its form.
     pub fn choose_tool(&mut self, name: &str) {
         self.tool.choose(&self.lists, name);
@@ -387,7 +395,7 @@ impl ComposerPanel {
         self.skills.poll(i);
         let mut actions = Vec::new();
         if !i.questions().is_empty() {
-            self.answers.ui(ui, i, &mut actions);
+            self.answers.ui(ui, i, &self.chat, &mut actions);
             ui.separator();
         }
         let caps = model.capabilities().cloned().unwrap_or(Value::Null);

@@ -10,11 +10,17 @@
 //!   [`stream::Turn`]: its text, its tool calls with their arguments, why it
 //!   stopped, the tokens it used.
 //!
-//! The HTTP client that carries them, the chat loop through a live session,
-//! and the app's Chat mode build on these.
+//! - [`chat_loop`]: the chat through a live session's tools, step by step;
+//! - [`sampling`]: a server's sampling request as one turn, and the answer
+//!   as its `CreateMessageResult`;
+//! - [`record`]: a turn as the capture keeps it.
+//!
+//! The HTTP client that carries them (`chat`), `mcpscope chat` and the
+//! app's Chat mode build on these.
 
 pub mod chat_loop;
 pub mod provider;
 pub mod record;
 pub mod request;
+pub mod sampling;
 pub mod stream;

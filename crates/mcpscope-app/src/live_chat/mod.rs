@@ -7,19 +7,19 @@
 //! With approval on, a call waits for the person, who may edit its
 //! arguments first.
 
+pub mod sampling;
+mod turn;
+
 use crate::inspection::{Inspection, Outgoing};
-use crate::job::{Feed, Wake};
-use mcpscope_core::chat::provider_call::{self, Exchange, ProviderError};
+use crate::job::Wake;
 use mcpscope_core::model::chat_loop::{self, ChatLoop, Outcome, Step};
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::record::ModelExchange;
-use mcpscope_core::model::stream::Delta;
 use mcpscope_core::protocol::methods;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+pub use turn::{KeyFinder, TurnEnd, TurnWorker};
 
 /// Why a chat the person stopped ended.
 const STOPPED: &str = "stopped by the user";
@@ -91,26 +91,14 @@ pub enum ToolState {
     Declined,
 }
 
-enum TurnUpdate {
-    Text(String),
-    Done(Box<(Value, Result<Exchange, ProviderError>, Duration)>),
-}
-
-struct TurnInFlight {
-    feed: Feed<TurnUpdate>,
-    stop: Arc<AtomicBool>,
-    started: Instant,
-}
-
 /// Where the conversation is.
 pub struct ChatRun {
     chat: ChatLoop,
     spec: ModelSpec,
     /// In memory only, for this chat's turns.
     key: Option<String>,
-    timeout: Duration,
     approve_each: bool,
-    turn: Option<TurnInFlight>,
+    turn: Option<TurnWorker>,
     wake: Option<Wake>,
     pub transcript: Vec<Entry>,
     /// Set once it is over (finished, failed, stopped).
@@ -134,7 +122,6 @@ impl ChatRun {
             chat,
             spec,
             key,
-            timeout: Duration::from_secs(120),
             approve_each,
             turn: None,
             wake,
@@ -170,36 +157,24 @@ impl ChatRun {
 
     fn drain_turn(&mut self, effects: &mut Vec<ChatEffect>) {
         let Some(turn) = &self.turn else { return };
-        let mut done = None;
-        while let Some(update) = turn.feed.try_recv() {
-            match update {
-                TurnUpdate::Text(t) => {
-                    if let Some(Entry::Model(m)) = self.transcript.last_mut() {
-                        m.text.push_str(&t);
-                    }
-                }
-                TurnUpdate::Done(d) => {
-                    done = Some(d);
-                    break;
-                }
-            }
+        let mut text = String::new();
+        let end = turn.poll(&mut text);
+        if let Some(Entry::Model(m)) = self.transcript.last_mut()
+            && m.streaming
+        {
+            m.text.push_str(&text);
         }
-        let worker_gone = done.is_none() && turn.feed.failed().is_some();
-        if worker_gone {
-            let why = turn.feed.failed().map(ToString::to_string).unwrap_or_default();
-            self.turn = None;
-            self.chat.model_failed(why);
-            return;
-        }
-        let Some(done) = done else { return };
-        let (body, result, took) = *done;
+        let Some(end) = end else { return };
         self.turn = None;
-        effects.push(ChatEffect::Record(Box::new(provider_call::record(
-            &self.spec, &body, &result, took,
-        ))));
-        match result {
-            Ok(x) => {
-                if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+        if let Some(record) = end.record(&self.spec) {
+            effects.push(ChatEffect::Record(Box::new(record)));
+        }
+        let streaming = matches!(self.transcript.last(), Some(Entry::Model(m)) if m.streaming);
+        match end {
+            TurnEnd::Asked { result: Ok(x), .. } => {
+                if let Some(Entry::Model(m)) = self.transcript.last_mut()
+                    && streaming
+                {
                     m.text = x.turn.text.clone();
                     m.streaming = false;
                     m.input_tokens = x.turn.usage.input_tokens;
@@ -209,13 +184,18 @@ impl ChatRun {
                 }
                 self.chat.model_answered(&x.turn);
             }
-            Err(e) => {
-                if let Some(Entry::Model(m)) = self.transcript.last_mut() {
+            TurnEnd::Asked {
+                result: Err(e), took, ..
+            } => {
+                if let Some(Entry::Model(m)) = self.transcript.last_mut()
+                    && streaming
+                {
                     m.streaming = false;
                     m.total = Some(took);
                 }
                 self.chat.model_failed(e.to_string());
             }
+            TurnEnd::NotSent(why) => self.chat.model_failed(why),
         }
     }
 
@@ -293,24 +273,13 @@ impl ChatRun {
             streaming: true,
             ..ModelEntry::default()
         }));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (spec, key, timeout, flag) = (self.spec.clone(), self.key.clone(), self.timeout, Arc::clone(&stop));
-        // Detached: a Stop must not wait for a provider that has not
-        // answered yet; the worker ends at its next read.
-        let feed = Feed::spawn_detached("model-turn", 256, self.wake.clone(), move |feeder| {
-            let started = Instant::now();
-            let result = provider_call::stream_turn(&spec, key.as_deref(), &body, timeout, &flag, &mut |d| {
-                if let Delta::Text(t) = d {
-                    feeder.send(TurnUpdate::Text(t.clone()));
-                }
-            });
-            feeder.send(TurnUpdate::Done(Box::new((body, result, started.elapsed()))));
-        });
-        self.turn = Some(TurnInFlight {
-            feed,
-            stop,
-            started: Instant::now(),
-        });
+        let key = self.key.clone();
+        self.turn = Some(TurnWorker::spawn(
+            self.spec.clone(),
+            Box::new(move || Ok(key)),
+            body,
+            self.wake.clone(),
+        ));
     }
 
     fn send_tool(&mut self, call_id: String, tool: String, arguments: Value, effects: &mut Vec<ChatEffect>) {
@@ -397,10 +366,10 @@ impl ChatRun {
     /// stopped when its worker notices), a call waiting is refused.
     pub fn stop(&mut self) {
         if let Some(turn) = &self.turn {
-            turn.stop.store(true, Ordering::SeqCst);
+            turn.stop();
             if let Some(Entry::Model(m)) = self.transcript.last_mut() {
                 m.streaming = false;
-                m.total = Some(turn.started.elapsed());
+                m.total = Some(turn.elapsed());
             }
         }
         if self.outcome.is_none() {
