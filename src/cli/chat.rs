@@ -12,6 +12,7 @@ use mcpscope_core::chat::provider_call::{self, ProviderError};
 use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::client::{Client, ClientError};
 use mcpscope_core::model::chat_loop::{self, Approval, ChatLoop, Outcome, Step};
+use mcpscope_core::model::compare::{self, Comparison, RunSummary, RunTally};
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::request::{Conversation, Settings};
 use mcpscope_core::model::stream::Delta;
@@ -28,8 +29,12 @@ pub struct ChatArgs {
     /// ollama:llama3.1 (providers: openai, anthropic, openrouter, groq,
     /// together, mistral, ollama, llamacpp, vllm, lmstudio, or any name with
     /// --base-url for an OpenAI-compatible server).
+    ///
+    /// Given up to four times: the same prompt to each model in turn, over
+    /// the same session, then the runs compared (the tools each called with
+    /// what arguments, the answers, tokens, times, cost where reported).
     #[arg(long, value_name = "PROVIDER:MODEL", required_unless_present = "replay")]
-    pub model: Option<String>,
+    pub model: Vec<String>,
 
     /// What the user says.
     #[arg(long, required_unless_present_any = ["replay", "store_key"])]
@@ -131,6 +136,64 @@ fn store_key(spec: &ModelSpec) -> ExitCode {
     }
 }
 
+/// The most models one prompt goes to side by side.
+const MAX_MODELS: usize = 4;
+
+/// The runs side by side: one row per model, then what differs.
+fn comparison_text(c: &Comparison) -> String {
+    let ms = |d: std::time::Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
+    let mut rows = vec![[
+        "model".to_owned(),
+        "outcome".into(),
+        "turns".into(),
+        "tools called".into(),
+        "tokens in/out".into(),
+        "first token".into(),
+        "model time".into(),
+        "cost".into(),
+    ]];
+    for r in &c.runs {
+        let tools = r
+            .tool_calls
+            .iter()
+            .map(|(t, _)| t.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tokens = match (r.input_tokens, r.output_tokens) {
+            (Some(i), Some(o)) => format!("{i}/{o}"),
+            _ => "not reported".into(),
+        };
+        rows.push([
+            r.model.clone(),
+            r.outcome.clone(),
+            r.turns.to_string(),
+            if tools.is_empty() { "-".into() } else { tools },
+            tokens,
+            r.first_token.map_or_else(|| "-".into(), ms),
+            ms(r.model_time),
+            r.cost.map_or_else(|| "not reported".into(), |c| format!("{c:.6}")),
+        ]);
+    }
+    let widths: Vec<usize> = (0..8)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::from("\n");
+    for r in &rows {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    if c.differences.is_empty() {
+        out.push_str("The models agree: the same tools with the same arguments, the same answer.\n");
+    } else {
+        out.push_str("Where they differ:\n");
+        for d in &c.differences {
+            out.push_str(&format!("  {d}\n"));
+        }
+    }
+    out
+}
+
 /// Where the model's turns come from.
 enum Source {
     Live { key: Option<String>, timeout: Duration },
@@ -163,21 +226,32 @@ pub fn run(args: ChatArgs) -> ExitCode {
             }
         },
     };
-    let spec = match (&args.model, &recorded) {
-        (Some(m), _) => ModelSpec::parse(m, args.base_url.as_deref()),
+    if args.model.len() > MAX_MODELS {
+        crate::errln!("mcpscope chat: at most {MAX_MODELS} models side by side");
+        return ExitCode::from(super::exit::USAGE);
+    }
+    if args.model.len() > 1 && (args.replay.is_some() || args.store_key) {
+        crate::errln!("mcpscope chat: --replay and --store-key take one model");
+        return ExitCode::from(super::exit::USAGE);
+    }
+    let specs: Result<Vec<ModelSpec>, _> = match &recorded {
         // The model of the recording's first turn.
-        (None, Some(chat)) => {
+        Some(chat) if args.model.is_empty() => {
             let first = &chat.turns[0];
-            Ok(ModelSpec {
+            Ok(vec![ModelSpec {
                 api: first.api,
                 provider: first.provider.clone(),
                 model: first.model.clone(),
                 base_url: String::new(),
-            })
+            }])
         }
-        (None, None) => unreachable!("clap requires --model without --replay"),
+        _ => args
+            .model
+            .iter()
+            .map(|m| ModelSpec::parse(m, args.base_url.as_deref()))
+            .collect(),
     };
-    let spec = match spec {
+    let specs = match specs {
         Ok(s) => s,
         Err(e) => {
             crate::errln!("mcpscope chat: {e}");
@@ -185,21 +259,26 @@ pub fn run(args: ChatArgs) -> ExitCode {
         }
     };
     if args.store_key {
-        return store_key(&spec);
+        return store_key(&specs[0]);
     }
-    let source = match recorded {
-        Some(chat) => Source::Replay { chat, differs: 0 },
-        None => match key::find_key_here(&spec, args.api_key_env.as_deref()) {
-            Ok(found) => Source::Live {
-                key: found.key,
-                timeout: Duration::from_millis(args.model_timeout_ms),
+    let mut runs = Vec::new();
+    let mut recorded = recorded;
+    for spec in specs {
+        let source = match recorded.take() {
+            Some(chat) => Source::Replay { chat, differs: 0 },
+            None => match key::find_key_here(&spec, args.api_key_env.as_deref()) {
+                Ok(found) => Source::Live {
+                    key: found.key,
+                    timeout: Duration::from_millis(args.model_timeout_ms),
+                },
+                Err(e) => {
+                    crate::errln!("mcpscope chat: {e}");
+                    return ExitCode::from(super::exit::USAGE);
+                }
             },
-            Err(e) => {
-                crate::errln!("mcpscope chat: {e}");
-                return ExitCode::from(super::exit::USAGE);
-            }
-        },
-    };
+        };
+        runs.push((spec, source));
+    }
     let mut conversation = Conversation {
         system: args.system.clone(),
         ..Conversation::default()
@@ -223,8 +302,37 @@ pub fn run(args: ChatArgs) -> ExitCode {
                 return Ok(super::exit::FAILED);
             }
         };
-        let chat = ChatLoop::new(spec.clone(), conversation, &tools, settings, approval, max_turns);
-        converse(client, timeout, chat, &spec, source, format)
+        let side_by_side = runs.len() > 1;
+        let mut summaries = Vec::new();
+        let mut documents = Vec::new();
+        let mut worst = super::exit::OK;
+        for (spec, source) in runs {
+            if side_by_side && format == FormatArg::Text {
+                say(&format!("== {}:{}\n", spec.provider, spec.model));
+            }
+            let chat = ChatLoop::new(
+                spec.clone(),
+                conversation.clone(),
+                &tools,
+                settings.clone(),
+                approval,
+                max_turns,
+            );
+            let run = converse(client, timeout, chat, &spec, source, format, !side_by_side)?;
+            if worst == super::exit::OK {
+                worst = run.code;
+            }
+            summaries.push(run.summary);
+            documents.push(run.document);
+        }
+        if side_by_side {
+            let comparison = compare::compare(summaries);
+            match format {
+                FormatArg::Text => say(&comparison_text(&comparison)),
+                FormatArg::Json => super::call::print_json(&json!({"runs": documents, "comparison": comparison})),
+            }
+        }
+        Ok(worst)
     });
     super::call::run_with(call_args(args.session), Some(work))
 }
@@ -241,6 +349,13 @@ fn say(text: &str) {
     let _ = out.flush();
 }
 
+/// One model's run: its exit status, what it did, its JSON document.
+struct Run {
+    code: u8,
+    summary: RunSummary,
+    document: Value,
+}
+
 fn converse(
     client: &mut Client,
     timeout: Duration,
@@ -248,8 +363,10 @@ fn converse(
     spec: &ModelSpec,
     mut source: Source,
     format: FormatArg,
-) -> Result<u8, ClientError> {
+    print_json: bool,
+) -> Result<Run, ClientError> {
     let text_out = format == FormatArg::Text;
+    let mut tally = RunTally::new(format!("{}:{}", spec.provider, spec.model));
     for n in chat.tool_notes() {
         crate::errln!("mcpscope chat: tool {:?}: {}", n.tool, n.note);
     }
@@ -271,10 +388,14 @@ fn converse(
                         let started = std::time::Instant::now();
                         let result =
                             provider_call::stream_turn(spec, key.as_deref(), &body, *timeout, &stop, &mut on_delta);
+                        let took = started.elapsed();
                         // On the timeline and in the capture, beside the tool calls it caused.
                         client
                             .session()
-                            .record_model(provider_call::record(spec, &body, &result, started.elapsed()));
+                            .record_model(provider_call::record(spec, &body, &result, took));
+                        if result.is_err() {
+                            tally.failed_turn(took);
+                        }
                         result.map(|x| (x.turn, x.timing)).map_err(|e| {
                             if let ProviderError::Status { status: 401 | 403, .. } = e {
                                 crate::errln!(
@@ -325,6 +446,7 @@ fn converse(
                                 "error": turn.error,
                             }
                         }));
+                        tally.turn(&turn, timing.first_token, timing.total);
                         chat.model_answered(&turn);
                     }
                     Err(e) => {
@@ -343,6 +465,7 @@ fn converse(
                 if text_out {
                     say(&format!("tool call: {tool} {arguments}\n"));
                 }
+                tally.called(&tool, &arguments);
                 let response = client.request(
                     "tools/call",
                     Some(json!({"name": tool, "arguments": arguments})),
@@ -399,19 +522,23 @@ fn converse(
                         (super::exit::PROVIDER_FAILED, format!("the provider failed: {why}"))
                     }
                 };
-                if text_out {
-                    if code != super::exit::OK {
-                        crate::errln!("mcpscope chat: {said}");
-                    }
-                } else {
-                    super::call::print_json(&json!({
-                        "model": format!("{}:{}", spec.provider, spec.model),
-                        "outcome": said,
-                        "model_turns": chat.turns(),
-                        "transcript": transcript,
-                    }));
+                if text_out && code != super::exit::OK {
+                    crate::errln!("mcpscope chat: {}:{}: {said}", spec.provider, spec.model);
                 }
-                return Ok(code);
+                let document = json!({
+                    "model": format!("{}:{}", spec.provider, spec.model),
+                    "outcome": said,
+                    "model_turns": chat.turns(),
+                    "transcript": transcript,
+                });
+                if !text_out && print_json {
+                    super::call::print_json(&document);
+                }
+                return Ok(Run {
+                    code,
+                    summary: tally.finish(&outcome),
+                    document,
+                });
             }
         }
     }

@@ -508,3 +508,88 @@ secret-tool search --all service mcpscope 2>&1
     assert!(recorded.contains(r#""event":"model""#), "the turn is recorded");
     assert!(!recorded.contains("test-key"), "the key is not in the capture");
 }
+
+/// #43: one prompt to several models over the same session, side by side:
+/// the tools each called with what arguments, the answers, tokens, times,
+/// and the cost only where the provider reported it (OpenRouter's
+/// `usage.cost`, which the fake sends for a "priced" model).
+#[test]
+fn one_prompt_to_several_models_is_compared() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("side-by-side.jsonl");
+    let prompt = r#"call echo {"message": "side by side"}"#;
+    let out = mcpscope_command()
+        .args(["chat", "--format", "json", "--base-url", &format!("{}/v1", fake.url)])
+        .args([
+            "--model",
+            "openai:fake-gpt",
+            "--model",
+            "openai:fake-lazy",
+            "--model",
+            "openrouter:fake-priced",
+        ])
+        .args(["--prompt", prompt, "--capture", cap.to_str().unwrap()])
+        .args(["--", "python3", &faulty_path()])
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENROUTER_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let c = &doc["comparison"];
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(c["same_tools"], false);
+    assert_eq!(c["same_answer"], false);
+    let runs = c["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["tool_calls"], json!([["echo", {"message": "side by side"}]]));
+    assert_eq!(runs[1]["tool_calls"], json!([]));
+    assert_eq!(runs[1]["answer"], "I would rather answer myself.");
+    assert_eq!(
+        runs[0]["cost"],
+        serde_json::Value::Null,
+        "no cost reported, none made up"
+    );
+    let cost = runs[2]["cost"].as_f64().unwrap();
+    let (i, o) = (
+        runs[2]["input_tokens"].as_u64().unwrap(),
+        runs[2]["output_tokens"].as_u64().unwrap(),
+    );
+    assert!(
+        (cost - (i * 2 + o * 8) as f64 / 1e6).abs() < 1e-12,
+        "{cost} for {i}/{o}"
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r["done"] == true && r["model_time"].as_f64().unwrap() > 0.0)
+    );
+    assert!(
+        c["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d == "openai:fake-lazy called no tool"),
+        "{c}"
+    );
+    // Every model turn of every run is in the one capture.
+    let recorded = std::fs::read_to_string(&cap).unwrap();
+    assert_eq!(recorded.matches(r#""event":"model""#).count(), 5);
+    // Five models are one too many.
+    let five = mcpscope_command()
+        .args(["chat", "--prompt", "hi"])
+        .args([
+            "--model", "openai:a", "--model", "openai:b", "--model", "openai:c", "--model", "openai:d", "--model",
+            "openai:e",
+        ])
+        .args(["--", "python3", &faulty_path()])
+        .output()
+        .unwrap();
+    assert_eq!(five.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&five.stderr).contains("at most 4 models"));
+}

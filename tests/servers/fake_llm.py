@@ -16,7 +16,10 @@ What the "model" does, from the last message:
 - "cut": starts streaming, then closes the connection without ending the stream;
 - "error event": streams an error event (Anthropic's `error`, OpenAI's `{"error": …}` chunk);
 - anything else: "You said: TEXT".
-Usage: input tokens are the words of the request's messages, output tokens the words answered.
+A model whose name holds "lazy" never asks for a tool ("I would rather answer myself.").
+Usage: input tokens are the words of the request's messages, output tokens the words answered;
+a model whose name holds "priced" also reports its cost in the usage, as OpenRouter does
+(`usage.cost`, in credits: 2 per million input tokens, 8 per million output tokens).
 """
 import json
 import re
@@ -45,10 +48,12 @@ def message_text(content) -> str:
     return " ".join(out)
 
 
-def decide(last_role: str, last_text: str, tool_result, tools: list):
+def decide(last_role: str, last_text: str, tool_result, tools: list, model: str = ""):
     """(kind, payload): ("text", str) | ("tool", (name, args)) | ("fail", status) | ("cut", None) | ("error", None)."""
     if tool_result is not None:
         return "text", f"The tool said: {tool_result}"
+    if "lazy" in model:
+        return "text", "I would rather answer myself."
     m = re.match(r"\s*call\s+([A-Za-z0-9_\-]+)\s*(\{.*\})?\s*$", last_text, re.S)
     if m and m.group(1) in tools:
         args = json.loads(m.group(2)) if m.group(2) else {}
@@ -144,7 +149,8 @@ class Handler(BaseHTTPRequestHandler):
         last = msgs[-1] if msgs else {}
         tool_result = last.get("content") if last.get("role") == "tool" else None
         tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
-        kind, payload = decide(last.get("role", ""), message_text(last.get("content")), tool_result, tools)
+        kind, payload = decide(last.get("role", ""), message_text(last.get("content")), tool_result, tools,
+                               str(body.get("model", "")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
         usage_in = sum(words(message_text(m.get("content"))) for m in msgs)
@@ -194,10 +200,11 @@ class Handler(BaseHTTPRequestHandler):
             chunk({}, "stop")
             out = words(payload)
         if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": usage_in, "completion_tokens": out, "total_tokens": usage_in + out}
+            if "priced" in model:
+                usage["cost"] = (usage_in * 2 + out * 8) / 1_000_000
             self.event({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created,
-                        "model": model, "choices": [],
-                        "usage": {"prompt_tokens": usage_in, "completion_tokens": out,
-                                  "total_tokens": usage_in + out}})
+                        "model": model, "choices": [], "usage": usage})
         self.event("[DONE]")
 
     # ------------------------------------------------------------ Anthropic
@@ -212,7 +219,8 @@ class Handler(BaseHTTPRequestHandler):
                 c = results[-1].get("content")
                 tool_result = c if isinstance(c, str) else message_text(c)
         tools = [t.get("name") for t in body.get("tools") or []]
-        kind, payload = decide(last.get("role", ""), message_text(content), tool_result, tools)
+        kind, payload = decide(last.get("role", ""), message_text(content), tool_result, tools,
+                               str(body.get("model", "")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
         usage_in = sum(words(message_text(m.get("content"))) for m in msgs) + words(str(body.get("system") or ""))

@@ -13,12 +13,14 @@
 //! - [`chat_loop`]: the chat through a live session's tools, step by step;
 //! - [`sampling`]: a server's sampling request as one turn, and the answer
 //!   as its `CreateMessageResult`;
-//! - [`record`]: a turn as the capture keeps it.
+//! - [`record`]: a turn as the capture keeps it;
+//! - [`compare`]: one prompt to several models, side by side.
 //!
 //! The HTTP client that carries them (`chat`), `mcpscope chat` and the
 //! app's Chat mode build on these.
 
 pub mod chat_loop;
+pub mod compare;
 pub mod provider;
 pub mod record;
 pub mod request;

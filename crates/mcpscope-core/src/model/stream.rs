@@ -15,10 +15,13 @@ use super::provider::Api;
 use crate::wire::sse::SseEvent;
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Usage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// What the turn cost, where the provider says (OpenRouter's
+    /// `usage.cost`, in its credits); no provider's prices are assumed.
+    pub cost: Option<f64>,
 }
 
 /// A tool call the model asked for.
@@ -152,6 +155,7 @@ impl Assembler {
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.turn.usage.input_tokens = u["prompt_tokens"].as_u64().or(self.turn.usage.input_tokens);
             self.turn.usage.output_tokens = u["completion_tokens"].as_u64().or(self.turn.usage.output_tokens);
+            self.turn.usage.cost = u["cost"].as_f64().or(self.turn.usage.cost);
         }
         let Some(choice) = v["choices"].as_array().and_then(|c| c.first()) else {
             return out;
@@ -347,7 +351,7 @@ mod tests {
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\" \\\"Paris\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"arguments\":\"{}\"}}]},\"finish_reason\":null}]}\n\n",
             "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
-            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":81,\"completion_tokens\":37,\"total_tokens\":118}}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":81,\"completion_tokens\":37,\"total_tokens\":118,\"cost\":0.000458}}\n\n",
             "data: [DONE]\n\n",
         );
         let (turn, deltas) = assemble(Api::OpenAiChat, stream);
@@ -358,7 +362,9 @@ mod tests {
             turn.usage,
             Usage {
                 input_tokens: Some(81),
-                output_tokens: Some(37)
+                output_tokens: Some(37),
+                // OpenRouter's usage accounting.
+                cost: Some(0.000458),
             }
         );
         assert_eq!(turn.tool_calls.len(), 2);
@@ -397,7 +403,8 @@ mod tests {
             turn.usage,
             Usage {
                 input_tokens: Some(472),
-                output_tokens: Some(89)
+                output_tokens: Some(89),
+                cost: None,
             }
         );
         assert_eq!(turn.tool_calls[0].id, "toolu_01");
