@@ -87,12 +87,16 @@ fn answer_with_the_model(h: &mut Harness<'static, McpscopeApp>) {
 }
 
 fn send(h: &mut Harness<'static, McpscopeApp>, prompt: &str) {
+    send_to(h, prompt, "Send to the model");
+}
+
+fn send_to(h: &mut Harness<'static, McpscopeApp>, prompt: &str, button: &str) {
     h.get_by_role_and_label(Role::MultilineTextInput, "prompt").focus();
     h.step();
     h.get_by_role_and_label(Role::MultilineTextInput, "prompt")
         .type_text(prompt);
     h.step();
-    h.get_by_label("Send to the model").click();
+    h.get_by_label(button).click();
 }
 
 /// A button of the composer (as a screen reader presses it: the transcript
@@ -102,11 +106,11 @@ fn press(h: &mut Harness<'static, McpscopeApp>, label: &str) {
 }
 
 fn asking(app: &McpscopeApp) -> bool {
-    app.session().composer.chat.run.as_ref().is_some_and(|r| r.asking())
+    app.session().composer.chat.runs.first().is_some_and(|r| r.asking())
 }
 
 fn outcome(app: &McpscopeApp) -> Option<Outcome> {
-    app.session().composer.chat.run.as_ref()?.outcome.clone()
+    app.session().composer.chat.runs.first()?.outcome.clone()
 }
 
 #[test]
@@ -118,7 +122,7 @@ fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
     assert!(shows(&h, "Run it") && shows(&h, "Refuse"));
     // The person changes what the model asked for, then lets it run.
     {
-        let run = h.state_mut().session_mut().composer.chat.run.as_mut().unwrap();
+        let run = h.state_mut().session_mut().composer.chat.runs.first_mut().unwrap();
         let (tool, arguments, _) = run.asking_arguments().unwrap();
         assert_eq!(tool, "echo");
         assert!(arguments.contains("from the model"), "{arguments}");
@@ -130,7 +134,7 @@ fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
     h.get_by_label("Run it").click();
     step_until(&mut h, "the chat to end", |app| outcome(app).is_some());
     assert_eq!(outcome(h.state()), Some(Outcome::Done));
-    let run = h.state().session().composer.chat.run.as_ref().unwrap();
+    let run = h.state().session().composer.chat.runs.first().unwrap();
     let answered = run.transcript.iter().find_map(|e| match e {
         Entry::Tool(t) => match &t.state {
             ToolState::Answered { text, is_error, .. } => Some((text.clone(), *is_error)),
@@ -209,7 +213,7 @@ fn a_refused_call_is_said_to_the_model_and_stop_ends_a_chat() {
     press(&mut h, "Refuse");
     step_until(&mut h, "the chat to end", |app| outcome(app).is_some());
     assert_eq!(outcome(h.state()), Some(Outcome::Done));
-    let run = h.state().session().composer.chat.run.as_ref().unwrap();
+    let run = h.state().session().composer.chat.runs.first().unwrap();
     assert!(
         run.transcript
             .iter()
@@ -286,4 +290,52 @@ fn a_modern_input_request_for_sampling_is_answered_by_the_model() {
             .and_then(|r| i.model.store.get(r))
             .is_some_and(|r| r.text().contains("summary: checked by a person (model fake-gpt)"))
     });
+}
+
+/// One prompt to three models at once, each in its tab, then compared: the
+/// one that never calls tools stands out, the cost shows only for the model
+/// whose provider reported it.
+#[test]
+fn one_prompt_goes_to_several_models_and_they_are_compared() {
+    let fake = FakeProvider::start();
+    let mut h = chat_ready(&fake);
+    {
+        let chat = &mut h.state_mut().session_mut().composer.chat;
+        chat.approve_each = false;
+        chat.compare_with = vec![
+            ("openai:fake-lazy".into(), format!("{}/v1", fake.url)),
+            ("openai:fake-priced".into(), format!("{}/v1", fake.url)),
+        ];
+    }
+    h.step();
+    send_to(
+        &mut h,
+        r#"call echo {"message": "three at once"}"#,
+        "Send to the 3 models",
+    );
+    step_until(&mut h, "all three runs to end", |app| {
+        let chat = &app.session().composer.chat;
+        chat.runs.len() == 3 && !chat.running()
+    });
+    assert!(shows(&h, "openai:fake-lazy") && shows(&h, "Compare"));
+    press(&mut h, "Compare");
+    h.step();
+    h.step();
+    assert!(shows(&h, "Tools: different"), "the lazy model called none");
+    assert!(shows(&h, "openai:fake-lazy called no tool"));
+    let chat = &h.state().session().composer.chat;
+    let summaries: Vec<_> = chat.runs.iter().map(|r| r.summary()).collect();
+    assert!(summaries.iter().all(|s| s.done));
+    assert_eq!(summaries[0].tool_calls.len(), 1);
+    assert!(summaries[1].tool_calls.is_empty());
+    assert_eq!(summaries[0].cost, None);
+    assert!(summaries[2].cost.is_some_and(|c| c > 0.0), "{:?}", summaries[2]);
+    // Both tool calls went through the one session, each on its own id.
+    let store = &h.state().session().inspection.as_ref().unwrap().model.store;
+    let calls = store
+        .iter()
+        .filter(|r| r.lane() == Lane::Out && r.method() == Some("tools/call"))
+        .count();
+    assert_eq!(calls, 2);
+    assert_eq!(store.iter().filter(|r| r.lane() == Lane::Model).count(), 5);
 }

@@ -329,10 +329,10 @@ impl McpscopeApp {
                     .skill_read_not_sent("the server is not running");
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
-            ComposerAction::ChatCall(_) if !live => self.session_mut().composer.chat.tool_sent(None),
-            ComposerAction::ChatCall(out) => {
+            ComposerAction::ChatCall(run, _) if !live => self.session_mut().composer.chat.tool_sent(run, None),
+            ComposerAction::ChatCall(run, out) => {
                 let id = i.send(out);
-                self.session_mut().composer.chat.tool_sent(id);
+                self.session_mut().composer.chat.tool_sent(run, id);
             }
             ComposerAction::RecordModel(exchange) => i.record_model(*exchange),
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {

@@ -2,7 +2,9 @@
 //! (PROVIDER:MODEL, any OpenAI-compatible server or Anthropic's Messages
 //! API) is offered the tools ticked here; its calls run through the
 //! session ([`crate::live_chat`]), each approved first when asked, with
-//! its arguments editable; its text shows as it streams.
+//! its arguments editable; its text shows as it streams. Up to three more
+//! models may get the same prompt at once, each in a tab of its own, then
+//! compared side by side.
 
 use super::lists::Lists;
 use super::{ComposerAction, fitted, send_row};
@@ -12,22 +14,17 @@ use crate::live_chat::{ChatEffect, ChatRun, Entry, ToolState};
 use crate::panels::timeline::format_latency;
 use crate::theme::{self, RowKindStyle as _};
 use egui::{RichText, Ui};
-use mcpscope_core::chat::key::{self, FoundKey};
+use mcpscope_core::chat::key;
 use mcpscope_core::model::chat_loop::{Approval, ChatLoop};
+use mcpscope_core::model::compare;
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::request::{self, Conversation, Settings};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// A chat about to start: its key is being looked up (the keyring may
-/// take a moment, off the UI thread).
-struct Starting {
-    spec: ModelSpec,
-    tools: Vec<Value>,
-    prompt: String,
-    key: Job<Result<FoundKey, String>>,
-}
+/// The most models one prompt goes to at once.
+pub const MAX_MODELS: usize = 4;
 
 pub struct ChatMode {
     /// PROVIDER:MODEL.
@@ -47,8 +44,14 @@ pub struct ChatMode {
     /// Tools not offered to the model (all are, at first).
     pub unticked: BTreeSet<String>,
     pub prompt: String,
-    pub run: Option<ChatRun>,
-    starting: Option<Starting>,
+    /// More models given the same prompt (PROVIDER:MODEL, base URL), side by side.
+    pub compare_with: Vec<(String, String)>,
+    /// One per model; the first is the one named above.
+    pub runs: Vec<ChatRun>,
+    /// The tab on screen: a run, or past the last, the comparison.
+    pub shown: usize,
+    /// Keeping the typed key in the keyring.
+    keeping: Option<Job<Result<(), String>>>,
     listing: Option<Job<Result<Vec<String>, String>>>,
     /// What the provider's models endpoint listed.
     pub listed: Vec<String>,
@@ -72,8 +75,10 @@ impl Default for ChatMode {
             approve_each: true,
             unticked: BTreeSet::new(),
             prompt: String::new(),
-            run: None,
-            starting: None,
+            compare_with: Vec::new(),
+            runs: Vec::new(),
+            shown: 0,
+            keeping: None,
             listing: None,
             listed: Vec::new(),
             problem: None,
@@ -96,6 +101,7 @@ impl ChatMode {
             approve_each: self.approve_each,
             unticked: self.unticked,
             prompt: self.prompt,
+            compare_with: self.compare_with,
             listed: self.listed,
             wake: self.wake,
             ..ChatMode::default()
@@ -114,36 +120,27 @@ impl ChatMode {
         ModelSpec::parse(self.model.trim(), base).map_err(|e| e.to_string())
     }
 
-    /// The key typed here, or a worker that finds it (variable, keyring).
-    fn key_job(&self, spec: &ModelSpec) -> Job<Result<FoundKey, String>> {
-        let typed = self.key.trim().to_owned();
-        let keep = self.keep_key;
-        let spec = spec.clone();
-        Job::spawn("model-key", self.wake.clone(), move || {
-            if typed.is_empty() {
-                return key::find_key_here(&spec, None);
-            }
-            if keep {
-                key::store_key(&spec, &typed).map_err(|e| format!("keeping the key: {e}"))?;
-            }
-            Ok(FoundKey {
-                key: Some(typed),
-                source: key::KeySource::Keyring,
-            })
-        })
+    /// The models the prompt goes to: the one named, then those compared with it.
+    fn specs(&self) -> Result<Vec<ModelSpec>, String> {
+        let mut specs = vec![self.spec()?];
+        for (model, base) in &self.compare_with {
+            let base = Some(base.trim()).filter(|b| !b.is_empty());
+            specs.push(ModelSpec::parse(model.trim(), base).map_err(|e| format!("{model}: {e}"))?);
+        }
+        Ok(specs)
     }
 
-    /// Starts a chat with `prompt` over `tools` (the server's `tools/list`
-    /// entries; the unticked ones are left out).
+    /// Starts a chat with the prompt, one run per model, over `tools` (the
+    /// server's `tools/list` entries; the unticked ones are left out).
     pub fn start(&mut self, tools: Vec<Value>) {
-        let spec = match self.spec() {
+        let specs = match self.specs() {
             Ok(s) => s,
             Err(e) => {
                 self.problem = Some(e);
                 return;
             }
         };
-        let tools = tools
+        let tools: Vec<Value> = tools
             .into_iter()
             .filter(|t| {
                 t.get("name")
@@ -152,25 +149,54 @@ impl ChatMode {
             })
             .collect();
         self.problem = None;
-        self.run = None;
-        self.starting = Some(Starting {
-            key: self.key_job(&spec),
-            spec,
-            tools,
-            prompt: self.prompt.trim().to_owned(),
-        });
+        let typed = Some(self.key.trim().to_owned()).filter(|k| !k.is_empty());
+        if self.keep_key
+            && let Some(k) = &typed
+        {
+            let (spec, k) = (specs[0].clone(), k.clone());
+            self.keeping = Some(Job::spawn("model-key", self.wake.clone(), move || {
+                key::store_key(&spec, &k).map_err(|e| format!("keeping the key: {e}"))
+            }));
+        }
+        let prompt = self.prompt.trim().to_owned();
+        let mut conversation = Conversation {
+            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
+            ..Conversation::default()
+        };
+        conversation.user(prompt.clone());
+        let settings = Settings {
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        };
+        self.runs = specs
+            .iter()
+            .map(|spec| {
+                // The key typed is the named model's provider's.
+                let key = typed.clone().filter(|_| spec.provider == specs[0].provider);
+                // The person approves each call in the tab; the loop itself runs them.
+                let chat = ChatLoop::new(
+                    spec.clone(),
+                    conversation.clone(),
+                    &tools,
+                    settings.clone(),
+                    Approval::Auto,
+                    self.max_round_trips,
+                );
+                ChatRun::start(chat, spec.clone(), key, &prompt, self.approve_each, self.wake.clone())
+            })
+            .collect();
+        self.shown = 0;
     }
 
     /// Moves the chat on (the app calls this every frame, whatever mode is
     /// on screen); returns what the app must do.
     pub fn poll(&mut self, i: &Inspection) -> Vec<ComposerAction> {
-        if let Some(s) = &mut self.starting
-            && let Some(found) = s.key.poll()
+        if let Some(job) = &mut self.keeping
+            && let Some(kept) = job.poll()
         {
-            let s = self.starting.take().expect("polled above");
-            match found.map_err(|e| e.to_string()).and_then(|r| r) {
-                Ok(found) => self.begin(s, found.key),
-                Err(e) => self.problem = Some(e),
+            self.keeping = None;
+            if let Err(e) = kept.map_err(|e| e.to_string()).and_then(|r| r) {
+                self.problem = Some(e);
             }
         }
         if let Some(job) = &mut self.listing
@@ -182,50 +208,26 @@ impl ChatMode {
                 Err(e) => self.problem = Some(format!("listing the models: {e}")),
             }
         }
-        let Some(run) = &mut self.run else {
-            return Vec::new();
-        };
-        effects_to_actions(run.poll(i))
+        let mut actions = Vec::new();
+        for (n, run) in self.runs.iter_mut().enumerate() {
+            actions.extend(effects_to_actions(n, run.poll(i)));
+        }
+        actions
     }
 
-    fn begin(&mut self, s: Starting, key: Option<String>) {
-        let mut conversation = Conversation {
-            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
-            ..Conversation::default()
-        };
-        conversation.user(s.prompt.clone());
-        let settings = Settings {
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-        };
-        // The person approves each call in the panel; the loop itself runs them.
-        let chat = ChatLoop::new(
-            s.spec.clone(),
-            conversation,
-            &s.tools,
-            settings,
-            Approval::Auto,
-            self.max_round_trips,
-        );
-        self.run = Some(ChatRun::start(
-            chat,
-            s.spec,
-            key,
-            &s.prompt,
-            self.approve_each,
-            self.wake.clone(),
-        ));
+    pub fn running(&self) -> bool {
+        self.runs.iter().any(ChatRun::running)
     }
 
-    /// The app sent the chat's tool call as `id`.
-    pub fn tool_sent(&mut self, id: Option<mcpscope_core::wire::message::RequestId>) {
-        if let Some(run) = &mut self.run {
-            run.tool_sent(id);
+    /// The app sent run `run`'s tool call as `id`.
+    pub fn tool_sent(&mut self, run: usize, id: Option<mcpscope_core::wire::message::RequestId>) {
+        if let Some(r) = self.runs.get_mut(run) {
+            r.tool_sent(id);
         }
     }
 
     pub fn ui(&mut self, ui: &mut Ui, lists: &Lists, i: &Inspection, live: bool, actions: &mut Vec<ComposerAction>) {
-        let running = self.run.as_ref().is_some_and(ChatRun::running) || self.starting.is_some();
+        let running = self.running();
         ui.add_enabled_ui(!running, |ui| self.settings_ui(ui, lists));
         if lists.tools.is_empty() {
             ui.weak("No tools listed yet: fetch tools/list (the model is offered the server's tools).");
@@ -242,21 +244,46 @@ impl ChatMode {
             ui.horizontal(|ui| {
                 ui.spinner();
                 if ui.button("Stop").clicked() {
-                    self.starting = None;
-                    if let Some(run) = &mut self.run {
-                        run.stop();
-                    }
+                    self.runs.iter_mut().for_each(ChatRun::stop);
                 }
             });
-        } else if send_row(ui, live, !self.prompt.trim().is_empty(), "Send to the model") {
-            self.start(i.listed_tools());
+        } else {
+            let label = match self.compare_with.len() {
+                0 => "Send to the model".to_owned(),
+                n => format!("Send to the {} models", n + 1),
+            };
+            if send_row(ui, live, !self.prompt.trim().is_empty(), &label) {
+                self.start(i.listed_tools());
+            }
         }
         if let Some(p) = &self.problem {
             ui.label(RichText::new(p).color(theme::ERROR));
         }
-        if let Some(run) = &mut self.run {
-            ui.separator();
-            transcript_ui(ui, run, actions);
+        if self.runs.is_empty() {
+            return;
+        }
+        ui.separator();
+        if self.runs.len() > 1 {
+            ui.horizontal_wrapped(|ui| {
+                for (n, run) in self.runs.iter().enumerate() {
+                    let mut name = run.model_name();
+                    if run.asking() {
+                        name.push_str(" ⚠");
+                    } else if run.running() {
+                        name.push_str(" …");
+                    }
+                    ui.selectable_value(&mut self.shown, n, name);
+                }
+                ui.selectable_value(&mut self.shown, self.runs.len(), "Compare");
+            });
+        }
+        let shown = self.shown;
+        match self.runs.get_mut(shown) {
+            Some(run) => transcript_ui(ui, shown, run, actions),
+            None => {
+                let summaries = self.runs.iter().map(ChatRun::summary).collect();
+                comparison_ui(ui, &compare::compare(summaries));
+            }
         }
     }
 
@@ -340,6 +367,42 @@ impl ChatMode {
             "Ask before each tool call (the arguments can be edited first)",
         );
         self.tools_ui(ui, lists);
+        self.compare_ui(ui);
+    }
+
+    /// The models compared with the one named: the same prompt to each.
+    fn compare_ui(&mut self, ui: &mut Ui) {
+        egui::CollapsingHeader::new(format!("Side by side: {} more model(s)", self.compare_with.len()))
+            .id_salt("chat-compare")
+            .show(ui, |ui| {
+                let mut remove = None;
+                for (n, (model, base)) in self.compare_with.iter_mut().enumerate() {
+                    ui.horizontal(|ui| {
+                        let l = ui.label(format!("model {}", n + 2));
+                        ui.add(
+                            egui::TextEdit::singleline(model)
+                                .desired_width(fitted(ui, 170.0))
+                                .hint_text("anthropic:claude-sonnet-4-5"),
+                        )
+                        .labelled_by(l.id);
+                        ui.add(
+                            egui::TextEdit::singleline(base)
+                                .desired_width(fitted(ui, 160.0))
+                                .hint_text("base URL (optional)"),
+                        );
+                        if ui.small_button("✖").on_hover_text("leave this model out").clicked() {
+                            remove = Some(n);
+                        }
+                    });
+                }
+                if let Some(n) = remove {
+                    self.compare_with.remove(n);
+                }
+                if self.compare_with.len() + 1 < MAX_MODELS && ui.button("Add a model").clicked() {
+                    self.compare_with.push((String::new(), self.base_url.clone()));
+                }
+                ui.weak("The key typed above is for the first model's provider; the others' come from their variables or the keyring.");
+            });
     }
 
     /// Where the key will come from when none is typed.
@@ -409,17 +472,73 @@ impl ChatMode {
     }
 }
 
-fn effects_to_actions(effects: Vec<ChatEffect>) -> Vec<ComposerAction> {
+fn effects_to_actions(run: usize, effects: Vec<ChatEffect>) -> Vec<ComposerAction> {
     effects
         .into_iter()
         .map(|e| match e {
-            ChatEffect::Send(out) => ComposerAction::ChatCall(out),
+            ChatEffect::Send(out) => ComposerAction::ChatCall(run, out),
             ChatEffect::Record(m) => ComposerAction::RecordModel(m),
         })
         .collect()
 }
 
-fn transcript_ui(ui: &mut Ui, run: &mut ChatRun, actions: &mut Vec<ComposerAction>) {
+/// The runs side by side: one row per model, then what differs.
+fn comparison_ui(ui: &mut Ui, c: &compare::Comparison) {
+    egui::Grid::new("chat-comparison").striped(true).show(ui, |ui| {
+        for h in [
+            "model",
+            "outcome",
+            "turns",
+            "tools called",
+            "tokens in/out",
+            "first token",
+            "model time",
+            "cost",
+        ] {
+            ui.strong(h);
+        }
+        ui.end_row();
+        for r in &c.runs {
+            ui.label(&r.model);
+            if r.done {
+                ui.label(&r.outcome);
+            } else {
+                ui.label(RichText::new(&r.outcome).color(theme::WARN));
+            }
+            ui.label(r.turns.to_string());
+            let tools: Vec<String> = r.tool_calls.iter().map(|(t, a)| format!("{t} {a}")).collect();
+            ui.monospace(if tools.is_empty() { "-".into() } else { tools.join("\n") });
+            ui.label(match (r.input_tokens, r.output_tokens) {
+                (Some(i), Some(o)) => format!("{i} / {o}"),
+                _ => "not reported".into(),
+            });
+            ui.label(r.first_token.map_or_else(|| "-".into(), format_latency));
+            ui.label(format_latency(r.model_time));
+            ui.label(r.cost.map_or_else(|| "not reported".into(), |c| format!("{c:.6}")));
+            ui.end_row();
+        }
+    });
+    let same = |b: bool| if b { "the same" } else { "different" };
+    ui.label(format!(
+        "Tools: {} · arguments: {} · answers: {}",
+        same(c.same_tools),
+        same(c.same_arguments),
+        same(c.same_answer)
+    ));
+    for d in &c.differences {
+        ui.label(RichText::new(d).color(theme::WARN));
+    }
+    if !c.runs.is_empty() {
+        ui.collapsing("Answers", |ui| {
+            for r in &c.runs {
+                ui.strong(&r.model);
+                ui.label(if r.answer.is_empty() { "(no text)" } else { &r.answer });
+            }
+        });
+    }
+}
+
+fn transcript_ui(ui: &mut Ui, run_index: usize, run: &mut ChatRun, actions: &mut Vec<ComposerAction>) {
     let mut approve = false;
     let mut decline = false;
     let last = run.transcript.len().saturating_sub(1);
@@ -516,7 +635,7 @@ fn transcript_ui(ui: &mut Ui, run: &mut ChatRun, actions: &mut Vec<ComposerActio
         }
     }
     if approve {
-        actions.extend(effects_to_actions(run.approve()));
+        actions.extend(effects_to_actions(run_index, run.approve()));
     }
     if decline {
         run.decline();

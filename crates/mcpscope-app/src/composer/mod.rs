@@ -62,9 +62,9 @@ pub enum ComposerAction {
         toward: mcpscope_core::wire::frame::Direction,
         bytes: Vec<u8>,
     },
-    /// A `tools/call` the chat's model asked for: sent, its id given back
-    /// to [`ChatMode::tool_sent`] (not history).
-    ChatCall(Outgoing),
+    /// A `tools/call` the model of the chat's run N asked for: sent, its id
+    /// given back to [`ChatMode::tool_sent`] (not history).
+    ChatCall(usize, Outgoing),
     /// A model turn of the chat, for the timeline and the capture.
     RecordModel(Box<mcpscope_core::model::record::ModelExchange>),
 }

@@ -13,13 +13,14 @@ mod turn;
 use crate::inspection::{Inspection, Outgoing};
 use crate::job::Wake;
 use mcpscope_core::model::chat_loop::{self, ChatLoop, Outcome, Step};
+use mcpscope_core::model::compare::{RunSummary, RunTally};
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::record::ModelExchange;
 use mcpscope_core::protocol::methods;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::{Value, json};
 use std::time::Duration;
-pub use turn::{KeyFinder, TurnEnd, TurnWorker};
+pub use turn::{KeyFinder, TurnEnd, TurnWorker, key_finder};
 
 /// Why a chat the person stopped ended.
 const STOPPED: &str = "stopped by the user";
@@ -95,9 +96,11 @@ pub enum ToolState {
 pub struct ChatRun {
     chat: ChatLoop,
     spec: ModelSpec,
-    /// In memory only, for this chat's turns.
+    /// A key typed in the app, in memory only; `None`: found as the CLI
+    /// finds it (the provider's variable, the keyring) for each turn.
     key: Option<String>,
     approve_each: bool,
+    tally: RunTally,
     turn: Option<TurnWorker>,
     wake: Option<Wake>,
     pub transcript: Vec<Entry>,
@@ -120,6 +123,7 @@ impl ChatRun {
         }
         ChatRun {
             chat,
+            tally: RunTally::new(format!("{}:{}", spec.provider, spec.model)),
             spec,
             key,
             approve_each,
@@ -132,6 +136,21 @@ impl ChatRun {
 
     pub fn running(&self) -> bool {
         self.outcome.is_none()
+    }
+
+    /// PROVIDER:MODEL.
+    pub fn model_name(&self) -> String {
+        format!("{}:{}", self.spec.provider, self.spec.model)
+    }
+
+    /// What the run did so far (how it ended, once it did).
+    pub fn summary(&self) -> RunSummary {
+        let mut s = self.tally.finish(self.outcome.as_ref().unwrap_or(&Outcome::Done));
+        if self.outcome.is_none() {
+            s.outcome = "running".into();
+            s.done = false;
+        }
+        s
     }
 
     /// Whether a tool call waits for the person.
@@ -182,6 +201,7 @@ impl ChatRun {
                     m.first_token = x.timing.first_token;
                     m.total = Some(x.timing.total);
                 }
+                self.tally.turn(&x.turn, x.timing.first_token, x.timing.total);
                 self.chat.model_answered(&x.turn);
             }
             TurnEnd::Asked {
@@ -193,6 +213,7 @@ impl ChatRun {
                     m.streaming = false;
                     m.total = Some(took);
                 }
+                self.tally.failed_turn(took);
                 self.chat.model_failed(e.to_string());
             }
             TurnEnd::NotSent(why) => self.chat.model_failed(why),
@@ -273,16 +294,12 @@ impl ChatRun {
             streaming: true,
             ..ModelEntry::default()
         }));
-        let key = self.key.clone();
-        self.turn = Some(TurnWorker::spawn(
-            self.spec.clone(),
-            Box::new(move || Ok(key)),
-            body,
-            self.wake.clone(),
-        ));
+        let key = turn::key_finder(&self.spec, self.key.clone());
+        self.turn = Some(TurnWorker::spawn(self.spec.clone(), key, body, self.wake.clone()));
     }
 
     fn send_tool(&mut self, call_id: String, tool: String, arguments: Value, effects: &mut Vec<ChatEffect>) {
+        self.tally.called(&tool, &arguments);
         effects.push(ChatEffect::Send(Outgoing::Request {
             method: methods::TOOLS_CALL.into(),
             params: Some(json!({"name": tool, "arguments": arguments})),

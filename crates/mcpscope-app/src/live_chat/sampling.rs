@@ -4,7 +4,7 @@
 //! same for `sampling/createMessage` (legacy era) and for a 2026-07-28
 //! `input_required` asking for sampling: both are questions of the driver.
 
-use super::turn::{KeyFinder, TurnEnd, TurnWorker};
+use super::turn::{TurnEnd, TurnWorker, key_finder};
 use crate::job::Wake;
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::record::ModelExchange;
@@ -70,12 +70,7 @@ impl SamplingAnswer {
                 return;
             }
         };
-        let spec = self.spec.clone();
-        let typed = self.typed_key.clone();
-        let key: KeyFinder = Box::new(move || match typed {
-            Some(k) => Ok(Some(k)),
-            None => mcpscope_core::chat::key::find_key_here(&spec, None).map(|f| f.key),
-        });
+        let key = key_finder(&self.spec, self.typed_key.clone());
         let body = t.body(&self.spec);
         self.stage = Stage::Asking {
             turn: TurnWorker::spawn(self.spec.clone(), key, body, wake),

@@ -18,6 +18,16 @@ const TURN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Finds the key on the worker (`Ok(None)`: none needed).
 pub type KeyFinder = Box<dyn FnOnce() -> Result<Option<String>, String> + Send>;
 
+/// The key typed in the app, else the one found as the CLI finds it (the
+/// provider's variable, the keyring), on the worker.
+pub fn key_finder(spec: &ModelSpec, typed: Option<String>) -> KeyFinder {
+    let spec = spec.clone();
+    Box::new(move || match typed {
+        Some(k) => Ok(Some(k)),
+        None => mcpscope_core::chat::key::find_key_here(&spec, None).map(|f| f.key),
+    })
+}
+
 enum Update {
     Text(String),
     End(Box<TurnEnd>),
