@@ -37,7 +37,7 @@ pub struct ChatArgs {
     pub model: Vec<String>,
 
     /// What the user says.
-    #[arg(long, required_unless_present_any = ["replay", "store_key"])]
+    #[arg(long, required_unless_present_any = ["replay", "store_key", "list_models"])]
     pub prompt: Option<String>,
 
     /// Read a key from standard input and keep it in the OS keyring for
@@ -45,6 +45,11 @@ pub struct ChatArgs {
     /// use it when the provider's variable is not set.
     #[arg(long, requires = "model", conflicts_with_all = ["prompt", "replay"])]
     pub store_key: bool,
+
+    /// Print the models --model's provider lists (its models endpoint), one
+    /// per line, then exit.
+    #[arg(long, requires = "model", conflicts_with_all = ["prompt", "replay", "store_key"])]
+    pub list_models: bool,
 
     /// Serve the model's turns from this capture (recorded by `chat
     /// --capture`) instead of calling a provider: the same conversation
@@ -107,6 +112,29 @@ pub enum ApproveArg {
 pub enum FormatArg {
     Text,
     Json,
+}
+
+/// `--list-models`: what the provider's models endpoint lists.
+fn list_models(spec: &ModelSpec, key_env: Option<&str>, timeout_ms: u64) -> ExitCode {
+    let key = match key::find_key_here(spec, key_env) {
+        Ok(found) => found.key,
+        Err(e) => {
+            crate::errln!("mcpscope chat: {e}");
+            return ExitCode::from(super::exit::USAGE);
+        }
+    };
+    match provider_call::list_models(spec, key.as_deref(), Duration::from_millis(timeout_ms)) {
+        Ok(models) => {
+            for m in models {
+                say(&format!("{m}\n"));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            crate::errln!("mcpscope chat: {e}");
+            ExitCode::from(super::exit::PROVIDER_FAILED)
+        }
+    }
 }
 
 /// `--store-key`: the key from standard input into the keyring.
@@ -230,8 +258,8 @@ pub fn run(args: ChatArgs) -> ExitCode {
         crate::errln!("mcpscope chat: at most {MAX_MODELS} models side by side");
         return ExitCode::from(super::exit::USAGE);
     }
-    if args.model.len() > 1 && (args.replay.is_some() || args.store_key) {
-        crate::errln!("mcpscope chat: --replay and --store-key take one model");
+    if args.model.len() > 1 && (args.replay.is_some() || args.store_key || args.list_models) {
+        crate::errln!("mcpscope chat: --replay, --store-key and --list-models take one model");
         return ExitCode::from(super::exit::USAGE);
     }
     let specs: Result<Vec<ModelSpec>, _> = match &recorded {
@@ -260,6 +288,9 @@ pub fn run(args: ChatArgs) -> ExitCode {
     };
     if args.store_key {
         return store_key(&specs[0]);
+    }
+    if args.list_models {
+        return list_models(&specs[0], args.api_key_env.as_deref(), args.model_timeout_ms);
     }
     let mut runs = Vec::new();
     let mut recorded = recorded;

@@ -593,3 +593,26 @@ fn one_prompt_to_several_models_is_compared() {
     assert_eq!(five.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&five.stderr).contains("at most 4 models"));
 }
+
+/// `chat --list-models`: what each API's models endpoint lists; a wrong
+/// key is the provider's failure (exit 6), said.
+#[test]
+fn the_providers_models_are_listed() {
+    let fake = FakeProvider::start();
+    let list = |model: &str, base: String, key: &str| {
+        mcpscope_command()
+            .args(["chat", "--list-models", "--model", model, "--base-url", &base])
+            .env("OPENAI_API_KEY", key)
+            .env("ANTHROPIC_API_KEY", key)
+            .output()
+            .unwrap()
+    };
+    let openai = list("openai:x", format!("{}/v1", fake.url), "test-key");
+    assert_eq!(openai.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&openai.stdout), "fake-gpt\n");
+    let anthropic = list("anthropic:x", fake.url.clone(), "test-key");
+    assert_eq!(String::from_utf8_lossy(&anthropic.stdout), "fake-claude\n");
+    let wrong = list("openai:x", format!("{}/v1", fake.url), "wrong");
+    assert_eq!(wrong.status.code(), Some(6));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("HTTP 401"));
+}

@@ -194,6 +194,18 @@ fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
         capture.display()
     );
     assert!(!recorded.contains("test-key"));
+    // The display filter reads model turns: the one that asked for a tool.
+    h.state_mut()
+        .session_mut()
+        .timeline
+        .filter
+        .set_text("model.tool_calls > 0");
+    step_until(&mut h, "the filter on the model's turns", |app| {
+        let t = &app.session().timeline;
+        t.index.len() == 1 && t.index.row_at(0) == Some(turns[0])
+    });
+    h.state_mut().session_mut().timeline.filter.set_text("");
+    h.step();
     // Selecting the turn shows its record and the answer it assembles to.
     h.query_all_by_label_contains("openai:fake-gpt calls echo")
         .next()
@@ -239,6 +251,12 @@ fn a_refused_call_is_said_to_the_model_and_stop_ends_a_chat() {
     step_until(&mut h, "the chat stopped", |app| outcome(app).is_some());
     assert!(matches!(outcome(h.state()), Some(Outcome::ProviderFailed(why)) if why.contains("stopped")));
     assert!(shows(&h, "Send to the model"), "the chat can start again");
+    // The provider's models, listed for the picker.
+    press(&mut h, "List models");
+    step_until(&mut h, "the models listed", |app| {
+        !app.session().composer.chat.listed.is_empty()
+    });
+    assert_eq!(h.state().session().composer.chat.listed, ["fake-gpt"]);
 }
 
 /// A server's `sampling/createMessage` (legacy era) answered by the model
