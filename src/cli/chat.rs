@@ -507,7 +507,7 @@ fn converse(
                         chat_loop::result_text(result),
                         result.get("isError").and_then(Value::as_bool).unwrap_or(false),
                     ),
-                    Err(e) => (format!("JSON-RPC error {}: {}", e.code, e.message), true),
+                    Err(e) => (chat_loop::rpc_error_text(e.code, &e.message), true),
                 };
                 if text_out {
                     let shown = mcpscope_core::text::shorten(&text, 400);

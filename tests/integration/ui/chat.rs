@@ -357,3 +357,112 @@ fn one_prompt_goes_to_several_models_and_they_are_compared() {
     assert_eq!(calls, 2);
     assert_eq!(store.iter().filter(|r| r.lane() == Lane::Model).count(), 5);
 }
+
+/// Records a chat with `mcpscope chat` against server-everything and the
+/// fake provider, which is gone once this returns.
+fn recorded_chat(dir: &std::path::Path) -> std::path::PathBuf {
+    let fake = FakeProvider::start();
+    let cap = dir.join("recorded-chat.jsonl");
+    let server = everything();
+    let out = mcpscope_command()
+        .args([
+            "chat",
+            "--model",
+            "openai:fake-gpt",
+            "--base-url",
+            &format!("{}/v1", fake.url),
+        ])
+        .args([
+            "--prompt",
+            r#"call echo {"message": "recorded"}"#,
+            "--capture",
+            cap.to_str().unwrap(),
+        ])
+        .arg("--")
+        .arg(&server.program)
+        .args(&server.args)
+        .env("OPENAI_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    cap
+}
+
+/// A recorded chat replayed in the app with no provider at all: the same
+/// conversation against the server as it is now; a tool result that is not
+/// what the recording got is pointed out.
+#[test]
+fn a_recorded_chat_is_replayed_without_a_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = recorded_chat(dir.path());
+    let mut h = launch_everything();
+    wait_for_tool(&mut h, "echo");
+    h.get_by_label("Compose").click();
+    h.step();
+    h.get_by_label("Chat").click();
+    h.step();
+    press(&mut h, "Replay a recorded chat…");
+    h.step();
+    h.step();
+    assert!(h.state().picker.is_some(), "the file picker opened");
+    h.step();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file")
+        .type_text(&cap.display().to_string());
+    h.step();
+    h.get_by_label("Open").click();
+    step_until(&mut h, "the recording read", |app| {
+        app.session().composer.chat.recording.is_some()
+    });
+    assert!(shows(&h, "2 model turn(s) served from it, no API call"));
+    press(&mut h, "Replay the recorded chat");
+    step_until(&mut h, "the replay to end", |app| outcome(app).is_some());
+    assert_eq!(outcome(h.state()), Some(Outcome::Done));
+    let run = h.state().session().composer.chat.runs.first().unwrap();
+    assert_eq!(run.differs, 0);
+    assert!(
+        run.transcript
+            .iter()
+            .any(|e| matches!(e, Entry::Model(m) if m.text.contains("Echo: recorded")))
+    );
+    assert!(shows(&h, "Every tool result was the same as in the recording."));
+    let store = &h.state().session().inspection.as_ref().unwrap().model.store;
+    assert_eq!(
+        store.iter().filter(|r| r.lane() == Lane::Model).count(),
+        2,
+        "replayed turns are recorded too"
+    );
+
+    // The recording's tool result, changed: the replay says so.
+    let changed = dir.path().join("changed.jsonl");
+    std::fs::write(
+        &changed,
+        std::fs::read_to_string(&cap)
+            .unwrap()
+            .replace("Echo: recorded", "Echo: before"),
+    )
+    .unwrap();
+    h.state_mut().session_mut().composer.chat.load_recording(changed);
+    step_until(&mut h, "the changed recording read", |app| {
+        app.session()
+            .composer
+            .chat
+            .recording
+            .as_ref()
+            .is_some_and(|(p, _)| p.ends_with("changed.jsonl"))
+    });
+    press(&mut h, "Replay the recorded chat");
+    step_until(&mut h, "the second replay to end", |app| {
+        app.session()
+            .composer
+            .chat
+            .runs
+            .first()
+            .is_some_and(|r| r.differs > 0 && !r.running())
+    });
+    h.step();
+    assert!(shows(&h, "1 tool result(s) differed from the recording."));
+    assert!(shows(&h, "differs from the recording, which had: Echo: before"));
+}

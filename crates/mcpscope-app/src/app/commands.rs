@@ -335,6 +335,7 @@ impl McpscopeApp {
                 self.session_mut().composer.chat.tool_sent(run, id);
             }
             ComposerAction::RecordModel(exchange) => i.record_model(*exchange),
+            ComposerAction::PickChatRecording => self.pick(DialogPurpose::ChatRecording),
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }

@@ -45,6 +45,12 @@ impl McpscopeApp {
                 },
             ),
             DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
+            DialogPurpose::ChatRecording => (
+                "Replay the chat recorded in a capture",
+                PickKind::Open {
+                    extensions: vec!["jsonl"],
+                },
+            ),
         };
         let start = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         self.picker = Some((purpose, FilePicker::new(title, kind, start, &self.ctx)));
@@ -68,7 +74,9 @@ impl McpscopeApp {
                     .set_file_name("capture.har")
                     .save_file(),
                 DialogPurpose::ImportConfig => dialog.add_filter("MCP config", &["json"]).pick_file(),
-                DialogPurpose::DiffSide(_) => dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file(),
+                DialogPurpose::DiffSide(_) | DialogPurpose::ChatRecording => {
+                    dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file()
+                }
                 DialogPurpose::WorkingDirectory => dialog.pick_folder(),
             }
         });
@@ -115,6 +123,7 @@ impl McpscopeApp {
             DialogPurpose::ImportConfig => self.apply(Command::ImportConfig(path)),
             DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
             DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
+            DialogPurpose::ChatRecording => self.session_mut().composer.chat.load_recording(path),
         }
     }
 

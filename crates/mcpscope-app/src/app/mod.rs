@@ -133,6 +133,8 @@ pub enum DialogPurpose {
     ImportConfig,
     WorkingDirectory,
     DiffSide(Side),
+    /// A capture whose recorded chat the Chat mode replays.
+    ChatRecording,
 }
 
 /// The tabs of the bottom panel.

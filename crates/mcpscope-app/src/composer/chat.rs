@@ -15,12 +15,14 @@ use crate::panels::timeline::format_latency;
 use crate::theme::{self, RowKindStyle as _};
 use egui::{RichText, Ui};
 use mcpscope_core::chat::key;
+use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::model::chat_loop::{Approval, ChatLoop};
 use mcpscope_core::model::compare;
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::request::{self, Conversation, Settings};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The most models one prompt goes to at once.
@@ -52,6 +54,9 @@ pub struct ChatMode {
     pub shown: usize,
     /// Keeping the typed key in the keyring.
     keeping: Option<Job<Result<(), String>>>,
+    /// A recorded chat to replay instead of asking a model, and its file.
+    pub recording: Option<(PathBuf, RecordedChat)>,
+    reading: Option<Job<Result<(PathBuf, RecordedChat), String>>>,
     listing: Option<Job<Result<Vec<String>, String>>>,
     /// What the provider's models endpoint listed.
     pub listed: Vec<String>,
@@ -59,6 +64,8 @@ pub struct ChatMode {
     pub problem: Option<String>,
     /// Wakes the UI when a turn streams (the app gives it).
     pub wake: Option<Wake>,
+    /// The person asked to choose a recording (the app opens its picker).
+    pub wants_recording: bool,
 }
 
 impl Default for ChatMode {
@@ -79,10 +86,13 @@ impl Default for ChatMode {
             runs: Vec::new(),
             shown: 0,
             keeping: None,
+            recording: None,
+            reading: None,
             listing: None,
             listed: Vec::new(),
             problem: None,
             wake: None,
+            wants_recording: false,
         }
     }
 }
@@ -133,6 +143,10 @@ impl ChatMode {
     /// Starts a chat with the prompt, one run per model, over `tools` (the
     /// server's `tools/list` entries; the unticked ones are left out).
     pub fn start(&mut self, tools: Vec<Value>) {
+        if let Some((_, recording)) = &self.recording {
+            self.start_replay(recording.clone(), tools);
+            return;
+        }
         let specs = match self.specs() {
             Ok(s) => s,
             Err(e) => {
@@ -188,9 +202,69 @@ impl ChatMode {
         self.shown = 0;
     }
 
+    /// Reads a capture's recorded chat on a worker.
+    pub fn load_recording(&mut self, path: PathBuf) {
+        self.reading = Some(Job::spawn("chat-recording", self.wake.clone(), move || {
+            let loaded = mcpscope_core::record::capture::load(&path)
+                .map_err(|e| mcpscope_core::text::ErrorChain(&e).to_string())?;
+            let chat = RecordedChat::from_events(&loaded.events);
+            if chat.turns.is_empty() {
+                return Err(format!("{} holds no model turns (record a chat first)", path.display()));
+            }
+            Ok((path, chat))
+        }));
+    }
+
+    /// The recorded conversation again, against the server as it is now:
+    /// the model's turns from the recording (its model, its prompt).
+    fn start_replay(&mut self, recording: RecordedChat, tools: Vec<Value>) {
+        let first = &recording.turns[0];
+        let spec = ModelSpec {
+            api: first.api,
+            provider: first.provider.clone(),
+            model: first.model.clone(),
+            base_url: String::new(),
+        };
+        let prompt = recording.prompt().unwrap_or_else(|| self.prompt.trim().to_owned());
+        let mut conversation = Conversation {
+            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
+            ..Conversation::default()
+        };
+        conversation.user(prompt.clone());
+        let settings = Settings {
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        };
+        let chat = ChatLoop::new(
+            spec.clone(),
+            conversation,
+            &tools,
+            settings,
+            Approval::Auto,
+            self.max_round_trips,
+        );
+        self.problem = None;
+        self.shown = 0;
+        // The recorded calls were approved when they were made: a replay
+        // runs them as a test does, without asking.
+        self.runs = vec![ChatRun::start(chat, spec, None, &prompt, false, self.wake.clone()).replaying(recording)];
+    }
+
     /// Moves the chat on (the app calls this every frame, whatever mode is
     /// on screen); returns what the app must do.
     pub fn poll(&mut self, i: &Inspection) -> Vec<ComposerAction> {
+        if let Some(job) = &mut self.reading
+            && let Some(read) = job.poll()
+        {
+            self.reading = None;
+            match read.map_err(|e| e.to_string()).and_then(|r| r) {
+                Ok(r) => {
+                    self.problem = None;
+                    self.recording = Some(r);
+                }
+                Err(e) => self.problem = Some(e),
+            }
+        }
         if let Some(job) = &mut self.keeping
             && let Some(kept) = job.poll()
         {
@@ -248,11 +322,13 @@ impl ChatMode {
                 }
             });
         } else {
-            let label = match self.compare_with.len() {
-                0 => "Send to the model".to_owned(),
-                n => format!("Send to the {} models", n + 1),
+            let label = match (&self.recording, self.compare_with.len()) {
+                (Some(_), _) => "Replay the recorded chat".to_owned(),
+                (None, 0) => "Send to the model".to_owned(),
+                (None, n) => format!("Send to the {} models", n + 1),
             };
-            if send_row(ui, live, !self.prompt.trim().is_empty(), &label) {
+            let ready = !self.prompt.trim().is_empty() || self.recording.is_some();
+            if send_row(ui, live, ready, &label) {
                 self.start(i.listed_tools());
             }
         }
@@ -261,6 +337,14 @@ impl ChatMode {
         }
         if self.runs.is_empty() {
             return;
+        }
+        if let Some(run) = self.runs.first().filter(|r| r.is_replay() && !r.running()) {
+            match run.differs {
+                0 => ui.label(RichText::new("Every tool result was the same as in the recording.").strong()),
+                n => ui.label(
+                    RichText::new(format!("{n} tool result(s) differed from the recording.")).color(theme::ERROR),
+                ),
+            };
         }
         ui.separator();
         if self.runs.len() > 1 {
@@ -361,6 +445,28 @@ impl ChatMode {
                 ui.add(egui::DragValue::new(&mut self.max_round_trips).range(1..=100));
             });
             ui.end_row();
+        });
+        ui.horizontal_wrapped(|ui| match &self.recording {
+            Some((path, recording)) => {
+                ui.label(format!(
+                    "Replaying {}: {} model turn(s) served from it, no API call; its tool calls run without asking.",
+                    path.file_name()
+                        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                    recording.turns.len()
+                ));
+                if ui.button("Forget the recording").clicked() {
+                    self.recording = None;
+                }
+            }
+            None => {
+                if ui
+                    .add_enabled(self.reading.is_none(), egui::Button::new("Replay a recorded chat…"))
+                    .on_hover_text("the model's turns from a capture, against the server as it is now")
+                    .clicked()
+                {
+                    self.wants_recording = true;
+                }
+            }
         });
         ui.checkbox(
             &mut self.approve_each,
@@ -619,6 +725,11 @@ fn transcript_ui(ui: &mut Ui, run_index: usize, run: &mut ChatRun, actions: &mut
                     ToolState::Declined => {
                         ui.label(RichText::new("refused: the model was told").color(theme::WARN));
                     }
+                }
+                if let Some(was) = &t.differs_from_recording {
+                    ui.label(
+                        RichText::new(format!("differs from the recording, which had: {was}")).color(theme::ERROR),
+                    );
                 }
             }
             Entry::Note(text) => {

@@ -67,6 +67,8 @@ pub enum ComposerAction {
     ChatCall(usize, Outgoing),
     /// A model turn of the chat, for the timeline and the capture.
     RecordModel(Box<mcpscope_core::model::record::ModelExchange>),
+    /// Choose a capture whose chat the Chat mode replays.
+    PickChatRecording,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,7 +426,12 @@ impl ComposerPanel {
         let completions = completion::server_completes(model).then_some(&mut self.completions);
         match self.mode {
             Mode::Tool => self.tool.ui(ui, &self.lists, self.task_flavor, live, &mut actions),
-            Mode::Chat => self.chat.ui(ui, &self.lists, i, live, &mut actions),
+            Mode::Chat => {
+                self.chat.ui(ui, &self.lists, i, live, &mut actions);
+                if std::mem::take(&mut self.chat.wants_recording) {
+                    actions.push(ComposerAction::PickChatRecording);
+                }
+            }
             Mode::Prompt => self.prompt.ui(ui, &self.lists, completions, live, &mut actions),
             Mode::Resource => {
                 self.resource.ui(ui, &self.lists, completions, live, &mut actions);

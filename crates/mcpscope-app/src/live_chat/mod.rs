@@ -12,6 +12,7 @@ mod turn;
 
 use crate::inspection::{Inspection, Outgoing};
 use crate::job::Wake;
+use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::model::chat_loop::{self, ChatLoop, Outcome, Step};
 use mcpscope_core::model::compare::{RunSummary, RunTally};
 use mcpscope_core::model::provider::ModelSpec;
@@ -70,6 +71,9 @@ pub struct ToolEntry {
     pub call_id: String,
     pub tool: String,
     pub state: ToolState,
+    /// Replaying a recording: what the recording's call got, when this
+    /// one's answer differs from it (`None`: the same, or not replaying).
+    pub differs_from_recording: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +105,10 @@ pub struct ChatRun {
     key: Option<String>,
     approve_each: bool,
     tally: RunTally,
+    /// Replaying a recorded chat: the model's turns served from it.
+    replay: Option<RecordedChat>,
+    /// Tool results that differed from the recording's.
+    pub differs: usize,
     turn: Option<TurnWorker>,
     wake: Option<Wake>,
     pub transcript: Vec<Entry>,
@@ -127,11 +135,24 @@ impl ChatRun {
             spec,
             key,
             approve_each,
+            replay: None,
+            differs: 0,
             turn: None,
             wake,
             transcript,
             outcome: None,
         }
+    }
+
+    /// The same conversation with the model's turns served from a
+    /// recording: no provider, no key, deterministically.
+    pub fn replaying(mut self, recording: RecordedChat) -> ChatRun {
+        self.replay = Some(recording);
+        self
+    }
+
+    pub fn is_replay(&self) -> bool {
+        self.replay.is_some()
     }
 
     pub fn running(&self) -> bool {
@@ -245,6 +266,18 @@ impl ChatRun {
                 text: text.clone(),
                 is_error,
             };
+            if let Some(recording) = &mut self.replay {
+                let recorded = recording.results.pop_front();
+                let same = recorded
+                    .as_ref()
+                    .is_some_and(|r| r.text == text && r.is_error == is_error);
+                if !same {
+                    self.differs += 1;
+                    t.differs_from_recording = Some(
+                        recorded.map_or_else(|| "no call".to_owned(), |r| mcpscope_core::text::shorten(&r.text, 400)),
+                    );
+                }
+            }
             self.chat.tool_answered(&call_id, text, is_error);
         }
     }
@@ -255,6 +288,7 @@ impl ChatRun {
             return;
         }
         match self.chat.next_step() {
+            Step::AskModel(_) if self.replay.is_some() => self.serve_recorded(effects),
             Step::AskModel(body) => self.ask_model(body),
             Step::CallTool {
                 call_id,
@@ -270,6 +304,7 @@ impl ChatRun {
                             arguments: text,
                             problem: None,
                         },
+                        differs_from_recording: None,
                     }));
                 } else {
                     self.send_tool(call_id, tool, arguments, effects);
@@ -298,6 +333,32 @@ impl ChatRun {
         self.turn = Some(TurnWorker::spawn(self.spec.clone(), key, body, self.wake.clone()));
     }
 
+    /// The recording's next model turn, as if the model had answered.
+    fn serve_recorded(&mut self, effects: &mut Vec<ChatEffect>) {
+        let Some(recorded) = self.replay.as_mut().and_then(|r| r.turns.pop_front()) else {
+            self.chat.model_failed(
+                "the recording has no more model turns: the conversation went further than recorded".into(),
+            );
+            return;
+        };
+        let turn = recorded.turn();
+        self.transcript.push(Entry::Model(ModelEntry {
+            text: turn.text.clone(),
+            streaming: false,
+            input_tokens: turn.usage.input_tokens,
+            output_tokens: turn.usage.output_tokens,
+            first_token: recorded.first_token,
+            total: Some(recorded.total),
+        }));
+        let failed = recorded.error.clone();
+        self.tally.turn(&turn, recorded.first_token, recorded.total);
+        effects.push(ChatEffect::Record(Box::new(recorded)));
+        match failed {
+            Some(e) => self.chat.model_failed(format!("the recorded turn failed: {e}")),
+            None => self.chat.model_answered(&turn),
+        }
+    }
+
     fn send_tool(&mut self, call_id: String, tool: String, arguments: Value, effects: &mut Vec<ChatEffect>) {
         self.tally.called(&tool, &arguments);
         effects.push(ChatEffect::Send(Outgoing::Request {
@@ -309,6 +370,7 @@ impl ChatRun {
             call_id,
             tool,
             state: ToolState::Running { arguments, id: None },
+            differs_from_recording: None,
         }));
     }
 
@@ -400,22 +462,15 @@ impl ChatRun {
     }
 }
 
-/// A tool call's answer as the model is told it: its text, or the
-/// JSON-RPC error said as text (a protocol failure is not the tool's).
+/// A tool call's answer as the model is told it.
 fn answer_of(i: &Inspection, row: usize) -> (String, bool) {
-    let Some(v) = i
+    match i
         .model
         .store
         .get(row)
         .and_then(|r| serde_json::from_slice::<Value>(r.raw()).ok())
-    else {
-        return ("The server's answer was not JSON.".into(), true);
-    };
-    if let Some(result) = v.get("result") {
-        let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
-        return (chat_loop::result_text(result), is_error);
+    {
+        Some(v) => chat_loop::answer_text(&v),
+        None => ("The server's answer was not JSON.".into(), true),
     }
-    let code = v.pointer("/error/code").and_then(Value::as_i64).unwrap_or_default();
-    let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
-    (format!("JSON-RPC error {code}: {message}"), true)
 }

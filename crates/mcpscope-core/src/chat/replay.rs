@@ -3,7 +3,7 @@
 //! be run against a changed server with no provider, deterministically.
 //! The tool results the recording got are kept to compare with the live ones.
 
-use crate::model::chat_loop::result_text;
+use crate::model::chat_loop::answer_text;
 use crate::model::record::ModelExchange;
 use crate::transport::event::Event;
 use crate::wire::classify::Kind;
@@ -25,6 +25,20 @@ pub struct RecordedChat {
 }
 
 impl RecordedChat {
+    /// What the user asked first, as the first turn's request has it.
+    pub fn prompt(&self) -> Option<String> {
+        let messages = self.turns.front()?.request.get("messages")?.as_array()?;
+        let first = messages.iter().find(|m| m["role"] == "user")?;
+        match &first["content"] {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Array(blocks) => blocks
+                .iter()
+                .find(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str().map(str::to_owned)),
+            _ => None,
+        }
+    }
+
     /// The model turns and the `tools/call` results of a capture's events.
     pub fn from_events(events: &[Event]) -> RecordedChat {
         let mut chat = RecordedChat::default();
@@ -51,18 +65,7 @@ impl RecordedChat {
                     };
                     let (_, tool) = calls.remove(at);
                     let (text, is_error) = match f.json() {
-                        Some(v) if v.get("result").is_some() => (
-                            result_text(&v["result"]),
-                            v["result"]["isError"].as_bool().unwrap_or(false),
-                        ),
-                        Some(v) => (
-                            format!(
-                                "JSON-RPC error {}: {}",
-                                v["error"]["code"],
-                                v["error"]["message"].as_str().unwrap_or_default()
-                            ),
-                            true,
-                        ),
+                        Some(v) => answer_text(&v),
                         None => (String::from_utf8_lossy(&f.raw).into_owned(), true),
                     };
                     chat.results.push_back(RecordedResult { tool, text, is_error });

@@ -232,6 +232,29 @@ impl ChatLoop {
     }
 }
 
+/// A JSON-RPC error as the model is told it (a protocol failure, not the tool's).
+pub fn rpc_error_text(code: i64, message: &str) -> String {
+    format!("JSON-RPC error {code}: {message}")
+}
+
+/// A `tools/call`'s answer (the whole JSON-RPC response) as text for the
+/// model, and whether it is an error (`isError`, or a JSON-RPC error).
+pub fn answer_text(answer: &Value) -> (String, bool) {
+    if let Some(result) = answer.get("result") {
+        let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+        return (result_text(result), is_error);
+    }
+    let code = answer
+        .pointer("/error/code")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let message = answer
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    (rpc_error_text(code, message), true)
+}
+
 /// What a `tools/call` result says, as text for the model: its text blocks,
 /// other blocks named, `structuredContent` when there is nothing else.
 pub fn result_text(result: &Value) -> String {
@@ -365,6 +388,14 @@ mod tests {
         assert_eq!(
             result_text(&json!({"content": [], "structuredContent": {"n": 5}})),
             r#"{"n":5}"#
+        );
+        assert_eq!(
+            answer_text(&json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": true}})),
+            (String::new(), true)
+        );
+        assert_eq!(
+            answer_text(&json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}})),
+            ("JSON-RPC error -32602: bad".to_owned(), true)
         );
     }
 }
