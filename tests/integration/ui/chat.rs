@@ -12,13 +12,19 @@ use mcpscope_app::live_chat::{Entry, ToolState};
 use mcpscope_core::model::chat_loop::Outcome;
 use mcpscope_core::timeline::store::Lane;
 
-fn chat_ready(fake: &FakeProvider) -> Harness<'static, McpscopeApp> {
+/// server-everything launched, the composer in Chat mode.
+fn chat_mode() -> Harness<'static, McpscopeApp> {
     let mut h = launch_everything();
     wait_for_tool(&mut h, "echo");
     h.get_by_label("Compose").click();
     h.step();
     h.get_by_label("Chat").click();
     h.step();
+    h
+}
+
+fn chat_ready(fake: &FakeProvider) -> Harness<'static, McpscopeApp> {
+    let mut h = chat_mode();
     name_the_model(&mut h, fake);
     h
 }
@@ -395,24 +401,11 @@ fn recorded_chat(dir: &std::path::Path) -> std::path::PathBuf {
 fn a_recorded_chat_is_replayed_without_a_provider() {
     let dir = tempfile::tempdir().unwrap();
     let cap = recorded_chat(dir.path());
-    let mut h = launch_everything();
-    wait_for_tool(&mut h, "echo");
-    h.get_by_label("Compose").click();
-    h.step();
-    h.get_by_label("Chat").click();
-    h.step();
+    let mut h = chat_mode();
     press(&mut h, "Replay a recorded chat…");
     h.step();
     h.step();
-    assert!(h.state().picker.is_some(), "the file picker opened");
-    h.step();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "file").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "file")
-        .type_text(&cap.display().to_string());
-    h.step();
-    h.get_by_label("Open").click();
+    choose_in_picker(&mut h, &cap, "Open");
     step_until(&mut h, "the recording read", |app| {
         app.session().composer.chat.recording.is_some()
     });

@@ -52,16 +52,7 @@ fn open_capture_through_the_in_app_file_picker() {
     h.get_by_label("Open capture…").click();
     h.step();
     h.step();
-    assert!(h.state().picker.is_some(), "the picker opened");
-    // A window is laid out on its first frame and shown on the next.
-    h.step();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "file").focus();
-    h.step();
-    h.get_by_role_and_label(Role::TextInput, "file")
-        .type_text(&cap.display().to_string());
-    h.step();
-    h.get_by_label("Open").click();
+    choose_in_picker(&mut h, &cap, "Open");
     step_until(&mut h, "the capture", |app| {
         app.session()
             .inspection

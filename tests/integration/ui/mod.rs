@@ -49,6 +49,20 @@ fn type_command(h: &mut Harness<'static, McpscopeApp>, spec: &mcpscope_core::tra
     }
 }
 
+/// Chooses `path` in mcpscope's own file picker, open on screen.
+fn choose_in_picker(h: &mut Harness<'static, McpscopeApp>, path: &std::path::Path, button: &str) {
+    assert!(h.state().picker.is_some(), "the picker opened");
+    // A window is laid out on its first frame and shown on the next.
+    h.step();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file").focus();
+    h.step();
+    h.get_by_role_and_label(Role::TextInput, "file")
+        .type_text(&path.display().to_string());
+    h.step();
+    h.get_by_label(button).click();
+}
+
 fn shows(h: &Harness<'static, McpscopeApp>, text: &str) -> bool {
     h.query_all_by_label_contains(text).next().is_some()
 }

@@ -173,15 +173,7 @@ impl ChatMode {
             }));
         }
         let prompt = self.prompt.trim().to_owned();
-        let mut conversation = Conversation {
-            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
-            ..Conversation::default()
-        };
-        conversation.user(prompt.clone());
-        let settings = Settings {
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-        };
+        let (conversation, settings) = self.opening(&prompt);
         self.runs = specs
             .iter()
             .map(|spec| {
@@ -200,6 +192,21 @@ impl ChatMode {
             })
             .collect();
         self.shown = 0;
+    }
+
+    /// The conversation a run starts with (the system prompt, then the
+    /// user's), and the settings of its turns.
+    fn opening(&self, prompt: &str) -> (Conversation, Settings) {
+        let mut conversation = Conversation {
+            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
+            ..Conversation::default()
+        };
+        conversation.user(prompt);
+        let settings = Settings {
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        };
+        (conversation, settings)
     }
 
     /// Reads a capture's recorded chat on a worker.
@@ -226,15 +233,7 @@ impl ChatMode {
             base_url: String::new(),
         };
         let prompt = recording.prompt().unwrap_or_else(|| self.prompt.trim().to_owned());
-        let mut conversation = Conversation {
-            system: Some(self.system.trim().to_owned()).filter(|t| !t.is_empty()),
-            ..Conversation::default()
-        };
-        conversation.user(prompt.clone());
-        let settings = Settings {
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-        };
+        let (conversation, settings) = self.opening(&prompt);
         let chat = ChatLoop::new(
             spec.clone(),
             conversation,
