@@ -616,3 +616,67 @@ fn the_providers_models_are_listed() {
     assert_eq!(wrong.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("HTTP 401"));
 }
+
+/// #43: model turns survive export and import: a chat's capture exported
+/// as HAR (each turn the HTTP exchange it was) and imported back holds the
+/// same turns (model, provider, answer, tool calls), and the imported
+/// capture replays against the server like the original.
+#[test]
+fn model_turns_come_back_from_a_har_export() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("chat.jsonl");
+    let out = chat(
+        &fake,
+        "openai:fake-gpt",
+        &["--prompt", r#"call echo {"message": "round trip"}"#],
+        &cap,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let har = dir.path().join("chat.har");
+    let back = dir.path().join("back.jsonl");
+    let run = |args: &[&str]| {
+        let o = mcpscope_command().args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        o
+    };
+    run(&["export", cap.to_str().unwrap(), "-o", har.to_str().unwrap()]);
+    let imported = run(&["import", har.to_str().unwrap(), "-o", back.to_str().unwrap()]);
+    assert!(
+        !String::from_utf8_lossy(&imported.stderr).contains("left out"),
+        "no entry dropped: {}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let turns = |p: &std::path::Path| {
+        mcpscope_core::chat::replay::RecordedChat::from_events(&mcpscope_core::record::capture::load(p).unwrap().events)
+    };
+    let (a, b) = (turns(&cap), turns(&back));
+    assert_eq!(b.turns.len(), 2);
+    for (x, y) in a.turns.iter().zip(&b.turns) {
+        assert_eq!((&x.provider, &x.model, x.api), (&y.provider, &y.model, y.api));
+        assert_eq!(x.request, y.request);
+        let (tx, ty) = (x.turn(), y.turn());
+        assert_eq!((tx.text, tx.tool_calls, tx.usage), (ty.text, ty.tool_calls, ty.usage));
+        assert_eq!(
+            x.first_token.map(|d| d.as_millis()),
+            y.first_token.map(|d| d.as_millis())
+        );
+    }
+    let replayed = mcpscope_command()
+        .args([
+            "chat",
+            "--replay",
+            back.to_str().unwrap(),
+            "--",
+            "python3",
+            &faulty_path(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+}

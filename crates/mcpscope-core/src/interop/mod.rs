@@ -494,7 +494,17 @@ pub fn import_file(from: &Path, to: &Path) -> Result<ImportReport, ImportFileErr
         // Every time is at most import::MAX_UNIX_MS, so none overflows as microseconds.
         let since_start =
             |unix_ms: u64| std::time::Duration::from_millis(unix_ms.saturating_sub(header.started_unix_ms));
+        // Model turns go in among the messages, by when they began.
+        let mut models = session.models.iter().peekable();
+        let model_event = |(unix_ms, turn): &(u64, crate::model::record::ModelExchange)| {
+            let mut turn = turn.clone();
+            turn.at = since_start(*unix_ms);
+            crate::transport::event::Event::Model(Box::new(turn))
+        };
         for m in session.messages.iter() {
+            while let Some(turn) = models.next_if(|(at, _)| *at <= m.unix_ms) {
+                writer.write(&model_event(turn)).map_err(write_failed)?;
+            }
             let at = since_start(m.unix_ms);
             let line = crate::wire::framing::RawLine {
                 bytes: m.bytes.to_vec(),
@@ -508,9 +518,14 @@ pub fn import_file(from: &Path, to: &Path) -> Result<ImportReport, ImportFileErr
             writer.write(&event).map_err(write_failed)?;
             messages += 1;
         }
+        for turn in models {
+            writer.write(&model_event(turn)).map_err(write_failed)?;
+        }
+        let last_model = session.models.iter().map(|(at, _)| *at).max();
         let end = session
             .messages
             .last_ms()
+            .max(last_model)
             .map_or(std::time::Duration::ZERO, since_start);
         for note in &imported.notes {
             writer

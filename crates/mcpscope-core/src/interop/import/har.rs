@@ -34,6 +34,7 @@ struct HarLog {
     messages: Messages,
     skipped: usize,
     url: Option<String>,
+    models: Vec<(u64, crate::model::record::ModelExchange)>,
 }
 
 fn is_jsonrpc(s: &str) -> bool {
@@ -53,6 +54,10 @@ impl HarLog {
             self.skipped += 1;
             return Ok(());
         };
+        if let Some(turn) = model_turn(&e) {
+            self.models.push((started, turn));
+            return Ok(());
+        }
         if let Some(list) = e.get("_mcpMessages").and_then(Value::as_array) {
             for m in list {
                 let unix_ms = m
@@ -116,6 +121,93 @@ impl HarLog {
         }
         Ok(())
     }
+}
+
+/// A model turn as a HAR entry holds it: mcpscope's own (`_model`), or
+/// any POST to an OpenAI-compatible `/chat/completions` or Anthropic's
+/// `/v1/messages` answered by an event stream. HAR keeps no time per
+/// event: the first is placed at the wait (the first token), the rest at
+/// the end.
+fn model_turn(e: &Value) -> Option<crate::model::record::ModelExchange> {
+    use crate::model::provider::Api;
+    let url = e.pointer("/request/url").and_then(Value::as_str)?;
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let api = if path.ends_with("/v1/messages") {
+        Api::AnthropicMessages
+    } else if path.ends_with("/chat/completions") {
+        Api::OpenAiChat
+    } else {
+        return None;
+    };
+    let request: Value = serde_json::from_str(e.pointer("/request/postData/text").and_then(Value::as_str)?).ok()?;
+    let model = request.get("model").and_then(Value::as_str)?.to_owned();
+    request.get("messages")?;
+    let ours = e.get("_model");
+    let provider = ours
+        .and_then(|m| m.get("provider"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| match api {
+            Api::AnthropicMessages => "anthropic".into(),
+            Api::OpenAiChat => "openai".into(),
+        });
+    let ms = |p: &str| {
+        e.pointer(p)
+            .and_then(Value::as_f64)
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| std::time::Duration::from_secs_f64(f / 1e3))
+    };
+    let total = ms("/time").unwrap_or_default();
+    let first_token = ms("/timings/wait");
+    let status = e
+        .pointer("/response/status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .filter(|s| *s != 0);
+    let mut events = Vec::new();
+    let mut parser = crate::wire::sse::SseParser::with_limit(8 << 20);
+    let text = e
+        .pointer("/response/content/text")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut take = |ev: crate::wire::sse::SseEvent| {
+        if ev.has_data() {
+            events.push((ev.event.clone(), String::from_utf8_lossy(&ev.data).into_owned()));
+        }
+    };
+    parser.feed(text.as_bytes(), &mut take);
+    parser.finish(&mut take);
+    let last = events.len().saturating_sub(1);
+    let events = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, data))| {
+            let at = if i == 0 && i != last {
+                first_token.unwrap_or(total)
+            } else {
+                total
+            };
+            (at, name, data)
+        })
+        .collect();
+    let error = e
+        .pointer("/response/statusText")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty() && status != Some(200))
+        .map(str::to_owned);
+    Some(crate::model::record::ModelExchange {
+        at: std::time::Duration::ZERO,
+        provider,
+        model,
+        api,
+        url: url.to_owned(),
+        request,
+        status,
+        events,
+        first_token,
+        total,
+        error,
+    })
 }
 
 /// HAR: what mcpscope exported is read back exactly (`_mcpMessages`);
@@ -192,7 +284,13 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
     }
     let mut messages = h.messages;
     messages.sort_by_time();
-    let start = messages.first_ms().unwrap_or(0);
+    let mut models = std::mem::take(&mut h.models);
+    models.sort_by_key(|(at, _)| *at);
+    let first_model = models.iter().map(|(at, _)| *at).min();
+    let start = match (messages.first_ms(), first_model) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b).unwrap_or(0),
+    };
     let url = h.url;
     let transport = match url.as_deref() {
         Some(u) if u.starts_with("http") => "http",
@@ -222,6 +320,7 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
                 start,
             ),
             messages,
+            models,
         }],
         notes,
     })

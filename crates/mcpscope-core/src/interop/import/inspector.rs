@@ -71,6 +71,7 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
         sessions: vec![Session {
             header: header("MCP Inspector export", "", None, start),
             messages,
+            models: Vec::new(),
         }],
         notes,
     })

@@ -37,6 +37,7 @@ pub(super) fn read(mut text: impl BufRead) -> Result<Imported, ImportError> {
                 Session {
                     header: header(label, if transport == "http" { "http" } else { "stdio" }, None, 0),
                     messages: Messages::default(),
+                    models: Vec::new(),
                 },
             ));
         }

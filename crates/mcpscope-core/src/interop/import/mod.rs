@@ -177,6 +177,9 @@ impl Messages {
 pub struct Session {
     pub header: Header,
     pub messages: Messages,
+    /// Model turns (a HAR mcpscope exported keeps them as the HTTP
+    /// exchanges they were), each with when it began.
+    pub models: Vec<(u64, crate::model::record::ModelExchange)>,
 }
 
 /// What a file held.

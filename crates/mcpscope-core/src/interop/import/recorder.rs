@@ -162,6 +162,7 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
         sessions: vec![Session {
             header: header(&command, transport, url, start),
             messages: c.messages,
+            models: Vec::new(),
         }],
         notes,
     })
