@@ -170,6 +170,10 @@ impl Collector {
             self.app_message(a);
             return;
         }
+        if let Event::Model(m) = e {
+            self.model_turn(m);
+            return;
+        }
         let Event::Frame(f) = e else { return };
         if f.direction == Direction::In
             && f.kind().is_response()
@@ -272,6 +276,50 @@ impl Collector {
             }
             _ => {}
         }
+    }
+
+    /// A model turn (a chat's) is an exchange of its own (keyed `model
+    /// #n`): what the model was sent (the conversation so far) and what it
+    /// answered (its text, the tools it asked for, why it stopped, which
+    /// model): two recordings of a chat compare turn for turn; tokens and
+    /// times are left out, as timing is.
+    fn model_turn(&mut self, m: &crate::model::record::ModelExchange) {
+        let n = self.seen.entry("model".to_owned()).or_insert(0);
+        *n += 1;
+        let key = format!("model #{n}");
+        if self.keep.is_some() {
+            // A filter's diff keeps frames; a model turn has no seq.
+            return;
+        }
+        let mut sent = serde_json::Map::new();
+        for k in ["system", "messages", "tools"] {
+            if let Some(v) = m.request.get(k) {
+                sent.insert(k.to_owned(), v.clone());
+            }
+        }
+        let outcome = match &m.error {
+            Some(e) => RawOutcome::MalformedError(serde_json::json!({"failed": e})),
+            None => {
+                let t = m.turn();
+                let calls: Vec<Value> = t
+                    .tool_calls
+                    .iter()
+                    .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments.clone().unwrap_or(Value::Null)}))
+                    .collect();
+                RawOutcome::Result(to_raw(&serde_json::json!({
+                    "model": format!("{}:{}", m.provider, m.model),
+                    "text": t.text,
+                    "tool_calls": calls,
+                    "stop_reason": t.stop_reason,
+                })))
+            }
+        };
+        self.out.push(RawExchange {
+            key,
+            method: "model".into(),
+            params: Some(to_raw(&Value::Object(sent))),
+            outcome,
+        });
     }
 
     /// An intercepting proxy's touch: the exchange becomes what the client
@@ -701,6 +749,47 @@ mod tests {
         assert_eq!(same.differing(), 0, "{:?}", same.entries);
         let other = compare(&run(1, ""), &run(7, r#","trace":"x""#));
         assert_eq!(other.differing(), 1);
+    }
+
+    /// Model turns compare turn for turn: what the model answered, not how
+    /// long it took or what it cost.
+    #[test]
+    fn model_turns_compare_by_what_the_model_answered() {
+        use crate::model::provider::Api;
+        use crate::model::record::ModelExchange;
+        use std::time::Duration;
+        let turn = |text: &str, ms: u64| {
+            vec![Event::Model(Box::new(ModelExchange {
+                at: Duration::ZERO,
+                provider: "openai".into(),
+                model: "m".into(),
+                api: Api::OpenAiChat,
+                url: String::new(),
+                request: serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+                status: Some(200),
+                events: vec![
+                    (
+                        Duration::from_millis(ms),
+                        None,
+                        format!(
+                            r#"{{"choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":"stop"}}]}}"#
+                        ),
+                    ),
+                    (Duration::from_millis(ms), None, "[DONE]".into()),
+                ],
+                first_token: Some(Duration::from_millis(ms)),
+                total: Duration::from_millis(ms),
+                error: None,
+            }))]
+        };
+        let same = compare(&turn("Hello", 5), &turn("Hello", 900));
+        assert_eq!(same.differing(), 0, "timing is not a difference: {:?}", same.entries);
+        let other = diff(&turn("Hello", 5), &turn("Bye", 5));
+        assert!(
+            matches!(&other[0].verdict, Verdict::Differs(d) if d.iter().any(|l| l.contains("result.text"))),
+            "{other:?}"
+        );
+        assert_eq!(other[0].key, "model #1");
     }
 
     /// A View's requests to its host are exchanges too: the same View
