@@ -37,6 +37,11 @@ pub struct LintArgs {
     #[arg(long, value_name = "TOKENS", default_value_t = Budget::DEFAULT.per_listing.unwrap_or(0))]
     pub budget_listing: u64,
 
+    /// tool-description-long: the most characters a tool's description may
+    /// have (0: no limit).
+    #[arg(long, value_name = "CHARS", default_value_t = lint::DESCRIPTION_BUDGET)]
+    pub budget_description: usize,
+
     /// Only the findings on records matching this display filter (e.g.
     /// 'method == "tools/call"'); the exit status counts only those.
     #[arg(long, value_name = "EXPR")]
@@ -69,6 +74,7 @@ pub fn run(args: LintArgs) -> ExitCode {
             per_definition: (args.budget_definition > 0).then_some(args.budget_definition),
             per_listing: (args.budget_listing > 0).then_some(args.budget_listing),
         },
+        description_budget: args.budget_description,
     };
     // One pass over the file, record by record: the events are not kept.
     let linted = match lint::lint_capture(&args.capture, &options) {

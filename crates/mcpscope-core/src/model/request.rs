@@ -103,7 +103,8 @@ impl OfferedTools {
 
 const NAME_MAX: usize = 64;
 
-fn fits(name: &str) -> bool {
+/// Whether OpenAI's and Anthropic's APIs take `name` as a tool's name as it is.
+pub fn provider_accepts_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= NAME_MAX
         && name
@@ -114,7 +115,7 @@ fn fits(name: &str) -> bool {
 /// The server's tools (each a `tools/list` entry) as `api` wants them.
 /// A tool's name as providers accept it (1-64 of A-Z a-z 0-9 _ -), before
 /// two names that map to one are told apart by a `_N` suffix.
-fn offered_base(name: &str) -> String {
+pub fn offered_base(name: &str) -> String {
     let mut offered: String = name
         .chars()
         .map(|c| {
@@ -161,7 +162,7 @@ pub fn offer_tools(api: Api, tools: &[Value]) -> OfferedTools {
             offered = format!("{}{suffix}", &base[..base.len().min(NAME_MAX - suffix.len())]);
             n += 1;
         }
-        if !fits(name) {
+        if !provider_accepts_name(name) {
             out.notes.push(ToolNote {
                 tool: name.to_owned(),
                 note: format!("offered as {offered:?}: names there are 1-64 of A-Z a-z 0-9 _ -"),

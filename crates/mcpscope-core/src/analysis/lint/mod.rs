@@ -97,6 +97,11 @@ rules! {
     CAPABILITY_NOT_ADVERTISED = "capability-not-advertised", "A method used that the other side did not advertise.";
     LIST_CHANGED_NOT_ADVERTISED = "list-changed-not-advertised", "A list_changed notification without listChanged: true in the capability.";
     TOOL_NAME_FORMAT = "tool-name-format", "A tool name outside 1-128 characters of A-Z a-z 0-9 _ - .";
+    TOOL_DESCRIPTION_MISSING = "tool-description-missing", "A tool with no description: a model has only its name to choose it by.";
+    TOOL_DESCRIPTION_LONG = "tool-description-long", "A tool description longer than its budget (characters): every request to a model carries it.";
+    PROVIDER_TOOL_NAME = "provider-tool-name", "A tool name model providers refuse (OpenAI and Anthropic take 1-64 of A-Z a-z 0-9 _ -): a client must rename it.";
+    PROVIDER_TOOL_NAME_CLASH = "provider-tool-name-clash", "Tool names that become one under the providers' rules (files.read and files_read): a client can offer only one of them as is.";
+    PROVIDER_SCHEMA = "provider-schema", "A tool inputSchema a model provider refuses (anyOf, oneOf or allOf at its top: Anthropic rejects them; OpenAI wants a plain object schema).";
     INPUT_SCHEMA_NOT_OBJECT = "input-schema-not-object", "A tool inputSchema that is not an object schema with type \"object\".";
     INVALID_INPUT_SCHEMA = "invalid-input-schema", "A tool inputSchema that is not valid JSON Schema.";
     INVALID_OUTPUT_SCHEMA = "invalid-output-schema", "A tool outputSchema that is not valid JSON Schema.";
@@ -186,12 +191,19 @@ impl Finding {
     }
 }
 
+/// What `tool-description-long` allows unless told otherwise: 1,024
+/// characters (OpenAI's limit on a function's description in its
+/// Assistants API, and about 250 tokens).
+pub const DESCRIPTION_BUDGET: usize = 1024;
+
 #[derive(Clone, Debug)]
 pub struct LintOptions {
     /// Responses slower than this are reported.
     pub slow_response: Duration,
     /// What one definition, and one whole listing, may cost a model's context.
     pub context_budget: crate::analysis::context_cost::Budget,
+    /// The longest tool description (characters) before `tool-description-long`; 0: no limit.
+    pub description_budget: usize,
 }
 
 impl Default for LintOptions {
@@ -199,6 +211,7 @@ impl Default for LintOptions {
         Self {
             slow_response: Duration::from_secs(5),
             context_budget: crate::analysis::context_cost::Budget::DEFAULT,
+            description_budget: DESCRIPTION_BUDGET,
         }
     }
 }
@@ -297,7 +310,7 @@ impl Linter {
                 let params = request::RequestParams::of(f, crate::protocol::mrtr::may_require_input);
                 self.mrtr.frame(f, &params, out);
                 self.capability.frame(f, facts);
-                self.tools.frame(f, &params, out);
+                self.tools.frame(f, &params, self.options.description_budget, out);
                 self.apps.frame(f, out);
                 self.context.frame(f, self.options.context_budget, out);
             }

@@ -178,7 +178,7 @@ fn tool_called(f: &Frame, params: &RequestParams) -> Option<String> {
 }
 
 impl Tools {
-    pub fn frame(&mut self, f: &Frame, params: &RequestParams, out: &mut Vec<Finding>) {
+    pub fn frame(&mut self, f: &Frame, params: &RequestParams, description_budget: usize, out: &mut Vec<Finding>) {
         if is_request(f, Direction::Out) {
             if f.class.method.as_deref() == Some(methods::TOOLS_CALL) {
                 self.calls.insert(f.seq, tool_called(f, params));
@@ -201,6 +201,7 @@ impl Tools {
                         self.tools.insert(name, info);
                     }
                 }
+                model_facing(list, f.seq, description_budget, out);
             }
             (Kind::Result, methods::TOOLS_CALL) => {
                 let name = self.calls.remove(&link.request_seq).flatten();
@@ -282,6 +283,88 @@ impl Tools {
                 }
             }
         }
+    }
+}
+
+/// What models and their providers trip over in a listing: a tool with no
+/// description, or one too long; a name the providers refuse, or two names
+/// that become one under their rules; a schema a provider refuses.
+fn model_facing(list: &[Value], seq: u64, description_budget: usize, out: &mut Vec<Finding>) {
+    use crate::model::request::{offered_base, provider_accepts_name};
+    let mut offered: HashMap<String, Vec<&str>> = HashMap::new();
+    for tool in list {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let description = tool.get("description").and_then(Value::as_str).unwrap_or_default();
+        if description.trim().is_empty() {
+            out.push(Finding::new(
+                rule::TOOL_DESCRIPTION_MISSING,
+                Severity::Info,
+                vec![seq],
+                format!(
+                    "The tool {name:?} has no description: a model chooses tools by their descriptions, and has \
+                     only this one's name to go on."
+                ),
+            ));
+        }
+        let chars = description.chars().count();
+        if description_budget > 0 && chars > description_budget {
+            out.push(Finding::new(
+                rule::TOOL_DESCRIPTION_LONG,
+                Severity::Warning,
+                vec![seq],
+                format!(
+                    "The tool {name:?} has a description of {chars} characters, over the budget of \
+                     {description_budget}: every request to a model carries it (lint --budget-description)."
+                ),
+            ));
+        }
+        if !provider_accepts_name(name) {
+            out.push(Finding::new(
+                rule::PROVIDER_TOOL_NAME,
+                Severity::Info,
+                vec![seq],
+                format!(
+                    "The tool name {name:?} is one OpenAI's and Anthropic's APIs refuse (1-64 of A-Z a-z 0-9 _ -): \
+                     a client must offer it under another name, such as {:?}, and map the model's calls back.",
+                    offered_base(name)
+                ),
+            ));
+        }
+        offered.entry(offered_base(name)).or_default().push(name);
+        let schema = tool.get("inputSchema");
+        let combinators: Vec<&str> = ["anyOf", "oneOf", "allOf"]
+            .into_iter()
+            .filter(|k| schema.and_then(|s| s.get(k)).is_some())
+            .collect();
+        if !combinators.is_empty() {
+            out.push(Finding::new(
+                rule::PROVIDER_SCHEMA,
+                Severity::Warning,
+                vec![seq],
+                format!(
+                    "The inputSchema of the tool {name:?} has {} at its top: Anthropic's API refuses a tool whose \
+                     input_schema does, and OpenAI's wants a plain object schema there. Put the alternatives \
+                     inside a property.",
+                    combinators.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut clashes: Vec<(String, Vec<&str>)> = offered.into_iter().filter(|(_, names)| names.len() > 1).collect();
+    clashes.sort();
+    for (as_offered, names) in clashes {
+        out.push(Finding::new(
+            rule::PROVIDER_TOOL_NAME_CLASH,
+            Severity::Warning,
+            vec![seq],
+            format!(
+                "The tools {} all become {as_offered:?} under the providers' name rules: a client can offer \
+                 only one of them under that name, and must rename the others.",
+                names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+            ),
+        ));
     }
 }
 

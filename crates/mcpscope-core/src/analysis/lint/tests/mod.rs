@@ -112,11 +112,45 @@ fn clean() -> S {
 
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 
+/// What models and their providers trip over: no description, one over
+/// its budget, a name they refuse, names that become one, a schema with
+/// alternatives at its top.
+#[test]
+fn tools_models_trip_over_are_said() {
+    let mut s = clean();
+    let long = "x".repeat(2000);
+    s.out(TOOLS_LIST).inn(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[
+            {{"name":"files.read","description":"Reads a file.","inputSchema":{{"type":"object"}}}},
+            {{"name":"files_read","description":"{long}","inputSchema":{{"type":"object"}}}},
+            {{"name":"pick","inputSchema":{{"type":"object","oneOf":[{{"required":["a"]}},{{"required":["b"]}}]}}}}
+        ]}}}}"#
+    ));
+    let rules = s.rules();
+    for rule in [
+        "tool-description-missing",
+        "tool-description-long",
+        "provider-tool-name",
+        "provider-tool-name-clash",
+        "provider-schema",
+    ] {
+        assert!(rules.contains(&rule), "{rule} in {rules:?}");
+    }
+    assert!(
+        s.find("provider-tool-name-clash")
+            .message
+            .contains(r#""files.read", "files_read""#)
+    );
+    assert!(s.find("provider-tool-name").message.contains(r#""files.read""#));
+    assert!(s.find("provider-schema").message.contains("oneOf"));
+    assert!(s.find("tool-description-missing").message.contains(r#""pick""#));
+}
+
 #[test]
 fn clean_session_has_no_findings() {
     let mut s = clean();
     s.out(TOOLS_LIST)
-        .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}},"outputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"echo":{"type":"string"}},"required":["echo"]}}]}}"#)
+        .inn(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","description":"Echoes the message back.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}},"outputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"echo":{"type":"string"}},"required":["echo"]}}]}}"#)
         .out(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#)
         .inn(r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"echo":"hi"}}}"#)
         .inn(r#"{"jsonrpc":"2.0","id":"s1","method":"roots/list"}"#)
