@@ -420,6 +420,15 @@ fn converse(
                         let result =
                             provider_call::stream_turn(spec, key.as_deref(), &body, *timeout, &stop, &mut on_delta);
                         let took = started.elapsed();
+                        if let Ok(x) = &result
+                            && !x.waited.is_empty()
+                        {
+                            let secs: f64 = x.waited.iter().map(Duration::as_secs_f64).sum();
+                            crate::errln!(
+                                "mcpscope chat: {} was rate limited (HTTP 429): waited {secs:.1} s as it asked, then it answered",
+                                spec.provider
+                            );
+                        }
                         // On the timeline and in the capture, beside the tool calls it caused.
                         client
                             .session()

@@ -680,3 +680,53 @@ fn model_turns_come_back_from_a_har_export() {
         String::from_utf8_lossy(&replayed.stderr)
     );
 }
+
+/// #43's bad input, each said plainly and never a hang: a 429 whose
+/// retry-after is honoured (and one too long to wait for), a context-length
+/// error, a model without tool support, and a call to a tool that does not
+/// exist (returned to the model as the error it is).
+#[test]
+fn bad_input_from_the_provider_and_the_model_is_said() {
+    let fake = FakeProvider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("bad.jsonl");
+    let run = |model: &str, prompt: &str| {
+        let out = chat(&fake, model, &["--prompt", prompt, "--format", "json"], &cap);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        // How it ended is the document's outcome with --format json.
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stderr), doc["outcome"]);
+        (out.status.code(), said, doc)
+    };
+    let (code, stderr, doc) = run("openai:fake-gpt", "rate limited once");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rate limited (HTTP 429): waited 1.0 s"), "{stderr}");
+    assert_eq!(
+        doc["transcript"][0]["model_turn"]["text"],
+        "You said: rate limited once"
+    );
+
+    let started = std::time::Instant::now();
+    let (code, stderr, _) = run("openai:fake-gpt", "rate limited for an hour");
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(
+        stderr.contains("asks to wait 3600 s, longer than mcpscope waits"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "not waited out");
+
+    let (code, stderr, _) = run("anthropic:fake-claude", "too long");
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(stderr.contains("maximum context length is 8192 tokens"), "{stderr}");
+
+    let (code, stderr, _) = run("openai:fake-notools", "hello");
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(stderr.contains("does not support tools"), "{stderr}");
+
+    let (code, stderr, doc) = run("openai:fake-gpt", r#"call! no_such_tool {"x": 1}"#);
+    assert_eq!(code, Some(0), "the model was told and answered: {stderr}");
+    let call = &doc["transcript"][1]["tool_call"];
+    assert_eq!(call["tool"], "no_such_tool");
+    assert_eq!(call["is_error"], true, "{call}");
+    let told = doc["transcript"][2]["model_turn"]["text"].as_str().unwrap_or_default();
+    assert!(told.starts_with("The tool said: "), "{doc}");
+}

@@ -13,10 +13,16 @@ What the "model" does, from the last message:
 - "call NAME {json}" with NAME among the tools offered: asks for that tool with those arguments
   (streamed in three pieces);
 - "fail STATUS": answers that HTTP status with the provider's error body;
+- "call! NAME {json}": asks for NAME even when it was not offered (a tool that does not exist);
+- "rate limited once": answers 429 with `retry-after: 1` the first time, then as usual;
+- "rate limited for an hour": always 429 with `retry-after: 3600`;
+- "too long": answers 400 as a context-length error (`context_length_exceeded`);
 - "cut": starts streaming, then closes the connection without ending the stream;
 - "error event": streams an error event (Anthropic's `error`, OpenAI's `{"error": …}` chunk);
 - anything else: "You said: TEXT".
-A model whose name holds "lazy" never asks for a tool ("I would rather answer myself.").
+A model whose name holds "lazy" never asks for a tool ("I would rather answer myself.");
+one whose name holds "notools" refuses a request that offers tools (400), as models without tool
+support do.
 Usage: input tokens are the words of the request's messages, output tokens the words answered;
 a model whose name holds "priced" also reports its cost in the usage, as OpenRouter does
 (`usage.cost`, in credits: 2 per million input tokens, 8 per million output tokens).
@@ -28,6 +34,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 KEY = "test-key"
+# Prompts already answered 429 once ("rate limited once").
+RATE_LIMITED = set()
 
 
 def words(text: str) -> int:
@@ -52,12 +60,22 @@ def decide(last_role: str, last_text: str, tool_result, tools: list, model: str 
     """(kind, payload): ("text", str) | ("tool", (name, args)) | ("fail", status) | ("cut", None) | ("error", None)."""
     if tool_result is not None:
         return "text", f"The tool said: {tool_result}"
+    if "notools" in model and tools:
+        return "status", (400, "this model does not support tools", "invalid_request_error")
     if "lazy" in model:
         return "text", "I would rather answer myself."
-    m = re.match(r"\s*call\s+([A-Za-z0-9_\-]+)\s*(\{.*\})?\s*$", last_text, re.S)
-    if m and m.group(1) in tools:
-        args = json.loads(m.group(2)) if m.group(2) else {}
-        return "tool", (m.group(1), args)
+    m = re.match(r"\s*call(!?)\s+([A-Za-z0-9_\-]+)\s*(\{.*\})?\s*$", last_text, re.S)
+    if m and (m.group(1) == "!" or m.group(2) in tools):
+        args = json.loads(m.group(3)) if m.group(3) else {}
+        return "tool", (m.group(2), args)
+    if last_text.strip() == "rate limited once" and last_text not in RATE_LIMITED:
+        RATE_LIMITED.add(last_text)
+        return "status", (429, "Rate limit reached; try again in 1s", "1")
+    if last_text.strip() == "rate limited for an hour":
+        return "status", (429, "Rate limit reached for the hour", "3600")
+    if last_text.strip() == "too long":
+        return "status", (400, "This model's maximum context length is 8192 tokens. However, your messages "
+                               "resulted in 9001 tokens.", "context_length_exceeded")
     m = re.match(r"\s*fail\s+(\d{3})", last_text)
     if m:
         return "fail", int(m.group(1))
@@ -82,24 +100,27 @@ class Handler(BaseHTTPRequestHandler):
         bearer = self.headers.get("Authorization", "")
         return bearer == f"Bearer {KEY}" or self.headers.get("x-api-key") == KEY
 
-    def send_json(self, status: int, body) -> None:
+    def send_json(self, status: int, body, retry_after: str = "0") -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if status == 429:
-            self.send_header("Retry-After", "0")
+            self.send_header("Retry-After", retry_after)
         self.end_headers()
         self.wfile.write(data)
 
-    def send_error_body(self, status: int, message: str) -> None:
+    def send_error_body(self, status: int, message: str, extra: str = "0") -> None:
+        """`extra`: a 429's retry-after, or a 400's error code."""
         if self.anthropic():
             kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error",
-                    529: "overloaded_error"}.get(status, "api_error")
-            self.send_json(status, {"type": "error", "error": {"type": kind, "message": message}})
+                    529: "overloaded_error", 400: "invalid_request_error"}.get(status, "api_error")
+            self.send_json(status, {"type": "error", "error": {"type": kind, "message": message}}, extra)
         else:
-            kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
-            self.send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+            kind = {401: "invalid_request_error", 429: "rate_limit_exceeded",
+                    400: "invalid_request_error"}.get(status, "server_error")
+            code = extra if status == 400 else None
+            self.send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}}, extra)
 
     def start_stream(self) -> None:
         self.send_response(200)
@@ -153,6 +174,8 @@ class Handler(BaseHTTPRequestHandler):
                                str(body.get("model", "")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
+        if kind == "status":
+            return self.send_error_body(*payload)
         usage_in = sum(words(message_text(m.get("content"))) for m in msgs)
         model = body.get("model", "fake-gpt")
         created = 1_780_000_000
@@ -223,6 +246,8 @@ class Handler(BaseHTTPRequestHandler):
                                str(body.get("model", "")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
+        if kind == "status":
+            return self.send_error_body(*payload)
         usage_in = sum(words(message_text(m.get("content"))) for m in msgs) + words(str(body.get("system") or ""))
         model = body.get("model", "fake-claude")
         if not body.get("stream"):

@@ -669,6 +669,12 @@ fn transcript_ui(ui: &mut Ui, run_index: usize, run: &mut ChatRun, actions: &mut
                     if let Some(t) = m.total {
                         facts.push(format_latency(t));
                     }
+                    if !m.rate_limited.is_zero() {
+                        facts.push(format!(
+                            "rate limited: waited {} as asked",
+                            format_latency(m.rate_limited)
+                        ));
+                    }
                     ui.weak(facts.join(" · "));
                 });
                 if !m.text.is_empty() {

@@ -64,6 +64,8 @@ pub struct ModelEntry {
     pub output_tokens: Option<u64>,
     pub first_token: Option<Duration>,
     pub total: Option<Duration>,
+    /// What the provider's 429s made the turn wait first.
+    pub rate_limited: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -221,6 +223,7 @@ impl ChatRun {
                     m.output_tokens = x.turn.usage.output_tokens;
                     m.first_token = x.timing.first_token;
                     m.total = Some(x.timing.total);
+                    m.rate_limited = x.waited.iter().sum();
                 }
                 self.tally.turn(&x.turn, x.timing.first_token, x.timing.total);
                 self.chat.model_answered(&x.turn);
@@ -349,6 +352,7 @@ impl ChatRun {
             output_tokens: turn.usage.output_tokens,
             first_token: recorded.first_token,
             total: Some(recorded.total),
+            rate_limited: Duration::ZERO,
         }));
         let failed = recorded.error.clone();
         self.tally.turn(&turn, recorded.first_token, recorded.total);

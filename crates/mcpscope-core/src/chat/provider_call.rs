@@ -17,6 +17,23 @@ use std::time::{Duration, Instant};
 const EVENT_LIMIT: usize = 8 << 20;
 /// The most of an error body read.
 const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+/// The longest a 429's `retry-after` is waited out, and how many times.
+const MAX_RATE_WAIT: Duration = Duration::from_secs(20);
+const MAX_RATE_RETRIES: usize = 2;
+
+/// How long a 429 asks to wait: `retry-after-ms` (OpenAI's), else
+/// `retry-after` in seconds; `None` when neither says (an HTTP date is
+/// not waited for).
+fn retry_after(ms: &str, secs: &str) -> Option<Duration> {
+    if let Ok(ms) = ms.trim().parse::<f64>()
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64((ms / 1e3).min(1e9)));
+    }
+    let s = secs.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0)?;
+    Some(Duration::from_secs_f64(s.min(1e9)))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -45,6 +62,8 @@ pub struct Timing {
 pub struct Exchange {
     pub url: String,
     pub request: Value,
+    /// The waits a 429 asked for before this answer came.
+    pub waited: Vec<Duration>,
     pub status: u16,
     pub events: Vec<(Duration, SseEvent)>,
     pub turn: Turn,
@@ -85,28 +104,74 @@ pub fn stream_turn(
     on_delta: &mut dyn FnMut(&Delta),
 ) -> Result<Exchange, ProviderError> {
     let url = spec.completion_url();
-    let started = Instant::now();
-    let mut req = agent(timeout)
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream");
-    for (name, value) in spec.auth_headers(key) {
-        req = req.header(name, value.as_str());
-    }
-    let resp = req
-        .send(body.to_string().as_bytes())
-        .map_err(|e| ProviderError::Unreachable {
-            url: url.clone(),
-            why: crate::transport::auth::http::describe(&e),
-        })?;
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let mut reader = resp.into_body().into_reader();
+    let mut waited = Vec::new();
+    let (status, content_type, mut reader, started) = loop {
+        let started = Instant::now();
+        let mut req = agent(timeout)
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
+        for (name, value) in spec.auth_headers(key) {
+            req = req.header(name, value.as_str());
+        }
+        let resp = req
+            .send(body.to_string().as_bytes())
+            .map_err(|e| ProviderError::Unreachable {
+                url: url.clone(),
+                why: crate::transport::auth::http::describe(&e),
+            })?;
+        let status = resp.status().as_u16();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let content_type = header("content-type");
+        let wait = retry_after(&header("retry-after-ms"), &header("retry-after"));
+        let mut reader = resp.into_body().into_reader();
+        if status == 429 {
+            let mut text = Vec::new();
+            let _ = (&mut reader).take(ERROR_BODY_LIMIT).read_to_end(&mut text);
+            let message = error_message(&text);
+            match wait {
+                Some(w) if w <= MAX_RATE_WAIT && waited.len() < MAX_RATE_RETRIES => {
+                    // Honoured, in short steps so a Stop is not kept waiting.
+                    let until = Instant::now() + w;
+                    while Instant::now() < until {
+                        if stop.load(Ordering::SeqCst) {
+                            return Err(ProviderError::Stopped);
+                        }
+                        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+                    }
+                    waited.push(w);
+                    continue;
+                }
+                Some(w) if w > MAX_RATE_WAIT => {
+                    return Err(ProviderError::Status {
+                        status,
+                        message: format!(
+                            "{message} (rate limited: the provider asks to wait {} s, longer than mcpscope waits, {} s)",
+                            w.as_secs(),
+                            MAX_RATE_WAIT.as_secs()
+                        ),
+                    });
+                }
+                _ => {
+                    let after = match waited.len() {
+                        0 => "no retry-after to wait for".to_owned(),
+                        n => format!("still, after waiting {n} time(s) as it asked"),
+                    };
+                    return Err(ProviderError::Status {
+                        status,
+                        message: format!("{message} (rate limited: {after})"),
+                    });
+                }
+            }
+        }
+        break (status, content_type, reader, started);
+    };
     if status != 200 {
         let mut text = Vec::new();
         let _ = (&mut reader).take(ERROR_BODY_LIMIT).read_to_end(&mut text);
@@ -154,6 +219,7 @@ pub fn stream_turn(
     Ok(Exchange {
         url,
         request: body.clone(),
+        waited,
         status,
         events,
         turn: assembler.finish(),
@@ -238,5 +304,20 @@ pub fn record(
             error: Some(e.to_string()),
             ..base
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_after;
+    use std::time::Duration;
+
+    #[test]
+    fn a_rate_limits_wait_is_read_from_either_header() {
+        assert_eq!(retry_after("1500", "9"), Some(Duration::from_millis(1500)));
+        assert_eq!(retry_after("", "2"), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after("", "Wed, 21 Oct 2026 07:28:00 GMT"), None);
+        assert_eq!(retry_after("-1", ""), None);
+        assert_eq!(retry_after("", "NaN"), None, "not a finite number");
     }
 }
