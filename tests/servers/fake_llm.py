@@ -14,6 +14,8 @@ What the "model" does, from the last message:
   (streamed in three pieces);
 - "fail STATUS": answers that HTTP status with the provider's error body;
 - "call! NAME {json}": asks for NAME even when it was not offered (a tool that does not exist);
+- "forever call NAME {json}" as the conversation's first message: asks for NAME on every turn,
+  whatever the tool said (a model that calls tools forever);
 - "rate limited once": answers 429 with `retry-after: 1` the first time, then as usual;
 - "rate limited for an hour": always 429 with `retry-after: 3600`;
 - "too long": answers 400 as a context-length error (`context_length_exceeded`);
@@ -56,8 +58,11 @@ def message_text(content) -> str:
     return " ".join(out)
 
 
-def decide(last_role: str, last_text: str, tool_result, tools: list, model: str = ""):
+def decide(last_role: str, last_text: str, tool_result, tools: list, model: str = "", first_text: str = ""):
     """(kind, payload): ("text", str) | ("tool", (name, args)) | ("fail", status) | ("cut", None) | ("error", None)."""
+    m = re.match(r"\s*forever call\s+([A-Za-z0-9_\-]+)\s*(\{.*\})?\s*$", first_text, re.S)
+    if m and m.group(1) in tools:
+        return "tool", (m.group(1), json.loads(m.group(2)) if m.group(2) else {})
     if tool_result is not None:
         return "text", f"The tool said: {tool_result}"
     if "notools" in model and tools:
@@ -170,8 +175,9 @@ class Handler(BaseHTTPRequestHandler):
         last = msgs[-1] if msgs else {}
         tool_result = last.get("content") if last.get("role") == "tool" else None
         tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        first = next((m for m in msgs if m.get("role") == "user"), {})
         kind, payload = decide(last.get("role", ""), message_text(last.get("content")), tool_result, tools,
-                               str(body.get("model", "")))
+                               str(body.get("model", "")), message_text(first.get("content")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
         if kind == "status":
@@ -242,8 +248,9 @@ class Handler(BaseHTTPRequestHandler):
                 c = results[-1].get("content")
                 tool_result = c if isinstance(c, str) else message_text(c)
         tools = [t.get("name") for t in body.get("tools") or []]
+        first = next((m for m in msgs if m.get("role") == "user"), {})
         kind, payload = decide(last.get("role", ""), message_text(content), tool_result, tools,
-                               str(body.get("model", "")))
+                               str(body.get("model", "")), message_text(first.get("content")))
         if kind == "fail":
             return self.send_error_body(payload, f"failing on purpose with {payload}")
         if kind == "status":
