@@ -289,6 +289,42 @@ fn a_sampling_request_is_answered_by_the_model_after_two_approvals() {
     assert!(text.contains("fake-gpt"), "the model named in the result: {text}");
     let store = &h.state().session().inspection.as_ref().unwrap().model.store;
     assert_eq!(store.iter().filter(|r| r.lane() == Lane::Model).count(), 1);
+
+    // Again, refused at the first approval: the server hears the spec's -1
+    // and no model is asked.
+    h.get_by_label("Send tools/call").click_accesskit();
+    step_until(&mut h, "the second sampling request", has_question);
+    press(&mut h, "Ask the model (openai:fake-gpt)");
+    h.step();
+    h.step();
+    press(&mut h, "Refuse");
+    step_until(&mut h, "the refusal answered", |app| {
+        !has_question(app) && answer_text(app).is_some_and(|t| !t.contains("checked by a person"))
+    });
+    let frames: Vec<String> = h
+        .state()
+        .session()
+        .inspection
+        .as_ref()
+        .unwrap()
+        .model
+        .store
+        .iter()
+        .filter(|r| r.lane() == Lane::Out)
+        .map(|r| String::from_utf8_lossy(r.raw()).into_owned())
+        .collect();
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.contains("User rejected sampling request") && f.contains("-1")),
+        "the refusal sent: {frames:?}"
+    );
+    let store = &h.state().session().inspection.as_ref().unwrap().model.store;
+    assert_eq!(
+        store.iter().filter(|r| r.lane() == Lane::Model).count(),
+        1,
+        "no model asked"
+    );
 }
 
 /// The same for a 2026-07-28 server's `input_required` asking for sampling.
