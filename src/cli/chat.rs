@@ -447,28 +447,22 @@ fn converse(
                             e.to_string()
                         })
                     }
-                    Source::Replay { chat, .. } => match chat.turns.pop_front() {
-                        Some(recorded) => {
-                            let turn = recorded.turn();
-                            if let Some(t) = (!turn.text.is_empty()).then_some(&turn.text) {
-                                on_delta(&Delta::Text(t.clone()));
-                            }
-                            let timing = provider_call::Timing {
-                                first_token: recorded.first_token,
-                                total: recorded.total,
-                            };
-                            let failed = recorded.error.clone();
-                            client.session().record_model(recorded);
-                            match failed {
-                                Some(e) => Err(format!("the recorded turn failed: {e}")),
-                                None => Ok((turn, timing)),
-                            }
+                    Source::Replay { chat, .. } => chat.next_turn().and_then(|recorded| {
+                        let turn = recorded.turn();
+                        if let Some(t) = (!turn.text.is_empty()).then_some(&turn.text) {
+                            on_delta(&Delta::Text(t.clone()));
                         }
-                        None => Err(
-                            "the recording has no more model turns: the conversation went further than recorded"
-                                .to_owned(),
-                        ),
-                    },
+                        let timing = provider_call::Timing {
+                            first_token: recorded.first_token,
+                            total: recorded.total,
+                        };
+                        let failed = recorded.error.clone();
+                        client.session().record_model(recorded);
+                        match failed {
+                            Some(e) => Err(format!("the recorded turn failed: {e}")),
+                            None => Ok((turn, timing)),
+                        }
+                    }),
                 };
                 match result {
                     Ok((turn, timing)) => {
@@ -528,17 +522,12 @@ fn converse(
                 let mut entry =
                     json!({"id": call_id, "tool": tool, "arguments": arguments, "result": text, "is_error": is_error});
                 if let Source::Replay { chat, differs } = &mut source {
-                    let recorded = chat.results.pop_front();
-                    let same = recorded
-                        .as_ref()
-                        .is_some_and(|r| r.text == text && r.is_error == is_error);
-                    if !same {
+                    let was = chat.differs(&text, is_error);
+                    if let Some(was) = &was {
                         *differs += 1;
-                        let was = recorded
-                            .map_or_else(|| "no call".to_owned(), |r| mcpscope_core::text::shorten(&r.text, 400));
                         crate::errln!("mcpscope chat: {tool}'s result differs from the recording, which had: {was}");
                     }
-                    entry["same_as_recorded"] = json!(same);
+                    entry["same_as_recorded"] = json!(was.is_none());
                 }
                 transcript.push(json!({ "tool_call": entry }));
                 chat.tool_answered(&call_id, text, is_error);

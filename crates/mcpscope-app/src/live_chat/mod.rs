@@ -270,16 +270,8 @@ impl ChatRun {
                 is_error,
             };
             if let Some(recording) = &mut self.replay {
-                let recorded = recording.results.pop_front();
-                let same = recorded
-                    .as_ref()
-                    .is_some_and(|r| r.text == text && r.is_error == is_error);
-                if !same {
-                    self.differs += 1;
-                    t.differs_from_recording = Some(
-                        recorded.map_or_else(|| "no call".to_owned(), |r| mcpscope_core::text::shorten(&r.text, 400)),
-                    );
-                }
+                t.differs_from_recording = recording.differs(&text, is_error);
+                self.differs += usize::from(t.differs_from_recording.is_some());
             }
             self.chat.tool_answered(&call_id, text, is_error);
         }
@@ -338,11 +330,13 @@ impl ChatRun {
 
     /// The recording's next model turn, as if the model had answered.
     fn serve_recorded(&mut self, effects: &mut Vec<ChatEffect>) {
-        let Some(recorded) = self.replay.as_mut().and_then(|r| r.turns.pop_front()) else {
-            self.chat.model_failed(
-                "the recording has no more model turns: the conversation went further than recorded".into(),
-            );
-            return;
+        let Some(replay) = self.replay.as_mut() else { return };
+        let recorded = match replay.next_turn() {
+            Ok(r) => r,
+            Err(e) => {
+                self.chat.model_failed(e);
+                return;
+            }
         };
         let turn = recorded.turn();
         self.transcript.push(Entry::Model(ModelEntry {

@@ -25,6 +25,23 @@ pub struct RecordedChat {
 }
 
 impl RecordedChat {
+    /// The recording's next model turn, or why there is none to serve.
+    pub fn next_turn(&mut self) -> Result<ModelExchange, String> {
+        self.turns
+            .pop_front()
+            .ok_or_else(|| "the recording has no more model turns: the conversation went further than recorded".into())
+    }
+
+    /// Compares a tool call's result with the recording's next one: `None`
+    /// when it is the same, else what the recording had (or "no call").
+    pub fn differs(&mut self, text: &str, is_error: bool) -> Option<String> {
+        match self.results.pop_front() {
+            Some(r) if r.text == text && r.is_error == is_error => None,
+            Some(r) => Some(crate::text::shorten(&r.text, 400)),
+            None => Some("no call".into()),
+        }
+    }
+
     /// What the user asked first, as the first turn's request has it.
     pub fn prompt(&self) -> Option<String> {
         let messages = self.turns.front()?.request.get("messages")?.as_array()?;
