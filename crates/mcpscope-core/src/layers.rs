@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("stats", 9),
     ("chat", 9),
     ("load", 10),
+    ("collection", 10),
 ];
 
 mod tests {

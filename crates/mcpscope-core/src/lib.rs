@@ -68,6 +68,7 @@ pub mod analysis;
 pub mod apps;
 pub mod chat;
 pub mod client;
+pub mod collection;
 pub mod config;
 pub mod filter;
 pub mod intercept;
