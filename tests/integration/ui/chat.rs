@@ -495,3 +495,27 @@ fn a_recorded_chat_is_replayed_without_a_provider() {
     assert!(shows(&h, "1 tool result(s) differed from the recording."));
     assert!(shows(&h, "differs from the recording, which had: Echo: before"));
 }
+
+/// At 1024x700 the Chat mode fits the composer as it is: its rows wrap
+/// rather than widen the panel over the timeline.
+#[test]
+fn the_chat_mode_fits_a_1024_window() {
+    let mut h = chat_mode();
+    h.state_mut().session_mut().composer.chat.compare_with =
+        vec![("anthropic:claude-sonnet-4-5".into(), String::new())];
+    h.set_size(egui::Vec2::new(1024.0, 700.0));
+    h.run_steps(6);
+    let row = h
+        .query_all_by(|n| n.label().is_some_and(|l| l.starts_with("row ")))
+        .next()
+        .expect("a timeline row")
+        .rect();
+    let frame = h.get_by_label("Frame").rect();
+    assert!(
+        row.right() <= frame.left(),
+        "the timeline {row:?} runs under the composer {frame:?}"
+    );
+    assert!(row.width() >= 420.0, "the timeline is {row:?} wide");
+    let list = h.get_by_label("List models").rect();
+    assert!(list.right() <= 1024.0 && list.left() >= frame.left() - 10.0, "{list:?}");
+}

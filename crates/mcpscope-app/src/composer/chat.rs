@@ -371,35 +371,36 @@ impl ChatMode {
     }
 
     fn settings_ui(&mut self, ui: &mut Ui, lists: &Lists) {
-        egui::Grid::new("chat-settings").num_columns(2).show(ui, |ui| {
+        // Rows that wrap, each field as wide as the row has left: at 1024 px
+        // the composer has no room to grow (it would slide under the timeline).
+        ui.horizontal_wrapped(|ui| {
             let l = ui.label("model");
-            ui.horizontal(|ui| {
-                ui.add(
-                    egui::TextEdit::singleline(&mut self.model)
-                        .desired_width(fitted(ui, 220.0))
-                        .hint_text("openai:gpt-4.1-mini"),
-                )
-                .labelled_by(l.id);
-                if !self.listed.is_empty() {
-                    egui::ComboBox::from_id_salt("chat-listed-models")
-                        .selected_text("listed")
-                        .show_ui(ui, |ui| {
-                            let provider = self.model.split_once(':').map_or("", |(p, _)| p).to_owned();
-                            for m in &self.listed {
-                                if ui.selectable_label(false, m).clicked() {
-                                    self.model = format!("{provider}:{m}");
-                                }
+            ui.add(
+                egui::TextEdit::singleline(&mut self.model)
+                    .desired_width(fitted(ui, 220.0))
+                    .hint_text("openai:gpt-4.1-mini"),
+            )
+            .labelled_by(l.id);
+            if !self.listed.is_empty() {
+                egui::ComboBox::from_id_salt("chat-listed-models")
+                    .selected_text("listed")
+                    .show_ui(ui, |ui| {
+                        let provider = self.model.split_once(':').map_or("", |(p, _)| p).to_owned();
+                        for m in &self.listed {
+                            if ui.selectable_label(false, m).clicked() {
+                                self.model = format!("{provider}:{m}");
                             }
-                        });
-                }
-                if ui
-                    .add_enabled(self.listing.is_none(), egui::Button::new("List models"))
-                    .clicked()
-                {
-                    self.list_models();
-                }
-            });
-            ui.end_row();
+                        }
+                    });
+            }
+            if ui
+                .add_enabled(self.listing.is_none(), egui::Button::new("List models"))
+                .clicked()
+            {
+                self.list_models();
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
             let l = ui.label("base URL");
             ui.add(
                 egui::TextEdit::singleline(&mut self.base_url)
@@ -407,20 +408,20 @@ impl ChatMode {
                     .hint_text("the provider's own; e.g. http://127.0.0.1:11434/v1"),
             )
             .labelled_by(l.id);
-            ui.end_row();
+        });
+        let hint = self.key_hint();
+        ui.horizontal_wrapped(|ui| {
             let l = ui.label("key");
-            let hint = self.key_hint();
-            ui.horizontal(|ui| {
-                ui.add(
-                    egui::TextEdit::singleline(&mut self.key)
-                        .password(true)
-                        .desired_width(fitted(ui, 200.0))
-                        .hint_text(hint),
-                )
-                .labelled_by(l.id);
-                ui.checkbox(&mut self.keep_key, "keep in the keyring");
-            });
-            ui.end_row();
+            ui.add(
+                egui::TextEdit::singleline(&mut self.key)
+                    .password(true)
+                    .desired_width(fitted(ui, 200.0))
+                    .hint_text(hint),
+            )
+            .labelled_by(l.id);
+            ui.checkbox(&mut self.keep_key, "keep in the keyring");
+        });
+        ui.horizontal_wrapped(|ui| {
             let l = ui.label("system");
             ui.add(
                 egui::TextEdit::multiline(&mut self.system)
@@ -428,22 +429,19 @@ impl ChatMode {
                     .desired_width(fitted(ui, 300.0)),
             )
             .labelled_by(l.id);
-            ui.end_row();
-            ui.label("limits");
-            ui.horizontal_wrapped(|ui| {
-                let mut set = self.temperature.is_some();
-                if ui.checkbox(&mut set, "temperature").changed() {
-                    self.temperature = set.then_some(1.0);
-                }
-                if let Some(t) = &mut self.temperature {
-                    ui.add(egui::DragValue::new(t).range(0.0..=2.0).speed(0.05));
-                }
-                ui.label("max tokens");
-                ui.add(egui::DragValue::new(&mut self.max_tokens).range(1..=200_000));
-                ui.label("round trips");
-                ui.add(egui::DragValue::new(&mut self.max_round_trips).range(1..=100));
-            });
-            ui.end_row();
+        });
+        ui.horizontal_wrapped(|ui| {
+            let mut set = self.temperature.is_some();
+            if ui.checkbox(&mut set, "temperature").changed() {
+                self.temperature = set.then_some(1.0);
+            }
+            if let Some(t) = &mut self.temperature {
+                ui.add(egui::DragValue::new(t).range(0.0..=2.0).speed(0.05));
+            }
+            ui.label("max tokens");
+            ui.add(egui::DragValue::new(&mut self.max_tokens).range(1..=200_000));
+            ui.label("round trips");
+            ui.add(egui::DragValue::new(&mut self.max_round_trips).range(1..=100));
         });
         ui.horizontal_wrapped(|ui| match &self.recording {
             Some((path, recording)) => {
@@ -482,7 +480,7 @@ impl ChatMode {
             .show(ui, |ui| {
                 let mut remove = None;
                 for (n, (model, base)) in self.compare_with.iter_mut().enumerate() {
-                    ui.horizontal(|ui| {
+                    ui.horizontal_wrapped(|ui| {
                         let l = ui.label(format!("model {}", n + 2));
                         ui.add(
                             egui::TextEdit::singleline(model)
@@ -589,40 +587,45 @@ fn effects_to_actions(run: usize, effects: Vec<ChatEffect>) -> Vec<ComposerActio
 
 /// The runs side by side: one row per model, then what differs.
 fn comparison_ui(ui: &mut Ui, c: &compare::Comparison) {
-    egui::Grid::new("chat-comparison").striped(true).show(ui, |ui| {
-        for h in [
-            "model",
-            "outcome",
-            "turns",
-            "tools called",
-            "tokens in/out",
-            "first token",
-            "model time",
-            "cost",
-        ] {
-            ui.strong(h);
-        }
-        ui.end_row();
-        for r in &c.runs {
-            ui.label(&r.model);
-            if r.done {
-                ui.label(&r.outcome);
-            } else {
-                ui.label(RichText::new(&r.outcome).color(theme::WARN));
-            }
-            ui.label(r.turns.to_string());
-            let tools: Vec<String> = r.tool_calls.iter().map(|(t, a)| format!("{t} {a}")).collect();
-            ui.monospace(if tools.is_empty() { "-".into() } else { tools.join("\n") });
-            ui.label(match (r.input_tokens, r.output_tokens) {
-                (Some(i), Some(o)) => format!("{i} / {o}"),
-                _ => "not reported".into(),
+    // Eight columns: scrolled sideways in a narrow composer rather than widening it.
+    egui::ScrollArea::horizontal()
+        .id_salt("chat-comparison-scroll")
+        .show(ui, |ui| {
+            egui::Grid::new("chat-comparison").striped(true).show(ui, |ui| {
+                for h in [
+                    "model",
+                    "outcome",
+                    "turns",
+                    "tools called",
+                    "tokens in/out",
+                    "first token",
+                    "model time",
+                    "cost",
+                ] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for r in &c.runs {
+                    ui.label(&r.model);
+                    if r.done {
+                        ui.label(&r.outcome);
+                    } else {
+                        ui.label(RichText::new(&r.outcome).color(theme::WARN));
+                    }
+                    ui.label(r.turns.to_string());
+                    let tools: Vec<String> = r.tool_calls.iter().map(|(t, a)| format!("{t} {a}")).collect();
+                    ui.monospace(if tools.is_empty() { "-".into() } else { tools.join("\n") });
+                    ui.label(match (r.input_tokens, r.output_tokens) {
+                        (Some(i), Some(o)) => format!("{i} / {o}"),
+                        _ => "not reported".into(),
+                    });
+                    ui.label(r.first_token.map_or_else(|| "-".into(), format_latency));
+                    ui.label(format_latency(r.model_time));
+                    ui.label(r.cost.map_or_else(|| "not reported".into(), |c| format!("{c:.6}")));
+                    ui.end_row();
+                }
             });
-            ui.label(r.first_token.map_or_else(|| "-".into(), format_latency));
-            ui.label(format_latency(r.model_time));
-            ui.label(r.cost.map_or_else(|| "not reported".into(), |c| format!("{c:.6}")));
-            ui.end_row();
-        }
-    });
+        });
     let same = |b: bool| if b { "the same" } else { "different" };
     ui.label(format!(
         "Tools: {} · arguments: {} · answers: {}",
