@@ -194,16 +194,12 @@ impl Answers {
         let mut refuse = false;
         match &mut m.stage {
             Stage::Request { params, problem } => {
-                ui.label("1. The request the model will get (edit it if need be):");
-                ui.add(
-                    egui::TextEdit::multiline(params)
-                        .code_editor()
-                        .desired_rows(6)
-                        .desired_width(fitted(ui, 420.0)),
+                approval_editor(
+                    ui,
+                    "1. The request the model will get (edit it if need be):",
+                    params,
+                    problem,
                 );
-                if let Some(p) = problem {
-                    ui.label(RichText::new(p.as_str()).color(theme::ERROR));
-                }
                 let mut send = false;
                 ui.horizontal(|ui| {
                     send = ui.button("Send to the model").clicked();
@@ -215,9 +211,7 @@ impl Answers {
                 }
             }
             Stage::Asking { text, notes, .. } => {
-                for n in notes.iter() {
-                    ui.label(RichText::new(format!("⚠ {n}")).color(theme::WARN));
-                }
+                notes_ui(ui, notes);
                 let mut stop = false;
                 ui.horizontal(|ui| {
                     ui.spinner();
@@ -232,19 +226,13 @@ impl Answers {
                 }
             }
             Stage::Answer { result, problem, notes } => {
-                for n in notes.iter() {
-                    ui.label(RichText::new(format!("⚠ {n}")).color(theme::WARN));
-                }
-                ui.label("2. The model's answer, to send to the server (edit it if need be):");
-                ui.add(
-                    egui::TextEdit::multiline(result)
-                        .code_editor()
-                        .desired_rows(6)
-                        .desired_width(fitted(ui, 420.0)),
+                notes_ui(ui, notes);
+                approval_editor(
+                    ui,
+                    "2. The model's answer, to send to the server (edit it if need be):",
+                    result,
+                    problem,
                 );
-                if let Some(p) = problem {
-                    ui.label(RichText::new(p.as_str()).color(theme::ERROR));
-                }
                 let mut send = false;
                 ui.horizontal(|ui| {
                     send = ui.button("Send this answer").clicked();
@@ -275,6 +263,28 @@ impl Answers {
         if drop {
             self.models.remove(&q.id);
         }
+    }
+}
+
+/// What the provider will not see of the request.
+fn notes_ui(ui: &mut Ui, notes: &[String]) {
+    for n in notes {
+        ui.label(RichText::new(format!("⚠ {n}")).color(theme::WARN));
+    }
+}
+
+/// One of the two approvals: the JSON the person may edit, and why it
+/// cannot go as it is.
+fn approval_editor(ui: &mut Ui, title: &str, text: &mut String, problem: &Option<String>) {
+    ui.label(title);
+    ui.add(
+        egui::TextEdit::multiline(text)
+            .code_editor()
+            .desired_rows(6)
+            .desired_width(fitted(ui, 420.0)),
+    );
+    if let Some(p) = problem {
+        ui.label(RichText::new(p.as_str()).color(theme::ERROR));
     }
 }
 
