@@ -25,6 +25,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// What tool notes were worked out for: the provider's API and the tools left out.
+type NotesFor = (mcpscope_core::model::provider::Api, BTreeSet<String>);
+
 /// The most models one prompt goes to at once.
 pub const MAX_MODELS: usize = 4;
 
@@ -64,6 +67,10 @@ pub struct ChatMode {
     pub problem: Option<String>,
     /// Wakes the UI when a turn streams (the app gives it).
     pub wake: Option<Wake>,
+    /// What the provider needs changed in the tools offered, for the API
+    /// and the tools left out it was worked out for (dropped when the
+    /// server's tools are listed again).
+    pub tool_notes: Option<(NotesFor, Vec<String>)>,
     /// The person asked to choose a recording (the app opens its picker).
     pub wants_recording: bool,
 }
@@ -92,6 +99,7 @@ impl Default for ChatMode {
             listed: Vec::new(),
             problem: None,
             wake: None,
+            tool_notes: None,
             wants_recording: false,
         }
     }
@@ -539,16 +547,26 @@ impl ChatMode {
                         }
                     }
                 }
-                // What the provider needs changed in the tools, said before sending.
+                // What the provider needs changed in the tools, said before
+                // sending; worked out again only when the API or the ticks change.
                 if let Ok(spec) = self.spec() {
-                    let defs: Vec<Value> = lists
-                        .tools
-                        .iter()
-                        .filter(|t| !self.unticked.contains(&t.name))
-                        .map(|t| serde_json::json!({"name": t.name, "inputSchema": t.input_schema}))
-                        .collect();
-                    for n in request::offer_tools(spec.api, &defs).notes {
-                        ui.label(RichText::new(format!("⚠ {}: {}", n.tool, n.note)).color(theme::WARN));
+                    let key = (spec.api, self.unticked.clone());
+                    if self.tool_notes.as_ref().is_none_or(|(k, _)| *k != key) {
+                        let defs: Vec<Value> = lists
+                            .tools
+                            .iter()
+                            .filter(|t| !self.unticked.contains(&t.name))
+                            .map(|t| serde_json::json!({"name": t.name, "inputSchema": t.input_schema}))
+                            .collect();
+                        let notes = request::offer_tools(spec.api, &defs)
+                            .notes
+                            .into_iter()
+                            .map(|n| format!("⚠ {}: {}", n.tool, n.note))
+                            .collect();
+                        self.tool_notes = Some((key, notes));
+                    }
+                    for n in self.tool_notes.iter().flat_map(|(_, notes)| notes) {
+                        ui.label(RichText::new(n).color(theme::WARN));
                     }
                 }
             });

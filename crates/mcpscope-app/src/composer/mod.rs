@@ -251,6 +251,7 @@ impl ComposerPanel {
         let changes = self.lists.sync(model);
         if changes.tools_replaced {
             self.tool.lists_replaced(&self.lists);
+            self.chat.tool_notes = None;
         }
         if changes.skills_changed {
             self.skills.lists_replaced(&self.lists);
