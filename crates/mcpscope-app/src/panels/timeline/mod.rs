@@ -591,8 +591,15 @@ impl TimelinePanel {
                 if let Some(model_x) = geo.model_x
                     && row.caused_by_model().is_some()
                 {
+                    // An answer's latency is written just left of the client:
+                    // the line stops short of it.
+                    let end = if row.link().is_some() {
+                        (geo.client_x - 58.0).max(model_x)
+                    } else {
+                        geo.client_x
+                    };
                     p.add(egui::Shape::dashed_line(
-                        &[Pos2::new(model_x, y), Pos2::new(geo.client_x, y)],
+                        &[Pos2::new(model_x, y), Pos2::new(end, y)],
                         Stroke::new(1.0, RowKind::Model.color()),
                         4.0,
                         3.0,
