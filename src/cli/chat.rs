@@ -7,20 +7,19 @@
 use super::call::{CallArgs, SessionWork};
 use super::skills::SessionFlags;
 use clap::Args;
+use mcpscope_core::chat::drive::{self, ChatWatch, TurnSource};
 use mcpscope_core::chat::key;
-use mcpscope_core::chat::provider_call::{self, ProviderError};
+use mcpscope_core::chat::provider_call;
 use mcpscope_core::chat::replay::RecordedChat;
 use mcpscope_core::client::{Client, ClientError};
-use mcpscope_core::model::chat_loop::{self, Approval, ChatLoop, Outcome, Step};
-use mcpscope_core::model::compare::{self, Comparison, RunSummary, RunTally};
+use mcpscope_core::model::chat_loop::{Approval, ChatLoop, Outcome};
+use mcpscope_core::model::compare::{self, Comparison, RunSummary};
 use mcpscope_core::model::provider::ModelSpec;
 use mcpscope_core::model::request::{Conversation, Settings};
-use mcpscope_core::model::stream::Delta;
 use mcpscope_core::text::terminal_safe;
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -222,12 +221,6 @@ fn comparison_text(c: &Comparison) -> String {
     out
 }
 
-/// Where the model's turns come from.
-enum Source {
-    Live { key: Option<String>, timeout: Duration },
-    Replay { chat: RecordedChat, differs: usize },
-}
-
 /// Exit status: 0 when the model finished (with `--replay`: 1 when a tool's
 /// result differed from the recording); 6 when the provider failed
 /// (HTTP error, unreachable, an error in its stream, a cut stream); 7 when
@@ -296,9 +289,9 @@ pub fn run(args: ChatArgs) -> ExitCode {
     let mut recorded = recorded;
     for spec in specs {
         let source = match recorded.take() {
-            Some(chat) => Source::Replay { chat, differs: 0 },
+            Some(chat) => TurnSource::Replay { chat, differs: 0 },
             None => match key::find_key_here(&spec, args.api_key_env.as_deref()) {
-                Ok(found) => Source::Live {
+                Ok(found) => TurnSource::Live {
                     key: found.key,
                     timeout: Duration::from_millis(args.model_timeout_ms),
                 },
@@ -387,188 +380,111 @@ struct Run {
     document: Value,
 }
 
+/// `chat`'s words as the driver goes: the model's text streamed to stdout
+/// (text output), notes on stderr.
+struct Printed<'a> {
+    spec: &'a ModelSpec,
+    text_out: bool,
+}
+
+impl ChatWatch for Printed<'_> {
+    fn model_asked(&mut self) {
+        if self.text_out {
+            say("model: ");
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.text_out {
+            say(text);
+        }
+    }
+
+    fn model_done(&mut self, _failed: bool) {
+        if self.text_out {
+            say("\n");
+        }
+    }
+
+    fn rate_limited(&mut self, waited: Duration) {
+        crate::errln!(
+            "mcpscope chat: {} was rate limited (HTTP 429): waited {:.1} s as it asked, then it answered",
+            self.spec.provider,
+            waited.as_secs_f64()
+        );
+    }
+
+    fn key_refused(&mut self) {
+        crate::errln!(
+            "mcpscope chat: check the key ({} was sent to {})",
+            self.spec.provider,
+            self.spec.base_url
+        );
+    }
+
+    fn tool_call(&mut self, tool: &str, arguments: &Value) {
+        if self.text_out {
+            say(&format!("tool call: {tool} {arguments}\n"));
+        }
+    }
+
+    fn tool_result(&mut self, text: &str, is_error: bool) {
+        if self.text_out {
+            let shown = mcpscope_core::text::shorten(text, 400);
+            say(&format!(
+                "tool {}: {shown}\n",
+                if is_error { "error" } else { "result" }
+            ));
+        }
+    }
+
+    fn differs(&mut self, tool: &str, recorded: &str) {
+        crate::errln!("mcpscope chat: {tool}'s result differs from the recording, which had: {recorded}");
+    }
+}
+
 fn converse(
     client: &mut Client,
     timeout: Duration,
-    mut chat: ChatLoop,
+    chat: ChatLoop,
     spec: &ModelSpec,
-    mut source: Source,
+    mut source: TurnSource,
     format: FormatArg,
     print_json: bool,
 ) -> Result<Run, ClientError> {
     let text_out = format == FormatArg::Text;
-    let mut tally = RunTally::new(format!("{}:{}", spec.provider, spec.model));
     for n in chat.tool_notes() {
         crate::errln!("mcpscope chat: tool {:?}: {}", n.tool, n.note);
     }
-    let mut transcript: Vec<Value> = Vec::new();
-    let stop = AtomicBool::new(false);
-    loop {
-        match chat.next_step() {
-            Step::AskModel(body) => {
-                if text_out {
-                    say("model: ");
-                }
-                let mut on_delta = |d: &Delta| {
-                    if text_out && let Delta::Text(t) = d {
-                        say(t);
-                    }
-                };
-                let result = match &mut source {
-                    Source::Live { key, timeout } => {
-                        let started = std::time::Instant::now();
-                        let result =
-                            provider_call::stream_turn(spec, key.as_deref(), &body, *timeout, &stop, &mut on_delta);
-                        let took = started.elapsed();
-                        if let Ok(x) = &result
-                            && !x.waited.is_empty()
-                        {
-                            let secs: f64 = x.waited.iter().map(Duration::as_secs_f64).sum();
-                            crate::errln!(
-                                "mcpscope chat: {} was rate limited (HTTP 429): waited {secs:.1} s as it asked, then it answered",
-                                spec.provider
-                            );
-                        }
-                        // On the timeline and in the capture, beside the tool calls it caused.
-                        client
-                            .session()
-                            .record_model(provider_call::record(spec, &body, &result, took));
-                        if result.is_err() {
-                            tally.failed_turn(took);
-                        }
-                        result.map(|x| (x.turn, x.timing)).map_err(|e| {
-                            if let ProviderError::Status { status: 401 | 403, .. } = e {
-                                crate::errln!(
-                                    "mcpscope chat: check the key ({} was sent to {})",
-                                    spec.provider,
-                                    spec.base_url
-                                );
-                            }
-                            e.to_string()
-                        })
-                    }
-                    Source::Replay { chat, .. } => chat.next_turn().and_then(|recorded| {
-                        let turn = recorded.turn();
-                        if let Some(t) = (!turn.text.is_empty()).then_some(&turn.text) {
-                            on_delta(&Delta::Text(t.clone()));
-                        }
-                        let timing = provider_call::Timing {
-                            first_token: recorded.first_token,
-                            total: recorded.total,
-                        };
-                        let failed = recorded.error.clone();
-                        client.session().record_model(recorded);
-                        match failed {
-                            Some(e) => Err(format!("the recorded turn failed: {e}")),
-                            None => Ok((turn, timing)),
-                        }
-                    }),
-                };
-                match result {
-                    Ok((turn, timing)) => {
-                        if text_out {
-                            say("\n");
-                        }
-                        transcript.push(json!({
-                            "model_turn": {
-                                "text": turn.text,
-                                "tool_calls": turn.tool_calls,
-                                "stop_reason": turn.stop_reason,
-                                "usage": turn.usage,
-                                "first_token_ms": timing.first_token.map(|d| d.as_secs_f64() * 1e3),
-                                "total_ms": timing.total.as_secs_f64() * 1e3,
-                                "error": turn.error,
-                            }
-                        }));
-                        tally.turn(&turn, timing.first_token, timing.total);
-                        chat.model_answered(&turn);
-                    }
-                    Err(e) => {
-                        if text_out {
-                            say("\n");
-                        }
-                        chat.model_failed(e);
-                    }
-                }
-            }
-            Step::CallTool {
-                call_id,
-                tool,
-                arguments,
-            } => {
-                if text_out {
-                    say(&format!("tool call: {tool} {arguments}\n"));
-                }
-                tally.called(&tool, &arguments);
-                let response = client.request(
-                    "tools/call",
-                    Some(json!({"name": tool, "arguments": arguments})),
-                    timeout,
-                )?;
-                let (text, is_error) = match &response.outcome {
-                    Ok(result) => (
-                        chat_loop::result_text(result),
-                        result.get("isError").and_then(Value::as_bool).unwrap_or(false),
-                    ),
-                    Err(e) => (chat_loop::rpc_error_text(e.code, &e.message), true),
-                };
-                if text_out {
-                    let shown = mcpscope_core::text::shorten(&text, 400);
-                    say(&format!(
-                        "tool {}: {shown}\n",
-                        if is_error { "error" } else { "result" }
-                    ));
-                }
-                let mut entry =
-                    json!({"id": call_id, "tool": tool, "arguments": arguments, "result": text, "is_error": is_error});
-                if let Source::Replay { chat, differs } = &mut source {
-                    let was = chat.differs(&text, is_error);
-                    if let Some(was) = &was {
-                        *differs += 1;
-                        crate::errln!("mcpscope chat: {tool}'s result differs from the recording, which had: {was}");
-                    }
-                    entry["same_as_recorded"] = json!(was.is_none());
-                }
-                transcript.push(json!({ "tool_call": entry }));
-                chat.tool_answered(&call_id, text, is_error);
-            }
-            Step::Finished(outcome) => {
-                let differs = match &source {
-                    Source::Replay { differs, .. } => *differs,
-                    Source::Live { .. } => 0,
-                };
-                let (code, said) = match &outcome {
-                    Outcome::Done if differs > 0 => (
-                        super::exit::FAILED,
-                        format!("done, but {differs} tool result(s) differed from the recording"),
-                    ),
-                    Outcome::Done => (super::exit::OK, "done".to_owned()),
-                    Outcome::RoundTripLimit(n) => (
-                        super::exit::ROUND_TRIP_LIMIT,
-                        format!("the model still wanted tools after {n} round trips"),
-                    ),
-                    Outcome::ProviderFailed(why) => {
-                        (super::exit::PROVIDER_FAILED, format!("the provider failed: {why}"))
-                    }
-                };
-                if text_out && code != super::exit::OK {
-                    crate::errln!("mcpscope chat: {}:{}: {said}", spec.provider, spec.model);
-                }
-                let document = json!({
-                    "model": format!("{}:{}", spec.provider, spec.model),
-                    "outcome": said,
-                    "model_turns": chat.turns(),
-                    "transcript": transcript,
-                });
-                if !text_out && print_json {
-                    super::call::print_json(&document);
-                }
-                return Ok(Run {
-                    code,
-                    summary: tally.finish(&outcome),
-                    document,
-                });
-            }
-        }
+    let mut printed = Printed { spec, text_out };
+    let run = drive::drive(client, timeout, chat, spec, &mut source, &mut printed)?;
+    let (code, said) = match &run.outcome {
+        Outcome::Done if run.differs > 0 => (
+            super::exit::FAILED,
+            format!("done, but {} tool result(s) differed from the recording", run.differs),
+        ),
+        Outcome::Done => (super::exit::OK, "done".to_owned()),
+        Outcome::RoundTripLimit(n) => (
+            super::exit::ROUND_TRIP_LIMIT,
+            format!("the model still wanted tools after {n} round trips"),
+        ),
+        Outcome::ProviderFailed(why) => (super::exit::PROVIDER_FAILED, format!("the provider failed: {why}")),
+    };
+    if text_out && code != super::exit::OK {
+        crate::errln!("mcpscope chat: {}:{}: {said}", spec.provider, spec.model);
     }
+    let document = json!({
+        "model": format!("{}:{}", spec.provider, spec.model),
+        "outcome": said,
+        "model_turns": run.model_turns,
+        "transcript": run.transcript,
+    });
+    if !text_out && print_json {
+        super::call::print_json(&document);
+    }
+    Ok(Run {
+        code,
+        summary: run.summary,
+        document,
+    })
 }
