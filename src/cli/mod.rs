@@ -23,6 +23,7 @@ mod proxy;
 mod signals;
 mod skills;
 mod stats;
+mod test;
 mod trace;
 mod verify;
 mod watch;
@@ -93,6 +94,10 @@ pub enum Cmd {
     /// A model in the loop: the server's tools offered to a model (OpenAI-compatible
     /// or Anthropic), each call it asks for run through the session, until it answers.
     Chat(chat::ChatArgs),
+    /// Run test files (*.mcp.yaml): steps with assertions, captures, snapshots,
+    /// contracts over the session and evals with a model, against a live server
+    /// or a recording (--against); reports as text, JSON, JUnit or SARIF.
+    Test(test::TestArgs),
     /// Statistics of a capture, as Wireshark's Statistics menu: conversations,
     /// endpoints, service response time, I/O graph, Expert Info, and what the
     /// server's definitions cost a model's context (also of a live server: --context -- SERVER).
@@ -314,7 +319,8 @@ pub fn main() -> ExitCode {
             | Cmd::App(_)
             | Cmd::Mock(_)
             | Cmd::Stats(_)
-            | Cmd::Chat(_),
+            | Cmd::Chat(_)
+            | Cmd::Test(_),
         ) => signals::install(backstop),
         Some(Cmd::Open { .. }) | None => signals::install(signals::Then::Exit),
         Some(Cmd::Diff(d)) if d.app => signals::install(signals::Then::Exit),
@@ -341,6 +347,7 @@ pub fn main() -> ExitCode {
         Some(Cmd::Filter(args)) => filter::run(args),
         Some(Cmd::Stats(args)) => stats::run(args),
         Some(Cmd::Chat(args)) => chat::run(args),
+        Some(Cmd::Test(args)) => test::run(args),
         Some(Cmd::Listen(args)) => listen::run(args),
         Some(Cmd::Skills(args)) => skills::run(args),
         Some(Cmd::Mock(args)) => mock::run(args),

@@ -92,6 +92,8 @@ pub struct Contracts {
     pub lint: Option<Severity>,
     /// A recording whose surface (tools, prompts, resources) must not change.
     pub surface: Option<String>,
+    /// Where `contracts:` is written.
+    pub at: Pos,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -114,6 +116,14 @@ pub struct Eval {
     pub expect_text: Option<regex::Regex>,
     /// The share of runs (0-1) that must pass, per model.
     pub pass_rate: f64,
+    /// The provider's URL, for a provider mcpscope does not know (or a local one).
+    pub base_url: Option<String>,
+    /// A capture whose model turns are served instead of a live provider's
+    /// (offline, deterministic), relative to the test file.
+    pub replay: Option<String>,
+    pub system: Option<String>,
+    /// Round trips to tools before a run is given up.
+    pub max_turns: usize,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -189,7 +199,13 @@ impl Reader {
         match &node.value {
             Value::Scalar { text, .. } => Some(text.clone()),
             _ => {
-                self.error(node.at, format!("{what} must be text, not {}", node.kind()));
+                // `a contains "b: c"` unquoted is a mapping to YAML.
+                let hint = if matches!(&node.value, Value::Map(_)) {
+                    " (a \": \" in it makes YAML read a mapping: put it in single quotes)"
+                } else {
+                    ""
+                };
+                self.error(node.at, format!("{what} must be text, not {}{hint}", node.kind()));
                 None
             }
         }
@@ -509,7 +525,10 @@ impl Reader {
             "lint",
             "surface",
         ];
-        let mut c = Contracts::default();
+        let mut c = Contracts {
+            at: node.at,
+            ..Contracts::default()
+        };
         for (key, v) in self.map(node, "contracts", KEYS) {
             match key {
                 "must_call" => c.must_call = self.strings(v, "must_call"),
@@ -563,6 +582,10 @@ impl Reader {
             "forbid_tools",
             "expect_text",
             "pass_rate",
+            "base_url",
+            "replay",
+            "system",
+            "max_turns",
         ];
         let what = format!("eval {n}");
         let mut e = Eval {
@@ -576,6 +599,10 @@ impl Reader {
             forbid_tools: Vec::new(),
             expect_text: None,
             pass_rate: 1.0,
+            base_url: None,
+            replay: None,
+            system: None,
+            max_turns: 10,
         };
         for (key, v) in self.map(node, &what, KEYS) {
             match key {
@@ -584,6 +611,10 @@ impl Reader {
                 "models" => e.models = self.strings(v, "models"),
                 "runs" => e.runs = self.number(v, "runs").map_or(1, |r| r.clamp(1, 1000) as u32),
                 "in_order" => e.in_order = self.boolean(v, "in_order"),
+                "base_url" => e.base_url = self.string(v, "base_url"),
+                "replay" => e.replay = self.string(v, "replay"),
+                "system" => e.system = self.string(v, "system"),
+                "max_turns" => e.max_turns = self.number(v, "max_turns").map_or(10, |r| r.clamp(1, 100) as usize),
                 "forbid_tools" => e.forbid_tools = self.strings(v, "forbid_tools"),
                 "expect_text" => {
                     e.expect_text = self.string(v, "expect_text").and_then(|t| {
@@ -638,7 +669,9 @@ impl Reader {
             self.error(node.at, format!("{what} needs models (PROVIDER:MODEL, one or more)"));
         }
         for m in &e.models {
-            if let Err(err) = crate::model::provider::ModelSpec::parse(m, None) {
+            // The URL may be a variable (`{{env:…}}`): any will do to check the name.
+            let base = e.base_url.as_ref().map(|_| "http://127.0.0.1/");
+            if let Err(err) = crate::model::provider::ModelSpec::parse(m, base) {
                 self.error(node.at, format!("{what}: model {m:?}: {err}"));
             }
         }

@@ -10,5 +10,12 @@
 //! column; [`file`] checks it (keys, types, assertions as display filters,
 //! patterns) and reports every problem with its place before anything runs.
 
+pub mod check;
+pub mod contract;
 pub mod file;
+pub mod output;
+pub mod report;
+pub mod run;
+pub mod snapshot;
+pub mod vars;
 pub mod yaml;

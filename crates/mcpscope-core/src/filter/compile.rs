@@ -475,6 +475,24 @@ fn getter(o: &Operand) -> Result<Getter, FilterError> {
                             *span,
                         ));
                     }
+                    // `count(result.tools)` counts the list's items, as
+                    // `count(result.tools[*])` does: one value is not worth counting.
+                    let mut inner = inner;
+                    if let Getter::Field(a) = &mut inner {
+                        let path = match a {
+                            Access::Path(p) => Some(p),
+                            Access::Related(_, boxed) => match &mut **boxed {
+                                Access::Path(p) => Some(p),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        if let Some(p) = path
+                            && !p.contains(&Segment::Each)
+                        {
+                            p.push(Segment::Each);
+                        }
+                    }
                     Getter::Count(Box::new(inner))
                 }
             })

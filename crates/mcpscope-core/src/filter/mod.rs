@@ -84,6 +84,18 @@ impl Filter {
         &self.expr
     }
 
+    /// Every field the filter reads, in the order written (a failed
+    /// assertion shows what each held).
+    pub fn fields(&self) -> Vec<compile::Access> {
+        let mut out = Vec::new();
+        compile::visit_accesses(&self.pred, &mut |a| {
+            if !out.contains(a) {
+                out.push(a.clone());
+            }
+        });
+        out
+    }
+
     /// What the filter reads beyond the record itself.
     pub fn needs(&self) -> Needs {
         self.needs

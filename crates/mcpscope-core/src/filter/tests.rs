@@ -109,6 +109,8 @@ fn every_field_on_a_session() {
         (r#"all(result.tools[*].inputSchema.type == "object")"#, &[5]),
         (r#"all(result.tools[*].name == "echo")"#, &[]),
         ("count(result.tools[*]) == 2", &[5]),
+        ("count(result.tools) == 2", &[5]),
+        ("count(result.content) == 1", &[8]),
         ("len(result.tools) == 2", &[5]),
         (r#"lower(raw) contains "traceback""#, &[7]),
         (r#"raw contains "Traceback""#, &[7]),

@@ -61,7 +61,7 @@ fn fingerprint(f: &Finding, seen: &mut HashMap<String, usize>) -> String {
 
 /// The capture as a SARIF artifact URI: a relative path as it is (with `/`),
 /// an absolute one as a `file://` URI.
-fn artifact_uri(path: &str) -> String {
+pub fn artifact_uri(path: &str) -> String {
     let p = std::path::Path::new(path);
     if p.is_absolute()
         && let Ok(u) = url::Url::from_file_path(p)

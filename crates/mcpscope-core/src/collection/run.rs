@@ -1,0 +1,960 @@
+//! One test file run in one session: its variables filled in and checked,
+//! the server started (or `--against`'s mock of a recording), every `call:`
+//! checked against the tools the server lists before any step runs, then
+//! the steps in order (captures feeding later steps), the contracts over
+//! the session, the evals (a model in the loop over the same session). The
+//! CLI and the app drive it alike; what happens is told to a [`Watch`] as
+//! it happens, and the whole comes back as a [`FileReport`].
+
+use super::check::Exchange;
+use super::file::{Action, Assertion, Eval, ExpectedCall, Server, Step, Target as FileTarget, TestFile};
+use super::report::{Check, EvalResult, FileReport, StepResult, Verdict};
+use super::snapshot;
+use super::vars::{self, Lookup, Reference, Vars};
+use super::yaml::Pos;
+use crate::chat::drive::{self, TurnSource, Unwatched};
+use crate::client::{Client, ClientError};
+use crate::filter::Filter;
+use crate::model::chat_loop::{Approval, ChatLoop, Outcome};
+use crate::model::compare::RunSummary;
+use crate::model::provider::ModelSpec;
+use crate::model::request::{Conversation, Settings};
+use crate::protocol::era::EraChoice;
+use crate::protocol::handshake::HandshakeOptions;
+use crate::transport::event::Event;
+use crate::transport::process::ServerSpec;
+use crate::transport::session::SessionOptions;
+use crate::transport::target::{HttpTarget, Target};
+use crate::wire::frame::{Direction, Frame};
+use serde_json::{Value as Json, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a file is run.
+pub struct RunOptions {
+    /// The environment whose variables are used (`--env NAME`).
+    pub env: Option<String>,
+    /// Only the steps and evals whose name holds this (`*` matches anything).
+    pub only: Option<String>,
+    pub update_snapshots: bool,
+    /// Each request's timeout.
+    pub timeout: Duration,
+    /// Run against this server instead of the file's (`--against`: `mock` of a recording).
+    pub against: Option<Target>,
+    /// Where to keep the session's capture when something failed.
+    pub keep_capture: Option<PathBuf>,
+    /// Set to stop after the step in flight.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            env: None,
+            only: None,
+            update_snapshots: false,
+            timeout: Duration::from_secs(30),
+            against: None,
+            keep_capture: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Told as the run goes (the CLI's progress, the app's verdicts).
+pub trait Watch {
+    fn step(&mut self, _result: &StepResult) {}
+    fn contract(&mut self, _check: &Check) {}
+    fn eval(&mut self, _result: &EvalResult) {}
+    /// Every event of the session, as it happens.
+    fn event(&mut self, _event: &Event) {}
+}
+
+/// A watcher that watches nothing.
+pub struct Quiet;
+impl Watch for Quiet {}
+
+/// Whether `name` is picked by `--only`.
+pub fn picked(only: Option<&str>, name: &str) -> bool {
+    let Some(pattern) = only else { return true };
+    let (p, n) = (pattern.to_lowercase(), name.to_lowercase());
+    if !p.contains('*') {
+        return n.contains(&p);
+    }
+    // A glob: the pieces between stars, in order, anchored at the ends.
+    let pieces: Vec<&str> = p.split('*').collect();
+    let mut rest = n.as_str();
+    for (i, piece) in pieces.iter().enumerate() {
+        if i == 0 {
+            let Some(r) = rest.strip_prefix(piece) else {
+                return false;
+            };
+            rest = r;
+        } else if i == pieces.len() - 1 {
+            return rest.ends_with(piece);
+        } else {
+            let Some(at) = rest.find(piece) else { return false };
+            rest = &rest[at + piece.len()..];
+        }
+    }
+    true
+}
+
+/// The variables a file's run starts with: its own, then the chosen
+/// environment's; every `{{…}}` a step uses checked to have a value by the
+/// time it runs (a capture of an earlier step counts), and every
+/// environment variable and secret looked up. Each problem with its place.
+pub fn prepare(file: &TestFile, options: &RunOptions, lookup: Lookup) -> Result<Vars, Vec<String>> {
+    let mut vars = Vars::new(lookup);
+    let mut problems = Vec::new();
+    for (k, v) in &file.variables {
+        vars.set(k, Json::String(v.clone()));
+    }
+    if let Some(env) = &options.env {
+        match file.environments.iter().find(|(n, _)| n == env) {
+            Some((_, values)) => values.iter().for_each(|(k, v)| vars.set(k, Json::String(v.clone()))),
+            None => {
+                let known: Vec<&str> = file.environments.iter().map(|(n, _)| n.as_str()).collect();
+                problems.push(format!(
+                    "no environment {env:?} in the file ({})",
+                    if known.is_empty() {
+                        "it has none: `environments:`".to_owned()
+                    } else {
+                        format!("it has {}", known.join(", "))
+                    }
+                ));
+            }
+        }
+    }
+    let mut known: Vec<String> = vars.names().map(str::to_owned).collect();
+    let mut check = |at: Pos, what: &str, refs: Vec<Reference>, known: &[String], vars: &mut Vars| {
+        for r in refs {
+            let text = match &r {
+                Reference::Var(n) if known.iter().any(|k| k == n) => continue,
+                Reference::Var(n) => format!("{{{{{n}}}}}"),
+                Reference::Env(n) => format!("{{{{env:{n}}}}}"),
+                Reference::Secret(n) => format!("{{{{secret:{n}}}}}"),
+            };
+            if let Err(e) = vars.fill(&text) {
+                problems.push(format!("{at}: {what}: {e}"));
+            }
+        }
+    };
+    if let Some(server) = server_of(file) {
+        check(
+            server.at,
+            "the server",
+            target_references(&server.target),
+            &known,
+            &mut vars,
+        );
+    }
+    for step in &file.steps {
+        let mut refs = action_references(&step.action);
+        refs.extend(step.asserts.iter().flat_map(|a| vars::references(&a.text)));
+        check(step.at, &step.name, refs, &known, &mut vars);
+        known.extend(step.capture.iter().map(|(n, _, _)| n.clone()));
+    }
+    for e in &file.evals {
+        let mut refs = vars::references(&e.prompt);
+        if let Some(b) = &e.base_url {
+            refs.extend(vars::references(b));
+        }
+        check(e.at, &e.name, refs, &known, &mut vars);
+    }
+    if problems.is_empty() { Ok(vars) } else { Err(problems) }
+}
+
+fn server_of(file: &TestFile) -> Option<&Server> {
+    let name = file.server.as_deref()?;
+    file.servers.iter().find(|s| s.name == name)
+}
+
+fn target_references(t: &FileTarget) -> Vec<Reference> {
+    let mut texts: Vec<&str> = Vec::new();
+    match t {
+        FileTarget::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            texts.push(command);
+            texts.extend(args.iter().map(String::as_str));
+            texts.extend(env.iter().map(|(_, v)| v.as_str()));
+            texts.extend(cwd.as_deref());
+        }
+        FileTarget::Http { url, headers } => {
+            texts.push(url);
+            texts.extend(headers.iter().map(|(_, v)| v.as_str()));
+        }
+    }
+    texts.into_iter().flat_map(vars::references).collect()
+}
+
+fn action_references(a: &Action) -> Vec<Reference> {
+    let mut out = Vec::new();
+    match a {
+        Action::Call { tool, arguments } => {
+            out.extend(vars::references(tool));
+            vars::json_references(arguments, &mut out);
+        }
+        Action::Request { method, params } | Action::Notify { method, params } => {
+            out.extend(vars::references(method));
+            if let Some(p) = params {
+                vars::json_references(p, &mut out);
+            }
+        }
+        Action::Read { uri } => out.extend(vars::references(uri)),
+        Action::Prompt { name, arguments } => {
+            out.extend(vars::references(name));
+            vars::json_references(arguments, &mut out);
+        }
+    }
+    out
+}
+
+/// The file's server with its variables filled in; relative paths (the
+/// command, `cwd`) from the test file's folder.
+fn target(server: &Server, vars: &mut Vars, dir: &Path) -> Result<Target, String> {
+    let mut fill = |t: &str| vars.fill_text(t).map_err(|e| e.to_string());
+    match &server.target {
+        FileTarget::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut spec = ServerSpec::new(
+                fill(command)?,
+                args.iter().map(|a| fill(a)).collect::<Result<Vec<_>, _>>()?,
+            );
+            spec.env = env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), fill(v)?)))
+                .collect::<Result<_, String>>()?;
+            spec.cwd = Some(match cwd {
+                Some(c) => dir.join(fill(c)?),
+                None => dir.to_owned(),
+            });
+            Ok(Target::Stdio(spec))
+        }
+        FileTarget::Http { url, headers } => {
+            let mut t = HttpTarget::streamable(fill(url)?);
+            for (k, v) in headers {
+                t = t.with_header(k.clone(), fill(v)?);
+            }
+            Ok(Target::Http(t))
+        }
+    }
+}
+
+fn era_choice(server: Option<&Server>) -> EraChoice {
+    server
+        .and_then(|s| s.era.as_deref())
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(EraChoice::Legacy)
+}
+
+/// What a step sends, filled in: (method, params, is a notification).
+fn message(action: &Action, vars: &mut Vars) -> Result<(String, Option<Json>, bool), vars::VarError> {
+    Ok(match action {
+        Action::Call { tool, arguments } => (
+            "tools/call".into(),
+            Some(json!({"name": vars.fill_text(tool)?, "arguments": vars.fill_json(arguments)?})),
+            false,
+        ),
+        Action::Request { method, params } => (
+            vars.fill_text(method)?,
+            params.as_ref().map(|p| vars.fill_json(p)).transpose()?,
+            false,
+        ),
+        Action::Notify { method, params } => (
+            vars.fill_text(method)?,
+            params.as_ref().map(|p| vars.fill_json(p)).transpose()?,
+            true,
+        ),
+        Action::Read { uri } => (
+            "resources/read".into(),
+            Some(json!({"uri": vars.fill_text(uri)?})),
+            false,
+        ),
+        Action::Prompt { name, arguments } => (
+            "prompts/get".into(),
+            Some(json!({"name": vars.fill_text(name)?, "arguments": vars.fill_json(arguments)?})),
+            false,
+        ),
+    })
+}
+
+/// The value at a path written as in an assertion (`result.structuredContent.id`,
+/// `result.content[0].text`), from the answer.
+pub fn value_at(doc: &Json, path: &str) -> Option<Json> {
+    let mut v = doc;
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(at) => (&part[..at], &part[at..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            v = v.get(key)?;
+        }
+        while let Some(end) = rest.find(']') {
+            let i: i64 = rest[1..end].trim().parse().ok()?;
+            let a = v.as_array()?;
+            let at = if i < 0 {
+                a.len().checked_sub(i.unsigned_abs() as usize)?
+            } else {
+                i as usize
+            };
+            v = a.get(at)?;
+            rest = &rest[end + 1..];
+        }
+    }
+    Some(v.clone())
+}
+
+/// The session's events as the observer saw them.
+type Seen = Arc<Mutex<Vec<Event>>>;
+
+fn seen_frame(seen: &Seen, seq: u64) -> Option<Frame> {
+    let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    events.iter().rev().find_map(|e| match e {
+        Event::Frame(f) if f.seq == seq => Some(f.clone()),
+        _ => None,
+    })
+}
+
+/// The last frame sent (a notification's).
+fn last_sent(seen: &Seen) -> Option<Frame> {
+    let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    events.iter().rev().find_map(|e| match e {
+        Event::Frame(f) if f.direction == Direction::Out => Some(f.clone()),
+        _ => None,
+    })
+}
+
+/// Runs a test file (read and checked already) from `path`.
+pub fn run_file(
+    path: &Path,
+    file: &TestFile,
+    options: &RunOptions,
+    lookup: Lookup,
+    watch: &mut dyn Watch,
+) -> FileReport {
+    let started = Instant::now();
+    let dir = path.parent().map(Path::to_owned).unwrap_or_default();
+    let mut report = FileReport {
+        path: path.to_owned(),
+        name: file.name.clone().unwrap_or_else(|| {
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        ..FileReport::default()
+    };
+    let mut vars = match prepare(file, options, lookup) {
+        Ok(v) => v,
+        Err(problems) => {
+            report.problems = problems;
+            return report;
+        }
+    };
+    let server = server_of(file);
+    let target = match (&options.against, server) {
+        (Some(t), _) => Ok(t.clone()),
+        (None, Some(s)) => target(s, &mut vars, &dir),
+        (None, None) => Err("the file names no server".to_owned()),
+    };
+    let target = match target {
+        Ok(t) => t,
+        Err(e) => {
+            report.error = Some(e);
+            return report;
+        }
+    };
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    // Events reach the watcher after each request returns (the observer
+    // runs inside the client, where the watcher cannot be borrowed).
+    let session_options = SessionOptions {
+        request_timeout: Some(options.timeout),
+        ..SessionOptions::new(crate::record::capture::open_log)
+    };
+    let mut client = Client::connect(
+        target.clone(),
+        session_options,
+        Box::new(move |ev: &Event| {
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(ev.clone());
+        }),
+    );
+    let mut told = 0;
+    let mut tell = |watch: &mut dyn Watch| {
+        let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for e in &events[told..] {
+            watch.event(e);
+        }
+        told = events.len();
+    };
+    let ran = run_session(
+        &mut client,
+        file,
+        options,
+        &mut vars,
+        &dir,
+        &mut report,
+        watch,
+        &mut tell,
+        &seen,
+        &target,
+    );
+    if let Err(e) = ran {
+        report.error = Some(vars.mask(&e));
+    }
+    client.close();
+    tell(watch);
+    report.duration = started.elapsed();
+    if !report.passed()
+        && let Some(to) = &options.keep_capture
+    {
+        let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match keep_capture(to, &target, &events, &vars) {
+            Ok(()) => report.capture = Some(to.clone()),
+            Err(e) => {
+                report
+                    .error
+                    .get_or_insert(format!("the capture could not be kept: {e}"));
+            }
+        }
+    }
+    report
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_session(
+    client: &mut Client,
+    file: &TestFile,
+    options: &RunOptions,
+    vars: &mut Vars,
+    dir: &Path,
+    report: &mut FileReport,
+    watch: &mut dyn Watch,
+    tell: &mut dyn FnMut(&mut dyn Watch),
+    seen: &Seen,
+    target: &Target,
+) -> Result<(), String> {
+    let timeout = options.timeout;
+    let session_started = Instant::now();
+    client
+        .wait_started(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    let choice = era_choice(server_of(file));
+    let hs = HandshakeOptions {
+        protocol_version: match choice {
+            EraChoice::Modern => crate::protocol::era::DEFAULT_MODERN_VERSION,
+            _ => crate::protocol::handshake::DEFAULT_VERSION,
+        }
+        .to_owned(),
+        ..HandshakeOptions::default()
+    };
+    match client.establish(choice, &hs, timeout) {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(format!("the handshake failed: {e}")),
+        Err(e) => return Err(format!("the server could not be reached: {e}")),
+    }
+    let tools = match client.list_all("tools/list", "tools", timeout) {
+        Ok(Ok(t)) => Some(t),
+        Ok(Err(_)) => None,
+        Err(e) => return Err(format!("tools/list: {e}")),
+    };
+    // A tool the server does not have is the file's mistake: said before any step runs.
+    if let Some(tools) = &tools {
+        let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name")?.as_str()).collect();
+        for step in &file.steps {
+            if let Action::Call { tool, .. } = &step.action
+                && !tool.contains("{{")
+                && !names.contains(&tool.as_str())
+            {
+                let near = crate::filter::error::nearest(tool, names.iter().copied())
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                report.problems.push(format!(
+                    "{}: {}: the server has no tool {tool:?}{near}",
+                    step.at, step.name
+                ));
+            }
+        }
+        if !report.problems.is_empty() {
+            return Ok(());
+        }
+    }
+    let output_schema = |name: &str| {
+        tools
+            .as_ref()?
+            .iter()
+            .find(|t| t.get("name").and_then(Json::as_str) == Some(name))?
+            .get("outputSchema")
+            .cloned()
+    };
+    let mut closed = false;
+    for step in &file.steps {
+        let result = if !picked(options.only.as_deref(), &step.name) {
+            skipped(step, "left out by --only")
+        } else if options.stop.load(Ordering::Relaxed) {
+            skipped(step, "stopped")
+        } else if closed {
+            errored(step, String::new(), "the session had ended".into())
+        } else {
+            let r = run_step(client, step, vars, dir, options, seen, &output_schema);
+            closed = client.is_closed();
+            r
+        };
+        tell(watch);
+        watch.step(&result);
+        report.steps.push(result);
+    }
+    let session_took = session_started.elapsed();
+    // The contracts are about the steps' session, before any eval adds to it.
+    let events: Vec<Event> = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut connect_again = |policy: &crate::protocol::mrtr::InputPolicy| {
+        Client::connect(
+            target.clone(),
+            SessionOptions {
+                request_timeout: Some(timeout),
+                ..SessionOptions::new(crate::record::capture::open_log)
+            },
+            Box::new(|_: &Event| {}),
+        )
+        .with_policy(policy.clone())
+    };
+    for c in super::contract::check(&file.contracts, &events, session_took, dir, timeout, &mut connect_again) {
+        let c = Check {
+            saw: c.saw.iter().map(|s| vars.mask(s)).collect(),
+            ..c
+        };
+        watch.contract(&c);
+        report.contracts.push(c);
+    }
+    let tool_list = tools.unwrap_or_default();
+    for eval in &file.evals {
+        for model in &eval.models {
+            let result = if !picked(options.only.as_deref(), &eval.name) || options.stop.load(Ordering::Relaxed) {
+                EvalResult {
+                    name: eval.name.clone(),
+                    at: eval.at,
+                    model: model.clone(),
+                    runs: eval.runs,
+                    passed: 0,
+                    pass_rate: eval.pass_rate,
+                    verdict: Verdict::Skipped,
+                    failures: Vec::new(),
+                    error: None,
+                }
+            } else {
+                run_eval(client, eval, model, vars, dir, timeout, &tool_list)
+            };
+            tell(watch);
+            watch.eval(&result);
+            report.evals.push(result);
+        }
+    }
+    Ok(())
+}
+
+fn skipped(step: &Step, why: &str) -> StepResult {
+    StepResult {
+        verdict: Verdict::Skipped,
+        error: Some(why.into()),
+        ..errored(step, String::new(), String::new())
+    }
+}
+
+fn errored(step: &Step, method: String, why: String) -> StepResult {
+    StepResult {
+        name: step.name.clone(),
+        at: step.at,
+        verdict: Verdict::Error,
+        checks: Vec::new(),
+        error: Some(why),
+        method,
+        latency: None,
+        request_seq: None,
+        response_seq: None,
+    }
+}
+
+fn run_step(
+    client: &mut Client,
+    step: &Step,
+    vars: &mut Vars,
+    dir: &Path,
+    options: &RunOptions,
+    seen: &Seen,
+    output_schema: &dyn Fn(&str) -> Option<Json>,
+) -> StepResult {
+    let (method, params, notification) = match message(&step.action, vars) {
+        Ok(m) => m,
+        Err(e) => return errored(step, String::new(), e.to_string()),
+    };
+    let (request, response) = if notification {
+        client.notify(&method, params);
+        // Whatever the notification caused has a moment to arrive.
+        client.pump_for(Duration::from_millis(20));
+        let Some(sent) = last_sent(seen) else {
+            return errored(step, method, "the notification was not sent".into());
+        };
+        (sent, None)
+    } else {
+        let r = match client.request(&method, params, options.timeout) {
+            Ok(r) => r,
+            Err(e @ (ClientError::TimedOut { .. } | ClientError::Unreadable { .. } | ClientError::TooLong { .. })) => {
+                return errored(step, method, vars.mask(&e.to_string()));
+            }
+            Err(e) => return errored(step, method, vars.mask(&format!("the session failed: {e}"))),
+        };
+        let request = r.frame.link.as_ref().and_then(|l| seen_frame(seen, l.request_seq));
+        let Some(request) = request else {
+            return errored(step, method, "the request's frame was not seen".into());
+        };
+        (request, Some(r.frame))
+    };
+    let exchange = Exchange {
+        request: &request,
+        response: response.as_ref(),
+    };
+    let mut checks = Vec::new();
+    for a in &step.asserts {
+        let saw = match filled_assertion(a, vars) {
+            Ok(filled) => exchange
+                .check(filled.as_ref().unwrap_or(a))
+                .err()
+                .map(|saw| saw.iter().map(|s| vars.mask(s)).collect()),
+            Err(why) => Some(vec![why]),
+        };
+        checks.push(Check::new(a.text.clone(), a.at, saw));
+    }
+    if step.output_schema {
+        let tool = match &step.action {
+            Action::Call { tool, .. } => vars.fill_text(tool).unwrap_or_default(),
+            _ => String::new(),
+        };
+        let problem = exchange.output_schema_problem(output_schema(&tool).as_ref());
+        checks.push(Check::new("output_schema", step.at, problem.map(|p| vec![p])));
+    }
+    let answer = response.as_ref().and_then(Frame::json);
+    if let Some(snap) = &step.snapshot {
+        let what = format!("snapshot {}", snap.name);
+        let problem = match &answer {
+            None => Some(vec!["no answer to compare".to_owned()]),
+            Some(a) => match snapshot::check(dir, snap, &vars.mask_json(a), options.update_snapshots) {
+                Ok(snapshot::Verdict::Same | snapshot::Verdict::Written(_) | snapshot::Verdict::Updated(_)) => None,
+                Ok(snapshot::Verdict::Differs(path, d)) => {
+                    let mut saw = vec![format!(
+                        "{} differs (--update-snapshots takes this answer):",
+                        path.display()
+                    )];
+                    saw.extend(d);
+                    Some(saw)
+                }
+                Err(e) => Some(vec![e.to_string()]),
+            },
+        };
+        checks.push(Check::new(what, step.at, problem));
+    }
+    for (var, path, at) in &step.capture {
+        let value = answer.as_ref().and_then(|a| value_at(a, path));
+        match value {
+            Some(v) => vars.set(var, v),
+            None => checks.push(Check::new(
+                format!("capture {var} = {path}"),
+                *at,
+                Some(vec![format!("{path} is absent from the answer")]),
+            )),
+        }
+    }
+    let failed = checks.iter().any(|c| !c.passed);
+    StepResult {
+        name: step.name.clone(),
+        at: step.at,
+        verdict: if failed { Verdict::Failed } else { Verdict::Passed },
+        checks,
+        error: None,
+        method,
+        latency: response.as_ref().and_then(|r| r.link.as_ref()).map(|l| l.latency),
+        request_seq: Some(request.seq),
+        response_seq: response.as_ref().map(|r| r.seq),
+    }
+}
+
+/// An assertion with `{{…}}` in it, filled in and parsed again (`None`:
+/// it has none).
+fn filled_assertion(a: &Assertion, vars: &mut Vars) -> Result<Option<Assertion>, String> {
+    if !a.text.contains("{{") {
+        return Ok(None);
+    }
+    let text = vars.fill_text(&a.text).map_err(|e| e.to_string())?;
+    let filter =
+        Filter::parse(&text).map_err(|e| format!("filled in, it is not a filter: {}", vars.mask(&e.summary())))?;
+    Ok(Some(Assertion { text, at: a.at, filter }))
+}
+
+/// Whether an expected call's arguments are among those sent: each member
+/// equal, a text written `re:PATTERN` matching the pattern.
+fn arguments_match(expected: &Json, sent: &Json) -> bool {
+    match (expected, sent) {
+        (Json::Object(e), Json::Object(s)) => e
+            .iter()
+            .all(|(k, ev)| s.get(k).is_some_and(|sv| arguments_match(ev, sv))),
+        (Json::String(e), sent) if e.starts_with("re:") => {
+            let text = match sent {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            regex::Regex::new(&e[3..]).is_ok_and(|r| r.is_match(&text))
+        }
+        (e, s) => e == s,
+    }
+}
+
+fn call_matches(expected: &ExpectedCall, (tool, arguments): &(String, Json)) -> bool {
+    *tool == expected.tool
+        && expected
+            .arguments
+            .as_ref()
+            .is_none_or(|e| arguments_match(e, arguments))
+}
+
+fn expected_text(c: &ExpectedCall) -> String {
+    match &c.arguments {
+        Some(a) => format!("{} {a}", c.tool),
+        None => c.tool.clone(),
+    }
+}
+
+/// Why a run did not do what the eval expects (empty: it did).
+pub fn grade(eval: &Eval, run: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if !run.done {
+        out.push(format!("it did not finish: {}", run.outcome));
+    }
+    if eval.in_order {
+        let mut calls = run.tool_calls.iter();
+        for e in &eval.expect_tools {
+            if !calls.any(|c| call_matches(e, c)) {
+                out.push(format!("expected {} (in order) was not called", expected_text(e)));
+                break;
+            }
+        }
+    } else {
+        for e in &eval.expect_tools {
+            if !run.tool_calls.iter().any(|c| call_matches(e, c)) {
+                out.push(format!("expected {} was not called", expected_text(e)));
+            }
+        }
+    }
+    for f in &eval.forbid_tools {
+        if run.tool_calls.iter().any(|(t, _)| t == f) {
+            out.push(format!("forbidden tool {f} was called"));
+        }
+    }
+    if let Some(re) = &eval.expect_text
+        && !re.is_match(&run.answer)
+    {
+        out.push(format!(
+            "the answer does not match /{}/: {:?}",
+            re.as_str(),
+            crate::text::shorten(&run.answer, 200)
+        ));
+    }
+    out
+}
+
+fn run_eval(
+    client: &mut Client,
+    eval: &Eval,
+    model: &str,
+    vars: &mut Vars,
+    dir: &Path,
+    timeout: Duration,
+    tools: &[Json],
+) -> EvalResult {
+    let mut result = EvalResult {
+        name: eval.name.clone(),
+        at: eval.at,
+        model: model.to_owned(),
+        runs: eval.runs,
+        passed: 0,
+        pass_rate: eval.pass_rate,
+        verdict: Verdict::Error,
+        failures: Vec::new(),
+        error: None,
+    };
+    let prepared = (|| -> Result<(ModelSpec, String, Option<crate::chat::replay::RecordedChat>, Option<String>), String> {
+        let base = eval.base_url.as_ref().map(|b| vars.fill_text(b)).transpose().map_err(|e| e.to_string())?;
+        let spec = ModelSpec::parse(model, base.as_deref()).map_err(|e| e.to_string())?;
+        let prompt = vars.fill_text(&eval.prompt).map_err(|e| e.to_string())?;
+        let recorded = match &eval.replay {
+            Some(p) => {
+                let loaded = crate::record::capture::load(&dir.join(p))
+                    .map_err(|e| format!("replay {p}: {}", crate::text::ErrorChain(&e)))?;
+                let chat = crate::chat::replay::RecordedChat::from_events(&loaded.events);
+                if chat.turns.is_empty() {
+                    return Err(format!("replay {p}: the capture holds no model turns"));
+                }
+                Some(chat)
+            }
+            None => None,
+        };
+        let key = match recorded {
+            Some(_) => None,
+            None => crate::chat::key::find_key_here(&spec, None)?.key,
+        };
+        Ok((spec, prompt, recorded, key))
+    })();
+    let (spec, prompt, recorded, key) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            result.error = Some(vars.mask(&e));
+            return result;
+        }
+    };
+    for n in 1..=eval.runs {
+        let mut conversation = Conversation {
+            system: eval.system.clone(),
+            ..Conversation::default()
+        };
+        conversation.user(prompt.clone());
+        let chat = ChatLoop::new(
+            spec.clone(),
+            conversation,
+            tools,
+            Settings::default(),
+            Approval::Auto,
+            eval.max_turns,
+        );
+        let mut source = match &recorded {
+            Some(chat) => TurnSource::Replay {
+                chat: chat.clone(),
+                differs: 0,
+            },
+            None => TurnSource::Live {
+                key: key.clone(),
+                timeout: timeout.max(Duration::from_secs(60)),
+            },
+        };
+        match drive::drive(client, timeout, chat, &spec, &mut source, &mut Unwatched) {
+            Ok(run) => {
+                let mut why = grade(eval, &run.summary);
+                if let Outcome::ProviderFailed(_) = run.outcome {
+                    why.truncate(1);
+                }
+                if why.is_empty() {
+                    result.passed += 1;
+                } else {
+                    result.failures.push(vars.mask(&format!("run {n}: {}", why.join("; "))));
+                }
+            }
+            Err(e) => {
+                result.error = Some(vars.mask(&format!("the session failed: {e}")));
+                return result;
+            }
+        }
+    }
+    let rate = f64::from(result.passed) / f64::from(eval.runs.max(1));
+    result.verdict = if rate + 1e-9 >= eval.pass_rate {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
+    result
+}
+
+/// Writes the session's capture with every secret masked.
+fn keep_capture(to: &Path, target: &Target, events: &[Event], vars: &Vars) -> Result<(), String> {
+    use crate::record::capture::{Header, Writer};
+    let header = Header::for_target(target, "session");
+    let _ = std::fs::remove_file(to);
+    let mut w = Writer::open(to, &header).map_err(|e| crate::text::ErrorChain(&e).to_string())?;
+    for e in events {
+        w.write(e).map_err(|e| e.to_string())?;
+    }
+    w.flush().map_err(|e| e.to_string())?;
+    drop(w);
+    if vars.has_secrets() {
+        let text = std::fs::read_to_string(to).map_err(|e| e.to_string())?;
+        std::fs::write(to, vars.mask(&text)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_takes_a_part_of_the_name_or_a_glob() {
+        assert!(picked(None, "anything"));
+        assert!(picked(Some("echo"), "Call echo twice"));
+        assert!(!picked(Some("echo"), "add"));
+        assert!(picked(Some("call *"), "call echo"));
+        assert!(picked(Some("*echo"), "call echo"));
+        assert!(!picked(Some("*echo"), "echo first"));
+        assert!(picked(Some("c*l*o"), "call echo"));
+    }
+
+    #[test]
+    fn values_are_captured_by_path() {
+        let doc = json!({"result": {"structuredContent": {"id": 7}, "content": [{"text": "a"}, {"text": "b"}]}});
+        assert_eq!(value_at(&doc, "result.structuredContent.id"), Some(json!(7)));
+        assert_eq!(value_at(&doc, "result.content[1].text"), Some(json!("b")));
+        assert_eq!(value_at(&doc, "result.content[-1].text"), Some(json!("b")));
+        assert_eq!(value_at(&doc, "result.missing"), None);
+    }
+
+    fn eval(text: &str) -> Eval {
+        let f = super::super::file::read(&format!(
+            "servers: {{a: {{command: x}}}}\nsteps: [{{request: ping}}]\nevals:\n  - {text}\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        f.evals[0].clone()
+    }
+
+    #[test]
+    fn a_run_is_graded_against_what_the_eval_expects() {
+        let run = RunSummary {
+            done: true,
+            outcome: "done".into(),
+            tool_calls: vec![
+                ("echo".into(), json!({"message": "Paris, FR"})),
+                ("add".into(), json!({"a": 1, "b": 2})),
+            ],
+            answer: "It is sunny in Paris.".into(),
+            ..RunSummary::default()
+        };
+        let ok = eval(
+            "{prompt: p, models: [openai:m], expect_tools: [{name: echo, arguments: {message: 're:(?i)paris'}}, add], in_order: true, forbid_tools: [delete], expect_text: sunny}",
+        );
+        assert_eq!(grade(&ok, &run), Vec::<String>::new());
+        let wrong_order = eval("{prompt: p, models: [openai:m], expect_tools: [add, echo], in_order: true}");
+        assert_eq!(
+            grade(&wrong_order, &run),
+            vec!["expected echo (in order) was not called"]
+        );
+        let forbidden = eval("{prompt: p, models: [openai:m], forbid_tools: [add], expect_text: rain}");
+        let said = grade(&forbidden, &run);
+        assert_eq!(said[0], "forbidden tool add was called");
+        assert!(said[1].starts_with("the answer does not match /rain/"), "{said:?}");
+        let args = eval("{prompt: p, models: [openai:m], expect_tools: [{name: add, arguments: {a: 2}}]}");
+        assert_eq!(grade(&args, &run), vec![r#"expected add {"a":2} was not called"#]);
+        let unfinished = RunSummary {
+            done: false,
+            outcome: "failed: 500".into(),
+            ..run
+        };
+        assert_eq!(grade(&args, &unfinished)[0], "it did not finish: failed: 500");
+    }
+}

@@ -1,0 +1,429 @@
+//! `mcpscope test`: test files (`*.mcp.yaml`) run headless. Every file is
+//! read and checked first (a mistake is said with its line and column, and
+//! nothing runs); then each file runs in a session of its own, its steps'
+//! verdicts printed as they come, and the report written as text, JSON,
+//! JUnit or SARIF.
+
+use clap::{Args, ValueEnum};
+use mcpscope_core::collection::file::{self, TestFile};
+use mcpscope_core::collection::output;
+use mcpscope_core::collection::report::{Check, Counts, EvalResult, FileReport, StepResult};
+use mcpscope_core::collection::run::{self, RunOptions, Watch};
+use mcpscope_core::collection::vars::{self, Lookup};
+use mcpscope_core::record::output_file;
+use mcpscope_core::text::ErrorChain;
+use mcpscope_core::transport::process::ServerSpec;
+use mcpscope_core::transport::target::Target;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::exit;
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// Test files (*.mcp.yaml) or folders to look in (recursively); the
+    /// current folder when none is given.
+    pub paths: Vec<PathBuf>,
+    /// The environment whose variables are used (a file's `environments:`).
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Only the steps and evals whose name holds this text (`*` matches anything).
+    #[arg(long)]
+    pub only: Option<String>,
+    /// How the report is written.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report here (the verdicts still go to the terminal).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Run this many files at once, each in a session of its own.
+    #[arg(long, default_value_t = 1)]
+    pub parallel: usize,
+    /// Keep the capture of each file whose session had a failure here
+    /// (FILE.jsonl; secrets masked).
+    #[arg(long)]
+    pub capture_dir: Option<PathBuf>,
+    /// Take each snapshot step's answer as its new snapshot.
+    #[arg(long)]
+    pub update_snapshots: bool,
+    /// Run the steps against `mcpscope mock` of this recording instead of the file's server.
+    #[arg(long, value_name = "CAPTURE")]
+    pub against: Option<PathBuf>,
+    /// Timeout for each request, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: u64,
+    /// Keep a secret in the OS keyring for `{{secret:NAME}}` (the value is read
+    /// from standard input) and run nothing.
+    #[arg(long, value_name = "NAME")]
+    pub store_secret: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Junit,
+    Sarif,
+}
+
+/// Where test files are looked for in a folder: not in these.
+const NOT_SEARCHED: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    mcpscope_core::collection::snapshot::DIR,
+];
+
+fn is_test_file(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".mcp.yaml") || n.ends_with(".mcp.yml"))
+}
+
+/// The test files `paths` name, in a stable order.
+fn test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            let skip = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| NOT_SEARCHED.contains(&n));
+            if p.is_dir() && !skip {
+                walk(&p, out)?;
+            } else if is_test_file(&p) {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    let here = [PathBuf::from(".")];
+    for p in if paths.is_empty() { &here[..] } else { paths } {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or folder", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn store_secret(name: &str) -> ExitCode {
+    let mut value = String::new();
+    if let Err(e) = std::io::stdin().read_line(&mut value) {
+        crate::errln!("mcpscope test: reading the secret from standard input: {e}");
+        return ExitCode::from(exit::IO);
+    }
+    let value = value.trim_end_matches(['\r', '\n']);
+    if value.is_empty() {
+        crate::errln!("mcpscope test: no value on standard input: nothing stored");
+        return ExitCode::from(exit::USAGE);
+    }
+    match mcpscope_core::config::keyring::Keyring::open().and_then(|k| k.set(&vars::keyring_entry(name), value)) {
+        Ok(()) => {
+            crate::errln!(
+                "mcpscope test: kept in the keyring as {} (a file uses it as {{{{secret:{name}}}}})",
+                vars::keyring_entry(name)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            crate::errln!("mcpscope test: the keyring: {e}");
+            ExitCode::from(exit::IO)
+        }
+    }
+}
+
+/// Prints verdicts as they come (one file at a time), or keeps them for
+/// the file's block (files in parallel).
+struct Progress<'a> {
+    lines: Vec<String>,
+    streaming: bool,
+    to_stderr: bool,
+    out: &'a Mutex<()>,
+}
+
+impl Progress<'_> {
+    fn say(&mut self, lines: Vec<String>) {
+        if self.streaming {
+            let _held = self.out.lock();
+            for l in lines {
+                print_line(&l, self.to_stderr);
+            }
+        } else {
+            self.lines.extend(lines);
+        }
+    }
+}
+
+fn print_line(line: &str, to_stderr: bool) {
+    let safe = mcpscope_core::text::terminal_safe(line, false);
+    if to_stderr {
+        crate::errln!("{safe}");
+    } else {
+        crate::outln!("{safe}");
+    }
+}
+
+impl Watch for Progress<'_> {
+    fn step(&mut self, r: &StepResult) {
+        self.say(output::step_lines(r));
+    }
+
+    fn contract(&mut self, c: &Check) {
+        self.say(output::contract_lines(c));
+    }
+
+    fn eval(&mut self, e: &EvalResult) {
+        self.say(output::eval_lines(e));
+    }
+}
+
+fn file_head(r: &FileReport) -> String {
+    format!("{} ({})", r.path.display(), r.name)
+}
+
+/// The lines a file's report ends with: why nothing ran, where the capture is.
+fn file_tail(r: &FileReport) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .problems
+        .iter()
+        .map(|p| format!("  problem {}:{p}", r.path.display()))
+        .collect();
+    if let Some(e) = &r.error {
+        out.push(format!("  error   {e}"));
+    }
+    if let Some(c) = &r.capture {
+        out.push(format!("  capture kept: {}", c.display()));
+    }
+    out
+}
+
+pub fn run(args: TestArgs) -> ExitCode {
+    if let Some(name) = &args.store_secret {
+        return store_secret(name);
+    }
+    if args.parallel == 0 {
+        crate::errln!("mcpscope test: --parallel takes 1 or more");
+        return ExitCode::from(exit::USAGE);
+    }
+    if let Some(path) = &args.output
+        && let Err(e) = output_file::check(path, output_file::Policy::Replace)
+    {
+        crate::errln!("mcpscope test: {}", ErrorChain(&e));
+        return ExitCode::from(exit::IO);
+    }
+    let files = match test_files(&args.paths) {
+        Ok(f) if f.is_empty() => {
+            crate::errln!("mcpscope test: no test files (*.mcp.yaml) found");
+            return ExitCode::from(exit::USAGE);
+        }
+        Ok(f) => f,
+        Err(e) => {
+            crate::errln!("mcpscope test: {e}");
+            return ExitCode::from(exit::IO);
+        }
+    };
+    // Every file read and checked before anything runs.
+    let mut read: Vec<(PathBuf, TestFile)> = Vec::new();
+    let mut mistakes = 0;
+    for path in &files {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                crate::errln!("{}: {e}", path.display());
+                mistakes += 1;
+                continue;
+            }
+        };
+        match file::read(&text) {
+            Ok(f) => read.push((path.clone(), f)),
+            Err(errors) => {
+                for e in errors {
+                    crate::errln!("{}:{e}", path.display());
+                }
+                mistakes += 1;
+            }
+        }
+    }
+    if mistakes > 0 {
+        crate::errln!("mcpscope test: {mistakes} test file(s) have mistakes: nothing was run");
+        return ExitCode::from(exit::IO);
+    }
+    if let Some(dir) = &args.capture_dir
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        crate::errln!("mcpscope test: --capture-dir {}: {e}", dir.display());
+        return ExitCode::from(exit::IO);
+    }
+    let against = match &args.against {
+        None => None,
+        Some(capture) => match std::env::current_exe() {
+            Ok(exe) => Some(Target::Stdio(ServerSpec::new(
+                exe.display().to_string(),
+                ["mock".to_owned(), capture.display().to_string()],
+            ))),
+            Err(e) => {
+                crate::errln!("mcpscope test: --against: this program's path: {e}");
+                return ExitCode::from(exit::IO);
+            }
+        },
+    };
+    let text = args.format == Format::Text && args.output.is_none();
+    // Verdicts go to stdout when it holds nothing else.
+    let to_stderr = !text;
+    let streaming = args.parallel == 1 || read.len() == 1;
+    let started = Instant::now();
+    let out = Mutex::new(());
+    let run_one = |(n, (path, f)): (usize, &(PathBuf, TestFile))| -> FileReport {
+        let keep_capture = args.capture_dir.as_ref().map(|d| {
+            let stem = path
+                .file_name()
+                .map(|n| {
+                    n.to_string_lossy()
+                        .trim_end_matches(".yaml")
+                        .trim_end_matches(".yml")
+                        .to_owned()
+                })
+                .unwrap_or_default();
+            d.join(format!("{n:03}-{stem}.jsonl"))
+        });
+        let options = RunOptions {
+            env: args.env.clone(),
+            only: args.only.clone(),
+            update_snapshots: args.update_snapshots,
+            timeout: Duration::from_millis(args.timeout_ms),
+            against: against.clone(),
+            keep_capture,
+            ..RunOptions::default()
+        };
+        let mut progress = Progress {
+            lines: Vec::new(),
+            streaming,
+            to_stderr,
+            out: &out,
+        };
+        if streaming {
+            progress.say(vec![format!(
+                "{}{}",
+                path.display(),
+                f.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
+            )]);
+        }
+        let report = run::run_file(path, f, &options, Lookup::here(), &mut progress);
+        let _held = out.lock();
+        if !streaming {
+            print_line(&file_head(&report), to_stderr);
+            for l in &progress.lines {
+                print_line(l, to_stderr);
+            }
+        }
+        for l in file_tail(&report) {
+            print_line(&l, to_stderr);
+        }
+        report
+    };
+    let reports: Vec<FileReport> = if streaming {
+        read.iter().enumerate().map(run_one).collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..args.parallel.min(read.len()) {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = read.get(i) else { break };
+                        let r = run_one((i, item));
+                        results
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((i, r));
+                    }
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
+    };
+    let mut counts = Counts::default();
+    for r in &reports {
+        counts.merge(r.counts());
+    }
+    print_line(
+        &output::summary_line(counts, reports.len(), started.elapsed()),
+        to_stderr,
+    );
+    let document = match args.format {
+        Format::Text => None,
+        Format::Json => Some(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&output::json(&reports)).expect("JSON prints")
+        )),
+        Format::Junit => Some(output::junit(&reports)),
+        Format::Sarif => Some(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&output::sarif(&reports, super::VERSION)).expect("JSON prints")
+        )),
+    };
+    match (&args.output, document) {
+        (Some(path), Some(doc)) => {
+            if let Err(e) = output_file::write_all(path, doc.as_bytes()) {
+                crate::errln!("mcpscope test: {}", ErrorChain(&e));
+                return ExitCode::from(exit::IO);
+            }
+        }
+        (Some(path), None) => {
+            let lines: Vec<String> = reports
+                .iter()
+                .flat_map(|r| {
+                    std::iter::once(file_head(r))
+                        .chain(r.steps.iter().flat_map(output::step_lines))
+                        .chain(r.contracts.iter().flat_map(output::contract_lines))
+                        .chain(r.evals.iter().flat_map(output::eval_lines))
+                        .chain(file_tail(r))
+                })
+                .chain(std::iter::once(output::summary_line(
+                    counts,
+                    reports.len(),
+                    started.elapsed(),
+                )))
+                .collect();
+            if let Err(e) = output_file::write_all(path, format!("{}\n", lines.join("\n")).as_bytes()) {
+                crate::errln!("mcpscope test: {}", ErrorChain(&e));
+                return ExitCode::from(exit::IO);
+            }
+        }
+        (None, Some(doc)) => crate::cli::output::out(format_args!("{doc}")),
+        (None, None) => {}
+    }
+    ExitCode::from(status(&reports))
+}
+
+/// 4 when a file has a mistake found once its server was reached (an
+/// unknown tool or variable); else 1 when a check failed; else 3 when a
+/// session or a request failed; else 0.
+fn status(reports: &[FileReport]) -> u8 {
+    if reports.iter().any(|r| !r.problems.is_empty()) {
+        return exit::IO;
+    }
+    let mut c = Counts::default();
+    for r in reports {
+        c.merge(r.counts());
+    }
+    if c.failed > 0 {
+        exit::FAILED
+    } else if c.errors > 0 {
+        exit::UNREACHABLE
+    } else {
+        exit::OK
+    }
+}
