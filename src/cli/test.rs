@@ -200,6 +200,7 @@ fn file_tail(r: &FileReport) -> Vec<String> {
     if let Some(e) = &r.error {
         out.push(format!("  error   {e}"));
     }
+    out.extend(r.notes.iter().map(|n| format!("  note    {n}")));
     if let Some(c) = &r.capture {
         out.push(format!("  capture kept: {}", c.display()));
     }

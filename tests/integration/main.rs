@@ -14,6 +14,7 @@ mod apps;
 mod browser;
 mod capture_roundtrip;
 mod cli;
+mod collections;
 mod conformance_2026;
 #[cfg(unix)] // the tour runs sh in process groups
 mod docs;

@@ -125,6 +125,11 @@ pub fn normalise(v: &Value, ignore: &Ignore) -> Value {
 
 /// How a live answer differs from the recorded one (empty: the same).
 pub fn compare(recorded: &Outcome, live: &Outcome, ignore: &Ignore) -> Vec<String> {
+    compare_labelled(recorded, live, ignore, ("the recording", "the server"))
+}
+
+/// [`compare`], naming the two sides (`the snapshot`, `the server`).
+pub fn compare_labelled(recorded: &Outcome, live: &Outcome, ignore: &Ignore, labels: (&str, &str)) -> Vec<String> {
     let mut out = Vec::new();
     match (recorded, live) {
         (Outcome::Result(a), Outcome::Result(b)) => {
@@ -133,7 +138,7 @@ pub fn compare(recorded: &Outcome, live: &Outcome, ignore: &Ignore) -> Vec<Strin
             if let Some(t) = ignore.tolerance {
                 within_tolerance(&a, &mut b, t);
             }
-            compare_values_labelled("result", Some(&a), Some(&b), ("the recording", "the server"), &mut out)
+            compare_values_labelled("result", Some(&a), Some(&b), labels, &mut out)
         }
         (Outcome::Error(a), Outcome::Error(b)) => {
             if a.code != b.code {

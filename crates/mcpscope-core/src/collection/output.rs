@@ -297,7 +297,15 @@ pub fn sarif(reports: &[FileReport], tool_version: &str) -> Value {
     }
     let rules: Vec<Value> = RULES
         .iter()
-        .map(|(id, text)| json!({"id": id, "shortDescription": {"text": text}, "fullDescription": {"text": text}}))
+        .map(|(id, text)| {
+            json!({
+                "id": id,
+                "shortDescription": {"text": text},
+                "fullDescription": {"text": text},
+                "help": {"text": format!("{text} (mcpscope test: the message says what was seen)")},
+                "properties": {"tags": ["mcp", "test"]},
+            })
+        })
         .collect();
     json!({
         "$schema": SARIF_SCHEMA,

@@ -129,6 +129,8 @@ pub struct FileReport {
     pub duration: Duration,
     /// The session's capture, kept because something failed.
     pub capture: Option<PathBuf>,
+    /// What a reader should know (contracts not checked on part of a file).
+    pub notes: Vec<String>,
 }
 
 /// How many of each verdict.

@@ -152,7 +152,12 @@ pub fn check(test_dir: &Path, snap: &Snapshot, response: &Json, update: bool) ->
         }
         Some(b) => b?,
     };
-    let differences = answer_diff::compare(&outcome(&before), &outcome(&now), &ignore(&snap.ignore));
+    let differences = answer_diff::compare_labelled(
+        &outcome(&before),
+        &outcome(&now),
+        &ignore(&snap.ignore),
+        ("the snapshot", "the server"),
+    );
     match (differences.is_empty(), update) {
         (true, _) => Ok(Verdict::Same),
         (false, true) => {
