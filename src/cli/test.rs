@@ -277,9 +277,8 @@ pub fn run(args: TestArgs) -> ExitCode {
             }
         },
     };
-    let text = args.format == Format::Text && args.output.is_none();
-    // Verdicts go to stdout when it holds nothing else.
-    let to_stderr = !text;
+    // Verdicts go to stdout unless the report itself does.
+    let to_stderr = args.format != Format::Text && args.output.is_none();
     let streaming = args.parallel == 1 || read.len() == 1;
     let started = Instant::now();
     let out = Mutex::new(());

@@ -39,8 +39,8 @@ fn said(out: &Output) -> String {
 fn copied(from: &str, dir: &Path) -> PathBuf {
     let to = dir.join("tests").join(Path::new(from).file_name().unwrap());
     copy_dir(&repo().join(from), &to);
+    #[cfg(unix)]
     for link in ["peers", "servers"] {
-        #[cfg(unix)]
         std::os::unix::fs::symlink(repo().join("tests").join(link), dir.join("tests").join(link)).unwrap();
     }
     to

@@ -235,7 +235,10 @@ fn test(o: &Operand) -> Result<Pred, FilterError> {
         .suggest(format!("compare it, e.g. {}(…) > 0", func.name()))),
         Operand::Field(_) => {
             let g = getter(o)?;
-            Ok(if getter_ty(&g) == Ty::Bool {
+            // Bare `result.isError` asks whether the call failed, not
+            // whether the key is there (an absent one reads as false).
+            let failed = matches!(&g, Getter::Field(Access::Path(p)) if is_error_flag(p));
+            Ok(if getter_ty(&g) == Ty::Bool || failed {
                 Pred::Truthy(g)
             } else {
                 Pred::Exists(g)
@@ -760,8 +763,20 @@ fn plain(s: &str) -> bool {
             .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
 }
 
+/// `result.isError`: the one path with a default, false when a result lacks
+/// it (the spec's), so `result.isError == false` holds on a plain result.
+pub(super) fn is_error_flag(p: &[Segment]) -> bool {
+    matches!(p, [Segment::Key(r), Segment::Key(e)] if r == "result" && e == "isError")
+}
+
 fn path_keys(a: &Access, out: &mut Vec<String>) {
     if let Access::Path(segs) = a {
+        // A result without `isError` reads as false (eval's default): the
+        // line need not hold the word.
+        if is_error_flag(segs) {
+            out.push("result".into());
+            return;
+        }
         for s in segs {
             if let Segment::Key(k) = s
                 && plain(k)

@@ -268,7 +268,15 @@ fn path<S: Subject>(
 ) -> bool {
     let Some(doc) = s.message() else { return false };
     let fixed = depths(rel, p, binds);
-    json::each(doc, p, &fixed, &mut |raw| V::from_raw(raw).is_some_and(&mut *f))
+    let mut found = false;
+    let held = json::each(doc, p, &fixed, &mut |raw| {
+        found = true;
+        V::from_raw(raw).is_some_and(&mut *f)
+    });
+    if !found && s.kind() == "result" && super::compile::is_error_flag(p) {
+        return f(V::Bool(false));
+    }
+    held
 }
 
 fn first_of<S: Subject>(s: &S, paths: &[&[&str]], f: &mut dyn FnMut(V<'_>) -> bool) -> bool {

@@ -98,6 +98,9 @@ fn every_field_on_a_session() {
         (r#"error.message contains "not found""#, &[10]),
         ("result.isError == true", &[8]),
         ("result.isError", &[8]),
+        // A result without isError did not fail (the spec's default).
+        ("result.isError == false", &[2, 5]),
+        ("not result.isError and kind in {\"result\", \"iserror\"}", &[2, 5]),
         (r#"params.name == "add""#, &[6]),
         ("params.arguments.a > 5", &[6]),
         ("params.arguments.a > 7", &[]),

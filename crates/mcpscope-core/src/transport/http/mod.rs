@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 mod exchange;
 mod post;
 mod streams;
+mod workers;
 pub(crate) use exchange::joined_headers;
 use exchange::*;
 use post::*;
@@ -207,6 +208,7 @@ pub(crate) fn run(
         get_after: None,
         get_started: false,
         phase: Phase::Running,
+        posts: workers::Workers::new("mcpscope-post"),
     };
     if target.kind == HttpKind::Sse {
         let ctx = link.ctx.clone();
@@ -238,6 +240,8 @@ struct HttpLink {
     get_after: Option<u64>,
     get_started: bool,
     phase: Phase,
+    /// The threads POSTs run on.
+    posts: workers::Workers,
 }
 
 impl HttpLink {
@@ -335,7 +339,7 @@ impl HttpLink {
                 is_initialize,
             };
             let ctx = self.ctx.clone();
-            if let Err(e) = runner::spawn_named("mcpscope-post", move || post(ctx, job)) {
+            if let Err(e) = self.posts.run(move || post(ctx, job)) {
                 let info = self.post_info(request_id, format!("could not start a POST worker thread: {e}"));
                 sink.fail(info, Instant::now());
                 continue;
