@@ -14,7 +14,7 @@ use mcpscope_core::record::output_file;
 use mcpscope_core::text::ErrorChain;
 use mcpscope_core::transport::process::ServerSpec;
 use mcpscope_core::transport::target::Target;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -66,53 +66,6 @@ pub enum Format {
     Json,
     Junit,
     Sarif,
-}
-
-/// Where test files are looked for in a folder: not in these.
-const NOT_SEARCHED: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    mcpscope_core::collection::snapshot::DIR,
-];
-
-fn is_test_file(p: &Path) -> bool {
-    p.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".mcp.yaml") || n.ends_with(".mcp.yml"))
-}
-
-/// The test files `paths` name, in a stable order.
-fn test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for p in entries {
-            let skip = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| NOT_SEARCHED.contains(&n));
-            if p.is_dir() && !skip {
-                walk(&p, out)?;
-            } else if is_test_file(&p) {
-                out.push(p);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    let here = [PathBuf::from(".")];
-    for p in if paths.is_empty() { &here[..] } else { paths } {
-        if p.is_dir() {
-            walk(p, &mut out)?;
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or folder", p.display()));
-        }
-    }
-    Ok(out)
 }
 
 fn store_secret(name: &str) -> ExitCode {
@@ -221,7 +174,7 @@ pub fn run(args: TestArgs) -> ExitCode {
         crate::errln!("mcpscope test: {}", ErrorChain(&e));
         return ExitCode::from(exit::IO);
     }
-    let files = match test_files(&args.paths) {
+    let files = match mcpscope_core::collection::find::test_files(&args.paths) {
         Ok(f) if f.is_empty() => {
             crate::errln!("mcpscope test: no test files (*.mcp.yaml) found");
             return ExitCode::from(exit::USAGE);

@@ -138,6 +138,34 @@ impl SavedServer {
         }
     }
 
+    /// The server as a test file's `servers:` entry (Save to collection
+    /// into a new file); the core writes its secret values as placeholders.
+    pub fn for_test_file(&self) -> mcpscope_core::collection::save::NewServer {
+        use mcpscope_core::collection::file::Target as FileTarget;
+        let target = match self.http_kind() {
+            Some(_) => FileTarget::Http {
+                url: self.url.clone(),
+                headers: self.headers.clone(),
+            },
+            None => FileTarget::Stdio {
+                command: self.program.clone(),
+                args: self.args.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.clone().filter(|c| !c.is_empty()),
+            },
+        };
+        let name: String = self
+            .name
+            .chars()
+            .map(|c| if c.is_alphanumeric() || c == '-' { c } else { '_' })
+            .collect();
+        mcpscope_core::collection::save::NewServer {
+            name: if name.is_empty() { "server".into() } else { name },
+            target,
+            era: Some(self.era.clone()).filter(|e| !e.is_empty()),
+        }
+    }
+
     /// Whether `other` starts or reaches a different server (its name aside).
     pub fn target_differs(&self, other: &SavedServer) -> bool {
         let unnamed = |s: &SavedServer| SavedServer {

@@ -10,6 +10,7 @@ use mcpscope_app::{McpscopeApp, StartupArgs};
 use std::time::{Duration, Instant};
 
 mod chat;
+mod collections;
 mod composer;
 mod files;
 mod launch;

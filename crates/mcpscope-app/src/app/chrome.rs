@@ -56,6 +56,14 @@ impl McpscopeApp {
                     self.verify.open = true;
                     ui.close();
                 }
+                if ui
+                    .button("Collections…")
+                    .on_hover_text("Test files (*.mcp.yaml): run them, see each step's verdict, save requests to them")
+                    .clicked()
+                {
+                    self.collections.open = true;
+                    ui.close();
+                }
                 if ui.button("Compare two captures…").clicked() {
                     self.diff.open = true;
                     ui.close();

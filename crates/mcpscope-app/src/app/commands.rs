@@ -39,6 +39,14 @@ pub(crate) enum Command {
     /// Start the server a restored tab ran.
     Relaunch,
     DismissRelaunch,
+    /// Save to collection: a request (its label, and what it sends) waits in
+    /// the Collections window for the file it goes into.
+    SaveToCollection(String, mcpscope_core::collection::save::NewStep),
+    /// Write the waiting step into this test file.
+    SaveStep(PathBuf),
+    /// Show a frame of a capture (a test run's): its tab if open, else
+    /// opened in a new one; the frame is selected once it is loaded.
+    ShowCapturedFrame(PathBuf, u64),
 }
 
 impl McpscopeApp {
@@ -264,6 +272,18 @@ impl McpscopeApp {
             Command::Replay(method, params) => self.replay(method, params),
             Command::Relaunch => self.relaunch(),
             Command::DismissRelaunch => self.session_mut().restored = None,
+            Command::SaveToCollection(label, step) => self.collections.offer_save(label, step, &self.waker),
+            Command::SaveStep(path) => {
+                // A new file runs against the tab's server, else the launcher's.
+                let server = self
+                    .session()
+                    .last_launch
+                    .clone()
+                    .or_else(|| self.launcher.form.to_saved().ok())
+                    .map(|s| s.for_test_file());
+                self.collections.save(path, server);
+            }
+            Command::ShowCapturedFrame(capture, seq) => self.show_captured_frame(capture, seq),
             Command::Filter(join, cond) => {
                 let text = match join {
                     None => cond,
@@ -336,6 +356,7 @@ impl McpscopeApp {
             }
             ComposerAction::RecordModel(exchange) => i.record_model(*exchange),
             ComposerAction::PickChatRecording => self.pick(DialogPurpose::ChatRecording),
+            ComposerAction::SaveToCollection(label, step) => self.collections.offer_save(label, step, &self.waker),
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
@@ -406,6 +427,33 @@ impl McpscopeApp {
 
     /// Runs file work on a worker (the UI thread never does I/O); its outcome
     /// shows in the status bar.
+    fn show_captured_frame(&mut self, capture: PathBuf, seq: u64) {
+        match self.tabs.iter().position(|t| t.capture_path() == Some(&capture)) {
+            Some(idx) => {
+                self.activate_tab(idx);
+                let row = self
+                    .session()
+                    .inspection
+                    .as_ref()
+                    .filter(|i| !i.loading())
+                    .and_then(|i| i.model.store.row_of_seq(seq));
+                match row {
+                    Some(row) => self.apply(Command::ShowRow(row)),
+                    None => {
+                        self.session_mut().restored = Some(crate::restore::Restored {
+                            select_seq: Some(seq),
+                            relaunch: None,
+                        });
+                    }
+                }
+            }
+            None => {
+                self.select_on_open = Some((capture.clone(), seq));
+                self.apply(Command::OpenCapture(capture));
+            }
+        }
+    }
+
     pub(super) fn background(&mut self, what: String, work: impl FnOnce() -> anyhow::Result<String> + Send + 'static) {
         let job = crate::job::Job::spawn("file", Some(Arc::clone(&self.waker)), work);
         self.message = Some((Severity::Info, format!("{what}…")));

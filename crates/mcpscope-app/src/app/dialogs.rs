@@ -45,6 +45,13 @@ impl McpscopeApp {
                 },
             ),
             DialogPurpose::WorkingDirectory => ("Working directory", PickKind::Folder),
+            DialogPurpose::CollectionsFolder => ("A folder of test files", PickKind::Folder),
+            DialogPurpose::SaveToCollection => (
+                "Save to a test file (an existing one, or a new name)",
+                PickKind::Save {
+                    default_name: "calls.mcp.yaml".into(),
+                },
+            ),
             DialogPurpose::ChatRecording => (
                 "Replay the chat recorded in a capture",
                 PickKind::Open {
@@ -77,7 +84,11 @@ impl McpscopeApp {
                 DialogPurpose::DiffSide(_) | DialogPurpose::ChatRecording => {
                     dialog.add_filter("mcpscope capture", &["jsonl"]).pick_file()
                 }
-                DialogPurpose::WorkingDirectory => dialog.pick_folder(),
+                DialogPurpose::WorkingDirectory | DialogPurpose::CollectionsFolder => dialog.pick_folder(),
+                DialogPurpose::SaveToCollection => dialog
+                    .add_filter("mcpscope test file", &["yaml", "yml"])
+                    .set_file_name("calls.mcp.yaml")
+                    .save_file(),
             }
         });
         self.dialog = Some((purpose, job));
@@ -124,6 +135,8 @@ impl McpscopeApp {
             DialogPurpose::WorkingDirectory => self.launcher.form.cwd = path.display().to_string(),
             DialogPurpose::DiffSide(side) => self.diff.set(side, path, &self.waker),
             DialogPurpose::ChatRecording => self.session_mut().composer.chat.load_recording(path),
+            DialogPurpose::CollectionsFolder => self.collections.set_folder(path, &self.waker),
+            DialogPurpose::SaveToCollection => self.apply(Command::SaveStep(path)),
         }
     }
 

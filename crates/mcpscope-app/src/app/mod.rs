@@ -135,6 +135,10 @@ pub enum DialogPurpose {
     DiffSide(Side),
     /// A capture whose recorded chat the Chat mode replays.
     ChatRecording,
+    /// The folder whose test files the Collections window lists.
+    CollectionsFolder,
+    /// The test file a waiting Save to collection goes into (or a new one).
+    SaveToCollection,
 }
 
 /// The tabs of the bottom panel.
@@ -157,6 +161,9 @@ pub struct McpscopeApp {
     pub launcher: LauncherPanel,
     pub diff: DiffView,
     pub verify: panels::verify_view::VerifyView,
+    pub collections: panels::collections_view::CollectionsView,
+    /// A capture being opened for a click in Collections: the frame to select once it is.
+    select_on_open: Option<(PathBuf, u64)>,
     /// The mcpscope binary File → Mock runs (`None`: this one; tests name the CLI).
     pub mcpscope_binary: Option<String>,
     pub console_open: bool,
@@ -268,6 +275,8 @@ impl McpscopeApp {
             launcher: LauncherPanel::default(),
             diff: DiffView::default(),
             verify: panels::verify_view::VerifyView::default(),
+            collections: Default::default(),
+            select_on_open: None,
             mcpscope_binary: None,
             console_open: true,
             bottom_tab: BottomTab::Stderr,

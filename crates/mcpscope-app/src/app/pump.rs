@@ -22,6 +22,13 @@ impl McpscopeApp {
         }
         self.poll_jobs();
         self.diff.poll();
+        self.collections.drain();
+        if let Some(said) = self.collections.said.take() {
+            self.message = Some(match said {
+                Ok(text) => (Severity::Info, text),
+                Err(text) => (Severity::Error, format!("not saved: {text}")),
+            });
+        }
         if let Some(panels::verify_view::VerifyAction::Compare { recorded, live }) = self.verify.poll() {
             // The recording and the live session, side by side.
             self.diff.set(Side::A, recorded, &self.waker);
@@ -65,6 +72,17 @@ impl McpscopeApp {
                     .and_then(|p| p.file_name())
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
                 self.tab_for_new_session(title);
+                // Opened for a click in Collections: its frame is selected once loaded.
+                if let Some((path, seq)) = self.select_on_open.take() {
+                    if opened.as_ref().and_then(|i| i.capture_path.as_ref()) == Some(&path) {
+                        self.session_mut().restored = Some(crate::restore::Restored {
+                            select_seq: Some(seq),
+                            relaunch: None,
+                        });
+                    } else {
+                        self.select_on_open = Some((path, seq));
+                    }
+                }
                 self.session_mut().inspection = opened;
             }
         }

@@ -164,6 +164,19 @@ impl McpscopeApp {
                                     view.composer.load_raw_request(&method, params.as_ref());
                                     view.right_tab = RightTab::Compose;
                                 }
+                                Some(DetailAction::SaveToCollection(method, params)) => {
+                                    let label = crate::composer::history::describe(&Outgoing::Request {
+                                        method: method.clone(),
+                                        params: params.clone(),
+                                        id: None,
+                                    });
+                                    let step = mcpscope_core::collection::save::NewStep {
+                                        method,
+                                        params,
+                                        notification: false,
+                                    };
+                                    commands.push(Command::SaveToCollection(label, step));
+                                }
                                 None => {}
                             }
                         }
@@ -228,6 +241,20 @@ impl McpscopeApp {
                 && let Some(capture) = session_capture.clone()
             {
                 self.verify.start(capture, server, self.tokens.share(), &self.waker);
+            }
+        }
+        if self.collections.open {
+            use panels::collections_view::CollectionsAction;
+            match self.collections.window(ui.ctx()) {
+                Some(CollectionsAction::ChooseFolder) => commands.push(Command::Pick(DialogPurpose::CollectionsFolder)),
+                Some(CollectionsAction::SaveElsewhere) => {
+                    commands.push(Command::Pick(DialogPurpose::SaveToCollection));
+                }
+                Some(CollectionsAction::SaveInto(path)) => commands.push(Command::SaveStep(path)),
+                Some(CollectionsAction::ShowFrame { capture, seq }) => {
+                    commands.push(Command::ShowCapturedFrame(capture, seq));
+                }
+                None => {}
             }
         }
         if let Some(w) = &mut self.watch_client

@@ -4,6 +4,7 @@
 use super::ComposerAction;
 use crate::inspection::Outgoing;
 use egui::{RichText, Ui};
+use mcpscope_core::collection::save::NewStep;
 use mcpscope_core::wire::message::RequestId;
 use serde_json::Value;
 
@@ -21,9 +22,27 @@ impl HistoryEntry {
         let label = describe(&outgoing);
         Self { outgoing, label, id }
     }
+
+    /// Save to collection, for what a test file can send (not raw bytes).
+    pub fn save_action(&self) -> Option<ComposerAction> {
+        let (method, params, notification) = match &self.outgoing {
+            Outgoing::Request { method, params, .. } => (method, params, false),
+            Outgoing::Notification { method, params } => (method, params, true),
+            Outgoing::Raw(_) => return None,
+        };
+        Some(ComposerAction::SaveToCollection(
+            self.label.clone(),
+            NewStep {
+                method: method.clone(),
+                params: params.clone(),
+                notification,
+            },
+        ))
+    }
 }
 
-fn describe(out: &Outgoing) -> String {
+/// How a request is named in lists: its method and the tool, prompt or resource.
+pub fn describe(out: &Outgoing) -> String {
     match out {
         Outgoing::Request { method, params, .. } | Outgoing::Notification { method, params } => {
             let subject = params.as_ref().and_then(|p| {
@@ -102,6 +121,18 @@ impl History {
                                 }
                                 if ui.small_button("Edit").clicked() {
                                     load = Some(e.clone());
+                                }
+                                let save = e.save_action();
+                                if ui
+                                    .add_enabled(save.is_some(), egui::Button::new("Save…").small())
+                                    .on_hover_text(
+                                        "Save to collection: a step of a test file, with an assertion to start from",
+                                    )
+                                    .on_disabled_hover_text("Raw bytes are not a step a test file can send")
+                                    .clicked()
+                                    && let Some(a) = save
+                                {
+                                    actions.push(a);
                                 }
                                 let id = e.id.as_ref().map(|i| format!(" #{i}")).unwrap_or_default();
                                 ui.label(RichText::new(format!("{}{id}", e.label)).monospace());

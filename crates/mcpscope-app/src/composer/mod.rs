@@ -8,7 +8,7 @@
 mod answers;
 mod chat;
 mod completion;
-mod history;
+pub mod history;
 mod listen;
 mod lists;
 mod prompt;
@@ -69,6 +69,8 @@ pub enum ComposerAction {
     RecordModel(Box<mcpscope_core::model::record::ModelExchange>),
     /// Choose a capture whose chat the Chat mode replays.
     PickChatRecording,
+    /// Save this request (its label, what it sends) as a step of a test file.
+    SaveToCollection(String, mcpscope_core::collection::save::NewStep),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

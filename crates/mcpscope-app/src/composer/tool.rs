@@ -315,9 +315,24 @@ impl ToolMode {
             ui.checkbox(&mut self.as_task, format!("run as a task ({})", flavor.label()))
                 .on_hover_text("The server offers tasks for tools/call: the call returns a task, polled until it ends");
         }
-        if send_row(ui, live, true, "Send tools/call")
+        let send = send_row(ui, live, true, "Send tools/call");
+        if ui
+            .add_enabled(self.def(lists).is_some(), egui::Button::new("Save to collection…"))
+            .on_hover_text("Write this call, with its arguments, as a step of a test file (mcpscope test runs it)")
+            .clicked()
             && let Some(params) = self.call_params(lists)
         {
+            let name = params["name"].as_str().unwrap_or_default().to_owned();
+            actions.push(ComposerAction::SaveToCollection(
+                format!("tools/call {name}"),
+                mcpscope_core::collection::save::NewStep {
+                    method: methods::TOOLS_CALL.into(),
+                    params: Some(params),
+                    notification: false,
+                },
+            ));
+        }
+        if send && let Some(params) = self.call_params(lists) {
             actions.push(if self.as_task && task_flavor.is_some() {
                 ComposerAction::RunTask(params)
             } else {

@@ -31,6 +31,8 @@ pub enum DetailAction {
     Replay(String, Option<serde_json::Value>),
     /// Load this request into the raw composer to edit before sending.
     EditReplay(String, Option<serde_json::Value>),
+    /// Save this request as a step of a test file.
+    SaveToCollection(String, Option<serde_json::Value>),
 }
 
 pub struct DetailPanel {
@@ -192,7 +194,14 @@ impl DetailPanel {
                     .on_hover_text("Load this request into the raw composer to change it before sending")
                     .clicked()
                 {
-                    action = Some(DetailAction::EditReplay(method, params));
+                    action = Some(DetailAction::EditReplay(method.clone(), params.clone()));
+                }
+                if ui
+                    .button("Save to collection…")
+                    .on_hover_text("Write this request as a step of a test file, with an assertion to start from")
+                    .clicked()
+                {
+                    action = Some(DetailAction::SaveToCollection(method, params));
                 }
             }
             for r in responses {

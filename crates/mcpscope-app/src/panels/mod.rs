@@ -2,6 +2,7 @@
 //! model and returns what the user asked for as actions.
 
 pub mod app_view;
+pub mod collections_view;
 pub mod detail;
 pub mod diff_view;
 pub mod expert;

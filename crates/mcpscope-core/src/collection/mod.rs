@@ -13,9 +13,11 @@
 pub mod check;
 pub mod contract;
 pub mod file;
+pub mod find;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod save;
 pub mod snapshot;
 pub mod vars;
 pub mod yaml;

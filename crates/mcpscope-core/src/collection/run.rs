@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub against: Option<Target>,
     /// Where to keep the session's capture when something failed.
     pub keep_capture: Option<PathBuf>,
+    /// Keep it when everything passed too (the app, where any step's frame
+    /// is a click away).
+    pub keep_passing: bool,
     /// Set to stop after the step in flight.
     pub stop: Arc<AtomicBool>,
 }
@@ -58,6 +61,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(30),
             against: None,
             keep_capture: None,
+            keep_passing: false,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -425,7 +429,7 @@ pub fn run_file(
     client.close();
     tell(watch);
     report.duration = started.elapsed();
-    if !report.passed()
+    if (!report.passed() || options.keep_passing)
         && let Some(to) = &options.keep_capture
     {
         let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

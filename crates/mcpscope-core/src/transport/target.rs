@@ -234,7 +234,8 @@ const SECRET_PARTS: &[&str] = &[
     "privatekey",
 ];
 
-fn secret_param(name: &str) -> bool {
+/// Whether a query parameter's (or a variable's) name says its value is a secret.
+pub(crate) fn secret_param(name: &str) -> bool {
     let n: String = name
         .chars()
         .filter(|c| !matches!(c, '-' | '_' | '.'))

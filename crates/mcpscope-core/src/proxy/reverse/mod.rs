@@ -41,6 +41,8 @@ mod listener;
 mod rewrite;
 mod sse_relay;
 
+pub(crate) use rewrite::is_secret_header;
+
 use crate::listen::ListenError;
 use crate::listen::slots::Slots;
 use crate::proxy::stdio::LiveRecord;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-pub(super) fn is_secret_header(name: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),

@@ -1,0 +1,746 @@
+//! File → Collections…: the test files (`*.mcp.yaml`) of a folder, each step
+//! with its last verdict; Run one file, Run all, Stop; a failed check shown
+//! with what it saw, and a click on a step opens its run's capture at the
+//! step's frame. The files are run by the core's runner on a worker, as
+//! `mcpscope test` runs them; the panel only reads what it reports.
+//!
+//! It is also where Save to collection lands: a request from the composer,
+//! History or a frame waits here until the user picks the file it goes into.
+
+use crate::job::{Feed, Feeder, Job, PollSlot as _};
+use crate::theme;
+use egui::{Color32, RichText, Ui};
+use mcpscope_core::collection::file::{self, TestFile};
+use mcpscope_core::collection::report::{Check, EvalResult, FileReport, StepResult, Verdict};
+use mcpscope_core::collection::run::{self, RunOptions, Watch};
+use mcpscope_core::collection::save::{NewServer, NewStep, SaveError, Saved};
+use mcpscope_core::collection::vars::Lookup;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What the user asked of the panel, applied by the app.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CollectionsAction {
+    ChooseFolder,
+    /// Open a run's capture and select the frame with this sequence number.
+    ShowFrame {
+        capture: PathBuf,
+        seq: u64,
+    },
+    /// Write the waiting step into this file.
+    SaveInto(PathBuf),
+    /// Choose or name another file for the waiting step.
+    SaveElsewhere,
+}
+
+/// A file as read: what it holds, for the rows drawn before it runs.
+#[derive(Clone, Debug, Default)]
+struct Outline {
+    name: Option<String>,
+    /// Each step's name and line.
+    steps: Vec<(String, usize)>,
+    environments: Vec<String>,
+}
+
+impl Outline {
+    fn of(f: &TestFile) -> Outline {
+        Outline {
+            name: f.name.clone(),
+            steps: f.steps.iter().map(|s| (s.name.clone(), s.at.line)).collect(),
+            environments: f.environments.iter().map(|(n, _)| n.clone()).collect(),
+        }
+    }
+}
+
+/// Reads a test file: its outline, or every mistake with its place.
+fn read(path: &Path) -> Result<(TestFile, Outline), Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| vec![e.to_string()])?;
+    let f = file::read(&text).map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let outline = Outline::of(&f);
+    Ok((f, outline))
+}
+
+/// One file in the list, with its last run.
+struct Listed {
+    path: PathBuf,
+    read: Result<Outline, Vec<String>>,
+    /// The run in progress: what it has reported so far.
+    running: Option<Partial>,
+    last: Option<FileReport>,
+}
+
+#[derive(Default)]
+struct Partial {
+    steps: Vec<StepResult>,
+    contracts: Vec<Check>,
+    evals: Vec<EvalResult>,
+}
+
+impl Listed {
+    /// A step's result, from the run in progress or the last one.
+    fn step(&self, line: usize) -> Option<&StepResult> {
+        match &self.running {
+            Some(p) => p.steps.iter().find(|s| s.at.line == line),
+            None => self.last.as_ref()?.steps.iter().find(|s| s.at.line == line),
+        }
+    }
+
+    fn contracts(&self) -> &[Check] {
+        match (&self.running, &self.last) {
+            (Some(p), _) => &p.contracts,
+            (None, Some(r)) => &r.contracts,
+            (None, None) => &[],
+        }
+    }
+
+    fn evals(&self) -> &[EvalResult] {
+        match (&self.running, &self.last) {
+            (Some(p), _) => &p.evals,
+            (None, Some(r)) => &r.evals,
+            (None, None) => &[],
+        }
+    }
+}
+
+/// What the worker running files reports, as it happens.
+enum Progress {
+    Started(usize, Result<Outline, Vec<String>>),
+    Step(usize, StepResult),
+    Contract(usize, Check),
+    Eval(usize, EvalResult),
+    Finished(usize, Box<FileReport>),
+}
+
+type Listing = Result<Vec<(PathBuf, Result<Outline, Vec<String>>)>, String>;
+
+pub struct CollectionsView {
+    pub open: bool,
+    folder: Option<PathBuf>,
+    files: Vec<Listed>,
+    listing: Option<Job<Listing>>,
+    listing_error: Option<String>,
+    /// The environment the files run with (`--env`); `None`: their variables only.
+    pub env: Option<String>,
+    run: Option<Feed<Progress>>,
+    stop: Arc<AtomicBool>,
+    /// A request waiting to be saved into a file the user picks.
+    pub pending_save: Option<(String, NewStep)>,
+    saving: Option<Job<Result<Saved, SaveError>>>,
+    /// What the last save did, for the status bar (taken by the app).
+    pub said: Option<Result<String, String>>,
+    wake: Option<crate::job::Wake>,
+}
+
+impl Default for CollectionsView {
+    fn default() -> Self {
+        CollectionsView {
+            open: false,
+            folder: None,
+            files: Vec::new(),
+            listing: None,
+            listing_error: None,
+            env: None,
+            run: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            pending_save: None,
+            saving: None,
+            said: None,
+            wake: None,
+        }
+    }
+}
+
+/// Hands the runner's reports to the panel; a panel that let go stops the run.
+struct ToPanel<'a> {
+    feeder: &'a Feeder<Progress>,
+    file: usize,
+    stop: &'a AtomicBool,
+}
+
+impl ToPanel<'_> {
+    fn send(&self, p: Progress) {
+        if !self.feeder.send(p) {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Watch for ToPanel<'_> {
+    fn step(&mut self, r: &StepResult) {
+        self.send(Progress::Step(self.file, r.clone()));
+    }
+    fn contract(&mut self, c: &Check) {
+        self.send(Progress::Contract(self.file, c.clone()));
+    }
+    fn eval(&mut self, e: &EvalResult) {
+        self.send(Progress::Eval(self.file, e.clone()));
+    }
+}
+
+impl CollectionsView {
+    pub fn folder(&self) -> Option<&Path> {
+        self.folder.as_deref()
+    }
+
+    /// The test files listed, in order.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|f| f.path.clone()).collect()
+    }
+
+    /// The last run's report of each listed file that has one.
+    pub fn reports(&self) -> Vec<&FileReport> {
+        self.files.iter().filter_map(|f| f.last.as_ref()).collect()
+    }
+
+    pub fn running(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Lists the test files of `folder` (on a worker).
+    pub fn set_folder(&mut self, folder: PathBuf, wake: &crate::job::Wake) {
+        self.wake = Some(Arc::clone(wake));
+        self.folder = Some(folder);
+        self.reload();
+    }
+
+    /// Asks where `step` (shown as `label`) goes: the window opens with the
+    /// listed files to choose from.
+    pub fn offer_save(&mut self, label: String, step: NewStep, wake: &crate::job::Wake) {
+        self.wake = Some(Arc::clone(wake));
+        self.pending_save = Some((label, step));
+        self.open = true;
+    }
+
+    /// Writes the waiting step into `path` (on a worker); a new file runs
+    /// against `server`.
+    pub fn save(&mut self, path: PathBuf, server: Option<NewServer>) {
+        let Some((_, step)) = self.pending_save.clone() else {
+            self.said = Some(Err("nothing waits to be saved".into()));
+            return;
+        };
+        self.saving = Some(Job::spawn("save-step", self.wake.clone(), move || {
+            mcpscope_core::collection::save::save_step(&path, &step, server.as_ref())
+        }));
+    }
+
+    /// Reads the folder's files again (they may have been edited by hand).
+    pub fn reload(&mut self) {
+        let Some(folder) = self.folder.clone() else { return };
+        self.listing = Some(Job::spawn("collections", self.wake.clone(), move || {
+            let paths = mcpscope_core::collection::find::test_files(std::slice::from_ref(&folder))?;
+            Ok(paths
+                .into_iter()
+                .map(|p| {
+                    let r = read(&p).map(|(_, o)| o);
+                    (p, r)
+                })
+                .collect())
+        }));
+    }
+
+    /// Takes what the workers have for the panel; true when something changed.
+    pub fn drain(&mut self) -> bool {
+        let mut changed = false;
+        if let Some(done) = self.listing.take_ready() {
+            changed = true;
+            match done.map_err(|e| e.to_string()).and_then(|l| l) {
+                Ok(list) => {
+                    self.listing_error = None;
+                    // A file's last run is kept while it is still listed.
+                    let mut old: Vec<Listed> = std::mem::take(&mut self.files);
+                    self.files = list
+                        .into_iter()
+                        .map(|(path, read)| {
+                            let last = old.iter_mut().find(|o| o.path == path).and_then(|o| o.last.take());
+                            Listed {
+                                path,
+                                read,
+                                running: None,
+                                last,
+                            }
+                        })
+                        .collect();
+                }
+                Err(e) => self.listing_error = Some(e),
+            }
+        }
+        if let Some(done) = self.saving.take_ready() {
+            changed = true;
+            match done
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+            {
+                Ok(saved) => {
+                    let mut text = format!(
+                        "step \"{}\" saved to {}{} ({} step(s))",
+                        saved.name,
+                        saved.path.display(),
+                        if saved.created { ", a new test file" } else { "" },
+                        saved.steps
+                    );
+                    if !saved.secrets.is_empty() {
+                        text.push_str(&format!(
+                            "; not written in the clear: {} (set each as an environment variable, or mcpscope test --store-secret NAME)",
+                            saved
+                                .secrets
+                                .iter()
+                                .map(|s| format!("{{{{secret:{s}}}}}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    self.said = Some(Ok(text));
+                    self.pending_save = None;
+                    if self.folder.is_none() {
+                        self.folder = saved.path.parent().map(Path::to_owned);
+                    }
+                    self.reload();
+                }
+                Err(e) => self.said = Some(Err(e)),
+            }
+        }
+        let mut ended = false;
+        let mut came = Vec::new();
+        if let Some(feed) = &self.run {
+            if let Some(e) = feed.failed() {
+                self.listing_error = Some(e.to_string());
+                ended = true;
+            }
+            loop {
+                match feed.receiver().try_recv() {
+                    Ok(p) => came.push(p),
+                    Err(crossbeam_channel::TryRecvError::Empty) => break,
+                    // The worker is done (or gone): the run is over.
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        ended = true;
+                        break;
+                    }
+                }
+            }
+        }
+        changed |= !came.is_empty();
+        for p in came {
+            self.apply(p);
+        }
+        if ended {
+            self.run = None;
+            for f in &mut self.files {
+                f.running = None;
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    fn apply(&mut self, p: Progress) {
+        match p {
+            Progress::Started(n, outline) => {
+                if let Some(f) = self.files.get_mut(n) {
+                    f.read = outline;
+                    f.running = f.read.is_ok().then(Partial::default);
+                }
+            }
+            Progress::Step(n, r) => {
+                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+                    p.steps.push(r);
+                }
+            }
+            Progress::Contract(n, c) => {
+                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+                    p.contracts.push(c);
+                }
+            }
+            Progress::Eval(n, e) => {
+                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+                    p.evals.push(e);
+                }
+            }
+            Progress::Finished(n, report) => {
+                if let Some(f) = self.files.get_mut(n) {
+                    f.running = None;
+                    f.last = Some(*report);
+                }
+            }
+        }
+    }
+
+    /// Runs these of the listed files (by index), one after another, on a worker.
+    pub fn run(&mut self, which: Vec<usize>) {
+        if self.run.is_some() {
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        self.stop = Arc::clone(&stop);
+        let env = self.env.clone();
+        let jobs: Vec<(usize, PathBuf)> = which
+            .into_iter()
+            .filter_map(|n| self.files.get(n).map(|f| (n, f.path.clone())))
+            .collect();
+        self.run = Some(Feed::spawn_detached(
+            "collection-run",
+            256,
+            self.wake.clone(),
+            move |feeder| {
+                for (n, path) in jobs {
+                    if stop.load(Ordering::SeqCst) || feeder.stopped() {
+                        break;
+                    }
+                    let (file, outline) = match read(&path) {
+                        Ok(r) => r,
+                        Err(mistakes) => {
+                            feeder.send(Progress::Started(n, Err(mistakes)));
+                            continue;
+                        }
+                    };
+                    feeder.send(Progress::Started(n, Ok(outline)));
+                    let options = RunOptions {
+                        env: env.clone(),
+                        keep_capture: mcpscope_core::record::private_files::new_capture_file().ok(),
+                        keep_passing: true,
+                        stop: Arc::clone(&stop),
+                        ..RunOptions::default()
+                    };
+                    let mut watch = ToPanel {
+                        feeder: &feeder,
+                        file: n,
+                        stop: &stop,
+                    };
+                    let report = run::run_file(&path, &file, &options, Lookup::here(), &mut watch);
+                    feeder.send(Progress::Finished(n, Box::new(report)));
+                }
+            },
+        ));
+    }
+
+    /// Stops the run after the step in flight.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// The environments the listed files name, in order, once each.
+    fn environments(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for f in &self.files {
+            if let Ok(o) = &f.read {
+                for e in &o.environments {
+                    if !out.contains(e) {
+                        out.push(e.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn window(&mut self, ctx: &egui::Context) -> Option<CollectionsAction> {
+        let mut open = self.open;
+        let mut action = None;
+        egui::Window::new("Collections")
+            .open(&mut open)
+            .default_width(720.0)
+            .default_height(520.0)
+            .show(ctx, |ui| action = self.ui(ui));
+        self.open = open;
+        action
+    }
+
+    pub fn ui(&mut self, ui: &mut Ui) -> Option<CollectionsAction> {
+        let mut action = None;
+        self.save_bar(ui, &mut action);
+        ui.horizontal_wrapped(|ui| {
+            match &self.folder {
+                Some(f) => ui.label(RichText::new(f.display().to_string()).monospace()),
+                None => ui.weak("No folder chosen: its *.mcp.yaml files are the collection"),
+            };
+            if ui.button("Choose folder…").clicked() {
+                action = Some(CollectionsAction::ChooseFolder);
+            }
+            if ui
+                .add_enabled(
+                    self.folder.is_some() && self.listing.is_none(),
+                    egui::Button::new("Reload"),
+                )
+                .on_hover_text("Read the files again (after editing them by hand)")
+                .clicked()
+            {
+                self.reload();
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
+            let envs = self.environments();
+            ui.label("Environment:");
+            egui::ComboBox::from_id_salt("collections-env")
+                .selected_text(self.env.clone().unwrap_or_else(|| "(none)".into()))
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut self.env, None, "(none)");
+                    for e in envs {
+                        ui.selectable_value(&mut self.env, Some(e.clone()), e);
+                    }
+                });
+            let idle = self.run.is_none();
+            if ui
+                .add_enabled(idle && !self.files.is_empty(), egui::Button::new("Run all"))
+                .clicked()
+            {
+                self.run((0..self.files.len()).collect());
+            }
+            if ui.add_enabled(!idle, egui::Button::new("Stop")).clicked() {
+                self.stop();
+            }
+            if !idle {
+                ui.spinner();
+            }
+            let (mut passed, mut failed, mut errors) = (0, 0, 0);
+            for f in &self.files {
+                if let Some(r) = &f.last {
+                    let c = r.counts();
+                    (passed, failed, errors) = (passed + c.passed, failed + c.failed, errors + c.errors);
+                }
+            }
+            if passed + failed + errors > 0 {
+                let color = if failed + errors > 0 { theme::ERROR } else { theme::OK };
+                ui.label(RichText::new(format!("{passed} passed, {failed} failed, {errors} errors")).color(color));
+            }
+        });
+        if let Some(e) = &self.listing_error {
+            ui.colored_label(theme::ERROR, e);
+        }
+        if self.folder.is_some() && self.files.is_empty() && self.listing.is_none() && self.listing_error.is_none() {
+            ui.weak("No test files (*.mcp.yaml) in this folder: Save to collection makes one.");
+        }
+        ui.separator();
+        let idle = self.run.is_none();
+        let mut run_one = None;
+        egui::ScrollArea::vertical()
+            .id_salt("collections-files")
+            .show(ui, |ui| {
+                for (n, f) in self.files.iter().enumerate() {
+                    if let Some(a) = file_ui(ui, n, f, idle, &mut run_one) {
+                        action = Some(a);
+                    }
+                }
+            });
+        if let Some(n) = run_one {
+            self.run(vec![n]);
+        }
+        action
+    }
+
+    fn save_bar(&mut self, ui: &mut Ui, action: &mut Option<CollectionsAction>) {
+        let Some((label, _)) = &self.pending_save else { return };
+        let label = label.clone();
+        egui::Frame::group(ui.style()).show(ui, |ui| {
+            ui.label(RichText::new(format!("Save `{label}` as a step, into:")).strong());
+            ui.horizontal_wrapped(|ui| {
+                for f in &self.files {
+                    let name = f
+                        .path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    if ui
+                        .add_enabled(f.read.is_ok(), egui::Button::new(name))
+                        .on_disabled_hover_text("This file has mistakes: fix them first")
+                        .clicked()
+                    {
+                        *action = Some(CollectionsAction::SaveInto(f.path.clone()));
+                    }
+                }
+                if ui
+                    .button("Another file…")
+                    .on_hover_text("An existing test file, or a new one's name")
+                    .clicked()
+                {
+                    *action = Some(CollectionsAction::SaveElsewhere);
+                }
+                if ui.button("Cancel").clicked() {
+                    self.pending_save = None;
+                }
+            });
+        });
+    }
+}
+
+fn verdict_color(v: Verdict) -> Color32 {
+    match v {
+        Verdict::Passed => theme::OK,
+        Verdict::Failed | Verdict::Error => theme::ERROR,
+        Verdict::Skipped => Color32::GRAY,
+    }
+}
+
+fn verdict_mark(v: Option<Verdict>) -> (&'static str, Color32) {
+    match v {
+        None => ("·", Color32::GRAY),
+        Some(Verdict::Passed) => ("✔", theme::OK),
+        Some(Verdict::Failed) => ("✖", theme::ERROR),
+        Some(Verdict::Error) => ("‼", theme::ERROR),
+        Some(Verdict::Skipped) => ("–", Color32::GRAY),
+    }
+}
+
+/// One file: its head with Run, then its steps (virtualised), its
+/// failures with what they saw, contracts and evals.
+fn file_ui(ui: &mut Ui, n: usize, f: &Listed, idle: bool, run_one: &mut Option<usize>) -> Option<CollectionsAction> {
+    let mut action = None;
+    let file_name = f
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let summary = match (&f.running, &f.last) {
+        (Some(p), _) => format!("running… {} step(s) done", p.steps.len()),
+        (None, Some(r)) => {
+            let c = r.counts();
+            format!(
+                "{} passed, {} failed, {} errors, {:.2} s",
+                c.passed,
+                c.failed,
+                c.errors,
+                r.duration.as_secs_f64()
+            )
+        }
+        (None, None) => "not run yet".into(),
+    };
+    let title = match &f.read {
+        Ok(o) => o
+            .name
+            .as_ref()
+            .map_or_else(|| file_name.clone(), |t| format!("{file_name} ({t})")),
+        Err(_) => format!("{file_name} (has mistakes)"),
+    };
+    let color = match &f.last {
+        _ if f.read.is_err() => theme::ERROR,
+        Some(r) if !r.passed() => theme::ERROR,
+        Some(_) => theme::OK,
+        None => ui.visuals().text_color(),
+    };
+    ui.horizontal(|ui| {
+        if ui
+            .add_enabled(idle && f.read.is_ok(), egui::Button::new("Run").small())
+            .clicked()
+        {
+            *run_one = Some(n);
+        }
+        ui.label(RichText::new(&title).strong().color(color));
+        ui.weak(summary);
+    });
+    egui::CollapsingHeader::new("steps")
+        .id_salt(("collection-file", n))
+        .default_open(true)
+        .show(ui, |ui| {
+            let outline = match &f.read {
+                Ok(o) => o,
+                Err(mistakes) => {
+                    for m in mistakes {
+                        ui.colored_label(theme::ERROR, RichText::new(m).monospace());
+                    }
+                    return;
+                }
+            };
+            let capture = f.last.as_ref().and_then(|r| r.capture.clone());
+            let row_h = ui.spacing().interact_size.y;
+            egui::ScrollArea::vertical()
+                .id_salt(("collection-steps", n))
+                .max_height(row_h * 12.0)
+                .show_rows(ui, row_h, outline.steps.len(), |ui, range| {
+                    for (name, line) in &outline.steps[range] {
+                        let r = f.step(*line);
+                        let (mark, color) = verdict_mark(r.map(|r| r.verdict));
+                        let detail = r
+                            .map(|r| {
+                                let latency = r
+                                    .latency
+                                    .map(|l| format!(" {:.1} ms", l.as_secs_f64() * 1e3))
+                                    .unwrap_or_default();
+                                format!("{}{latency}", r.method)
+                            })
+                            .unwrap_or_default();
+                        let seq = r.and_then(|r| r.response_seq.or(r.request_seq));
+                        ui.horizontal(|ui| {
+                            ui.label(RichText::new(mark).color(color));
+                            let text = RichText::new(format!("{name}  (line {line})"));
+                            match (&capture, seq) {
+                                (Some(c), Some(seq)) if f.running.is_none() => {
+                                    if ui
+                                        .link(text)
+                                        .on_hover_text("Open this run's capture at the step's frame")
+                                        .clicked()
+                                    {
+                                        action = Some(CollectionsAction::ShowFrame {
+                                            capture: c.clone(),
+                                            seq,
+                                        });
+                                    }
+                                }
+                                _ => {
+                                    ui.label(text);
+                                }
+                            }
+                            ui.weak(detail);
+                        });
+                    }
+                });
+            failures_ui(ui, f, outline);
+        });
+    ui.separator();
+    action
+}
+
+/// What failed in the file's run, each with what it saw.
+fn failures_ui(ui: &mut Ui, f: &Listed, outline: &Outline) {
+    for (name, line) in &outline.steps {
+        let Some(r) = f.step(*line) else { continue };
+        if r.verdict == Verdict::Passed || r.verdict == Verdict::Skipped {
+            continue;
+        }
+        ui.label(RichText::new(format!("{} {name}", verdict_mark(Some(r.verdict)).0)).color(verdict_color(r.verdict)));
+        if let Some(e) = &r.error {
+            ui.label(RichText::new(format!("    {e}")).monospace());
+        }
+        for c in r.checks.iter().filter(|c| !c.passed) {
+            check_ui(ui, c);
+        }
+    }
+    for c in f.contracts().iter().filter(|c| !c.passed) {
+        ui.label(RichText::new("✖ contract").color(theme::ERROR));
+        check_ui(ui, c);
+    }
+    for e in f.evals() {
+        let (mark, color) = verdict_mark(Some(e.verdict));
+        ui.label(
+            RichText::new(format!(
+                "{mark} eval {} with {}: {}/{} runs passed ({:.0}%)",
+                e.name,
+                e.model,
+                e.passed,
+                e.runs,
+                e.pass_rate * 100.0
+            ))
+            .color(color),
+        );
+        for why in e.failures.iter().chain(&e.error) {
+            ui.label(RichText::new(format!("    {why}")).monospace());
+        }
+    }
+    if let Some(r) = &f.last {
+        for p in r.problems.iter().chain(&r.error) {
+            ui.colored_label(theme::ERROR, p);
+        }
+        for note in &r.notes {
+            ui.weak(note);
+        }
+    }
+}
+
+fn check_ui(ui: &mut Ui, c: &Check) {
+    ui.label(
+        RichText::new(format!("    ✖ {} (line {})", c.what, c.at.line))
+            .monospace()
+            .color(theme::ERROR),
+    );
+    for saw in &c.saw {
+        ui.label(RichText::new(format!("        saw: {saw}")).monospace());
+    }
+}
