@@ -72,19 +72,38 @@ fn type_in_picker(h: &mut Harness<'static, McpscopeApp>, field: &str, path: &Pat
 fn a_folder_runs_with_its_verdicts_and_a_failed_step_opens_at_its_frame() {
     let dir = tempfile::tempdir().unwrap();
     echo_file(dir.path());
+    std::fs::write(
+        dir.path().join("broken.mcp.yaml"),
+        "servers:\n  s: {command: x}\nsteps:\n  - name: a\n    cal: echo\n",
+    )
+    .unwrap();
     let mut h = harness(StartupArgs::default());
     h.step();
     open_collections(&mut h);
     h.get_by_label("Choose folder…").click();
     h.step();
     type_in_picker(&mut h, "folder", dir.path());
-    step_until(&mut h, "the folder listed", |app| app.collections.files().len() == 1);
+    step_until(&mut h, "the folder listed", |app| app.collections.files().len() == 2);
     h.step();
     assert!(
         shows(&h, "echo.mcp.yaml (echo checks)"),
         "the file and its name are listed"
     );
     assert!(shows(&h, "not run yet"));
+    // A file with mistakes says each with its place, and is not run.
+    assert!(shows(&h, "broken.mcp.yaml (has mistakes)"));
+    assert!(shows(&h, "5:5: "), "the mistake's line and column");
+    // Hide folds a file's steps away; Show brings them back.
+    assert!(shows(&h, "echo says the word  (line "));
+    // (The last Hide on screen: the window's second file, echo.mcp.yaml.)
+    h.get_all_by_label("Hide").last().unwrap().click();
+    h.step();
+    h.step();
+    assert!(!shows(&h, "echo says the word  (line "), "its steps are hidden");
+    h.get_by_label("Show").click();
+    h.step();
+    h.step();
+    assert!(shows(&h, "echo says the word  (line "));
     // The environment picker offers the file's environments.
     h.state_mut().collections.env = Some("loud".into());
     h.get_by_label("Run all").click();

@@ -236,6 +236,8 @@ pub(crate) fn bottom_panel_sizes(tab: BottomTab, available: f32, window: f32) ->
 }
 const FILTERS_KEY: &str = "display_filters";
 const TABS_KEY: &str = "tabs";
+/// The Collections window's folder and environment.
+const COLLECTIONS_KEY: &str = "collections";
 
 impl McpscopeApp {
     pub fn new(cc: &eframe::CreationContext<'_>, args: StartupArgs) -> Self {
@@ -252,6 +254,15 @@ impl McpscopeApp {
             && let Some(prefs) = eframe::get_value(storage, FILTERS_KEY)
         {
             app.filter_prefs = prefs;
+        }
+        if let Some(storage) = cc.storage
+            && let Some((folder, env)) =
+                eframe::get_value::<(Option<PathBuf>, Option<String>)>(storage, COLLECTIONS_KEY)
+        {
+            app.collections.env = env;
+            if let Some(folder) = folder.filter(|f| f.is_dir()) {
+                app.collections.set_folder(folder, &app.waker);
+            }
         }
         let nothing_asked =
             args.open.is_none() && args.diff.is_none() && args.config.is_none() && args.launch.is_empty();
@@ -424,6 +435,11 @@ impl eframe::App for McpscopeApp {
         eframe::set_value(storage, RECENT_KEY, &self.saved_state());
         eframe::set_value(storage, FILTERS_KEY, &self.filter_prefs);
         eframe::set_value(storage, TABS_KEY, &self.tab_memories());
+        let collections = (
+            self.collections.folder().map(Path::to_owned),
+            self.collections.env.clone(),
+        );
+        eframe::set_value(storage, COLLECTIONS_KEY, &collections);
     }
 
     fn on_exit(&mut self) {

@@ -126,6 +126,8 @@ pub struct CollectionsView {
     stop: Arc<AtomicBool>,
     /// A request waiting to be saved into a file the user picks.
     pub pending_save: Option<(String, NewStep)>,
+    /// Files whose steps are hidden.
+    folded: std::collections::HashSet<usize>,
     saving: Option<Job<Result<Saved, SaveError>>>,
     /// What the last save did, for the status bar (taken by the app).
     pub said: Option<Result<String, String>>,
@@ -144,6 +146,7 @@ impl Default for CollectionsView {
             run: None,
             stop: Arc::new(AtomicBool::new(false)),
             pending_save: None,
+            folded: Default::default(),
             saving: None,
             said: None,
             wake: None,
@@ -247,6 +250,7 @@ impl CollectionsView {
             match done.map_err(|e| e.to_string()).and_then(|l| l) {
                 Ok(list) => {
                     self.listing_error = None;
+                    self.folded.clear();
                     // A file's last run is kept while it is still listed.
                     let mut old: Vec<Listed> = std::mem::take(&mut self.files);
                     self.files = list
@@ -438,8 +442,8 @@ impl CollectionsView {
         let mut action = None;
         egui::Window::new("Collections")
             .open(&mut open)
-            .default_width(720.0)
-            .default_height(520.0)
+            // Most of a small screen, not more than the list needs on a large one.
+            .default_size(egui::vec2(860.0, 640.0).min(ctx.content_rect().size() * egui::vec2(0.8, 0.85)))
             .show(ctx, |ui| action = self.ui(ui));
         self.open = open;
         action
@@ -511,20 +515,217 @@ impl CollectionsView {
         }
         ui.separator();
         let idle = self.run.is_none();
-        let mut run_one = None;
+        let rows = self.rows();
+        let mut clicked = None;
+        // One list of rows, however many files and steps: only those on
+        // screen are drawn. It fills the window (a window otherwise shrinks
+        // to what it holds).
+        let row_h = ui.spacing().interact_size.y;
         egui::ScrollArea::vertical()
-            .id_salt("collections-files")
-            .show(ui, |ui| {
-                for (n, f) in self.files.iter().enumerate() {
-                    if let Some(a) = file_ui(ui, n, f, idle, &mut run_one) {
-                        action = Some(a);
+            .id_salt("collections-rows")
+            .auto_shrink([false, false])
+            .show_rows(ui, row_h, rows.len(), |ui, range| {
+                for row in &rows[range] {
+                    if let Some(c) = self.row_ui(ui, *row, idle) {
+                        clicked = Some(c);
                     }
                 }
             });
-        if let Some(n) = run_one {
-            self.run(vec![n]);
+        match clicked {
+            Some(Clicked::Run(n)) => self.run(vec![n]),
+            // Folded: shown again; shown: folded.
+            Some(Clicked::Fold(n)) if !self.folded.remove(&n) => {
+                self.folded.insert(n);
+            }
+            Some(Clicked::Fold(_)) => {}
+            Some(Clicked::Action(a)) => action = Some(a),
+            None => {}
         }
         action
+    }
+
+    /// What the list shows, a line each: per file its head, then (unless
+    /// folded) its mistakes or its steps, then what failed with what it saw.
+    fn rows(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for (n, f) in self.files.iter().enumerate() {
+            rows.push(Row::Head(n));
+            if self.folded.contains(&n) {
+                continue;
+            }
+            let outline = match &f.read {
+                Ok(o) => o,
+                Err(mistakes) => {
+                    rows.extend((0..mistakes.len()).map(|i| Row::Mistake(n, i)));
+                    continue;
+                }
+            };
+            rows.extend((0..outline.steps.len()).map(|i| Row::Step(n, i)));
+            for (i, (_, line)) in outline.steps.iter().enumerate() {
+                let Some(r) = f.step(*line) else { continue };
+                if matches!(r.verdict, Verdict::Passed | Verdict::Skipped) {
+                    continue;
+                }
+                rows.push(Row::Failed(n, i));
+                if r.error.is_some() {
+                    rows.push(Row::StepError(n, i));
+                }
+                for (c, check) in r.checks.iter().enumerate().filter(|(_, c)| !c.passed) {
+                    rows.push(Row::Check(n, Some(i), c));
+                    rows.extend((0..check.saw.len()).map(|k| Row::Saw(n, Some(i), c, k)));
+                }
+            }
+            for (c, check) in f.contracts().iter().enumerate().filter(|(_, c)| !c.passed) {
+                rows.push(Row::Check(n, None, c));
+                rows.extend((0..check.saw.len()).map(|k| Row::Saw(n, None, c, k)));
+            }
+            for (e, eval) in f.evals().iter().enumerate() {
+                rows.push(Row::Eval(n, e));
+                let why = eval.failures.len() + usize::from(eval.error.is_some());
+                rows.extend((0..why).map(|k| Row::EvalWhy(n, e, k)));
+            }
+            if let Some(r) = &f.last {
+                let said = r.problems.len() + usize::from(r.error.is_some()) + r.notes.len();
+                rows.extend((0..said).map(|k| Row::Said(n, k)));
+            }
+        }
+        rows
+    }
+
+    fn row_ui(&self, ui: &mut Ui, row: Row, idle: bool) -> Option<Clicked> {
+        let mut clicked = None;
+        let mono = |t: String| RichText::new(t).monospace();
+        // A line is one row: what does not fit is cut, and shown whole on hover.
+        let line = |ui: &mut Ui, text: RichText| {
+            ui.add(egui::Label::new(text).truncate());
+        };
+        match row {
+            Row::Head(n) => {
+                let f = &self.files[n];
+                ui.horizontal(|ui| {
+                    let fold = if self.folded.contains(&n) { "Show" } else { "Hide" };
+                    if ui.small_button(fold).on_hover_text("Show or hide its steps").clicked() {
+                        clicked = Some(Clicked::Fold(n));
+                    }
+                    if ui
+                        .add_enabled(idle && f.read.is_ok(), egui::Button::new("Run").small())
+                        .clicked()
+                    {
+                        clicked = Some(Clicked::Run(n));
+                    }
+                    let (title, color) = head(ui, f);
+                    ui.label(RichText::new(title).strong().color(color));
+                    ui.weak(summary(f));
+                });
+            }
+            Row::Mistake(n, i) => {
+                if let Err(m) = &self.files[n].read {
+                    line(ui, mono(format!("    {}", m[i])).color(theme::ERROR));
+                }
+            }
+            Row::Step(n, i) => {
+                let f = &self.files[n];
+                let Ok(outline) = &f.read else { return None };
+                let (name, at) = &outline.steps[i];
+                let r = f.step(*at);
+                let (mark, color) = verdict_mark(r.map(|r| r.verdict));
+                let capture = f.last.as_ref().and_then(|r| r.capture.clone());
+                let seq = r.and_then(|r| r.response_seq.or(r.request_seq));
+                ui.horizontal(|ui| {
+                    ui.add_space(16.0);
+                    ui.label(RichText::new(mark).color(color));
+                    let text = RichText::new(format!("{name}  (line {at})"));
+                    match (capture, seq) {
+                        (Some(capture), Some(seq)) if f.running.is_none() => {
+                            if ui
+                                .link(text)
+                                .on_hover_text("Open this run's capture at the step's frame")
+                                .clicked()
+                            {
+                                clicked = Some(Clicked::Action(CollectionsAction::ShowFrame { capture, seq }));
+                            }
+                        }
+                        _ => {
+                            ui.label(text);
+                        }
+                    }
+                    if let Some(r) = r {
+                        let latency = r
+                            .latency
+                            .map(|l| format!(" {:.1} ms", l.as_secs_f64() * 1e3))
+                            .unwrap_or_default();
+                        ui.weak(format!("{}{latency}", r.method));
+                    }
+                });
+            }
+            Row::Failed(n, i) => {
+                if let (Some(r), Ok(o)) = (self.step_of(n, i), &self.files[n].read) {
+                    let (mark, color) = verdict_mark(Some(r.verdict));
+                    line(ui, RichText::new(format!("    {mark} {}", o.steps[i].0)).color(color));
+                }
+            }
+            Row::StepError(n, i) => {
+                if let Some(e) = self.step_of(n, i).and_then(|r| r.error.as_ref()) {
+                    line(ui, mono(format!("          {e}")));
+                }
+            }
+            Row::Check(n, step, c) => {
+                if let Some(check) = self.check_of(n, step, c) {
+                    let what = if step.is_none() { "contract " } else { "" };
+                    line(
+                        ui,
+                        mono(format!("        ✖ {what}{} (line {})", check.what, check.at.line)).color(theme::ERROR),
+                    );
+                }
+            }
+            Row::Saw(n, step, c, k) => {
+                if let Some(saw) = self.check_of(n, step, c).and_then(|c| c.saw.get(k)) {
+                    line(ui, mono(format!("            saw: {saw}")));
+                }
+            }
+            Row::Eval(n, e) => {
+                if let Some(e) = self.files[n].evals().get(e) {
+                    let (mark, color) = verdict_mark(Some(e.verdict));
+                    let text = mcpscope_core::collection::output::eval_summary(e);
+                    line(ui, RichText::new(format!("    {mark} {text}")).color(color));
+                }
+            }
+            Row::EvalWhy(n, e, k) => {
+                if let Some(why) = self.files[n]
+                    .evals()
+                    .get(e)
+                    .and_then(|e| e.failures.iter().chain(&e.error).nth(k))
+                {
+                    line(ui, mono(format!("            {why}")));
+                }
+            }
+            Row::Said(n, k) => {
+                if let Some(r) = &self.files[n].last {
+                    let problems = r.problems.iter().chain(&r.error).count();
+                    match r.problems.iter().chain(&r.error).nth(k) {
+                        Some(p) => line(ui, RichText::new(format!("    {p}")).color(theme::ERROR)),
+                        None => {
+                            if let Some(note) = r.notes.get(k - problems) {
+                                line(ui, RichText::new(format!("    {note}")).weak());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        clicked
+    }
+
+    fn step_of(&self, n: usize, i: usize) -> Option<&StepResult> {
+        let f = &self.files[n];
+        f.step(f.read.as_ref().ok()?.steps.get(i)?.1)
+    }
+
+    fn check_of(&self, n: usize, step: Option<usize>, c: usize) -> Option<&Check> {
+        match step {
+            Some(i) => self.step_of(n, i)?.checks.get(c),
+            None => self.files[n].contracts().get(c),
+        }
     }
 
     fn save_bar(&mut self, ui: &mut Ui, action: &mut Option<CollectionsAction>) {
@@ -562,14 +763,6 @@ impl CollectionsView {
     }
 }
 
-fn verdict_color(v: Verdict) -> Color32 {
-    match v {
-        Verdict::Passed => theme::OK,
-        Verdict::Failed | Verdict::Error => theme::ERROR,
-        Verdict::Skipped => Color32::GRAY,
-    }
-}
-
 fn verdict_mark(v: Option<Verdict>) -> (&'static str, Color32) {
     match v {
         None => ("·", Color32::GRAY),
@@ -580,29 +773,37 @@ fn verdict_mark(v: Option<Verdict>) -> (&'static str, Color32) {
     }
 }
 
-/// One file: its head with Run, then its steps (virtualised), its
-/// failures with what they saw, contracts and evals.
-fn file_ui(ui: &mut Ui, n: usize, f: &Listed, idle: bool, run_one: &mut Option<usize>) -> Option<CollectionsAction> {
-    let mut action = None;
+/// A row of the list (indices into the files and their reports).
+#[derive(Clone, Copy, Debug)]
+enum Row {
+    Head(usize),
+    Mistake(usize, usize),
+    Step(usize, usize),
+    /// A step that did not pass.
+    Failed(usize, usize),
+    StepError(usize, usize),
+    /// A failed check: of step i, or of the contracts (None).
+    Check(usize, Option<usize>, usize),
+    Saw(usize, Option<usize>, usize, usize),
+    Eval(usize, usize),
+    EvalWhy(usize, usize, usize),
+    /// The run's problems, then its notes.
+    Said(usize, usize),
+}
+
+enum Clicked {
+    Run(usize),
+    Fold(usize),
+    Action(CollectionsAction),
+}
+
+/// A file's title and its colour: red with mistakes or a failed run.
+fn head(ui: &Ui, f: &Listed) -> (String, Color32) {
     let file_name = f
         .path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let summary = match (&f.running, &f.last) {
-        (Some(p), _) => format!("running… {} step(s) done", p.steps.len()),
-        (None, Some(r)) => {
-            let c = r.counts();
-            format!(
-                "{} passed, {} failed, {} errors, {:.2} s",
-                c.passed,
-                c.failed,
-                c.errors,
-                r.duration.as_secs_f64()
-            )
-        }
-        (None, None) => "not run yet".into(),
-    };
     let title = match &f.read {
         Ok(o) => o
             .name
@@ -616,131 +817,22 @@ fn file_ui(ui: &mut Ui, n: usize, f: &Listed, idle: bool, run_one: &mut Option<u
         Some(_) => theme::OK,
         None => ui.visuals().text_color(),
     };
-    ui.horizontal(|ui| {
-        if ui
-            .add_enabled(idle && f.read.is_ok(), egui::Button::new("Run").small())
-            .clicked()
-        {
-            *run_one = Some(n);
-        }
-        ui.label(RichText::new(&title).strong().color(color));
-        ui.weak(summary);
-    });
-    egui::CollapsingHeader::new("steps")
-        .id_salt(("collection-file", n))
-        .default_open(true)
-        .show(ui, |ui| {
-            let outline = match &f.read {
-                Ok(o) => o,
-                Err(mistakes) => {
-                    for m in mistakes {
-                        ui.colored_label(theme::ERROR, RichText::new(m).monospace());
-                    }
-                    return;
-                }
-            };
-            let capture = f.last.as_ref().and_then(|r| r.capture.clone());
-            let row_h = ui.spacing().interact_size.y;
-            egui::ScrollArea::vertical()
-                .id_salt(("collection-steps", n))
-                .max_height(row_h * 12.0)
-                .show_rows(ui, row_h, outline.steps.len(), |ui, range| {
-                    for (name, line) in &outline.steps[range] {
-                        let r = f.step(*line);
-                        let (mark, color) = verdict_mark(r.map(|r| r.verdict));
-                        let detail = r
-                            .map(|r| {
-                                let latency = r
-                                    .latency
-                                    .map(|l| format!(" {:.1} ms", l.as_secs_f64() * 1e3))
-                                    .unwrap_or_default();
-                                format!("{}{latency}", r.method)
-                            })
-                            .unwrap_or_default();
-                        let seq = r.and_then(|r| r.response_seq.or(r.request_seq));
-                        ui.horizontal(|ui| {
-                            ui.label(RichText::new(mark).color(color));
-                            let text = RichText::new(format!("{name}  (line {line})"));
-                            match (&capture, seq) {
-                                (Some(c), Some(seq)) if f.running.is_none() => {
-                                    if ui
-                                        .link(text)
-                                        .on_hover_text("Open this run's capture at the step's frame")
-                                        .clicked()
-                                    {
-                                        action = Some(CollectionsAction::ShowFrame {
-                                            capture: c.clone(),
-                                            seq,
-                                        });
-                                    }
-                                }
-                                _ => {
-                                    ui.label(text);
-                                }
-                            }
-                            ui.weak(detail);
-                        });
-                    }
-                });
-            failures_ui(ui, f, outline);
-        });
-    ui.separator();
-    action
+    (title, color)
 }
 
-/// What failed in the file's run, each with what it saw.
-fn failures_ui(ui: &mut Ui, f: &Listed, outline: &Outline) {
-    for (name, line) in &outline.steps {
-        let Some(r) = f.step(*line) else { continue };
-        if r.verdict == Verdict::Passed || r.verdict == Verdict::Skipped {
-            continue;
+fn summary(f: &Listed) -> String {
+    match (&f.running, &f.last) {
+        (Some(p), _) => format!("running… {} step(s) done", p.steps.len()),
+        (None, Some(r)) => {
+            let c = r.counts();
+            format!(
+                "{} passed, {} failed, {} errors, {:.2} s",
+                c.passed,
+                c.failed,
+                c.errors,
+                r.duration.as_secs_f64()
+            )
         }
-        ui.label(RichText::new(format!("{} {name}", verdict_mark(Some(r.verdict)).0)).color(verdict_color(r.verdict)));
-        if let Some(e) = &r.error {
-            ui.label(RichText::new(format!("    {e}")).monospace());
-        }
-        for c in r.checks.iter().filter(|c| !c.passed) {
-            check_ui(ui, c);
-        }
-    }
-    for c in f.contracts().iter().filter(|c| !c.passed) {
-        ui.label(RichText::new("✖ contract").color(theme::ERROR));
-        check_ui(ui, c);
-    }
-    for e in f.evals() {
-        let (mark, color) = verdict_mark(Some(e.verdict));
-        ui.label(
-            RichText::new(format!(
-                "{mark} eval {} with {}: {}/{} runs passed ({:.0}%)",
-                e.name,
-                e.model,
-                e.passed,
-                e.runs,
-                e.pass_rate * 100.0
-            ))
-            .color(color),
-        );
-        for why in e.failures.iter().chain(&e.error) {
-            ui.label(RichText::new(format!("    {why}")).monospace());
-        }
-    }
-    if let Some(r) = &f.last {
-        for p in r.problems.iter().chain(&r.error) {
-            ui.colored_label(theme::ERROR, p);
-        }
-        for note in &r.notes {
-            ui.weak(note);
-        }
-    }
-}
-
-fn check_ui(ui: &mut Ui, c: &Check) {
-    ui.label(
-        RichText::new(format!("    ✖ {} (line {})", c.what, c.at.line))
-            .monospace()
-            .color(theme::ERROR),
-    );
-    for saw in &c.saw {
-        ui.label(RichText::new(format!("        saw: {saw}")).monospace());
+        (None, None) => "not run yet".into(),
     }
 }

@@ -41,16 +41,20 @@ pub fn contract_lines(c: &Check) -> Vec<String> {
     out
 }
 
-pub fn eval_lines(e: &EvalResult) -> Vec<String> {
-    let mut out = vec![format!(
-        "  {:<7} eval {} with {}: {}/{} runs passed (needs {:.0}%)",
-        e.verdict.as_str(),
+/// `eval NAME with MODEL: 2/3 runs passed (needs 100%)`.
+pub fn eval_summary(e: &EvalResult) -> String {
+    format!(
+        "eval {} with {}: {}/{} runs passed (needs {:.0}%)",
         e.name,
         e.model,
         e.passed,
         e.runs,
         e.pass_rate * 100.0
-    )];
+    )
+}
+
+pub fn eval_lines(e: &EvalResult) -> Vec<String> {
+    let mut out = vec![format!("  {:<7} {}", e.verdict.as_str(), eval_summary(e))];
     if let Some(err) = &e.error {
         out.push(format!("          {}: {err}", e.at));
     }
