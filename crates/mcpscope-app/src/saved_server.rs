@@ -163,6 +163,12 @@ impl SavedServer {
             name: if name.is_empty() { "server".into() } else { name },
             target,
             era: Some(self.era.clone()).filter(|e| !e.is_empty()),
+            // The rows kept in the keyring (`env:NAME`, `header:NAME`).
+            secret_names: self
+                .kept
+                .iter()
+                .map(|k| k.split_once(':').map_or(k.as_str(), |(_, n)| n).to_owned())
+                .collect(),
         }
     }
 

@@ -340,8 +340,12 @@ fn server_requests_are_replayed_with_fresh_ids_and_the_client_answers_compared()
     let other = r#"{"jsonrpc":"2.0","id":1,"result":{"model":"other","role":"assistant","content":{"type":"text","text":"no"}}}"#;
     let (out, err, code) = mock_io(&[cap.to_str().unwrap()], &[INIT, call, other]);
     assert_eq!(code, Some(0), "{err}");
+    // (server-everything may send notifications/tools/list_changed after
+    // initialize, depending on timing while it was recorded: not what this
+    // test is about.)
     let methods: Vec<String> = out
         .iter()
+        .filter(|v| v.get("id").is_some())
         .map(|v| v["method"].as_str().map_or(format!("answer {}", v["id"]), String::from))
         .collect();
     assert_eq!(
@@ -349,8 +353,13 @@ fn server_requests_are_replayed_with_fresh_ids_and_the_client_answers_compared()
         [r#"answer "i""#, "sampling/createMessage", "answer 42", "roots/list"],
         "{out:?}"
     );
-    assert_eq!(out[1]["id"], 1, "fresh ids for the server's requests");
-    assert_eq!(out[3]["id"], 2);
+    let id_of = |m: &str| out.iter().find(|v| v["method"] == m).map(|v| v["id"].clone());
+    assert_eq!(
+        id_of("sampling/createMessage"),
+        Some(1.into()),
+        "fresh ids for the server's requests"
+    );
+    assert_eq!(id_of("roots/list"), Some(2.into()));
     assert!(
         err.lines()
             .any(|l| l.contains("answered sampling/createMessage differently")),

@@ -272,17 +272,8 @@ impl McpscopeApp {
             Command::Replay(method, params) => self.replay(method, params),
             Command::Relaunch => self.relaunch(),
             Command::DismissRelaunch => self.session_mut().restored = None,
-            Command::SaveToCollection(label, step) => self.collections.offer_save(label, step, &self.waker),
-            Command::SaveStep(path) => {
-                // A new file runs against the tab's server, else the launcher's.
-                let server = self
-                    .session()
-                    .last_launch
-                    .clone()
-                    .or_else(|| self.launcher.form.to_saved().ok())
-                    .map(|s| s.for_test_file());
-                self.collections.save(path, server);
-            }
+            Command::SaveToCollection(label, step) => self.offer_to_collection(label, step),
+            Command::SaveStep(path) => self.collections.save(path),
             Command::ShowCapturedFrame(capture, seq) => self.show_captured_frame(capture, seq),
             Command::Filter(join, cond) => {
                 let text = match join {
@@ -356,7 +347,7 @@ impl McpscopeApp {
             }
             ComposerAction::RecordModel(exchange) => i.record_model(*exchange),
             ComposerAction::PickChatRecording => self.pick(DialogPurpose::ChatRecording),
-            ComposerAction::SaveToCollection(label, step) => self.collections.offer_save(label, step, &self.waker),
+            ComposerAction::SaveToCollection(label, step) => self.offer_to_collection(label, step),
             ComposerAction::Send(_) | ComposerAction::RunTask(_) | ComposerAction::Listen(_) if !live => {
                 self.message = Some((Severity::Warning, "the server is not running".into()));
             }
@@ -427,6 +418,20 @@ impl McpscopeApp {
 
     /// Runs file work on a worker (the UI thread never does I/O); its outcome
     /// shows in the status bar.
+    /// Save to collection: the request waits in the Collections window with
+    /// the server of the tab it came from (else the launcher's), which a new
+    /// file runs against.
+    fn offer_to_collection(&mut self, label: String, step: mcpscope_core::collection::save::NewStep) {
+        let server = self
+            .session()
+            .last_launch
+            .clone()
+            .or_else(|| self.launcher.form.to_saved().ok())
+            .map(|s| s.for_test_file());
+        let pending = panels::collections_view::PendingSave { label, step, server };
+        self.collections.offer_save(pending, &self.waker);
+    }
+
     fn show_captured_frame(&mut self, capture: PathBuf, seq: u64) {
         match self.tabs.iter().position(|t| t.capture_path() == Some(&capture)) {
             Some(idx) => {
@@ -439,12 +444,8 @@ impl McpscopeApp {
                     .and_then(|i| i.model.store.row_of_seq(seq));
                 match row {
                     Some(row) => self.apply(Command::ShowRow(row)),
-                    None => {
-                        self.session_mut().restored = Some(crate::restore::Restored {
-                            select_seq: Some(seq),
-                            relaunch: None,
-                        });
-                    }
+                    // Still loading: selected once it is (a Relaunch offer stays).
+                    None => self.session_mut().restored.get_or_insert_default().select_seq = Some(seq),
                 }
             }
             None => {

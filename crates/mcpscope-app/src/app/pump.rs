@@ -56,6 +56,7 @@ impl McpscopeApp {
             if let LoadState::Failed(e) = o.load_state() {
                 self.message = Some((Severity::Error, e));
                 self.opening = None;
+                self.select_on_open = None;
             } else if o.load_started() {
                 if let Some(t) = self.open_trace {
                     eprintln!(

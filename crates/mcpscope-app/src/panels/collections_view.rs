@@ -103,13 +103,24 @@ impl Listed {
     }
 }
 
-/// What the worker running files reports, as it happens.
+/// A request waiting for the file it is saved into.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingSave {
+    /// How it is named in the window (`tools/call echo`).
+    pub label: String,
+    pub step: NewStep,
+    /// The server of the tab it came from, for a new file.
+    pub server: Option<NewServer>,
+}
+
+/// What the worker running files reports, as it happens, each about a
+/// file by its path (the list may be read again meanwhile).
 enum Progress {
-    Started(usize, Result<Outline, Vec<String>>),
-    Step(usize, StepResult),
-    Contract(usize, Check),
-    Eval(usize, EvalResult),
-    Finished(usize, Box<FileReport>),
+    Started(PathBuf, Result<Outline, Vec<String>>),
+    Step(PathBuf, StepResult),
+    Contract(PathBuf, Check),
+    Eval(PathBuf, EvalResult),
+    Finished(PathBuf, Box<FileReport>),
 }
 
 type Listing = Result<Vec<(PathBuf, Result<Outline, Vec<String>>)>, String>;
@@ -125,10 +136,10 @@ pub struct CollectionsView {
     run: Option<Feed<Progress>>,
     stop: Arc<AtomicBool>,
     /// A request waiting to be saved into a file the user picks.
-    pub pending_save: Option<(String, NewStep)>,
+    pub pending_save: Option<PendingSave>,
     /// Files whose steps are hidden.
     folded: std::collections::HashSet<usize>,
-    saving: Option<Job<Result<Saved, SaveError>>>,
+    saving: Option<Job<(PendingSave, Result<Saved, SaveError>)>>,
     /// What the last save did, for the status bar (taken by the app).
     pub said: Option<Result<String, String>>,
     wake: Option<crate::job::Wake>,
@@ -157,7 +168,7 @@ impl Default for CollectionsView {
 /// Hands the runner's reports to the panel; a panel that let go stops the run.
 struct ToPanel<'a> {
     feeder: &'a Feeder<Progress>,
-    file: usize,
+    file: &'a Path,
     stop: &'a AtomicBool,
 }
 
@@ -171,13 +182,13 @@ impl ToPanel<'_> {
 
 impl Watch for ToPanel<'_> {
     fn step(&mut self, r: &StepResult) {
-        self.send(Progress::Step(self.file, r.clone()));
+        self.send(Progress::Step(self.file.to_owned(), r.clone()));
     }
     fn contract(&mut self, c: &Check) {
-        self.send(Progress::Contract(self.file, c.clone()));
+        self.send(Progress::Contract(self.file.to_owned(), c.clone()));
     }
     fn eval(&mut self, e: &EvalResult) {
-        self.send(Progress::Eval(self.file, e.clone()));
+        self.send(Progress::Eval(self.file.to_owned(), e.clone()));
     }
 }
 
@@ -207,23 +218,26 @@ impl CollectionsView {
         self.reload();
     }
 
-    /// Asks where `step` (shown as `label`) goes: the window opens with the
-    /// listed files to choose from.
-    pub fn offer_save(&mut self, label: String, step: NewStep, wake: &crate::job::Wake) {
+    /// Asks where `pending` goes: the window opens with the listed files to
+    /// choose from.
+    pub fn offer_save(&mut self, pending: PendingSave, wake: &crate::job::Wake) {
         self.wake = Some(Arc::clone(wake));
-        self.pending_save = Some((label, step));
+        self.pending_save = Some(pending);
         self.open = true;
     }
 
-    /// Writes the waiting step into `path` (on a worker); a new file runs
-    /// against `server`.
-    pub fn save(&mut self, path: PathBuf, server: Option<NewServer>) {
-        let Some((_, step)) = self.pending_save.clone() else {
+    /// Writes the waiting step into `path` (on a worker), one save at a time.
+    pub fn save(&mut self, path: PathBuf) {
+        if self.saving.is_some() {
+            return;
+        }
+        let Some(pending) = self.pending_save.clone() else {
             self.said = Some(Err("nothing waits to be saved".into()));
             return;
         };
         self.saving = Some(Job::spawn("save-step", self.wake.clone(), move || {
-            mcpscope_core::collection::save::save_step(&path, &step, server.as_ref())
+            let saved = mcpscope_core::collection::save::save_step(&path, &pending.step, pending.server.as_ref());
+            (pending, saved)
         }));
     }
 
@@ -256,11 +270,15 @@ impl CollectionsView {
                     self.files = list
                         .into_iter()
                         .map(|(path, read)| {
-                            let last = old.iter_mut().find(|o| o.path == path).and_then(|o| o.last.take());
+                            // A file's last run, and the run in progress, stay with it.
+                            let (running, last) = old
+                                .iter_mut()
+                                .find(|o| o.path == path)
+                                .map_or((None, None), |o| (o.running.take(), o.last.take()));
                             Listed {
                                 path,
                                 read,
-                                running: None,
+                                running,
                                 last,
                             }
                         })
@@ -271,10 +289,11 @@ impl CollectionsView {
         }
         if let Some(done) = self.saving.take_ready() {
             changed = true;
-            match done
-                .map_err(|e| e.to_string())
-                .and_then(|r| r.map_err(|e| e.to_string()))
-            {
+            let (pending, saved) = match done {
+                Ok((pending, saved)) => (Some(pending), saved.map_err(|e| e.to_string())),
+                Err(e) => (None, Err(e.to_string())),
+            };
+            match saved {
                 Ok(saved) => {
                     let mut text = format!(
                         "step \"{}\" saved to {}{} ({} step(s))",
@@ -294,8 +313,14 @@ impl CollectionsView {
                                 .join(", ")
                         ));
                     }
+                    for note in &saved.notes {
+                        text.push_str(&format!("; {note}"));
+                    }
                     self.said = Some(Ok(text));
-                    self.pending_save = None;
+                    // What was offered since waits on.
+                    if self.pending_save == pending {
+                        self.pending_save = None;
+                    }
                     if self.folder.is_none() {
                         self.folder = saved.path.parent().map(Path::to_owned);
                     }
@@ -338,30 +363,33 @@ impl CollectionsView {
     }
 
     fn apply(&mut self, p: Progress) {
+        fn listed<'a>(files: &'a mut [Listed], path: &Path) -> Option<&'a mut Listed> {
+            files.iter_mut().find(|f| f.path == path)
+        }
         match p {
-            Progress::Started(n, outline) => {
-                if let Some(f) = self.files.get_mut(n) {
+            Progress::Started(path, outline) => {
+                if let Some(f) = listed(&mut self.files, &path) {
                     f.read = outline;
                     f.running = f.read.is_ok().then(Partial::default);
                 }
             }
-            Progress::Step(n, r) => {
-                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+            Progress::Step(path, r) => {
+                if let Some(p) = listed(&mut self.files, &path).and_then(|f| f.running.as_mut()) {
                     p.steps.push(r);
                 }
             }
-            Progress::Contract(n, c) => {
-                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+            Progress::Contract(path, c) => {
+                if let Some(p) = listed(&mut self.files, &path).and_then(|f| f.running.as_mut()) {
                     p.contracts.push(c);
                 }
             }
-            Progress::Eval(n, e) => {
-                if let Some(p) = self.files.get_mut(n).and_then(|f| f.running.as_mut()) {
+            Progress::Eval(path, e) => {
+                if let Some(p) = listed(&mut self.files, &path).and_then(|f| f.running.as_mut()) {
                     p.evals.push(e);
                 }
             }
-            Progress::Finished(n, report) => {
-                if let Some(f) = self.files.get_mut(n) {
+            Progress::Finished(path, report) => {
+                if let Some(f) = listed(&mut self.files, &path) {
                     f.running = None;
                     f.last = Some(*report);
                 }
@@ -377,27 +405,27 @@ impl CollectionsView {
         let stop = Arc::new(AtomicBool::new(false));
         self.stop = Arc::clone(&stop);
         let env = self.env.clone();
-        let jobs: Vec<(usize, PathBuf)> = which
+        let jobs: Vec<PathBuf> = which
             .into_iter()
-            .filter_map(|n| self.files.get(n).map(|f| (n, f.path.clone())))
+            .filter_map(|n| self.files.get(n).map(|f| f.path.clone()))
             .collect();
         self.run = Some(Feed::spawn_detached(
             "collection-run",
             256,
             self.wake.clone(),
             move |feeder| {
-                for (n, path) in jobs {
+                for path in jobs {
                     if stop.load(Ordering::SeqCst) || feeder.stopped() {
                         break;
                     }
                     let (file, outline) = match read(&path) {
                         Ok(r) => r,
                         Err(mistakes) => {
-                            feeder.send(Progress::Started(n, Err(mistakes)));
+                            feeder.send(Progress::Started(path.clone(), Err(mistakes)));
                             continue;
                         }
                     };
-                    feeder.send(Progress::Started(n, Ok(outline)));
+                    feeder.send(Progress::Started(path.clone(), Ok(outline)));
                     let options = RunOptions {
                         env: env.clone(),
                         keep_capture: mcpscope_core::record::private_files::new_capture_file().ok(),
@@ -407,11 +435,11 @@ impl CollectionsView {
                     };
                     let mut watch = ToPanel {
                         feeder: &feeder,
-                        file: n,
+                        file: &path,
                         stop: &stop,
                     };
                     let report = run::run_file(&path, &file, &options, Lookup::here(), &mut watch);
-                    feeder.send(Progress::Finished(n, Box::new(report)));
+                    feeder.send(Progress::Finished(path.clone(), Box::new(report)));
                 }
             },
         ));
@@ -729,8 +757,9 @@ impl CollectionsView {
     }
 
     fn save_bar(&mut self, ui: &mut Ui, action: &mut Option<CollectionsAction>) {
-        let Some((label, _)) = &self.pending_save else { return };
-        let label = label.clone();
+        let Some(pending) = &self.pending_save else { return };
+        let label = pending.label.clone();
+        let idle = self.saving.is_none();
         egui::Frame::group(ui.style()).show(ui, |ui| {
             ui.label(RichText::new(format!("Save `{label}` as a step, into:")).strong());
             ui.horizontal_wrapped(|ui| {
@@ -741,7 +770,7 @@ impl CollectionsView {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
                     if ui
-                        .add_enabled(f.read.is_ok(), egui::Button::new(name))
+                        .add_enabled(idle && f.read.is_ok(), egui::Button::new(name))
                         .on_disabled_hover_text("This file has mistakes: fix them first")
                         .clicked()
                     {
@@ -749,7 +778,7 @@ impl CollectionsView {
                     }
                 }
                 if ui
-                    .button("Another file…")
+                    .add_enabled(idle, egui::Button::new("Another file…"))
                     .on_hover_text("An existing test file, or a new one's name")
                     .clicked()
                 {

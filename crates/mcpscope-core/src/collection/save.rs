@@ -25,6 +25,9 @@ pub struct NewServer {
     pub target: Target,
     /// legacy, modern or auto.
     pub era: Option<String>,
+    /// Env and header names whose values are secrets whatever they are
+    /// called (the ones the user keeps in the OS keyring).
+    pub secret_names: Vec<String>,
 }
 
 /// What a save did.
@@ -39,6 +42,8 @@ pub struct Saved {
     pub steps: usize,
     /// Values not written in the clear: each as a `{{secret:NAME}}` to set.
     pub secrets: Vec<String>,
+    /// What the user should know about the step as written.
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +107,12 @@ pub fn save_step(path: &Path, step: &NewStep, server: Option<&NewServer>) -> Res
     let name = unique(&step_name(step), &names);
     let new = insert(&before, &step_text(step, &name)).ok_or_else(|| SaveError::Unplaceable(path.to_owned()))?;
     let steps = match file::read(&new) {
-        Ok(f) if f.steps.len() == names.len() + 1 => f.steps.len(),
+        Ok(f) if f.steps.len() == names.len() + 1 => {
+            if let Some(changed) = changed_besides_the_step(&before, &new) {
+                return Err(SaveError::WouldBreak(path.to_owned(), changed));
+            }
+            f.steps.len()
+        }
         Ok(f) => {
             return Err(SaveError::WouldBreak(
                 path.to_owned(),
@@ -118,13 +128,40 @@ pub fn save_step(path: &Path, step: &NewStep, server: Option<&NewServer>) -> Res
         }
     };
     crate::record::output_file::write_all(path, new.as_bytes())?;
+    let mut notes = Vec::new();
+    if step.params.as_ref().is_some_and(|p| p.to_string().contains("{{")) {
+        notes.push(
+            "its arguments hold {{…}}, which mcpscope test fills in as a variable: define it, or change the text"
+                .to_owned(),
+        );
+    }
     Ok(Saved {
         path: path.to_owned(),
         name,
         created,
         steps,
         secrets,
+        notes,
     })
+}
+
+/// What the insertion changed in the file besides adding one step at the
+/// end of `steps:` (a block scalar it ran into, a key it moved), if anything.
+fn changed_besides_the_step(before: &str, after: &str) -> Option<String> {
+    let tree = |t: &str| super::yaml::parse(t).map(|n| n.to_json()).ok();
+    let (Some(mut old), Some(mut new)) = (tree(before), tree(after)) else {
+        return Some("the file no longer reads as YAML".into());
+    };
+    let steps = |v: &mut Json| match v.as_object_mut().and_then(|o| o.remove("steps")) {
+        Some(Json::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    let (old_steps, mut new_steps) = (steps(&mut old), steps(&mut new));
+    new_steps.pop();
+    if old != new {
+        return Some("a part of the file other than its steps would have changed".into());
+    }
+    (old_steps != new_steps).then(|| "a step already in the file would have changed".into())
 }
 
 /// A step's name from what it sends: the tool, prompt or resource, else the method.
@@ -208,9 +245,9 @@ fn step_text(step: &NewStep, name: &str) -> String {
     text
 }
 
-/// The `servers:` block of a new file. Values whose names say they are
-/// secrets (an API key's variable, an Authorization header) are written as
-/// `{{secret:NAME}}`, named in `secrets`.
+/// The `servers:` block of a new file. Values that are secrets (by their
+/// names, the user's keyring choices, or credentials in a URL) are written
+/// as `{{secret:NAME}}`, named in `secrets`.
 fn server_text(server: &NewServer, secrets: &mut Vec<String>) -> String {
     let mut out = format!("servers:\n  {}:\n", scalar(&server.name));
     let mut secret = |name: &str| {
@@ -227,8 +264,9 @@ fn server_text(server: &NewServer, secrets: &mut Vec<String>) -> String {
         if !secrets.contains(&var) {
             secrets.push(var.clone());
         }
-        format!("\"{{{{secret:{var}}}}}\"")
+        format!("{{{{secret:{var}}}}}")
     };
+    let kept = |name: &str| server.secret_names.iter().any(|k| k.eq_ignore_ascii_case(name));
     match &server.target {
         Target::Stdio {
             command,
@@ -238,35 +276,29 @@ fn server_text(server: &NewServer, secrets: &mut Vec<String>) -> String {
         } => {
             out.push_str(&format!("    command: {}\n", scalar(command)));
             if !args.is_empty() {
+                let args = secret_args(args, &mut secret);
                 out.push_str(&format!(
                     "    args: {}\n",
-                    serde_json::to_string(args).unwrap_or_default()
+                    serde_json::to_string(&args).unwrap_or_default()
                 ));
             }
-            out.push_str(&mapping(
-                "env",
-                env,
-                crate::transport::target::secret_param,
-                &mut secret,
-            ));
+            let env_secret = |k: &str, v: &str| kept(k) || secret_env(k) || credentials_in(v);
+            out.push_str(&mapping("env", env, &env_secret, &mut secret));
             if let Some(cwd) = cwd {
                 out.push_str(&format!("    cwd: {}\n", scalar(cwd)));
             }
         }
         Target::Http { url, headers } => {
-            let masked = crate::transport::target::mask_url(url);
-            if masked != *url {
+            let url = if credentials_in(url) {
                 // Credentials in the URL itself: the secret is the whole URL.
-                out.push_str(&format!("    url: {}\n", secret("SERVER_URL")));
+                secret("SERVER_URL")
             } else {
-                out.push_str(&format!("    url: {}\n", scalar(url)));
-            }
-            out.push_str(&mapping(
-                "headers",
-                headers,
-                crate::proxy::reverse::is_secret_header,
-                &mut secret,
-            ));
+                url.clone()
+            };
+            out.push_str(&format!("    url: {}\n", scalar(&url)));
+            let header_secret =
+                |k: &str, v: &str| kept(k) || crate::proxy::reverse::is_secret_header(k) || credentials_in(v);
+            out.push_str(&mapping("headers", headers, &header_secret, &mut secret));
         }
     }
     if let Some(era) = &server.era {
@@ -276,12 +308,12 @@ fn server_text(server: &NewServer, secrets: &mut Vec<String>) -> String {
     out
 }
 
-/// A server's `env:` or `headers:`, each value whose name `is_secret` says
-/// is one written as what `secret` makes of the name.
+/// A server's `env:` or `headers:`, each value `is_secret` says is one
+/// (by its name or its value) written as what `secret` makes of the name.
 fn mapping(
     key: &str,
     pairs: &[(String, String)],
-    is_secret: fn(&str) -> bool,
+    is_secret: &dyn Fn(&str, &str) -> bool,
     secret: &mut dyn FnMut(&str) -> String,
 ) -> String {
     if pairs.is_empty() {
@@ -289,8 +321,49 @@ fn mapping(
     }
     let mut out = format!("    {key}:\n");
     for (k, v) in pairs {
-        let v = if is_secret(k) { secret(k) } else { scalar(v) };
-        out.push_str(&format!("      {}: {v}\n", scalar(k)));
+        let v = if is_secret(k, v) { secret(k) } else { v.clone() };
+        out.push_str(&format!("      {}: {}\n", scalar(k), scalar(&v)));
+    }
+    out
+}
+
+/// An environment variable whose name says it holds a secret: the rule for
+/// query parameters, and any `…KEY` or `…PAT` (`STRIPE_KEY`, `GITHUB_PAT`).
+fn secret_env(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    crate::transport::target::secret_param(name) || upper.ends_with("KEY") || upper.ends_with("PAT")
+}
+
+/// A value with credentials in it (a URL's `user:password@`, a `?token=`).
+fn credentials_in(value: &str) -> bool {
+    value.contains("://") && crate::transport::target::mask_url(value) != value
+}
+
+/// The arguments with each secret as a `{{secret:NAME}}`: the value of a
+/// secret-looking flag (`--api-key X`, `--token=X`) and a URL with credentials.
+fn secret_args(args: &[String], secret: &mut dyn FnMut(&str) -> String) -> Vec<String> {
+    let flag = |a: &str| {
+        a.strip_prefix("--")
+            .or_else(|| a.strip_prefix('-'))
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+    };
+    let mut out = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        let secret_flag_before =
+            i > 0 && !a.starts_with('-') && flag(&args[i - 1]).is_some_and(|f| !f.contains('=') && secret_env(&f));
+        if secret_flag_before {
+            out.push(secret(&flag(&args[i - 1]).unwrap_or_default()));
+        } else if let Some((name, _)) = a.split_once('=')
+            && let Some(f) = flag(name)
+            && secret_env(&f)
+        {
+            out.push(format!("{name}={}", secret(&f)));
+        } else if credentials_in(a) {
+            out.push(secret("SERVER_URL"));
+        } else {
+            out.push(a.clone());
+        }
     }
     out
 }
@@ -346,10 +419,16 @@ fn insert(text: &str, step: &str) -> Option<String> {
     let mut item_indent = None;
     for (i, l) in lines.iter().enumerate().skip(key + 1) {
         let t = l.trim_start();
-        if t.is_empty() || t.starts_with('#') {
+        let indent = l.len() - t.len();
+        if t.is_empty() {
             continue;
         }
-        let indent = l.len() - t.len();
+        // A comment deeper than the items may be a line of a block scalar
+        // (`code: |` … `# done`): it is the step's. One at the items' own
+        // depth or less is the file's, between the list and what follows.
+        if t.starts_with('#') && item_indent.is_none_or(|d| indent <= d) {
+            continue;
+        }
         if indent == 0 && !t.starts_with('-') {
             break;
         }
@@ -411,6 +490,7 @@ mod tests {
                 cwd: None,
             },
             era: None,
+            secret_names: vec!["DEBUG_TOKENLESS".into()],
         }
     }
 
@@ -515,17 +595,109 @@ mod tests {
                 headers: vec![
                     ("Authorization".into(), "Bearer abc.def".into()),
                     ("X-Team".into(), "blue".into()),
+                    ("X-Kept".into(), "kept-value".into()),
                 ],
             },
             era: Some("modern".into()),
+            secret_names: vec!["X-Kept".into()],
         };
         let saved = save_step(&p, &call(json!({})), Some(&s)).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
-        assert!(!text.contains("abc.def"), "{text}");
+        assert!(!text.contains("abc.def") && !text.contains("kept-value"), "{text}");
         assert!(text.contains("Authorization: \"{{secret:AUTHORIZATION}}\""), "{text}");
         assert!(text.contains("X-Team: blue"), "{text}");
-        assert_eq!(saved.secrets, ["AUTHORIZATION"]);
+        assert_eq!(saved.secrets, ["AUTHORIZATION", "X_KEPT"]);
         assert_eq!(file::read(&text).unwrap().servers[0].era.as_deref(), Some("modern"));
+    }
+
+    #[test]
+    fn secrets_are_found_by_name_value_flag_and_the_users_keyring_choices() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.mcp.yaml");
+        let s = NewServer {
+            name: "s".into(),
+            target: Target::Stdio {
+                command: "srv".into(),
+                args: vec![
+                    "--api-key".into(),
+                    "sk-one".into(),
+                    "--token=tok-two".into(),
+                    "postgres://u:pw-three@db/x".into(),
+                    "--verbose".into(),
+                    "plain".into(),
+                ],
+                env: vec![
+                    ("STRIPE_KEY".into(), "rk-four".into()),
+                    ("GITHUB_PAT".into(), "ghp-five".into()),
+                    ("DATABASE_URL".into(), "postgres://u:pw-six@db/x".into()),
+                    ("MY_SETTING".into(), "kept-seven".into()),
+                    ("LOG_LEVEL".into(), "debug".into()),
+                ],
+                cwd: None,
+            },
+            era: None,
+            secret_names: vec!["my_setting".into()],
+        };
+        let saved = save_step(&p, &call(json!({"message": "hi {{name}}"})), Some(&s)).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        for value in [
+            "sk-one",
+            "tok-two",
+            "pw-three",
+            "rk-four",
+            "ghp-five",
+            "pw-six",
+            "kept-seven",
+        ] {
+            assert!(!text.contains(value), "{value} in the clear:\n{text}");
+        }
+        assert!(
+            text.contains("LOG_LEVEL: debug") && text.contains("\"plain\""),
+            "{text}"
+        );
+        assert!(text.contains("\"--token={{secret:TOKEN}}\""), "{text}");
+        assert_eq!(
+            saved.secrets,
+            [
+                "API_KEY",
+                "TOKEN",
+                "SERVER_URL",
+                "STRIPE_KEY",
+                "GITHUB_PAT",
+                "DATABASE_URL",
+                "MY_SETTING"
+            ]
+        );
+        assert!(saved.notes[0].contains("{{…}}"), "{:?}", saved.notes);
+        let f = file::read(&text).unwrap();
+        assert!(matches!(&f.servers[0].target, Target::Stdio { args, .. } if args[1] == "{{secret:API_KEY}}"));
+    }
+
+    #[test]
+    fn a_block_scalar_ending_in_a_comment_like_line_keeps_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("b.mcp.yaml");
+        let before = "servers:\n  s: {command: srv}\nsteps:\n  - name: code\n    call: run\n    arguments:\n      code: |\n        x = 1\n        # done\n# the end\n";
+        std::fs::write(&p, before).unwrap();
+        save_step(&p, &call(json!({})), None).unwrap();
+        let after = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            after.starts_with(&before[..before.len() - "# the end\n".len()]),
+            "{after}"
+        );
+        let f = file::read(&after).unwrap();
+        assert!(
+            matches!(&f.steps[0].action, file::Action::Call { arguments, .. } if arguments["code"] == "x = 1\n# done\n"),
+            "{after}"
+        );
+        assert!(after.ends_with("# the end\n"), "{after}");
+    }
+
+    #[test]
+    fn an_insertion_that_would_change_the_file_is_refused() {
+        assert!(changed_besides_the_step("a: 1\nsteps: []\n", "a: 2\nsteps: [{name: x}]\n").is_some());
+        assert!(changed_besides_the_step("steps: [{name: x}]\n", "steps: [{name: y}, {name: z}]\n").is_some());
+        assert!(changed_besides_the_step("a: 1\nsteps: []\n", "a: 1\nsteps: [{name: x}]\n").is_none());
     }
 
     #[test]
