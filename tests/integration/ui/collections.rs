@@ -216,3 +216,45 @@ fn save_to_collection_writes_steps_mcpscope_test_runs() {
     assert_eq!(out.status.code(), Some(0), "{said}\n{text}");
     assert!(said.contains("2 passed"), "{said}");
 }
+
+/// The list read again while a file runs (Reload, or a save into the folder)
+/// keeps each report with its own file, though a new file shifted the rows.
+#[test]
+fn a_reload_during_a_run_keeps_each_report_with_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let faulty = serde_json::to_string(&faulty_path()).unwrap();
+    let mut text = format!("servers:\n  s:\n    command: python3\n    args: [{faulty}, --mode, normal]\nsteps:\n");
+    // Long enough (a second or more) to be read again mid-run.
+    for n in 0..1000 {
+        text.push_str(&format!(
+            "  - name: call {n}\n    call: echo\n    arguments: {{message: m{n}}}\n"
+        ));
+    }
+    let m = dir.path().join("m.mcp.yaml");
+    std::fs::write(&m, text).unwrap();
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    open_collections(&mut h);
+    h.get_by_label("Choose folder…").click();
+    h.step();
+    type_in_picker(&mut h, "folder", dir.path());
+    step_until(&mut h, "the folder listed", |app| app.collections.files().len() == 1);
+    h.get_by_label("Run all").click();
+    step_until(&mut h, "the run under way", |app| app.collections.running());
+    // A file that sorts first appears, and the list is read again mid-run.
+    std::fs::write(
+        dir.path().join("a.mcp.yaml"),
+        "servers:\n  s: {command: x}\nsteps:\n  - name: a\n    call: echo\n",
+    )
+    .unwrap();
+    h.get_by_label("Reload").click();
+    step_until(&mut h, "the new file listed", |app| app.collections.files().len() == 2);
+    step_until(&mut h, "the run's end", |app| !app.collections.running());
+    let c = &h.state().collections;
+    let report = c.report_of(&m).expect("the report is the file's that ran");
+    assert_eq!(report.counts().passed, 1000);
+    assert!(
+        c.report_of(&dir.path().join("a.mcp.yaml")).is_none(),
+        "not the new file's"
+    );
+}

@@ -207,6 +207,11 @@ impl CollectionsView {
         self.files.iter().filter_map(|f| f.last.as_ref()).collect()
     }
 
+    /// The last run's report of the listed file at `path`.
+    pub fn report_of(&self, path: &Path) -> Option<&FileReport> {
+        self.files.iter().find(|f| f.path == path)?.last.as_ref()
+    }
+
     pub fn running(&self) -> bool {
         self.run.is_some()
     }
