@@ -68,6 +68,20 @@ fn type_in_picker(h: &mut Harness<'static, McpscopeApp>, field: &str, path: &Pat
     h.step();
 }
 
+/// The app with the Collections window open on `dir`, its `files` listed.
+fn collections_of(dir: &Path, files: usize) -> Harness<'static, McpscopeApp> {
+    let mut h = harness(StartupArgs::default());
+    h.step();
+    open_collections(&mut h);
+    h.get_by_label("Choose folder…").click();
+    h.step();
+    type_in_picker(&mut h, "folder", dir);
+    step_until(&mut h, "the folder listed", |app| {
+        app.collections.files().len() == files
+    });
+    h
+}
+
 #[test]
 fn a_folder_runs_with_its_verdicts_and_a_failed_step_opens_at_its_frame() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,13 +91,7 @@ fn a_folder_runs_with_its_verdicts_and_a_failed_step_opens_at_its_frame() {
         "servers:\n  s: {command: x}\nsteps:\n  - name: a\n    cal: echo\n",
     )
     .unwrap();
-    let mut h = harness(StartupArgs::default());
-    h.step();
-    open_collections(&mut h);
-    h.get_by_label("Choose folder…").click();
-    h.step();
-    type_in_picker(&mut h, "folder", dir.path());
-    step_until(&mut h, "the folder listed", |app| app.collections.files().len() == 2);
+    let mut h = collections_of(dir.path(), 2);
     h.step();
     assert!(
         shows(&h, "echo.mcp.yaml (echo checks)"),
@@ -232,13 +240,7 @@ fn a_reload_during_a_run_keeps_each_report_with_its_file() {
     }
     let m = dir.path().join("m.mcp.yaml");
     std::fs::write(&m, text).unwrap();
-    let mut h = harness(StartupArgs::default());
-    h.step();
-    open_collections(&mut h);
-    h.get_by_label("Choose folder…").click();
-    h.step();
-    type_in_picker(&mut h, "folder", dir.path());
-    step_until(&mut h, "the folder listed", |app| app.collections.files().len() == 1);
+    let mut h = collections_of(dir.path(), 1);
     h.get_by_label("Run all").click();
     step_until(&mut h, "the run under way", |app| app.collections.running());
     // A file that sorts first appears, and the list is read again mid-run.
