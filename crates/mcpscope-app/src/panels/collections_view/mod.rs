@@ -81,11 +81,18 @@ struct Partial {
 }
 
 impl Listed {
-    /// A step's result, from the run in progress or the last one.
-    fn step(&self, line: usize) -> Option<&StepResult> {
-        match &self.running {
-            Some(p) => p.steps.iter().find(|s| s.at.line == line),
-            None => self.last.as_ref()?.steps.iter().find(|s| s.at.line == line),
+    /// The result of the file's step `i`, written at `line`, from the run in
+    /// progress or the last one. Results come in the steps' order, so the
+    /// i-th is looked at first: drawing a list of thousands of steps is not
+    /// a search per step (the file may have been edited since: then it is).
+    fn step(&self, i: usize, line: usize) -> Option<&StepResult> {
+        let results = match &self.running {
+            Some(p) => &p.steps,
+            None => &self.last.as_ref()?.steps,
+        };
+        match results.get(i) {
+            Some(r) if r.at.line == line => Some(r),
+            _ => results.iter().find(|s| s.at.line == line),
         }
     }
 
@@ -126,7 +133,12 @@ enum Progress {
     Finished(PathBuf, Box<FileReport>),
 }
 
-type Listing = Result<Vec<(PathBuf, Result<Outline, Vec<String>>)>, String>;
+/// The folder's files as read, and whether the search stopped at its limit.
+type Listing = Result<(Vec<(PathBuf, Result<Outline, Vec<String>>)>, bool), String>;
+
+/// How many entries of a folder are looked at for test files: a folder
+/// chosen by mistake (a home directory) is not searched for minutes.
+const SEARCH_LIMIT: usize = 200_000;
 
 pub struct CollectionsView {
     pub open: bool,
@@ -134,6 +146,8 @@ pub struct CollectionsView {
     files: Vec<Listed>,
     listing: Option<Job<Listing>>,
     listing_error: Option<String>,
+    /// The last search stopped at [`SEARCH_LIMIT`].
+    listing_cut: bool,
     /// The environment the files run with (`--env`); `None`: their variables only.
     pub env: Option<String>,
     run: Option<Feed<Progress>>,
@@ -156,6 +170,7 @@ impl Default for CollectionsView {
             files: Vec::new(),
             listing: None,
             listing_error: None,
+            listing_cut: false,
             env: None,
             run: None,
             stop: Arc::new(AtomicBool::new(false)),
@@ -253,14 +268,16 @@ impl CollectionsView {
     pub fn reload(&mut self) {
         let Some(folder) = self.folder.clone() else { return };
         self.listing = Some(Job::spawn("collections", self.wake.clone(), move || {
-            let paths = mcpscope_core::collection::find::test_files(std::slice::from_ref(&folder))?;
-            Ok(paths
+            let (paths, cut) =
+                mcpscope_core::collection::find::test_files_within(std::slice::from_ref(&folder), SEARCH_LIMIT)?;
+            let read = paths
                 .into_iter()
                 .map(|p| {
                     let r = read(&p).map(|(_, o)| o);
                     (p, r)
                 })
-                .collect())
+                .collect();
+            Ok((read, cut))
         }));
     }
 
@@ -270,8 +287,9 @@ impl CollectionsView {
         if let Some(done) = self.listing.take_ready() {
             changed = true;
             match done.map_err(|e| e.to_string()).and_then(|l| l) {
-                Ok(list) => {
+                Ok((list, cut)) => {
                     self.listing_error = None;
+                    self.listing_cut = cut;
                     self.folded.clear();
                     // A file's last run is kept while it is still listed.
                     let mut old: Vec<Listed> = std::mem::take(&mut self.files);
@@ -545,6 +563,21 @@ impl CollectionsView {
         });
         if let Some(e) = &self.listing_error {
             ui.colored_label(theme::ERROR, e);
+        }
+        if self.listing.is_some() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("looking for test files in the folder…");
+            });
+        }
+        if self.listing_cut {
+            ui.colored_label(
+                theme::WARN,
+                format!(
+                    "the search stopped after {SEARCH_LIMIT} entries of the folder: choose the folder that holds \
+                     your test files"
+                ),
+            );
         }
         if self.folder.is_some() && self.files.is_empty() && self.listing.is_none() && self.listing_error.is_none() {
             ui.weak("No test files (*.mcp.yaml) in this folder: Save to collection makes one.");

@@ -26,7 +26,7 @@ impl CollectionsView {
             };
             rows.extend((0..outline.steps.len()).map(|i| Row::Step(n, i)));
             for (i, (_, line)) in outline.steps.iter().enumerate() {
-                let Some(r) = f.step(*line) else { continue };
+                let Some(r) = f.step(i, *line) else { continue };
                 if matches!(r.verdict, Verdict::Passed | Verdict::Skipped) {
                     continue;
                 }
@@ -91,7 +91,7 @@ impl CollectionsView {
                 let f = &self.files[n];
                 let Ok(outline) = &f.read else { return None };
                 let (name, at) = &outline.steps[i];
-                let r = f.step(*at);
+                let r = f.step(i, *at);
                 let (mark, color) = verdict_mark(r.map(|r| r.verdict));
                 let capture = f.last.as_ref().and_then(|r| r.capture.clone());
                 let seq = r.and_then(|r| r.response_seq.or(r.request_seq));
@@ -182,7 +182,7 @@ impl CollectionsView {
 
     fn step_of(&self, n: usize, i: usize) -> Option<&StepResult> {
         let f = &self.files[n];
-        f.step(f.read.as_ref().ok()?.steps.get(i)?.1)
+        f.step(i, f.read.as_ref().ok()?.steps.get(i)?.1)
     }
 
     fn check_of(&self, n: usize, step: Option<usize>, c: usize) -> Option<&Check> {
