@@ -211,12 +211,18 @@ fn a_tool_call_is_approved_with_edited_arguments_and_drawn_from_the_model() {
         t.index.len() == 1 && t.index.row_at(0) == Some(turns[0])
     });
     h.state_mut().session_mut().timeline.filter.set_text("");
-    h.step();
-    // Selecting the turn shows its record and the answer it assembles to.
+    step_until(&mut h, "every row back on the timeline", |app| {
+        let s = app.session();
+        let t = &s.timeline;
+        t.index.progress().is_none() && t.index.len() == s.inspection.as_ref().unwrap().model.store.len()
+    });
+    // Selecting the turn shows its record and the answer it assembles to. The
+    // list scrolls as its rows come back, so the row is clicked by what it is,
+    // not where it was drawn a frame ago.
     h.query_all_by_label_contains("openai:fake-gpt calls echo")
         .next()
         .expect("the turn's row")
-        .click();
+        .click_accesskit();
     h.step();
     h.step();
     assert!(shows(&h, "a model turn: the request sent to the provider"));
