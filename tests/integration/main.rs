@@ -15,6 +15,7 @@ mod browser;
 mod capture_roundtrip;
 mod cli;
 mod collections;
+mod collections_http;
 mod conformance_2026;
 #[cfg(unix)] // the tour runs sh in process groups
 mod docs;

@@ -25,6 +25,9 @@ Modes (--mode):
                      forever, or --bytes of x, then the stream closes with
                      the event unfinished); other requests are answered
                      normally
+  silent             never answers the request to --on: its connection
+                     stays open until the client gives up on it; other
+                     requests are answered normally
   plain              a well-behaved Streamable HTTP server (for URLs with
                      credentials in them)
 
@@ -182,6 +185,12 @@ class Main(Base):
             error = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "Invalid params: no tool named nope"}}
             self.send(400, json.dumps(error).encode())
             return
+        if mode == "silent" and msg.get("method") == ARGS.on:
+            # Nothing is written: the client's own timeout must end it.
+            while self.rfile.read(1):
+                pass
+            self.close_connection = True
+            return
         if mode == "sse-endless" and msg.get("method") == ARGS.on:
             self.start_sse()
             chunk = b"x" * 65536
@@ -208,8 +217,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", required=True,
                     choices=["sse-steal", "redirect-other", "redirect-same", "batch", "sse-flood", "plain", "bad-request",
-                             "sse-endless"])
-    ap.add_argument("--on", default="initialize", help="sse-endless: the method answered with the endless stream")
+                             "sse-endless", "silent"])
+    ap.add_argument("--on", default="initialize", help="sse-endless, silent: the method that gets the endless stream, or nothing")
     ap.add_argument("--status", type=int, default=301, help="redirect-other: the redirect status")
     ap.add_argument("--bytes", type=int, default=0,
                     help="sse-endless: stop after this many bytes of data (0: never)")

@@ -281,7 +281,7 @@ impl Client {
         let wakeup = self.pilot.driver.next_wakeup().map(|at| self.started_at + at);
         let until = wakeup.map_or(deadline, |w| w.min(deadline));
         let wait = until.saturating_duration_since(Instant::now());
-        match self.session.events().recv_timeout(wait) {
+        match self.session.recv_event(wait) {
             Ok(ev) => {
                 self.handle(&ev);
                 (self.observer)(&ev);

@@ -390,8 +390,11 @@ pub fn run_file(
     let sink = seen.clone();
     // Events reach the watcher after each request returns (the observer
     // runs inside the client, where the watcher cannot be borrowed).
+    // Steps go one after another, each waited on: over HTTP the session
+    // runs on this thread, so a fast server's answer is not handed between threads.
     let session_options = SessionOptions {
         request_timeout: Some(options.timeout),
+        owner_thread: true,
         ..SessionOptions::new(crate::record::capture::open_log)
     };
     let mut client = Client::connect(

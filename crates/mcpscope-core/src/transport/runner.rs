@@ -50,6 +50,8 @@ pub(crate) struct Outgoing {
     pub is_response: bool,
     /// Headers the owner added for this message (`Mcp-Param-*`; HTTP only).
     pub headers: Vec<(String, String)>,
+    /// How long a request may wait for its answer (`None`: for ever, or not a request).
+    pub timeout: Option<Duration>,
 }
 
 /// Where a runner's facts go: the recorder (and through it the capture) and
@@ -217,13 +219,63 @@ pub(crate) fn run<L: Link>(
     inputs: Receiver<Input<L::Msg>>,
     owner: Arc<OwnerFlags>,
 ) {
-    let mut r = Runner {
-        link,
-        sink,
-        options,
-        owner,
-    };
-    r.run(commands, inputs);
+    Pumped::new(link, sink, options, commands, inputs, owner).run();
+}
+
+/// A runner driven by its owner's thread instead of one of its own: each
+/// [`Pump::pump`] does one pass. The blocking CLI client uses it so that a
+/// request answered at once costs no hand-off between threads.
+pub(crate) struct Pumped<L: Link> {
+    runner: Runner<L>,
+    commands: Receiver<Command>,
+    inputs: Receiver<Input<L::Msg>>,
+    ended: bool,
+}
+
+/// A session run on its owner's thread (see [`Pumped`]).
+pub(crate) trait Pump: Send {
+    /// One pass, waiting for something to do at most until `until`; false
+    /// once the session is over (`Closed` was emitted).
+    fn pump(&mut self, until: Instant) -> bool;
+}
+
+impl<L: Link> Pumped<L> {
+    pub fn new(
+        link: L,
+        sink: Sink,
+        options: SessionOptions,
+        commands: Receiver<Command>,
+        inputs: Receiver<Input<L::Msg>>,
+        owner: Arc<OwnerFlags>,
+    ) -> Self {
+        Self {
+            runner: Runner::new(link, sink, options, owner),
+            commands,
+            inputs,
+            ended: false,
+        }
+    }
+
+    /// Runs it here until the link is finished (on a session thread of its own).
+    pub fn run(mut self) {
+        self.runner.run(&self.commands, &self.inputs);
+    }
+}
+
+impl<L: Link + Send> Pump for Pumped<L>
+where
+    L::Msg: Send,
+{
+    fn pump(&mut self, until: Instant) -> bool {
+        if self.ended {
+            return false;
+        }
+        if !self.runner.step(&self.commands, &self.inputs, Some(until)) {
+            self.runner.end();
+            self.ended = true;
+        }
+        !self.ended
+    }
 }
 
 struct Runner<L: Link> {
@@ -231,63 +283,85 @@ struct Runner<L: Link> {
     sink: Sink,
     options: SessionOptions,
     owner: Arc<OwnerFlags>,
+    commands_open: bool,
+    stop: Receiver<()>,
+    stop_seen: bool,
 }
 
 impl<L: Link> Runner<L> {
-    fn run(&mut self, commands: Receiver<Command>, inputs: Receiver<Input<L::Msg>>) {
-        let mut commands_open = true;
-        let stop = lifecycle::stop_signal();
-        let mut stop_seen = false;
-        loop {
-            let wait = self.next_wakeup().map_or(Duration::from_secs(3600), |t| {
-                t.saturating_duration_since(Instant::now())
-            });
-            let never = crossbeam_channel::never();
-            let never_stop = crossbeam_channel::never();
-            let cmd_rx = if commands_open { &commands } else { &never };
-            let stop_rx = if stop_seen { &never_stop } else { &stop };
-            select! {
-                recv(inputs) -> msg => {
-                    if let Ok(msg) = msg {
-                        self.on_input(msg);
-                    }
+    fn new(link: L, sink: Sink, options: SessionOptions, owner: Arc<OwnerFlags>) -> Self {
+        Runner {
+            link,
+            sink,
+            options,
+            owner,
+            commands_open: true,
+            stop: lifecycle::stop_signal(),
+            stop_seen: false,
+        }
+    }
+
+    fn run(&mut self, commands: &Receiver<Command>, inputs: &Receiver<Input<L::Msg>>) {
+        while self.step(commands, inputs, None) {}
+        self.end();
+    }
+
+    /// One pass: waits for an input, a command, a stop or a timer (and at
+    /// most until `until`), acts on it, then advances the timers. False once
+    /// the link is finished.
+    fn step(&mut self, commands: &Receiver<Command>, inputs: &Receiver<Input<L::Msg>>, until: Option<Instant>) -> bool {
+        let wake = [self.next_wakeup(), until].into_iter().flatten().min();
+        let wait = wake.map_or(Duration::from_secs(3600), |t| {
+            t.saturating_duration_since(Instant::now())
+        });
+        let never = crossbeam_channel::never();
+        let never_stop = crossbeam_channel::never();
+        let cmd_rx = if self.commands_open { commands } else { &never };
+        let stop = self.stop.clone();
+        let stop_rx = if self.stop_seen { &never_stop } else { &stop };
+        select! {
+            recv(inputs) -> msg => {
+                if let Ok(msg) = msg {
+                    self.on_input(msg);
                 }
-                recv(cmd_rx) -> cmd => match cmd {
-                    Ok(cmd) => self.on_command(cmd),
-                    Err(_) => {
-                        // The owner is gone without saying goodbye: shut down.
-                        commands_open = false;
-                        self.link.begin_shutdown(&mut self.sink);
-                    }
-                },
-                recv(stop_rx) -> _ => {
-                    // mcpscope itself is asked to stop (a signal): end the
-                    // server as a normal shutdown would, and say why.
-                    stop_seen = true;
-                    let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
-                    self.sink.note(format!("{why}: shutting the server down"));
+            }
+            recv(cmd_rx) -> cmd => match cmd {
+                Ok(cmd) => self.on_command(cmd),
+                Err(_) => {
+                    // The owner is gone without saying goodbye: shut down.
+                    self.commands_open = false;
                     self.link.begin_shutdown(&mut self.sink);
                 }
-                default(wait) => {}
-            }
-            if self.owner.shutdown.swap(false, Ordering::SeqCst) {
+            },
+            recv(stop_rx) -> _ => {
+                // mcpscope itself is asked to stop (a signal): end the
+                // server as a normal shutdown would, and say why.
+                self.stop_seen = true;
+                let why = lifecycle::stop_reason().unwrap_or_else(|| "mcpscope is stopping".into());
+                self.sink.note(format!("{why}: shutting the server down"));
                 self.link.begin_shutdown(&mut self.sink);
             }
-            let refused = self.owner.take_refused();
-            if refused > 0 {
-                self.sink.note(format!(
-                    "{refused} command(s) from the owner were not accepted: the session was not keeping up \
-                     (they were not sent)"
-                ));
-            }
-            self.on_tick();
-            if inputs.is_empty() && (!commands_open || commands.is_empty()) {
-                self.sink.flush_and_wake();
-            }
-            if self.link.finished() {
-                break;
-            }
+            default(wait) => {}
         }
+        if self.owner.shutdown.swap(false, Ordering::SeqCst) {
+            self.link.begin_shutdown(&mut self.sink);
+        }
+        let refused = self.owner.take_refused();
+        if refused > 0 {
+            self.sink.note(format!(
+                "{refused} command(s) from the owner were not accepted: the session was not keeping up \
+                 (they were not sent)"
+            ));
+        }
+        self.on_tick();
+        if inputs.is_empty() && (!self.commands_open || commands.is_empty()) {
+            self.sink.flush_and_wake();
+        }
+        !self.link.finished()
+    }
+
+    /// After the last pass: the link's last words, then `Closed`.
+    fn end(&mut self) {
         self.link.finish(&mut self.sink);
         // Readers still waiting for room must not wait for a runner that is gone.
         self.sink.input_budget.close();
@@ -376,6 +450,7 @@ impl<L: Link> Runner<L> {
             }
             self.sink.emit(Event::Frame(f));
         }
+        let timeout = request_id.as_ref().and(timeout);
         self.link.send(
             &mut self.sink,
             Outgoing {
@@ -384,6 +459,7 @@ impl<L: Link> Runner<L> {
                 method,
                 is_response,
                 headers,
+                timeout,
             },
         );
     }
@@ -474,18 +550,18 @@ mod tests {
     fn runner(request_timeout: Option<Duration>) -> (Runner<FakeLink>, Receiver<Event>) {
         let (tx, rx) = unbounded();
         let recorder = Recorder::new(crate::wire::classify::Limits::default(), Instant::now());
-        let runner = Runner {
-            link: FakeLink {
+        let runner = Runner::new(
+            FakeLink {
                 open: true,
                 ..FakeLink::default()
             },
-            sink: Sink::new(recorder, tx, None, 1 << 20),
-            options: SessionOptions {
+            Sink::new(recorder, tx, None, 1 << 20),
+            SessionOptions {
                 request_timeout,
                 ..SessionOptions::new(crate::record::capture::open_log)
             },
-            owner: Arc::new(OwnerFlags::default()),
-        };
+            Arc::new(OwnerFlags::default()),
+        );
         (runner, rx)
     }
 
@@ -599,6 +675,47 @@ mod tests {
     }
 
     #[test]
+    fn a_pumped_runner_acts_on_the_owners_thread_and_ends_when_the_owner_goes() {
+        let (r, rx) = runner(None);
+        let (commands_tx, commands) = crossbeam_channel::bounded::<Command>(4);
+        let (_inputs_tx, inputs) = crossbeam_channel::bounded::<Input<()>>(4);
+        let mut pumped = Pumped {
+            runner: r,
+            commands,
+            inputs,
+            ended: false,
+        };
+        // Nothing to do: a pass waits no longer than it is told.
+        assert!(pumped.pump(Instant::now() + Duration::from_millis(5)));
+        commands_tx
+            .send(Command::Send {
+                line: br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec(),
+                timeout: Some(Duration::from_secs(9)),
+                headers: Vec::new(),
+            })
+            .unwrap();
+        assert!(pumped.pump(Instant::now() + Duration::from_secs(5)));
+        let sent = &pumped.runner.link.sent;
+        assert_eq!(sent.len(), 1, "sent within the pass that took the command");
+        assert_eq!(
+            sent[0].timeout,
+            Some(Duration::from_secs(9)),
+            "a request carries its timeout"
+        );
+        assert!(matches!(&events(&rx)[..], [Event::Frame(_)]));
+        // The owner gone: the link shuts down, and the pass that finishes it says Closed.
+        drop(commands_tx);
+        let mut passes = 0;
+        while pumped.pump(Instant::now() + Duration::from_secs(5)) {
+            passes += 1;
+            assert!(passes < 10, "ends");
+        }
+        assert_eq!(pumped.runner.link.shutdowns, 1);
+        assert!(matches!(events(&rx).last(), Some(Event::Closed { .. })));
+        assert!(!pumped.pump(Instant::now()), "over stays over");
+    }
+
+    #[test]
     fn the_owners_shutdown_and_refused_commands_are_noticed_on_the_next_pass() {
         let (mut r, rx) = runner(None);
         let (commands_tx, commands) = crossbeam_channel::bounded::<Command>(1);
@@ -609,7 +726,7 @@ mod tests {
         // Whatever wakes the runner next (here a note) ends the pass in which
         // the flags are read; the fake link is finished once shut down.
         commands_tx.send(Command::Note { text: "wake".into() }).unwrap();
-        r.run(commands, inputs);
+        r.run(&commands, &inputs);
         assert_eq!(r.link.shutdowns, 1);
         let evs = events(&rx);
         assert!(

@@ -15,17 +15,17 @@ use crate::transport::event::Event;
 use crate::transport::event_log::OpenLog;
 use crate::transport::lifecycle;
 use crate::transport::process::ServerSpec;
-use crate::transport::runner::OwnerFlags;
-use crate::transport::target::Target;
+use crate::transport::runner::{OwnerFlags, Pump};
+use crate::transport::target::{HttpKind, Target};
 use crate::wire::classify::Limits;
 use crate::wire::message::{ErrorObject, Message, RequestId};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Wakes the owner when events are waiting (the UI's `request_repaint`).
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -62,6 +62,12 @@ pub struct SessionOptions {
     pub open_log: OpenLog,
     /// Sees every event recorded (OpenTelemetry sent live).
     pub tap: Option<crate::transport::recorder::EventTap>,
+    /// Run a Streamable HTTP session on the owner's thread, advanced by
+    /// [`Session::recv_event`], and POST on it while nothing else is in
+    /// flight and no GET stream is open: for an owner that waits on each
+    /// answer (the blocking client), to which a fast server answers sooner
+    /// than threads hand a message on. Other transports ignore it.
+    pub owner_thread: bool,
 }
 
 impl SessionOptions {
@@ -79,6 +85,7 @@ impl SessionOptions {
             waker: None,
             open_log,
             tap: None,
+            owner_thread: false,
         }
     }
 
@@ -135,6 +142,10 @@ pub struct Session {
     default_timeout: Option<Duration>,
     owner: Arc<OwnerFlags>,
     thread: Option<JoinHandle<()>>,
+    /// Set when the session runs on the owner's thread ([`SessionOptions::owner_thread`]).
+    pump: Option<Mutex<Box<dyn Pump>>>,
+    /// Held while a session run on the owner's thread is live.
+    live: Option<lifecycle::LiveGuard>,
 }
 
 /// How many commands may wait for the session thread.
@@ -159,6 +170,22 @@ impl Session {
         let owner = Arc::new(OwnerFlags::default());
         let flags = owner.clone();
         let live = lifecycle::LiveGuard::new();
+        if options.owner_thread
+            && let Target::Http(http) = &target
+            && http.kind == HttpKind::StreamableHttp
+        {
+            let pump = crate::transport::http::pumped(http.clone(), options, cmd_rx, ev_tx, flags);
+            return Session {
+                commands: Some(cmd_tx),
+                events: ev_rx,
+                next_id: AtomicI64::new(1),
+                default_timeout,
+                owner,
+                thread: None,
+                pump: pump.map(Mutex::new),
+                live: Some(live),
+            };
+        }
         // Kept to say why, should the thread not start (the system is out of
         // threads or memory): the session then ends at once, as events.
         let fallback = ev_tx.clone();
@@ -189,11 +216,38 @@ impl Session {
             default_timeout,
             owner,
             thread,
+            pump: None,
+            live: None,
         }
     }
 
     pub fn events(&self) -> &Receiver<Event> {
         &self.events
+    }
+
+    /// The next event, waiting at most `wait`. A session run on the owner's
+    /// thread is advanced here (and only here: such an owner reads its
+    /// events with this, not [`Session::events`]).
+    pub fn recv_event(&self, wait: Duration) -> Result<Event, RecvTimeoutError> {
+        let Some(pump) = &self.pump else {
+            return self.events.recv_timeout(wait);
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Ok(ev) = self.events.try_recv() {
+                return Ok(ev);
+            }
+            let running = pump.lock().unwrap_or_else(PoisonError::into_inner).pump(deadline);
+            if let Ok(ev) = self.events.try_recv() {
+                return Ok(ev);
+            }
+            if !running {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            if Instant::now() >= deadline {
+                return Err(RecvTimeoutError::Timeout);
+            }
+        }
     }
 
     /// The timeout requests get unless told otherwise.
@@ -334,6 +388,19 @@ impl Session {
     /// remaining event to `on_event` as it comes instead of keeping them: a
     /// server that floods until it is killed cannot fill memory meanwhile.
     pub fn close_with(&mut self, mut on_event: impl FnMut(Event)) {
+        if let Some(pump) = self.pump.take() {
+            // As below: no sender left is a shutdown the runner cannot miss.
+            self.commands = None;
+            let mut pump = pump.into_inner().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                self.events.try_iter().for_each(&mut on_event);
+                if !pump.pump(Instant::now() + Duration::from_millis(50)) {
+                    break;
+                }
+            }
+            self.events.try_iter().for_each(&mut on_event);
+            self.live = None;
+        }
         if let Some(thread) = self.thread.take() {
             // Dropping the sender is a shutdown the runner cannot miss, even
             // with a full command channel (it acts on what was queued first).
@@ -378,6 +445,8 @@ mod tests {
             default_timeout: timeout,
             owner: Arc::new(OwnerFlags::default()),
             thread: None,
+            pump: None,
+            live: None,
         };
         (s, cmd_rx)
     }

@@ -293,7 +293,23 @@ pub(super) fn call(
         }};
     }
     match method {
-        "POST" => with_headers!(ctx.agent.post(url)).send(body.unwrap_or_default()),
+        "POST" => {
+            let req = with_headers!(ctx.agent.post(url));
+            match ctx.timeout {
+                // Each phase that waits on the server, not `timeout_global`:
+                // with that, ureq looks the host up on a thread of its own
+                // for every request.
+                Some(t) => req
+                    .config()
+                    .timeout_send_request(Some(t))
+                    .timeout_send_body(Some(t))
+                    .timeout_recv_response(Some(t))
+                    .timeout_recv_body(Some(t))
+                    .build()
+                    .send(body.unwrap_or_default()),
+                None => req.send(body.unwrap_or_default()),
+            }
+        }
         "DELETE" => with_headers!(ctx.agent.delete(url)).call(),
         _ => with_headers!(ctx.agent.get(url)).call(),
     }

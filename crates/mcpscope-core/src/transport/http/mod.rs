@@ -90,6 +90,18 @@ pub(crate) const RELEVANT: &[&str] = &[
 const GET_WORKER: u64 = u64::MAX;
 /// How long `notifications/initialized` waits for the GET stream to open.
 const GET_WAIT: Duration = Duration::from_secs(2);
+/// An inline POST gives up this long after its request timed out, so the
+/// runner has said the timeout (and sent the cancellation) by then.
+const INLINE_MARGIN: Duration = Duration::from_millis(100);
+
+/// Cleared when the thread holding it ends.
+struct LiveFlag(Arc<AtomicBool>);
+
+impl Drop for LiveFlag {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
 
 /// What the worker threads tell the session thread (besides received messages).
 pub(crate) enum HttpMsg {
@@ -150,6 +162,9 @@ struct Ctx {
     max_held: usize,
     /// Bytes read and not yet taken by the runner (see `transport::budget`).
     budget: Arc<ByteBudget>,
+    /// Set for a POST made on the session's own thread: how long it may
+    /// take in all (its request's timeout), since nothing else would end it.
+    timeout: Option<Duration>,
 }
 
 pub(crate) fn run(
@@ -159,6 +174,32 @@ pub(crate) fn run(
     events: Sender<Event>,
     owner: Arc<OwnerFlags>,
 ) {
+    if let Some(session) = start(target, options, commands, events, owner) {
+        session.run();
+    }
+}
+
+/// A session run by its owner's thread ([`runner::Pump`]): the blocking
+/// client's, with POSTs made inline when nothing else is going on.
+pub(crate) fn pumped(
+    target: HttpTarget,
+    options: SessionOptions,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    owner: Arc<OwnerFlags>,
+) -> Option<Box<dyn runner::Pump>> {
+    let session = start(target, options, commands, events, owner)?;
+    Some(Box::new(session))
+}
+
+/// The link, ready to run; `None` when mcpscope is stopping (said, and `Closed`).
+fn start(
+    target: HttpTarget,
+    options: SessionOptions,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+    owner: Arc<OwnerFlags>,
+) -> Option<runner::Pumped<HttpLink>> {
     let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -176,6 +217,7 @@ pub(crate) fn run(
         target: Arc::new(target.clone()),
         max_held: options.limits.max_held_line_bytes,
         budget: sink.input_budget(),
+        timeout: None,
     };
     let post_url = match target.kind {
         HttpKind::StreamableHttp => Some(target.url.clone()),
@@ -191,8 +233,15 @@ pub(crate) fn run(
         let at = sink.recorder.now();
         sink.emit(Event::Closed { at });
         sink.flush_and_wake();
-        return;
+        return None;
     }
+    let inline = options.owner_thread && target.kind == HttpKind::StreamableHttp;
+    let inline_busy = Arc::new(AtomicBool::new(false));
+    let stop_watch = if inline {
+        watch_for_stop(&ctx.agent, inline_busy.clone())
+    } else {
+        None
+    };
     let mut link = HttpLink {
         ctx,
         drain_grace: options.stdin_close_grace,
@@ -209,6 +258,11 @@ pub(crate) fn run(
         get_started: false,
         phase: Phase::Running,
         posts: workers::Workers::new("mcpscope-post"),
+        inline,
+        inline_busy,
+        over_inline: Vec::new(),
+        get_live: Arc::new(AtomicBool::new(false)),
+        _stop_watch: stop_watch,
     };
     if target.kind == HttpKind::Sse {
         let ctx = link.ctx.clone();
@@ -216,7 +270,27 @@ pub(crate) fn run(
             link.legacy_down = Some(format!("could not start the SSE reader thread: {e}"));
         }
     }
-    runner::run(link, sink, options, commands, inputs, owner);
+    Some(runner::Pumped::new(link, sink, options, commands, inputs, owner))
+}
+
+/// A POST made on the session's own thread cannot see a stop (a signal)
+/// while it waits: this thread interrupts it, by closing the agent's
+/// connections (only then: otherwise the session's own shutdown, DELETE and
+/// all, goes as usual). It ends when the link is dropped (its sender with it).
+fn watch_for_stop(agent: &ureq::Agent, busy: Arc<AtomicBool>) -> Option<Sender<()>> {
+    let (alive, gone) = bounded::<()>(0);
+    let agent = agent.clone();
+    let stop = crate::transport::lifecycle::stop_signal();
+    runner::spawn_named("mcpscope-stop-watch", move || {
+        crossbeam_channel::select! {
+            recv(stop) -> _ => if busy.load(Ordering::SeqCst) {
+                agent.shutdown();
+            },
+            recv(gone) -> _ => {}
+        }
+    })
+    .ok()
+    .map(|()| alive)
 }
 
 struct HttpLink {
@@ -242,6 +316,19 @@ struct HttpLink {
     phase: Phase,
     /// The threads POSTs run on.
     posts: workers::Workers,
+    /// Whether a POST may be made on the session's thread (see [`pumped`]).
+    inline: bool,
+    /// Set while one is (see [`watch_for_stop`]).
+    inline_busy: Arc<AtomicBool>,
+    /// POSTs made inline that were over when they returned, their
+    /// `WorkerDone` not taken yet (it frees no slot).
+    over_inline: Vec<u64>,
+    /// Whether the GET stream's thread is running: while it is, the server
+    /// may ask something there that its answer to a POST waits for, so no
+    /// POST is made inline.
+    get_live: Arc<AtomicBool>,
+    /// Dropped with the link: ends the thread of [`watch_for_stop`].
+    _stop_watch: Option<Sender<()>>,
 }
 
 impl HttpLink {
@@ -338,13 +425,29 @@ impl HttpLink {
                 out,
                 is_initialize,
             };
-            let ctx = self.ctx.clone();
-            if let Err(e) = self.posts.run(move || post(ctx, job)) {
+            let mut ctx = self.ctx.clone();
+            let mut over = false;
+            let started = if self.inline_now(&job.out) {
+                ctx.timeout = job.out.timeout.map(|t| t + INLINE_MARGIN);
+                over = post_inline(ctx, job, &self.posts);
+                self.inline_busy.store(false, Ordering::SeqCst);
+                Ok(())
+            } else {
+                self.posts.run(move || post(ctx, job))
+            };
+            if let Err(e) = started {
                 let info = self.post_info(request_id, format!("could not start a POST worker thread: {e}"));
                 sink.fail(info, Instant::now());
                 continue;
             }
-            self.in_flight += 1;
+            // A POST that is over holds no slot, though its last message
+            // (`WorkerDone`) is still on its way here: the next request may
+            // go inline too, whichever the runner takes first.
+            if over {
+                self.over_inline.push(worker);
+            } else {
+                self.in_flight += 1;
+            }
             self.capped_noted = false;
             if get_after {
                 self.get_after = Some(worker);
@@ -354,6 +457,30 @@ impl HttpLink {
                 return;
             }
         }
+    }
+
+    /// Whether this POST may be made on this thread: a request (whose
+    /// timeout bounds the wait, and whose answer the owner waits for
+    /// anyway), nothing else in flight and no GET stream open, so the
+    /// server has no other way to ask something of the session meanwhile.
+    /// Marks the thread busy when it may.
+    fn inline_now(&self, out: &Outgoing) -> bool {
+        if !(self.inline
+            && out.request_id.is_some()
+            && self.in_flight == 0
+            && self.phase == Phase::Running
+            && !self.get_live.load(Ordering::SeqCst))
+        {
+            return false;
+        }
+        // Busy first, then the stop looked at: a stop either finds it busy
+        // (and interrupts it) or is seen here.
+        self.inline_busy.store(true, Ordering::SeqCst);
+        if crate::transport::lifecycle::stopping() {
+            self.inline_busy.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 
     /// A POST got its answer (or gave up): the next one may go, and the GET
@@ -374,7 +501,10 @@ impl HttpLink {
         let ctx = self.ctx.clone();
         let session_id = self.session_id.clone();
         let protocol_version = self.protocol_version.clone();
+        self.get_live.store(true, Ordering::SeqCst);
+        let live = LiveFlag(self.get_live.clone());
         if let Err(e) = runner::spawn_named("mcpscope-get-stream", move || {
+            let _live = live;
             get_stream(ctx, session_id, protocol_version)
         }) {
             sink.note(format!("could not start the GET stream thread: {e}"));
@@ -489,7 +619,11 @@ impl Link for HttpLink {
                 sink.fail(info, at);
             }
             HttpMsg::WorkerDone { worker } => {
-                self.in_flight = self.in_flight.saturating_sub(1);
+                if let Some(i) = self.over_inline.iter().position(|w| *w == worker) {
+                    self.over_inline.swap_remove(i);
+                } else {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                }
                 self.opened(sink, worker);
                 if !self.queue.is_empty() {
                     self.dispatch(sink);

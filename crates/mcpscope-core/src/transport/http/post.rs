@@ -5,6 +5,66 @@
 use super::*;
 
 pub(super) fn post(ctx: Ctx, job: PostJob) {
+    if let Some(answer) = post_head(&ctx, job) {
+        answer.read(&ctx);
+    }
+}
+
+/// A POST on the session's own thread, for an owner that waits on it anyway
+/// (the blocking client): the request and the answer's head here, and a
+/// whole body whose length is known to fit; anything that may go on (an SSE
+/// stream, a body of unknown length) is read on a worker, as
+/// [`post`] would, so the session can answer what the server asks meanwhile.
+///
+/// True when the POST is over (its answer read, or failed) on return.
+pub(super) fn post_inline(ctx: Ctx, job: PostJob, workers: &workers::Workers) -> bool {
+    let Some(answer) = post_head(&ctx, job) else {
+        return true;
+    };
+    if answer.whole_and_small(ctx.max_held) {
+        answer.read(&ctx);
+        return true;
+    }
+    let (worker, info) = (answer.worker, answer.base.clone());
+    let on_worker = ctx.clone();
+    if let Err(e) = workers.run(move || answer.read(&on_worker)) {
+        let info = HttpInfo {
+            error: Some(format!("could not start a thread to read the answer: {e}")),
+            ..info
+        };
+        send(
+            &ctx,
+            HttpMsg::Failed {
+                info,
+                at: Instant::now(),
+                expired_session: false,
+            },
+        );
+        send(&ctx, HttpMsg::WorkerDone { worker });
+        return true;
+    }
+    false
+}
+
+/// A POST answered, its body not read yet.
+pub(super) struct PostAnswer {
+    worker: u64,
+    out: Outgoing,
+    base: HttpInfo,
+    status: u16,
+    content_type: String,
+    received_headers: Vec<(String, String)>,
+    session_header: Option<String>,
+    answered_by: String,
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+    is_initialize: bool,
+    body: ureq::Body,
+}
+
+/// Sends the POST and waits for its answer's head; `None` when it failed
+/// (said, and the worker's slot given back).
+fn post_head(ctx: &Ctx, job: PostJob) -> Option<PostAnswer> {
     let PostJob {
         worker,
         url,
@@ -18,11 +78,11 @@ pub(super) fn post(ctx: Ctx, job: PostJob) {
         request_id: out.request_id.clone(),
         ..headers.info("POST", &url)
     };
-    let (resp, answered_by) = match exchange(&ctx, "POST", &url, &headers, Some(&out.body), out.request_id.as_ref()) {
+    let (resp, answered_by) = match exchange(ctx, "POST", &url, &headers, Some(&out.body), out.request_id.as_ref()) {
         Ok(r) => r,
         Err(error) => {
             send(
-                &ctx,
+                ctx,
                 HttpMsg::Failed {
                     info: HttpInfo {
                         error: Some(error),
@@ -32,142 +92,185 @@ pub(super) fn post(ctx: Ctx, job: PostJob) {
                     expired_session: false,
                 },
             );
-            send(&ctx, HttpMsg::WorkerDone { worker });
-            return;
+            send(ctx, HttpMsg::WorkerDone { worker });
+            return None;
         }
     };
     base.url = mask_url(&answered_by);
-    let status = resp.status().as_u16();
-    let ct = content_type(&resp);
-    let received_headers = relevant_headers(&resp);
     let session_header = resp
         .headers()
         .get("mcp-session-id")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let what = out.method.as_deref().unwrap_or("message");
-    let sse = (200..300).contains(&status) && is_sse(&ct);
-    let failed = |error: String, expired: bool| HttpMsg::Failed {
-        info: HttpInfo {
-            status: Some(status),
-            received: received_headers.clone(),
-            error: Some(error),
-            ..base.clone()
-        },
-        at: Instant::now(),
-        expired_session: expired,
-    };
-    let body = resp.into_body();
-    if sse {
+    Some(PostAnswer {
+        worker,
+        status: resp.status().as_u16(),
+        content_type: content_type(&resp),
+        received_headers: relevant_headers(&resp),
+        session_header,
+        answered_by,
+        session_id,
+        protocol_version,
+        is_initialize,
+        out,
+        base,
+        body: resp.into_body(),
+    })
+}
+
+impl PostAnswer {
+    fn sse(&self) -> bool {
+        (200..300).contains(&self.status) && is_sse(&self.content_type)
+    }
+
+    /// Whether the body is one piece of a length said in advance, small
+    /// enough to hold (an accepted notification has none to speak of).
+    fn whole_and_small(&self, max_held: usize) -> bool {
+        !self.sse()
+            && (self.status == 202
+                || self.status == 204
+                || self.body.content_length().is_some_and(|n| n <= max_held as u64))
+    }
+
+    /// Reads the answer to its end and says what it was.
+    fn read(self, ctx: &Ctx) {
+        let sse = self.sse();
+        let PostAnswer {
+            worker,
+            out,
+            base,
+            status,
+            content_type: ct,
+            received_headers,
+            session_header,
+            answered_by,
+            session_id,
+            protocol_version,
+            is_initialize,
+            body,
+        } = self;
+        let what = out.method.as_deref().unwrap_or("message");
+        let failed = |error: String, expired: bool| HttpMsg::Failed {
+            info: HttpInfo {
+                status: Some(status),
+                received: received_headers.clone(),
+                error: Some(error),
+                ..base.clone()
+            },
+            at: Instant::now(),
+            expired_session: expired,
+        };
+        if sse {
+            send(
+                ctx,
+                HttpMsg::Http {
+                    info: HttpInfo {
+                        status: Some(status),
+                        received: received_headers.clone(),
+                        text: format!("{what}: the answer comes as an SSE stream"),
+                        ..base.clone()
+                    },
+                    at: Instant::now(),
+                    worker: Some(worker),
+                    new_session: is_initialize.then_some(session_header),
+                },
+            );
+            let stream = Stream {
+                answered_by: &answered_by,
+                session_id: &session_id,
+                protocol_version: &protocol_version,
+                what,
+            };
+            after_stream(ctx, body, &out, &stream, &base, &failed);
+            send(ctx, HttpMsg::WorkerDone { worker });
+            return;
+        }
+
+        // A whole body: JSON, an error page, or anything else. Every byte is kept.
+        let at = Instant::now();
+        let accepted = status == 202 || status == 204;
+        let mut text = match status {
+            202 | 204 => format!("{what} accepted"),
+            200..=299 => String::new(),
+            _ => status_text(status),
+        };
+        let mut reader = body.into_reader();
+        if accepted {
+            // A 202 body is not a message (Python's HTTP+SSE server says "Accepted").
+            let mut bytes = Vec::new();
+            let _ = (&mut reader).take(64 * 1024).read_to_end(&mut bytes);
+            if !bytes.is_empty() {
+                text.push_str(&format!(
+                    " (body: {})",
+                    crate::text::shorten(&String::from_utf8_lossy(&bytes), 200)
+                ));
+            }
+        }
         send(
-            &ctx,
+            ctx,
             HttpMsg::Http {
                 info: HttpInfo {
                     status: Some(status),
                     received: received_headers.clone(),
-                    text: format!("{what}: the answer comes as an SSE stream"),
+                    text,
                     ..base.clone()
                 },
-                at: Instant::now(),
+                at,
                 worker: Some(worker),
-                new_session: is_initialize.then_some(session_header),
+                new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
             },
         );
-        let stream = Stream {
-            answered_by: &answered_by,
-            session_id: &session_id,
-            protocol_version: &protocol_version,
-            what,
+        let read = if accepted {
+            Ok(Some(Vec::new()))
+        } else {
+            read_body(ctx, &mut reader)
         };
-        after_stream(&ctx, body, &out, &stream, &base, &failed);
-        send(&ctx, HttpMsg::WorkerDone { worker });
-        return;
-    }
-
-    // A whole body: JSON, an error page, or anything else. Every byte is kept.
-    let at = Instant::now();
-    let accepted = status == 202 || status == 204;
-    let mut text = match status {
-        202 | 204 => format!("{what} accepted"),
-        200..=299 => String::new(),
-        _ => status_text(status),
-    };
-    let mut reader = body.into_reader();
-    if accepted {
-        // A 202 body is not a message (Python's HTTP+SSE server says "Accepted").
-        let mut bytes = Vec::new();
-        let _ = (&mut reader).take(64 * 1024).read_to_end(&mut bytes);
-        if !bytes.is_empty() {
-            text.push_str(&format!(
-                " (body: {})",
-                crate::text::shorten(&String::from_utf8_lossy(&bytes), 200)
-            ));
-        }
-    }
-    send(
-        &ctx,
-        HttpMsg::Http {
-            info: HttpInfo {
-                status: Some(status),
-                received: received_headers.clone(),
-                text,
-                ..base.clone()
-            },
-            at,
-            worker: Some(worker),
-            new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
-        },
-    );
-    let read = if accepted {
-        Ok(Some(Vec::new()))
-    } else {
-        read_body(&ctx, &mut reader)
-    };
-    let bytes = match read {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            send(
-                &ctx,
-                failed(
-                    format!(
-                        "the response body is longer than the {} MiB a message may hold in memory; it is recorded in \
-                         pieces and not taken as the response",
-                        ctx.max_held / (1024 * 1024)
+        let bytes = match read {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                send(
+                    ctx,
+                    failed(
+                        format!(
+                            "the response body is longer than the {} MiB a message may hold in memory; it is \
+                             recorded in pieces and not taken as the response",
+                            ctx.max_held / (1024 * 1024)
+                        ),
+                        false,
                     ),
-                    false,
-                ),
-            );
-            send(&ctx, HttpMsg::WorkerDone { worker });
-            return;
+                );
+                send(ctx, HttpMsg::WorkerDone { worker });
+                return;
+            }
+            Err(e) => {
+                send(ctx, failed(format!("reading the response body failed: {e}"), false));
+                send(ctx, HttpMsg::WorkerDone { worker });
+                return;
+            }
+        };
+        // A 401/403 body is usually an OAuth error object, not a JSON-RPC
+        // message: kept with the exchange, not passed on as a malformed frame.
+        let auth_refusal = (status == 401 || status == 403) && !bytes.is_empty() && !is_jsonrpc(&bytes);
+        if !bytes.is_empty() && !accepted && !auth_refusal {
+            received(ctx, bytes.clone(), LineEnding::Lf);
         }
-        Err(e) => {
-            send(&ctx, failed(format!("reading the response body failed: {e}"), false));
-            send(&ctx, HttpMsg::WorkerDone { worker });
-            return;
+        let facts = BodyFacts {
+            status,
+            content_type: &ct,
+            request_id: out.request_id.as_ref(),
+            streamable: ctx.target.kind == HttpKind::StreamableHttp,
+            session_id: session_id.as_deref(),
+            body: &bytes,
+            www_authenticate: received_headers
+                .iter()
+                .find(|(k, _)| k == "www-authenticate")
+                .map(|(_, w)| w.as_str()),
+            endpoint: &mask_url(&answered_by),
+        };
+        if let Some((e, expired)) = judge_body(&facts) {
+            send(ctx, failed(e, expired));
         }
-    };
-    // A 401/403 body is usually an OAuth error object, not a JSON-RPC
-    // message: kept with the exchange, not passed on as a malformed frame.
-    let auth_refusal = (status == 401 || status == 403) && !bytes.is_empty() && !is_jsonrpc(&bytes);
-    if !bytes.is_empty() && !accepted && !auth_refusal {
-        received(&ctx, bytes.clone(), LineEnding::Lf);
+        send(ctx, HttpMsg::WorkerDone { worker });
     }
-    let facts = BodyFacts {
-        status,
-        content_type: &ct,
-        request_id: out.request_id.as_ref(),
-        streamable: ctx.target.kind == HttpKind::StreamableHttp,
-        session_id: session_id.as_deref(),
-        body: &bytes,
-        www_authenticate: received_headers
-            .iter()
-            .find(|(k, _)| k == "www-authenticate")
-            .map(|(_, w)| w.as_str()),
-        endpoint: &mask_url(&answered_by),
-    };
-    if let Some((e, expired)) = judge_body(&facts) {
-        send(&ctx, failed(e, expired));
-    }
-    send(&ctx, HttpMsg::WorkerDone { worker });
 }
 
 /// What a whole (not streamed) answer to a POST was, as far as deciding
