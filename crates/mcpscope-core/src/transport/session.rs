@@ -165,7 +165,6 @@ impl Session {
     pub fn connect(target: impl Into<Target>, options: SessionOptions) -> Session {
         let target = target.into();
         let (cmd_tx, cmd_rx) = bounded(COMMAND_CAPACITY);
-        let (ev_tx, ev_rx) = bounded(options.event_capacity.max(16));
         let default_timeout = options.request_timeout;
         let owner = Arc::new(OwnerFlags::default());
         let flags = owner.clone();
@@ -174,6 +173,10 @@ impl Session {
             && let Target::Http(http) = &target
             && http.kind == HttpKind::StreamableHttp
         {
+            // The owner takes every event before it runs the next pass, and a
+            // pass makes a few: a bound could only stop the one thread that
+            // would empty it (the bytes waiting are still bounded, in `Sink`).
+            let (ev_tx, ev_rx) = crossbeam_channel::unbounded();
             let pump = crate::transport::http::pumped(http.clone(), options, cmd_rx, ev_tx, flags);
             return Session {
                 commands: Some(cmd_tx),
@@ -186,6 +189,7 @@ impl Session {
                 live: Some(live),
             };
         }
+        let (ev_tx, ev_rx) = bounded(options.event_capacity.max(16));
         // Kept to say why, should the thread not start (the system is out of
         // threads or memory): the session then ends at once, as events.
         let fallback = ev_tx.clone();
