@@ -193,3 +193,73 @@ steps:
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(verdicts(&report), ["passed"; 2], "{report}");
 }
+
+/// Ctrl-C while a request waits on a silent server: the run ends at once,
+/// and the server's session is still ended with a DELETE (the request was
+/// interrupted through an agent of its own, not the session's).
+#[cfg(unix)]
+#[test]
+fn a_stop_while_a_request_waits_ends_the_run_and_the_servers_session() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(repo().join("tests/servers/hostile_http.py"))
+        .args(["--mode", "silent", "--on", "tools/call"]);
+    cmd.stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // What the server says, read on a thread of its own so that a line that
+    // never comes fails the test instead of hanging it.
+    let (tx, said) = std::sync::mpsc::channel();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || out.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    let _server = Killed(child);
+    let next = || said.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    let port = next().trim_start_matches("PORT ").to_owned();
+    let path = dir.path().join("stop.mcp.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"name: stopped
+servers:
+  silent: {{url: "http://127.0.0.1:{port}/mcp"}}
+steps:
+  # Answered whole, one after another: the call after them is made on the
+  # runner's thread.
+  - name: listed
+    request: tools/list
+  - name: listed again
+    request: tools/list
+  - name: and again
+    request: tools/list
+  - name: never answered
+    request: tools/call
+    params: {{name: echo, arguments: {{message: x}}}}
+"#
+        ),
+    )
+    .unwrap();
+    let mut run = mcpscope_command()
+        .arg("test")
+        .arg(&path)
+        .args(["--timeout-ms", "60000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The server holds the call: then the stop.
+    assert_eq!(next(), "SILENT tools/call");
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = run.kill();
+            panic!("mcpscope test did not end after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    assert_eq!(next(), "DELETE", "the session was ended");
+}

@@ -27,7 +27,8 @@ Modes (--mode):
                      normally
   silent             never answers the request to --on: its connection
                      stays open until the client gives up on it; other
-                     requests are answered normally
+                     requests are answered normally. Says SILENT <method>
+                     when it holds one, and DELETE when a session is ended
   plain              a well-behaved Streamable HTTP server (for URLs with
                      credentials in them)
 
@@ -51,9 +52,13 @@ LOCK = threading.Lock()
 
 
 def report(line):
+    # A test that no longer reads (it took the port and went on) is not an error.
     with LOCK:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except OSError:
+            pass
 
 
 def init_result(msg_id):
@@ -161,6 +166,8 @@ class Main(Base):
         report(f"DONE {ARGS.count}")
 
     def do_DELETE(self):
+        if ARGS.mode == "silent":
+            report("DELETE")
         self.send(200)
 
     def do_POST(self):
@@ -187,6 +194,7 @@ class Main(Base):
             return
         if mode == "silent" and msg.get("method") == ARGS.on:
             # Nothing is written: the client's own timeout must end it.
+            report(f"SILENT {ARGS.on}")
             while self.rfile.read(1):
                 pass
             self.close_connection = True

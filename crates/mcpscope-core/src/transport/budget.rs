@@ -63,7 +63,10 @@ impl ByteBudget {
         self.freed.notify_all();
     }
 
-    #[cfg(test)]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     pub(crate) fn held(&self) -> usize {
         self.state().held
     }

@@ -270,6 +270,7 @@ where
         if self.ended {
             return false;
         }
+        self.runner.on_owner_thread = true;
         if !self.runner.step(&self.commands, &self.inputs, Some(until)) {
             self.runner.end();
             self.ended = true;
@@ -286,6 +287,8 @@ struct Runner<L: Link> {
     commands_open: bool,
     stop: Receiver<()>,
     stop_seen: bool,
+    /// Driven by [`Pump::pump`] rather than a thread of its own.
+    on_owner_thread: bool,
 }
 
 impl<L: Link> Runner<L> {
@@ -298,6 +301,7 @@ impl<L: Link> Runner<L> {
             commands_open: true,
             stop: lifecycle::stop_signal(),
             stop_seen: false,
+            on_owner_thread: false,
         }
     }
 
@@ -319,6 +323,31 @@ impl<L: Link> Runner<L> {
         let cmd_rx = if self.commands_open { commands } else { &never };
         let stop = self.stop.clone();
         let stop_rx = if self.stop_seen { &never_stop } else { &stop };
+        // On the owner's thread, the last few things the link handed over go
+        // before the owner's next command: the end of a POST made inline
+        // (its `WorkerDone`) frees the way for the next one to be made
+        // inline too. A longer backlog (a server streaming) takes its turn
+        // with the commands, as on a session thread.
+        let backlog = inputs.len();
+        if self.on_owner_thread
+            && (1..=8).contains(&backlog)
+            && let Ok(msg) = inputs.try_recv()
+        {
+            self.on_input(msg);
+        } else {
+            self.select_one(inputs, cmd_rx, stop_rx, wait);
+        }
+        self.after_pass(commands, inputs)
+    }
+
+    /// Waits for one input, command, stop or the time to pass, and acts on it.
+    fn select_one(
+        &mut self,
+        inputs: &Receiver<Input<L::Msg>>,
+        cmd_rx: &Receiver<Command>,
+        stop_rx: &Receiver<()>,
+        wait: Duration,
+    ) {
         select! {
             recv(inputs) -> msg => {
                 if let Ok(msg) = msg {
@@ -343,6 +372,11 @@ impl<L: Link> Runner<L> {
             }
             default(wait) => {}
         }
+    }
+
+    /// What every pass ends with: the owner's flags, the timers, a flush
+    /// when nothing waits. False once the link is finished.
+    fn after_pass(&mut self, commands: &Receiver<Command>, inputs: &Receiver<Input<L::Msg>>) -> bool {
         if self.owner.shutdown.swap(false, Ordering::SeqCst) {
             self.link.begin_shutdown(&mut self.sink);
         }
@@ -465,6 +499,10 @@ impl<L: Link> Runner<L> {
     }
 
     fn on_tick(&mut self) {
+        // The link's timers first: what it sends now may block this thread
+        // (a POST made inline) past a request's deadline, which is then
+        // said here, before the link's report of the POST is taken.
+        self.link.on_tick(&mut self.sink);
         let now = self.sink.recorder.now();
         for t in self.sink.recorder.expire(now) {
             let id = t.id.clone();
@@ -475,7 +513,6 @@ impl<L: Link> Runner<L> {
                 self.send(line, None, Vec::new());
             }
         }
-        self.link.on_tick(&mut self.sink);
     }
 }
 

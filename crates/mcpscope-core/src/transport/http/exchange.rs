@@ -263,6 +263,7 @@ pub(super) fn http(ctx: &Ctx, info: HttpInfo) {
             at: Instant::now(),
             worker: None,
             new_session: None,
+            whole: None,
         },
     );
 }
@@ -293,23 +294,25 @@ pub(super) fn call(
         }};
     }
     match method {
-        "POST" => {
-            let req = with_headers!(ctx.agent.post(url));
-            match ctx.timeout {
-                // Each phase that waits on the server, not `timeout_global`:
-                // with that, ureq looks the host up on a thread of its own
-                // for every request.
-                Some(t) => req
+        "POST" => match (ctx.timeout, &ctx.inline_agent) {
+            // Each phase that waits on the server, not `timeout_global`:
+            // with that, ureq looks the host up on a thread of its own for
+            // every request. (The phases can add up: the watcher of
+            // `http::watch_inline` ends a POST that outlives its deadline.)
+            (Some(t), Some(agent)) => {
+                let connect = ctx.target.connect_timeout.min(t);
+                with_headers!(agent.post(url))
                     .config()
+                    .timeout_connect(Some(connect))
                     .timeout_send_request(Some(t))
                     .timeout_send_body(Some(t))
                     .timeout_recv_response(Some(t))
                     .timeout_recv_body(Some(t))
                     .build()
-                    .send(body.unwrap_or_default()),
-                None => req.send(body.unwrap_or_default()),
+                    .send(body.unwrap_or_default())
             }
-        }
+            _ => with_headers!(ctx.agent.post(url)).send(body.unwrap_or_default()),
+        },
         "DELETE" => with_headers!(ctx.agent.delete(url)).call(),
         _ => with_headers!(ctx.agent.get(url)).call(),
     }

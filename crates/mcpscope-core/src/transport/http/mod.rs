@@ -40,8 +40,8 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufReader, Read};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod exchange;
@@ -93,6 +93,8 @@ const GET_WAIT: Duration = Duration::from_secs(2);
 /// An inline POST gives up this long after its request timed out, so the
 /// runner has said the timeout (and sent the cancellation) by then.
 const INLINE_MARGIN: Duration = Duration::from_millis(100);
+/// How often the watcher of inline POSTs looks at them.
+const INLINE_WATCH: Duration = Duration::from_millis(100);
 
 /// Cleared when the thread holding it ends.
 struct LiveFlag(Arc<AtomicBool>);
@@ -113,6 +115,9 @@ pub(crate) enum HttpMsg {
         worker: Option<u64>,
         /// `Mcp-Session-Id` of a response to `initialize`.
         new_session: Option<Option<String>>,
+        /// The answer is one body of this length, said in advance and small
+        /// enough to read at once (what lets the next POST be made inline).
+        whole: Option<u64>,
     },
     /// An exchange failed: the request it carried gets no response.
     Failed {
@@ -162,9 +167,11 @@ struct Ctx {
     max_held: usize,
     /// Bytes read and not yet taken by the runner (see `transport::budget`).
     budget: Arc<ByteBudget>,
-    /// Set for a POST made on the session's own thread: how long it may
-    /// take in all (its request's timeout), since nothing else would end it.
+    /// Set for a POST made on the session's own thread: how long each of
+    /// its phases may take (its request's timeout), since nothing else would end it.
     timeout: Option<Duration>,
+    /// The agent such POSTs go through (see [`watch_inline`]).
+    inline_agent: Option<ureq::Agent>,
 }
 
 pub(crate) fn run(
@@ -201,14 +208,18 @@ fn start(
     owner: Arc<OwnerFlags>,
 ) -> Option<runner::Pumped<HttpLink>> {
     let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        // Redirects are handled (and recorded) here, never followed blindly.
-        .max_redirects(0)
-        .timeout_connect(Some(target.connect_timeout))
-        .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into();
+    let new_agent = || -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            // Redirects are handled (and recorded) here, never followed blindly.
+            .max_redirects(0)
+            .timeout_connect(Some(target.connect_timeout))
+            .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into()
+    };
+    let agent = new_agent();
+    let inline = options.owner_thread && target.kind == HttpKind::StreamableHttp;
     let (tx, inputs) = bounded::<Input<HttpMsg>>(INPUT_QUEUE);
     let ctx = Ctx {
         agent,
@@ -218,6 +229,9 @@ fn start(
         max_held: options.limits.max_held_line_bytes,
         budget: sink.input_budget(),
         timeout: None,
+        // Its own, so that ending a POST made inline (a stop, its deadline)
+        // leaves the session's agent for the rest (the DELETE).
+        inline_agent: inline.then(new_agent),
     };
     let post_url = match target.kind {
         HttpKind::StreamableHttp => Some(target.url.clone()),
@@ -235,12 +249,11 @@ fn start(
         sink.flush_and_wake();
         return None;
     }
-    let inline = options.owner_thread && target.kind == HttpKind::StreamableHttp;
-    let inline_busy = Arc::new(AtomicBool::new(false));
-    let stop_watch = if inline {
-        watch_for_stop(&ctx.agent, inline_busy.clone())
-    } else {
-        None
+    let inline_until = Arc::new(Mutex::new(None));
+    let inline_broken = Arc::new(AtomicBool::new(false));
+    let inline_watch = match &ctx.inline_agent {
+        Some(agent) => watch_inline(agent, inline_until.clone(), inline_broken.clone()),
+        None => None,
     };
     let mut link = HttpLink {
         ctx,
@@ -258,11 +271,14 @@ fn start(
         get_started: false,
         phase: Phase::Running,
         posts: workers::Workers::new("mcpscope-post"),
-        inline,
-        inline_busy,
+        inline: inline && inline_watch.is_some(),
+        inline_until,
+        inline_broken,
+        answers_whole: false,
         over_inline: Vec::new(),
+        whole_in_flight: Vec::new(),
         get_live: Arc::new(AtomicBool::new(false)),
-        _stop_watch: stop_watch,
+        _inline_watch: inline_watch,
     };
     if target.kind == HttpKind::Sse {
         let ctx = link.ctx.clone();
@@ -274,19 +290,28 @@ fn start(
 }
 
 /// A POST made on the session's own thread cannot see a stop (a signal)
-/// while it waits: this thread interrupts it, by closing the agent's
-/// connections (only then: otherwise the session's own shutdown, DELETE and
-/// all, goes as usual). It ends when the link is dropped (its sender with it).
-fn watch_for_stop(agent: &ureq::Agent, busy: Arc<AtomicBool>) -> Option<Sender<()>> {
+/// while it waits, and ureq's per-phase timeouts can add up past its
+/// request's deadline: this thread looks every [`INLINE_WATCH`] and ends
+/// such a POST (closing the inline agent's connections) when either comes.
+/// The inline agent is then spent (`broken`): later POSTs go to workers. It
+/// ends when the link is dropped (its sender with it). `None` when the
+/// thread could not start (then nothing is POSTed inline).
+fn watch_inline(
+    agent: &ureq::Agent,
+    until: Arc<Mutex<Option<Instant>>>,
+    broken: Arc<AtomicBool>,
+) -> Option<Sender<()>> {
     let (alive, gone) = bounded::<()>(0);
     let agent = agent.clone();
-    let stop = crate::transport::lifecycle::stop_signal();
-    runner::spawn_named("mcpscope-stop-watch", move || {
-        crossbeam_channel::select! {
-            recv(stop) -> _ => if busy.load(Ordering::SeqCst) {
+    runner::spawn_named("mcpscope-inline-watch", move || {
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = gone.recv_timeout(INLINE_WATCH) {
+            let busy_until = *until.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(deadline) = busy_until else { continue };
+            if crate::transport::lifecycle::stopping() || Instant::now() >= deadline {
+                broken.store(true, Ordering::SeqCst);
                 agent.shutdown();
-            },
-            recv(gone) -> _ => {}
+                return;
+            }
         }
     })
     .ok()
@@ -318,17 +343,27 @@ struct HttpLink {
     posts: workers::Workers,
     /// Whether a POST may be made on the session's thread (see [`pumped`]).
     inline: bool,
-    /// Set while one is (see [`watch_for_stop`]).
-    inline_busy: Arc<AtomicBool>,
+    /// While one is: when it must be over (see [`watch_inline`]).
+    inline_until: Arc<Mutex<Option<Instant>>>,
+    /// Set once the watcher ended one: no more are made.
+    inline_broken: Arc<AtomicBool>,
+    /// Whether the last POST was answered with one body of a length said in
+    /// advance: only then is the next one made inline (an SSE answer read on
+    /// a worker would be cut by the inline POST's timeouts).
+    answers_whole: bool,
     /// POSTs made inline that were over when they returned, their
     /// `WorkerDone` not taken yet (it frees no slot).
     over_inline: Vec<u64>,
+    /// POSTs in flight whose answer is one body of a said length (worker,
+    /// length): what is left of them is bytes, never a question from the
+    /// server, so a POST may be made inline beside them.
+    whole_in_flight: Vec<(u64, u64)>,
     /// Whether the GET stream's thread is running: while it is, the server
     /// may ask something there that its answer to a POST waits for, so no
     /// POST is made inline.
     get_live: Arc<AtomicBool>,
-    /// Dropped with the link: ends the thread of [`watch_for_stop`].
-    _stop_watch: Option<Sender<()>>,
+    /// Dropped with the link: ends the thread of [`watch_inline`].
+    _inline_watch: Option<Sender<()>>,
 }
 
 impl HttpLink {
@@ -430,7 +465,10 @@ impl HttpLink {
             let started = if self.inline_now(&job.out) {
                 ctx.timeout = job.out.timeout.map(|t| t + INLINE_MARGIN);
                 over = post_inline(ctx, job, &self.posts);
-                self.inline_busy.store(false, Ordering::SeqCst);
+                *self
+                    .inline_until
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
                 Ok(())
             } else {
                 self.posts.run(move || post(ctx, job))
@@ -459,25 +497,50 @@ impl HttpLink {
         }
     }
 
-    /// Whether this POST may be made on this thread: a request (whose
-    /// timeout bounds the wait, and whose answer the owner waits for
-    /// anyway), nothing else in flight and no GET stream open, so the
-    /// server has no other way to ask something of the session meanwhile.
-    /// Marks the thread busy when it may.
+    /// Whether what a POST made inline hands over (a few messages, a body
+    /// of at most `max_held`) fits beside what waits to be taken and what
+    /// the POSTs still in flight will hand over: this thread is the one that
+    /// takes it all, so it must never wait for room.
+    fn room_for_one_answer(&self) -> bool {
+        let messages = self.ctx.tx.len() + 4 * (self.in_flight + 1);
+        let coming: u64 = self.whole_in_flight.iter().map(|(_, n)| n).sum();
+        let bytes = (self.ctx.budget.held() as u64)
+            .saturating_add(coming)
+            .saturating_add(self.ctx.max_held as u64);
+        messages <= INPUT_QUEUE && bytes <= self.ctx.budget.limit() as u64
+    }
+
+    /// Whether this POST may be made on this thread: a request with a
+    /// timeout (which bounds the wait; the owner waits for its answer
+    /// anyway), the last answer a whole body, nothing in flight but whole
+    /// bodies, no GET stream open (the server has no other way to ask
+    /// something of the session meanwhile), and room for its answer among
+    /// what waits to be taken. Marks the thread busy when it may.
     fn inline_now(&self, out: &Outgoing) -> bool {
+        let Some(timeout) = out.timeout else { return false };
         if !(self.inline
             && out.request_id.is_some()
-            && self.in_flight == 0
+            && self.answers_whole
+            && self.in_flight == self.whole_in_flight.len()
             && self.phase == Phase::Running
-            && !self.get_live.load(Ordering::SeqCst))
+            && !self.inline_broken.load(Ordering::SeqCst)
+            && !self.get_live.load(Ordering::SeqCst)
+            && self.room_for_one_answer())
         {
             return false;
         }
         // Busy first, then the stop looked at: a stop either finds it busy
-        // (and interrupts it) or is seen here.
-        self.inline_busy.store(true, Ordering::SeqCst);
+        // (and the watcher ends it) or is seen here.
+        let deadline = Instant::now() + timeout + INLINE_MARGIN + INLINE_WATCH;
+        *self
+            .inline_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(deadline);
         if crate::transport::lifecycle::stopping() {
-            self.inline_busy.store(false, Ordering::SeqCst);
+            *self
+                .inline_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             return false;
         }
         true
@@ -583,7 +646,16 @@ impl Link for HttpLink {
                 at,
                 worker,
                 new_session,
+                whole,
             } => {
+                if let Some(w) = worker.filter(|w| *w != GET_WORKER) {
+                    self.answers_whole = whole.is_some();
+                    if let Some(n) = whole
+                        && !self.over_inline.contains(&w)
+                    {
+                        self.whole_in_flight.push((w, n));
+                    }
+                }
                 if let Some(sid) = new_session {
                     if let Some(s) = &sid {
                         info.text = format!("session {s} started; {}", info.text)
@@ -619,6 +691,7 @@ impl Link for HttpLink {
                 sink.fail(info, at);
             }
             HttpMsg::WorkerDone { worker } => {
+                self.whole_in_flight.retain(|(w, _)| *w != worker);
                 if let Some(i) = self.over_inline.iter().position(|w| *w == worker) {
                     self.over_inline.swap_remove(i);
                 } else {

@@ -137,6 +137,9 @@ impl PostAnswer {
     /// Reads the answer to its end and says what it was.
     fn read(self, ctx: &Ctx) {
         let sse = self.sse();
+        let whole = self
+            .whole_and_small(ctx.max_held)
+            .then(|| self.body.content_length().unwrap_or(0));
         let PostAnswer {
             worker,
             out,
@@ -175,6 +178,7 @@ impl PostAnswer {
                     at: Instant::now(),
                     worker: Some(worker),
                     new_session: is_initialize.then_some(session_header),
+                    whole: None,
                 },
             );
             let stream = Stream {
@@ -220,6 +224,7 @@ impl PostAnswer {
                 at,
                 worker: Some(worker),
                 new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
+                whole,
             },
         );
         let read = if accepted {

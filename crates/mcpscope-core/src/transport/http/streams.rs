@@ -306,6 +306,7 @@ pub(super) fn get_stream(ctx: Ctx, session_id: Option<String>, protocol_version:
             at: Instant::now(),
             worker: first.then_some(GET_WORKER),
             new_session: None,
+            whole: None,
         };
         let outcome = match exchange(&ctx, "GET", &url, &headers, None, None) {
             Err(e) => {
