@@ -289,6 +289,8 @@ struct Runner<L: Link> {
     stop_seen: bool,
     /// Driven by [`Pump::pump`] rather than a thread of its own.
     on_owner_thread: bool,
+    /// Passes in a row that took an input before the owner's commands.
+    inputs_first: u8,
 }
 
 impl<L: Link> Runner<L> {
@@ -302,6 +304,7 @@ impl<L: Link> Runner<L> {
             stop: lifecycle::stop_signal(),
             stop_seen: false,
             on_owner_thread: false,
+            inputs_first: 0,
         }
     }
 
@@ -328,13 +331,18 @@ impl<L: Link> Runner<L> {
         // (its `WorkerDone`) frees the way for the next one to be made
         // inline too. A longer backlog (a server streaming) takes its turn
         // with the commands, as on a session thread.
+        // Never more than a few passes in a row, so a stream that keeps a
+        // short backlog cannot hold back the owner's commands or a stop.
         let backlog = inputs.len();
         if self.on_owner_thread
+            && self.inputs_first < 8
             && (1..=8).contains(&backlog)
             && let Ok(msg) = inputs.try_recv()
         {
+            self.inputs_first += 1;
             self.on_input(msg);
         } else {
+            self.inputs_first = 0;
             self.select_one(inputs, cmd_rx, stop_rx, wait);
         }
         self.after_pass(commands, inputs)

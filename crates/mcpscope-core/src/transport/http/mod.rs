@@ -502,7 +502,9 @@ impl HttpLink {
     /// the POSTs still in flight will hand over: this thread is the one that
     /// takes it all, so it must never wait for room.
     fn room_for_one_answer(&self) -> bool {
-        let messages = self.ctx.tx.len() + 4 * (self.in_flight + 1);
+        // Its own: the exchange's (Http, Received, Failed, WorkerDone) and a
+        // note per redirect followed; each in flight: what is left of its.
+        let messages = self.ctx.tx.len() + 4 + MAX_REDIRECTS + 1 + 4 * self.in_flight;
         let coming: u64 = self.whole_in_flight.iter().map(|(_, n)| n).sum();
         let bytes = (self.ctx.budget.held() as u64)
             .saturating_add(coming)
@@ -649,7 +651,11 @@ impl Link for HttpLink {
                 whole,
             } => {
                 if let Some(w) = worker.filter(|w| *w != GET_WORKER) {
-                    self.answers_whole = whole.is_some();
+                    // A request's answer says how the server answers (a
+                    // notification's 202 does not).
+                    if info.request_id.is_some() {
+                        self.answers_whole = whole.is_some();
+                    }
                     if let Some(n) = whole
                         && !self.over_inline.contains(&w)
                     {
@@ -777,6 +783,10 @@ impl Link for HttpLink {
         // slow responses): no thread outlives the session for long.
         self.ctx.closing.store(true, Ordering::SeqCst);
         self.ctx.agent.clone().shutdown();
+        // An answer a POST made inline handed to a worker reads through this one.
+        if let Some(agent) = &self.ctx.inline_agent {
+            agent.clone().shutdown();
+        }
     }
 }
 
