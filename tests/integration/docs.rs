@@ -1,6 +1,6 @@
 //! The documentation is kept true: every relative link in README.md, the
 //! other top-level *.md files and docs/ resolves (an `#anchor` to a heading
-//! of its file, by GitHub's rule), the README's 5-minute tour runs with the
+//! of its file, by GitHub's rule), the 5-minute tour (docs/guide/tour.md) runs with the
 //! binary just built, the README's two commands are the repository's scripts
 //! (and CI runs the test one), and no page cites an issue number.
 
@@ -365,13 +365,13 @@ fn the_two_commands_are_the_repositorys_scripts_and_ci_runs_the_test_one() {
 
 #[test]
 fn the_five_minute_tour_runs() {
-    let tour: Vec<String> = readme()
+    let tour: Vec<String> = split(&std::fs::read_to_string(repo().join("docs/guide/tour.md")).unwrap())
         .fenced
         .into_iter()
         .filter(|b| b.info.split_whitespace().nth(1) == Some("tour"))
         .map(|b| b.body)
         .collect();
-    assert!(tour.len() >= 2, "the README's tour blocks (```sh tour) are missing");
+    assert!(tour.len() >= 2, "the tour's blocks (```sh tour in docs/guide/tour.md) are missing");
     // A scratch directory that looks like the root of a clone, as the tour
     // says, with `mcpscope` on PATH as it is once installed.
     let dir = tempfile::tempdir().unwrap();
