@@ -371,7 +371,10 @@ fn the_five_minute_tour_runs() {
         .filter(|b| b.info.split_whitespace().nth(1) == Some("tour"))
         .map(|b| b.body)
         .collect();
-    assert!(tour.len() >= 2, "the tour's blocks (```sh tour in docs/guide/tour.md) are missing");
+    assert!(
+        tour.len() >= 2,
+        "the tour's blocks (```sh tour in docs/guide/tour.md) are missing"
+    );
     // A scratch directory that looks like the root of a clone, as the tour
     // says, with `mcpscope` on PATH as it is once installed.
     let dir = tempfile::tempdir().unwrap();

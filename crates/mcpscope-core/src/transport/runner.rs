@@ -210,36 +210,25 @@ impl OwnerFlags {
     }
 }
 
-/// Runs a session until the link is finished, then emits `Closed`.
-pub(crate) fn run<L: Link>(
-    link: L,
-    sink: Sink,
-    options: SessionOptions,
-    commands: Receiver<Command>,
-    inputs: Receiver<Input<L::Msg>>,
-    owner: Arc<OwnerFlags>,
-) {
-    Pumped::new(link, sink, options, commands, inputs, owner).run();
-}
-
-/// A runner driven by its owner's thread instead of one of its own: each
-/// [`Pump::pump`] does one pass. The blocking CLI client uses it so that a
-/// request answered at once costs no hand-off between threads.
-pub(crate) struct Pumped<L: Link> {
+/// A session's runner and the channels it reads: run on a session thread of
+/// its own ([`SessionRunner::run`]), or by its owner's thread, one pass per
+/// [`Pump::pump`] (the blocking CLI client, so that a request answered at
+/// once costs no hand-off between threads).
+pub(crate) struct SessionRunner<L: Link> {
     runner: Runner<L>,
     commands: Receiver<Command>,
     inputs: Receiver<Input<L::Msg>>,
     ended: bool,
 }
 
-/// A session run on its owner's thread (see [`Pumped`]).
+/// A session run on its owner's thread (see [`SessionRunner`]).
 pub(crate) trait Pump: Send {
     /// One pass, waiting for something to do at most until `until`; false
     /// once the session is over (`Closed` was emitted).
     fn pump(&mut self, until: Instant) -> bool;
 }
 
-impl<L: Link> Pumped<L> {
+impl<L: Link> SessionRunner<L> {
     pub fn new(
         link: L,
         sink: Sink,
@@ -256,13 +245,14 @@ impl<L: Link> Pumped<L> {
         }
     }
 
-    /// Runs it here until the link is finished (on a session thread of its own).
+    /// Runs it here until the link is finished, then emits `Closed` (on a
+    /// session thread of its own).
     pub fn run(mut self) {
         self.runner.run(&self.commands, &self.inputs);
     }
 }
 
-impl<L: Link + Send> Pump for Pumped<L>
+impl<L: Link + Send> Pump for SessionRunner<L>
 where
     L::Msg: Send,
 {
@@ -724,7 +714,7 @@ mod tests {
         let (r, rx) = runner(None);
         let (commands_tx, commands) = crossbeam_channel::bounded::<Command>(4);
         let (_inputs_tx, inputs) = crossbeam_channel::bounded::<Input<()>>(4);
-        let mut pumped = Pumped {
+        let mut pumped = SessionRunner {
             runner: r,
             commands,
             inputs,

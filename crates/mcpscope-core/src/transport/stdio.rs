@@ -195,7 +195,7 @@ pub(crate) fn run(
         pipes_deadline: None,
         _inputs: tx,
     };
-    runner::run(link, sink, options, commands, inputs, owner);
+    runner::SessionRunner::new(link, sink, options, commands, inputs, owner).run();
 }
 
 impl StdioLink {

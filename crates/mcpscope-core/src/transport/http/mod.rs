@@ -206,7 +206,7 @@ fn start(
     commands: Receiver<Command>,
     events: Sender<Event>,
     owner: Arc<OwnerFlags>,
-) -> Option<runner::Pumped<HttpLink>> {
+) -> Option<runner::SessionRunner<HttpLink>> {
     let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
     let new_agent = || -> ureq::Agent {
         ureq::Agent::config_builder()
@@ -271,14 +271,13 @@ fn start(
         get_started: false,
         phase: Phase::Running,
         posts: workers::Workers::new("mcpscope-post"),
-        inline: inline && inline_watch.is_some(),
         inline_until,
         inline_broken,
         answers_whole: false,
         over_inline: Vec::new(),
         whole_in_flight: Vec::new(),
         get_live: Arc::new(AtomicBool::new(false)),
-        _inline_watch: inline_watch,
+        inline_watch,
     };
     if target.kind == HttpKind::Sse {
         let ctx = link.ctx.clone();
@@ -286,7 +285,7 @@ fn start(
             link.legacy_down = Some(format!("could not start the SSE reader thread: {e}"));
         }
     }
-    Some(runner::Pumped::new(link, sink, options, commands, inputs, owner))
+    Some(runner::SessionRunner::new(link, sink, options, commands, inputs, owner))
 }
 
 /// A POST made on the session's own thread cannot see a stop (a signal)
@@ -341,8 +340,6 @@ struct HttpLink {
     phase: Phase,
     /// The threads POSTs run on.
     posts: workers::Workers,
-    /// Whether a POST may be made on the session's thread (see [`pumped`]).
-    inline: bool,
     /// While one is: when it must be over (see [`watch_inline`]).
     inline_until: Arc<Mutex<Option<Instant>>>,
     /// Set once the watcher ended one: no more are made.
@@ -362,8 +359,9 @@ struct HttpLink {
     /// may ask something there that its answer to a POST waits for, so no
     /// POST is made inline.
     get_live: Arc<AtomicBool>,
-    /// Dropped with the link: ends the thread of [`watch_inline`].
-    _inline_watch: Option<Sender<()>>,
+    /// Set when a POST may be made on the session's thread (see [`pumped`]):
+    /// the thread of [`watch_inline`], which ends when this is dropped.
+    inline_watch: Option<Sender<()>>,
 }
 
 impl HttpLink {
@@ -520,7 +518,7 @@ impl HttpLink {
     /// what waits to be taken. Marks the thread busy when it may.
     fn inline_now(&self, out: &Outgoing) -> bool {
         let Some(timeout) = out.timeout else { return false };
-        if !(self.inline
+        if !(self.inline_watch.is_some()
             && out.request_id.is_some()
             && self.answers_whole
             && self.in_flight == self.whole_in_flight.len()

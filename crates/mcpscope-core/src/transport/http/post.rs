@@ -165,21 +165,23 @@ impl PostAnswer {
             at: Instant::now(),
             expired_session: expired,
         };
+        // The answer's head, which opens the ordering gate (once: one or the other below).
+        let head = |text: String, at: Instant| HttpMsg::Http {
+            info: HttpInfo {
+                status: Some(status),
+                received: received_headers.clone(),
+                text,
+                ..base.clone()
+            },
+            at,
+            worker: Some(worker),
+            new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
+            whole,
+        };
         if sse {
             send(
                 ctx,
-                HttpMsg::Http {
-                    info: HttpInfo {
-                        status: Some(status),
-                        received: received_headers.clone(),
-                        text: format!("{what}: the answer comes as an SSE stream"),
-                        ..base.clone()
-                    },
-                    at: Instant::now(),
-                    worker: Some(worker),
-                    new_session: is_initialize.then_some(session_header),
-                    whole: None,
-                },
+                head(format!("{what}: the answer comes as an SSE stream"), Instant::now()),
             );
             let stream = Stream {
                 answered_by: &answered_by,
@@ -212,21 +214,7 @@ impl PostAnswer {
                 ));
             }
         }
-        send(
-            ctx,
-            HttpMsg::Http {
-                info: HttpInfo {
-                    status: Some(status),
-                    received: received_headers.clone(),
-                    text,
-                    ..base.clone()
-                },
-                at,
-                worker: Some(worker),
-                new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
-                whole,
-            },
-        );
+        send(ctx, head(text, at));
         let read = if accepted {
             Ok(Some(Vec::new()))
         } else {
