@@ -7,6 +7,8 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
@@ -153,6 +155,136 @@ impl<W: Write> Write for TerminalSafeBytes<W> {
     }
 }
 
+/// Lines for someone watching a run (verdicts as they come): each written
+/// within [`PacedLines::PACE`] of being said, the ones said meanwhile in
+/// the same write. A fast run is then not one write per line, each waking
+/// whoever reads (a terminal, a CI log, a pipe): a thousand quick steps
+/// were a tenth of `mcpscope test`'s time. Lines keep their order, stdout's
+/// and stderr's alike; everything said is written by [`PacedLines::finish`]
+/// (or when dropped).
+pub struct PacedLines {
+    shared: Arc<(Mutex<Pending>, Condvar)>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Where a run of lines goes: the text (lines, each ending in a newline),
+/// and whether to stderr.
+type LineSink = Box<dyn FnMut(&str, bool) + Send>;
+
+struct Pending {
+    /// Each line with whether it goes to stderr.
+    lines: Vec<(String, bool)>,
+    done: bool,
+    sink: LineSink,
+}
+
+impl Pending {
+    fn write_out(&mut self) {
+        let mut lines = std::mem::take(&mut self.lines).into_iter().peekable();
+        while let Some((first, to_stderr)) = lines.next() {
+            let mut text = line_text(&first);
+            while let Some((l, _)) = lines.next_if(|(_, e)| *e == to_stderr) {
+                text.push_str(&line_text(&l));
+            }
+            (self.sink)(&text, to_stderr);
+        }
+    }
+}
+
+fn line_text(line: &str) -> String {
+    let mut safe = mcpscope_core::text::terminal_safe(line, false).into_owned();
+    safe.push('\n');
+    safe
+}
+
+fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+    pending.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PacedLines {
+    pub const PACE: Duration = Duration::from_millis(50);
+
+    /// To stdout and stderr.
+    pub fn start() -> Self {
+        Self::to_sink(Box::new(|text, to_stderr| {
+            if to_stderr {
+                err(format_args!("{text}"));
+            } else {
+                out(format_args!("{text}"));
+            }
+        }))
+    }
+
+    fn to_sink(sink: LineSink) -> Self {
+        let pending = Pending {
+            lines: Vec::new(),
+            done: false,
+            sink,
+        };
+        let shared = Arc::new((Mutex::new(pending), Condvar::new()));
+        let theirs = shared.clone();
+        // Without a thread of its own, every line is written when said.
+        let writer = std::thread::Builder::new()
+            .name("paced-lines".into())
+            .spawn(move || Self::write_paced(&theirs))
+            .ok();
+        Self { shared, writer }
+    }
+
+    fn write_paced(shared: &(Mutex<Pending>, Condvar)) {
+        let (pending, said) = shared;
+        loop {
+            let mut p = lock(pending);
+            while p.lines.is_empty() && !p.done {
+                p = said.wait(p).unwrap_or_else(PoisonError::into_inner);
+            }
+            // Lines said meanwhile join these (a stop ends the wait).
+            let (mut p, _) = said
+                .wait_timeout_while(p, Self::PACE, |p| !p.done)
+                .unwrap_or_else(PoisonError::into_inner);
+            p.write_out();
+            if p.done {
+                return;
+            }
+        }
+    }
+
+    /// Says these lines together (no other line comes between them).
+    pub fn say(&self, lines: impl IntoIterator<Item = String>, to_stderr: bool) {
+        let (pending, said) = &*self.shared;
+        let mut p = lock(pending);
+        let was_empty = p.lines.is_empty();
+        p.lines.extend(lines.into_iter().map(|l| (l, to_stderr)));
+        if self.writer.is_none() {
+            p.write_out();
+        } else if was_empty {
+            said.notify_one();
+        }
+    }
+
+    /// Writes everything said, and stops the writer.
+    pub fn finish(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let (pending, said) = &*self.shared;
+        lock(pending).done = true;
+        said.notify_one();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        // (Whatever a writer that panicked left.)
+        lock(pending).write_out();
+    }
+}
+
+impl Drop for PacedLines {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +298,28 @@ mod tests {
             String::from_utf8(w.inner).unwrap(),
             "a\\u{1b}]0;x\\u{7} \\u{9b}2J line\n\ttab é\\u{d}"
         );
+    }
+
+    #[test]
+    fn paced_lines_are_all_written_in_order_and_together() {
+        let writes: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+        let seen = writes.clone();
+        let paced = PacedLines::to_sink(Box::new(move |text, to_stderr| {
+            seen.lock().unwrap().push((text.to_owned(), to_stderr))
+        }));
+        for n in 0..100 {
+            paced.say([format!("line {n}")], n >= 90);
+        }
+        paced.say(["a \u{1b}]0;title\u{7} line".to_owned()], false);
+        paced.finish();
+        let writes = writes.lock().unwrap();
+        let stdout: String = writes.iter().filter(|(_, e)| !e).map(|(t, _)| t.as_str()).collect();
+        let stderr: String = writes.iter().filter(|(_, e)| *e).map(|(t, _)| t.as_str()).collect();
+        let expected: String = (0..90).map(|n| format!("line {n}\n")).collect();
+        assert!(stdout.starts_with(&expected), "{stdout}");
+        assert!(stdout.ends_with("a \\u{1b}]0;title\\u{7} line\n"), "escaped: {stdout}");
+        assert_eq!(stderr, (90..100).map(|n| format!("line {n}\n")).collect::<String>());
+        // 101 lines said within microseconds: a few writes, not one per line.
+        assert!(writes.len() < 10, "{} writes", writes.len());
     }
 }

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::exit;
+use super::output::PacedLines;
 
 #[derive(Args, Debug)]
 pub struct TestArgs {
@@ -100,28 +101,16 @@ struct Progress<'a> {
     lines: Vec<String>,
     streaming: bool,
     to_stderr: bool,
-    out: &'a Mutex<()>,
+    out: &'a PacedLines,
 }
 
 impl Progress<'_> {
     fn say(&mut self, lines: Vec<String>) {
         if self.streaming {
-            let _held = self.out.lock();
-            for l in lines {
-                print_line(&l, self.to_stderr);
-            }
+            self.out.say(lines, self.to_stderr);
         } else {
             self.lines.extend(lines);
         }
-    }
-}
-
-fn print_line(line: &str, to_stderr: bool) {
-    let safe = mcpscope_core::text::terminal_safe(line, false);
-    if to_stderr {
-        crate::errln!("{safe}");
-    } else {
-        crate::outln!("{safe}");
     }
 }
 
@@ -234,7 +223,7 @@ pub fn run(args: TestArgs) -> ExitCode {
     let to_stderr = args.format != Format::Text && args.output.is_none();
     let streaming = args.parallel == 1 || read.len() == 1;
     let started = Instant::now();
-    let out = Mutex::new(());
+    let out = PacedLines::start();
     let run_one = |(n, (path, f)): (usize, &(PathBuf, TestFile))| -> FileReport {
         let keep_capture = args.capture_dir.as_ref().map(|d| {
             let stem = path
@@ -271,16 +260,13 @@ pub fn run(args: TestArgs) -> ExitCode {
             )]);
         }
         let report = run::run_file(path, f, &options, Lookup::here(), &mut progress);
-        let _held = out.lock();
+        let mut block = Vec::new();
         if !streaming {
-            print_line(&file_head(&report), to_stderr);
-            for l in &progress.lines {
-                print_line(l, to_stderr);
-            }
+            block.push(file_head(&report));
+            block.append(&mut progress.lines);
         }
-        for l in file_tail(&report) {
-            print_line(&l, to_stderr);
-        }
+        block.extend(file_tail(&report));
+        out.say(block, to_stderr);
         report
     };
     let reports: Vec<FileReport> = if streaming {
@@ -311,10 +297,11 @@ pub fn run(args: TestArgs) -> ExitCode {
     for r in &reports {
         counts.merge(r.counts());
     }
-    print_line(
-        &output::summary_line(counts, reports.len(), started.elapsed()),
+    out.say(
+        [output::summary_line(counts, reports.len(), started.elapsed())],
         to_stderr,
     );
+    out.finish();
     let document = match args.format {
         Format::Text => None,
         Format::Json => Some(format!(

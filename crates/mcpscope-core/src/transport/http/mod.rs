@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod coalescing;
 mod exchange;
 mod post;
 mod streams;
@@ -209,14 +210,20 @@ fn start(
 ) -> Option<runner::SessionRunner<HttpLink>> {
     let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
     let new_agent = || -> ureq::Agent {
-        ureq::Agent::config_builder()
+        use ureq::unversioned::transport::{Connector, DefaultConnector};
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // Redirects are handled (and recorded) here, never followed blindly.
             .max_redirects(0)
             .timeout_connect(Some(target.connect_timeout))
             .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into()
+            .build();
+        let connector = DefaultConnector::new().chain(coalescing::CoalescingConnector);
+        ureq::Agent::with_parts(
+            config,
+            connector,
+            ureq::unversioned::resolver::DefaultResolver::default(),
+        )
     };
     let agent = new_agent();
     let inline = options.owner_thread && target.kind == HttpKind::StreamableHttp;
