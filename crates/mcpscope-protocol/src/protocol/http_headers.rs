@@ -25,6 +25,11 @@ use std::fmt;
 /// The standard headers of a message whose `_meta` carries a modern
 /// protocol version; empty for legacy messages and bodies that are not JSON.
 pub fn standard(body: &[u8]) -> Vec<(String, String)> {
+    // Every POST passes here: a body that cannot hold a `_meta` key (none
+    // written plainly, no escape that could spell one) is not parsed.
+    if !body.contains(&b'\\') && !body.windows(5).any(|w| w == b"_meta") {
+        return Vec::new();
+    }
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return Vec::new();
     };
@@ -258,6 +263,15 @@ mod tests {
         assert!(h[2].1.starts_with("=?base64?") && h[2].1.ends_with("?="), "{h:?}");
         let legacy = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
         assert!(standard(legacy).is_empty());
+        // A key spelled with escapes is still read.
+        let escaped = br#"{"jsonrpc":"2.0","id":1,"method":"tools\/list","params":{"\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(
+            standard(escaped),
+            vec![
+                ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+                ("Mcp-Method".to_owned(), "tools/list".to_owned())
+            ]
+        );
         assert!(standard(b"not json").is_empty());
     }
 

@@ -860,6 +860,20 @@ mod tests {
             Answer::InBatch
         );
         assert_eq!(answers(br#"[{"jsonrpc":"2.0","id":4,"result":{}}]"#, &id), Answer::No);
+        // A null result is a result; a repeated member counts as its last.
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":3,"result":null}"#, &id),
+            Answer::Direct
+        );
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":4,"id":3,"result":{}}"#, &id),
+            Answer::Direct
+        );
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":3,"id":4,"result":{}}"#, &id),
+            Answer::No
+        );
+        assert_eq!(answers(br#"{"jsonrpc":"2.0","id":null,"error":{}}"#, &id), Answer::No);
     }
 
     #[test]
