@@ -75,16 +75,26 @@ pub fn summary_line(counts: Counts, files: usize, took: std::time::Duration) -> 
     )
 }
 
-pub fn json(reports: &[FileReport]) -> Value {
-    let mut total = Counts::default();
+/// The `--format json` document: the verdict, the counts, every file's report.
+pub fn json(reports: &[FileReport]) -> JsonReport<'_> {
+    let mut counts = Counts::default();
     for r in reports {
-        total.merge(r.counts());
+        counts.merge(r.counts());
     }
-    json!({
-        "passed": reports.iter().all(FileReport::passed),
-        "counts": total,
-        "files": reports,
-    })
+    JsonReport {
+        passed: reports.iter().all(FileReport::passed),
+        counts,
+        files: reports,
+    }
+}
+
+/// Serialized straight from the reports: for a run of many steps,
+/// building a `Value` of them first cost more than printing it.
+#[derive(serde::Serialize)]
+pub struct JsonReport<'a> {
+    pub passed: bool,
+    pub counts: Counts,
+    pub files: &'a [FileReport],
 }
 
 fn case(classname: &str, name: &str, seconds: f64, verdict: Verdict, message: &str, detail: &[String]) -> String {

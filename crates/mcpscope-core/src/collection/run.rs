@@ -668,7 +668,10 @@ fn run_step(
         let problem = exchange.output_schema_problem(output_schema(&tool).as_ref());
         checks.push(Check::new("output_schema", step.at, problem.map(|p| vec![p])));
     }
-    let answer = response.as_ref().and_then(Frame::json);
+    // Read only for what needs the message itself (most steps' checks do not).
+    let answer = (step.snapshot.is_some() || !step.capture.is_empty())
+        .then(|| response.as_ref().and_then(Frame::json))
+        .flatten();
     if let Some(snap) = &step.snapshot {
         let what = format!("snapshot {}", snap.name);
         let problem = match &answer {
