@@ -111,8 +111,10 @@ impl<T: Transport> Transport for Coalescing<T> {
         Ok(self.take_input())
     }
 
+    // (ureq reuses a connection only when nothing is left unread: that
+    // includes bytes the inner transport read and this one did not take.)
     fn is_open(&mut self) -> bool {
-        self.inner.is_open()
+        self.inner.buffers().input().is_empty() && self.inner.is_open()
     }
 
     fn is_tls(&self) -> bool {
