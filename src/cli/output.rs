@@ -163,7 +163,7 @@ impl<W: Write> Write for TerminalSafeBytes<W> {
 /// and stderr's alike; everything said is written by [`PacedLines::finish`]
 /// (or when dropped).
 pub struct PacedLines {
-    shared: Arc<(Mutex<Pending>, Condvar)>,
+    shared: Arc<Shared>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -197,6 +197,37 @@ fn line_text(line: &str) -> String {
     safe
 }
 
+type Shared = (Mutex<Pending>, Condvar);
+
+/// The lines being paced, for [`write_paced_now`].
+static CURRENT: Mutex<std::sync::Weak<Shared>> = Mutex::new(std::sync::Weak::new());
+
+fn lock_current() -> MutexGuard<'static, std::sync::Weak<Shared>> {
+    CURRENT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Writes the lines said and not written yet, before mcpscope exits
+/// without returning (a second Ctrl-C): none is lost, and what the run
+/// said comes before what the exit says. Waits [`PacedLines::PACE`] at
+/// most: a stdout nobody reads must not keep mcpscope from exiting.
+pub fn write_paced_now() {
+    let Some(shared) = lock_current().upgrade() else {
+        return;
+    };
+    let (done, wait) = std::sync::mpsc::channel();
+    let written = std::thread::Builder::new().spawn(move || {
+        write_now(&shared);
+        let _ = done.send(());
+    });
+    if written.is_ok() {
+        let _ = wait.recv_timeout(PacedLines::PACE);
+    }
+}
+
+fn write_now(shared: &Shared) {
+    lock(&shared.0).write_out();
+}
+
 fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
     pending.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -222,6 +253,7 @@ impl PacedLines {
             sink,
         };
         let shared = Arc::new((Mutex::new(pending), Condvar::new()));
+        *lock_current() = Arc::downgrade(&shared);
         let theirs = shared.clone();
         // Without a thread of its own, every line is written when said.
         let writer = std::thread::Builder::new()
@@ -231,7 +263,7 @@ impl PacedLines {
         Self { shared, writer }
     }
 
-    fn write_paced(shared: &(Mutex<Pending>, Condvar)) {
+    fn write_paced(shared: &Shared) {
         let (pending, said) = shared;
         loop {
             let mut p = lock(pending);
@@ -321,5 +353,18 @@ mod tests {
         assert_eq!(stderr, (90..100).map(|n| format!("line {n}\n")).collect::<String>());
         // 101 lines said within microseconds: a few writes, not one per line.
         assert!(writes.len() < 10, "{} writes", writes.len());
+    }
+
+    #[test]
+    fn lines_said_are_written_at_once_before_an_exit() {
+        let writes: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = writes.clone();
+        let paced = PacedLines::to_sink(Box::new(move |text, _| seen.lock().unwrap().push(text.to_owned())));
+        paced.say(["passed  a".to_owned(), "passed  b".to_owned()], false);
+        write_now(&paced.shared);
+        // Written now (by this call or the writer), once, without waiting for the pace.
+        assert_eq!(writes.lock().unwrap().concat(), "passed  a\npassed  b\n");
+        paced.finish();
+        assert_eq!(writes.lock().unwrap().concat(), "passed  a\npassed  b\n");
     }
 }

@@ -35,8 +35,11 @@ pub fn install(then: Then) {
     let seen = AtomicU32::new(0);
     interrupt::on_interrupt(move |what| {
         let name = what.name();
+        // Verdicts already said come before what is said about the interrupt.
+        super::output::write_paced_now();
         if seen.fetch_add(1, Ordering::SeqCst) > 0 {
             crate::errln!("mcpscope: {name} again: exiting now");
+            super::output::write_paced_now();
             std::process::exit(i32::from(what.exit_status()));
         }
         lifecycle::request_stop(format!("mcpscope received {name}"));
@@ -51,12 +54,14 @@ pub fn install(then: Then) {
         match then {
             Then::Exit => {
                 lifecycle::wait_idle(Duration::from_secs(30));
+                super::output::write_paced_now();
                 std::process::exit(code);
             }
             Then::Return { grace } => {
                 std::thread::spawn(move || {
                     std::thread::sleep(grace);
                     lifecycle::wait_idle(Duration::from_secs(10));
+                    super::output::write_paced_now();
                     std::process::exit(code);
                 });
             }

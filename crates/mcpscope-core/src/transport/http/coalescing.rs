@@ -56,7 +56,12 @@ impl<T: Transport> Coalescing<T> {
             let out = self.inner.buffers().output();
             let n = out.len().min(self.held.len() - sent);
             out[..n].copy_from_slice(&self.held[sent..sent + n]);
-            self.inner.transmit_output(n, timeout)?;
+            if let Err(e) = self.inner.transmit_output(n, timeout) {
+                // What went out is not sent again (ureq may go on after a
+                // timed-out wait for `100 Continue`).
+                self.held.drain(..sent);
+                return Err(e);
+            }
             sent += n;
         }
         self.held.clear();

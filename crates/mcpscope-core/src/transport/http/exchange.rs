@@ -228,19 +228,6 @@ pub(super) enum Answer {
 
 /// Whether a JSON body (or SSE data) is the response to `id`.
 pub(super) fn answers(bytes: &[u8], id: &RequestId) -> Answer {
-    // Every answer passes here: its members looked at without building the
-    // message (the result can be big); anything this cannot read (a batch,
-    // a repeated member) is read whole, below.
-    // (An array would be read as the struct's members in order.)
-    let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    if object && let Ok(m) = serde_json::from_slice::<AnswerShape>(bytes) {
-        let mine = m.id.as_ref().and_then(RequestId::from_json).as_ref() == Some(id);
-        return if mine && (m.result || m.error) {
-            Answer::Direct
-        } else {
-            Answer::No
-        };
-    }
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
         return Answer::No;
     };
@@ -254,22 +241,6 @@ pub(super) fn answers(bytes: &[u8], id: &RequestId) -> Answer {
         m if one(m) => Answer::Direct,
         _ => Answer::No,
     }
-}
-
-/// What [`answers`] needs of a message: its id, and whether it has a
-/// result or an error member (`null` counts: the member is there).
-#[derive(serde::Deserialize)]
-struct AnswerShape {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    result: bool,
-    #[serde(default, deserialize_with = "present")]
-    error: bool,
-}
-
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
 }
 
 pub(super) fn batch_error(id: &RequestId) -> String {

@@ -874,6 +874,16 @@ mod tests {
             Answer::No
         );
         assert_eq!(answers(br#"{"jsonrpc":"2.0","id":null,"error":{}}"#, &id), Answer::No);
+        // Not JSON (a lone surrogate, a number out of range) answers nothing,
+        // wherever in the message it is.
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":3,"result":{"t":"\ud800"}}"#, &id),
+            Answer::No
+        );
+        assert_eq!(
+            answers(br#"{"jsonrpc":"2.0","id":3,"result":{"n":1e400}}"#, &id),
+            Answer::No
+        );
     }
 
     #[test]
