@@ -294,12 +294,14 @@ impl PacedLines {
         }
     }
 
-    /// Writes everything said, and stops the writer.
-    pub fn finish(mut self) {
-        self.stop();
+    /// Writes everything said, and stops the writer (as dropping does).
+    pub fn finish(self) {
+        drop(self);
     }
+}
 
-    fn stop(&mut self) {
+impl Drop for PacedLines {
+    fn drop(&mut self) {
         let (pending, said) = &*self.shared;
         lock(pending).done = true;
         said.notify_one();
@@ -308,12 +310,6 @@ impl PacedLines {
         }
         // (Whatever a writer that panicked left.)
         lock(pending).write_out();
-    }
-}
-
-impl Drop for PacedLines {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 

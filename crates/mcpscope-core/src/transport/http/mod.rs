@@ -470,10 +470,7 @@ impl HttpLink {
             let started = if self.inline_now(&job.out) {
                 ctx.timeout = job.out.timeout.map(|t| t + INLINE_MARGIN);
                 over = post_inline(ctx, job, &self.posts);
-                *self
-                    .inline_until
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                self.set_inline_until(None);
                 Ok(())
             } else {
                 self.posts.run(move || post(ctx, job))
@@ -538,19 +535,20 @@ impl HttpLink {
         }
         // Busy first, then the stop looked at: a stop either finds it busy
         // (and the watcher ends it) or is seen here.
-        let deadline = Instant::now() + timeout + INLINE_MARGIN + INLINE_WATCH;
-        *self
-            .inline_until
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(deadline);
+        self.set_inline_until(Some(Instant::now() + timeout + INLINE_MARGIN + INLINE_WATCH));
         if crate::transport::lifecycle::stopping() {
-            *self
-                .inline_until
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            self.set_inline_until(None);
             return false;
         }
         true
+    }
+
+    /// Marks a POST made inline under way until then (`None`: none is).
+    fn set_inline_until(&self, deadline: Option<Instant>) {
+        *self
+            .inline_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = deadline;
     }
 
     /// A POST got its answer (or gave up): the next one may go, and the GET

@@ -96,10 +96,7 @@ fn post_head(ctx: &Ctx, job: PostJob) -> Option<PostAnswer> {
             return None;
         }
     };
-    // (Masking parses the URL: only again when a redirect changed it.)
-    if answered_by != url {
-        base.url = mask_url(&answered_by);
-    }
+    base.url = mask_url(&answered_by);
     let session_header = resp
         .headers()
         .get("mcp-session-id")
