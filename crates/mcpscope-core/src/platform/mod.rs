@@ -13,6 +13,7 @@
 //!   closing the console on Windows), and the status that says so;
 //! - `ipc`: the intercept control channel, reachable by this user only;
 //! - `keyring`: the system's credential store;
+//! - `net`: whether a kept-alive connection is still fit to reuse;
 //! - `process`: a server's process tree, started so that it can be stopped
 //!   gently and then for good, a watchdog that ends it if mcpscope dies,
 //!   and other processes: running or not, their start, CPU and memory.
@@ -23,11 +24,11 @@ pub mod keyring;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub use unix::{fs, interrupt, ipc, process};
+pub use unix::{fs, interrupt, ipc, net, process};
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{fs, interrupt, ipc, process};
+pub use windows::{fs, interrupt, ipc, net, process};
 
 /// A tag no other server of any mcpscope shares (pid, sequence, time),
 /// put in a server's environment so that its descendants carry it.
@@ -74,4 +75,32 @@ pub enum FileKind {
     BlockDevice,
     Socket,
     Other,
+}
+
+#[cfg(test)]
+mod net_tests {
+    use super::net::idle_and_open;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    #[test]
+    fn a_quiet_connection_is_open_one_with_bytes_or_closed_is_not() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(idle_and_open(&client));
+        // Still blocking afterwards: the probe left the socket's mode as it was.
+        client.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut b = [0u8; 1];
+        assert!((&client).read(&mut b).is_err());
+        server.write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!idle_and_open(&client));
+        // The peeked byte is still there to read.
+        assert_eq!((&client).read(&mut b).unwrap(), 1);
+        drop(server);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!idle_and_open(&client));
+    }
 }

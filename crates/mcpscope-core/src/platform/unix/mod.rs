@@ -5,6 +5,7 @@
 pub mod fs;
 pub mod interrupt;
 pub mod ipc;
+pub mod net;
 pub mod process;
 mod watchdog;
 

@@ -204,6 +204,10 @@ pub(super) fn describe_error(e: &ureq::Error, url: &str, headers: &Headers) -> S
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {
             format!("the connection to {host} was reset by the server")
         }
+        // What the plain client found not to be HTTP (see `plain::not_http`).
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+            format!("{host} did not answer with valid HTTP: {io}")
+        }
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             format!("{host} closed the connection without an HTTP response")
         }
@@ -301,6 +305,12 @@ pub(super) fn call(
             // `http::watch_inline` ends a POST that outlives its deadline.)
             (Some(t), Some(agent)) => {
                 let connect = ctx.target.connect_timeout.min(t);
+                if let Some(plain) = &ctx.plain
+                    && let Some(answer) =
+                        plain.post(url, &headers.wire, body.unwrap_or_default(), t, connect, ctx.max_held)
+                {
+                    return answer;
+                }
                 with_headers!(agent.post(url))
                     .config()
                     .timeout_connect(Some(connect))

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 
 mod coalescing;
 mod exchange;
+mod plain;
 mod post;
 mod streams;
 mod workers;
@@ -171,8 +172,11 @@ struct Ctx {
     /// Set for a POST made on the session's own thread: how long each of
     /// its phases may take (its request's timeout), since nothing else would end it.
     timeout: Option<Duration>,
-    /// The agent such POSTs go through (see [`watch_inline`]).
+    /// The agent such POSTs go through (see [`watch_inline`]) when
+    /// `plain` does not make them.
     inline_agent: Option<ureq::Agent>,
+    /// The lean client such POSTs go through first.
+    plain: Option<plain::PlainClient>,
 }
 
 pub(crate) fn run(
@@ -200,6 +204,25 @@ pub(crate) fn pumped(
     Some(Box::new(session))
 }
 
+/// An agent as the session uses it: redirects and statuses left to us, and
+/// a request's head and body sent in one write.
+fn session_agent(connect_timeout: Duration) -> ureq::Agent {
+    use ureq::unversioned::transport::{Connector, DefaultConnector};
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        // Redirects are handled (and recorded) here, never followed blindly.
+        .max_redirects(0)
+        .timeout_connect(Some(connect_timeout))
+        .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
+        .build();
+    let connector = DefaultConnector::new().chain(coalescing::CoalescingConnector);
+    ureq::Agent::with_parts(
+        config,
+        connector,
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    )
+}
+
 /// The link, ready to run; `None` when mcpscope is stopping (said, and `Closed`).
 fn start(
     target: HttpTarget,
@@ -209,24 +232,11 @@ fn start(
     owner: Arc<OwnerFlags>,
 ) -> Option<runner::SessionRunner<HttpLink>> {
     let mut sink = runner::open_sink(&options, &Target::Http(target.clone()), events);
-    let new_agent = || -> ureq::Agent {
-        use ureq::unversioned::transport::{Connector, DefaultConnector};
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            // Redirects are handled (and recorded) here, never followed blindly.
-            .max_redirects(0)
-            .timeout_connect(Some(target.connect_timeout))
-            .user_agent(concat!("mcpscope/", env!("CARGO_PKG_VERSION")))
-            .build();
-        let connector = DefaultConnector::new().chain(coalescing::CoalescingConnector);
-        ureq::Agent::with_parts(
-            config,
-            connector,
-            ureq::unversioned::resolver::DefaultResolver::default(),
-        )
-    };
+    let new_agent = || session_agent(target.connect_timeout);
     let agent = new_agent();
     let inline = options.owner_thread && target.kind == HttpKind::StreamableHttp;
+    // ureq reads a proxy from the environment: then every request is its.
+    let plain = (inline && agent.config().proxy().is_none()).then(plain::PlainClient::default);
     let (tx, inputs) = bounded::<Input<HttpMsg>>(INPUT_QUEUE);
     let ctx = Ctx {
         agent,
@@ -239,6 +249,7 @@ fn start(
         // Its own, so that ending a POST made inline (a stop, its deadline)
         // leaves the session's agent for the rest (the DELETE).
         inline_agent: inline.then(new_agent),
+        plain,
     };
     let post_url = match target.kind {
         HttpKind::StreamableHttp => Some(target.url.clone()),
@@ -259,7 +270,7 @@ fn start(
     let inline_until = Arc::new(Mutex::new(None));
     let inline_broken = Arc::new(AtomicBool::new(false));
     let inline_watch = match &ctx.inline_agent {
-        Some(agent) => watch_inline(agent, inline_until.clone(), inline_broken.clone()),
+        Some(agent) => watch_inline(agent, ctx.plain.clone(), inline_until.clone(), inline_broken.clone()),
         None => None,
     };
     let mut link = HttpLink {
@@ -304,6 +315,7 @@ fn start(
 /// thread could not start (then nothing is POSTed inline).
 fn watch_inline(
     agent: &ureq::Agent,
+    plain: Option<plain::PlainClient>,
     until: Arc<Mutex<Option<Instant>>>,
     broken: Arc<AtomicBool>,
 ) -> Option<Sender<()>> {
@@ -316,6 +328,9 @@ fn watch_inline(
             if crate::transport::lifecycle::stopping() || Instant::now() >= deadline {
                 broken.store(true, Ordering::SeqCst);
                 agent.shutdown();
+                if let Some(plain) = &plain {
+                    plain.shutdown();
+                }
                 return;
             }
         }
@@ -786,9 +801,12 @@ impl Link for HttpLink {
         // slow responses): no thread outlives the session for long.
         self.ctx.closing.store(true, Ordering::SeqCst);
         self.ctx.agent.clone().shutdown();
-        // An answer a POST made inline handed to a worker reads through this one.
+        // An answer a POST made inline handed to a worker reads through one of these.
         if let Some(agent) = &self.ctx.inline_agent {
             agent.clone().shutdown();
+        }
+        if let Some(plain) = &self.ctx.plain {
+            plain.shutdown();
         }
     }
 }
