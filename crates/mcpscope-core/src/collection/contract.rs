@@ -44,7 +44,12 @@ pub fn check(
     connect: &mut dyn FnMut(&InputPolicy) -> Client,
 ) -> Vec<Check> {
     let mut out = Vec::new();
-    let called = tools_called(events);
+    // Each call's message parsed again: only when a contract names tools.
+    let called = if c.must_call.is_empty() && c.must_not_call.is_empty() {
+        Vec::new()
+    } else {
+        tools_called(events)
+    };
     for t in &c.must_call {
         let problem = (!called.contains(t)).then(|| {
             vec![if called.is_empty() {

@@ -214,7 +214,7 @@ impl Outcome {
 /// The result or error a response frame carries (a malformed error object is
 /// kept as what it says, with the code it gives or -32603).
 pub fn response_outcome(f: &Frame) -> Result<Value, ErrorObject> {
-    let v = f.json().unwrap_or(Value::Null);
+    let mut v = f.json().unwrap_or(Value::Null);
     if f.class.kind == Kind::Error {
         Err(v.get("error").and_then(ErrorObject::from_json).unwrap_or_else(|| {
             ErrorObject::new(
@@ -226,7 +226,8 @@ pub fn response_outcome(f: &Frame) -> Result<Value, ErrorObject> {
             )
         }))
     } else {
-        Ok(v.get("result").cloned().unwrap_or(Value::Null))
+        // Taken, not cloned: the message is this function's own.
+        Ok(v.get_mut("result").map(Value::take).unwrap_or(Value::Null))
     }
 }
 
