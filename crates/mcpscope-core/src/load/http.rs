@@ -160,6 +160,8 @@ struct Run {
     /// Sessions that could not start (connect, or shake hands), and why.
     failed: RefCell<Vec<String>>,
     otlp_report: crate::interop::otlp_live::Report,
+    /// A session ended: the watcher looks at once, not at its next tick.
+    ended: tokio::sync::Notify,
 }
 
 impl Run {
@@ -253,6 +255,7 @@ pub fn run(
             kept: RefCell::new(Vec::new()),
             failed: RefCell::new(Vec::new()),
             otlp_report,
+            ended: tokio::sync::Notify::new(),
         });
         let steps: Vec<(Duration, usize)> = match run.plan.load.ramp {
             Some(r) => r.steps(),
@@ -282,8 +285,10 @@ pub fn run(
                 progress(&run.stats.borrow(), start.elapsed());
                 next_tick += Duration::from_secs(1);
             }
-            // The sessions run meanwhile; this task only watches the clock.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // The sessions run meanwhile; this task only watches the clock,
+            // and the end of the last session: waiting out a tick after it
+            // counted up to 20 ms into the run's time (and its rate).
+            let _ = tokio::time::timeout(Duration::from_millis(20), run.ended.notified()).await;
         }
         for t in tasks {
             let _ = t.await;
@@ -307,6 +312,7 @@ async fn session(run: Rc<Run>, index: usize) {
     if let Some(r) = record {
         r.end(&run);
     }
+    run.ended.notify_one();
 }
 
 async fn session_requests(run: &Rc<Run>, index: usize, record: &mut Option<SessionRecord>) {
