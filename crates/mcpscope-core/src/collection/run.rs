@@ -533,7 +533,6 @@ fn run_session(
     }
     let session_took = session_started.elapsed();
     // The contracts are about the steps' session, before any eval adds to it.
-    let events: Vec<Event> = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut connect_again = |policy: &crate::protocol::mrtr::InputPolicy| {
         Client::connect(
             target.clone(),
@@ -552,6 +551,9 @@ fn run_session(
             .push("contracts not checked: --only ran part of the file".to_owned());
         Vec::new()
     } else {
+        // Read where they are (this session's observer is done adding to
+        // them), not copied: a long file's events are most of its memory.
+        let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         super::contract::check(&file.contracts, &events, session_took, dir, timeout, &mut connect_again)
     };
     for c in contracts {

@@ -232,17 +232,11 @@ pub(super) enum Answer {
 
 /// Whether a JSON body (or SSE data) is the response to `id`.
 pub(super) fn answers(bytes: &[u8], id: &RequestId) -> Answer {
-    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
-        return Answer::No;
-    };
-    let one = |m: &Value| {
-        m.get("id").and_then(RequestId::from_json).as_ref() == Some(id)
-            && (m.get("result").is_some() || m.get("error").is_some())
-    };
-    match &v {
-        Value::Array(items) if items.iter().any(one) => Answer::InBatch,
-        Value::Array(_) => Answer::No,
-        m if one(m) => Answer::Direct,
+    use reply_shape::{Body, Reply};
+    let one = |r: &Reply| r.answers && r.id.as_ref().and_then(RequestId::from_json).as_ref() == Some(id);
+    match reply_shape::read(bytes) {
+        Some(Body::One(r)) if one(&r) => Answer::Direct,
+        Some(Body::Batch(items)) if items.iter().flatten().any(one) => Answer::InBatch,
         _ => Answer::No,
     }
 }

@@ -48,6 +48,7 @@ mod coalescing;
 mod exchange;
 mod plain;
 mod post;
+mod reply_shape;
 mod streams;
 mod workers;
 pub(crate) use exchange::joined_headers;

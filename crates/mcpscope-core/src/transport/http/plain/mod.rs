@@ -64,6 +64,50 @@ struct Shared {
     shut: AtomicBool,
     /// The last URL posted to, as parsed (a session posts to one URL).
     last: Mutex<Option<(String, Arc<Origin>)>>,
+    /// The read buffer, kept from one exchange to the next.
+    scratch: Mutex<ReadBuf>,
+}
+
+/// Bytes read from a connection, `data[..filled]`; the rest is zeroed room.
+/// Kept between exchanges: a buffer allocated and zeroed for each request
+/// was a visible part of one.
+#[derive(Default)]
+struct ReadBuf {
+    data: Vec<u8>,
+    filled: usize,
+}
+
+/// A read buffer larger than this is not kept for the next exchange.
+const KEPT_BUF: usize = 256 * 1024;
+
+impl ReadBuf {
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.filled]
+    }
+
+    /// Drops the first `n` bytes.
+    fn consume(&mut self, n: usize) {
+        self.data.copy_within(n..self.filled, 0);
+        self.filled -= n;
+    }
+
+    /// Reads once more from `stream`; the bytes read (0: the end).
+    fn fill(&mut self, stream: &TcpStream, deadline: Instant, phase: ureq::Timeout) -> Result<usize, ureq::Error> {
+        if Instant::now() >= deadline {
+            return Err(ureq::Error::Timeout(phase));
+        }
+        if self.data.len() - self.filled < READ_SIZE {
+            self.data.resize(self.filled + READ_SIZE, 0);
+        }
+        let n = loop {
+            match io::Read::read(&mut &*stream, &mut self.data[self.filled..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other.map_err(|e| timed_out(e, phase))?,
+            }
+        };
+        self.filled += n;
+        Ok(n)
+    }
 }
 
 /// Where a URL's requests go.
@@ -184,22 +228,22 @@ impl PlainClient {
         (&*conn.stream)
             .write_all(request)
             .map_err(|e| timed_out(e, ureq::Timeout::SendRequest))?;
-        let mut buf = Vec::with_capacity(READ_SIZE);
+        let mut buf = std::mem::take(&mut *lock(&self.shared.scratch));
+        buf.filled = 0;
         let head = read_head(&conn.stream, &mut buf, Instant::now() + timeout)?;
-        buf.drain(..head.len);
         let mut keep = head.keep_alive;
         let body = match head.framing {
             Framing::Length(n) if n <= max_held as u64 => {
                 let deadline = Instant::now() + timeout;
                 let mut failed = None;
-                while (buf.len() as u64) < n {
-                    match fill(&conn.stream, &mut buf, deadline, ureq::Timeout::RecvBody) {
+                while ((buf.filled - head.len) as u64) < n {
+                    match buf.fill(&conn.stream, deadline, ureq::Timeout::RecvBody) {
                         Ok(0) => {
                             failed = Some(io::Error::new(
                                 io::ErrorKind::UnexpectedEof,
                                 format!(
                                     "the server closed the connection {} bytes into a body of {n} (its Content-Length)",
-                                    buf.len()
+                                    buf.filled - head.len
                                 ),
                             ));
                             break;
@@ -211,25 +255,27 @@ impl PlainClient {
                         }
                     }
                 }
+                let came = &buf.bytes()[head.len..];
                 // Bytes past the body: the connection's framing is lost.
-                keep &= buf.len() as u64 == n;
+                keep &= came.len() as u64 == n;
                 match failed {
-                    None => {
-                        buf.truncate(n as usize);
-                        ureq::Body::builder().data(buf)
-                    }
+                    None => ureq::Body::builder().data(&came[..n as usize]),
                     Some(e) => {
                         keep = false;
-                        ureq::Body::builder().reader(body::Failing::new(buf, e))
+                        ureq::Body::builder().reader(body::Failing::new(came.to_vec(), e))
                     }
                 }
             }
             framing => {
                 keep = false;
                 let stream = conn.stream.clone();
-                ureq::Body::builder().reader(StreamedBody::new(stream, buf, framing, timeout))
+                let came = buf.bytes()[head.len..].to_vec();
+                ureq::Body::builder().reader(StreamedBody::new(stream, came, framing, timeout))
             }
         };
+        if buf.data.len() <= KEPT_BUF {
+            *lock(&self.shared.scratch) = buf;
+        }
         if keep {
             *lock(&self.shared.idle) = Some(conn);
         }
@@ -346,23 +392,6 @@ fn timed_out(e: io::Error, phase: ureq::Timeout) -> ureq::Error {
     }
 }
 
-/// Reads once more from `stream` onto `buf`; the bytes read (0: the end).
-fn fill(stream: &TcpStream, buf: &mut Vec<u8>, deadline: Instant, phase: ureq::Timeout) -> Result<usize, ureq::Error> {
-    if Instant::now() >= deadline {
-        return Err(ureq::Error::Timeout(phase));
-    }
-    let len = buf.len();
-    buf.resize(len + READ_SIZE, 0);
-    let read = loop {
-        match io::Read::read(&mut &*stream, &mut buf[len..]) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => break other,
-        }
-    };
-    buf.truncate(len + *read.as_ref().unwrap_or(&0));
-    read.map_err(|e| timed_out(e, phase))
-}
-
 /// An answer's head, parsed.
 struct Head {
     /// Its length in the buffer.
@@ -376,20 +405,20 @@ struct Head {
 
 /// Reads until a final answer's head is whole (interim 1xx answers are
 /// passed over, as ureq does) and parses it.
-fn read_head(stream: &TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> Result<Head, ureq::Error> {
+fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant) -> Result<Head, ureq::Error> {
     loop {
-        if !buf.is_empty() {
+        if buf.filled > 0 {
             let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut parsed = httparse::Response::new(&mut fields);
-            match parsed.parse(buf) {
+            match parsed.parse(buf.bytes()) {
                 Ok(httparse::Status::Complete(len)) if len > MAX_HEAD => {}
                 Ok(httparse::Status::Complete(len)) => {
                     let status = parsed.code.unwrap_or_default();
-                    if (100..200).contains(&status) && status != 101 {
-                        buf.drain(..len);
-                        continue;
+                    if !(100..200).contains(&status) || status == 101 {
+                        return head(&parsed, len);
                     }
-                    return head(&parsed, len);
+                    buf.consume(len);
+                    continue;
                 }
                 Ok(httparse::Status::Partial) => {}
                 Err(httparse::Error::TooManyHeaders) => {
@@ -400,12 +429,12 @@ fn read_head(stream: &TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> Result
                 Err(e) => return Err(not_http(format!("a response head that does not parse ({e})"))),
             }
         }
-        if buf.len() > MAX_HEAD {
+        if buf.filled > MAX_HEAD {
             // (ureq's limit too: a head is not a place for data.)
             return Err(not_http(format!("a response head longer than {} KiB", MAX_HEAD / 1024)));
         }
-        if fill(stream, buf, deadline, ureq::Timeout::RecvResponse)? == 0 {
-            return Err(if buf.is_empty() {
+        if buf.fill(stream, deadline, ureq::Timeout::RecvResponse)? == 0 {
+            return Err(if buf.filled == 0 {
                 ureq::Error::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "no response"))
             } else {
                 not_http("the connection closed inside the response head")
