@@ -209,7 +209,62 @@ impl Message {
     /// Serialises to one line (no terminator). serde_json escapes control
     /// characters inside strings, so the output never contains a raw newline.
     pub fn to_line(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.to_json()).expect("a serde_json::Value always serialises")
+        serde_json::to_vec(self).expect("a message of strings, numbers and Values always serialises")
+    }
+}
+
+/// The same bytes as [`Message::to_json`]'s, written straight from the
+/// message: building the `Value` first copied every request's params.
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Id<'a>(&'a RequestId);
+        impl serde::Serialize for Id<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self.0 {
+                    RequestId::Number(n) => s.serialize_i64(*n),
+                    RequestId::String(v) => s.serialize_str(v),
+                }
+            }
+        }
+        struct Error<'a>(&'a ErrorObject);
+        impl serde::Serialize for Error<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("code", &self.0.code)?;
+                m.serialize_entry("message", &self.0.message)?;
+                if let Some(d) = &self.0.data {
+                    m.serialize_entry("data", d)?;
+                }
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request { id, method, params } => {
+                m.serialize_entry("id", &Id(id))?;
+                m.serialize_entry("method", method)?;
+                if let Some(p) = params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification { method, params } => {
+                m.serialize_entry("method", method)?;
+                if let Some(p) = params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Result { id, result } => {
+                m.serialize_entry("id", &Id(id))?;
+                m.serialize_entry("result", result)?;
+            }
+            Message::Error { id, error } => {
+                m.serialize_entry("id", &id.as_ref().map(Id))?;
+                m.serialize_entry("error", &Error(error))?;
+            }
+        }
+        m.end()
     }
 }
 
@@ -229,6 +284,37 @@ mod tests {
         assert!(!line.contains(&b'\r'));
         let back: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(back["params"]["arguments"]["message"], "a\nb\r\nc\u{2028}");
+    }
+
+    #[test]
+    fn a_line_is_the_bytes_of_its_json_value() {
+        let mut with_data = ErrorObject::new(-32602, "bad \"params\"\n");
+        with_data.data = Some(json!({"z": 1, "a": [null, 2.5, "\u{1F600}"]}));
+        let messages = [
+            Message::request(
+                7,
+                "tools/call",
+                Some(json!({"name": "echo", "arguments": {"b": 1, "a": "\u{0}"}})),
+            ),
+            Message::request("s-1", "ping", None),
+            Message::notification("notifications/initialized", None),
+            Message::notification("notifications/progress", Some(json!({"progress": 0.5}))),
+            Message::Result {
+                id: RequestId::Number(-3),
+                result: json!({"content": [], "isError": false}),
+            },
+            Message::Error {
+                id: None,
+                error: ErrorObject::new(-32700, "parse error"),
+            },
+            Message::Error {
+                id: Some("x".into()),
+                error: with_data,
+            },
+        ];
+        for m in messages {
+            assert_eq!(m.to_line(), serde_json::to_vec(&m.to_json()).unwrap(), "{m:?}");
+        }
     }
 
     #[test]

@@ -102,18 +102,24 @@ pub(super) fn relevant_headers(resp: &Response) -> Vec<(String, String)> {
 /// times is one comma-separated list (RFC 9110 §5.3), as WWW-Authenticate
 /// often is. Values as received (lossy UTF-8), unmasked.
 pub(crate) fn joined_headers(resp: &Response, names: &[&str]) -> Vec<(String, String)> {
-    names
-        .iter()
-        .filter_map(|name| {
-            let values: Vec<String> = resp
-                .headers()
-                .get_all(*name)
-                .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                .collect();
-            (!values.is_empty()).then(|| ((*name).to_owned(), values.join(", ")))
-        })
-        .collect()
+    // One pass over what came (a name looked up per wanted header hashed
+    // each and allocated on every answer).
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for (name, value) in resp.headers() {
+        let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(name.as_str())) else {
+            continue;
+        };
+        let value = String::from_utf8_lossy(value.as_bytes());
+        match found.iter_mut().find(|(j, _)| *j == i) {
+            Some((_, joined)) => {
+                joined.push_str(", ");
+                joined.push_str(&value);
+            }
+            None => found.push((i, value.into_owned())),
+        }
+    }
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().map(|(i, v)| (names[i].to_owned(), v)).collect()
 }
 
 /// Whether a body is (or holds) a JSON-RPC message, rather than, say, an

@@ -904,6 +904,29 @@ mod tests {
     }
 
     #[test]
+    fn wanted_headers_come_in_the_wanted_order_each_once_repeats_joined() {
+        let resp = ureq::http::Response::builder()
+            .header("WWW-Authenticate", "Bearer realm=\"a\"")
+            .header("X-Other", "no")
+            .header("Content-Type", "application/json")
+            .header("www-authenticate", "DPoP algs=\"ES256\"")
+            .header("mcp-session-id", "s\u{e9}".as_bytes())
+            .body(ureq::Body::builder().data(Vec::new()))
+            .unwrap();
+        assert_eq!(
+            joined_headers(&resp, RELEVANT),
+            [
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("mcp-session-id".to_owned(), "s\u{e9}".to_owned()),
+                (
+                    "www-authenticate".to_owned(),
+                    "Bearer realm=\"a\", DPoP algs=\"ES256\"".to_owned()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn content_types() {
         assert!(is_json("application/json; charset=utf-8"));
         assert!(is_json("application/vnd.api+json"));
