@@ -6,7 +6,8 @@ use crate::listen::chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
 use std::io::{self, Read};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 /// How a body's end is known (RFC 9112 §6.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,32 +46,38 @@ pub(super) struct StreamedBody {
     buf: Vec<u8>,
     pos: usize,
     state: State,
-    /// The socket's read timeout: how long it may stay silent.
+    /// How long the server may stay silent.
     quiet: Duration,
+    /// Set when the client is shut down.
+    shut: Arc<AtomicBool>,
 }
 
 fn broken(why: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.into())
 }
 
-/// A read from the socket, its timeout said as the silence it was.
-fn read_quiet(mut stream: &TcpStream, out: &mut [u8], quiet: Duration) -> io::Result<usize> {
-    loop {
-        match stream.read(out) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("the server sent nothing for {quiet:?}"),
-                ));
-            }
-            other => return other,
-        }
-    }
+/// A read from the socket: it ends when the client is shut down, or when
+/// nothing came for `quiet` (said as the silence it was).
+fn read_quiet(stream: &TcpStream, out: &mut [u8], quiet: Duration, shut: &AtomicBool) -> io::Result<usize> {
+    let since = Instant::now();
+    super::read_polling(stream, out, shut, || {
+        (since.elapsed() >= quiet).then(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the server sent nothing for {quiet:?}"),
+            )
+        })
+    })
 }
 
 impl StreamedBody {
-    pub(super) fn new(stream: Arc<TcpStream>, buf: Vec<u8>, framing: Framing, quiet: Duration) -> Self {
+    pub(super) fn new(
+        stream: Arc<TcpStream>,
+        buf: Vec<u8>,
+        framing: Framing,
+        quiet: Duration,
+        shut: Arc<AtomicBool>,
+    ) -> Self {
         StreamedBody {
             stream,
             buf,
@@ -81,6 +88,7 @@ impl StreamedBody {
                 Framing::UntilClose => State::UntilClose,
             },
             quiet,
+            shut,
         }
     }
 
@@ -94,7 +102,7 @@ impl StreamedBody {
         self.pos = 0;
         let len = self.buf.len();
         self.buf.resize(len + super::READ_SIZE, 0);
-        let read = read_quiet(&self.stream, &mut self.buf[len..], self.quiet);
+        let read = read_quiet(&self.stream, &mut self.buf[len..], self.quiet, &self.shut);
         self.buf.truncate(len + *read.as_ref().unwrap_or(&0));
         Ok(read? > 0)
     }
@@ -110,7 +118,7 @@ impl StreamedBody {
             self.pos += n;
             return Ok(n);
         }
-        read_quiet(&self.stream, &mut out[..want], self.quiet)
+        read_quiet(&self.stream, &mut out[..want], self.quiet, &self.shut)
     }
 
     fn cut_short(what: &str) -> io::Error {

@@ -36,6 +36,11 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 128;
 /// How much one read asks for.
 const READ_SIZE: usize = 8 * 1024;
+/// A read waits this long at most before it looks at its deadline and at
+/// [`PlainClient::shutdown`] again: shutting a socket down ends a read
+/// blocked on it on Linux and macOS, but not on every system (not under
+/// Wine), so the flag is what every system sees.
+const POLL: Duration = Duration::from_millis(100);
 
 /// Request headers that govern the connection or the body's framing: a
 /// request naming one goes through ureq, which rules on it.
@@ -61,7 +66,7 @@ pub(super) struct PlainClient {
 struct Shared {
     idle: Mutex<Option<Conn>>,
     live: Mutex<Vec<Weak<TcpStream>>>,
-    shut: AtomicBool,
+    shut: Arc<AtomicBool>,
     /// The last URL posted to, as parsed (a session posts to one URL).
     last: Mutex<Option<(String, Arc<Origin>)>>,
     /// The read buffer, kept from one exchange to the next.
@@ -92,19 +97,19 @@ impl ReadBuf {
     }
 
     /// Reads once more from `stream`; the bytes read (0: the end).
-    fn fill(&mut self, stream: &TcpStream, deadline: Instant, phase: ureq::Timeout) -> Result<usize, ureq::Error> {
-        if Instant::now() >= deadline {
-            return Err(ureq::Error::Timeout(phase));
-        }
+    fn fill(
+        &mut self,
+        stream: &TcpStream,
+        deadline: Instant,
+        phase: ureq::Timeout,
+        shut: &AtomicBool,
+    ) -> Result<usize, ureq::Error> {
         if self.data.len() - self.filled < READ_SIZE {
             self.data.resize(self.filled + READ_SIZE, 0);
         }
-        let n = loop {
-            match io::Read::read(&mut &*stream, &mut self.data[self.filled..]) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other.map_err(|e| timed_out(e, phase))?,
-            }
-        };
+        let n = read_polling(stream, &mut self.data[self.filled..], shut, || {
+            (Instant::now() >= deadline).then_some(ureq::Error::Timeout(phase))
+        })?;
         self.filled += n;
         Ok(n)
     }
@@ -126,7 +131,7 @@ struct Origin {
 struct Conn {
     stream: Arc<TcpStream>,
     key: String,
-    /// The read and write timeouts the socket has.
+    /// The write timeout the socket has (reads wait [`POLL`] at a time).
     timeout: Option<Duration>,
 }
 
@@ -220,8 +225,10 @@ impl PlainClient {
         max_held: usize,
     ) -> Result<Response, ureq::Error> {
         let mut conn = self.checkout(origin, connect_timeout.min(timeout))?;
+        if conn.timeout.is_none() {
+            conn.stream.set_read_timeout(Some(POLL))?;
+        }
         if conn.timeout != Some(timeout) {
-            conn.stream.set_read_timeout(Some(timeout))?;
             conn.stream.set_write_timeout(Some(timeout))?;
             conn.timeout = Some(timeout);
         }
@@ -230,14 +237,15 @@ impl PlainClient {
             .map_err(|e| timed_out(e, ureq::Timeout::SendRequest))?;
         let mut buf = std::mem::take(&mut *lock(&self.shared.scratch));
         buf.filled = 0;
-        let head = read_head(&conn.stream, &mut buf, Instant::now() + timeout)?;
+        let shut = &self.shared.shut;
+        let head = read_head(&conn.stream, &mut buf, Instant::now() + timeout, shut)?;
         let mut keep = head.keep_alive;
         let body = match head.framing {
             Framing::Length(n) if n <= max_held as u64 => {
                 let deadline = Instant::now() + timeout;
                 let mut failed = None;
                 while ((buf.filled - head.len) as u64) < n {
-                    match buf.fill(&conn.stream, deadline, ureq::Timeout::RecvBody) {
+                    match buf.fill(&conn.stream, deadline, ureq::Timeout::RecvBody, shut) {
                         Ok(0) => {
                             failed = Some(io::Error::new(
                                 io::ErrorKind::UnexpectedEof,
@@ -270,7 +278,8 @@ impl PlainClient {
                 keep = false;
                 let stream = conn.stream.clone();
                 let came = buf.bytes()[head.len..].to_vec();
-                ureq::Body::builder().reader(StreamedBody::new(stream, came, framing, timeout))
+                let shut = self.shared.shut.clone();
+                ureq::Body::builder().reader(StreamedBody::new(stream, came, framing, timeout, shut))
             }
         };
         if buf.data.len() <= KEPT_BUF {
@@ -289,7 +298,6 @@ impl PlainClient {
     /// The kept connection to this origin if the server left it open and
     /// quiet, or a new one.
     fn checkout(&self, origin: &Origin, connect_timeout: Duration) -> Result<Conn, ureq::Error> {
-        let ending = || io::Error::new(io::ErrorKind::ConnectionAborted, "the session is ending");
         if self.shared.shut.load(Ordering::SeqCst) {
             return Err(ending().into());
         }
@@ -384,6 +392,34 @@ fn is_field_value(s: &str) -> bool {
     s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
+fn ending() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, "the session is ending")
+}
+
+/// One read from a socket whose reads wait [`POLL`] at a time: between
+/// waits, a shutdown ends it, and so does `expired` when it says why.
+fn read_polling<E: From<io::Error>>(
+    mut stream: &TcpStream,
+    out: &mut [u8],
+    shut: &AtomicBool,
+    expired: impl Fn() -> Option<E>,
+) -> Result<usize, E> {
+    loop {
+        if shut.load(Ordering::SeqCst) {
+            return Err(ending().into());
+        }
+        match io::Read::read(&mut stream, out) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if let Some(e) = expired() {
+                    return Err(e);
+                }
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 /// A read or write that ran out of time is the phase's timeout.
 fn timed_out(e: io::Error, phase: ureq::Timeout) -> ureq::Error {
     match e.kind() {
@@ -405,7 +441,7 @@ struct Head {
 
 /// Reads until a final answer's head is whole (interim 1xx answers are
 /// passed over, as ureq does) and parses it.
-fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant) -> Result<Head, ureq::Error> {
+fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant, shut: &AtomicBool) -> Result<Head, ureq::Error> {
     loop {
         if buf.filled > 0 {
             let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -433,7 +469,7 @@ fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant) -> Result
             // (ureq's limit too: a head is not a place for data.)
             return Err(not_http(format!("a response head longer than {} KiB", MAX_HEAD / 1024)));
         }
-        if buf.fill(stream, deadline, ureq::Timeout::RecvResponse)? == 0 {
+        if buf.fill(stream, deadline, ureq::Timeout::RecvResponse, shut)? == 0 {
             return Err(if buf.filled == 0 {
                 ureq::Error::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "no response"))
             } else {

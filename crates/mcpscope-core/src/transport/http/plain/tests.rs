@@ -337,6 +337,19 @@ fn a_silent_server_times_out_and_a_shutdown_ends_a_wait_at_once() {
         started.elapsed() < Duration::from_secs(2),
         "the shutdown ended the wait"
     );
+    // The flag alone ends a wait too: where shutting a socket down does not
+    // wake a read blocked on it (Wine), the read looks at the flag.
+    let (url, hold3) = silent_peer();
+    let flagged = PlainClient::default();
+    let waiting = flagged.clone();
+    let started = Instant::now();
+    let post = thread::spawn(move || waiting.post(&url, &headers(), b"a", Duration::from_secs(30), T, 1000));
+    thread::sleep(Duration::from_millis(200));
+    flagged.shared.shut.store(true, Ordering::SeqCst);
+    let e = post.join().unwrap().unwrap().unwrap_err();
+    assert!(e.to_string().contains("ending"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(2), "the flag ended the wait");
+    hold3.join().unwrap();
     // Later POSTs fail at once.
     let e = client
         .post("http://127.0.0.1:9/", &headers(), b"a", T, T, 1000)
