@@ -24,6 +24,9 @@ struct BudgetState {
     held: usize,
     /// The runner is gone: nobody will release, so nobody may wait.
     closed: bool,
+    /// Readers waiting for room: a release wakes them only if there are any
+    /// (a wake-up is a system call, made for every message received).
+    waiting: usize,
 }
 
 impl ByteBudget {
@@ -45,7 +48,9 @@ impl ByteBudget {
     pub fn acquire(&self, n: usize) {
         let mut st = self.state();
         while !st.closed && st.held > 0 && st.held.saturating_add(n) > self.limit {
+            st.waiting += 1;
             st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.waiting -= 1;
         }
         st.held = st.held.saturating_add(n);
     }
@@ -53,8 +58,11 @@ impl ByteBudget {
     pub fn release(&self, n: usize) {
         let mut st = self.state();
         st.held = st.held.saturating_sub(n);
+        let waiting = st.waiting > 0;
         drop(st);
-        self.freed.notify_all();
+        if waiting {
+            self.freed.notify_all();
+        }
     }
 
     /// Lets every waiting (and future) reader through: the runner has ended.
