@@ -255,9 +255,9 @@ impl Driver {
                     self.input_required(id, p, ir);
                     return;
                 }
-                self.finish(&p.root, id, Outcome::of_frame(f), None);
+                self.finish(&p.root, id, Outcome::answered(outcome), None);
             }
-            Purpose::Task(step) => self.task_answer(id, &p.root, step, f, outcome),
+            Purpose::Task(step) => self.task_answer(id, &p.root, step, outcome),
         }
     }
 

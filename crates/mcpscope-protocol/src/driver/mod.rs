@@ -203,8 +203,10 @@ impl Outcome {
         }
     }
 
-    fn of_frame(f: &Frame) -> Outcome {
-        match response_outcome(f) {
+    /// The answer as the owner is told it (parsed once, by
+    /// [`response_outcome`]: a message can be large).
+    fn answered(outcome: Result<Value, ErrorObject>) -> Outcome {
+        match outcome {
             Ok(v) => Outcome::Result(v),
             Err(e) => Outcome::Error(e),
         }

@@ -6,7 +6,6 @@ use super::{Driver, Failure, Outcome, Pending, Purpose, QuestionOrigin};
 use crate::protocol::methods;
 use crate::protocol::mrtr::InputRequired;
 use crate::protocol::tasks::{self, Flavor, Status, Task};
-use crate::wire::frame::Frame;
 use crate::wire::message::{ErrorObject, RequestId};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -218,7 +217,6 @@ impl Driver {
         id: &RequestId,
         root: &RequestId,
         step: Step,
-        f: &Frame,
         outcome: Result<Value, ErrorObject>,
     ) {
         let Some(i) = self.task_index(root) else { return };
@@ -241,7 +239,7 @@ impl Driver {
             Step::Call => match Task::created(&result) {
                 None => {
                     // The server answered at once, without a task.
-                    self.finish(root, id, Outcome::of_frame(f), None);
+                    self.finish(root, id, Outcome::Result(result), None);
                 }
                 Some((flavor, task)) => {
                     self.tasks[i].flavor = Some(flavor);
@@ -277,7 +275,7 @@ impl Driver {
             }
             Step::Result => {
                 self.tasks[i].next_poll = None;
-                self.finish(root, id, Outcome::of_frame(f), None);
+                self.finish(root, id, Outcome::Result(result), None);
             }
             Step::Update => self.schedule_poll(i),
         }
