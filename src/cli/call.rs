@@ -322,7 +322,8 @@ pub fn run_with(args: CallArgs, work: Option<SessionWork>) -> ExitCode {
         )))
     });
     let traced = traces.clone();
-    let observer = Box::new(move |ev: &Event| {
+    let observer = Box::new(move |ev: Event| {
+        let ev = &ev;
         seen.see(ev, "mcpscope");
         if let Some(t) = &traced
             && let Some(w) = t.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut()

@@ -92,7 +92,8 @@ pub fn run(args: ListenArgs) -> ExitCode {
     let watch = Watch::default();
     let seen = watch.clone();
     // Every notification the server sends (acknowledgement included) goes to stdout as it comes.
-    let observer = Box::new(move |ev: &Event| {
+    let observer = Box::new(move |ev: Event| {
+        let ev = &ev;
         seen.see(ev, "mcpscope listen");
         if let Event::Frame(f) = ev
             && f.direction == Direction::In

@@ -182,7 +182,7 @@ pub fn run(args: VerifyArgs) -> ExitCode {
     let mut authorizer = authorizer;
     let mut connect = |policy: &InputPolicy| {
         let client =
-            Client::connect(target.clone(), options.clone(), Box::new(|_: &Event| {})).with_policy(policy.clone());
+            Client::connect(target.clone(), options.clone(), Box::new(|_: Event| {})).with_policy(policy.clone());
         // The first session signs in; verify hands the authorizer on to the next.
         match authorizer.take() {
             Some(a) => client.with_authorizer(a),

@@ -220,11 +220,8 @@ pub fn connect(
 ) -> (mcpscope_core::client::Client, Sink) {
     let sink: Sink = Default::default();
     let s = sink.clone();
-    let c = mcpscope_core::client::Client::connect(
-        target,
-        options,
-        Box::new(move |e: &Event| s.lock().unwrap().push(e.clone())),
-    );
+    let c =
+        mcpscope_core::client::Client::connect(target, options, Box::new(move |e: Event| s.lock().unwrap().push(e)));
     (c, sink)
 }
 

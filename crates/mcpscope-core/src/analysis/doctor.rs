@@ -126,7 +126,7 @@ fn collecting_client(target: &Target, timeout: Duration, limits: Limits) -> (Cli
     let client = Client::connect(
         target.clone(),
         options,
-        Box::new(move |ev: &Event| sink.lock().expect("event sink").push(ev.clone())),
+        Box::new(move |ev: Event| sink.lock().expect("event sink").push(ev)),
     );
     (client, events)
 }

@@ -103,7 +103,9 @@ pub struct TaskRun {
     pub cancelled: bool,
 }
 
-pub type Observer = Box<dyn FnMut(&Event) + Send>;
+/// Sees every event after the client has: handed over, so that one who
+/// keeps them (a test run keeps a whole session's) copies nothing.
+pub type Observer = Box<dyn FnMut(Event) + Send>;
 
 pub struct Client {
     session: Session,
@@ -284,7 +286,7 @@ impl Client {
         match self.session.recv_event(wait) {
             Ok(ev) => {
                 self.handle(&ev);
-                (self.observer)(&ev);
+                (self.observer)(ev);
                 true
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -757,7 +759,7 @@ impl Client {
             if let Event::Exited { status, .. } = &ev {
                 exited = Some(*status);
             }
-            observer(&ev);
+            observer(ev);
         });
         exited
     }

@@ -328,19 +328,11 @@ pub fn value_at(doc: &Json, path: &str) -> Option<Json> {
 /// The session's events as the observer saw them.
 type Seen = Arc<Mutex<Vec<Event>>>;
 
-fn seen_frame(seen: &Seen, seq: u64) -> Option<Frame> {
-    let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+/// The frame numbered `seq`, or (`None`) the last one sent (a
+/// notification's): borrowed from the events, which a long file holds many of.
+fn sent_frame(events: &[Event], seq: Option<u64>) -> Option<&Frame> {
     events.iter().rev().find_map(|e| match e {
-        Event::Frame(f) if f.seq == seq => Some(f.clone()),
-        _ => None,
-    })
-}
-
-/// The last frame sent (a notification's).
-fn last_sent(seen: &Seen) -> Option<Frame> {
-    let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    events.iter().rev().find_map(|e| match e {
-        Event::Frame(f) if f.direction == Direction::Out => Some(f.clone()),
+        Event::Frame(f) if seq.map_or(f.direction == Direction::Out, |s| f.seq == s) => Some(f),
         _ => None,
     })
 }
@@ -400,10 +392,8 @@ pub fn run_file(
     let mut client = Client::connect(
         target.clone(),
         session_options,
-        Box::new(move |ev: &Event| {
-            sink.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(ev.clone());
+        Box::new(move |ev: Event| {
+            sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(ev);
         }),
     );
     let mut told = 0;
@@ -445,6 +435,13 @@ pub fn run_file(
             }
         }
     }
+    // A long file's events are most of its memory, in many small pieces:
+    // freed on a thread of their own, not while the report waits (a
+    // thousand steps' took a millisecond and more).
+    // (Should no thread start, they are freed here.)
+    let _ = std::thread::Builder::new()
+        .name("mcpscope-free".into())
+        .spawn(move || drop(seen));
     report
 }
 
@@ -540,7 +537,7 @@ fn run_session(
                 request_timeout: Some(timeout),
                 ..SessionOptions::new(crate::record::capture::open_log)
             },
-            Box::new(|_: &Event| {}),
+            Box::new(|_: Event| {}),
         )
         .with_policy(policy.clone())
     };
@@ -625,14 +622,11 @@ fn run_step(
         Ok(m) => m,
         Err(e) => return errored(step, String::new(), e.to_string()),
     };
-    let (request, response) = if notification {
+    let (request_seq, response) = if notification {
         client.notify(&method, params);
         // Whatever the notification caused has a moment to arrive.
         client.pump_for(Duration::from_millis(20));
-        let Some(sent) = last_sent(seen) else {
-            return errored(step, method, "the notification was not sent".into());
-        };
-        (sent, None)
+        (None, None)
     } else {
         let r = match client.request(&method, params, options.timeout) {
             Ok(r) => r,
@@ -641,14 +635,23 @@ fn run_step(
             }
             Err(e) => return errored(step, method, vars.mask(&format!("the session failed: {e}"))),
         };
-        let request = r.frame.link.as_ref().and_then(|l| seen_frame(seen, l.request_seq));
-        let Some(request) = request else {
+        let Some(seq) = r.frame.link.as_ref().map(|l| l.request_seq) else {
             return errored(step, method, "the request's frame was not seen".into());
         };
-        (request, Some(r.frame))
+        (Some(seq), Some(r.frame))
+    };
+    // Held while the step is judged: nothing is received meanwhile.
+    let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(request) = sent_frame(&events, request_seq) else {
+        let why = if notification {
+            "the notification was not sent"
+        } else {
+            "the request's frame was not seen"
+        };
+        return errored(step, method, why.into());
     };
     let exchange = Exchange {
-        request: &request,
+        request,
         response: response.as_ref(),
     };
     let mut checks = Vec::new();
