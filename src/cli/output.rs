@@ -181,20 +181,23 @@ struct Pending {
 impl Pending {
     fn write_out(&mut self) {
         let mut lines = std::mem::take(&mut self.lines).into_iter().peekable();
+        let mut text = String::new();
         while let Some((first, to_stderr)) = lines.next() {
-            let mut text = line_text(&first);
+            text.clear();
+            push_line(&mut text, &first);
             while let Some((l, _)) = lines.next_if(|(_, e)| *e == to_stderr) {
-                text.push_str(&line_text(&l));
+                push_line(&mut text, &l);
             }
             (self.sink)(&text, to_stderr);
         }
     }
 }
 
-fn line_text(line: &str) -> String {
-    let mut safe = mcpscope_core::text::terminal_safe(line, false).into_owned();
-    safe.push('\n');
-    safe
+/// A line as a terminal may be given it, into one text with the lines around
+/// it (one allocation for a run of them, not one per line).
+fn push_line(text: &mut String, line: &str) {
+    text.push_str(&mcpscope_core::text::terminal_safe(line, false));
+    text.push('\n');
 }
 
 type Shared = (Mutex<Pending>, Condvar);

@@ -128,6 +128,14 @@ impl Watch for Progress<'_> {
     }
 }
 
+/// A report as a JSON document with its final newline (added in place: a
+/// thousand steps' report is half a megabyte, not worth a second copy).
+fn json_document(printed: Result<String, serde_json::Error>) -> String {
+    let mut doc = printed.expect("JSON prints");
+    doc.push('\n');
+    doc
+}
+
 fn file_head(r: &FileReport) -> String {
     format!("{} ({})", r.path.display(), r.name)
 }
@@ -304,15 +312,12 @@ pub fn run(args: TestArgs) -> ExitCode {
     out.finish();
     let document = match args.format {
         Format::Text => None,
-        Format::Json => Some(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&output::json(&reports)).expect("JSON prints")
-        )),
+        Format::Json => Some(json_document(serde_json::to_string_pretty(&output::json(&reports)))),
         Format::Junit => Some(output::junit(&reports)),
-        Format::Sarif => Some(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&output::sarif(&reports, super::VERSION)).expect("JSON prints")
-        )),
+        Format::Sarif => Some(json_document(serde_json::to_string_pretty(&output::sarif(
+            &reports,
+            super::VERSION,
+        )))),
     };
     match (&args.output, document) {
         (Some(path), Some(doc)) => {
