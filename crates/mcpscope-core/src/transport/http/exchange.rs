@@ -77,9 +77,24 @@ impl Headers {
     /// The record of a request with these headers.
     pub(super) fn info(&self, method: &str, url: &str) -> HttpInfo {
         HttpInfo {
+            sent: self.shown.clone(),
+            ..Self::bare_info(method, url)
+        }
+    }
+
+    /// The record of a request with these headers, once they are sent (the
+    /// headers shown move into it: one POST per step shows them once).
+    pub(super) fn into_info(self, method: &str, url: &str) -> HttpInfo {
+        HttpInfo {
+            sent: self.shown,
+            ..Self::bare_info(method, url)
+        }
+    }
+
+    fn bare_info(method: &str, url: &str) -> HttpInfo {
+        HttpInfo {
             method: method.into(),
             url: mask_url(url),
-            sent: self.shown.clone(),
             ..HttpInfo::default()
         }
     }
@@ -414,9 +429,11 @@ pub(super) fn exchange(
 
 /// Reads a whole body, holding at most `ctx.max_held` bytes: a longer body is
 /// handed over in pieces as it is read (every byte recorded), and `Ok(None)`
-/// says so. `Ok(Some(bytes))` is a body that fit.
-pub(super) fn read_body(ctx: &Ctx, reader: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
+/// says so. `Ok(Some(bytes))` is a body that fit. `expected`: the length
+/// the answer said, if it said one (room made for it at once).
+pub(super) fn read_body(ctx: &Ctx, reader: &mut impl Read, expected: Option<u64>) -> std::io::Result<Option<Vec<u8>>> {
+    let room = expected.map_or(0, |n| n.min(ctx.max_held as u64) as usize);
+    let mut bytes = Vec::with_capacity(room);
     let limit = ctx.max_held as u64;
     reader.by_ref().take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 <= limit {

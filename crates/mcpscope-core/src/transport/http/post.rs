@@ -74,11 +74,12 @@ fn post_head(ctx: &Ctx, job: PostJob) -> Option<PostAnswer> {
         is_initialize,
     } = job;
     let (headers, protocol_version) = post_headers(&ctx.target, &url, &out, &session_id, protocol_version);
+    let sent = exchange(ctx, "POST", &url, &headers, Some(&out.body), out.request_id.as_ref());
     let mut base = HttpInfo {
         request_id: out.request_id.clone(),
-        ..headers.info("POST", &url)
+        ..headers.into_info("POST", &url)
     };
-    let (resp, answered_by) = match exchange(ctx, "POST", &url, &headers, Some(&out.body), out.request_id.as_ref()) {
+    let (resp, answered_by) = match sent {
         Ok(r) => r,
         Err(error) => {
             send(
@@ -215,7 +216,7 @@ impl PostAnswer {
         let read = if accepted {
             Ok(Some(Vec::new()))
         } else {
-            read_body(ctx, &mut reader)
+            read_body(ctx, &mut reader, whole)
         };
         let bytes = match read {
             Ok(Some(bytes)) => bytes,
@@ -243,9 +244,6 @@ impl PostAnswer {
         // A 401/403 body is usually an OAuth error object, not a JSON-RPC
         // message: kept with the exchange, not passed on as a malformed frame.
         let auth_refusal = (status == 401 || status == 403) && !bytes.is_empty() && !is_jsonrpc(&bytes);
-        if !bytes.is_empty() && !accepted && !auth_refusal {
-            received(ctx, bytes.clone(), LineEnding::Lf);
-        }
         let facts = BodyFacts {
             status,
             content_type: &ct,
@@ -259,7 +257,12 @@ impl PostAnswer {
                 .map(|(_, w)| w.as_str()),
             endpoint: &mask_url(&answered_by),
         };
-        if let Some((e, expired)) = judge_body(&facts) {
+        // Judged before the body is handed on (not copied), said after it.
+        let verdict = judge_body(&facts);
+        if !bytes.is_empty() && !accepted && !auth_refusal {
+            received(ctx, bytes, LineEnding::Lf);
+        }
+        if let Some((e, expired)) = verdict {
             send(ctx, failed(e, expired));
         }
         send(ctx, HttpMsg::WorkerDone { worker });

@@ -459,7 +459,7 @@ pub(super) fn legacy_stream(ctx: Ctx) {
             },
         );
         let mut reader = resp.into_body().into_reader();
-        if let Ok(Some(bytes)) = read_body(&ctx, &mut reader)
+        if let Ok(Some(bytes)) = read_body(&ctx, &mut reader, None)
             && !bytes.is_empty()
         {
             received(&ctx, bytes, LineEnding::Lf);
