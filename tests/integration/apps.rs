@@ -4,7 +4,7 @@
 //! (Debian's chromium and chromium-driver), each step checked on the page
 //! and on the capture.
 
-use crate::support::{need, repo};
+use crate::support::{KilledOnDrop, need, repo};
 use mcpscope_core::record::capture;
 use mcpscope_core::transport::event::{AppMessage, AppToward, Event};
 use mcpscope_core::wire::frame::Direction;
@@ -523,13 +523,15 @@ fn raw_status(authority: &str, request: &str) -> u16 {
 #[test]
 fn over_streamable_http_and_a_page_loaded_again() {
     // The server over HTTP (JSON answers); its port on stderr.
-    let mut server = Command::new("node")
-        .arg(repo().join("tests/servers/apps_server.mjs"))
-        .arg("--http")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut server = KilledOnDrop(
+        Command::new("node")
+            .arg(repo().join("tests/servers/apps_server.mjs"))
+            .arg("--http")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(server.0.stderr.take().unwrap()).lines();
     let port = lines
         .next()
         .unwrap()
@@ -544,8 +546,7 @@ fn over_streamable_http_and_a_page_loaded_again() {
         "reload",
         &["--server-url".to_owned(), url],
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(h.status, Some(0), "{}", h.stderr);
     assert_eq!(h.page["value_before"], "7");
     assert_eq!(

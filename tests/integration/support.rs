@@ -406,6 +406,17 @@ pub fn spawn_listening(mut cmd: std::process::Command, prefix: &str) -> (std::pr
     (child, url)
 }
 
+/// A process a test started, killed and waited for when the test ends,
+/// failed or not (one left running holds the test runner's output open).
+pub struct KilledOnDrop(pub std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for FastServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
