@@ -610,3 +610,26 @@ fn a_fixed_rate_run_starts_its_timetable_when_the_sessions_are_up() {
         "the first second sent its share: {first}"
     );
 }
+
+/// A run's time is its calls': a stdio server that takes 2 s to go once
+/// its stdin closes (here a shell that sleeps after it) is not counted into
+/// the duration or the rate (3 calls were reported as 2.1 s).
+#[test]
+fn a_run_over_stdio_ends_at_its_last_call_not_when_its_servers_have_gone() {
+    let lingers = format!("python3 {} --mode normal; sleep 2", faulty_path());
+    let args = [
+        "--tool-name=echo",
+        "--tool-arg=message=x",
+        "--requests=3",
+        "--",
+        "sh",
+        "-c",
+        &lingers,
+    ];
+    let out = load_with_server(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = report(&out);
+    assert_eq!(r["requests"], 3, "{r}");
+    let took = r["duration_s"].as_f64().unwrap();
+    assert!(took < 1.0, "the server's 2 s on its way out is not the run's: {took} s");
+}

@@ -45,6 +45,9 @@ struct Shared {
     length: Option<Duration>,
     stop: Arc<AtomicBool>,
     pids: Mutex<Vec<u32>>,
+    /// When the last session made its last call: the run's end (closing a
+    /// session, a server's exit included, is not the load's time).
+    calls_ended: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -59,6 +62,13 @@ impl Shared {
 
     fn over(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.end().is_some_and(|e| Instant::now() >= e)
+    }
+
+    /// A session made its last call (or could make none).
+    fn calls_ended(&self) {
+        let now = Instant::now();
+        let mut ended = self.calls_ended.lock().unwrap_or_else(PoisonError::into_inner);
+        *ended = Some(ended.map_or(now, |e| e.max(now)));
     }
 
     fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
@@ -107,20 +117,31 @@ pub fn run(
         length: plan.duration.map(|d| d + plan.warmup),
         stop,
         pids: Mutex::new(Vec::new()),
+        calls_ended: Mutex::new(None),
     });
     shared.stats().set_concurrency(plan.sessions);
     let timetable = plan.rate.map(Timetable::new);
     let mut threads = Vec::new();
+    // Each session says when it ends, so that the run ends with the last
+    // one, not at the watcher's next wake-up (which counted into its time).
+    let (ended, session_ended) = crossbeam_channel::unbounded::<()>();
+    // (A thread that could not start says so too, as its closure is dropped.)
+    let mut unstarted = 0;
     for index in 0..sessions {
         let mine = Arc::clone(&shared);
         let plan = plan.clone();
         let report = Arc::clone(&otlp_report);
+        let ended = SaysEnded(ended.clone());
         let t = std::thread::Builder::new()
             .name(format!("mcpscope-load-{index}"))
-            .spawn(move || one_session(&plan, &report, &mine, timetable, index));
+            .spawn(move || {
+                let _ended = ended;
+                one_session(&plan, &report, &mine, timetable, index)
+            });
         match t {
             Ok(t) => threads.push(t),
             Err(e) => {
+                unstarted += 1;
                 shared.stats().record(
                     Duration::ZERO,
                     "the session",
@@ -134,9 +155,10 @@ pub fn run(
     let mut servers: Vec<ServerUsage> = Vec::new();
     let mut last_cpu: std::collections::HashMap<u32, Duration> = Default::default();
     let mut next_tick: Option<Instant> = None;
-    while !threads.iter().all(|t| t.is_finished()) {
+    let mut ends = 0;
+    while ends < threads.len() + unstarted {
         let Some(&start) = shared.clock.get() else {
-            std::thread::sleep(Duration::from_millis(20));
+            ends += wait_for_ends(&session_ended, Duration::from_millis(20));
             continue;
         };
         let tick = *next_tick.get_or_insert(start + Duration::from_secs(1));
@@ -169,7 +191,8 @@ pub fn run(
             progress(&shared.stats(), now - start);
             next_tick = Some(tick + Duration::from_secs(1));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        let until_tick = next_tick.map_or(Duration::ZERO, |t| t.saturating_duration_since(Instant::now()));
+        ends += wait_for_ends(&session_ended, until_tick);
     }
     let mut captures = Vec::new();
     let mut failed_sessions = Vec::new();
@@ -183,7 +206,8 @@ pub fn run(
         }
     }
     let start = shared.start();
-    let elapsed = start.elapsed();
+    let ended = *shared.calls_ended.lock().unwrap_or_else(PoisonError::into_inner);
+    let elapsed = ended.map_or_else(|| start.elapsed(), |e| e.saturating_duration_since(start));
     let stats = std::mem::replace(&mut *shared.stats(), Stats::new(Duration::ZERO));
     SessionRun {
         stats,
@@ -192,6 +216,23 @@ pub fn run(
         captures,
         failed_sessions,
         ready_after: start.saturating_duration_since(began),
+    }
+}
+
+/// Says that a session's thread ended, however it did (a panic too).
+struct SaysEnded(crossbeam_channel::Sender<()>);
+
+impl Drop for SaysEnded {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// How many sessions ended within `wait` (at most): returns at the first.
+fn wait_for_ends(ended: &crossbeam_channel::Receiver<()>, wait: Duration) -> usize {
+    match ended.recv_timeout(wait) {
+        Ok(()) => 1 + ended.try_iter().count(),
+        Err(_) => 0,
     }
 }
 
@@ -293,6 +334,7 @@ fn one_session(
             }
         }
     }
+    shared.calls_ended();
     client.close();
     // The session is over: what is left of its traces goes now.
     drop(traces);
