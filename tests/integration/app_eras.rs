@@ -181,13 +181,6 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let deadline = Instant::now() + T;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the Python server did not listen");
@@ -196,7 +189,7 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _guard = Kill(child);
+    let _guard = crate::support::KilledOnDrop(child);
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut i = Inspection::launch_with_era(
         Target::Http(mcpscope_core::transport::target::HttpTarget::streamable(url)),

@@ -125,16 +125,6 @@ steps:
     assert_eq!(verdicts(&report), ["passed"; 3], "{report}");
 }
 
-/// Ends the hostile server with the test, also when it fails.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_request_never_answered_fails_on_its_timeout_and_the_session_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +132,7 @@ fn a_request_never_answered_fails_on_its_timeout_and_the_session_goes_on() {
     cmd.arg(repo().join("tests/servers/hostile_http.py"))
         .args(["--mode", "silent", "--on", "tools/call"]);
     let (child, port) = spawn_listening(cmd, "PORT ");
-    let _server = Killed(child);
+    let _server = KilledOnDrop(child);
     let file = format!(
         r#"name: silent
 servers:
@@ -175,7 +165,7 @@ fn a_question_on_the_get_stream_is_answered_while_a_call_waits() {
     let mut cmd = std::process::Command::new("node");
     cmd.arg(repo().join("tests/servers/get_stream_asker.mjs"));
     let (child, url) = spawn_listening(cmd, "MCP_URL=");
-    let _server = Killed(child);
+    let _server = KilledOnDrop(child);
     let file = format!(
         r#"name: asked on the get stream
 servers:
@@ -212,7 +202,7 @@ fn a_stop_while_a_request_waits_ends_the_run_and_the_servers_session() {
     let (tx, said) = std::sync::mpsc::channel();
     let out = std::io::BufReader::new(child.stdout.take().unwrap());
     std::thread::spawn(move || out.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
-    let _server = Killed(child);
+    let _server = KilledOnDrop(child);
     let next = || said.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
     let port = next().trim_start_matches("PORT ").to_owned();
     let path = dir.path().join("stop.mcp.yaml");

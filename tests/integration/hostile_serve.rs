@@ -2,11 +2,12 @@
 //! Each test fails without the fix it guards.
 
 use crate::hostile::{run_bin, text};
+use crate::support::KilledOnDrop;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A Streamable HTTP server that answers every request with another id
@@ -62,17 +63,7 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 "#;
 
-/// A child process killed (and reaped) when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wrong_id_server(mode: &str, body: &str) -> (Killed, String) {
+fn wrong_id_server(mode: &str, body: &str) -> (KilledOnDrop, String) {
     let mut child = Command::new("python3")
         .args(["-c", WRONG_ID_SERVER, mode, body])
         .stdin(Stdio::null())
@@ -83,7 +74,7 @@ fn wrong_id_server(mode: &str, body: &str) -> (Killed, String) {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut port)
         .unwrap();
-    (Killed(child), format!("http://127.0.0.1:{}/mcp", port.trim()))
+    (KilledOnDrop(child), format!("http://127.0.0.1:{}/mcp", port.trim()))
 }
 
 fn class_count(r: &Value, class: &str) -> u64 {
@@ -226,7 +217,7 @@ fn write_capture(path: &Path) {
 
 /// `mcpscope ARGS` that prints `… http://ADDR…` on stderr once it listens
 /// (the mock, the proxy): the child and ADDR; its stderr drained after.
-fn listening(args: &[&str], marker: &str) -> (Killed, String) {
+fn listening(args: &[&str], marker: &str) -> (KilledOnDrop, String) {
     let mut child = crate::support::mcpscope_command()
         .args(args)
         .stdin(Stdio::null())
@@ -235,7 +226,7 @@ fn listening(args: &[&str], marker: &str) -> (Killed, String) {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let child = Killed(child);
+    let child = KilledOnDrop(child);
     let mut seen = String::new();
     let addr = loop {
         let mut line = String::new();
