@@ -1,9 +1,10 @@
 //! HAR: mcpscope's own (read back exactly), and devtools' or mitmproxy's
 //! (their JSON-RPC request bodies and answers).
 
-use super::stream::{EachElement, settle, skip_other_types};
+use super::stream::{EachElement, settle};
 use super::{At, Format, ImportError, Imported, Messages, Session, header};
 use crate::wire::frame::Direction;
+use crate::wire::scalars_are;
 use serde::de::{DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::io::BufRead;
@@ -255,7 +256,7 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
             Ok(())
         }
-        skip_other_types!(());
+        scalars_are!(());
     }
     impl<'de> DeserializeSeed<'de> for Object<'_> {
         type Value = ();

@@ -1,8 +1,9 @@
 //! mcp-recorder cassettes.
 
-use super::stream::{EachElement, settle, skip_other_types};
+use super::stream::{EachElement, settle};
 use super::{At, Format, ImportError, Imported, MAX_UNIX_MS, Messages, Session, header};
 use crate::wire::frame::Direction;
+use crate::wire::scalars_are;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::io::BufRead;
@@ -84,7 +85,7 @@ pub(super) fn read(text: impl BufRead) -> Result<Imported, ImportError> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
             Ok(false)
         }
-        skip_other_types!(false);
+        scalars_are!(false);
     }
     let format = Format::McpRecorder;
     let malformed = |why: &str| ImportError::Malformed {

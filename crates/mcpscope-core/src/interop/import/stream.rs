@@ -2,6 +2,7 @@
 //! handed out one at a time, and how a visitor that stopped says why.
 
 use super::{Format, ImportError};
+use crate::wire::scalars_are;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -19,32 +20,6 @@ pub(super) fn settle<T>(
         (Err(e), None) => Err(ImportError::NotJson { format, error: e }),
     }
 }
-
-/// A visitor's answer to a value of a type it does not read: the value is
-/// skipped and `$none` returned (so the caller can say what was missing).
-macro_rules! skip_other_types {
-    ($none:expr) => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-    };
-}
-pub(super) use skip_other_types;
 
 /// The elements of a JSON array, each handed to `each` as it is read (with
 /// its index); `false` when the value is not an array (read and skipped).
@@ -78,7 +53,7 @@ impl<'de, F: FnMut(usize, Value) -> Result<(), ImportError>> Visitor<'de> for Ea
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(false)
     }
-    skip_other_types!(false);
+    scalars_are!(false);
 }
 
 impl<'de, F: FnMut(usize, Value) -> Result<(), ImportError>> DeserializeSeed<'de> for EachElement<'_, F> {

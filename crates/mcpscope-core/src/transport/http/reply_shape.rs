@@ -5,34 +5,10 @@
 //! kept. A whole `Value` of each answer was a tenth of the work of a POST
 //! made inline.
 
+use crate::wire::scalars_are;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
-
-/// A visitor's answer to every JSON scalar (each still parsed, so checked,
-/// by serde_json before it is visited).
-macro_rules! scalars_are {
-    ($value:expr) => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-    };
-}
 
 /// A JSON value, checked and dropped.
 struct Checked;
