@@ -4,7 +4,7 @@
 //! raw bytes and described by [`crate::wire::classify`], because a debugger must be
 //! able to show a message that does not fit any of these types.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// A request id: MCP allows strings and integers (never null).
@@ -176,34 +176,9 @@ impl Message {
         }
     }
 
+    /// The message as a JSON value (the shape is its `Serialize`'s).
     pub fn to_json(&self) -> Value {
-        // Field order follows the spec's examples: jsonrpc, id, method, params.
-        let mut o = Map::new();
-        o.insert("jsonrpc".into(), json!("2.0"));
-        match self {
-            Message::Request { id, method, params } => {
-                o.insert("id".into(), id.to_json());
-                o.insert("method".into(), method.clone().into());
-                if let Some(p) = params {
-                    o.insert("params".into(), p.clone());
-                }
-            }
-            Message::Notification { method, params } => {
-                o.insert("method".into(), method.clone().into());
-                if let Some(p) = params {
-                    o.insert("params".into(), p.clone());
-                }
-            }
-            Message::Result { id, result } => {
-                o.insert("id".into(), id.to_json());
-                o.insert("result".into(), result.clone());
-            }
-            Message::Error { id, error } => {
-                o.insert("id".into(), id.as_ref().map_or(Value::Null, RequestId::to_json));
-                o.insert("error".into(), error.to_json());
-            }
-        }
-        Value::Object(o)
+        serde_json::to_value(self).expect("a message of strings, numbers and Values always serialises")
     }
 
     /// Serialises to one line (no terminator). serde_json escapes control
@@ -213,8 +188,9 @@ impl Message {
     }
 }
 
-/// The same bytes as [`Message::to_json`]'s, written straight from the
-/// message: building the `Value` first copied every request's params.
+/// Written straight from the message (a `Value` built first copied every
+/// request's params). Field order follows the spec's examples: jsonrpc, id,
+/// method, params.
 impl serde::Serialize for Message {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -271,6 +247,7 @@ impl serde::Serialize for Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn lines_never_contain_raw_newlines() {
