@@ -122,26 +122,24 @@ pub fn run(
     shared.stats().set_concurrency(plan.sessions);
     let timetable = plan.rate.map(Timetable::new);
     let mut threads = Vec::new();
-    // Each session says when it ends, so that the run ends with the last
-    // one, not at the watcher's next wake-up (which counted into its time).
-    let (ended, session_ended) = crossbeam_channel::unbounded::<()>();
-    // (A thread that could not start says so too, as its closure is dropped.)
-    let mut unstarted = 0;
+    // Each session's thread holds a sender (nothing is ever sent): the
+    // channel closes as the last one ends, a panic too, and the watcher
+    // returns then rather than at its next wake-up.
+    let (alive, all_ended) = crossbeam_channel::bounded::<()>(0);
     for index in 0..sessions {
         let mine = Arc::clone(&shared);
         let plan = plan.clone();
         let report = Arc::clone(&otlp_report);
-        let ended = SaysEnded(ended.clone());
+        let alive = alive.clone();
         let t = std::thread::Builder::new()
             .name(format!("mcpscope-load-{index}"))
             .spawn(move || {
-                let _ended = ended;
+                let _alive = alive;
                 one_session(&plan, &report, &mine, timetable, index)
             });
         match t {
             Ok(t) => threads.push(t),
             Err(e) => {
-                unstarted += 1;
                 shared.stats().record(
                     Duration::ZERO,
                     "the session",
@@ -155,10 +153,9 @@ pub fn run(
     let mut servers: Vec<ServerUsage> = Vec::new();
     let mut last_cpu: std::collections::HashMap<u32, Duration> = Default::default();
     let mut next_tick: Option<Instant> = None;
-    let mut ends = 0;
-    while ends < threads.len() + unstarted {
+    drop(alive);
+    while !all_ended_within(&all_ended, Duration::from_millis(20)) {
         let Some(&start) = shared.clock.get() else {
-            ends += wait_for_ends(&session_ended, Duration::from_millis(20));
             continue;
         };
         let tick = *next_tick.get_or_insert(start + Duration::from_secs(1));
@@ -191,8 +188,6 @@ pub fn run(
             progress(&shared.stats(), now - start);
             next_tick = Some(tick + Duration::from_secs(1));
         }
-        let until_tick = next_tick.map_or(Duration::ZERO, |t| t.saturating_duration_since(Instant::now()));
-        ends += wait_for_ends(&session_ended, until_tick);
     }
     let mut captures = Vec::new();
     let mut failed_sessions = Vec::new();
@@ -219,21 +214,9 @@ pub fn run(
     }
 }
 
-/// Says that a session's thread ended, however it did (a panic too).
-struct SaysEnded(crossbeam_channel::Sender<()>);
-
-impl Drop for SaysEnded {
-    fn drop(&mut self) {
-        let _ = self.0.send(());
-    }
-}
-
-/// How many sessions ended within `wait` (at most): returns at the first.
-fn wait_for_ends(ended: &crossbeam_channel::Receiver<()>, wait: Duration) -> usize {
-    match ended.recv_timeout(wait) {
-        Ok(()) => 1 + ended.try_iter().count(),
-        Err(_) => 0,
-    }
+/// Whether every session's thread ended (waiting `wait` at most).
+fn all_ended_within(all_ended: &crossbeam_channel::Receiver<()>, wait: Duration) -> bool {
+    all_ended.recv_timeout(wait) == Err(crossbeam_channel::RecvTimeoutError::Disconnected)
 }
 
 struct SessionEnd {
