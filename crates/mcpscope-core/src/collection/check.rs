@@ -291,7 +291,7 @@ mod tests {
         Assertion {
             text: text.into(),
             at: Default::default(),
-            filter: Filter::parse(text).unwrap(),
+            filter: std::sync::Arc::new(Filter::parse(text).unwrap()),
         }
     }
 

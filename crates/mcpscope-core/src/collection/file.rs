@@ -7,6 +7,8 @@ use super::yaml::{self, Node, Pos, Value};
 use crate::analysis::lint::Severity;
 use crate::filter::Filter;
 use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A problem in the file, where it is.
@@ -59,7 +61,9 @@ pub enum Action {
 pub struct Assertion {
     pub text: String,
     pub at: Pos,
-    pub filter: Filter,
+    /// Shared by the assertions written alike (a file repeats
+    /// `result.isError == false` step after step): parsed once.
+    pub filter: Arc<Filter>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -171,9 +175,21 @@ pub fn read(text: &str) -> Result<TestFile, Vec<FileError>> {
 #[derive(Default)]
 struct Reader {
     errors: Vec<FileError>,
+    /// Each assertion's filter by the text it was parsed from.
+    filters: HashMap<String, Arc<Filter>>,
 }
 
 impl Reader {
+    /// The filter `text` says, parsed the first time it is met.
+    fn filter(&mut self, text: &str) -> Result<Arc<Filter>, crate::filter::FilterError> {
+        if let Some(f) = self.filters.get(text) {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(Filter::parse(text)?);
+        self.filters.insert(text.to_owned(), f.clone());
+        Ok(f)
+    }
+
     fn error(&mut self, at: Pos, message: impl Into<String>) {
         self.errors.push(FileError {
             at,
@@ -482,7 +498,7 @@ impl Reader {
                 let Some(text) = self.string(item, "an assertion") else {
                     continue;
                 };
-                match Filter::parse(&placeholders_as_numbers(&text)) {
+                match self.filter(&placeholders_as_numbers(&text)) {
                     Ok(filter) => step.asserts.push(Assertion {
                         text,
                         at: item.at,
@@ -770,6 +786,22 @@ evals:
     expect_text: (?i)paris
     pass_rate: 0.66
 "#;
+
+    #[test]
+    fn assertions_written_alike_share_one_parsed_filter() {
+        let f = read(
+            "servers: {s: {url: 'http://127.0.0.1:1/mcp'}}\nsteps:\n\
+             - {call: a, assert: ['result.isError == false', 'latency < 5s']}\n\
+             - {call: b, assert: ['result.isError == false']}\n\
+             - {call: c, assert: ['result.isError == false ']}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let filter = |step: usize, n: usize| &f.steps[step].asserts[n].filter;
+        assert!(Arc::ptr_eq(filter(0, 0), filter(1, 0)), "the same text: one filter");
+        assert!(!Arc::ptr_eq(filter(0, 0), filter(0, 1)));
+        assert!(!Arc::ptr_eq(filter(0, 0), filter(2, 0)), "another text, if only by a space");
+        assert_eq!(f.steps[2].asserts[0].text, "result.isError == false ");
+    }
 
     #[test]
     fn a_test_file_is_read_whole() {

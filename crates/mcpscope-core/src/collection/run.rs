@@ -730,7 +730,11 @@ fn filled_assertion(a: &Assertion, vars: &mut Vars) -> Result<Option<Assertion>,
     let text = vars.fill_text(&a.text).map_err(|e| e.to_string())?;
     let filter =
         Filter::parse(&text).map_err(|e| format!("filled in, it is not a filter: {}", vars.mask(&e.summary())))?;
-    Ok(Some(Assertion { text, at: a.at, filter }))
+    Ok(Some(Assertion {
+        text,
+        at: a.at,
+        filter: std::sync::Arc::new(filter),
+    }))
 }
 
 /// Whether an expected call's arguments are among those sent: each member
