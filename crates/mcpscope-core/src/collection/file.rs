@@ -799,7 +799,10 @@ evals:
         let filter = |step: usize, n: usize| &f.steps[step].asserts[n].filter;
         assert!(Arc::ptr_eq(filter(0, 0), filter(1, 0)), "the same text: one filter");
         assert!(!Arc::ptr_eq(filter(0, 0), filter(0, 1)));
-        assert!(!Arc::ptr_eq(filter(0, 0), filter(2, 0)), "another text, if only by a space");
+        assert!(
+            !Arc::ptr_eq(filter(0, 0), filter(2, 0)),
+            "another text, if only by a space"
+        );
         assert_eq!(f.steps[2].asserts[0].text, "result.isError == false ");
     }
 

@@ -216,21 +216,19 @@ impl Outcome {
 /// The result or error a response frame carries (a malformed error object is
 /// kept as what it says, with the code it gives or -32603).
 pub fn response_outcome(f: &Frame) -> Result<Value, ErrorObject> {
-    let mut v = f.json().unwrap_or(Value::Null);
-    if f.class.kind == Kind::Error {
-        Err(v.get("error").and_then(ErrorObject::from_json).unwrap_or_else(|| {
-            ErrorObject::new(
-                error_code::INTERNAL_ERROR,
-                format!(
-                    "malformed error object: {}",
-                    crate::text::shorten(&v.get("error").cloned().unwrap_or(Value::Null).to_string(), 120)
-                ),
-            )
-        }))
-    } else {
-        // Taken, not cloned: the message is this function's own.
-        Ok(v.get_mut("result").map(Value::take).unwrap_or(Value::Null))
+    if f.class.kind != Kind::Error {
+        return Ok(f.result());
     }
+    let v = f.json().unwrap_or(Value::Null);
+    Err(v.get("error").and_then(ErrorObject::from_json).unwrap_or_else(|| {
+        ErrorObject::new(
+            error_code::INTERNAL_ERROR,
+            format!(
+                "malformed error object: {}",
+                crate::text::shorten(&v.get("error").cloned().unwrap_or(Value::Null).to_string(), 120)
+            ),
+        )
+    }))
 }
 
 /// A request the owner asked for came to an end.

@@ -97,6 +97,26 @@ impl Frame {
             .or_else(|| serde_json::from_str(&self.text()).ok())
     }
 
+    /// The message's `result` member (`Null` when it has none, or is not a
+    /// JSON object): read without building the rest of the message, whose
+    /// envelope is most of a small answer's objects and strings.
+    pub fn result(&self) -> serde_json::Value {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            #[serde(default)]
+            result: serde_json::Value,
+        }
+        let object = self.raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        match serde_json::from_slice::<Answer>(&self.raw) {
+            Ok(a) if object => a.result,
+            // Not UTF-8, a member twice (the last one counts): as `json` reads it.
+            _ => self
+                .json()
+                .and_then(|mut v| v.get_mut("result").map(serde_json::Value::take))
+                .unwrap_or(serde_json::Value::Null),
+        }
+    }
+
     /// A short label: the method, or `result #id` / `error #id`.
     pub fn label(&self) -> String {
         let c = &self.class;
@@ -114,5 +134,46 @@ impl Frame {
             Kind::NotJsonRpc => "not JSON-RPC".into(),
             Kind::NotJson => "not JSON".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(bytes: &[u8]) -> Frame {
+        let line = RawLine {
+            bytes: bytes.to_vec(),
+            ending: LineEnding::Lf,
+        };
+        Frame::from_line(1, Duration::ZERO, Direction::In, line, &Limits::default())
+    }
+
+    #[test]
+    fn a_result_read_alone_is_the_result_the_whole_message_holds() {
+        let lines: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}"#,
+            br#"  {"result":[1,2,{"a":null}],"id":"x","jsonrpc":"2.0"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":1,"result":{"last":true}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"caf\xe9\"}}",
+            br#"[{"jsonrpc":"2.0","id":1,"result":5}]"#,
+            br#"[5]"#,
+            br#""result""#,
+            br#"{"result": 7"#,
+            b"",
+        ];
+        for line in lines {
+            let f = frame(line);
+            let whole = f
+                .json()
+                .and_then(|mut v| v.get_mut("result").map(serde_json::Value::take))
+                .unwrap_or(serde_json::Value::Null);
+            assert_eq!(f.result(), whole, "{}", String::from_utf8_lossy(line));
+        }
+        assert_eq!(frame(lines[5]).result(), serde_json::json!({"last": true}));
+        assert_eq!(frame(lines[6]).result(), serde_json::json!({"text": "caf\u{fffd}"}));
     }
 }

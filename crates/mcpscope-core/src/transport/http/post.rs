@@ -6,7 +6,7 @@ use super::*;
 
 pub(super) fn post(ctx: Ctx, job: PostJob) {
     if let Some(answer) = post_head(&ctx, job) {
-        answer.read(&ctx);
+        answer.read(&ctx, Head::First);
     }
 }
 
@@ -22,12 +22,13 @@ pub(super) fn post_inline(ctx: Ctx, job: PostJob, workers: &workers::Workers) ->
         return true;
     };
     if answer.whole_and_small(ctx.max_held) {
-        answer.read(&ctx);
+        // Nothing takes the head before this returns: it may wait for the body.
+        answer.read(&ctx, Head::WithTheBody);
         return true;
     }
     let (worker, info) = (answer.worker, answer.base.clone());
     let on_worker = ctx.clone();
-    if let Err(e) = workers.run(move || answer.read(&on_worker)) {
+    if let Err(e) = workers.run(move || answer.read(&on_worker, Head::First)) {
         let info = HttpInfo {
             error: Some(format!("could not start a thread to read the answer: {e}")),
             ..info
@@ -44,6 +45,17 @@ pub(super) fn post_inline(ctx: Ctx, job: PostJob, workers: &workers::Workers) ->
         return true;
     }
     false
+}
+
+/// When the answer's head (which opens the ordering gate) is handed on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Head {
+    /// Before its body is read: the next POST need not wait for the body.
+    First,
+    /// With its whole body, when nothing could take the head sooner (a POST
+    /// made on the session's thread). The head's record is then moved into
+    /// it, not copied, unless a failure follows and needs it too.
+    WithTheBody,
 }
 
 /// A POST answered, its body not read yet.
@@ -133,7 +145,7 @@ impl PostAnswer {
     }
 
     /// Reads the answer to its end and says what it was.
-    fn read(self, ctx: &Ctx) {
+    fn read(self, ctx: &Ctx, when: Head) {
         let sse = self.sse();
         let whole = self
             .whole_and_small(ctx.max_held)
@@ -163,6 +175,7 @@ impl PostAnswer {
             at: Instant::now(),
             expired_session: expired,
         };
+        let new_session = (is_initialize && (200..300).contains(&status)).then_some(session_header);
         // The answer's head, which opens the ordering gate (once: one or the other below).
         let head = |text: String, at: Instant| HttpMsg::Http {
             info: HttpInfo {
@@ -173,7 +186,7 @@ impl PostAnswer {
             },
             at,
             worker: Some(worker),
-            new_session: (is_initialize && (200..300).contains(&status)).then_some(session_header),
+            new_session: new_session.clone(),
             whole,
         };
         if sse {
@@ -212,7 +225,13 @@ impl PostAnswer {
                 ));
             }
         }
-        send(ctx, head(text, at));
+        let unsaid = match when {
+            Head::First => {
+                send(ctx, head(text, at));
+                None
+            }
+            Head::WithTheBody => Some(text),
+        };
         let read = if accepted {
             Ok(Some(Vec::new()))
         } else {
@@ -220,23 +239,19 @@ impl PostAnswer {
         };
         let bytes = match read {
             Ok(Some(bytes)) => bytes,
-            Ok(None) => {
-                send(
-                    ctx,
-                    failed(
-                        format!(
-                            "the response body is longer than the {} MiB a message may hold in memory; it is \
-                             recorded in pieces and not taken as the response",
-                            ctx.max_held / (1024 * 1024)
-                        ),
-                        false,
+            Ok(None) | Err(_) => {
+                if let Some(text) = unsaid {
+                    send(ctx, head(text, at));
+                }
+                let why = match read {
+                    Err(e) => format!("reading the response body failed: {e}"),
+                    _ => format!(
+                        "the response body is longer than the {} MiB a message may hold in memory; it is \
+                         recorded in pieces and not taken as the response",
+                        ctx.max_held / (1024 * 1024)
                     ),
-                );
-                send(ctx, HttpMsg::WorkerDone { worker });
-                return;
-            }
-            Err(e) => {
-                send(ctx, failed(format!("reading the response body failed: {e}"), false));
+                };
+                send(ctx, failed(why, false));
                 send(ctx, HttpMsg::WorkerDone { worker });
                 return;
             }
@@ -259,11 +274,41 @@ impl PostAnswer {
         };
         // Judged before the body is handed on (not copied), said after it.
         let verdict = judge_body(&facts);
-        if !bytes.is_empty() && !accepted && !auth_refusal {
-            received(ctx, bytes, LineEnding::Lf);
-        }
-        if let Some((e, expired)) = verdict {
-            send(ctx, failed(e, expired));
+        let message = (!bytes.is_empty() && !accepted && !auth_refusal).then_some(bytes);
+        match (unsaid, verdict) {
+            // Nothing needs the head's record after it: moved into it.
+            (Some(text), None) => {
+                let info = HttpInfo {
+                    status: Some(status),
+                    received: received_headers,
+                    text,
+                    ..base
+                };
+                send(
+                    ctx,
+                    HttpMsg::Http {
+                        info,
+                        at,
+                        worker: Some(worker),
+                        new_session,
+                        whole,
+                    },
+                );
+                if let Some(bytes) = message {
+                    received(ctx, bytes, LineEnding::Lf);
+                }
+            }
+            (unsaid, verdict) => {
+                if let Some(text) = unsaid {
+                    send(ctx, head(text, at));
+                }
+                if let Some(bytes) = message {
+                    received(ctx, bytes, LineEnding::Lf);
+                }
+                if let Some((e, expired)) = verdict {
+                    send(ctx, failed(e, expired));
+                }
+            }
         }
         send(ctx, HttpMsg::WorkerDone { worker });
     }
