@@ -8,15 +8,17 @@ use crate::analysis::lint::report::{SARIF_SCHEMA, artifact_uri};
 use crate::text::xml_escape;
 use serde_json::{Value, json};
 
-fn ms(d: std::time::Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
 /// A step's verdict on one line, then its failed checks (indented), each
 /// with what it saw.
 pub fn step_lines(s: &StepResult) -> Vec<String> {
-    let latency = s.latency.map(|d| format!(" ({})", ms(d))).unwrap_or_default();
-    let mut out = vec![format!("  {:<7} {}{latency}", s.verdict.as_str(), s.name)];
+    use std::fmt::Write;
+    // One line a step, made in one piece.
+    let mut line = String::with_capacity(s.name.len() + 32);
+    let _ = write!(line, "  {:<7} {}", s.verdict.as_str(), s.name);
+    if let Some(d) = s.latency {
+        let _ = write!(line, " ({:.1} ms)", d.as_secs_f64() * 1e3);
+    }
+    let mut out = vec![line];
     if let Some(e) = s.error.as_ref().filter(|e| !e.is_empty()) {
         out.push(format!("          {}: {e}", s.at));
     }

@@ -26,7 +26,7 @@ use crate::transport::process::ServerSpec;
 use crate::transport::session::SessionOptions;
 use crate::transport::target::{HttpTarget, Target};
 use crate::wire::frame::{Direction, Frame};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -272,7 +272,10 @@ fn message(action: &Action, vars: &mut Vars) -> Result<(String, Option<Json>, bo
     Ok(match action {
         Action::Call { tool, arguments } => (
             "tools/call".into(),
-            Some(json!({"name": vars.fill_text(tool)?, "arguments": vars.fill_json(arguments)?})),
+            Some(params([
+                ("name", Json::String(vars.fill_text(tool)?)),
+                ("arguments", vars.fill_json(arguments)?),
+            ])),
             false,
         ),
         Action::Request { method, params } => (
@@ -287,15 +290,24 @@ fn message(action: &Action, vars: &mut Vars) -> Result<(String, Option<Json>, bo
         ),
         Action::Read { uri } => (
             "resources/read".into(),
-            Some(json!({"uri": vars.fill_text(uri)?})),
+            Some(params([("uri", Json::String(vars.fill_text(uri)?))])),
             false,
         ),
         Action::Prompt { name, arguments } => (
             "prompts/get".into(),
-            Some(json!({"name": vars.fill_text(name)?, "arguments": vars.fill_json(arguments)?})),
+            Some(params([
+                ("name", Json::String(vars.fill_text(name)?)),
+                ("arguments", vars.fill_json(arguments)?),
+            ])),
             false,
         ),
     })
+}
+
+/// A request's params from values already made (`json!` would serialize
+/// each of them into a copy).
+fn params<const N: usize>(members: [(&str, Json); N]) -> Json {
+    Json::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// The value at a path written as in an assertion (`result.structuredContent.id`,
@@ -929,6 +941,7 @@ fn keep_capture(to: &Path, target: &Target, events: &[Event], vars: &Vars) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_takes_a_part_of_the_name_or_a_glob() {

@@ -764,9 +764,14 @@ impl Driver {
         });
     }
 
-    fn send_pending(&mut self, id: RequestId, p: Pending) {
+    fn send_pending(&mut self, id: RequestId, mut p: Pending) {
         let params = if p.enveloped {
             Some(self.envelope.wrap(p.params.clone()))
+        } else if self.era.state == EraState::Legacy {
+            // Sent once only: a legacy session has no -32022 retry (nothing
+            // is enveloped) and no input rounds (modern only), so the params
+            // go with the message rather than a copy of them.
+            p.params.take()
         } else {
             p.params.clone()
         };

@@ -11,7 +11,10 @@ pub(super) const SENDABLE_HEAD: usize = 128 * 1024;
 /// The headers of a request: real values for the wire, masked ones for the record.
 pub(super) struct Headers {
     pub(super) wire: Vec<(String, String)>,
-    pub(super) shown: Vec<(String, String)>,
+    /// The record's value where it is not the wire's (the user's headers
+    /// and the credentials, masked), by place in `wire`. The headers mcpscope
+    /// adds itself are shown as sent, and not copied until recorded.
+    masked: Vec<(usize, String)>,
     /// The Authorization header is the authorizer's token, not the user's.
     pub(super) from_authorizer: bool,
 }
@@ -22,13 +25,13 @@ impl Headers {
     /// token is bound to a key).
     pub(super) fn new(target: &HttpTarget, method: &str, url: &str) -> Self {
         let mut h = Headers {
-            wire: Vec::new(),
-            shown: Vec::new(),
+            // The user's, the credentials, and what a POST adds (a few).
+            wire: Vec::with_capacity(target.headers.len() + 8),
+            masked: Vec::new(),
             from_authorizer: false,
         };
         for (k, v) in &target.headers {
-            h.wire.push((k.clone(), v.clone()));
-            h.shown.push((k.clone(), mask_value(v)));
+            h.add_masked(k.clone(), v.clone(), mask_value(v));
         }
         // OAuth: the token the authorizer obtained (transport::auth), unless
         // the user gave an Authorization header of their own.
@@ -40,8 +43,8 @@ impl Headers {
         {
             let scheme = if c.dpop.is_some() { "DPoP" } else { "Bearer" };
             let value = format!("{scheme} {}", c.token);
-            h.shown.push(("Authorization".into(), mask_value(&value)));
-            h.wire.push(("Authorization".into(), value));
+            let shown = mask_value(&value);
+            h.add_masked("Authorization".into(), value, shown);
             h.from_authorizer = true;
             if let Some(key) = &c.dpop {
                 let now = std::time::SystemTime::now()
@@ -52,17 +55,32 @@ impl Headers {
                 // the server's refusal then says what is missing.
                 if let Ok(proof) = key.proof(method, url, now, &jti, Some(&c.token), c.nonce.as_deref()) {
                     // A proof is good for this one request only, but still shown masked.
-                    h.shown.push((dpop::HEADER.into(), "****".into()));
-                    h.wire.push((dpop::HEADER.into(), proof));
+                    h.add_masked(dpop::HEADER.into(), proof, "****".into());
                 }
             }
         }
         h
     }
 
+    /// Headers sent as given, with no credential in them (mcpscope's own).
+    #[cfg(test)]
+    pub(super) fn plain(wire: Vec<(String, String)>) -> Self {
+        Headers {
+            wire,
+            masked: Vec::new(),
+            from_authorizer: false,
+        }
+    }
+
+    fn add_masked(&mut self, k: String, v: String, shown: String) {
+        if shown != v {
+            self.masked.push((self.wire.len(), shown));
+        }
+        self.wire.push((k, v));
+    }
+
     pub(super) fn add(&mut self, k: &str, v: &str) {
         self.wire.push((k.into(), v.into()));
-        self.shown.push((k.into(), v.into()));
     }
 
     pub(super) fn session(&mut self, session_id: &Option<String>, protocol_version: &Option<String>) {
@@ -74,19 +92,32 @@ impl Headers {
         }
     }
 
+    /// The headers as the record shows them (secrets masked).
+    pub(super) fn shown(&self) -> Vec<(String, String)> {
+        let mut shown = self.wire.clone();
+        for (i, v) in &self.masked {
+            shown[*i].1.clone_from(v);
+        }
+        shown
+    }
+
     /// The record of a request with these headers.
     pub(super) fn info(&self, method: &str, url: &str) -> HttpInfo {
         HttpInfo {
-            sent: self.shown.clone(),
+            sent: self.shown(),
             ..Self::bare_info(method, url)
         }
     }
 
     /// The record of a request with these headers, once they are sent (the
-    /// headers shown move into it: one POST per step shows them once).
+    /// headers move into it, masked: one POST per step shows them once).
     pub(super) fn into_info(self, method: &str, url: &str) -> HttpInfo {
+        let mut sent = self.wire;
+        for (i, v) in self.masked {
+            sent[i].1 = v;
+        }
         HttpInfo {
-            sent: self.shown,
+            sent,
             ..Self::bare_info(method, url)
         }
     }

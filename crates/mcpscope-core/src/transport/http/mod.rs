@@ -843,12 +843,13 @@ mod tests {
         let again: std::collections::HashMap<_, _> = again.wire.iter().cloned().collect();
         assert_ne!(wire["DPoP"], again["DPoP"], "a fresh proof per request");
         // Nothing secret in what is recorded.
+        let shown = h.shown();
         assert!(
-            h.shown.iter().all(|(_, v)| !v.contains("tok") || v == "DPoP ****"),
-            "{:?}",
-            h.shown
+            shown.iter().all(|(_, v)| !v.contains("tok") || v == "DPoP ****"),
+            "{shown:?}"
         );
-        assert!(h.shown.iter().any(|(k, v)| k == "DPoP" && v == "****"));
+        assert!(shown.iter().any(|(k, v)| k == "DPoP" && v == "****"));
+        assert_eq!(h.into_info("POST", "http://127.0.0.1:9/mcp").sent, shown);
         // A Bearer token has no proof.
         target.bearer.set(Some("tok".into()));
         let plain = Headers::new(&target, "GET", "http://127.0.0.1:9/mcp");

@@ -109,7 +109,9 @@ fn post_head(ctx: &Ctx, job: PostJob) -> Option<PostAnswer> {
             return None;
         }
     };
-    base.url = mask_url(&answered_by);
+    if answered_by != url {
+        base.url = mask_url(&answered_by);
+    }
     let session_header = resp
         .headers()
         .get("mcp-session-id")
@@ -270,7 +272,8 @@ impl PostAnswer {
                 .iter()
                 .find(|(k, _)| k == "www-authenticate")
                 .map(|(_, w)| w.as_str()),
-            endpoint: &mask_url(&answered_by),
+            // (`answered_by`, masked.)
+            endpoint: &base.url,
         };
         // Judged before the body is handed on (not copied), said after it.
         let verdict = judge_body(&facts);

@@ -451,7 +451,7 @@ fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant, shut: &At
                 Ok(httparse::Status::Complete(len)) => {
                     let status = parsed.code.unwrap_or_default();
                     if !(100..200).contains(&status) || status == 101 {
-                        return head(&parsed, len);
+                        return head(&parsed, &buf.bytes()[..len]);
                     }
                     buf.consume(len);
                     continue;
@@ -479,7 +479,11 @@ fn read_head(stream: &TcpStream, buf: &mut ReadBuf, deadline: Instant, shut: &At
     }
 }
 
-fn head(parsed: &httparse::Response, len: usize) -> Result<Head, ureq::Error> {
+/// The head `parsed` from `raw` (its bytes, which its fields point into).
+fn head(parsed: &httparse::Response, raw: &[u8]) -> Result<Head, ureq::Error> {
+    let len = raw.len();
+    // The values share one copy of the head rather than one copy each.
+    let shared = bytes::Bytes::copy_from_slice(raw);
     let status = parsed.code.unwrap_or_default();
     if status == 101 {
         return Err(not_http("101 Switching Protocols, to a POST that asked for no upgrade"));
@@ -494,7 +498,8 @@ fn head(parsed: &httparse::Response, len: usize) -> Result<Head, ureq::Error> {
     for field in parsed.headers.iter() {
         let name = http::HeaderName::from_bytes(field.name.as_bytes())
             .map_err(|_| not_http(format!("a header name that is not valid: {:?}", field.name)))?;
-        let value = http::HeaderValue::from_bytes(field.value)
+        let at = field.value.as_ptr() as usize - raw.as_ptr() as usize;
+        let value = http::HeaderValue::from_maybe_shared(shared.slice(at..at + field.value.len()))
             .map_err(|_| not_http(format!("the {name} header's value is not valid")))?;
         let text = String::from_utf8_lossy(field.value);
         if name == http::header::TRANSFER_ENCODING {

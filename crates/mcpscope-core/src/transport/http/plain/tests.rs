@@ -246,11 +246,7 @@ fn outcome(answer: &[u8]) -> String {
     let (url, _seen) = peer(vec![Reply::Close(answer.to_vec())]);
     match post(&PlainClient::default(), &url, "a") {
         Err(e) => {
-            let h = super::super::exchange::Headers {
-                wire: headers(),
-                shown: headers(),
-                from_authorizer: false,
-            };
+            let h = super::super::exchange::Headers::plain(headers());
             super::super::exchange::describe_error(&e, &url, &h)
         }
         Ok(resp) => match text(resp) {
