@@ -640,7 +640,7 @@ fn run_step(
         client.pump_for(Duration::from_millis(20));
         (None, None)
     } else {
-        let r = match client.request(&method, params, options.timeout) {
+        let r = match client.request_frame(&method, params, options.timeout) {
             Ok(r) => r,
             Err(e @ (ClientError::TimedOut { .. } | ClientError::Unreadable { .. } | ClientError::TooLong { .. })) => {
                 return errored(step, method, vars.mask(&e.to_string()));

@@ -176,7 +176,13 @@ impl Driver {
     }
 
     pub(super) fn on_response(&mut self, id: &RequestId, p: Pending, f: &Frame) {
-        let outcome = response_outcome(f);
+        // A result only an owner that reads the frame gets, and that cannot
+        // ask for input (input rounds are modern): not parsed.
+        let unread = p.purpose == Purpose::Owner
+            && f.class.kind != Kind::Error
+            && self.era.state != EraState::Modern
+            && self.owner.get(&p.root).is_some_and(|o| o.frame_only);
+        let outcome = if unread { Ok(Value::Null) } else { response_outcome(f) };
         // -32022 to a request that carried the envelope: once more, with the
         // best version both sides speak.
         if p.enveloped

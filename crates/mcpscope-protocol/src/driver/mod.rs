@@ -380,6 +380,10 @@ pub struct RequestOptions {
     pub timeout: Option<Option<Duration>>,
     /// Send the params exactly as given, without the modern envelope.
     pub as_is: bool,
+    /// The owner reads the answer from its frame: a result is not parsed
+    /// for it, and its outcome is `Null` (an error is still read, and a
+    /// modern session's result still is, for the input rounds it may ask).
+    pub frame_only: bool,
 }
 
 impl RequestOptions {
@@ -428,6 +432,8 @@ struct OwnerRequest {
     rounds: Vec<(RequestId, InputRequired)>,
     /// The last `input_required` result, the outcome of a chain that stops.
     last_input_result: Option<Value>,
+    /// See [`RequestOptions::frame_only`].
+    frame_only: bool,
 }
 
 pub struct Driver {

@@ -22,6 +22,7 @@ impl Driver {
                 current: id.clone(),
                 rounds: Vec::new(),
                 last_input_result: None,
+                frame_only: opts.frame_only,
             },
         );
         if let Some(why) = self.gone.clone() {
@@ -67,6 +68,7 @@ impl Driver {
                     current: id.clone(),
                     rounds: Vec::new(),
                     last_input_result: None,
+                    frame_only: false,
                 },
             );
             // Never re-sent or enveloped: it is the user's line, kept as typed.
@@ -148,6 +150,7 @@ impl Driver {
                 current: id.clone(),
                 rounds: Vec::new(),
                 last_input_result: None,
+                frame_only: false,
             },
         );
         let pending = Pending {

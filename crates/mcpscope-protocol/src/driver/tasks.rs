@@ -109,6 +109,7 @@ impl Driver {
                 current: root.clone(),
                 rounds: Vec::new(),
                 last_input_result: None,
+                frame_only: false,
             },
         );
         let pending = Pending {

@@ -964,3 +964,51 @@ fn an_answer_in_pieces_over_the_cap_fails_its_request_as_too_long() {
         })
     );
 }
+
+#[test]
+fn a_frame_only_request_leaves_its_result_unread_unless_input_rounds_may_need_it() {
+    let frame_only = |timeout| RequestOptions {
+        frame_only: true,
+        ..RequestOptions::timeout(timeout)
+    };
+    let mut s = Script::legacy();
+    s.d.request_with(
+        "tools/call",
+        Some(json!({"name": "echo", "arguments": {"message": "hi"}})),
+        frame_only(Duration::from_secs(5)),
+    );
+    s.pump();
+    assert_eq!(s.last()["params"]["arguments"]["message"], "hi", "sent whole");
+    s.answer(json!({"content": [{"type": "text", "text": "hi"}]}));
+    assert!(matches!(&s.done.last().unwrap().outcome, Outcome::Result(Value::Null)));
+    // An error is read all the same.
+    s.d.request_with(
+        "tools/call",
+        Some(json!({"name": "x"})),
+        frame_only(Duration::from_secs(5)),
+    );
+    s.pump();
+    s.refuse(-32602, "no tool x", None);
+    assert!(matches!(&s.done.last().unwrap().outcome, Outcome::Error(e) if e.code == -32602));
+    // Asked otherwise, the result is read.
+    s.d.request("tools/call", Some(json!({"name": "echo"})));
+    s.pump();
+    s.answer(json!({"content": []}));
+    assert!(matches!(&s.done.last().unwrap().outcome, Outcome::Result(r) if r["content"] == json!([])));
+
+    // A modern session reads it: an answer may be an input round.
+    let mut s = modern_with_policy();
+    s.d.request_with(
+        "tools/call",
+        Some(json!({"name": "deploy"})),
+        frame_only(Duration::from_secs(5)),
+    );
+    s.pump();
+    s.answer(json!({"resultType": "input_required", "inputRequests": {
+        "where": {"method": "roots/list", "params": {}}
+    }}));
+    assert!(s.done.is_empty(), "an input round, answered");
+    assert_eq!(s.last()["params"]["name"], "deploy");
+    s.answer(json!({"content": [], "resultType": "complete"}));
+    assert!(matches!(&s.done.last().unwrap().outcome, Outcome::Result(r) if r["resultType"] == "complete"));
+}
