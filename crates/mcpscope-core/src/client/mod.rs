@@ -448,7 +448,23 @@ impl Client {
     /// retry with a version both sides speak, and `input_required` rounds
     /// are answered by the policy.
     pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Response, ClientError> {
-        let c = self.run(method, params, RequestOptions::timeout(timeout));
+        self.request_with(method, params, timeout, RequestOptions::default())
+    }
+
+    /// [`Client::request`] with the driver's options for it (`timeout` over
+    /// theirs).
+    pub fn request_with(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        opts: RequestOptions,
+    ) -> Result<Response, ClientError> {
+        let opts = RequestOptions {
+            timeout: Some(Some(timeout)),
+            ..opts
+        };
+        let c = self.run(method, params, opts);
         self.response(method, timeout, c)
     }
 
@@ -463,10 +479,9 @@ impl Client {
     ) -> Result<Response, ClientError> {
         let opts = RequestOptions {
             frame_only: true,
-            ..RequestOptions::timeout(timeout)
+            ..RequestOptions::default()
         };
-        let c = self.run(method, params, opts);
-        self.response(method, timeout, c)
+        self.request_with(method, params, timeout, opts)
     }
 
     /// Sends a request without waiting for it (several may be in flight);
@@ -582,10 +597,9 @@ impl Client {
     ) -> Result<Response, ClientError> {
         let opts = RequestOptions {
             as_is: true,
-            ..RequestOptions::timeout(timeout)
+            ..RequestOptions::default()
         };
-        let c = self.run(method, params, opts);
-        self.response(method, timeout, c)
+        self.request_with(method, params, timeout, opts)
     }
 
     /// Sends a request and follows its multi round-trip chain (every
