@@ -12,6 +12,7 @@
 
 pub mod check;
 pub mod contract;
+pub mod evals;
 pub mod file;
 pub mod find;
 pub mod output;
