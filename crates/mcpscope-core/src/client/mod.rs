@@ -282,8 +282,7 @@ impl Client {
     fn pump_until(&mut self, deadline: Instant) -> bool {
         let wakeup = self.pilot.driver.next_wakeup().map(|at| self.started_at + at);
         let until = wakeup.map_or(deadline, |w| w.min(deadline));
-        let wait = until.saturating_duration_since(Instant::now());
-        match self.session.recv_event(wait) {
+        match self.session.recv_event_until(until) {
             Ok(ev) => {
                 self.handle(&ev);
                 (self.observer)(ev);

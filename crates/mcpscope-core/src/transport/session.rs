@@ -233,10 +233,15 @@ impl Session {
     /// thread is advanced here (and only here: such an owner reads its
     /// events with this, not [`Session::events`]).
     pub fn recv_event(&self, wait: Duration) -> Result<Event, RecvTimeoutError> {
+        self.recv_event_until(Instant::now() + wait)
+    }
+
+    /// [`Session::recv_event`] until `deadline` (an event already waiting
+    /// is taken without reading the clock).
+    pub fn recv_event_until(&self, deadline: Instant) -> Result<Event, RecvTimeoutError> {
         let Some(pump) = &self.pump else {
-            return self.events.recv_timeout(wait);
+            return self.events.recv_deadline(deadline);
         };
-        let deadline = Instant::now() + wait;
         loop {
             if let Ok(ev) = self.events.try_recv() {
                 return Ok(ev);

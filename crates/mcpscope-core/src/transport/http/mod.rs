@@ -760,6 +760,10 @@ impl Link for HttpLink {
             self.gate = None;
             self.dispatch(sink);
         }
+        // (A running session has no deadline of its own: no clock to read.)
+        if matches!(self.phase, Phase::Running | Phase::Done) {
+            return;
+        }
         let now = Instant::now();
         match self.phase {
             Phase::Draining { deadline } if (self.in_flight == 0 && self.queue.is_empty()) || now >= deadline => {
