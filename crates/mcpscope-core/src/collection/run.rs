@@ -404,13 +404,23 @@ pub fn run_file(
             sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(ev);
         }),
     );
+    // The session's events are kept to the end only for what reads them
+    // then: a contract over the session, or its capture. Otherwise each
+    // step's go once the watcher has them (a long file's memory stays that
+    // of a step, and the next step's allocations reuse it).
+    let keep_events = file.contracts != Contracts::default_at(file.contracts.at) || options.keep_capture.is_some();
     let mut told = 0;
     let mut tell = |watch: &mut dyn Watch| {
-        let events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for e in &events[told..] {
             watch.event(e);
         }
-        told = events.len();
+        if keep_events {
+            told = events.len();
+        } else {
+            events.clear();
+            told = 0;
+        }
     };
     let ran = run_session(
         &mut client,
