@@ -173,23 +173,26 @@ fn modern_era_over_streamable_http_sends_the_standard_headers() {
         .unwrap()
         .port();
     let spec = py_modern_server();
-    let mut child = Command::new(&spec.program)
-        .args(&spec.args)
-        .args(["--http", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Killed however the test ends, from the start (the wait below can fail).
+    let mut child = crate::support::KilledOnDrop(
+        Command::new(&spec.program)
+            .args(&spec.args)
+            .args(["--http", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = Instant::now() + T;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "the Python server did not listen");
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = child.0.try_wait() {
             panic!("the Python server exited: {status}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _guard = crate::support::KilledOnDrop(child);
+    let _guard = child;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut i = Inspection::launch_with_era(
         Target::Http(mcpscope_core::transport::target::HttpTarget::streamable(url)),

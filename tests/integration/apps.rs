@@ -194,17 +194,20 @@ fn host_on(tool: &str, extra: &[&str], scenario: &str, target: &[String]) -> Hos
     need(PathBuf::from("/usr/bin/chromedriver"));
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("app.jsonl");
-    let mut child = crate::support::mcpscope_command()
-        .args(["app", "--no-browser", "--tool-name", tool, "--capture"])
-        .arg(&cap)
-        .args(extra)
-        .args(target)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Killed if the test fails before the View closes (it ends by itself then).
+    let mut child = crate::support::KilledOnDrop(
+        crate::support::mcpscope_command()
+            .args(["app", "--no-browser", "--tool-name", tool, "--capture"])
+            .arg(&cap)
+            .args(extra)
+            .args(target)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let (tx, rx) = crossbeam_channel::unbounded();
-    let stderr = child.stderr.take().unwrap();
+    let stderr = child.0.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut all = String::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -228,11 +231,11 @@ fn host_on(tool: &str, extra: &[&str], scenario: &str, target: &[String]) -> Hos
     // The View is closed: mcpscope ends by itself.
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.0.try_wait().unwrap() {
             break s.code();
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
+            let _ = child.0.kill();
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -612,23 +615,26 @@ fn only_loopback_listens_and_the_bridge_answers_only_its_page() {
     // Started by hand to look at its sockets while the View is open.
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("app.jsonl");
-    let mut child = crate::support::mcpscope_command()
-        .args([
-            "app",
-            "--no-browser",
-            "--quiet",
-            "--tool-name",
-            "show_counter",
-            "--capture",
-        ])
-        .arg(&cap)
-        .arg("--")
-        .args(server_args())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Killed if the test fails before the View closes (it ends by itself then).
+    let mut child = crate::support::KilledOnDrop(
+        crate::support::mcpscope_command()
+            .args([
+                "app",
+                "--no-browser",
+                "--quiet",
+                "--tool-name",
+                "show_counter",
+                "--capture",
+            ])
+            .arg(&cap)
+            .arg("--")
+            .args(server_args())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
     let url = loop {
         let line = lines.next().expect("a URL line").unwrap();
         if let Some(u) = line.split("open ").nth(1).filter(|u| u.starts_with("http://")) {
@@ -636,7 +642,7 @@ fn only_loopback_listens_and_the_bridge_answers_only_its_page() {
         }
     };
     std::thread::spawn(move || for _ in lines {});
-    let listening = listening_addresses(child.id());
+    let listening = listening_addresses(child.0.id());
     assert_eq!(listening.len(), 2, "host page and sandbox: {listening:?}");
     for a in &listening {
         assert!(a.starts_with("0100007F:"), "{a} is not 127.0.0.1");
@@ -677,7 +683,7 @@ fn only_loopback_listens_and_the_bridge_answers_only_its_page() {
     assert_ne!(page["forged_status"], 204, "{page}");
     assert_eq!(page["host_status"], "ready", "the forged close did nothing: {page}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
+    while child.0.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "mcpscope app did not end");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -197,23 +197,26 @@ fn the_reverse_proxy_records_no_credentials() {
     });
     let state = tempfile::tempdir().unwrap();
     let up = format!("http://alice:s3cret-pw@127.0.0.1:{port}/mcp?api_key=k3y-123&x=1");
-    let mut proxy = crate::support::mcpscope_command()
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &up,
-            "--session",
-            "creds",
-        ])
-        .env("XDG_STATE_HOME", state.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = proxy.stderr.take().unwrap();
+    // Killed however the test ends (it runs until signalled).
+    let mut proxy = crate::support::KilledOnDrop(
+        crate::support::mcpscope_command()
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                &up,
+                "--session",
+                "creds",
+            ])
+            .env("XDG_STATE_HOME", state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = proxy.0.stderr.take().unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 1024];
     let listening = loop {
@@ -238,9 +241,9 @@ fn the_reverse_proxy_records_no_credentials() {
     let _ = c.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     // SAFETY: a pid of our own child.
-    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(proxy.0.id() as i32, libc::SIGTERM) };
     let _ = err.read_to_end(&mut seen);
-    proxy.wait().unwrap();
+    proxy.0.wait().unwrap();
     let mut everything = String::from_utf8_lossy(&seen).into_owned();
     for e in std::fs::read_dir(state.path().join("mcpscope/sessions")).unwrap() {
         everything.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());

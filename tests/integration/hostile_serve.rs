@@ -64,17 +64,20 @@ while True:
 "#;
 
 fn wrong_id_server(mode: &str, body: &str) -> (KilledOnDrop, String) {
-    let mut child = Command::new("python3")
-        .args(["-c", WRONG_ID_SERVER, mode, body])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Guarded before its port is read: that read can fail.
+    let mut child = KilledOnDrop(
+        Command::new("python3")
+            .args(["-c", WRONG_ID_SERVER, mode, body])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut port = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(child.0.stdout.take().unwrap())
         .read_line(&mut port)
         .unwrap();
-    (KilledOnDrop(child), format!("http://127.0.0.1:{}/mcp", port.trim()))
+    (child, format!("http://127.0.0.1:{}/mcp", port.trim()))
 }
 
 fn class_count(r: &Value, class: &str) -> u64 {

@@ -535,13 +535,17 @@ while True:
         ("endless", "timeout"),
         ("cut", "closed the connection"),
     ] {
-        let mut server = Command::new("python3")
-            .args(["-c", script, mode])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        // Killed however the test ends: it serves until then (and holds
+        // the test's stderr).
+        let mut server = crate::support::KilledOnDrop(
+            Command::new("python3")
+                .args(["-c", script, mode])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         let mut port = String::new();
-        BufReader::new(server.stdout.take().unwrap())
+        BufReader::new(server.0.stdout.take().unwrap())
             .read_line(&mut port)
             .unwrap();
         let url = format!("http://127.0.0.1:{}/mcp", port.trim());
@@ -557,8 +561,7 @@ while True:
             "--timeout-ms",
             "1000",
         ]);
-        let _ = server.kill();
-        let _ = server.wait();
+        drop(server);
         assert_eq!(out.status.code(), Some(1), "{mode}: {}", text(&out.stderr));
         let r = report(&out);
         assert_eq!(r["errors"], 3, "{mode}: {r}");

@@ -58,10 +58,16 @@ impl OAuthServer {
                 }
             }
         });
-        let url = rx
+        // Owned (and so killed on drop) before the wait for its address can fail.
+        let mut server = OAuthServer {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        server.url = rx
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("the OAuth test server did not start: {}", stderr.lock().unwrap()));
-        OAuthServer { child, url, stderr }
+            .unwrap_or_else(|_| panic!("the OAuth test server did not start: {}", server.stderr.lock().unwrap()));
+        server
     }
 
     /// Every secret the server handed out: access tokens and codes, once `n` are known.

@@ -395,14 +395,17 @@ pub fn spawn_listening(mut cmd: std::process::Command, prefix: &str) -> (std::pr
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix(prefix)
-        .unwrap_or_else(|| panic!("{cmd:?} printed {line:?}, not its address"))
-        .to_owned();
+    let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    let Some(url) = read
+        .ok()
+        .and_then(|_| line.trim().strip_prefix(prefix))
+        .map(str::to_owned)
+    else {
+        // Not left running: the caller never gets it to kill.
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{cmd:?} printed {line:?}, not its address");
+    };
     (child, url)
 }
 
