@@ -574,8 +574,8 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 
 #[test]
 #[cfg(unix)]
-#[cfg(unix)]
 fn the_app_without_xdg_runtime_dir_says_so_once() {
+    use std::os::unix::process::CommandExt as _;
     let xvfb_run = need(std::path::PathBuf::from("/usr/bin/xvfb-run"));
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -590,6 +590,9 @@ fn the_app_without_xdg_runtime_dir_says_so_once() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // A group of its own: Xvfb and the app are its children, and a
+        // killed xvfb-run cannot end them itself.
+        .process_group(0)
         .spawn()
         .expect("running xvfb-run");
     // Read stderr as it comes: the pipe must not fill up.
@@ -618,11 +621,8 @@ fn the_app_without_xdg_runtime_dir_says_so_once() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() >= deadline {
-            for pid in &app {
-                // SAFETY: as above.
-                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-            }
-            let _ = child.kill();
+            // SAFETY: the group of the xvfb-run this test started (the app, Xvfb).
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
             panic!("the app did not end after SIGTERM");
         }
