@@ -228,13 +228,18 @@ fn the_stdio_proxy_sends_spans_while_the_session_runs() {
 fn the_reverse_proxy_sends_its_sessions_spans() {
     let mut collector = Collector::start("");
     let server = HttpServer::start("streamableHttp");
-    let mut proxy = crate::support::mcpscope_command()
-        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
-        .args(["--otlp-endpoint", &collector.url()])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
+    // Killed however the test ends; its stdout is not the test's.
+    let mut proxy = crate::support::KilledOnDrop(
+        crate::support::mcpscope_command()
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
+            .args(["--otlp-endpoint", &collector.url()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = std::io::BufReader::new(proxy.0.stderr.take().unwrap());
     let addr = listening_addr(&mut err);
     let out = crate::support::mcpscope_command()
         .args([
@@ -248,10 +253,10 @@ fn the_reverse_proxy_sends_its_sessions_spans() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(proxy.0.id() as i32, libc::SIGTERM) };
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    proxy.wait().unwrap();
+    proxy.0.wait().unwrap();
     let mut names = Vec::new();
     while !names.contains(&"mcp session".to_owned()) {
         let got = collector.next();

@@ -10,18 +10,20 @@ fn break_over_http(
     home: &Home,
     server: &crate::http::HttpServer,
     args: &[&str],
-) -> (std::process::Child, PathBuf, std::process::Child) {
+) -> (crate::support::KilledOnDrop, PathBuf, std::process::Child) {
     let mut c = crate::support::mcpscope_command();
     c.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &server.url("/mcp")])
         .args(args);
     home.apply(&mut c);
-    let mut proxy = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(proxy.stderr.take().unwrap());
+    // Killed however the test ends (it holds until told).
+    let mut proxy = crate::support::KilledOnDrop(
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = BufReader::new(proxy.0.stderr.take().unwrap());
     let addr = listening_addr(&mut err);
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let socket = std::fs::read_dir(home.sockets())
@@ -56,7 +58,7 @@ fn a_held_sse_event_holds_its_stream_only() {
     use crate::http::HttpServer;
     let home = Home::new();
     let server = HttpServer::start("streamableHttp");
-    let (mut proxy, socket, client) = break_over_http(
+    let (proxy, socket, client) = break_over_http(
         &home,
         &server,
         &[
@@ -83,8 +85,7 @@ fn a_held_sse_event_holds_its_stream_only() {
     assert!(seen["list"]["ok"].as_array().is_some_and(|t| !t.is_empty()), "{seen}");
     assert!(seen["list"]["ms"].as_u64().unwrap() >= 50, "it waited: {seen}");
     assert!(seen["call"]["ok"].is_object(), "{seen}");
-    let _ = proxy.kill();
-    let _ = proxy.wait();
+    drop(proxy);
 }
 
 /// A breakpoint on the HTTP proxy: the held POST keeps its connection open
@@ -95,7 +96,7 @@ fn a_held_post_waits_for_the_user_over_http() {
     let home = Home::new();
     let server = HttpServer::start("streamableHttp");
     let capture = home.path("held-post.jsonl");
-    let (mut proxy, socket, client) = break_over_http(
+    let (proxy, socket, client) = break_over_http(
         &home,
         &server,
         &[
@@ -162,6 +163,5 @@ fn a_held_post_waits_for_the_user_over_http() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = proxy.kill();
-    let _ = proxy.wait();
+    drop(proxy);
 }

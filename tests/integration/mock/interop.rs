@@ -119,23 +119,26 @@ fn a_reverse_proxy_capture_is_served() {
     let upstream = crate::http::HttpServer::start("streamableHttp");
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("reverse.jsonl");
-    let mut proxy = crate::support::mcpscope_command()
-        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
-        .arg(upstream.url("/mcp"))
-        .args(["--capture", cap.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(proxy.stderr.take().unwrap());
+    // Killed however the test ends.
+    let mut proxy = crate::support::KilledOnDrop(
+        crate::support::mcpscope_command()
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+            .arg(upstream.url("/mcp"))
+            .args(["--capture", cap.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut err = std::io::BufReader::new(proxy.0.stderr.take().unwrap());
     let addr = listening_addr(&mut err);
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let args = ["--tool-name", "get-sum", "--tool-arg", "a=2", "--tool-arg", "b=40"];
     let through_proxy = call_over_http(&format!("http://{addr}/mcp"), &args);
     assert!(through_proxy.contains("42"), "{through_proxy}");
-    unsafe { libc::kill(proxy.id() as i32, libc::SIGTERM) };
-    proxy.wait().unwrap();
+    unsafe { libc::kill(proxy.0.id() as i32, libc::SIGTERM) };
+    proxy.0.wait().unwrap();
 
     assert_eq!(call_the_mock(&cap, &args), through_proxy);
     let mock = HttpMock::start(&[cap.to_str().unwrap()]);
