@@ -7,7 +7,8 @@ use super::*;
 
 /// The test collector (tests/clients/otlp_receiver.py), killed when dropped.
 struct Collector {
-    child: std::process::Child,
+    /// Killed when the collector is dropped.
+    _child: crate::support::KilledOnDrop,
     port: u16,
     exports: crossbeam_channel::Receiver<Value>,
 }
@@ -16,13 +17,17 @@ impl Collector {
     fn start(mode: &str) -> Collector {
         use std::io::BufRead as _;
         let python = need(repo().join("tests/peers/.venv/bin/python"));
-        let mut child = Command::new(python)
-            .arg(repo().join("tests/clients/otlp_receiver.py"))
-            .env("MODE", mode)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        // Guarded before its first line is read: that read can fail.
+        let mut child = crate::support::KilledOnDrop(
+            Command::new(python)
+                .arg(repo().join("tests/clients/otlp_receiver.py"))
+                .env("MODE", mode)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
         let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         let port = first["port"].as_u64().unwrap() as u16;
         let (tx, exports) = crossbeam_channel::unbounded();
@@ -33,7 +38,11 @@ impl Collector {
                 }
             }
         });
-        Collector { child, port, exports }
+        Collector {
+            _child: child,
+            port,
+            exports,
+        }
     }
 
     fn url(&self) -> String {
@@ -45,13 +54,6 @@ impl Collector {
         self.exports
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("the collector reported an export")
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
