@@ -467,22 +467,6 @@ impl Client {
         self.response(method, timeout, c)
     }
 
-    /// [`Client::request`] for an owner that reads the answer from its
-    /// frame (the test runner judges frames): a result is not parsed for
-    /// the outcome, which is then `Null` (see [`RequestOptions::frame_only`]).
-    pub fn request_frame(
-        &mut self,
-        method: &str,
-        params: Option<Value>,
-        timeout: Duration,
-    ) -> Result<Response, ClientError> {
-        let opts = RequestOptions {
-            frame_only: true,
-            ..RequestOptions::default()
-        };
-        self.request_with(method, params, timeout, opts)
-    }
-
     /// Sends a request without waiting for it (several may be in flight);
     /// [`Client::wait_any`] collects the answers. Its id.
     pub fn send(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> RequestId {

@@ -108,6 +108,12 @@ impl Contracts {
             ..Contracts::default()
         }
     }
+
+    /// Whether the file states any contract (one is then checked over the
+    /// whole session, which needs all of its events).
+    pub fn stated(&self) -> bool {
+        *self != Contracts::default_at(self.at)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -8,12 +8,13 @@
 
 use super::check::Exchange;
 use super::evals::run_eval;
-use super::file::{Action, Assertion, Contracts, Server, Step, Target as FileTarget, TestFile};
+use super::file::{Action, Assertion, Server, Step, Target as FileTarget, TestFile};
 use super::report::{Check, EvalResult, FileReport, StepResult, Verdict};
 use super::snapshot;
 use super::vars::{self, Lookup, Reference, Vars};
 use super::yaml::Pos;
 use crate::client::{Client, ClientError};
+use crate::driver::RequestOptions;
 use crate::filter::Filter;
 use crate::protocol::era::EraChoice;
 use crate::protocol::handshake::HandshakeOptions;
@@ -408,7 +409,7 @@ pub fn run_file(
     // then: a contract over the session, or its capture. Otherwise each
     // step's go once the watcher has them (a long file's memory stays that
     // of a step, and the next step's allocations reuse it).
-    let keep_events = file.contracts != Contracts::default_at(file.contracts.at) || options.keep_capture.is_some();
+    let keep_events = file.contracts.stated() || options.keep_capture.is_some();
     let mut told = 0;
     let mut tell = |watch: &mut dyn Watch| {
         let mut events = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -453,9 +454,9 @@ pub fn run_file(
             }
         }
     }
-    // A long file's events are most of its memory, in many small pieces:
-    // freed on a thread of their own, not while the report waits (a
-    // thousand steps' took a millisecond and more).
+    // Kept to the end, a long file's events are most of its memory, in many
+    // small pieces: freed on a thread of their own, not while the report
+    // waits (a thousand steps' took a millisecond and more).
     // (Should no thread start, they are freed here.)
     let _ = std::thread::Builder::new()
         .name("mcpscope-free".into())
@@ -560,7 +561,7 @@ fn run_session(
         .with_policy(policy.clone())
     };
     // The contracts are about the whole file's session: part of it proves nothing.
-    let contracts = if options.only.is_some() && file.contracts != Contracts::default_at(file.contracts.at) {
+    let contracts = if options.only.is_some() && file.contracts.stated() {
         report
             .notes
             .push("contracts not checked: --only ran part of the file".to_owned());
@@ -646,7 +647,12 @@ fn run_step(
         client.pump_for(Duration::from_millis(20));
         (None, None)
     } else {
-        let r = match client.request_frame(&method, params, options.timeout) {
+        // Judged on its frames: the driver need not read the result for it.
+        let frame_only = RequestOptions {
+            frame_only: true,
+            ..RequestOptions::default()
+        };
+        let r = match client.request_with(&method, params, options.timeout, frame_only) {
             Ok(r) => r,
             Err(e @ (ClientError::TimedOut { .. } | ClientError::Unreadable { .. } | ClientError::TooLong { .. })) => {
                 return errored(step, method, vars.mask(&e.to_string()));

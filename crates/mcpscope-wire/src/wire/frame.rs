@@ -106,15 +106,15 @@ impl Frame {
             #[serde(default)]
             result: serde_json::Value,
         }
+        // (serde would read an array into the struct too: only an object is tried.)
         let object = self.raw.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-        match serde_json::from_slice::<Answer>(&self.raw) {
-            Ok(a) if object => a.result,
-            // Not UTF-8, a member twice (the last one counts): as `json` reads it.
-            _ => self
-                .json()
-                .and_then(|mut v| v.get_mut("result").map(serde_json::Value::take))
-                .unwrap_or(serde_json::Value::Null),
+        if object && let Ok(a) = serde_json::from_slice::<Answer>(&self.raw) {
+            return a.result;
         }
+        // Not UTF-8, a member twice (the last one counts), not an object: as `json` reads it.
+        self.json()
+            .and_then(|mut v| v.get_mut("result").map(serde_json::Value::take))
+            .unwrap_or(serde_json::Value::Null)
     }
 
     /// A short label: the method, or `result #id` / `error #id`.
